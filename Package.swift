@@ -1,0 +1,54 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "Doppel",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "DoppelCore", targets: ["DoppelCore"]),
+        .library(name: "DoppelServer", targets: ["DoppelServer"]),
+        .library(name: "DoppelTesting", targets: ["DoppelTesting"]),
+        .executable(name: "doppel", targets: ["doppel"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+    ],
+    targets: [
+        .target(
+            name: "DoppelCore",
+            dependencies: [.product(name: "Yams", package: "Yams")]
+        ),
+        .target(
+            name: "DoppelServer",
+            dependencies: [
+                "DoppelCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "DoppelTesting",
+            dependencies: ["DoppelServer", "DoppelCore"]
+        ),
+        .executableTarget(
+            name: "doppel",
+            dependencies: [
+                "DoppelServer",
+                "DoppelCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(
+            name: "DoppelCoreTests",
+            dependencies: ["DoppelCore"]
+        ),
+        .testTarget(
+            name: "DoppelServerTests",
+            dependencies: ["DoppelServer", "DoppelTesting", "DoppelCore"],
+            resources: []
+        ),
+    ]
+)

@@ -1,0 +1,170 @@
+/// A loaded, validated contract: everything the engine needs to serve an API.
+///
+/// Built by `ContractLoader`; immutable and shared by every request.
+public struct Contract: Sendable {
+    /// The file the contract was read from.
+    public let file: String
+    public let info: Info
+    /// Prefix of every endpoint's path, e.g. `/api/v1`; empty for none.
+    public let basePath: String
+    /// Named schemas, the targets of `$ref`.
+    public let schemas: [String: Schema]
+    public let authSchemes: [String: AuthScheme]
+    /// The scheme applied to endpoints that do not name one.
+    public let defaultAuth: String?
+    public let state: StateDeclaration
+    /// Static lookup tables, visible to expressions as `data`.
+    public let data: JSON
+    /// Shared responses, referenced by name from endpoints and auth schemes.
+    public let responses: [String: ResponseDefinition]
+    /// Endpoints in the order they were written; routing tries them in this order.
+    public let endpoints: [Endpoint]
+
+    /// Title, version and description of the API.
+    public struct Info: Sendable {
+        public var title: String
+        public var version: String
+        public var description: String?
+    }
+
+    /// The endpoint with an id.
+    public func endpoint(id: String) -> Endpoint? {
+        endpoints.first { $0.id == id }
+    }
+}
+
+/// How an endpoint checks credentials.
+public struct AuthScheme: Sendable {
+    public enum Kind: Sendable, Equatable {
+        /// `Authorization: Bearer <token>`.
+        case bearer
+        /// A key in a header or query parameter.
+        case apiKey(location: ParameterLocation, name: String)
+    }
+
+    public enum ParameterLocation: String, Sendable {
+        case header, query
+    }
+
+    public let name: String
+    public let kind: Kind
+    /// Accepted credentials; nil accepts any well-formed one.
+    public let accepted: Set<String>?
+    /// The documented response for a missing, malformed or unaccepted credential.
+    public let failure: ResponseDefinition
+}
+
+/// The state every session starts with: variables, counters and collections.
+public struct StateDeclaration: Sendable {
+    /// What kind of state a name holds.
+    public enum Kind: String, Sendable {
+        case variable, counter, collection
+    }
+
+    /// Initial values by name; collections are objects keyed by their key field.
+    public let initial: JSONObject
+    public let kinds: [String: Kind]
+    /// The key field of each collection (default `id`).
+    public let collectionKeys: [String: String]
+
+    public init(initial: JSONObject, kinds: [String: Kind], collectionKeys: [String: String]) {
+        self.initial = initial
+        self.kinds = kinds
+        self.collectionKeys = collectionKeys
+    }
+
+    public static let empty = StateDeclaration(initial: JSONObject(), kinds: [:], collectionKeys: [:])
+}
+
+/// One endpoint: a method and path, its checks, and its ordered responses.
+public struct Endpoint: Sendable {
+    public let id: String
+    public let method: String
+    /// The full path template, base path included.
+    public let path: PathTemplate
+    public let summary: String?
+    /// The auth scheme's name, or nil for a public endpoint.
+    public let auth: String?
+    /// Conditions that must all hold for a request to be this endpoint's.
+    public let match: [Condition]
+    /// Endpoint-level `let` bindings, evaluated before a response is selected.
+    public let bindings: [(String, ValueTemplate)]
+    public let query: Schema?
+    public let headers: Schema?
+    public let body: BodySpec?
+    /// The response for a request that fails validation; nil gives the built-in 422.
+    public let onInvalid: ResponseDefinition?
+    public let responses: [ResponseDefinition]
+    public let location: SourceLocation
+
+    /// `POST /api/v1/stories/generate`.
+    public var signature: String { "\(method) \(path.template)" }
+}
+
+/// A named expression that must hold, with its text for messages.
+public struct Condition: Sendable {
+    public let expression: Expression
+    public let location: SourceLocation
+}
+
+/// What an endpoint accepts as a request body.
+public struct BodySpec: Sendable {
+    public let schema: Schema?
+    /// Accepted media types, e.g. `application/json`.
+    public let contentTypes: [String]
+    /// Whether a request must carry a body.
+    public let required: Bool
+}
+
+/// A response as the contract declares it (compare `MockResponse`, what is sent).
+public struct ResponseDefinition: Sendable {
+    /// The shared response's name, or `<endpoint>[<index>]`.
+    public let name: String
+    public let when: Expression?
+    public let status: Int
+    public let headers: [(String, ValueTemplate)]
+    public let body: ResponseBody
+    /// Values computed after selection, visible to effects and templates by name.
+    public let bindings: [(String, ValueTemplate)]
+    public let effects: [Effect]
+    public let location: SourceLocation
+}
+
+/// The body a response sends.
+public enum ResponseBody: Sendable {
+    case empty
+    /// JSON, with its bytes encoded once when nothing in it needs rendering.
+    case json(ValueTemplate, encoded: [UInt8]?, contentType: String)
+    case text(ValueTemplate, contentType: String)
+    case bytes([UInt8], contentType: String)
+
+    public var contentType: String? {
+        switch self {
+        case .empty: nil
+        case .json(_, _, let type), .text(_, let type), .bytes(_, let type): type
+        }
+    }
+}
+
+/// A change to session state: `state.stories_used += 1`, `delete state.children[path.id]`.
+public struct Effect: Sendable, CustomStringConvertible {
+    public enum Operation: String, Sendable {
+        case assign = "=", add = "+=", subtract = "-=", delete
+    }
+
+    /// The state name the effect changes.
+    public let name: String
+    /// Member names and indexes below the state name.
+    public let path: [PathStep]
+    public let operation: Operation
+    public let value: Expression?
+    public let source: String
+    public let location: SourceLocation
+
+    public enum PathStep: Sendable {
+        case member(String)
+        case index(Expression)
+    }
+
+    public var description: String { source }
+}

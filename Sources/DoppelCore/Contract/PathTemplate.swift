@@ -1,0 +1,140 @@
+/// A path like `/children/{id}` or `/v1beta/models/{model}:predict`, matched
+/// segment by segment. A parameter matches at least one character and never a
+/// `/`; literal text may stand before and after it within a segment.
+public struct PathTemplate: Sendable, CustomStringConvertible {
+    enum Part: Sendable, Equatable {
+        case literal(String)
+        case parameter(String)
+    }
+
+    public let template: String
+    var segments: [[Part]]
+    /// Names of the parameters in order.
+    public let parameterNames: [String]
+
+    public var description: String { template }
+
+    /// True when no segment has a parameter.
+    public var isLiteral: Bool { parameterNames.isEmpty }
+
+    /// Parses a template; the error says what is wrong with it.
+    public init(_ template: String) throws(TemplateError) {
+        guard template.hasPrefix("/") else { throw TemplateError(message: "a path must start with '/'") }
+        var segments: [[Part]] = []
+        var names: [String] = []
+        for raw in template.split(separator: "/", omittingEmptySubsequences: false).dropFirst() {
+            var parts: [Part] = []
+            var rest = Substring(raw)
+            while !rest.isEmpty {
+                if let open = rest.firstIndex(of: "{") {
+                    if open > rest.startIndex { parts.append(.literal(String(rest[..<open]))) }
+                    guard let close = rest[open...].firstIndex(of: "}") else {
+                        throw TemplateError(message: "'{' without '}' in path")
+                    }
+                    let name = String(rest[rest.index(after: open)..<close])
+                    guard !name.isEmpty, name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }) else {
+                        throw TemplateError(message: "invalid parameter name '\(name)' in path")
+                    }
+                    if case .parameter = parts.last {
+                        throw TemplateError(message: "two parameters side by side in one segment cannot be told apart")
+                    }
+                    guard !names.contains(name) else { throw TemplateError(message: "parameter '\(name)' appears twice") }
+                    names.append(name)
+                    parts.append(.parameter(name))
+                    rest = rest[rest.index(after: close)...]
+                } else {
+                    if rest.contains("}") { throw TemplateError(message: "'}' without '{' in path") }
+                    parts.append(.literal(String(rest)))
+                    rest = rest[rest.endIndex...]
+                }
+            }
+            segments.append(parts)
+        }
+        self.template = template
+        self.segments = segments
+        self.parameterNames = names
+    }
+
+    public struct TemplateError: Error, Sendable {
+        public let message: String
+    }
+
+    /// The parameters when `path` (already split into segments) matches; nil otherwise.
+    public func match(_ pathSegments: [Substring]) -> [String: String]? {
+        guard pathSegments.count == segments.count else { return nil }
+        var captured: [String: String] = [:]
+        for (parts, segment) in zip(segments, pathSegments) {
+            guard Self.match(parts[...], segment, &captured) else { return nil }
+        }
+        return captured
+    }
+
+    private static func match(_ parts: ArraySlice<Part>, _ text: Substring, _ captured: inout [String: String]) -> Bool {
+        guard let first = parts.first else { return text.isEmpty }
+        switch first {
+        case .literal(let literal):
+            guard text.hasPrefix(literal) else { return false }
+            return match(parts.dropFirst(), text.dropFirst(literal.count), &captured)
+        case .parameter(let name):
+            let rest = parts.dropFirst()
+            guard !text.isEmpty else { return false }
+            if rest.isEmpty {
+                captured[name] = PercentDecoding.decode(text)
+                return true
+            }
+            // Try the shortest capture first so `{a}:b` splits at the first ':'.
+            var end = text.index(after: text.startIndex)
+            while true {
+                var attempt = captured
+                if match(rest, text[end...], &attempt) {
+                    attempt[name] = PercentDecoding.decode(text[..<end])
+                    captured = attempt
+                    return true
+                }
+                if end == text.endIndex { return false }
+                end = text.index(after: end)
+            }
+        }
+    }
+
+    /// How many leading segments of `pathSegments` agree with this template, for near-miss ranking.
+    func agreement(with pathSegments: [Substring]) -> Int {
+        var score = 0
+        for (parts, segment) in zip(segments, pathSegments) {
+            var ignored: [String: String] = [:]
+            if Self.match(parts[...], segment, &ignored) { score += 1 }
+        }
+        return score - abs(segments.count - pathSegments.count)
+    }
+}
+
+/// Decodes `%XX` escapes in URL components.
+public enum PercentDecoding {
+    public static func decode(_ text: Substring, plusAsSpace: Bool = false) -> String {
+        guard text.contains("%") || (plusAsSpace && text.contains("+")) else { return String(text) }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(text.utf8.count)
+        var iterator = Array(text.utf8)[...]
+        while let b = iterator.popFirst() {
+            if b == UInt8(ascii: "%"), iterator.count >= 2,
+               let h = hexValue(iterator[iterator.startIndex]), let l = hexValue(iterator[iterator.startIndex + 1]) {
+                bytes.append(h << 4 | l)
+                iterator = iterator.dropFirst(2)
+            } else if plusAsSpace, b == UInt8(ascii: "+") {
+                bytes.append(UInt8(ascii: " "))
+            } else {
+                bytes.append(b)
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    private static func hexValue(_ b: UInt8) -> UInt8? {
+        switch b {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): b - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): b - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): b - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}

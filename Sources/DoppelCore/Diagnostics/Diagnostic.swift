@@ -1,0 +1,113 @@
+/// A position in a source file, 1-based like compilers and editors count.
+public struct SourceLocation: Sendable, Hashable, Comparable {
+    public var file: String
+    public var line: Int
+    public var column: Int
+
+    public init(file: String, line: Int, column: Int) {
+        self.file = file
+        self.line = line
+        self.column = column
+    }
+
+    /// The same location moved `offset` columns to the right.
+    public func advanced(by offset: Int) -> SourceLocation {
+        SourceLocation(file: file, line: line, column: column + offset)
+    }
+
+    public static func < (lhs: SourceLocation, rhs: SourceLocation) -> Bool {
+        (lhs.file, lhs.line, lhs.column) < (rhs.file, rhs.line, rhs.column)
+    }
+}
+
+/// One problem found in a contract, printed as `path:line:column: error: message`.
+public struct Diagnostic: Sendable, Hashable, CustomStringConvertible {
+    public enum Severity: String, Sendable {
+        case error
+        case warning
+    }
+
+    public var location: SourceLocation
+    public var severity: Severity
+    public var message: String
+
+    public init(_ severity: Severity = .error, at location: SourceLocation, _ message: String) {
+        self.location = location
+        self.severity = severity
+        self.message = message
+    }
+
+    public var description: String {
+        "\(location.file):\(location.line):\(location.column): \(severity.rawValue): \(message)"
+    }
+}
+
+/// Thrown when a contract has one or more errors; carries every diagnostic found.
+public struct ContractError: Error, Sendable, CustomStringConvertible {
+    public let diagnostics: [Diagnostic]
+
+    public init(diagnostics: [Diagnostic]) {
+        self.diagnostics = diagnostics.sorted { $0.location < $1.location }
+    }
+
+    public var description: String {
+        diagnostics.map(\.description).joined(separator: "\n")
+    }
+}
+
+/// Collects diagnostics during loading, so that every problem is reported at once.
+public struct DiagnosticCollector: Sendable {
+    public private(set) var diagnostics: [Diagnostic] = []
+
+    public init() {}
+
+    public var hasErrors: Bool { diagnostics.contains { $0.severity == .error } }
+
+    public mutating func error(_ message: String, at location: SourceLocation) {
+        diagnostics.append(Diagnostic(.error, at: location, message))
+    }
+
+    public mutating func warning(_ message: String, at location: SourceLocation) {
+        diagnostics.append(Diagnostic(.warning, at: location, message))
+    }
+
+    public mutating func append(contentsOf other: [Diagnostic]) {
+        diagnostics.append(contentsOf: other)
+    }
+}
+
+/// Suggests the closest known word for a misspelt one ("did you mean ...?").
+public enum Suggestion {
+    /// The candidate nearest to `word` by edit distance, when it is near enough.
+    public static func nearest(to word: String, in candidates: some Sequence<String>) -> String? {
+        var best: (String, Int)?
+        for candidate in candidates {
+            let distance = editDistance(word.lowercased(), candidate.lowercased())
+            if distance <= max(2, candidate.count / 3), distance < (best?.1 ?? .max) {
+                best = (candidate, distance)
+            }
+        }
+        return best?.0
+    }
+
+    /// " (did you mean 'x'?)" or an empty string.
+    public static func hint(for word: String, in candidates: some Sequence<String>) -> String {
+        nearest(to: word, in: candidates).map { " (did you mean '\($0)'?)" } ?? ""
+    }
+
+    static func editDistance(_ a: String, _ b: String) -> Int {
+        let a = Array(a), b = Array(b)
+        if a.isEmpty { return b.count }
+        if b.isEmpty { return a.count }
+        var previous = Array(0...b.count)
+        var current = [Int](repeating: 0, count: b.count + 1)
+        for i in 1...a.count {
+            current[0] = i
+            for j in 1...b.count {
+                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+            }
+            swap(&previous, &current)
+        }
+        return previous[b.count]
+    }
+}

@@ -1,0 +1,50 @@
+/// Stage 2: checks an endpoint's credentials.
+public struct Authenticator: Sendable {
+    let schemes: [String: AuthScheme]
+
+    public init(schemes: [String: AuthScheme]) {
+        self.schemes = schemes
+    }
+
+    /// What authentication decided.
+    public enum Outcome: Sendable {
+        /// Credentials accepted (or none needed); the value is visible to expressions as `auth`.
+        case accepted(JSON)
+        /// Rejected: answer with the scheme's documented failure response.
+        case rejected(AuthScheme)
+    }
+
+    public func authenticate(_ request: RecordedRequest, queryItems: [(String, String)], scheme name: String?) -> Outcome {
+        guard let name, let scheme = schemes[name] else { return .accepted(.null) }
+        let credential: String?
+        switch scheme.kind {
+        case .bearer:
+            credential = Self.bearerToken(request.header("authorization"))
+        case .apiKey(.header, let header):
+            credential = request.header(header).flatMap { $0.isEmpty ? nil : $0 }
+        case .apiKey(.query, let parameter):
+            credential = queryItems.last { $0.0 == parameter }.flatMap { $0.1.isEmpty ? nil : $0.1 }
+        }
+        guard let credential, scheme.accepted?.contains(credential) ?? true else { return .rejected(scheme) }
+        return .accepted(.object(JSONObject([("scheme", .string(scheme.name)), ("token", .string(credential))])))
+    }
+
+    /// The token of `Bearer <token>`; nil when missing or malformed (RFC 6750 token68).
+    static func bearerToken(_ header: String?) -> String? {
+        guard let header else { return nil }
+        let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
+        let token = String(parts[1].trimmingSpaces)
+        let allowed = token.utf8.allSatisfy(isToken68)
+        return token.isEmpty || !allowed ? nil : token
+    }
+
+    private static let token68Punctuation: Set<UInt8> = Set("-._~+/=".utf8)
+
+    private static func isToken68(_ b: UInt8) -> Bool {
+        if b >= 48 && b <= 57 { return true }
+        if b >= 65 && b <= 90 { return true }
+        if b >= 97 && b <= 122 { return true }
+        return token68Punctuation.contains(b)
+    }
+}

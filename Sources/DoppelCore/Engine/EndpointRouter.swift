@@ -1,0 +1,89 @@
+/// Stage 1: finds the endpoint for a request's method and path, capturing
+/// path parameters, or explains why none fits.
+public struct EndpointRouter: Sendable {
+    /// What routing decided.
+    public enum Route: Sendable {
+        case matched(Endpoint, parameters: [String: String])
+        case methodNotAllowed(allowed: [String])
+        case notFound(nearMisses: [NearMiss])
+    }
+
+    let endpoints: [Endpoint]
+
+    public init(endpoints: [Endpoint]) {
+        self.endpoints = endpoints
+    }
+
+    /// Routes a request. `conditions` evaluates an endpoint's `match`
+    /// conditions; it returns the failing ones' texts.
+    public func route(method: String, path: String, conditions: (Endpoint, [String: String]) -> [String]) -> Route {
+        let segments = Self.segments(of: path)
+        var allowed: [String] = []
+        var conditionMisses: [NearMiss] = []
+        for endpoint in endpoints {
+            guard let parameters = endpoint.path.match(segments) else { continue }
+            guard endpoint.method == method || (method == "HEAD" && endpoint.method == "GET") else {
+                if !allowed.contains(endpoint.method) { allowed.append(endpoint.method) }
+                continue
+            }
+            let failed = endpoint.match.isEmpty ? [] : conditions(endpoint, parameters)
+            if failed.isEmpty { return .matched(endpoint, parameters: parameters) }
+            conditionMisses.append(NearMiss(endpointID: endpoint.id, signature: endpoint.signature, reasons: failed.map { "match condition '\($0)' is false" }))
+        }
+        if !conditionMisses.isEmpty { return .notFound(nearMisses: conditionMisses) }
+        if !allowed.isEmpty {
+            if allowed.contains("GET"), !allowed.contains("HEAD") { allowed.append("HEAD") }
+            return .methodNotAllowed(allowed: allowed)
+        }
+        return .notFound(nearMisses: nearMisses(method: method, segments: segments))
+    }
+
+    /// The split path: `/a/b` gives `["a", "b"]`; `/` gives `[""]`.
+    static func segments(of path: String) -> [Substring] {
+        let trimmed = path.hasPrefix("/") ? path.dropFirst() : Substring(path)
+        return trimmed.split(separator: "/", omittingEmptySubsequences: false)
+    }
+
+    /// Up to three endpoints ranked by how much of the path they share, each
+    /// with the first way it differs.
+    func nearMisses(method: String, segments: [Substring]) -> [NearMiss] {
+        let ranked = endpoints.map { endpoint -> (Endpoint, Int) in
+            (endpoint, endpoint.path.agreement(with: segments) * 2 + (endpoint.method == method ? 1 : 0))
+        }
+        .filter { $0.1 > 0 }
+        .sorted { $0.1 > $1.1 }
+        return ranked.prefix(3).map { endpoint, _ in
+            NearMiss(endpointID: endpoint.id, signature: endpoint.signature, reasons: reasons(endpoint, method: method, segments: segments))
+        }
+    }
+
+    private func reasons(_ endpoint: Endpoint, method: String, segments: [Substring]) -> [String] {
+        var reasons: [String] = []
+        if endpoint.method != method { reasons.append("method is \(endpoint.method), not \(method)") }
+        let expected = endpoint.path.segments
+        if expected.count != segments.count {
+            reasons.append("path has \(segments.count) segment\(segments.count == 1 ? "" : "s"), \(endpoint.path.template) has \(expected.count)")
+        }
+        for (index, (parts, segment)) in zip(expected, segments).enumerated() {
+            if PathTemplate(segments: [parts], parameterNames: []).match([segment]) == nil {
+                let want = parts.map { part -> String in
+                    switch part {
+                    case .literal(let text): text
+                    case .parameter(let name): "{\(name)}"
+                    }
+                }.joined()
+                reasons.append("path segment \(index + 1) is '\(segment)', expected '\(want)'")
+                break
+            }
+        }
+        return reasons
+    }
+}
+
+extension PathTemplate {
+    init(segments: [[Part]], parameterNames: [String]) {
+        self.template = ""
+        self.segments = segments
+        self.parameterNames = parameterNames
+    }
+}

@@ -1,0 +1,80 @@
+/// Stage 7: a bounded record of the requests served, oldest dropped first.
+public final class Journal: Sendable {
+    /// One served request.
+    public struct Entry: Sendable {
+        /// Increasing number of the request since the server started.
+        public let sequence: Int
+        /// When it arrived, on the session's clock (seconds since 1970).
+        public let time: Double
+        public let session: String
+        public let method: String
+        public let path: String
+        public let query: String?
+        public let status: Int
+        public let endpointID: String?
+        public let responseName: String?
+        /// Time spent answering, in microseconds.
+        public let durationMicros: Int
+
+        /// The entry as JSON, for the admin API.
+        public var json: JSON {
+            .object(JSONObject([
+                ("sequence", .int(sequence)), ("time", .string(UTCCalendar.format(epoch: time))), ("session", .string(session)),
+                ("method", .string(method)), ("path", .string(path)), ("query", query.map { .string($0) } ?? .null),
+                ("status", .int(status)), ("endpoint", endpointID.map { .string($0) } ?? .null),
+                ("response", responseName.map { .string($0) } ?? .null), ("duration_us", .int(durationMicros)),
+            ]))
+        }
+    }
+
+    private struct Ring {
+        var entries: [Entry?]
+        var next = 0
+        var count = 0
+        var sequence = 0
+    }
+
+    /// The most entries kept.
+    public let capacity: Int
+    private let ring: Locked<Ring>
+
+    public init(capacity: Int = 10_000) {
+        self.capacity = max(1, capacity)
+        self.ring = Locked(Ring(entries: Array(repeating: nil, count: max(1, capacity))))
+    }
+
+    /// Records a request; returns its sequence number.
+    @discardableResult
+    public func record(time: Double, session: String, method: String, path: String, query: String?, status: Int,
+                       endpointID: String?, responseName: String?, durationMicros: Int) -> Int {
+        ring.withLock { ring in
+            ring.sequence += 1
+            ring.entries[ring.next] = Entry(
+                sequence: ring.sequence, time: time, session: session, method: method, path: path, query: query,
+                status: status, endpointID: endpointID, responseName: responseName, durationMicros: durationMicros)
+            ring.next = (ring.next + 1) % capacity
+            ring.count = min(ring.count + 1, capacity)
+            return ring.sequence
+        }
+    }
+
+    /// The entries held, oldest first.
+    public var entries: [Entry] {
+        ring.withLock { ring in
+            let start = (ring.next - ring.count + capacity) % capacity
+            return (0..<ring.count).compactMap { ring.entries[(start + $0) % capacity] }
+        }
+    }
+
+    /// How many entries are held.
+    public var count: Int { ring.withLock { $0.count } }
+
+    /// Drops every entry.
+    public func clear() {
+        ring.withLock { ring in
+            ring.entries = Array(repeating: nil, count: capacity)
+            ring.next = 0
+            ring.count = 0
+        }
+    }
+}

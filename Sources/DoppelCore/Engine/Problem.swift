@@ -1,0 +1,100 @@
+/// The catalogue of responses Doppel itself produces, as RFC 9457
+/// `application/problem+json` bodies. Each has a stable `type` URN that
+/// clients and tests can match on; `docs/contract-format.md` lists them.
+public struct Problem: Sendable, Error {
+    public let status: Int
+    public let type: String
+    public let title: String
+    public let detail: String
+    public var extra: [(String, JSON)] = []
+    public var headers: [(name: String, value: String)] = []
+
+    /// The problem as a response.
+    public func response(endpointID: String? = nil) -> MockResponse {
+        var object = JSONObject([("type", .string(type)), ("title", .string(title)), ("status", .int(status)), ("detail", .string(detail))])
+        for (key, value) in extra { object[key] = value }
+        return MockResponse(
+            status: status,
+            headers: [(name: "Content-Type", value: "application/problem+json")] + headers,
+            body: JSONWriter.encode(.object(object)),
+            endpointID: endpointID,
+            responseName: "doppel:" + type.split(separator: ":").last.map(String.init)!)
+    }
+
+    static func urn(_ name: String) -> String { "urn:doppel:problem:\(name)" }
+
+    /// 404: no endpoint has this path; names the nearest ones and why they missed.
+    public static func noMatchingEndpoint(method: String, path: String, nearMisses: [NearMiss]) -> Problem {
+        let misses = nearMisses.map { miss in
+            JSON.object(JSONObject([("endpoint", .string(miss.endpointID)), ("request", .string(miss.signature)), ("mismatches", .array(miss.reasons.map { .string($0) }))]))
+        }
+        let hint = nearMisses.first.map { " The nearest is \($0.endpointID) (\($0.signature)): \($0.reasons.joined(separator: "; "))." } ?? ""
+        return Problem(status: 404, type: urn("no-matching-endpoint"), title: "No matching endpoint",
+                       detail: "No endpoint of the contract matches \(method) \(path).\(hint)", extra: [("near_misses", .array(misses))])
+    }
+
+    /// 405: the path exists, the method does not.
+    public static func methodNotAllowed(method: String, path: String, allowed: [String]) -> Problem {
+        Problem(status: 405, type: urn("method-not-allowed"), title: "Method not allowed",
+                detail: "\(path) does not accept \(method); it accepts \(allowed.joined(separator: ", ")).",
+                extra: [("allowed", .array(allowed.map { .string($0) }))], headers: [(name: "Allow", value: allowed.joined(separator: ", "))])
+    }
+
+    /// 400: the body claims to be JSON and is not.
+    public static func malformedJSON(_ message: String) -> Problem {
+        Problem(status: 400, type: urn("malformed-json"), title: "Malformed JSON", detail: "The request body is not valid JSON: \(message).")
+    }
+
+    /// 415: the endpoint does not accept this content type.
+    public static func unsupportedMediaType(_ received: String?, accepted: [String]) -> Problem {
+        Problem(status: 415, type: urn("unsupported-media-type"), title: "Unsupported media type",
+                detail: "The request body is \(received.map { "'\($0)'" } ?? "sent without a Content-Type"); this endpoint accepts \(accepted.joined(separator: ", ")).",
+                extra: [("accepted", .array(accepted.map { .string($0) }))])
+    }
+
+    /// 413: the body is larger than the server's limit.
+    public static func payloadTooLarge(limit: Int) -> Problem {
+        Problem(status: 413, type: urn("payload-too-large"), title: "Payload too large",
+                detail: "The request body is larger than the limit of \(limit) bytes.", extra: [("limit", .int(limit))])
+    }
+
+    /// 422: the request broke the endpoint's schema; lists every failing field.
+    public static func validationFailed(_ issues: [ValidationIssue]) -> Problem {
+        let summary = issues.prefix(3).map(\.description).joined(separator: "; ")
+        return Problem(status: 422, type: urn("validation-failed"), title: "Request does not match the contract",
+                       detail: "\(issues.count) problem\(issues.count == 1 ? "" : "s"): \(summary)\(issues.count > 3 ? "; ..." : "")",
+                       extra: [("errors", .array(issues.map(\.json)))])
+    }
+
+    /// 400: the `Doppel-Session` header is not a usable session id.
+    public static func invalidSession(_ id: String) -> Problem {
+        Problem(status: 400, type: urn("invalid-session"), title: "Invalid session",
+                detail: "Doppel-Session must be 1 to 128 letters, digits or . _ : - characters; got '\(id.prefix(140))'.")
+    }
+
+    /// 503: the server holds as many sessions as it may.
+    public static func tooManySessions(limit: Int) -> Problem {
+        Problem(status: 503, type: urn("too-many-sessions"), title: "Too many sessions",
+                detail: "The server already holds \(limit) sessions; reset them with POST /__doppel/reset.",
+                headers: [(name: "Retry-After", value: "1")])
+    }
+
+    /// 500: no response of the endpoint had a `when` that held.
+    public static func noResponseMatched(endpointID: String) -> Problem {
+        Problem(status: 500, type: urn("no-response-matched"), title: "No response matched",
+                detail: "No response of endpoint \(endpointID) has a 'when' that holds for this request; give the last response no 'when'.")
+    }
+
+    /// 500: an expression failed while answering (a type error in a template or effect).
+    public static func expressionFailed(endpointID: String, response: String, message: String) -> Problem {
+        Problem(status: 500, type: urn("expression-failed"), title: "Contract expression failed",
+                detail: "While answering with \(response) of \(endpointID): \(message). State was left unchanged.")
+    }
+}
+
+/// An endpoint that nearly matched a request, and how it did not.
+public struct NearMiss: Sendable {
+    public let endpointID: String
+    public let signature: String
+    public let reasons: [String]
+}

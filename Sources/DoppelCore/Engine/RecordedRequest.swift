@@ -1,0 +1,81 @@
+/// An HTTP request as the engine sees it, independent of any transport.
+public struct RecordedRequest: Sendable {
+    public var method: String
+    /// The path, still percent-encoded, without the query string.
+    public var path: String
+    /// The raw query string without its `?`, if any.
+    public var query: String?
+    /// Header fields with lowercased names, in arrival order.
+    public var headers: [(name: String, value: String)]
+    public var body: [UInt8]
+    /// The client's address, when known.
+    public var remoteAddress: String?
+
+    public init(method: String, path: String, query: String? = nil, headers: [(name: String, value: String)] = [], body: [UInt8] = [], remoteAddress: String? = nil) {
+        self.method = method.uppercased()
+        self.path = path
+        self.query = query
+        self.headers = headers.map { (name: $0.name.lowercased(), value: $0.value) }
+        self.body = body
+        self.remoteAddress = remoteAddress
+    }
+
+    /// Builds a request from a target like `/api/v1/children?limit=10`.
+    public init(method: String, target: String, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
+        if let mark = target.firstIndex(of: "?") {
+            self.init(method: method, path: String(target[..<mark]), query: String(target[target.index(after: mark)...]), headers: headers, body: body)
+        } else {
+            self.init(method: method, path: target, headers: headers, body: body)
+        }
+    }
+
+    /// The last value of a header (names are case-insensitive).
+    public func header(_ name: String) -> String? {
+        let lower = name.lowercased()
+        return headers.last { $0.name == lower }?.value
+    }
+
+    /// The query string split into decoded name/value pairs.
+    public var queryItems: [(String, String)] {
+        guard let query, !query.isEmpty else { return [] }
+        return query.split(separator: "&", omittingEmptySubsequences: true).map { pair in
+            if let eq = pair.firstIndex(of: "=") {
+                return (PercentDecoding.decode(pair[..<eq], plusAsSpace: true), PercentDecoding.decode(pair[pair.index(after: eq)...], plusAsSpace: true))
+            }
+            return (PercentDecoding.decode(pair, plusAsSpace: true), "")
+        }
+    }
+}
+
+/// A response the engine decided to send (compare `ResponseDefinition`, what the contract declares).
+public struct MockResponse: Sendable {
+    public var status: Int
+    public var headers: [(name: String, value: String)]
+    public var body: [UInt8]
+    /// The endpoint that answered, if any.
+    public var endpointID: String?
+    /// The contract response chosen (`generate-story[2]`, or a shared response's name).
+    public var responseName: String?
+
+    public init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = [], endpointID: String? = nil, responseName: String? = nil) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.endpointID = endpointID
+        self.responseName = responseName
+    }
+
+    /// The first value of a header (names are case-insensitive).
+    public func header(_ name: String) -> String? {
+        headers.first { $0.name.caseInsensitiveEquals(name) }?.value
+    }
+
+    /// The body decoded as JSON, if it is JSON.
+    public var json: JSON? { try? JSONReader.parse(body) }
+}
+
+extension String {
+    func caseInsensitiveEquals(_ other: String) -> Bool {
+        utf8.count == other.utf8.count && lowercased() == other.lowercased()
+    }
+}

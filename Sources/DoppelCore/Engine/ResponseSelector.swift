@@ -1,0 +1,160 @@
+/// Stages 4 and 5: picks the first response whose `when` holds and applies
+/// its effects, both against one consistent view of the session's state.
+public struct ResponseSelector: Sendable {
+    let kinds: [String: StateDeclaration.Kind]
+
+    public init(state: StateDeclaration) {
+        self.kinds = state.kinds
+    }
+
+    /// The chosen response and the context to render it in (bindings bound,
+    /// state as it is after the effects).
+    public struct Selection: Sendable {
+        public let response: ResponseDefinition
+        public let context: EvaluationContext
+    }
+
+    /// Why selection failed; the session's state is unchanged.
+    public enum Failure: Error, Sendable {
+        case noResponseMatched
+        case expressionFailed(response: String, message: String)
+    }
+
+    /// Selects among `candidates` (or takes `forced`, skipping `when`) and applies effects.
+    ///
+    /// Selection and effects run under the session's lock. Reading the
+    /// counter in one step and incrementing it in another would let two
+    /// concurrent requests both see "4 of 5 used" and both succeed; holding
+    /// the lock across both makes "exactly 5 succeed" true under any load.
+    public func select(
+        from candidates: [ResponseDefinition], forced: ResponseDefinition? = nil,
+        endpointBindings: [(String, ValueTemplate)], context base: EvaluationContext, session: Session
+    ) throws(Failure) -> Selection {
+        do {
+            return try session.transact { state throws(Failure) -> Selection in
+                var context = base
+                context.roots["state"] = .object(state)
+                try bind(endpointBindings, into: &context, response: "the endpoint's let")
+                let chosen: ResponseDefinition
+                if let forced {
+                    chosen = forced
+                } else {
+                    var found: ResponseDefinition?
+                    for candidate in candidates {
+                        guard let when = candidate.when else { found = candidate; break }
+                        do throws(EvaluationError) {
+                            if try when.test(in: context) { found = candidate; break }
+                        } catch {
+                            throw .expressionFailed(response: candidate.name, message: "'when: \(when.source)': \(error.message)")
+                        }
+                    }
+                    guard let found else { throw .noResponseMatched }
+                    chosen = found
+                }
+                try bind(chosen.bindings, into: &context, response: chosen.name)
+                for effect in chosen.effects {
+                    do throws(EvaluationError) {
+                        try apply(effect, to: &state, context: context)
+                    } catch {
+                        throw .expressionFailed(response: chosen.name, message: "effect '\(effect.source)': \(error.message)")
+                    }
+                    context.roots["state"] = .object(state)
+                }
+                return Selection(response: chosen, context: context)
+            }
+        } catch let failure as Failure {
+            throw failure
+        } catch {
+            throw .expressionFailed(response: "?", message: "\(error)")
+        }
+    }
+
+    private func bind(_ bindings: [(String, ValueTemplate)], into context: inout EvaluationContext, response: String) throws(Failure) {
+        for (name, template) in bindings {
+            do {
+                context.roots[name] = try template.render(in: context)
+            } catch {
+                throw .expressionFailed(response: response, message: "let \(name): \(error.message)")
+            }
+        }
+    }
+
+    /// Applies one effect to the state.
+    func apply(_ effect: Effect, to state: inout JSONObject, context: EvaluationContext) throws(EvaluationError) {
+        var keys: [JSONKey] = []
+        for step in effect.path {
+            switch step {
+            case .member(let name): keys.append(.name(name))
+            case .index(let expression):
+                let value = try expression.evaluate(in: context)
+                if case .int(let i) = value { keys.append(.position(i)) } else { keys.append(.name(value.interpolationText)) }
+            }
+        }
+        let newValue = try effect.value?.evaluate(in: context)
+        var root = state[effect.name] ?? .null
+        try Self.modify(&root, keys[...], effect.operation, newValue ?? .null)
+        if kinds[effect.name] == .counter, case .int = root {} else if kinds[effect.name] == .counter {
+            throw EvaluationError("counter '\(effect.name)' must stay an integer, would become \(root.typeName)")
+        }
+        if kinds[effect.name] == .collection, root.objectValue == nil {
+            throw EvaluationError("collection '\(effect.name)' must stay an object of records keyed by id")
+        }
+        state[effect.name] = root
+    }
+
+    enum JSONKey {
+        case name(String)
+        case position(Int)
+    }
+
+    static func modify(_ value: inout JSON, _ keys: ArraySlice<JSONKey>, _ operation: Effect.Operation, _ operand: JSON) throws(EvaluationError) {
+        guard let key = keys.first else {
+            switch operation {
+            case .assign: value = operand
+            case .add: value = value.isNull ? operand : try Evaluator.apply(.add, value, operand)
+            case .subtract: value = try Evaluator.apply(.subtract, value.isNull ? .int(0) : value, operand)
+            case .delete: value = .null
+            }
+            return
+        }
+        let last = keys.count == 1
+        switch (value, key) {
+        case (.object(var object), _):
+            let name: String
+            switch key {
+            case .name(let n): name = n
+            case .position(let i): name = String(i)
+            }
+            if last, operation == .delete {
+                object[name] = nil
+            } else {
+                var child = object[name] ?? .null
+                try modify(&child, keys.dropFirst(), operation, operand)
+                object[name] = child
+            }
+            value = .object(object)
+        case (.null, .name(let name)):
+            var object = JSONObject()
+            if !(last && operation == .delete) {
+                var child = JSON.null
+                try modify(&child, keys.dropFirst(), operation, operand)
+                object[name] = child
+            }
+            value = .object(object)
+        case (.array(var items), .position(let i)):
+            let position = i < 0 ? items.count + i : i
+            if last, operation == .delete {
+                guard items.indices.contains(position) else { return }
+                items.remove(at: position)
+            } else if position == items.count, last, operation == .assign {
+                items.append(operand)
+            } else {
+                guard items.indices.contains(position) else { throw EvaluationError("index \(i) is outside a list of \(items.count)") }
+                try modify(&items[position], keys.dropFirst(), operation, operand)
+            }
+            value = .array(items)
+        default:
+            throw EvaluationError("cannot index \(value.typeName) with \(key)")
+        }
+    }
+}

@@ -1,0 +1,67 @@
+/// A parsed expression of the contract language, ready to evaluate many times.
+///
+/// Expressions are parsed once when a contract loads (`Expression.parse`), so
+/// a bad one is a load-time diagnostic and serving never parses text.
+public struct Expression: Sendable, CustomStringConvertible {
+    /// The text the expression was parsed from.
+    public let source: String
+    let root: Node
+
+    /// The syntax tree.
+    indirect enum Node: Sendable {
+        case literal(JSON)
+        case name(String, offset: Int)
+        case member(Node, String, offset: Int)
+        case index(Node, Node)
+        case call(String, [Node], offset: Int)
+        case not(Node)
+        case negate(Node)
+        case binary(BinaryOperator, Node, Node)
+        case and(Node, Node)
+        case or(Node, Node)
+        case coalesce(Node, Node)
+        case array([Node])
+        case object([(String, Node)])
+    }
+
+    enum BinaryOperator: String, Sendable {
+        case equal = "==", notEqual = "!=", less = "<", lessOrEqual = "<=", greater = ">", greaterOrEqual = ">="
+        case contains = "in", notContains = "not in"
+        case add = "+", subtract = "-", multiply = "*", divide = "/", remainder = "%"
+    }
+
+    public var description: String { source }
+
+    /// Parses expression text; the error's offset is in characters from its start.
+    public static func parse(_ source: String) throws(ExpressionSyntaxError) -> Expression {
+        var parser = ExpressionParser(source)
+        let root = try parser.parseComplete()
+        return Expression(source: source, root: root)
+    }
+
+    /// A constant expression, for values written as plain YAML.
+    public static func constant(_ value: JSON) -> Expression {
+        Expression(source: JSONWriter.encodeString(value), root: .literal(value))
+    }
+
+    /// The literal value when the whole expression is a constant.
+    var constantValue: JSON? {
+        if case .literal(let value) = root { return value }
+        return nil
+    }
+}
+
+/// A syntax error in an expression: what, and at which character of its text.
+public struct ExpressionSyntaxError: Error, Sendable, CustomStringConvertible {
+    public let message: String
+    /// Character offset into the expression's text.
+    public let offset: Int
+    public var description: String { message }
+}
+
+/// Why evaluating an expression failed at run time (a type error, a bad argument).
+public struct EvaluationError: Error, Sendable, CustomStringConvertible {
+    public let message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}

@@ -1,0 +1,76 @@
+/// Checks a parsed expression against what a contract declares: known root
+/// names, known functions with the right number of arguments, declared state
+/// and data names. Run at load time so mistakes are lint errors, not 500s.
+public struct ExpressionChecker: Sendable {
+    /// A problem at a character offset of the expression's text.
+    public struct Problem: Sendable, Equatable {
+        public let message: String
+        public let offset: Int
+    }
+
+    /// Root names the expression may use.
+    public var roots: Set<String>
+    /// Names declared under `state`.
+    public var stateNames: Set<String>
+    /// Top-level keys of `data`.
+    public var dataNames: Set<String>
+
+    public init(roots: Set<String>, stateNames: Set<String>, dataNames: Set<String>) {
+        self.roots = roots
+        self.stateNames = stateNames
+        self.dataNames = dataNames
+    }
+
+    public func check(_ expression: Expression) -> [Problem] {
+        var problems: [Problem] = []
+        check(expression.root, insideIteration: false, into: &problems)
+        return problems
+    }
+
+    private func check(_ node: Expression.Node, insideIteration: Bool, into problems: inout [Problem]) {
+        switch node {
+        case .literal:
+            break
+        case .name(let name, let offset):
+            if name == "it" {
+                if !insideIteration {
+                    problems.append(Problem(message: "'it' is only defined inside filter(), map() and the other list functions", offset: offset))
+                }
+            } else if !roots.contains(name) {
+                problems.append(Problem(message: "unknown name '\(name)'\(Suggestion.hint(for: name, in: roots))", offset: offset))
+            }
+        case .member(let base, let name, let offset):
+            if case .name("state", _) = base, !stateNames.contains(name) {
+                problems.append(Problem(message: "state has no '\(name)'\(Suggestion.hint(for: name, in: stateNames))", offset: offset))
+            } else if case .name("data", _) = base, !dataNames.contains(name) {
+                problems.append(Problem(message: "data has no '\(name)'\(Suggestion.hint(for: name, in: dataNames))", offset: offset))
+            }
+            check(base, insideIteration: insideIteration, into: &problems)
+        case .index(let base, let index):
+            check(base, insideIteration: insideIteration, into: &problems)
+            check(index, insideIteration: insideIteration, into: &problems)
+        case .not(let operand), .negate(let operand):
+            check(operand, insideIteration: insideIteration, into: &problems)
+        case .binary(_, let left, let right), .and(let left, let right), .or(let left, let right), .coalesce(let left, let right):
+            check(left, insideIteration: insideIteration, into: &problems)
+            check(right, insideIteration: insideIteration, into: &problems)
+        case .array(let items):
+            for item in items { check(item, insideIteration: insideIteration, into: &problems) }
+        case .object(let pairs):
+            for (_, value) in pairs { check(value, insideIteration: insideIteration, into: &problems) }
+        case .call(let name, let arguments, let offset):
+            if let arity = FunctionCatalog.arity[name] {
+                if !arity.contains(arguments.count) {
+                    let expected = arity.lowerBound == arity.upperBound ? "\(arity.lowerBound)" : "\(arity.lowerBound) to \(arity.upperBound)"
+                    problems.append(Problem(message: "\(name)() takes \(expected) argument\(arity.upperBound == 1 ? "" : "s"), not \(arguments.count)", offset: offset))
+                }
+            } else {
+                problems.append(Problem(message: "unknown function '\(name)'\(Suggestion.hint(for: name, in: FunctionCatalog.arity.keys))", offset: offset))
+            }
+            let iterating = FunctionCatalog.iterating.contains(name)
+            for (i, argument) in arguments.enumerated() {
+                check(argument, insideIteration: insideIteration || (iterating && i == 1), into: &problems)
+            }
+        }
+    }
+}

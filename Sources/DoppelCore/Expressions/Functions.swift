@@ -1,0 +1,212 @@
+import Foundation
+
+/// The functions expressions may call, with the number of arguments each takes.
+///
+/// `filter`, `map`, `find`, `count`, `any`, `all` and `sort_by` evaluate their
+/// second argument once per element, with the element bound to `it`.
+/// `if(condition, then, else)` evaluates only the branch it returns.
+public enum FunctionCatalog {
+    public static let arity: [String: ClosedRange<Int>] = [
+        "uuid": 0...0, "now": 0...0, "date": 1...1, "epoch": 1...1, "date_add": 2...2, "month_start": 1...2,
+        "len": 1...1, "round": 1...2, "floor": 1...1, "ceil": 1...1, "abs": 1...1, "min": 1...2, "max": 1...2, "sum": 1...1,
+        "values": 1...1, "keys": 1...1, "slice": 2...3, "merge": 2...2, "pick": 2...2, "first": 1...1, "last": 1...1,
+        "reverse": 1...1,
+        "filter": 2...2, "map": 2...2, "find": 2...2, "count": 1...2, "any": 2...2, "all": 2...2, "sort_by": 2...2,
+        "lower": 1...1, "upper": 1...1, "string": 1...1, "int": 1...1, "number": 1...1, "matches": 2...2,
+        "starts_with": 2...2, "ends_with": 2...2, "split": 2...2, "join": 2...2, "replace": 3...3, "trim": 1...1,
+        "base64": 1...1, "if": 3...3,
+    ]
+
+    /// Functions whose second argument is evaluated per element with `it`.
+    static let iterating: Set<String> = ["filter", "map", "find", "count", "any", "all", "sort_by"]
+}
+
+extension Evaluator {
+    mutating func call(_ name: String, _ arguments: [Node]) throws(EvaluationError) -> JSON {
+        if name == "if" { return try eval(arguments[try eval(arguments[0]).isTruthy ? 1 : 2]) }
+        if FunctionCatalog.iterating.contains(name) { return try iterate(name, arguments) }
+        var args: [JSON] = []
+        args.reserveCapacity(arguments.count)
+        for argument in arguments { args.append(try eval(argument)) }
+        return try Self.callEager(name, args, now: context.now)
+    }
+
+    private mutating func iterate(_ name: String, _ arguments: [Node]) throws(EvaluationError) -> JSON {
+        let items: [JSON]
+        switch try eval(arguments[0]) {
+        case .array(let a): items = a
+        case .object(let o): items = o.values
+        case .null: items = []
+        case let other: throw EvaluationError("\(name)() needs a list, not \(other.typeName)")
+        }
+        if name == "count", arguments.count == 1 { return .int(items.count) }
+        let saved = it
+        defer { it = saved }
+        var results: [JSON] = []
+        switch name {
+        case "map":
+            for item in items {
+                it = item
+                results.append(try eval(arguments[1]))
+            }
+            return .array(results)
+        case "sort_by":
+            var keyed: [(JSON, JSON)] = []
+            for item in items {
+                it = item
+                keyed.append((try eval(arguments[1]), item))
+            }
+            keyed.sort { (Self.compare($0.0, $1.0) ?? 0) < 0 }
+            return .array(keyed.map(\.1))
+        default:
+            var count = 0
+            for item in items {
+                it = item
+                let hit = try eval(arguments[1]).isTruthy
+                switch name {
+                case "find": if hit { return item }
+                case "any": if hit { return .bool(true) }
+                case "all": if !hit { return .bool(false) }
+                default: if hit { results.append(item); count += 1 }
+                }
+            }
+            switch name {
+            case "find": return .null
+            case "any": return .bool(false)
+            case "all": return .bool(true)
+            case "count": return .int(count)
+            default: return .array(results)
+            }
+        }
+    }
+
+    static func callEager(_ name: String, _ a: [JSON], now: Double) throws(EvaluationError) -> JSON {
+        func string(_ i: Int) throws(EvaluationError) -> String {
+            guard case .string(let s) = a[i] else { throw EvaluationError("\(name)() needs a string, not \(a[i].typeName)") }
+            return s
+        }
+        func number(_ i: Int) throws(EvaluationError) -> Double {
+            guard let n = a[i].numberValue else { throw EvaluationError("\(name)() needs a number, not \(a[i].typeName)") }
+            return n
+        }
+        func instant(_ i: Int) throws(EvaluationError) -> Double {
+            switch a[i] {
+            case .int, .double: return a[i].numberValue!
+            case .string(let s):
+                guard let e = UTCCalendar.parse(s) else { throw EvaluationError("\(name)(): '\(s)' is not an ISO 8601 date") }
+                return e
+            default: throw EvaluationError("\(name)() needs a date, not \(a[i].typeName)")
+            }
+        }
+        func list(_ i: Int) throws(EvaluationError) -> [JSON] {
+            switch a[i] {
+            case .array(let items): return items
+            case .object(let o): return o.values
+            case .null: return []
+            default: throw EvaluationError("\(name)() needs a list, not \(a[i].typeName)")
+            }
+        }
+        func whole(_ d: Double) -> JSON { d.rounded() == d && abs(d) < 9e15 ? .int(Int(d)) : .double(d) }
+
+        switch name {
+        case "uuid": return .string(UUID().uuidString.lowercased())
+        case "now": return .string(UTCCalendar.format(epoch: now))
+        case "date": return .string(UTCCalendar.format(epoch: try instant(0)))
+        case "epoch": return whole(try instant(0))
+        case "date_add":
+            guard let duration = Duration.parse(try string(1)) else {
+                throw EvaluationError("date_add(): '\(a[1].interpolationText)' is not a duration like 30s, 2h, 31d or 1mo")
+            }
+            return .string(UTCCalendar.format(epoch: duration.added(to: try instant(0))))
+        case "month_start":
+            let offset = a.count > 1 ? Int(try number(1)) : 0
+            return .string(UTCCalendar.format(epoch: UTCCalendar.monthStart(epoch: try instant(0), addingMonths: offset)))
+        case "len":
+            switch a[0] {
+            case .string(let s): return .int(s.count)
+            case .array(let items): return .int(items.count)
+            case .object(let o): return .int(o.count)
+            case .null: return .int(0)
+            default: throw EvaluationError("len() needs a string, list or object, not \(a[0].typeName)")
+            }
+        case "round":
+            let digits = a.count > 1 ? Int(try number(1)) : 0
+            let scale = pow(10.0, Double(digits))
+            let value = (try number(0) * scale).rounded(.toNearestOrAwayFromZero) / scale
+            return digits <= 0 ? whole(value) : .double(value)
+        case "floor": return whole(try number(0).rounded(.down))
+        case "ceil": return whole(try number(0).rounded(.up))
+        case "abs":
+            if case .int(let i) = a[0] { return .int(abs(i)) }
+            return .double(abs(try number(0)))
+        case "min", "max":
+            let items = a.count == 2 ? a : try list(0)
+            guard var best = items.first else { return .null }
+            for item in items.dropFirst() {
+                guard let order = compare(item, best) else { throw EvaluationError("\(name)() cannot compare \(item.typeName) and \(best.typeName)") }
+                if name == "min" ? order < 0 : order > 0 { best = item }
+            }
+            return best
+        case "sum":
+            var total: JSON = .int(0)
+            for item in try list(0) { total = try apply(.add, total, item) }
+            return total
+        case "values": return .array(try list(0))
+        case "keys":
+            guard case .object(let o) = a[0] else { throw EvaluationError("keys() needs an object, not \(a[0].typeName)") }
+            return .array(o.keys.map { .string($0) })
+        case "slice":
+            let items = try list(0)
+            let start = max(0, min(items.count, Int(try number(1))))
+            let end = a.count > 2 && !a[2].isNull ? max(start, min(items.count, start + Int(try number(2)))) : items.count
+            return .array(Array(items[start..<end]))
+        case "merge":
+            guard case .object(var base) = a[0], case .object(let extra) = a[1] else {
+                throw EvaluationError("merge() needs two objects, not \(a[0].typeName) and \(a[1].typeName)")
+            }
+            for pair in extra.pairs { base[pair.key] = pair.value }
+            return .object(base)
+        case "pick":
+            guard case .object(let source) = a[0] else { throw EvaluationError("pick() needs an object, not \(a[0].typeName)") }
+            var picked = JSONObject()
+            for key in try list(1) { if let k = key.stringValue, let v = source[k] { picked[k] = v } }
+            return .object(picked)
+        case "first": return try list(0).first ?? .null
+        case "last": return try list(0).last ?? .null
+        case "reverse": return .array(try list(0).reversed())
+        case "lower": return .string(try string(0).lowercased())
+        case "upper": return .string(try string(0).uppercased())
+        case "trim": return .string(String(try string(0).trimmingSpaces))
+        case "string": return .string(a[0].interpolationText)
+        case "int":
+            switch a[0] {
+            case .int: return a[0]
+            case .double(let d): return .int(Int(d.rounded(.towardZero)))
+            case .string(let s): return Int(s.trimmingSpaces).map { .int($0) } ?? .null
+            case .bool(let b): return .int(b ? 1 : 0)
+            default: return .null
+            }
+        case "number":
+            switch a[0] {
+            case .int, .double: return a[0]
+            case .string(let s):
+                if let i = Int(s.trimmingSpaces) { return .int(i) }
+                return Double(s.trimmingSpaces).map { .double($0) } ?? .null
+            default: return .null
+            }
+        case "matches":
+            let text = try string(0), pattern = try string(1)
+            guard let regex = try? NSRegularExpression(pattern: pattern) else {
+                throw EvaluationError("matches(): invalid pattern '\(pattern)'")
+            }
+            return .bool(regex.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)) != nil)
+        case "starts_with": return .bool(try string(0).hasPrefix(try string(1)))
+        case "ends_with": return .bool(try string(0).hasSuffix(try string(1)))
+        case "split": return .array(try string(0).components(separatedBy: try string(1)).map { .string($0) })
+        case "join": return .string(try list(0).map(\.interpolationText).joined(separator: try string(1)))
+        case "replace": return .string(try string(0).replacingOccurrences(of: try string(1), with: try string(2)))
+        case "base64": return .string(Data(try string(0).utf8).base64EncodedString())
+        default: throw EvaluationError("unknown function \(name)()")
+        }
+    }
+}

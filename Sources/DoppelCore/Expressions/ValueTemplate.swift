@@ -1,0 +1,118 @@
+/// A JSON value that may hold `{{ expression }}` placeholders, compiled once.
+///
+/// A string that is exactly one placeholder (`"{{ state.stories_used }}"`)
+/// renders to the expression's value with its JSON type; a placeholder inside
+/// longer text is interpolated as text.
+public indirect enum ValueTemplate: Sendable {
+    case constant(JSON)
+    case expression(Expression)
+    case interpolated([TemplateSegment])
+    case array([ValueTemplate])
+    case object([(String, ValueTemplate)])
+
+    /// The value when nothing in it needs rendering.
+    public var constantValue: JSON? {
+        if case .constant(let value) = self { return value }
+        return nil
+    }
+
+    /// Renders the template against a context.
+    public func render(in context: EvaluationContext) throws(EvaluationError) -> JSON {
+        switch self {
+        case .constant(let value):
+            return value
+        case .expression(let expression):
+            return try expression.evaluate(in: context)
+        case .interpolated(let segments):
+            return .string(try TemplateSegment.render(segments, in: context))
+        case .array(let items):
+            var values: [JSON] = []
+            values.reserveCapacity(items.count)
+            for item in items { values.append(try item.render(in: context)) }
+            return .array(values)
+        case .object(let pairs):
+            var object = JSONObject()
+            for (key, value) in pairs { object[key] = try value.render(in: context) }
+            return .object(object)
+        }
+    }
+
+    /// Every expression in the template, for static checks.
+    public var expressions: [Expression] {
+        switch self {
+        case .constant: []
+        case .expression(let e): [e]
+        case .interpolated(let segments): segments.compactMap { if case .expression(let e) = $0 { e } else { nil } }
+        case .array(let items): items.flatMap(\.expressions)
+        case .object(let pairs): pairs.flatMap(\.1.expressions)
+        }
+    }
+}
+
+/// A piece of an interpolated string: literal text or a placeholder.
+public enum TemplateSegment: Sendable {
+    case text(String)
+    case expression(Expression)
+
+    static func render(_ segments: [TemplateSegment], in context: EvaluationContext) throws(EvaluationError) -> String {
+        var out = ""
+        for segment in segments {
+            switch segment {
+            case .text(let t): out += t
+            case .expression(let e): out += try e.evaluate(in: context).interpolationText
+            }
+        }
+        return out
+    }
+}
+
+/// Compiles strings with `{{ }}` placeholders.
+public enum TemplateParser {
+    /// A placeholder that did not parse, with the character offset of the problem in the string.
+    public struct Failure: Error, Sendable {
+        public let message: String
+        public let offset: Int
+    }
+
+    /// Splits a string into text and parsed expressions. Returns nil segments
+    /// when the string has no placeholder at all.
+    public static func segments(of text: String) throws(Failure) -> [TemplateSegment]? {
+        guard text.contains("{{") else { return nil }
+        let chars = Array(text)
+        var segments: [TemplateSegment] = []
+        var literal = ""
+        var i = 0
+        while i < chars.count {
+            if chars[i] == "{", i + 1 < chars.count, chars[i + 1] == "{" {
+                var j = i + 2
+                var close: Int?
+                while j + 1 < chars.count {
+                    if chars[j] == "}", chars[j + 1] == "}" { close = j; break }
+                    j += 1
+                }
+                guard let close else { throw Failure(message: "'{{' without a closing '}}'", offset: i) }
+                let inner = String(chars[(i + 2)..<close])
+                do {
+                    let expression = try Expression.parse(inner)
+                    if !literal.isEmpty { segments.append(.text(literal)); literal = "" }
+                    segments.append(.expression(expression))
+                } catch {
+                    throw Failure(message: error.message, offset: i + 2 + error.offset)
+                }
+                i = close + 2
+            } else {
+                literal.append(chars[i])
+                i += 1
+            }
+        }
+        if !literal.isEmpty { segments.append(.text(literal)) }
+        return segments
+    }
+
+    /// Compiles a string value: constant, whole-value expression, or interpolation.
+    public static func compile(_ text: String) throws(Failure) -> ValueTemplate {
+        guard let segments = try segments(of: text) else { return .constant(.string(text)) }
+        if segments.count == 1, case .expression(let e) = segments[0] { return .expression(e) }
+        return .interpolated(segments)
+    }
+}

@@ -1,0 +1,133 @@
+/// A JSON value with object keys kept in their written order.
+///
+/// Integers and fractional numbers are kept apart so that a body written as
+/// `5` is sent as `5` and one written as `0.0` is sent as `0.0`.
+public enum JSON: Sendable, Hashable {
+    case null
+    case bool(Bool)
+    case int(Int)
+    case double(Double)
+    case string(String)
+    case array([JSON])
+    case object(JSONObject)
+}
+
+/// An ordered JSON object: lookups by key, iteration in insertion order.
+public struct JSONObject: Sendable, Hashable {
+    public private(set) var keys: [String] = []
+    private var storage: [String: JSON] = [:]
+
+    public init() {}
+
+    public init(_ pairs: [(String, JSON)]) {
+        for (key, value) in pairs { self[key] = value }
+    }
+
+    public var count: Int { keys.count }
+    public var isEmpty: Bool { keys.isEmpty }
+
+    public subscript(key: String) -> JSON? {
+        get { storage[key] }
+        set {
+            if let newValue {
+                if storage.updateValue(newValue, forKey: key) == nil { keys.append(key) }
+            } else if storage.removeValue(forKey: key) != nil {
+                keys.removeAll { $0 == key }
+            }
+        }
+    }
+
+    /// The key/value pairs in insertion order.
+    public var pairs: [(key: String, value: JSON)] { keys.map { ($0, storage[$0]!) } }
+
+    /// The values in insertion order.
+    public var values: [JSON] { keys.map { storage[$0]! } }
+
+    public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
+        lhs.storage == rhs.storage
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(storage)
+    }
+}
+
+extension JSON {
+    /// The name of the value's JSON type, as used in messages and `type` schemas.
+    public var typeName: String {
+        switch self {
+        case .null: "null"
+        case .bool: "boolean"
+        case .int: "integer"
+        case .double: "number"
+        case .string: "string"
+        case .array: "array"
+        case .object: "object"
+        }
+    }
+
+    public var stringValue: String? {
+        if case .string(let s) = self { return s }
+        return nil
+    }
+
+    public var objectValue: JSONObject? {
+        if case .object(let o) = self { return o }
+        return nil
+    }
+
+    public var arrayValue: [JSON]? {
+        if case .array(let a) = self { return a }
+        return nil
+    }
+
+    public var isNull: Bool {
+        if case .null = self { return true }
+        return false
+    }
+
+    /// The value as a Double when it is a number.
+    public var numberValue: Double? {
+        switch self {
+        case .int(let i): Double(i)
+        case .double(let d): d
+        default: nil
+        }
+    }
+
+    /// The value as an Int when it is an integer, or a whole fractional number.
+    public var intValue: Int? {
+        switch self {
+        case .int(let i): i
+        case .double(let d) where d.rounded() == d && abs(d) < 9.0e15: Int(d)
+        default: nil
+        }
+    }
+
+    /// Member lookup for objects; nil for anything else.
+    public subscript(key: String) -> JSON? {
+        if case .object(let o) = self { return o[key] }
+        return nil
+    }
+
+    /// Text for interpolation into a string: strings as they are, the rest as JSON.
+    public var interpolationText: String {
+        switch self {
+        case .string(let s): s
+        case .null: "null"
+        default: JSONWriter.encodeString(self)
+        }
+    }
+}
+
+extension JSON: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral,
+    ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral, ExpressibleByNilLiteral, ExpressibleByFloatLiteral
+{
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(integerLiteral value: Int) { self = .int(value) }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    public init(floatLiteral value: Double) { self = .double(value) }
+    public init(arrayLiteral elements: JSON...) { self = .array(elements) }
+    public init(dictionaryLiteral elements: (String, JSON)...) { self = .object(JSONObject(elements)) }
+    public init(nilLiteral: ()) { self = .null }
+}

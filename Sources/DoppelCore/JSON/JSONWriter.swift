@@ -1,0 +1,107 @@
+/// Writes `JSON` values as compact UTF-8 bytes, keys in their stored order.
+public enum JSONWriter {
+    /// Encodes a value to UTF-8 bytes.
+    public static func encode(_ value: JSON) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
+        write(value, into: &out)
+        return out
+    }
+
+    /// Encodes a value to a String.
+    public static func encodeString(_ value: JSON) -> String {
+        String(decoding: encode(value), as: UTF8.self)
+    }
+
+    /// Encodes a value with two-space indentation, for people to read.
+    public static func encodePretty(_ value: JSON) -> String {
+        var out: [UInt8] = []
+        writePretty(value, indent: 0, into: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    static func write(_ value: JSON, into out: inout [UInt8]) {
+        switch value {
+        case .null: out.append(contentsOf: "null".utf8)
+        case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
+        case .int(let i): out.append(contentsOf: String(i).utf8)
+        case .double(let d): writeDouble(d, into: &out)
+        case .string(let s): writeString(s, into: &out)
+        case .array(let items):
+            out.append(UInt8(ascii: "["))
+            for (i, item) in items.enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                write(item, into: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+        case .object(let object):
+            out.append(UInt8(ascii: "{"))
+            for (i, pair) in object.pairs.enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                writeString(pair.key, into: &out)
+                out.append(UInt8(ascii: ":"))
+                write(pair.value, into: &out)
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+
+    static func writePretty(_ value: JSON, indent: Int, into out: inout [UInt8]) {
+        func pad(_ n: Int) { out.append(contentsOf: [UInt8](repeating: UInt8(ascii: " "), count: n * 2)) }
+        switch value {
+        case .array(let items) where !items.isEmpty:
+            out.append(contentsOf: "[\n".utf8)
+            for (i, item) in items.enumerated() {
+                pad(indent + 1)
+                writePretty(item, indent: indent + 1, into: &out)
+                out.append(contentsOf: (i < items.count - 1 ? ",\n" : "\n").utf8)
+            }
+            pad(indent)
+            out.append(UInt8(ascii: "]"))
+        case .object(let object) where !object.isEmpty:
+            out.append(contentsOf: "{\n".utf8)
+            for (i, pair) in object.pairs.enumerated() {
+                pad(indent + 1)
+                writeString(pair.key, into: &out)
+                out.append(contentsOf: ": ".utf8)
+                writePretty(pair.value, indent: indent + 1, into: &out)
+                out.append(contentsOf: (i < object.count - 1 ? ",\n" : "\n").utf8)
+            }
+            pad(indent)
+            out.append(UInt8(ascii: "}"))
+        default:
+            write(value, into: &out)
+        }
+    }
+
+    private static func writeDouble(_ d: Double, into out: inout [UInt8]) {
+        guard d.isFinite else {
+            out.append(contentsOf: "null".utf8)
+            return
+        }
+        // Swift prints the shortest representation that round-trips ("9.99",
+        // "0.0", "1e-05"), every one of which is valid JSON.
+        out.append(contentsOf: "\(d)".utf8)
+    }
+
+    private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
+
+    static func writeString(_ s: String, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        for byte in s.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
+            case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+            case 0x0A: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+            case 0x0D: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+            case 0x09: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+            case 0..<0x20:
+                out.append(contentsOf: Array("\\u00".utf8))
+                out.append(hex[Int(byte >> 4)])
+                out.append(hex[Int(byte & 0xF)])
+            default: out.append(byte)
+            }
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+}

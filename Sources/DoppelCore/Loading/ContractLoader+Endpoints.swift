@@ -1,0 +1,118 @@
+extension ContractLoader {
+    static let endpointKeys: Set<String> = [
+        "request", "summary", "description", "auth", "match", "let", "query", "headers", "body", "on_invalid", "responses",
+    ]
+    static let methods: Set<String> = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+
+    mutating func readEndpoints(_ node: SourceNode?, basePath: String, defaultAuth: String?) -> [Endpoint] {
+        guard let node else {
+            diagnostics.error("the contract needs 'endpoints'", at: SourceLocation(file: file, line: 1, column: 1))
+            return []
+        }
+        var endpoints: [Endpoint] = []
+        for entry in MappingReader.entries(of: node, context: "endpoints", diagnostics: &diagnostics) {
+            if let endpoint = readEndpoint(entry.name, entry.value, basePath: basePath, defaultAuth: defaultAuth) {
+                endpoints.append(endpoint)
+            }
+        }
+        return endpoints
+    }
+
+    private mutating func readEndpoint(_ id: String, _ node: SourceNode, basePath: String, defaultAuth: String?) -> Endpoint? {
+        let context = "endpoint '\(id)'"
+        guard let reader = MappingReader(node, allowed: Self.endpointKeys, context: context, diagnostics: &diagnostics) else { return nil }
+        guard let requestNode = reader.required("request", diagnostics: &diagnostics), let request = requestNode.scalarText else { return nil }
+        let parts = request.split(separator: " ", omittingEmptySubsequences: true)
+        guard parts.count == 2 else {
+            diagnostics.error("'request' must be 'METHOD /path', like 'POST /children'", at: requestNode.location)
+            return nil
+        }
+        let method = parts[0].uppercased()
+        if !Self.methods.contains(method) {
+            diagnostics.error("unknown method '\(parts[0])'\(Suggestion.hint(for: method, in: Self.methods))", at: requestNode.contentLocation)
+        }
+        let path: PathTemplate
+        do {
+            path = try PathTemplate(basePath + String(parts[1]))
+        } catch {
+            diagnostics.error("bad path: \(error.message)", at: requestNode.contentLocation.advanced(by: parts[0].count + 1))
+            return nil
+        }
+
+        var auth = defaultAuth
+        if let authNode = reader["auth"], let name = authNode.scalarText {
+            if name == "none" {
+                auth = nil
+            } else if authSchemes[name] != nil {
+                auth = name
+            } else {
+                diagnostics.error("undefined auth scheme '\(name)'\(Suggestion.hint(for: name, in: Array(authSchemes.keys) + ["none"]))", at: authNode.location)
+            }
+        }
+
+        var match: [Condition] = []
+        if let matchNode = reader["match"] {
+            for item in matchNode.sequenceItems ?? [matchNode] {
+                if let expression = compileExpression(item, roots: Self.requestRoots) {
+                    match.append(Condition(expression: expression, location: item.location))
+                }
+            }
+        }
+
+        let query = reader["query"].flatMap { readSchema($0, context: "query of \(context)") }
+        let headers = reader["headers"].flatMap { readSchema($0, context: "headers of \(context)") }
+        let body = reader["body"].flatMap { readBodySpec($0, context: context) }
+
+        let endpointBindings = readBindings(reader["let"], roots: Self.requestRoots, context: context)
+        let letNames = endpointBindings.map(\.0)
+        var onInvalid: ResponseDefinition?
+        if let invalidNode = reader["on_invalid"] {
+            onInvalid = readResponseReference(invalidNode, name: "\(id).on_invalid", scope: Self.requestRoots.union(["errors"]), endpointLets: [])
+        }
+        var responses: [ResponseDefinition] = []
+        if let responsesNode = reader.required("responses", diagnostics: &diagnostics) {
+            guard let items = responsesNode.sequenceItems, !items.isEmpty else {
+                diagnostics.error("'responses' of \(context) must be a non-empty list", at: responsesNode.location)
+                return nil
+            }
+            for (index, item) in items.enumerated() {
+                if let response = readResponse(item, name: "\(id)[\(index)]", scope: Self.requestRoots, endpointLets: letNames) {
+                    responses.append(response)
+                }
+            }
+            for (index, response) in responses.enumerated() where response.when == nil && index < responses.count - 1 {
+                diagnostics.warning("response \(response.name) has no 'when', so the responses after it are never chosen", at: response.location)
+            }
+        }
+        // Endpoint-level bindings are evaluated before selection; they travel
+        // with the endpoint as bindings of a synthetic first stage.
+        return Endpoint(
+            id: id, method: method, path: path, summary: reader.string("summary", diagnostics: &diagnostics), auth: auth,
+            match: match, bindings: endpointBindings, query: query, headers: headers, body: body, onInvalid: onInvalid,
+            responses: responses, location: node.location)
+    }
+
+    private mutating func readBodySpec(_ node: SourceNode, context: String) -> BodySpec? {
+        guard let reader = MappingReader(node, allowed: ["schema", "content_type", "required", "example", "description"], context: "body of \(context)", diagnostics: &diagnostics) else { return nil }
+        let schema = reader["schema"].flatMap { readSchema($0, context: "body schema of \(context)") }
+        var types = ["application/json"]
+        if let typeNode = reader["content_type"] {
+            types = typeNode.sequenceItems?.compactMap(\.scalarText) ?? typeNode.scalarText.map { [$0] } ?? types
+        }
+        if let example = reader["example"], let schema {
+            pendingExamples.append((example.json, schema, example.location, "the example body of \(context)"))
+        }
+        return BodySpec(schema: schema, contentTypes: types.map { $0.lowercased() }, required: reader.bool("required", diagnostics: &diagnostics) ?? (schema != nil))
+    }
+
+    /// Flags endpoints that can never be reached because an earlier one with
+    /// the same method and path has no `match` condition.
+    mutating func checkReachability(_ endpoints: [Endpoint]) {
+        for (i, later) in endpoints.enumerated() {
+            for earlier in endpoints[..<i] where earlier.method == later.method && earlier.path.template == later.path.template && earlier.match.isEmpty {
+                diagnostics.error("endpoint '\(later.id)' is unreachable: '\(earlier.id)' has the same request (\(later.signature)) and no 'match' condition", at: later.location)
+                break
+            }
+        }
+    }
+}

@@ -1,0 +1,271 @@
+import Foundation
+
+extension ContractLoader {
+    static let responseKeys: Set<String> = [
+        "when", "ref", "status", "description", "headers", "body", "text", "base64", "file", "content_type", "let",
+        "effects", "schema",
+    ]
+    static let referenceKeys: Set<String> = ["when", "ref", "description", "let", "effects"]
+
+    /// A response given either as the name of a shared response or inline.
+    mutating func readResponseReference(_ node: SourceNode, name: String, scope: Set<String>, endpointLets: [String]) -> ResponseDefinition? {
+        if let refName = node.scalarText, node.mappingPairs == nil {
+            guard let shared = namedResponses[refName] else {
+                diagnostics.error("undefined response '\(refName)'\(Suggestion.hint(for: refName, in: namedResponses.keys))", at: node.location)
+                return nil
+            }
+            return shared
+        }
+        return readResponse(node, name: name, scope: scope, endpointLets: endpointLets)
+    }
+
+    /// Reads one response: inline, or `ref:` to a shared one with its own `when`, `let` and `effects`.
+    mutating func readResponse(_ node: SourceNode, name: String, scope: Set<String>, endpointLets: [String]) -> ResponseDefinition? {
+        let isReference = node["ref"] != nil
+        let allowed = isReference ? Self.referenceKeys : Self.responseKeys
+        let context = "response \(name)"
+        guard let reader = MappingReader(node, allowed: allowed, context: context, diagnostics: &diagnostics) else {
+            if isReference {
+                for key in node.mappingPairs?.compactMap({ $0.key.scalarText }) ?? [] where !allowed.contains(key) && Self.responseKeys.contains(key) {
+                    diagnostics.error("'\(key)' cannot be combined with 'ref'; change the shared response instead", at: node.location)
+                }
+            }
+            return nil
+        }
+        let when = reader["when"].flatMap { compileExpression($0, roots: scope.union(endpointLets)) }
+        let bindings = readBindings(reader["let"], roots: scope.union(endpointLets), context: context)
+        let bindingNames = endpointLets + bindings.map(\.0)
+        let effectRoots = scope.union(bindingNames)
+        var effects = reader["effects"].map { readEffects($0, roots: effectRoots) } ?? []
+
+        if isReference {
+            guard let refNode = reader["ref"], let refName = refNode.scalarText else { return nil }
+            guard let shared = namedResponses[refName] else {
+                diagnostics.error("undefined response '\(refName)'\(Suggestion.hint(for: refName, in: namedResponses.keys))", at: refNode.location)
+                return nil
+            }
+            effects = shared.effects + effects
+            return ResponseDefinition(
+                name: refName, when: when, status: shared.status, headers: shared.headers, body: shared.body,
+                bindings: bindings + shared.bindings, effects: effects, location: node.location)
+        }
+
+        var status = 200
+        if let statusNode = reader["status"] {
+            if case .int(let value) = statusNode.json, (100...599).contains(value) {
+                status = value
+            } else {
+                diagnostics.error("status must be an HTTP status code from 100 to 599", at: statusNode.location)
+            }
+        }
+        let renderRoots = effectRoots
+        var headers: [(String, ValueTemplate)] = []
+        for entry in reader.entries("headers", diagnostics: &diagnostics) {
+            if let template = compileTemplate(entry.value, roots: renderRoots) {
+                headers.append((entry.name, template))
+            }
+        }
+        let explicitType = reader.string("content_type", diagnostics: &diagnostics)
+        let body = readBody(reader, roots: renderRoots, explicitType: explicitType, context: context)
+        if let schemaNode = reader["schema"], let schema = readSchema(schemaNode, context: "schema of \(context)") {
+            if case .json(let template, _, _) = body, let value = template.constantValue {
+                pendingExamples.append((value, schema, reader["body"]?.location ?? node.location, "the body of \(context)"))
+            }
+        }
+        return ResponseDefinition(
+            name: name, when: when, status: status, headers: headers, body: body, bindings: bindings,
+            effects: effects, location: node.location)
+    }
+
+    private mutating func readBody(_ reader: MappingReader, roots: Set<String>, explicitType: String?, context: String) -> ResponseBody {
+        let bodyKeys = ["body", "text", "base64", "file"].filter { reader.has($0) }
+        if bodyKeys.count > 1 {
+            diagnostics.error("\(context) has \(bodyKeys.map { "'\($0)'" }.joined(separator: " and ")); give only one body", at: reader.node.location)
+        }
+        if let node = reader["body"] {
+            guard let template = compileTemplate(node, roots: roots) else { return .empty }
+            let encoded = template.constantValue.map(JSONWriter.encode)
+            return .json(template, encoded: encoded, contentType: explicitType ?? "application/json")
+        }
+        if let node = reader["text"] {
+            guard node.scalarText != nil, let template = compileTemplate(node, roots: roots) else {
+                diagnostics.error("'text' in \(context) must be a string", at: node.location)
+                return .empty
+            }
+            return .text(template, contentType: explicitType ?? "text/plain; charset=utf-8")
+        }
+        if let node = reader["base64"] {
+            guard let text = node.scalarText, let data = Data(base64Encoded: text.filter { !$0.isWhitespace }) else {
+                diagnostics.error("'base64' in \(context) is not valid base64", at: node.location)
+                return .empty
+            }
+            return .bytes([UInt8](data), contentType: explicitType ?? "application/octet-stream")
+        }
+        if let node = reader["file"], let path = node.scalarText {
+            return readBodyFile(path, at: node.location, explicitType: explicitType, roots: roots)
+        }
+        return .empty
+    }
+
+    /// A body read from a file beside the contract; paths that leave the contract's folder are refused.
+    private mutating func readBodyFile(_ path: String, at location: SourceLocation, explicitType: String?, roots: Set<String>) -> ResponseBody {
+        let url = directory.appendingPathComponent(path).standardizedFileURL.resolvingSymlinksInPath()
+        let base = directory.resolvingSymlinksInPath().path
+        guard url.path.hasPrefix(base.hasSuffix("/") ? base : base + "/") else {
+            diagnostics.error("body file '\(path)' resolves outside the contract's folder", at: location)
+            return .empty
+        }
+        guard let data = FileManager.default.contents(atPath: url.path) else {
+            diagnostics.error("cannot read body file '\(path)'", at: location)
+            return .empty
+        }
+        let bytes = [UInt8](data)
+        let type = explicitType ?? MediaTypes.forExtension(url.pathExtension)
+        if MediaTypes.isJSON(type) {
+            do {
+                let value = try JSONReader.parse(bytes)
+                return .json(.constant(value), encoded: bytes, contentType: type)
+            } catch {
+                diagnostics.error("body file '\(path)' is not valid JSON: \(error)", at: location)
+                return .empty
+            }
+        }
+        return .bytes(bytes, contentType: type)
+    }
+
+    /// `let:` bindings, in order; each may use the ones before it.
+    mutating func readBindings(_ node: SourceNode?, roots: Set<String>, context: String) -> [(String, ValueTemplate)] {
+        guard let node else { return [] }
+        var bindings: [(String, ValueTemplate)] = []
+        var visible = roots
+        for entry in MappingReader.entries(of: node, context: "'let' of \(context)", diagnostics: &diagnostics) {
+            if Self.requestRoots.contains(entry.name) || entry.name == "errors" || entry.name == "it" {
+                diagnostics.error("'\(entry.name)' is a built-in name and cannot be bound by let", at: entry.keyNode.location)
+                continue
+            }
+            if let template = compileTemplate(entry.value, roots: visible, bareExpression: true) {
+                bindings.append((entry.name, template))
+            }
+            visible.insert(entry.name)
+        }
+        return bindings
+    }
+
+    /// Effects: a list of `state.x += 1`, `state.c[id] = value`, `delete state.c[id]`.
+    mutating func readEffects(_ node: SourceNode, roots: Set<String>) -> [Effect] {
+        let items = node.sequenceItems ?? [node]
+        var effects: [Effect] = []
+        for item in items {
+            guard let text = item.scalarText else {
+                diagnostics.error("an effect must be a string like 'state.count += 1'", at: item.location)
+                continue
+            }
+            switch EffectParser.parse(text, stateKinds: stateNames) {
+            case .success(let parsed):
+                let location = item.contentLocation
+                if let value = parsed.value { check(value, roots: roots, at: location, offsetBase: parsed.valueOffset) }
+                for case .index(let index) in parsed.path { check(index, roots: roots, at: location, offsetBase: 0) }
+                effects.append(Effect(name: parsed.name, path: parsed.path, operation: parsed.operation, value: parsed.value, source: text, location: location))
+            case .failure(let failure):
+                diagnostics.error("bad effect: \(failure.message)", at: item.contentLocation.advanced(by: failure.offset))
+            }
+        }
+        return effects
+    }
+
+    /// Compiles a value with `{{ }}` placeholders. With `bareExpression`, a
+    /// plain string without braces is itself an expression (used by `let`).
+    mutating func compileTemplate(_ node: SourceNode, roots: Set<String>, bareExpression: Bool = false) -> ValueTemplate? {
+        switch node.kind {
+        case .scalar(let text, let plain):
+            if bareExpression, plain, !text.contains("{{") {
+                return compileExpression(node, roots: roots).map { .expression($0) }
+            }
+            guard plain || text.contains("{{") else { return .constant(node.json) }
+            guard case .string = node.json else { return .constant(node.json) }
+            do {
+                let template = try TemplateParser.compile(text)
+                for expression in template.expressions {
+                    check(expression, roots: roots, at: node.contentLocation, offsetBase: 0, within: text)
+                }
+                return template
+            } catch {
+                diagnostics.error("bad placeholder: \(error.message)", at: node.contentLocation.advanced(by: error.offset))
+                return nil
+            }
+        case .sequence(let items):
+            var templates: [ValueTemplate] = []
+            var failed = false
+            for item in items {
+                if let t = compileTemplate(item, roots: roots) { templates.append(t) } else { failed = true }
+            }
+            if failed { return nil }
+            if templates.allSatisfy({ $0.constantValue != nil }) { return .constant(node.json) }
+            return .array(templates)
+        case .mapping(let pairs):
+            var templates: [(String, ValueTemplate)] = []
+            var failed = false
+            for pair in pairs {
+                guard let key = pair.key.scalarText else { continue }
+                if let t = compileTemplate(pair.value, roots: roots) { templates.append((key, t)) } else { failed = true }
+            }
+            if failed { return nil }
+            if templates.allSatisfy({ $0.1.constantValue != nil }) { return .constant(node.json) }
+            return .object(templates)
+        }
+    }
+
+    /// Compiles an expression written as a whole scalar (a `when`, a `match`, a `let`).
+    mutating func compileExpression(_ node: SourceNode, roots: Set<String>) -> Expression? {
+        guard let text = node.scalarText else {
+            diagnostics.error("an expression must be a string, not \(node.kindDescription)", at: node.location)
+            return nil
+        }
+        if case .bool(let b) = node.json { return .constant(.bool(b)) }
+        do {
+            let expression = try Expression.parse(text)
+            check(expression, roots: roots, at: node.contentLocation, offsetBase: 0)
+            return expression
+        } catch {
+            diagnostics.error("bad expression: \(error.message)", at: node.contentLocation.advanced(by: error.offset))
+            return nil
+        }
+    }
+
+    /// Reports names, functions and state members an expression gets wrong.
+    mutating func check(_ expression: Expression, roots: Set<String>, at location: SourceLocation, offsetBase: Int, within text: String? = nil) {
+        let checker = ExpressionChecker(roots: roots, stateNames: stateNames, dataNames: dataNames)
+        // Inside a template the expression's own offsets start after its '{{'.
+        let base = text.flatMap { t in t.range(of: expression.source).map { t.distance(from: t.startIndex, to: $0.lowerBound) } } ?? offsetBase
+        for problem in checker.check(expression) {
+            diagnostics.error(problem.message, at: location.advanced(by: base + problem.offset))
+        }
+    }
+}
+
+/// Media types by file extension, and JSON detection.
+public enum MediaTypes {
+    public static func forExtension(_ ext: String) -> String {
+        switch ext.lowercased() {
+        case "json": "application/json"
+        case "txt": "text/plain; charset=utf-8"
+        case "html", "htm": "text/html; charset=utf-8"
+        case "xml": "application/xml"
+        case "png": "image/png"
+        case "jpg", "jpeg": "image/jpeg"
+        case "gif": "image/gif"
+        case "webp": "image/webp"
+        case "svg": "image/svg+xml"
+        case "pdf": "application/pdf"
+        case "mp3": "audio/mpeg"
+        case "csv": "text/csv; charset=utf-8"
+        default: "application/octet-stream"
+        }
+    }
+
+    /// `application/json`, `application/problem+json` and other `+json` types.
+    public static func isJSON(_ type: String) -> Bool {
+        let essence = type.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+        return essence == "application/json" || essence.hasSuffix("+json")
+    }
+}

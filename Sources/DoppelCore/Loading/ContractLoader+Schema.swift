@@ -1,0 +1,134 @@
+extension ContractLoader {
+    mutating func readSchemas(_ node: SourceNode?) {
+        guard let node else { return }
+        let entries = MappingReader.entries(of: node, context: "schemas", diagnostics: &diagnostics)
+        // Names first, so schemas may refer to each other in any order.
+        for entry in entries { schemaNodes[entry.name] = entry.value }
+        for entry in entries {
+            if let schema = readSchema(entry.value, context: "schema '\(entry.name)'") {
+                schemas[entry.name] = schema
+            }
+        }
+    }
+
+    /// Compiles a schema node; reports every unknown keyword and bad value.
+    mutating func readSchema(_ node: SourceNode, context: String) -> Schema? {
+        if let name = node.scalarText, node.mappingPairs == nil {
+            // A bare name is shorthand for `$ref: name`.
+            return reference(name, at: node.location)
+        }
+        guard let reader = MappingReader(node, allowed: Schema.keywords, context: context, diagnostics: &diagnostics) else { return nil }
+
+        var types: [String]?
+        if let typeNode = reader["type"] {
+            let names = typeNode.sequenceItems?.compactMap(\.scalarText) ?? typeNode.scalarText.map { [$0] } ?? []
+            let known: Set<String> = ["string", "integer", "number", "boolean", "object", "array", "null"]
+            for name in names where !known.contains(name) {
+                diagnostics.error("unknown type '\(name)' in \(context)\(Suggestion.hint(for: name, in: known))", at: typeNode.location)
+            }
+            types = names
+        }
+        var properties: [(String, Schema)] = []
+        for entry in reader.entries("properties", diagnostics: &diagnostics) {
+            if let schema = readSchema(entry.value, context: "property '\(entry.name)' of \(context)") {
+                properties.append((entry.name, schema))
+            }
+        }
+        var required: [String] = []
+        if let requiredNode = reader["required"] {
+            if let items = requiredNode.sequenceItems {
+                required = items.compactMap(\.scalarText)
+                if !properties.isEmpty {
+                    for item in items {
+                        if let name = item.scalarText, !properties.contains(where: { $0.0 == name }) {
+                            diagnostics.error("required property '\(name)' is not among the properties of \(context)\(Suggestion.hint(for: name, in: properties.map(\.0)))", at: item.location)
+                        }
+                    }
+                }
+            } else {
+                diagnostics.error("'required' in \(context) must be a list of property names", at: requiredNode.location)
+            }
+        }
+        var additional: Schema??
+        if let node = reader["additionalProperties"] {
+            switch node.json {
+            case .bool(true): additional = nil
+            case .bool(false): additional = .some(nil)
+            default: additional = .some(readSchema(node, context: "additionalProperties of \(context)"))
+            }
+        }
+        var pattern: Schema.Pattern?
+        if let patternNode = reader["pattern"], let source = patternNode.scalarText {
+            pattern = Schema.Pattern(source)
+            if pattern == nil { diagnostics.error("invalid regular expression in 'pattern' of \(context)", at: patternNode.location) }
+        }
+        let format = reader.string("format", diagnostics: &diagnostics)
+        if let format, !Schema.formats.contains(format) {
+            diagnostics.error("unknown format '\(format)' in \(context)\(Suggestion.hint(for: format, in: Schema.formats))", at: reader["format"]!.location)
+        }
+        var enumValues: [JSON]?
+        if let enumNode = reader["enum"] {
+            enumValues = enumNode.sequenceItems?.map(\.json)
+            if enumValues == nil { diagnostics.error("'enum' in \(context) must be a list", at: enumNode.location) }
+        }
+        func list(_ key: String) -> [Schema] {
+            guard let listNode = reader[key] else { return [] }
+            guard let items = listNode.sequenceItems else {
+                diagnostics.error("'\(key)' in \(context) must be a list of schemas", at: listNode.location)
+                return []
+            }
+            return items.enumerated().compactMap { readSchema($1, context: "\(key)[\($0)] of \(context)") }
+        }
+        var ref: String?
+        if let refNode = reader["$ref"], let text = refNode.scalarText {
+            ref = reference(text, at: refNode.location)?.ref
+        }
+        return Schema(
+            types: types,
+            nullable: reader.bool("nullable", diagnostics: &diagnostics) ?? false,
+            enumValues: enumValues,
+            constValue: reader["const"]?.json,
+            minimum: reader.number("minimum", diagnostics: &diagnostics),
+            maximum: reader.number("maximum", diagnostics: &diagnostics),
+            exclusiveMinimum: reader.number("exclusiveMinimum", diagnostics: &diagnostics),
+            exclusiveMaximum: reader.number("exclusiveMaximum", diagnostics: &diagnostics),
+            minLength: reader.int("minLength", diagnostics: &diagnostics),
+            maxLength: reader.int("maxLength", diagnostics: &diagnostics),
+            pattern: pattern,
+            format: format,
+            properties: properties,
+            required: required,
+            additionalProperties: additional,
+            items: reader["items"].flatMap { readSchema($0, context: "items of \(context)") },
+            minItems: reader.int("minItems", diagnostics: &diagnostics),
+            maxItems: reader.int("maxItems", diagnostics: &diagnostics),
+            uniqueItems: reader.bool("uniqueItems", diagnostics: &diagnostics) ?? false,
+            allOf: list("allOf"),
+            anyOf: list("anyOf"),
+            oneOf: list("oneOf"),
+            not: reader["not"].flatMap { readSchema($0, context: "not of \(context)") },
+            ref: ref,
+            defaultValue: reader["default"]?.json
+        )
+    }
+
+    /// A schema that refers to a named one: `Name`, `#/schemas/Name` or `#/components/schemas/Name`.
+    mutating func reference(_ text: String, at location: SourceLocation) -> Schema? {
+        let name = text.split(separator: "/").last.map(String.init) ?? text
+        guard schemaNodes[name] != nil else {
+            diagnostics.error("undefined schema '\(name)'\(Suggestion.hint(for: name, in: schemaNodes.keys))", at: location)
+            return nil
+        }
+        return Schema(ref: name)
+    }
+
+    /// Checks request examples and static response bodies against their schemas.
+    mutating func checkExamples() {
+        let validator = SchemaValidator(registry: schemas)
+        for pending in pendingExamples {
+            for issue in validator.validate(pending.value, against: pending.schema) {
+                diagnostics.error("\(pending.what) breaks its schema at \(issue.pointer.isEmpty ? "/" : issue.pointer): \(issue.message)", at: pending.location)
+            }
+        }
+    }
+}

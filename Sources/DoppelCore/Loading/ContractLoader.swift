@@ -1,0 +1,254 @@
+import Foundation
+
+/// Loads a contract file into a validated `Contract`, or every problem in it.
+///
+/// The stages, each feeding the next:
+/// 1. **Read**: the file's text (`ContractLoader.load(file:)`).
+/// 2. **Parse**: YAML into `SourceNode`s that remember their line and column.
+/// 3. **Declarations**: `schemas`, `data` and `state`, which later stages check names against.
+/// 4. **Responses and auth**: shared responses, then auth schemes that refer to them.
+/// 5. **Endpoints**: routes, request checks, ordered responses with compiled
+///    expressions, templates and effects.
+/// 6. **Cross-checks**: unreachable endpoints, examples and static bodies
+///    against their schemas.
+///
+/// Problems never stop the load early: every stage records diagnostics and
+/// goes on, so `doppel lint` reports them all at once.
+public struct ContractLoader {
+    var diagnostics = DiagnosticCollector()
+    let file: String
+    let directory: URL
+    var schemas: [String: Schema] = [:]
+    var schemaNodes: [String: SourceNode] = [:]
+    var stateNames: Set<String> = []
+    var dataNames: Set<String> = []
+    var namedResponses: [String: ResponseDefinition] = [:]
+    var authSchemes: [String: AuthScheme] = [:]
+    /// Request examples and static bodies to check against schemas once all schemas are known.
+    var pendingExamples: [(value: JSON, schema: Schema, location: SourceLocation, what: String)] = []
+
+    static let topLevelKeys: Set<String> = ["doppel", "info", "base_path", "auth", "schemas", "state", "data", "responses", "endpoints"]
+    /// Names every expression may start from.
+    static let requestRoots: Set<String> = ["request", "path", "query", "headers", "body", "auth", "session", "state", "data", "clock"]
+
+    init(file: String) {
+        self.file = file
+        self.directory = URL(fileURLWithPath: file).deletingLastPathComponent().standardizedFileURL
+    }
+
+    /// Loads and validates a contract file.
+    public static func load(file: String) throws(ContractError) -> Contract {
+        let text: String
+        do {
+            text = try String(contentsOfFile: file, encoding: .utf8)
+        } catch {
+            throw ContractError(diagnostics: [Diagnostic(at: SourceLocation(file: file, line: 1, column: 1), "cannot read contract: \(error.localizedDescription)")])
+        }
+        return try load(text: text, file: file)
+    }
+
+    /// Loads and validates contract text; `file` names it in diagnostics and anchors relative body files.
+    public static func load(text: String, file: String) throws(ContractError) -> Contract {
+        var loader = ContractLoader(file: file)
+        let root: SourceNode?
+        switch SourceReader.read(text, file: file) {
+        case .success(let node): root = node
+        case .failure(let error): throw error
+        }
+        guard let root else {
+            throw ContractError(diagnostics: [Diagnostic(at: SourceLocation(file: file, line: 1, column: 1), "the contract is empty")])
+        }
+        let contract = loader.build(root)
+        if loader.diagnostics.hasErrors || contract == nil {
+            throw ContractError(diagnostics: loader.diagnostics.diagnostics)
+        }
+        return contract!
+    }
+
+    /// Every diagnostic for a contract file, errors and warnings; empty when clean.
+    public static func lint(file: String) -> [Diagnostic] {
+        do {
+            _ = try load(file: file)
+            return []
+        } catch {
+            return error.diagnostics
+        }
+    }
+
+    mutating func build(_ root: SourceNode) -> Contract? {
+        guard let top = MappingReader(root, allowed: Self.topLevelKeys, context: "the contract", diagnostics: &diagnostics) else { return nil }
+        if let version = top.required("doppel", diagnostics: &diagnostics) {
+            if version.json != .int(1) {
+                diagnostics.error("unsupported contract format version \(version.scalarText ?? "?"); this Doppel reads 'doppel: 1'", at: version.location)
+            }
+        }
+        let info = readInfo(top["info"])
+        var basePath = ""
+        if let node = top["base_path"], let text = top.string("base_path", diagnostics: &diagnostics) {
+            if !text.isEmpty && !text.hasPrefix("/") {
+                diagnostics.error("base_path must start with '/'", at: node.location)
+            }
+            basePath = text.hasSuffix("/") ? String(text.dropLast()) : text
+        }
+
+        readSchemas(top["schemas"])
+        let data = top["data"].map(\.json) ?? .object(JSONObject())
+        if let node = top["data"], data.objectValue == nil {
+            diagnostics.error("data must be a mapping of table names", at: node.location)
+        }
+        dataNames = Set(data.objectValue?.keys ?? [])
+        let state = readState(top["state"])
+
+        for entry in top.entries("responses", diagnostics: &diagnostics) {
+            if let response = readResponse(entry.value, name: entry.name, scope: Self.requestRoots.union(["errors"]), endpointLets: []) {
+                namedResponses[entry.name] = response
+            }
+        }
+        let defaultAuth = readAuth(top["auth"])
+        let endpoints = readEndpoints(top["endpoints"], basePath: basePath, defaultAuth: defaultAuth)
+        checkReachability(endpoints)
+        checkExamples()
+
+        return Contract(
+            file: file, info: info, basePath: basePath, schemas: schemas, authSchemes: authSchemes,
+            defaultAuth: defaultAuth, state: state, data: data, responses: namedResponses, endpoints: endpoints
+        )
+    }
+
+    mutating func readInfo(_ node: SourceNode?) -> Contract.Info {
+        var info = Contract.Info(title: "Untitled API", version: "0", description: nil)
+        guard let node, let reader = MappingReader(node, allowed: ["title", "version", "description"], context: "info", diagnostics: &diagnostics) else {
+            return info
+        }
+        info.title = reader.string("title", diagnostics: &diagnostics) ?? info.title
+        info.version = reader["version"].map(\.json.interpolationText) ?? info.version
+        info.description = reader.string("description", diagnostics: &diagnostics)
+        return info
+    }
+
+    mutating func readState(_ node: SourceNode?) -> StateDeclaration {
+        guard let node, let reader = MappingReader(node, allowed: ["variables", "counters", "collections"], context: "state", diagnostics: &diagnostics) else {
+            return .empty
+        }
+        var initial = JSONObject()
+        var kinds: [String: StateDeclaration.Kind] = [:]
+        var keys: [String: String] = [:]
+        func declare(_ name: String, _ kind: StateDeclaration.Kind, _ value: JSON, at location: SourceLocation, diagnostics: inout DiagnosticCollector) {
+            if let existing = kinds[name] {
+                diagnostics.error("state name '\(name)' is already declared as a \(existing.rawValue)", at: location)
+                return
+            }
+            kinds[name] = kind
+            initial[name] = value
+        }
+        for entry in reader.entries("variables", diagnostics: &diagnostics) {
+            declare(entry.name, .variable, entry.value.json, at: entry.keyNode.location, diagnostics: &diagnostics)
+        }
+        for entry in reader.entries("counters", diagnostics: &diagnostics) {
+            guard case .int(let start) = entry.value.json else {
+                diagnostics.error("counter '\(entry.name)' must start at an integer", at: entry.value.location)
+                continue
+            }
+            declare(entry.name, .counter, .int(start), at: entry.keyNode.location, diagnostics: &diagnostics)
+        }
+        for entry in reader.entries("collections", diagnostics: &diagnostics) {
+            var key = "id"
+            var itemsNode: SourceNode? = entry.value
+            if entry.value.mappingPairs != nil {
+                guard let spec = MappingReader(entry.value, allowed: ["key", "items"], context: "collection '\(entry.name)'", diagnostics: &diagnostics) else { continue }
+                key = spec.string("key", diagnostics: &diagnostics) ?? "id"
+                itemsNode = spec["items"]
+            }
+            var records = JSONObject()
+            if let itemsNode, !(itemsNode.json.isNull) {
+                guard let items = itemsNode.sequenceItems else {
+                    diagnostics.error("collection '\(entry.name)' must be a list of records, or a mapping with 'key' and 'items'", at: itemsNode.location)
+                    continue
+                }
+                for item in items {
+                    guard let id = item.json[key], !id.isNull else {
+                        diagnostics.error("a record of collection '\(entry.name)' has no '\(key)'", at: item.location)
+                        continue
+                    }
+                    if records[id.interpolationText] != nil {
+                        diagnostics.error("collection '\(entry.name)' has two records with \(key) \(id.interpolationText)", at: item.location)
+                    }
+                    records[id.interpolationText] = item.json
+                }
+            }
+            keys[entry.name] = key
+            declare(entry.name, .collection, .object(records), at: entry.keyNode.location, diagnostics: &diagnostics)
+        }
+        stateNames = Set(kinds.keys)
+        return StateDeclaration(initial: initial, kinds: kinds, collectionKeys: keys)
+    }
+
+    /// Reads `auth`; returns the default scheme's name.
+    mutating func readAuth(_ node: SourceNode?) -> String? {
+        guard let node, let reader = MappingReader(node, allowed: ["default", "schemes"], context: "auth", diagnostics: &diagnostics) else { return nil }
+        for entry in reader.entries("schemes", diagnostics: &diagnostics) {
+            let context = "auth scheme '\(entry.name)'"
+            guard let spec = MappingReader(entry.value, allowed: ["type", "in", "name", "tokens", "keys", "failure", "description"], context: context, diagnostics: &diagnostics) else { continue }
+            guard entry.name != "none" else {
+                diagnostics.error("'none' is reserved for public endpoints; name the scheme otherwise", at: entry.keyNode.location)
+                continue
+            }
+            let kind: AuthScheme.Kind
+            switch spec.string("type", diagnostics: &diagnostics) {
+            case "bearer":
+                kind = .bearer
+            case "api_key":
+                let locationText = spec.string("in", diagnostics: &diagnostics) ?? "header"
+                guard let location = AuthScheme.ParameterLocation(rawValue: locationText) else {
+                    diagnostics.error("'in' of \(context) must be header or query", at: spec["in"]!.location)
+                    continue
+                }
+                guard let name = spec.string("name", diagnostics: &diagnostics) else {
+                    diagnostics.error("\(context) needs 'name': the header or query parameter that carries the key", at: entry.value.location)
+                    continue
+                }
+                kind = .apiKey(location: location, name: location == .header ? name.lowercased() : name)
+            case let other?:
+                diagnostics.error("unknown auth type '\(other)' in \(context)\(Suggestion.hint(for: other, in: ["bearer", "api_key"]))", at: spec["type"]!.location)
+                continue
+            case nil:
+                diagnostics.error("\(context) needs 'type': bearer or api_key", at: entry.value.location)
+                continue
+            }
+            var accepted: Set<String>?
+            for listKey in ["tokens", "keys"] {
+                guard let listNode = spec[listKey] else { continue }
+                guard let items = listNode.sequenceItems?.compactMap(\.scalarText) else {
+                    diagnostics.error("'\(listKey)' of \(context) must be a list of strings", at: listNode.location)
+                    continue
+                }
+                accepted = (accepted ?? []).union(items)
+            }
+            let failure: ResponseDefinition
+            if let failureNode = spec["failure"] {
+                guard let response = readResponseReference(failureNode, name: "\(entry.name).failure", scope: Self.requestRoots, endpointLets: []) else { continue }
+                failure = response
+            } else {
+                failure = Self.defaultUnauthorized(at: entry.value.location)
+            }
+            authSchemes[entry.name] = AuthScheme(name: entry.name, kind: kind, accepted: accepted, failure: failure)
+        }
+        guard let defaultNode = reader["default"], let name = defaultNode.scalarText else { return nil }
+        if name == "none" { return nil }
+        guard authSchemes[name] != nil else {
+            diagnostics.error("auth default '\(name)' is not a declared scheme\(Suggestion.hint(for: name, in: authSchemes.keys))", at: defaultNode.location)
+            return nil
+        }
+        return name
+    }
+
+    /// The built-in 401 for a scheme that declares no `failure`.
+    static func defaultUnauthorized(at location: SourceLocation) -> ResponseDefinition {
+        let body: JSON = ["type": "urn:doppel:problem:unauthorized", "title": "Unauthorized", "status": 401,
+                          "detail": "missing or invalid credentials"]
+        return ResponseDefinition(
+            name: "unauthorized", when: nil, status: 401, headers: [("WWW-Authenticate", .constant("Bearer"))],
+            body: .json(.constant(body), encoded: JSONWriter.encode(body), contentType: "application/problem+json"),
+            bindings: [], effects: [], location: location)
+    }
+}

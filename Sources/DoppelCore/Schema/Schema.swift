@@ -1,0 +1,125 @@
+import Foundation
+
+/// A compiled JSON Schema (the subset Doppel supports), immutable after loading.
+///
+/// Supported keywords: `type` (one or a list), `properties`, `required`,
+/// `additionalProperties`, `enum`, `const`, `nullable`, `minimum`, `maximum`,
+/// `exclusiveMinimum`, `exclusiveMaximum`, `minLength`, `maxLength`, `pattern`,
+/// `format` (`uuid`, `date-time`, `date`, `email`, `uri`), `items`,
+/// `minItems`, `maxItems`, `uniqueItems`, `allOf`, `anyOf`, `oneOf`, `not`,
+/// `$ref` to a named schema, and `default` (filled in for missing top-level
+/// properties of query, headers and body).
+public final class Schema: Sendable {
+    public let types: [String]?
+    public let nullable: Bool
+    public let enumValues: [JSON]?
+    public let constValue: JSON?
+    public let minimum: Double?
+    public let maximum: Double?
+    public let exclusiveMinimum: Double?
+    public let exclusiveMaximum: Double?
+    public let minLength: Int?
+    public let maxLength: Int?
+    public let pattern: Pattern?
+    public let format: String?
+    public let properties: [(String, Schema)]
+    public let required: [String]
+    /// nil: any extra property allowed; `.some(nil)`: none allowed; `.some(schema)`: each must match.
+    public let additionalProperties: Schema??
+    public let items: Schema?
+    public let minItems: Int?
+    public let maxItems: Int?
+    public let uniqueItems: Bool
+    public let allOf: [Schema]
+    public let anyOf: [Schema]
+    public let oneOf: [Schema]
+    public let not: Schema?
+    /// The named schema this one refers to.
+    public let ref: String?
+    public let defaultValue: JSON?
+
+    /// A compiled regular expression.
+    public struct Pattern: @unchecked Sendable {
+        public let source: String
+        let regex: NSRegularExpression
+
+        public init?(_ source: String) {
+            guard let regex = try? NSRegularExpression(pattern: source) else { return nil }
+            self.source = source
+            self.regex = regex
+        }
+
+        func matches(_ text: String) -> Bool {
+            regex.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)) != nil
+        }
+    }
+
+    public init(
+        types: [String]? = nil, nullable: Bool = false, enumValues: [JSON]? = nil, constValue: JSON? = nil,
+        minimum: Double? = nil, maximum: Double? = nil, exclusiveMinimum: Double? = nil, exclusiveMaximum: Double? = nil,
+        minLength: Int? = nil, maxLength: Int? = nil, pattern: Pattern? = nil, format: String? = nil,
+        properties: [(String, Schema)] = [], required: [String] = [], additionalProperties: Schema?? = nil,
+        items: Schema? = nil, minItems: Int? = nil, maxItems: Int? = nil, uniqueItems: Bool = false,
+        allOf: [Schema] = [], anyOf: [Schema] = [], oneOf: [Schema] = [], not: Schema? = nil,
+        ref: String? = nil, defaultValue: JSON? = nil
+    ) {
+        self.types = types
+        self.nullable = nullable
+        self.enumValues = enumValues
+        self.constValue = constValue
+        self.minimum = minimum
+        self.maximum = maximum
+        self.exclusiveMinimum = exclusiveMinimum
+        self.exclusiveMaximum = exclusiveMaximum
+        self.minLength = minLength
+        self.maxLength = maxLength
+        self.pattern = pattern
+        self.format = format
+        self.properties = properties
+        self.required = required
+        self.additionalProperties = additionalProperties
+        self.items = items
+        self.minItems = minItems
+        self.maxItems = maxItems
+        self.uniqueItems = uniqueItems
+        self.allOf = allOf
+        self.anyOf = anyOf
+        self.oneOf = oneOf
+        self.not = not
+        self.ref = ref
+        self.defaultValue = defaultValue
+    }
+
+    /// The schema of a named property.
+    public func property(_ name: String) -> Schema? {
+        properties.first { $0.0 == name }?.1
+    }
+
+    /// The schema keywords a contract may use, for unknown-key diagnostics.
+    public static let keywords: Set<String> = [
+        "type", "properties", "required", "additionalProperties", "enum", "const", "nullable", "minimum", "maximum",
+        "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength", "pattern", "format", "items", "minItems",
+        "maxItems", "uniqueItems", "allOf", "anyOf", "oneOf", "not", "$ref", "default", "description", "title",
+        "example", "examples", "deprecated", "readOnly", "writeOnly",
+    ]
+
+    /// The formats `format` understands.
+    public static let formats: Set<String> = ["uuid", "date-time", "date", "email", "uri"]
+}
+
+/// One way a value failed its schema, located by JSON pointer.
+public struct ValidationIssue: Sendable, Equatable, CustomStringConvertible {
+    /// RFC 6901 pointer into the validated value (`/interests/0`); empty for the root.
+    public let pointer: String
+    public let message: String
+
+    public init(pointer: String, message: String) {
+        self.pointer = pointer
+        self.message = message
+    }
+
+    public var description: String { "\(pointer.isEmpty ? "/" : pointer): \(message)" }
+
+    /// The issue as JSON, for problem bodies and templates.
+    public var json: JSON { .object(JSONObject([("pointer", .string(pointer)), ("message", .string(message))])) }
+}

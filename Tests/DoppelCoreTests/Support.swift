@@ -1,0 +1,49 @@
+import DoppelCore
+import Foundation
+
+/// The repository's root, found from this file's location.
+let repositoryRoot: URL = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+/// A contract file under `contracts/`.
+func contractPath(_ name: String) -> String {
+    repositoryRoot.appendingPathComponent("contracts/\(name)").path
+}
+
+/// Loads contract text, failing the test with every diagnostic when it does not load.
+func loadContract(_ text: String, file: String = "test.yaml") throws -> Contract {
+    try ContractLoader.load(text: text, file: file)
+}
+
+/// Diagnostics of contract text; empty when it loads.
+func diagnostics(of text: String, file: String = "test.yaml") -> [Diagnostic] {
+    do {
+        _ = try ContractLoader.load(text: text, file: file)
+        return []
+    } catch {
+        return error.diagnostics
+    }
+}
+
+extension MockEngine {
+    /// Sends a JSON request through the whole pipeline.
+    func send(_ method: String, _ target: String, json: JSON? = nil, token: String? = "test-token", session: String? = nil,
+              headers: [(name: String, value: String)] = []) -> MockResponse {
+        var all = headers
+        if let token { all.append((name: "Authorization", value: "Bearer \(token)")) }
+        if let session { all.append((name: "Doppel-Session", value: session)) }
+        var body: [UInt8] = []
+        if let json {
+            all.append((name: "Content-Type", value: "application/json"))
+            body = JSONWriter.encode(json)
+        }
+        return respond(to: RecordedRequest(method: method, target: target, headers: all, body: body))
+    }
+}
+
+/// A clock the test moves by hand.
+final class TestClock: Sendable {
+    private let value: Locked<Double>
+    init(_ iso: String) { value = Locked(UTCCalendar.parse(iso)!) }
+    var now: Double { value.withLock { $0 } }
+    func advance(seconds: Double) { value.withLock { $0 += seconds } }
+}
