@@ -97,6 +97,18 @@ public struct PathTemplate: Sendable, CustomStringConvertible {
         }
     }
 
+    /// 1 when the first literal segment that differs from the path is a near
+    /// misspelling of it (`childs` for `children`), else 0.
+    func spellingCloseness(to pathSegments: [Substring]) -> Int {
+        for (parts, segment) in zip(segments, pathSegments) {
+            var ignored: [String: String] = [:]
+            if Self.match(parts[...], segment, &ignored) { continue }
+            guard parts.count == 1, case .literal(let literal) = parts[0] else { return 0 }
+            return Suggestion.editDistance(String(segment).lowercased(), literal.lowercased()) <= max(2, literal.count / 2) ? 1 : 0
+        }
+        return 0
+    }
+
     /// How many leading segments of `pathSegments` agree with this template, for near-miss ranking.
     func agreement(with pathSegments: [Substring]) -> Int {
         var score = 0

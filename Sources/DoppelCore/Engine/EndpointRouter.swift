@@ -48,7 +48,8 @@ public struct EndpointRouter: Sendable {
     /// with the first way it differs.
     func nearMisses(method: String, segments: [Substring]) -> [NearMiss] {
         let ranked = endpoints.map { endpoint -> (Endpoint, Int) in
-            (endpoint, endpoint.path.agreement(with: segments) * 2 + (endpoint.method == method ? 1 : 0))
+            (endpoint, endpoint.path.agreement(with: segments) * 4 + endpoint.path.spellingCloseness(to: segments) * 2
+                + (endpoint.method == method ? 1 : 0))
         }
         .filter { $0.1 > 0 }
         .sorted { $0.1 > $1.1 }

@@ -9,6 +9,15 @@ public struct Problem: Sendable, Error {
     public var extra: [(String, JSON)] = []
     public var headers: [(name: String, value: String)] = []
 
+    public init(status: Int, type: String, title: String, detail: String, extra: [(String, JSON)] = [], headers: [(name: String, value: String)] = []) {
+        self.status = status
+        self.type = type
+        self.title = title
+        self.detail = detail
+        self.extra = extra
+        self.headers = headers
+    }
+
     /// The problem as a response.
     public func response(endpointID: String? = nil) -> MockResponse {
         var object = JSONObject([("type", .string(type)), ("title", .string(title)), ("status", .int(status)), ("detail", .string(detail))])
@@ -56,6 +65,17 @@ public struct Problem: Sendable, Error {
     public static func payloadTooLarge(limit: Int) -> Problem {
         Problem(status: 413, type: urn("payload-too-large"), title: "Payload too large",
                 detail: "The request body is larger than the limit of \(limit) bytes.", extra: [("limit", .int(limit))])
+    }
+
+    /// 400: the request body could not be read from the connection.
+    public static func unreadableBody(_ reason: String) -> Problem {
+        Problem(status: 400, type: urn("unreadable-body"), title: "Unreadable body", detail: "The request body could not be read: \(reason).")
+    }
+
+    /// 404: an admin path that does not exist; lists the ones that do.
+    public static func unknownAdminCall(method: String, path: String, known: [String]) -> Problem {
+        Problem(status: 404, type: urn("unknown-admin-call"), title: "Unknown admin call",
+                detail: "\(method) \(path) is not part of the admin API; it has \(known.joined(separator: ", ")).")
     }
 
     /// 422: the request broke the endpoint's schema; lists every failing field.

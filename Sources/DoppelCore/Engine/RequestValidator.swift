@@ -31,6 +31,17 @@ public struct RequestValidator: Sendable {
         issues += headerIssues.map { ValidationIssue(pointer: "/headers" + $0.pointer, message: $0.message) }
         let headers = validator.applyingDefaults(to: rawHeaders, schema: endpoint.headers.map(lowercasedProperties))
 
+        // A parameter that could not be read as its type is reported once, not
+        // again by the schema check of the same field.
+        let unreadable = Set(issues.map(\.pointer))
+        if let schema = endpoint.query {
+            issues += validator.validate(query, against: schema).map { ValidationIssue(pointer: "/query" + $0.pointer, message: $0.message) }
+                .filter { !unreadable.contains($0.pointer) }
+        }
+        if let schema = endpoint.headers {
+            issues += validator.validate(headers, against: lowercasedProperties(schema)).map { ValidationIssue(pointer: "/headers" + $0.pointer, message: $0.message) }
+                .filter { !unreadable.contains($0.pointer) }
+        }
         var body: JSON = .null
         let contentType = request.header("content-type")
         if !request.body.isEmpty {
@@ -54,17 +65,6 @@ public struct RequestValidator: Sendable {
                 issues += validator.validate(body, against: schema).map { ValidationIssue(pointer: "/body" + $0.pointer, message: $0.message) }
                 body = validator.applyingDefaults(to: body, schema: schema)
             }
-        }
-        // A parameter that could not be read as its type is reported once, not
-        // again by the schema check of the same field.
-        let unreadable = Set(issues.map(\.pointer))
-        if let schema = endpoint.query {
-            issues += validator.validate(query, against: schema).map { ValidationIssue(pointer: "/query" + $0.pointer, message: $0.message) }
-                .filter { !unreadable.contains($0.pointer) }
-        }
-        if let schema = endpoint.headers {
-            issues += validator.validate(headers, against: lowercasedProperties(schema)).map { ValidationIssue(pointer: "/headers" + $0.pointer, message: $0.message) }
-                .filter { !unreadable.contains($0.pointer) }
         }
         if query.objectValue == nil { query = .object(JSONObject()) }
         let validated = ValidatedRequest(query: query, headers: headers, body: body)

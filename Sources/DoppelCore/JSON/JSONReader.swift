@@ -7,6 +7,11 @@ public struct JSONReader {
         /// Byte offset into the input.
         public let offset: Int
         public var description: String { "\(message) at byte \(offset)" }
+
+        public init(message: String, offset: Int) {
+            self.message = message
+            self.offset = offset
+        }
     }
 
     /// Nesting deeper than this is refused rather than risk the stack.

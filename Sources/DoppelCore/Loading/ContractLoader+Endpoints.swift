@@ -79,9 +79,9 @@ extension ContractLoader {
                 if let response = readResponse(item, name: "\(id)[\(index)]", scope: Self.requestRoots, endpointLets: letNames) {
                     responses.append(response)
                 }
-            }
-            for (index, response) in responses.enumerated() where response.when == nil && index < responses.count - 1 {
-                diagnostics.warning("response \(response.name) has no 'when', so the responses after it are never chosen", at: response.location)
+                if item["when"] == nil, index < items.count - 1 {
+                    diagnostics.warning("response \(id)[\(index)] has no 'when', so the responses after it are never chosen", at: item.location)
+                }
             }
         }
         // Endpoint-level bindings are evaluated before selection; they travel

@@ -1,0 +1,22 @@
+import DoppelCore
+import Hummingbird
+import Logging
+
+/// Builds the HTTP application serving an engine: what `doppel serve` runs
+/// and what `DoppelTesting` starts in-process.
+///
+/// - Parameter onServerRunning: called once listening, with the bound port
+///   (useful with port 0).
+public func buildApplication(
+    engine: MockEngine, configuration: ServerConfiguration, log: RequestLog? = nil,
+    onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+) -> some ApplicationProtocol {
+    var logger = Logger(label: "doppel")
+    logger.logLevel = .warning
+    let responder = DoppelResponder(engine: engine, log: log ?? RequestLog(format: configuration.logFormat), maxBodySize: configuration.maxBodySize)
+    return Application(
+        responder: responder,
+        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Doppel"),
+        onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
+        logger: logger)
+}

@@ -1,0 +1,94 @@
+import DoppelCore
+import DoppelServer
+import Foundation
+import ServiceLifecycle
+
+/// A Doppel server running in-process on a free loopback port, for tests.
+///
+/// ```swift
+/// try await DoppelTestServer.with(contract: "contracts/tales.yaml") { server in
+///     let url = server.baseURL.appendingPathComponent("api/v1/free-stories")
+///     // ... drive a client against url ...
+/// }
+/// ```
+public final class DoppelTestServer: Sendable {
+    /// `http://127.0.0.1:<port>`.
+    public let baseURL: URL
+    public let port: Int
+    /// The engine behind the server: its sessions and journal.
+    public let engine: MockEngine
+    private let task: Task<Void, any Error>
+
+    private init(baseURL: URL, port: Int, engine: MockEngine, task: Task<Void, any Error>) {
+        self.baseURL = baseURL
+        self.port = port
+        self.engine = engine
+        self.task = task
+    }
+
+    /// Starts a server for a contract file.
+    public static func start(contract file: String, configuration: ServerConfiguration = .testing) async throws -> DoppelTestServer {
+        try await start(engine: MockEngine(contract: ContractLoader.load(file: file), journalCapacity: configuration.journalCapacity,
+                                           sessionLimit: configuration.sessionLimit),
+                        configuration: configuration)
+    }
+
+    /// Starts a server for an engine you built (a custom clock, a contract loaded from text).
+    public static func start(engine: MockEngine, configuration: ServerConfiguration = .testing) async throws -> DoppelTestServer {
+        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+        let app = buildApplication(engine: engine, configuration: configuration) { port in
+            continuation.yield(port)
+            continuation.finish()
+        }
+        let task = Task {
+            defer { continuation.finish() }
+            try await app.run()
+        }
+        var iterator = ports.makeAsyncIterator()
+        guard let port = await iterator.next() else {
+            // The application ended before listening: surface its error.
+            try await task.value
+            throw TestServerError(message: "the server stopped before it started listening")
+        }
+        let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
+        return DoppelTestServer(baseURL: URL(string: "http://\(host):\(port)")!, port: port, engine: engine, task: task)
+    }
+
+    /// Runs `body` with a started server and stops it afterwards, even on error.
+    public static func with<T: Sendable>(contract file: String, configuration: ServerConfiguration = .testing,
+                                         _ body: (DoppelTestServer) async throws -> T) async throws -> T {
+        let server = try await start(contract: file, configuration: configuration)
+        do {
+            let result = try await body(server)
+            await server.stop()
+            return result
+        } catch {
+            await server.stop()
+            throw error
+        }
+    }
+
+    /// Stops the server and waits for it to finish.
+    public func stop() async {
+        task.cancel()
+        _ = try? await task.value
+    }
+
+    /// A URL under the server: `url("/api/v1/free-stories?limit=1")`.
+    public func url(_ target: String) -> URL {
+        URL(string: baseURL.absoluteString + target)!
+    }
+}
+
+/// Why a test server could not start.
+public struct TestServerError: Error, Sendable, CustomStringConvertible {
+    public let message: String
+    public var description: String { message }
+}
+
+extension ServerConfiguration {
+    /// Loopback, a free port, no request log.
+    public static var testing: ServerConfiguration {
+        ServerConfiguration(host: "127.0.0.1", port: 0, logFormat: .none)
+    }
+}

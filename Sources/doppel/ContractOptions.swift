@@ -1,0 +1,20 @@
+import ArgumentParser
+import DoppelCore
+import Foundation
+
+/// Loads a contract for a command, printing every diagnostic and exiting 1 on errors.
+func loadContractOrExit(_ path: String) throws -> Contract {
+    do {
+        return try ContractLoader.load(file: path)
+    } catch {
+        printDiagnostics(error.diagnostics)
+        throw ExitCode(1)
+    }
+}
+
+/// Prints diagnostics to standard error, one `path:line:column: error: message` per line.
+func printDiagnostics(_ diagnostics: [Diagnostic]) {
+    for diagnostic in diagnostics {
+        FileHandle.standardError.write(Data((diagnostic.description + "\n").utf8))
+    }
+}

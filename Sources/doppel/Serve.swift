@@ -1,0 +1,54 @@
+import ArgumentParser
+import DoppelCore
+import DoppelServer
+import Foundation
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Serve a contract over HTTP.",
+        discussion: "Stops gracefully on SIGINT or SIGTERM. The admin API is under /__doppel/ on the same port."
+    )
+
+    @Argument(help: "The contract file (YAML).")
+    var contract: String
+
+    @Option(help: "The address to listen on.")
+    var host: String = "127.0.0.1"
+
+    @Option(help: "The port to listen on (0 picks a free one).")
+    var port: Int = 8000
+
+    @Option(name: .customLong("log-format"), help: "Request log lines: text, json or none.")
+    var logFormat: String = "text"
+
+    @Option(name: .customLong("max-body-size"), help: "Largest request body accepted, like 1MiB or 64KiB; larger ones get 413.")
+    var maxBodySize: String = "1MiB"
+
+    @Option(name: .customLong("journal-size"), help: "The most requests kept in the journal.")
+    var journalSize: Int = 10_000
+
+    func validate() throws {
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be from 0 to 65535") }
+        guard RequestLog.Format(rawValue: logFormat) != nil else { throw ValidationError("--log-format must be text, json or none") }
+        guard let size = ByteSize.parse(maxBodySize), size > 0 else {
+            throw ValidationError("--max-body-size must be a size like 1MiB, 512KiB or 1048576")
+        }
+        guard journalSize > 0 else { throw ValidationError("--journal-size must be at least 1") }
+    }
+
+    func run() async throws {
+        let contract = try loadContractOrExit(self.contract)
+        let configuration = ServerConfiguration(
+            host: host, port: port, maxBodySize: ByteSize.parse(maxBodySize)!, logFormat: RequestLog.Format(rawValue: logFormat)!,
+            journalCapacity: journalSize)
+        let engine = MockEngine(contract: contract, journalCapacity: journalSize)
+        let log = RequestLog(format: configuration.logFormat)
+        let app = buildApplication(engine: engine, configuration: configuration, log: log) { [host] port in
+            let address = host.contains(":") ? "[\(host)]" : host
+            log.line("Doppel serving \(contract.info.title) \(contract.info.version) from \(self.contract)")
+            for line in RouteTable.lines(for: contract) { log.line("  " + line) }
+            log.line("Listening on http://\(address):\(port) (admin API: http://\(address):\(port)/__doppel/health)")
+        }
+        try await app.runService()
+    }
+}

@@ -1,3 +1,0 @@
-import ArgumentParser
-import DoppelServer
-print("x")

@@ -1,0 +1,85 @@
+import DoppelCore
+import Testing
+
+@Suite struct EndpointRouterTests {
+    let contract: Contract
+
+    init() throws {
+        contract = try loadContract("""
+            doppel: 1
+            base_path: /v1beta
+            endpoints:
+              predict: { request: "POST /models/{model}:predict", responses: [ { body: { model: "{{ path.model }}" } } ] }
+              rates-pair: { request: GET /rates, match: query.target != null, responses: [ { body: { pair: true } } ] }
+              rates: { request: GET /rates, responses: [ { body: { pair: false } } ] }
+              child: { request: "GET /children/{id}", responses: [ { status: 200 } ] }
+              delete-child: { request: "DELETE /children/{id}", responses: [ { status: 204 } ] }
+            """)
+    }
+
+    func route(_ method: String, _ path: String, query: [String: String] = [:]) -> EndpointRouter.Route {
+        EndpointRouter(endpoints: contract.endpoints).route(method: method, path: path) { endpoint, _ in
+            endpoint.match.filter { condition in
+                !((try? condition.expression.test(in: EvaluationContext(roots: ["query": .object(JSONObject(query.map { ($0.key, .string($0.value)) }))], now: 0))) ?? false)
+            }.map(\.expression.source)
+        }
+    }
+
+    @Test func capturesParametersBesideLiteralColons() {
+        guard case .matched(let endpoint, let parameters) = route("POST", "/v1beta/models/imagen-3.0-generate-002:predict") else {
+            Issue.record("no match")
+            return
+        }
+        #expect(endpoint.id == "predict")
+        #expect(parameters == ["model": "imagen-3.0-generate-002"])
+    }
+
+    @Test func decodesPercentEscapesInParameters() {
+        guard case .matched(_, let parameters) = route("GET", "/v1beta/children/a%20b") else {
+            Issue.record("no match")
+            return
+        }
+        #expect(parameters == ["id": "a b"])
+    }
+
+    @Test func matchConditionsChooseBetweenEndpointsOfOnePath() {
+        guard case .matched(let pair, _) = route("GET", "/v1beta/rates", query: ["target": "EUR"]),
+              case .matched(let all, _) = route("GET", "/v1beta/rates")
+        else {
+            Issue.record("no match")
+            return
+        }
+        #expect(pair.id == "rates-pair")
+        #expect(all.id == "rates")
+    }
+
+    @Test func wrongMethodIsA405WithTheAllowedOnes() {
+        guard case .methodNotAllowed(let allowed) = route("PUT", "/v1beta/children/7") else {
+            Issue.record("expected 405")
+            return
+        }
+        #expect(allowed == ["GET", "DELETE", "HEAD"])
+    }
+
+    @Test func missesNameTheNearestEndpointsAndHowTheyDiffer() {
+        guard case .notFound(let misses) = route("GET", "/v1beta/childs/7") else {
+            Issue.record("expected 404")
+            return
+        }
+        #expect(misses.first?.endpointID == "child")
+        #expect(misses.first?.reasons == ["path segment 2 is 'childs', expected 'children'"])
+    }
+
+    @Test func theEngineAnswersMissesAsProblems() throws {
+        let engine = MockEngine(contract: contract)
+        let notFound = engine.send("GET", "/nowhere")
+        #expect(notFound.status == 404)
+        #expect(notFound.header("content-type") == "application/problem+json")
+        #expect(notFound.json?["type"] == "urn:doppel:problem:no-matching-endpoint")
+        let notAllowed = engine.send("PATCH", "/v1beta/rates")
+        #expect(notAllowed.status == 405)
+        #expect(notAllowed.header("allow") == "GET, HEAD")
+        let predicted = engine.send("POST", "/v1beta/models/m1:predict")
+        #expect(predicted.json == ["model": "m1"])
+    }
+}

@@ -1,0 +1,175 @@
+import DoppelCore
+import Foundation
+import Testing
+
+@Suite struct PipelineStageTests {
+    @Test func bearerTokensMustBeWellFormed() {
+        let contract = try! loadContract("""
+            doppel: 1
+            auth:
+              default: bearer
+              schemes:
+                bearer: { type: bearer, failure: denied }
+                key: { type: api_key, in: header, name: X-Api-Key, keys: [secret] }
+            responses:
+              denied: { status: 401, body: { detail: Not authenticated } }
+            endpoints:
+              private: { request: GET /private, responses: [ { body: { who: "{{ auth.token }}" } } ] }
+              keyed: { request: GET /keyed, auth: key, responses: [ { status: 200 } ] }
+              public: { request: GET /public, auth: none, responses: [ { status: 200 } ] }
+            """)
+        let engine = MockEngine(contract: contract)
+        #expect(engine.send("GET", "/private", token: "abc.def-1").json == ["who": "abc.def-1"])
+        for header in ["", "Bearer", "Bearer ", "Basic abc", "Bearer a b", "Bearer ünicode"] {
+            let response = engine.send("GET", "/private", token: nil, headers: [(name: "Authorization", value: header)])
+            #expect(response.status == 401, "\(header)")
+            #expect(response.json == ["detail": "Not authenticated"])
+        }
+        #expect(engine.send("GET", "/private", token: nil).status == 401)
+        #expect(engine.send("GET", "/keyed", token: nil, headers: [(name: "x-api-key", value: "secret")]).status == 200)
+        #expect(engine.send("GET", "/keyed", token: nil, headers: [(name: "X-API-KEY", value: "wrong")]).status == 401)
+        #expect(engine.send("GET", "/public", token: nil).status == 200)
+    }
+
+    @Test func validationFailuresListEveryFieldOrUseTheDocumentedResponse() throws {
+        let contract = try loadContract("""
+            doppel: 1
+            endpoints:
+              plain:
+                request: POST /plain
+                query: { properties: { limit: { type: integer, maximum: 10 } } }
+                body: { schema: { type: object, required: [name, age], properties: { name: { type: string }, age: { type: integer } } } }
+                responses: [ { status: 201 } ]
+              documented:
+                request: POST /documented
+                body: { schema: { type: object, required: [name] } }
+                on_invalid: { status: 400, body: { detail: "Invalid request: {{ errors[0].pointer }} {{ errors[0].message }}" } }
+                responses: [ { status: 201 } ]
+            """)
+        let engine = MockEngine(contract: contract)
+        let problem = engine.send("POST", "/plain?limit=11", json: ["age": "seven"])
+        #expect(problem.status == 422)
+        #expect(problem.header("content-type") == "application/problem+json")
+        #expect(problem.json?["errors"] == [
+            ["pointer": "/query/limit", "message": "must be at most 10, got 11"],
+            ["pointer": "/body/name", "message": "is required"],
+            ["pointer": "/body/age", "message": "expected integer, got string"],
+        ])
+        #expect(engine.send("POST", "/plain?limit=ten", json: ["name": "a", "age": 1]).json?["errors"] == [
+            ["pointer": "/query/limit", "message": "expected integer, got 'ten'"],
+        ])
+        #expect(engine.send("POST", "/plain").json?["errors"] == [["pointer": "/body", "message": "a request body is required"]])
+        let documented = engine.send("POST", "/documented", json: [:])
+        #expect(documented.status == 400)
+        #expect(documented.json == ["detail": "Invalid request: /body/name is required"])
+        #expect(engine.send("POST", "/plain", json: ["name": "a", "age": 1]).status == 201)
+    }
+
+    @Test func unreadableBodiesAreRejectedBeforeValidation() {
+        let engine = MockEngine(contract: try! loadContract("""
+            doppel: 1
+            endpoints:
+              e: { request: POST /e, body: { schema: { type: object } }, responses: [ { status: 200 } ] }
+            """))
+        let malformed = engine.respond(to: RecordedRequest(method: "POST", target: "/e", headers: [(name: "Content-Type", value: "application/json")], body: Array("{\"a\": ".utf8)))
+        #expect(malformed.status == 400)
+        #expect(malformed.json?["type"] == "urn:doppel:problem:malformed-json")
+        let wrongType = engine.respond(to: RecordedRequest(method: "POST", target: "/e", headers: [(name: "Content-Type", value: "text/plain")], body: Array("x".utf8)))
+        #expect(wrongType.status == 415)
+        let charset = engine.respond(to: RecordedRequest(method: "POST", target: "/e", headers: [(name: "Content-Type", value: "application/json; charset=utf-8")], body: Array("{}".utf8)))
+        #expect(charset.status == 200)
+    }
+
+    @Test func effectsAreAllOrNothing() throws {
+        let contract = try loadContract("""
+            doppel: 1
+            state:
+              counters: { a: 0, b: 0 }
+            endpoints:
+              broken:
+                request: POST /broken
+                responses:
+                  - effects: [ "state.a += 1", "state.b += 'x'" ]
+                    status: 200
+            """)
+        let engine = MockEngine(contract: contract)
+        let response = engine.send("POST", "/broken")
+        #expect(response.status == 500)
+        #expect(response.json?["type"] == "urn:doppel:problem:expression-failed")
+        #expect(engine.sessions.existing("default")?.snapshot["a"] == 0)
+    }
+
+    @Test func collectionsInsertFindAndDelete() throws {
+        let contract = try loadContract("""
+            doppel: 1
+            state:
+              collections: { items: [ { id: seed, name: Seed } ] }
+            endpoints:
+              create:
+                request: POST /items
+                body: { schema: { type: object, required: [name] } }
+                responses:
+                  - status: 201
+                    let: { item: { id: "{{ uuid() }}", name: "{{ body.name }}" } }
+                    effects: [ "state.items[item.id] = item" ]
+                    body: "{{ item }}"
+              get:
+                request: "GET /items/{id}"
+                responses:
+                  - when: path.id not in state.items
+                    status: 404
+                    body: { detail: "Item {{ path.id }} not found" }
+                  - body: "{{ state.items[path.id] }}"
+              delete:
+                request: "DELETE /items/{id}"
+                responses:
+                  - status: 204
+                    effects: [ "delete state.items[path.id]" ]
+            """)
+        let engine = MockEngine(contract: contract)
+        let created = engine.send("POST", "/items", json: ["name": "New"])
+        let id = try #require(created.json?["id"]?.stringValue)
+        #expect(engine.send("GET", "/items/\(id)").json?["name"] == "New")
+        #expect(engine.send("GET", "/items/seed").json == ["id": "seed", "name": "Seed"])
+        #expect(engine.send("DELETE", "/items/\(id)").status == 204)
+        #expect(engine.send("GET", "/items/\(id)").json == ["detail": .string("Item \(id) not found")])
+    }
+
+    /// The race a per-request lock prevents: without it, concurrent requests
+    /// all read "4 used" and all succeed.
+    @Test(arguments: 1...5)
+    func concurrentRequestsAgainstALimitGetExactlyTheLimit(round: Int) async throws {
+        let engine = MockEngine(contract: try ContractLoader.load(file: contractPath("tales.yaml")))
+        let session = "round-\(round)"
+        let childID = try #require(engine.send("POST", "/api/v1/children", json: ["name": "A", "age_category": "3-5", "gender": "male", "interests": ["x"]], session: session).json?["id"]?.stringValue)
+        let statuses = await withTaskGroup(of: Int.self) { group in
+            for _ in 0..<200 {
+                group.addTask {
+                    engine.send("POST", "/api/v1/stories/generate", json: ["language": "en", "child_id": .string(childID)], session: session).status
+                }
+            }
+            return await group.reduce(into: [Int: Int]()) { $0[$1, default: 0] += 1 }
+        }
+        #expect(statuses == [200: 5, 402: 195])
+    }
+
+    @Test func sessionIdsAreCheckedAndBounded() {
+        let engine = MockEngine(contract: try! loadContract("doppel: 1\nendpoints:\n  e: { request: GET /e, responses: [ { status: 200 } ] }"), sessionLimit: 2)
+        #expect(engine.send("GET", "/e", session: "has space").status == 400)
+        #expect(engine.send("GET", "/e", session: "a").status == 200)
+        #expect(engine.send("GET", "/e", session: "b").status == 200)
+        #expect(engine.send("GET", "/e", session: "c").status == 503)
+        engine.sessions.reset("a")
+        #expect(engine.send("GET", "/e", session: "c").status == 200)
+    }
+
+    @Test func journalKeepsTheNewestEntriesWithinItsBound() {
+        let engine = MockEngine(contract: try! loadContract("doppel: 1\nendpoints:\n  e: { request: GET /e, responses: [ { status: 200 } ] }"), journalCapacity: 3)
+        for _ in 0..<5 { _ = engine.send("GET", "/e") }
+        _ = engine.send("GET", "/missing")
+        let entries = engine.journal.entries
+        #expect(entries.map(\.sequence) == [4, 5, 6])
+        #expect(entries.map(\.status) == [200, 200, 404])
+        #expect(entries.first?.endpointID == "e")
+    }
+}

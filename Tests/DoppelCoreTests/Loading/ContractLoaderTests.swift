@@ -1,0 +1,166 @@
+import DoppelCore
+import Foundation
+import Testing
+
+@Suite struct ContractLoaderTests {
+    @Test func reportsThreePlantedMistakesAtTheirLinesAndColumns() {
+        let text = """
+            doppel: 1
+            state:
+              counters: { used: 0 }
+            endpoints:
+              generate:
+                request: POST /generate
+                responsse:
+                  - status: 200
+              list:
+                request: GET /items
+                responses:
+                  - ref: not-found
+              count:
+                request: GET /count
+                responses:
+                  - when: state.usd > 3 and
+                    status: 402
+                  - status: 200
+            """
+        let found = diagnostics(of: text, file: "planted.yaml").map(\.description)
+        #expect(found == [
+            "planted.yaml:6:5: error: endpoint 'generate' needs 'responses'",
+            "planted.yaml:7:5: error: unknown key 'responsse' in endpoint 'generate' (did you mean 'responses'?)",
+            "planted.yaml:12:14: error: undefined response 'not-found'",
+            "planted.yaml:16:32: error: bad expression: expected a value but found end of expression",
+        ])
+    }
+
+    @Test func reportsUnknownStateNamesInsideExpressionsAtTheirColumn() {
+        let text = """
+            doppel: 1
+            state:
+              counters: { used: 0 }
+            endpoints:
+              count:
+                request: GET /count
+                responses:
+                  - when: state.usd > 3
+                    status: 402
+                  - status: 200
+                    body: { n: "used {{ state.usde }}" }
+            """
+        #expect(diagnostics(of: text, file: "c.yaml").map(\.description) == [
+            "c.yaml:8:21: error: state has no 'usd' (did you mean 'used'?)",
+            "c.yaml:11:35: error: state has no 'usde' (did you mean 'used'?)",
+        ])
+    }
+
+    @Test func yamlSyntaxErrorsHaveALocation() {
+        let found = diagnostics(of: "doppel: 1\nendpoints:\n  a: [unclosed\n", file: "broken.yaml")
+        #expect(found.count == 1)
+        #expect(found.first?.description.hasPrefix("broken.yaml:4:1: error: YAML syntax:") == true)
+    }
+
+    @Test func examplesMustKeepTheirOwnSchema() {
+        let text = """
+            doppel: 1
+            schemas:
+              Child:
+                type: object
+                required: [name]
+                properties: { name: { type: string } }
+            endpoints:
+              create:
+                request: POST /children
+                body:
+                  schema: Child
+                  example: { name: 7 }
+                responses:
+                  - status: 200
+            """
+        #expect(diagnostics(of: text, file: "e.yaml").map(\.description) == [
+            "e.yaml:12:16: error: the example body of endpoint 'create' breaks its schema at /name: expected string, got integer",
+        ])
+    }
+
+    @Test func referencesAuthAndVersionsAreChecked() {
+        let text = """
+            doppel: 2
+            auth:
+              default: bearr
+              schemes:
+                bearer: { type: bearer }
+            endpoints:
+              a:
+                request: FETCH /a/{id
+                responses: [ { status: 200 } ]
+              b:
+                request: GET /b
+                auth: tokn
+                body: { schema: Missing }
+                responses: [ { status: 999 } ]
+            """
+        #expect(diagnostics(of: text, file: "r.yaml").map(\.description) == [
+            "r.yaml:1:9: error: unsupported contract format version 2; this Doppel reads 'doppel: 1'",
+            "r.yaml:3:12: error: auth default 'bearr' is not a declared scheme (did you mean 'bearer'?)",
+            "r.yaml:8:14: error: unknown method 'FETCH' (did you mean 'PATCH'?)",
+            "r.yaml:8:20: error: bad path: '{' without '}' in path",
+            "r.yaml:12:11: error: undefined auth scheme 'tokn'",
+            "r.yaml:13:21: error: undefined schema 'Missing'",
+            "r.yaml:14:28: error: status must be an HTTP status code from 100 to 599",
+        ])
+    }
+
+    @Test func unreachableEndpointsAndBadEffectsAreErrors() {
+        let text = """
+            doppel: 1
+            state:
+              counters: { used: 0 }
+            endpoints:
+              first: { request: GET /a, responses: [ { status: 200 } ] }
+              second: { request: GET /a, responses: [ { status: 201 } ] }
+              third:
+                request: POST /b
+                responses:
+                  - effects: [ "state.usde += 1", "body.x = 1" ]
+            """
+        #expect(diagnostics(of: text, file: "u.yaml").map(\.description) == [
+            "u.yaml:6:11: error: endpoint 'second' is unreachable: 'first' has the same request (GET /a) and no 'match' condition",
+            "u.yaml:10:21: error: bad effect: state has no 'usde' (did you mean 'used'?)",
+            "u.yaml:10:40: error: bad effect: an effect can only change state: write 'state.<name>'",
+        ])
+    }
+
+    @Test func bodyFilesMayNotLeaveTheContractFolder() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("doppel-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder.appendingPathComponent("bodies"), withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try Data([0x89, 0x50, 0x4E, 0x47]).write(to: folder.appendingPathComponent("bodies/pixel.png"))
+        let contractFile = folder.appendingPathComponent("c.yaml")
+        try """
+            doppel: 1
+            endpoints:
+              image: { request: GET /image, responses: [ { file: bodies/pixel.png } ] }
+              escape: { request: GET /escape, responses: [ { file: ../../etc/passwd } ] }
+            """.write(to: contractFile, atomically: true, encoding: .utf8)
+        let found = ContractLoader.lint(file: contractFile.path)
+        #expect(found.map(\.message) == ["body file '../../etc/passwd' resolves outside the contract's folder"])
+
+        try """
+            doppel: 1
+            endpoints:
+              image: { request: GET /image, responses: [ { file: bodies/pixel.png } ] }
+            """.write(to: contractFile, atomically: true, encoding: .utf8)
+        let engine = MockEngine(contract: try ContractLoader.load(file: contractFile.path))
+        let response = engine.send("GET", "/image")
+        #expect(response.body == [0x89, 0x50, 0x4E, 0x47])
+        #expect(response.header("content-type") == "image/png")
+    }
+
+    @Test func bundledContractsAreClean() throws {
+        let files = try FileManager.default.contentsOfDirectory(atPath: repositoryRoot.appendingPathComponent("contracts").path)
+            .filter { $0.hasSuffix(".yaml") }
+        #expect(!files.isEmpty)
+        for file in files {
+            #expect(ContractLoader.lint(file: contractPath(file)).isEmpty, "\(file)")
+        }
+    }
+}

@@ -1,0 +1,81 @@
+import DoppelCore
+import Testing
+
+@Suite struct SchemaValidatorTests {
+    /// Compiles schemas from YAML through the contract loader.
+    func validator(_ schemasYAML: String) throws -> (SchemaValidator, [String: Schema]) {
+        let contract = try loadContract("""
+            doppel: 1
+            schemas:
+            \(schemasYAML.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
+            endpoints:
+              e: { request: GET /, responses: [ { status: 200 } ] }
+            """)
+        return (SchemaValidator(registry: contract.schemas), contract.schemas)
+    }
+
+    @Test func reportsEveryFailingFieldByPointer() throws {
+        let (validator, schemas) = try validator("""
+            Child:
+              type: object
+              required: [name, age_category, gender, interests]
+              additionalProperties: false
+              properties:
+                name: { type: string, minLength: 1 }
+                age_category: { type: string, enum: ["2-3", "3-5", "5-7"] }
+                gender: { type: string, enum: [male, female] }
+                interests: { type: array, items: { type: string }, minItems: 1 }
+                id: { type: string, format: uuid }
+            """)
+        let issues = validator.validate(["name": "", "age_category": "9", "interests": [1], "id": "nope", "extra": true], against: schemas["Child"]!)
+        #expect(issues.map(\.pointer) == ["/gender", "/name", "/age_category", "/interests/0", "/id", "/extra"])
+        #expect(issues.map(\.message) == [
+            "is required", "must be at least 1 character long", #"must be one of "2-3", "3-5", "5-7", got "9""#,
+            "expected string, got integer", "must be a valid uuid", "is not an allowed property",
+        ])
+    }
+
+    @Test func numbersStringsAndCombinators() throws {
+        let (validator, schemas) = try validator("""
+            Length: { type: integer, minimum: 1, maximum: 30 }
+            Code: { type: string, pattern: "^[A-Z]{3}$", maxLength: 3 }
+            Either: { anyOf: [ { type: string }, { type: integer } ] }
+            One: { oneOf: [ { type: number }, { type: integer } ] }
+            Both: { allOf: [ { $ref: Length }, { exclusiveMaximum: 10 } ] }
+            Maybe: { type: string, nullable: true }
+            Fixed: { const: v1 }
+            Email: { type: string, format: email }
+            When: { type: string, format: date-time }
+            """)
+        #expect(validator.validate(31, against: schemas["Length"]!).map(\.message) == ["must be at most 30, got 31"])
+        #expect(validator.validate(2.5, against: schemas["Length"]!).map(\.message) == ["expected integer, got number"])
+        #expect(validator.validate("usd", against: schemas["Code"]!).map(\.message) == ["must match the pattern ^[A-Z]{3}$"])
+        #expect(validator.validate(true, against: schemas["Either"]!).count == 1)
+        #expect(validator.validate(3, against: schemas["One"]!).map(\.message) == ["must match exactly one allowed shape (oneOf), matches 2"])
+        #expect(validator.validate(12, against: schemas["Both"]!).map(\.message) == ["must be less than 10, got 12"])
+        #expect(validator.validate(nil, against: schemas["Maybe"]!).isEmpty)
+        #expect(validator.validate("v2", against: schemas["Fixed"]!).map(\.message) == [#"must be "v1""#])
+        #expect(validator.validate("a@b.co", against: schemas["Email"]!).isEmpty)
+        #expect(validator.validate("a@b", against: schemas["Email"]!).count == 1)
+        #expect(validator.validate("2025-01-01T00:00:00Z", against: schemas["When"]!).isEmpty)
+        #expect(validator.validate("2025-01-01", against: schemas["When"]!).count == 1)
+    }
+
+    @Test func coercesParametersByTheirDeclaredTypes() throws {
+        let (validator, schemas) = try validator("""
+            Query:
+              properties:
+                limit: { type: integer, default: 50 }
+                ratio: { type: number }
+                flag: { type: boolean }
+                ids: { type: array, items: { type: integer } }
+                name: { type: string }
+            """)
+        let (value, issues) = validator.coerceParameters([("limit", "10"), ("ratio", "0.5"), ("flag", "true"), ("ids", "1,2"), ("ids", "3"), ("name", "7")], by: schemas["Query"])
+        #expect(issues.isEmpty)
+        #expect(value == ["limit": 10, "ratio": 0.5, "flag": true, "ids": [1, 2, 3], "name": "7"])
+        let (_, bad) = validator.coerceParameters([("limit", "ten")], by: schemas["Query"])
+        #expect(bad == [ValidationIssue(pointer: "/limit", message: "expected integer, got 'ten'")])
+        #expect(validator.applyingDefaults(to: ["name": "x"], schema: schemas["Query"]) == ["name": "x", "limit": 50])
+    }
+}
