@@ -53,7 +53,8 @@ extension ContractLoader {
         var match: [Condition] = []
         if let matchNode = reader["match"] {
             for item in matchNode.sequenceItems ?? [matchNode] {
-                if let expression = compileExpression(item, roots: Self.requestRoots) {
+                // Routing runs before authentication and without the session's state.
+                if let expression = compileExpression(item, roots: Self.requestRoots.subtracting(["state", "auth"])) {
                     match.append(Condition(expression: expression, location: item.location))
                 }
             }

@@ -1,0 +1,120 @@
+import Foundation
+import Testing
+
+/// Runs the built `doppel` executable, as a user would.
+@Suite("doppel command line")
+struct CommandLineTests {
+    static var executable: URL? {
+        let candidates = [
+            URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("doppel"),
+            Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("doppel"),
+            repositoryRoot.appendingPathComponent(".build/debug/doppel"),
+        ]
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) }
+    }
+
+    struct Run {
+        let status: Int32
+        let output: String
+        let errors: String
+    }
+
+    func run(_ arguments: [String]) throws -> Run {
+        let process = Process()
+        process.executableURL = try #require(Self.executable, "build the doppel executable first (swift build)")
+        process.arguments = arguments
+        process.currentDirectoryURL = repositoryRoot
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let output = out.fileHandleForReading.readDataToEndOfFile()
+        let errors = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Run(status: process.terminationStatus, output: String(decoding: output, as: UTF8.self), errors: String(decoding: errors, as: UTF8.self))
+    }
+
+    @Test func lintReportsEveryPlantedMistakeAndExitsOne() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("planted-\(UUID().uuidString).yaml")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try """
+            doppel: 1
+            state:
+              counters: { used: 0 }
+            endpoints:
+              count:
+                request: GET /count
+                respones:
+                  - status: 200
+              other:
+                request: GET /other
+                responses:
+                  - when: state.usd > 3
+                    status: 402
+                  - ref: missing
+            """.write(to: file, atomically: true, encoding: .utf8)
+        let result = try run(["lint", file.path])
+        #expect(result.status == 1)
+        let lines = result.errors.split(separator: "\n").map(String.init)
+        #expect(lines == [
+            "\(file.path):6:5: error: endpoint 'count' needs 'responses'",
+            "\(file.path):7:5: error: unknown key 'respones' in endpoint 'count' (did you mean 'responses'?)",
+            "\(file.path):12:21: error: state has no 'usd' (did you mean 'used'?)",
+            "\(file.path):14:14: error: undefined response 'missing'",
+        ])
+        #expect(result.output.contains("4 errors"))
+    }
+
+    @Test func lintPassesTheBundledContracts() throws {
+        let contracts = try FileManager.default.contentsOfDirectory(atPath: repositoryRoot.appendingPathComponent("contracts").path)
+            .filter { $0.hasSuffix(".yaml") }.map { "contracts/\($0)" }
+        let result = try run(["lint"] + contracts)
+        #expect(result.status == 0, "\(result.errors)")
+        #expect(result.errors.isEmpty)
+    }
+
+    @Test func badOptionsExitWithUsageErrors() throws {
+        let result = try run(["serve", "contracts/tales.yaml", "--port", "70000"])
+        #expect(result.status == 64)
+        #expect(result.errors.contains("--port must be from 0 to 65535"))
+        let missing = try run(["serve", "contracts/nope.yaml", "--port", "0"])
+        #expect(missing.status == 1)
+        #expect(missing.errors.contains("contracts/nope.yaml:1:1: error: cannot read contract"))
+    }
+
+    @Test func serveListsRoutesAnswersAndStopsOnSIGTERM() async throws {
+        let process = Process()
+        process.executableURL = try #require(Self.executable)
+        process.arguments = ["serve", "contracts/tales.yaml", "--port", "0", "--log-format", "json"]
+        process.currentDirectoryURL = repositoryRoot
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = Pipe()
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+
+        // Read the banner until the listening line gives the port.
+        var banner = ""
+        let deadline = Date().addingTimeInterval(20)
+        while !banner.contains("Listening on"), Date() < deadline {
+            let data = out.fileHandleForReading.availableData
+            if data.isEmpty { break }
+            banner += String(decoding: data, as: UTF8.self)
+        }
+        #expect(banner.contains("POST  /api/v1/stories/generate"))
+        let port = try #require(banner.split(separator: "\n").first { $0.hasPrefix("Listening on") }
+            .flatMap { $0.split(separator: ":").dropFirst(2).first }.flatMap { Int($0.prefix { $0.isNumber }) })
+
+        let client = TestClient(base: URL(string: "http://127.0.0.1:\(port)")!)
+        #expect(try await client.send("GET", "/api/v1/free-stories", token: nil).status == 200)
+        let logLine = String(decoding: out.fileHandleForReading.availableData, as: UTF8.self)
+        #expect(logLine.contains(#""method":"GET","path":"/api/v1/free-stories","status":200,"endpoint":"list-free-stories""#))
+
+        process.terminate()  // SIGTERM
+        let stopBy = Date().addingTimeInterval(10)
+        while process.isRunning, Date() < stopBy { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(!process.isRunning)
+        #expect(process.terminationReason == .exit)
+        #expect(process.terminationStatus == 0)
+    }
+}

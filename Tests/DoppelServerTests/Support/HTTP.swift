@@ -1,0 +1,110 @@
+import DoppelCore
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The repository's root, found from this file's location.
+let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+func contractPath(_ name: String) -> String {
+    repositoryRoot.appendingPathComponent("contracts/\(name)").path
+}
+
+/// A response as a test client saw it.
+struct HTTPResult: Sendable {
+    let status: Int
+    let headers: [String: String]
+    let body: Data
+
+    var json: JSON? { try? JSONReader.parse([UInt8](body)) }
+
+    func header(_ name: String) -> String? {
+        headers.first { $0.key.lowercased() == name.lowercased() }?.value
+    }
+}
+
+/// A small URLSession client for live tests.
+struct TestClient: Sendable {
+    let base: URL
+    let session: URLSession
+
+    init(base: URL, maxConnections: Int = 8) {
+        self.base = base
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpMaximumConnectionsPerHost = maxConnections
+        configuration.timeoutIntervalForRequest = 30
+        self.session = URLSession(configuration: configuration)
+    }
+
+    func send(_ method: String, _ target: String, json: JSON? = nil, token: String? = "test-token", session sessionID: String? = nil,
+              headers: [String: String] = [:], body: Data? = nil) async throws -> HTTPResult {
+        var request = URLRequest(url: URL(string: base.absoluteString + target)!)
+        request.httpMethod = method
+        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        if let sessionID { request.setValue(sessionID, forHTTPHeaderField: "Doppel-Session") }
+        if let json {
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.httpBody = Data(JSONWriter.encode(json))
+        }
+        if let body { request.httpBody = body }
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        return try await withCheckedThrowingContinuation { continuation in
+            session.dataTask(with: request) { data, response, error in
+                if let error { return continuation.resume(throwing: error) }
+                guard let http = response as? HTTPURLResponse else { return continuation.resume(throwing: URLError(.badServerResponse)) }
+                var headers: [String: String] = [:]
+                for (key, value) in http.allHeaderFields { headers["\(key)"] = "\(value)" }
+                continuation.resume(returning: HTTPResult(status: http.statusCode, headers: headers, body: data ?? Data()))
+            }.resume()
+        }
+    }
+}
+
+/// Sends raw bytes over a loopback TCP connection and reads until the server
+/// closes or the reply is complete; for requests no well-behaved client sends.
+enum RawHTTP {
+    static func exchange(port: Int, _ request: [UInt8], timeout: TimeInterval = 10) throws -> String {
+        #if canImport(Glibc)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #else
+        let fd = socket(AF_INET, SOCK_STREAM, 0)
+        #endif
+        guard fd >= 0 else { throw URLError(.cannotConnectToHost) }
+        defer { close(fd) }
+        var tv = timeval(tv_sec: Int(timeout), tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw URLError(.cannotConnectToHost) }
+        var sent = 0
+        while sent < request.count {
+            let n = request[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { break }  // the server may close early, e.g. after a 413
+            sent += n
+        }
+        var reply: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n <= 0 { break }
+            reply.append(contentsOf: buffer[0..<n])
+            if let text = String(bytes: reply, encoding: .utf8), isComplete(text) { break }
+        }
+        return String(decoding: reply, as: UTF8.self)
+    }
+
+    private static func isComplete(_ text: String) -> Bool {
+        guard let headerEnd = text.range(of: "\r\n\r\n") else { return false }
+        let head = text[..<headerEnd.lowerBound].lowercased()
+        guard let line = head.split(separator: "\r\n").first(where: { $0.hasPrefix("content-length:") }),
+              let length = Int(line.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces))
+        else { return false }
+        return text[headerEnd.upperBound...].utf8.count >= length
+    }
+}
