@@ -65,9 +65,9 @@ LUA
 
 echo "Throughput ($DURATION each, $CONNECTIONS connections, 2 threads)"
 baseline=$(rps "$BASE/__doppel/health")
-printf '  %-44s %10s req/s  1.00 (baseline)\n' "GET /__doppel/health" "$baseline"
+printf '  %-46s %10s req/s  1.00 (baseline)\n' "GET /__doppel/health" "$baseline"
 report() {  # report LABEL RPS
-    printf '  %-44s %10s req/s  %.2f\n' "$1" "$2" "$(echo "$2 / $baseline" | bc -l)"
+    printf '  %-46s %10s req/s  %.2f\n' "$1" "$2" "$(echo "$2 / $baseline" | bc -l)"
 }
 report "GET /api/v1/free-stories (filter, public)" "$(rps "$BASE/api/v1/free-stories?language=en")"
 report "GET /api/v1/subscription/plans (template)" "$(rps "$BASE/api/v1/subscription/plans" -H 'Authorization: Bearer bench')"
@@ -82,5 +82,6 @@ import json
 runs = json.load(open("/tmp/doppel-startup.json"))["results"]
 base = runs[0]["mean"]
 for r in runs:
-    print(f"  {r['command'].split('/')[-1]:<44} {r['mean'] * 1000:8.1f} ms  {r['mean'] / base:.2f}" + (" (baseline)" if r is runs[0] else ""))
+    label = r["command"].replace(".build/release/", "")
+    print(f"  {label:<46} {r['mean'] * 1000:8.1f} ms  {r['mean'] / base:.2f}" + (" (baseline)" if r is runs[0] else ""))
 PY
