@@ -68,15 +68,20 @@ public final class MockEngine: Sendable {
         let queryItems = request.queryItems
         var context = EvaluationContext(roots: baseRoots(request, sessionID: sessionID, now: now), now: now)
 
-        // 1. Route.
+        // 1. Route. `match` conditions see the request without state; the body
+        // is parsed for them only when some endpoint has one.
+        var matchContext: EvaluationContext?
         let route = router.route(method: request.method, path: request.path) { endpoint, parameters in
-            var matchContext = context
-            matchContext.roots["path"] = Self.object(parameters)
-            matchContext.roots["query"] = Self.object(queryItems)
-            if let contentType = request.header("content-type"), MediaTypes.isJSON(contentType) {
-                matchContext.roots["body"] = (try? JSONReader.parse(request.body)) ?? .null
+            if matchContext == nil {
+                var base = context
+                base.roots["query"] = Self.object(queryItems)
+                if let contentType = request.header("content-type"), MediaTypes.isJSON(contentType) {
+                    base.roots["body"] = (try? JSONReader.parse(request.body)) ?? .null
+                }
+                matchContext = base
             }
-            return endpoint.match.filter { !((try? $0.expression.test(in: matchContext)) ?? false) }.map(\.expression.source)
+            matchContext!.roots["path"] = Self.object(parameters)
+            return endpoint.match.filter { !((try? $0.expression.test(in: matchContext!)) ?? false) }.map(\.expression.source)
         }
         let endpoint: Endpoint
         switch route {
