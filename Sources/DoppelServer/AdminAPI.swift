@@ -34,8 +34,16 @@ public struct AdminAPI: Sendable {
             return state(sessionID: parameter("session", of: request) ?? SessionStore.defaultID)
         case ("POST", "/reset"):
             return reset(request)
+        case ("GET", "/clock"):
+            return clock(request, change: nil)
+        case ("POST", "/clock"):
+            guard let body = request.body.isEmpty ? JSON.object(JSONObject()) : try? JSONReader.parse(request.body), let change = body.objectValue else {
+                return Problem.malformedJSON("expected an object like {\"advance\": \"31d\"}").response()
+            }
+            return clock(request, change: change)
         default:
-            let known = ["GET /__doppel/health", "GET /__doppel/routes", "GET /__doppel/sessions", "GET /__doppel/state", "POST /__doppel/reset"]
+            let known = ["GET /__doppel/health", "GET /__doppel/routes", "GET /__doppel/sessions", "GET /__doppel/state", "POST /__doppel/reset",
+                         "GET /__doppel/clock", "POST /__doppel/clock"]
             return Problem.unknownAdminCall(method: request.method, path: request.path, known: known).response()
         }
     }
@@ -92,6 +100,48 @@ public struct AdminAPI: Sendable {
         guard SessionStore.isValid(id: sessionID) else { return Problem.invalidSession(sessionID).response() }
         let existed = engine.sessions.reset(sessionID)
         return json(200, .object(JSONObject([("reset", .string(sessionID)), ("existed", .bool(existed))])))
+    }
+
+    /// Reads or changes one session's virtual clock: `advance`, `set`, `freeze`, `reset`.
+    private func clock(_ request: RecordedRequest, change: JSONObject?) -> MockResponse {
+        let sessionID = parameter("session", of: request) ?? change?["session"]?.stringValue ?? SessionStore.defaultID
+        guard SessionStore.isValid(id: sessionID) else { return Problem.invalidSession(sessionID).response() }
+        guard let session = engine.sessions.session(sessionID) else { return Problem.tooManySessions(limit: engine.sessions.limit).response() }
+        let real = engine.realNow
+        if let change {
+            let known: Set<String> = ["session", "advance", "set", "freeze", "reset"]
+            if let unknown = change.keys.first(where: { !known.contains($0) }) {
+                return Problem.invalidClockChange("unknown key '\(unknown)'\(Suggestion.hint(for: unknown, in: known)); use advance, set, freeze or reset").response()
+            }
+            var advance: Duration?
+            if let value = change["advance"] {
+                guard let text = value.stringValue, let parsed = Duration.parse(text) else {
+                    return Problem.invalidClockChange("'advance' must be a duration like 60s, 31d or 1mo").response()
+                }
+                advance = parsed
+            }
+            var instant: Double?
+            if let value = change["set"] {
+                guard let text = value.stringValue, let parsed = UTCCalendar.parse(text) else {
+                    return Problem.invalidClockChange("'set' must be an ISO 8601 date like 2025-01-01T00:00:00Z").response()
+                }
+                instant = parsed
+            }
+            if let value = change["freeze"], case .bool = value {} else if change["freeze"] != nil {
+                return Problem.invalidClockChange("'freeze' must be true or false").response()
+            }
+            _ = session.adjustClock { clock in
+                if change["reset"] == .bool(true) { clock = SessionClock() }
+                if let instant { clock.set(instant, real: real) }
+                if let advance { clock.advance(by: advance, real: real) }
+                if case .bool(let frozen)? = change["freeze"] { clock.freeze(frozen, real: real) }
+            }
+        }
+        let clock = session.adjustClock { _ in }
+        return json(200, .object(JSONObject([
+            ("session", .string(sessionID)), ("now", .string(UTCCalendar.format(epoch: clock.now(real: real)))),
+            ("frozen", .bool(clock.frozenAt != nil)), ("offset_seconds", .double((clock.now(real: real) - real).rounded())),
+        ])))
     }
 
     private func parameter(_ name: String, of request: RecordedRequest) -> String? {

@@ -13,7 +13,9 @@ public func buildApplication(
 ) -> some ApplicationProtocol {
     var logger = Logger(label: "doppel")
     logger.logLevel = .warning
-    let responder = DoppelResponder(engine: engine, log: log ?? RequestLog(format: configuration.logFormat), maxBodySize: configuration.maxBodySize)
+    let responder = DoppelResponder(
+        engine: engine, log: log ?? RequestLog(format: configuration.logFormat), maxBodySize: configuration.maxBodySize,
+        hangLimit: configuration.hangLimit)
     return Application(
         responder: responder,
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Doppel"),

@@ -12,12 +12,14 @@ public struct DoppelResponder: HTTPResponder {
     let admin: AdminAPI
     let log: RequestLog
     let maxBodySize: Int
+    let faults: FaultInjector
 
-    public init(engine: MockEngine, log: RequestLog, maxBodySize: Int) {
+    public init(engine: MockEngine, log: RequestLog, maxBodySize: Int, hangLimit: Double = 30) {
         self.engine = engine
         self.admin = AdminAPI(engine: engine)
         self.log = log
         self.maxBodySize = maxBodySize
+        self.faults = FaultInjector(hangLimit: hangLimit)
     }
 
     public func respond(to request: Request, context: Context) async throws -> Response {
@@ -31,10 +33,15 @@ public struct DoppelResponder: HTTPResponder {
         case .failure(let problem):
             response = problem.response()
         }
+        await faults.delay(response)
+        var written = Self.response(from: response)
+        if let fault = response.fault {
+            written = await faults.apply(fault, to: written, body: response.body, channel: context.channel)
+        }
         let elapsed = ContinuousClock.now - started
         log.request(method: request.method.rawValue, path: path, status: response.status, endpointID: response.endpointID, session: session,
                     durationMicros: Int(elapsed.components.seconds) * 1_000_000 + Int(elapsed.components.attoseconds / 1_000_000_000_000))
-        return Self.response(from: response)
+        return written
     }
 
     /// Reads the request, refusing bodies over the limit with 413 before or while reading them.
@@ -66,6 +73,9 @@ public struct DoppelResponder: HTTPResponder {
             if let name = HTTPField.Name(header.name) { fields.append(HTTPField(name: name, value: header.value)) }
         }
         let status = HTTPResponse.Status(code: mock.status)
+        if let stream = mock.stream {
+            return Response(status: status, headers: fields, body: FaultInjector.streamed(stream))
+        }
         return Response(status: status, headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(bytes: mock.body)))
     }
 }

@@ -14,9 +14,15 @@ public struct ServerConfiguration: Sendable {
     public var journalCapacity: Int = 10_000
     /// The most sessions held at once.
     public var sessionLimit: Int = 10_000
+    /// The delay of responses that declare none.
+    public var defaultDelay: Delay?
+    /// The longest a `no_answer` fault keeps a connection waiting, in seconds.
+    public var hangLimit: Double = 30
 
     public init(host: String = "127.0.0.1", port: Int = 8000, maxBodySize: Int = 1 << 20, logFormat: RequestLog.Format = .text,
-                journalCapacity: Int = 10_000, sessionLimit: Int = 10_000) {
+                journalCapacity: Int = 10_000, sessionLimit: Int = 10_000, defaultDelay: Delay? = nil, hangLimit: Double = 30) {
+        self.defaultDelay = defaultDelay
+        self.hangLimit = hangLimit
         self.host = host
         self.port = port
         self.maxBodySize = maxBodySize

@@ -29,7 +29,7 @@ public final class DoppelTestServer: Sendable {
     /// Starts a server for a contract file.
     public static func start(contract file: String, configuration: ServerConfiguration = .testing) async throws -> DoppelTestServer {
         try await start(engine: MockEngine(contract: ContractLoader.load(file: file), journalCapacity: configuration.journalCapacity,
-                                           sessionLimit: configuration.sessionLimit),
+                                           sessionLimit: configuration.sessionLimit, defaultDelay: configuration.defaultDelay),
                         configuration: configuration)
     }
 
@@ -57,7 +57,16 @@ public final class DoppelTestServer: Sendable {
     /// Runs `body` with a started server and stops it afterwards, even on error.
     public static func with<T: Sendable>(contract file: String, configuration: ServerConfiguration = .testing,
                                          _ body: (DoppelTestServer) async throws -> T) async throws -> T {
-        let server = try await start(contract: file, configuration: configuration)
+        try await with(server: start(contract: file, configuration: configuration), body)
+    }
+
+    /// Runs `body` with a server for an engine you built, and stops it afterwards.
+    public static func with<T: Sendable>(engine: MockEngine, configuration: ServerConfiguration = .testing,
+                                         _ body: (DoppelTestServer) async throws -> T) async throws -> T {
+        try await with(server: start(engine: engine, configuration: configuration), body)
+    }
+
+    private static func with<T: Sendable>(server: DoppelTestServer, _ body: (DoppelTestServer) async throws -> T) async throws -> T {
         do {
             let result = try await body(server)
             await server.stop()

@@ -27,6 +27,12 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("journal-size"), help: "The most requests kept in the journal.")
     var journalSize: Int = 10_000
 
+    @Option(help: "Delay every response that declares none: a duration like 200ms, or a range like 100ms-300ms.")
+    var delay: String?
+
+    @Option(name: .customLong("hang-limit"), help: "The longest a no_answer fault keeps a connection open, like 30s.")
+    var hangLimit: String = "30s"
+
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be from 0 to 65535") }
         guard RequestLog.Format(rawValue: logFormat) != nil else { throw ValidationError("--log-format must be text, json or none") }
@@ -34,14 +40,20 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("--max-body-size must be a size like 1MiB, 512KiB or 1048576")
         }
         guard journalSize > 0 else { throw ValidationError("--journal-size must be at least 1") }
+        if let delay, Delay.parse(delay) == nil {
+            throw ValidationError("--delay must be a duration like 200ms or a range like 100ms-300ms")
+        }
+        guard let limit = Duration.parse(hangLimit), limit.months == 0, limit.seconds > 0 else {
+            throw ValidationError("--hang-limit must be a duration like 30s")
+        }
     }
 
     func run() async throws {
         let contract = try loadContractOrExit(self.contract)
         let configuration = ServerConfiguration(
             host: host, port: port, maxBodySize: ByteSize.parse(maxBodySize)!, logFormat: RequestLog.Format(rawValue: logFormat)!,
-            journalCapacity: journalSize)
-        let engine = MockEngine(contract: contract, journalCapacity: journalSize)
+            journalCapacity: journalSize, defaultDelay: delay.flatMap(Delay.parse), hangLimit: Duration.parse(hangLimit)!.seconds)
+        let engine = MockEngine(contract: contract, journalCapacity: journalSize, defaultDelay: configuration.defaultDelay)
         let log = RequestLog(format: configuration.logFormat)
         let app = buildApplication(engine: engine, configuration: configuration, log: log) { [host] port in
             let address = host.contains(":") ? "[\(host)]" : host

@@ -93,14 +93,14 @@ struct LiveServerTests {
         let chunk = String(repeating: "a", count: 600)
         let chunked = "POST /api/v1/children HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
             + "258\r\n\(chunk)\r\n258\r\n\(chunk)\r\n0\r\n\r\n"
-        let chunkedReply = try RawHTTP.exchange(port: server.port, Array(chunked.utf8))
+        let chunkedReply = try await RawHTTP.exchange(port: server.port, Array(chunked.utf8))
         #expect(chunkedReply.hasPrefix("HTTP/1.1 413"))
 
         let unknown = try await client.send("GET", "/api/v2/nothing")
         #expect(unknown.status == 404)
         #expect(unknown.header("content-type") == "application/problem+json")
 
-        let garbage = try RawHTTP.exchange(port: server.port, Array("NOT HTTP AT ALL\r\n\r\n".utf8))
+        let garbage = try await RawHTTP.exchange(port: server.port, Array("NOT HTTP AT ALL\r\n\r\n".utf8))
         #expect(garbage.hasPrefix("HTTP/1.1 400"))
 
         let health = try await client.send("GET", "/__doppel/health")

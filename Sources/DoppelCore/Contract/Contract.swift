@@ -19,6 +19,8 @@ public struct Contract: Sendable {
     public let responses: [String: ResponseDefinition]
     /// Endpoints in the order they were written; routing tries them in this order.
     public let endpoints: [Endpoint]
+    /// Rate limits, checked in this order.
+    public let rateLimits: [RateLimit]
 
     /// Title, version and description of the API.
     public struct Info: Sendable {
@@ -50,8 +52,13 @@ public struct AuthScheme: Sendable {
     public let kind: Kind
     /// Accepted credentials; nil accepts any well-formed one.
     public let accepted: Set<String>?
+    /// A state collection of issued tokens: a token is accepted only when it
+    /// is a key there and its record's `expires_at` is still ahead on the clock.
+    public let issued: String?
     /// The documented response for a missing, malformed or unaccepted credential.
     public let failure: ResponseDefinition
+    /// The response for an issued token past its expiry; nil uses `failure`.
+    public let expired: ResponseDefinition?
 }
 
 /// The state every session starts with: variables, counters and collections.
@@ -128,6 +135,14 @@ public struct ResponseDefinition: Sendable {
     public let bindings: [(String, ValueTemplate)]
     public let effects: [Effect]
     public let location: SourceLocation
+    /// Time to wait before answering.
+    public var delay: Delay? = nil
+    /// A deliberate failure instead of (or while) answering.
+    public var fault: Fault? = nil
+    /// A body sent in parts over time.
+    public var stream: StreamDefinition? = nil
+    /// A list to answer from in turn, instead of this response's own body.
+    public var sequence: SequenceDefinition? = nil
 }
 
 /// The body a response sends.

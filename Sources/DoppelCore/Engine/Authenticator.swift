@@ -10,11 +10,13 @@ public struct Authenticator: Sendable {
     public enum Outcome: Sendable {
         /// Credentials accepted (or none needed); the value is visible to expressions as `auth`.
         case accepted(JSON)
-        /// Rejected: answer with the scheme's documented failure response.
-        case rejected(AuthScheme)
+        /// Rejected: answer with this documented response.
+        case rejected(ResponseDefinition)
     }
 
-    public func authenticate(_ request: RecordedRequest, queryItems: [(String, String)], scheme name: String?) -> Outcome {
+    /// Checks the credential of `scheme`. Issued tokens are looked up in
+    /// `state` and compared with `now`, the session's clock.
+    public func authenticate(_ request: RecordedRequest, queryItems: [(String, String)], scheme name: String?, state: JSONObject, now: Double) -> Outcome {
         guard let name, let scheme = schemes[name] else { return .accepted(.null) }
         let credential: String?
         switch scheme.kind {
@@ -25,8 +27,25 @@ public struct Authenticator: Sendable {
         case .apiKey(.query, let parameter):
             credential = queryItems.last { $0.0 == parameter }.flatMap { $0.1.isEmpty ? nil : $0.1 }
         }
-        guard let credential, scheme.accepted?.contains(credential) ?? true else { return .rejected(scheme) }
-        return .accepted(.object(JSONObject([("scheme", .string(scheme.name)), ("token", .string(credential))])))
+        guard let credential, scheme.accepted?.contains(credential) ?? true else { return .rejected(scheme.failure) }
+        var claims = JSON.null
+        if let collection = scheme.issued {
+            guard let record = state[collection]?[credential] else { return .rejected(scheme.failure) }
+            if let expiry = Self.instant(record["expires_at"]), expiry <= now {
+                return .rejected(scheme.expired ?? scheme.failure)
+            }
+            claims = record
+        }
+        return .accepted(.object(JSONObject([("scheme", .string(scheme.name)), ("token", .string(credential)), ("claims", claims)])))
+    }
+
+    /// An expiry written as an ISO 8601 string or as seconds since 1970.
+    static func instant(_ value: JSON?) -> Double? {
+        switch value {
+        case .string(let text)?: UTCCalendar.parse(text)
+        case .int, .double: value?.numberValue
+        default: nil
+        }
     }
 
     /// The token of `Bearer <token>`; nil when missing or malformed (RFC 6750 token68).

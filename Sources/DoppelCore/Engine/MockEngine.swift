@@ -5,14 +5,18 @@ import Foundation
 /// `respond(to:)` runs the request pipeline, one stage type per step:
 /// 1. **Route** (`EndpointRouter`): method and path to an endpoint, path
 ///    parameters captured; misses become 404 with near misses, or 405.
-/// 2. **Authenticate** (`Authenticator`): the endpoint's scheme; failures get
-///    the contract's documented 401.
-/// 3. **Validate** (`RequestValidator`): query, headers and body to typed JSON,
+/// 2. **Authenticate** (`Authenticator`): the endpoint's scheme, issued
+///    tokens checked against the session's clock; failures get the
+///    contract's documented 401.
+/// 3. **Rate-limit** (`RateLimiter`): covered endpoints count the request per
+///    key; over the limit gets the documented 429 with `Retry-After`.
+/// 4. **Validate** (`RequestValidator`): query, headers and body to typed JSON,
 ///    checked against schemas; failures get `on_invalid` or a 422.
-/// 4. **Select** and 5. **Apply effects** (`ResponseSelector`): the first
-///    response whose `when` holds, and its effects, in one atomic step on the
-///    session's state.
-/// 6. **Render** (`ResponseRenderer`): templates filled, body encoded.
+/// 5. **Select** and **apply effects** (`ResponseSelector`): the first
+///    response whose `when` holds (the next of a sequence), and its effects,
+///    in one atomic step on the session's state.
+/// 6. **Render** (`ResponseRenderer`): templates filled, body encoded or
+///    streamed, delay and fault attached for the transport.
 /// 7. **Journal** (`Journal`): one entry per request.
 ///
 /// ```swift
@@ -25,10 +29,13 @@ public final class MockEngine: Sendable {
     public let journal: Journal
     let router: EndpointRouter
     let authenticator: Authenticator
+    let rateLimiter: RateLimiter
     let validator: RequestValidator
     let selector: ResponseSelector
     let renderer = ResponseRenderer()
     let clock: @Sendable () -> Double
+    /// The delay of responses that declare none.
+    public let defaultDelay: Delay?
 
     /// The header that names a request's session.
     public static let sessionHeader = "doppel-session"
@@ -36,26 +43,44 @@ public final class MockEngine: Sendable {
     /// - Parameters:
     ///   - journalCapacity: the most journal entries kept.
     ///   - sessionLimit: the most sessions held at once.
-    ///   - clock: the current instant in seconds since 1970; real time by default.
-    public init(contract: Contract, journalCapacity: Int = 10_000, sessionLimit: Int = 10_000,
+    ///   - defaultDelay: the delay of responses that declare none.
+    ///   - clock: real time in seconds since 1970; sessions move their own
+    ///     virtual clocks relative to it.
+    public init(contract: Contract, journalCapacity: Int = 10_000, sessionLimit: Int = 10_000, defaultDelay: Delay? = nil,
                 clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
         self.contract = contract
         self.sessions = SessionStore(initial: contract.state.initial, limit: sessionLimit)
         self.journal = Journal(capacity: journalCapacity)
         self.router = EndpointRouter(endpoints: contract.endpoints)
         self.authenticator = Authenticator(schemes: contract.authSchemes)
+        self.rateLimiter = RateLimiter(limits: contract.rateLimits)
         self.validator = RequestValidator(schemas: contract.schemas)
         self.selector = ResponseSelector(state: contract.state)
+        self.defaultDelay = defaultDelay
         self.clock = clock
     }
+
+    /// Real time, as the engine's clock reads it.
+    public var realNow: Double { clock() }
 
     /// Answers one request and records it in the journal.
     public func respond(to request: RecordedRequest) -> MockResponse {
         let started = ContinuousClock.now
-        let now = clock()
         let sessionID = request.header(Self.sessionHeader) ?? SessionStore.defaultID
-        var response = answer(request, sessionID: sessionID, now: now)
-        if request.method == "HEAD" { response.body = [] }
+        var now = clock()
+        var response: MockResponse
+        if !SessionStore.isValid(id: sessionID) {
+            response = Problem.invalidSession(sessionID).response()
+        } else if let session = sessions.session(sessionID) {
+            now = session.now(real: now)
+            response = answer(request, session: session, now: now)
+        } else {
+            response = Problem.tooManySessions(limit: sessions.limit).response()
+        }
+        if request.method == "HEAD" {
+            response.body = []
+            response.stream = nil
+        }
         let elapsed = ContinuousClock.now - started
         let micros = Int(elapsed.components.seconds) * 1_000_000 + Int(elapsed.components.attoseconds / 1_000_000_000_000)
         journal.record(time: now, session: sessionID, method: request.method, path: request.path, query: request.query,
@@ -63,10 +88,9 @@ public final class MockEngine: Sendable {
         return response
     }
 
-    private func answer(_ request: RecordedRequest, sessionID: String, now: Double) -> MockResponse {
-        guard SessionStore.isValid(id: sessionID) else { return Problem.invalidSession(sessionID).response() }
+    private func answer(_ request: RecordedRequest, session: Session, now: Double) -> MockResponse {
         let queryItems = request.queryItems
-        var context = EvaluationContext(roots: baseRoots(request, sessionID: sessionID, now: now), now: now)
+        var context = EvaluationContext(roots: baseRoots(request, sessionID: session.id, now: now), now: now)
 
         // 1. Route. `match` conditions see the request without state; the body
         // is parsed for them only when some endpoint has one.
@@ -88,23 +112,39 @@ public final class MockEngine: Sendable {
         case .matched(let found, let parameters):
             endpoint = found
             context.roots["path"] = Self.object(parameters)
+            context.roots["query"] = Self.object(queryItems)
         case .methodNotAllowed(let allowed):
             return Problem.methodNotAllowed(method: request.method, path: request.path, allowed: allowed).response()
         case .notFound(let nearMisses):
             return Problem.noMatchingEndpoint(method: request.method, path: request.path, nearMisses: nearMisses).response()
         }
-        guard let session = sessions.session(sessionID) else {
-            return Problem.tooManySessions(limit: sessions.limit).response(endpointID: endpoint.id)
-        }
 
         // 2. Authenticate.
         var forced: ResponseDefinition?
-        switch authenticator.authenticate(request, queryItems: queryItems, scheme: endpoint.auth) {
+        let state = endpoint.auth.flatMap { contract.authSchemes[$0]?.issued } == nil ? JSONObject() : session.snapshot
+        switch authenticator.authenticate(request, queryItems: queryItems, scheme: endpoint.auth, state: state, now: now) {
         case .accepted(let auth): context.roots["auth"] = auth
-        case .rejected(let scheme): forced = scheme.failure
+        case .rejected(let failure): forced = failure
         }
 
-        // 3. Validate.
+        // 3. Rate-limit.
+        var rateHeaders: [(name: String, value: String)] = []
+        if forced == nil {
+            do throws(EvaluationError) {
+                if let decision = try rateLimiter.check(endpointID: endpoint.id, context: context, session: session, now: now) {
+                    rateHeaders = decision.headers
+                    if let limit = decision.refusedBy {
+                        forced = limit.response
+                        context.roots["retry_after"] = .int(decision.retryAfter)
+                        rateHeaders.append((name: "Retry-After", value: String(decision.retryAfter)))
+                    }
+                }
+            } catch {
+                return Problem.expressionFailed(endpointID: endpoint.id, response: "rate limit key", message: error.message).response(endpointID: endpoint.id)
+            }
+        }
+
+        // 4. Validate.
         if forced == nil {
             switch validator.validate(request, queryItems: queryItems, for: endpoint) {
             case .valid(let parts):
@@ -113,7 +153,7 @@ public final class MockEngine: Sendable {
                 context.roots["body"] = parts.body
             case .invalid(let issues, let parts):
                 guard let onInvalid = endpoint.onInvalid else {
-                    return Problem.validationFailed(issues).response(endpointID: endpoint.id)
+                    return Problem.validationFailed(issues).response(endpointID: endpoint.id).adding(rateHeaders)
                 }
                 context.roots["query"] = parts.query
                 context.roots["headers"] = parts.headers
@@ -121,18 +161,16 @@ public final class MockEngine: Sendable {
                 context.roots["errors"] = .array(issues.map(\.json))
                 forced = onInvalid
             case .rejected(let problem):
-                return problem.response(endpointID: endpoint.id)
+                return problem.response(endpointID: endpoint.id).adding(rateHeaders)
             }
-        } else {
-            context.roots["query"] = Self.object(queryItems)
         }
 
-        // 4–5. Select and apply effects, atomically.
+        // 5. Select and apply effects, atomically.
         let selection: ResponseSelector.Selection
         do {
             selection = try selector.select(
                 from: endpoint.responses, forced: forced, endpointBindings: forced == nil ? endpoint.bindings : [],
-                context: context, session: session)
+                context: context, session: session, sequenceScope: endpoint.id)
         } catch {
             switch error {
             case .noResponseMatched:
@@ -144,7 +182,9 @@ public final class MockEngine: Sendable {
 
         // 6. Render.
         do {
-            return try renderer.render(selection.response, in: selection.context, endpointID: endpoint.id)
+            var response = try renderer.render(selection.response, in: selection.context, endpointID: endpoint.id).adding(rateHeaders)
+            response.delay = (selection.response.delay ?? defaultDelay)?.sample() ?? 0
+            return response
         } catch {
             // Effects are already committed; the message says which template failed.
             return Problem.expressionFailed(endpointID: endpoint.id, response: selection.response.name, message: error.message)
@@ -164,6 +204,7 @@ public final class MockEngine: Sendable {
             "body": .null,
             "auth": .null,
             "session": .string(sessionID),
+            "client": .object(JSONObject([("address", request.remoteAddress.map { .string($0) } ?? .null)])),
             "data": contract.data,
             "clock": .object(JSONObject([("now", .string(UTCCalendar.format(epoch: now))), ("epoch", now.rounded() == now ? .int(Int(now)) : .double(now))])),
         ]
@@ -177,5 +218,15 @@ public final class MockEngine: Sendable {
         var object = JSONObject()
         for (name, value) in pairs { object[name] = .string(value) }
         return .object(object)
+    }
+}
+
+extension MockResponse {
+    /// The response with more headers.
+    func adding(_ extra: [(name: String, value: String)]) -> MockResponse {
+        guard !extra.isEmpty else { return self }
+        var copy = self
+        copy.headers += extra
+        return copy
     }
 }

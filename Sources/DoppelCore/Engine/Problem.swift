@@ -54,6 +54,11 @@ public struct Problem: Sendable, Error {
         Problem(status: 400, type: urn("malformed-json"), title: "Malformed JSON", detail: "The request body is not valid JSON: \(message).")
     }
 
+    /// 400: a multipart body that does not follow RFC 7578.
+    public static func malformedMultipart(_ reason: String) -> Problem {
+        Problem(status: 400, type: urn("malformed-multipart"), title: "Malformed multipart body", detail: "The multipart body cannot be read: \(reason).")
+    }
+
     /// 415: the endpoint does not accept this content type.
     public static func unsupportedMediaType(_ received: String?, accepted: [String]) -> Problem {
         Problem(status: 415, type: urn("unsupported-media-type"), title: "Unsupported media type",
@@ -76,6 +81,11 @@ public struct Problem: Sendable, Error {
     public static func unknownAdminCall(method: String, path: String, known: [String]) -> Problem {
         Problem(status: 404, type: urn("unknown-admin-call"), title: "Unknown admin call",
                 detail: "\(method) \(path) is not part of the admin API; it has \(known.joined(separator: ", ")).")
+    }
+
+    /// 400: a change to a session's clock that cannot be made.
+    public static func invalidClockChange(_ reason: String) -> Problem {
+        Problem(status: 400, type: urn("invalid-clock-change"), title: "Invalid clock change", detail: reason + ".")
     }
 
     /// 422: the request broke the endpoint's schema; lists every failing field.

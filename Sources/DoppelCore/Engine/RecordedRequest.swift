@@ -56,6 +56,12 @@ public struct MockResponse: Sendable {
     public var endpointID: String?
     /// The contract response chosen (`generate-story[2]`, or a shared response's name).
     public var responseName: String?
+    /// Seconds to wait before answering.
+    public var delay: Double = 0
+    /// A deliberate failure the transport should produce.
+    public var fault: Fault?
+    /// A body to send in parts over time instead of `body`.
+    public var stream: [StreamPart]?
 
     public init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = [], endpointID: String? = nil, responseName: String? = nil) {
         self.status = status
@@ -77,5 +83,16 @@ public struct MockResponse: Sendable {
 extension String {
     func caseInsensitiveEquals(_ other: String) -> Bool {
         utf8.count == other.utf8.count && lowercased() == other.lowercased()
+    }
+}
+
+/// A part of a streamed body and how long to wait before sending it.
+public struct StreamPart: Sendable, Equatable {
+    public var delay: Double
+    public var bytes: [UInt8]
+
+    public init(delay: Double, bytes: [UInt8]) {
+        self.delay = delay
+        self.bytes = bytes
     }
 }

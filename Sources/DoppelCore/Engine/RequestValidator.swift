@@ -48,11 +48,27 @@ public struct RequestValidator: Sendable {
             if let spec = endpoint.body, !Self.accepts(spec.contentTypes, contentType) {
                 return .rejected(.unsupportedMediaType(contentType, accepted: spec.contentTypes))
             }
+            let essence = contentType.map { $0.split(separator: ";").first.map { String($0.trimmingSpaces).lowercased() } ?? "" } ?? ""
             if let contentType, MediaTypes.isJSON(contentType) {
                 do {
                     body = try JSONReader.parse(request.body)
                 } catch {
                     return .rejected(.malformedJSON(error.description))
+                }
+            } else if essence == "application/x-www-form-urlencoded" {
+                let (form, formIssues) = validator.coerceParameters(FormBody.urlEncodedPairs(request.body), by: endpoint.body?.schema)
+                body = form
+                issues += formIssues.map { ValidationIssue(pointer: "/body" + $0.pointer, message: $0.message) }
+            } else if essence == "multipart/form-data" {
+                guard let boundary = FormBody.boundary(of: contentType!) else {
+                    return .rejected(.malformedMultipart("the Content-Type has no boundary parameter"))
+                }
+                do {
+                    let (form, formIssues) = multipartObject(try FormBody.multipartParts(request.body, boundary: boundary), schema: endpoint.body?.schema)
+                    body = form
+                    issues += formIssues.map { ValidationIssue(pointer: "/body" + $0.pointer, message: $0.message) }
+                } catch {
+                    return .rejected(.malformedMultipart(error.reason))
                 }
             } else {
                 body = .string(String(decoding: request.body, as: UTF8.self))
@@ -62,13 +78,37 @@ public struct RequestValidator: Sendable {
             if request.body.isEmpty {
                 if spec.required { issues.append(ValidationIssue(pointer: "/body", message: "a request body is required")) }
             } else if let schema = spec.schema {
+                let unreadableFields = Set(issues.map(\.pointer))
                 issues += validator.validate(body, against: schema).map { ValidationIssue(pointer: "/body" + $0.pointer, message: $0.message) }
+                    .filter { !unreadableFields.contains($0.pointer) }
                 body = validator.applyingDefaults(to: body, schema: schema)
             }
         }
         if query.objectValue == nil { query = .object(JSONObject()) }
         let validated = ValidatedRequest(query: query, headers: headers, body: body)
         return issues.isEmpty ? .valid(validated) : .invalid(issues, validated)
+    }
+
+    /// Multipart parts as an object: fields as text read by their schema
+    /// type, files as `{filename, content_type, size}`; repeated names become lists.
+    private func multipartObject(_ parts: [FormBody.Part], schema: Schema?) -> (JSON, [ValidationIssue]) {
+        let fields = parts.filter { !$0.isFile }.map { ($0.name, String(decoding: $0.content, as: UTF8.self)) }
+        let (coerced, issues) = validator.coerceParameters(fields, by: schema)
+        var object = coerced.objectValue ?? JSONObject()
+        let resolved = schema.map(validator.resolve)
+        for part in parts where part.isFile {
+            let file = JSON.object(JSONObject([
+                ("filename", .string(part.filename!)), ("content_type", part.contentType.map { .string($0) } ?? .null),
+                ("size", .int(part.content.count)),
+            ]))
+            let wantsList = resolved?.property(part.name).map(validator.resolve)?.types?.contains("array") == true
+            switch object[part.name] {
+            case .array(var items)?: items.append(file); object[part.name] = .array(items)
+            case let existing?: object[part.name] = .array([existing, file])
+            case nil: object[part.name] = wantsList ? .array([file]) : file
+            }
+        }
+        return (.object(object), issues)
     }
 
     /// Header schemas are written with any case; requests arrive lowercased.

@@ -12,7 +12,7 @@ public struct ResponseRenderer: Sendable {
             if name.caseInsensitiveEquals("content-type") { hasContentType = true }
             headers.append((name: name, value: value.interpolationText))
         }
-        let body: [UInt8]
+        var body: [UInt8]
         switch response.body {
         case .empty:
             body = []
@@ -27,9 +27,43 @@ public struct ResponseRenderer: Sendable {
         case .bytes(let bytes, _):
             body = bytes
         }
-        if !hasContentType, let type = response.body.contentType {
+        var stream: [StreamPart]?
+        if let definition = response.stream {
+            stream = try Self.render(definition, in: context)
+        }
+        if !hasContentType, let type = response.stream?.contentType ?? response.body.contentType {
             headers.append((name: "Content-Type", value: type))
         }
-        return MockResponse(status: response.status, headers: headers, body: body, endpointID: endpointID, responseName: response.name)
+        if response.fault == .malformedJSON {
+            // A prefix of a JSON text that stops before its end never parses.
+            body = Array(body.prefix(max(1, body.count / 2)))
+        }
+        var rendered = MockResponse(status: response.status, headers: headers, body: body, endpointID: endpointID, responseName: response.name)
+        rendered.stream = stream
+        rendered.fault = response.fault == .malformedJSON ? nil : response.fault
+        return rendered
+    }
+
+    static func render(_ stream: StreamDefinition, in context: EvaluationContext) throws(EvaluationError) -> [StreamPart] {
+        switch stream {
+        case .chunks(let chunks, let interval, _):
+            var parts: [StreamPart] = []
+            for (index, chunk) in chunks.enumerated() {
+                parts.append(StreamPart(delay: index == 0 ? 0 : interval, bytes: Array(try chunk.render(in: context).interpolationText.utf8)))
+            }
+            return parts
+        case .events(let events):
+            var parts: [StreamPart] = []
+            for event in events {
+                var text = ""
+                if let name = event.event { text += "event: \(name)\n" }
+                if let id = event.id { text += "id: \(id)\n" }
+                if let retry = event.retry { text += "retry: \(retry)\n" }
+                let data = try event.data.render(in: context).interpolationText
+                for line in data.split(separator: "\n", omittingEmptySubsequences: false) { text += "data: \(line)\n" }
+                parts.append(StreamPart(delay: event.delay, bytes: Array((text + "\n").utf8)))
+            }
+            return parts
+        }
     }
 }

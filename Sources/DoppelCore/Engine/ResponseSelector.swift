@@ -26,16 +26,19 @@ public struct ResponseSelector: Sendable {
     /// counter in one step and incrementing it in another would let two
     /// concurrent requests both see "4 of 5 used" and both succeed; holding
     /// the lock across both makes "exactly 5 succeed" true under any load.
+    ///
+    /// A chosen `sequence` answers with its n-th response, n counted per
+    /// `sequenceScope` (the endpoint) and the sequence's `per` key.
     public func select(
         from candidates: [ResponseDefinition], forced: ResponseDefinition? = nil,
-        endpointBindings: [(String, ValueTemplate)], context base: EvaluationContext, session: Session
+        endpointBindings: [(String, ValueTemplate)], context base: EvaluationContext, session: Session, sequenceScope: String = ""
     ) throws(Failure) -> Selection {
         do {
-            return try session.transact { state throws(Failure) -> Selection in
+            return try session.transact { data throws(Failure) -> Selection in
                 var context = base
-                context.roots["state"] = .object(state)
+                context.roots["state"] = .object(data.state)
                 try bind(endpointBindings, into: &context, response: "the endpoint's let")
-                let chosen: ResponseDefinition
+                var chosen: ResponseDefinition
                 if let forced {
                     chosen = forced
                 } else {
@@ -51,14 +54,28 @@ public struct ResponseSelector: Sendable {
                     guard let found else { throw .noResponseMatched }
                     chosen = found
                 }
+                while let sequence = chosen.sequence {
+                    var key = sequenceScope + "|" + chosen.name
+                    if let per = sequence.key {
+                        do throws(EvaluationError) {
+                            key += "|" + (try per.evaluate(in: context)).interpolationText
+                        } catch {
+                            throw .expressionFailed(response: chosen.name, message: "'per: \(per.source)': \(error.message)")
+                        }
+                    }
+                    let position = data.sequencePositions[key] ?? 0
+                    data.sequencePositions[key] = position + 1
+                    let count = sequence.responses.count
+                    chosen = sequence.responses[position < count ? position : (sequence.exhausted == .cycle ? position % count : count - 1)]
+                }
                 try bind(chosen.bindings, into: &context, response: chosen.name)
                 for effect in chosen.effects {
                     do throws(EvaluationError) {
-                        try apply(effect, to: &state, context: context)
+                        try apply(effect, to: &data.state, context: context)
                     } catch {
                         throw .expressionFailed(response: chosen.name, message: "effect '\(effect.source)': \(error.message)")
                     }
-                    context.roots["state"] = .object(state)
+                    context.roots["state"] = .object(data.state)
                 }
                 return Selection(response: chosen, context: context)
             }

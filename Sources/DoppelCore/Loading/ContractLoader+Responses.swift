@@ -2,10 +2,11 @@ import Foundation
 
 extension ContractLoader {
     static let responseKeys: Set<String> = [
-        "when", "ref", "status", "description", "headers", "body", "text", "base64", "file", "content_type", "let",
-        "effects", "schema",
+        "when", "ref", "status", "description", "headers", "body", "text", "base64", "file", "chunks", "interval", "events",
+        "content_type", "let", "effects", "schema", "delay", "fault",
     ]
-    static let referenceKeys: Set<String> = ["when", "ref", "description", "let", "effects"]
+    static let referenceKeys: Set<String> = ["when", "ref", "description", "let", "effects", "delay", "fault"]
+    static let sequenceKeys: Set<String> = ["when", "sequence", "then", "per", "description"]
 
     /// A response given either as the name of a shared response or inline.
     mutating func readResponseReference(_ node: SourceNode, name: String, scope: Set<String>, endpointLets: [String]) -> ResponseDefinition? {
@@ -21,6 +22,7 @@ extension ContractLoader {
 
     /// Reads one response: inline, or `ref:` to a shared one with its own `when`, `let` and `effects`.
     mutating func readResponse(_ node: SourceNode, name: String, scope: Set<String>, endpointLets: [String]) -> ResponseDefinition? {
+        if node["sequence"] != nil { return readSequence(node, name: name, scope: scope, endpointLets: endpointLets) }
         let isReference = node["ref"] != nil
         let allowed = isReference ? Self.referenceKeys : Self.responseKeys
         let context = "response \(name)"
@@ -45,9 +47,13 @@ extension ContractLoader {
                 return nil
             }
             effects = shared.effects + effects
-            return ResponseDefinition(
+            var response = ResponseDefinition(
                 name: refName, when: when, status: shared.status, headers: shared.headers, body: shared.body,
                 bindings: bindings + shared.bindings, effects: effects, location: node.location)
+            response.stream = shared.stream
+            response.delay = readDelay(reader["delay"]) ?? shared.delay
+            response.fault = readFault(reader["fault"]) ?? shared.fault
+            return response
         }
 
         var status = 200
@@ -72,13 +78,123 @@ extension ContractLoader {
                 pendingExamples.append((value, schema, reader["body"]?.location ?? node.location, "the body of \(context)"))
             }
         }
-        return ResponseDefinition(
+        var response = ResponseDefinition(
             name: name, when: when, status: status, headers: headers, body: body, bindings: bindings,
             effects: effects, location: node.location)
+        response.stream = readStream(reader, roots: renderRoots, explicitType: explicitType, context: context)
+        response.delay = readDelay(reader["delay"])
+        response.fault = readFault(reader["fault"])
+        if response.fault == .malformedJSON, !(response.body.contentType.map(MediaTypes.isJSON) ?? false) {
+            diagnostics.error("fault malformed_json needs a JSON body to break", at: reader["fault"]!.location)
+        }
+        return response
+    }
+
+    /// `sequence:`: the n-th selection answers with the n-th response of the list.
+    private mutating func readSequence(_ node: SourceNode, name: String, scope: Set<String>, endpointLets: [String]) -> ResponseDefinition? {
+        let context = "sequence \(name)"
+        guard let reader = MappingReader(node, allowed: Self.sequenceKeys, context: context, diagnostics: &diagnostics) else { return nil }
+        let when = reader["when"].flatMap { compileExpression($0, roots: scope.union(endpointLets)) }
+        let key = reader["per"].flatMap { compileExpression($0, roots: scope.union(endpointLets)) }
+        var exhausted = SequenceDefinition.Exhausted.repeatLast
+        if let thenNode = reader["then"], let text = thenNode.scalarText {
+            guard let parsed = SequenceDefinition.Exhausted(rawValue: text) else {
+                diagnostics.error("'then' of \(context) must be repeat_last or cycle", at: thenNode.location)
+                return nil
+            }
+            exhausted = parsed
+        }
+        guard let listNode = reader["sequence"], let items = listNode.sequenceItems, !items.isEmpty else {
+            diagnostics.error("'sequence' of \(context) must be a non-empty list of responses", at: reader["sequence"]?.location ?? node.location)
+            return nil
+        }
+        var responses: [ResponseDefinition] = []
+        for (index, item) in items.enumerated() {
+            if let whenNode = item["when"] {
+                diagnostics.error("responses in a sequence are taken in turn and cannot have 'when'; put it on the sequence", at: whenNode.location)
+            }
+            if let response = readResponse(item, name: "\(name).sequence[\(index)]", scope: scope, endpointLets: endpointLets) {
+                responses.append(response)
+            }
+        }
+        guard responses.count == items.count else { return nil }
+        var sequence = ResponseDefinition(
+            name: name, when: when, status: responses[0].status, headers: [], body: .empty, bindings: [], effects: [], location: node.location)
+        sequence.sequence = SequenceDefinition(responses: responses, exhausted: exhausted, key: key)
+        return sequence
+    }
+
+    /// `delay: 250ms`, `delay: 100ms-300ms` or `delay: {min: 10s, max: 30s}`.
+    mutating func readDelay(_ node: SourceNode?) -> Delay? {
+        guard let node else { return nil }
+        if let text = node.scalarText {
+            guard let delay = Delay.parse(text) else {
+                diagnostics.error("delay must be a duration like 250ms or a range like 10s-30s", at: node.location)
+                return nil
+            }
+            return delay
+        }
+        guard let reader = MappingReader(node, allowed: ["min", "max"], context: "delay", diagnostics: &diagnostics),
+              let low = reader.string("min", diagnostics: &diagnostics).flatMap(Duration.parse),
+              let high = reader.string("max", diagnostics: &diagnostics).flatMap(Duration.parse),
+              low.months == 0, high.months == 0, high.seconds >= low.seconds
+        else {
+            diagnostics.error("delay needs 'min' and 'max' durations, min no larger than max", at: node.location)
+            return nil
+        }
+        return Delay(minimum: low.seconds, maximum: high.seconds)
+    }
+
+    mutating func readFault(_ node: SourceNode?) -> Fault? {
+        guard let node, let text = node.scalarText else { return nil }
+        guard let fault = Fault(rawValue: text) else {
+            diagnostics.error("unknown fault '\(text)'\(Suggestion.hint(for: text, in: Fault.allCases.map(\.rawValue))); faults are \(Fault.allCases.map(\.rawValue).joined(separator: ", "))", at: node.location)
+            return nil
+        }
+        return fault
+    }
+
+    /// `chunks` with `interval`, or `events`.
+    private mutating func readStream(_ reader: MappingReader, roots: Set<String>, explicitType: String?, context: String) -> StreamDefinition? {
+        if let chunksNode = reader["chunks"] {
+            guard let items = chunksNode.sequenceItems, !items.isEmpty else {
+                diagnostics.error("'chunks' in \(context) must be a non-empty list", at: chunksNode.location)
+                return nil
+            }
+            let templates = items.compactMap { compileTemplate($0, roots: roots) }
+            var interval = 0.0
+            if let intervalNode = reader["interval"] {
+                guard let duration = intervalNode.scalarText.flatMap(Duration.parse), duration.months == 0 else {
+                    diagnostics.error("'interval' in \(context) must be a duration like 100ms", at: intervalNode.location)
+                    return nil
+                }
+                interval = duration.seconds
+            }
+            return .chunks(templates, interval: interval, contentType: explicitType ?? "text/plain; charset=utf-8")
+        }
+        if let node = reader["interval"], !reader.has("chunks") {
+            diagnostics.error("'interval' in \(context) only applies to 'chunks'", at: node.location)
+        }
+        guard let eventsNode = reader["events"] else { return nil }
+        guard let items = eventsNode.sequenceItems, !items.isEmpty else {
+            diagnostics.error("'events' in \(context) must be a non-empty list", at: eventsNode.location)
+            return nil
+        }
+        var events: [EventDefinition] = []
+        for item in items {
+            guard let event = MappingReader(item, allowed: ["event", "data", "id", "retry", "delay"], context: "an event of \(context)", diagnostics: &diagnostics),
+                  let dataNode = event.required("data", diagnostics: &diagnostics),
+                  let data = compileTemplate(dataNode, roots: roots)
+            else { continue }
+            events.append(EventDefinition(
+                event: event.string("event", diagnostics: &diagnostics), data: data, id: event["id"]?.json.interpolationText,
+                retry: event.int("retry", diagnostics: &diagnostics), delay: readDelay(event["delay"])?.minimum ?? 0))
+        }
+        return .events(events)
     }
 
     private mutating func readBody(_ reader: MappingReader, roots: Set<String>, explicitType: String?, context: String) -> ResponseBody {
-        let bodyKeys = ["body", "text", "base64", "file"].filter { reader.has($0) }
+        let bodyKeys = ["body", "text", "base64", "file", "chunks", "events"].filter { reader.has($0) }
         if bodyKeys.count > 1 {
             diagnostics.error("\(context) has \(bodyKeys.map { "'\($0)'" }.joined(separator: " and ")); give only one body", at: reader.node.location)
         }
@@ -174,11 +290,12 @@ extension ContractLoader {
     }
 
     /// Compiles a value with `{{ }}` placeholders. With `bareExpression`, a
-    /// plain string without braces is itself an expression (used by `let`).
+    /// scalar without braces is itself an expression (used by `let`).
     mutating func compileTemplate(_ node: SourceNode, roots: Set<String>, bareExpression: Bool = false) -> ValueTemplate? {
         switch node.kind {
         case .scalar(let text, let plain):
-            if bareExpression, plain, !text.contains("{{") {
+            // In `let`, a scalar is an expression however it is quoted, as in `when`.
+            if bareExpression, !text.contains("{{") {
                 return compileExpression(node, roots: roots).map { .expression($0) }
             }
             guard plain || text.contains("{{") else { return .constant(node.json) }

@@ -21,15 +21,16 @@ public struct ContractLoader {
     var schemas: [String: Schema] = [:]
     var schemaNodes: [String: SourceNode] = [:]
     var stateNames: Set<String> = []
+    var kindsOfState: [String: StateDeclaration.Kind] = [:]
     var dataNames: Set<String> = []
     var namedResponses: [String: ResponseDefinition] = [:]
     var authSchemes: [String: AuthScheme] = [:]
     /// Request examples and static bodies to check against schemas once all schemas are known.
     var pendingExamples: [(value: JSON, schema: Schema, location: SourceLocation, what: String)] = []
 
-    static let topLevelKeys: Set<String> = ["doppel", "info", "base_path", "auth", "schemas", "state", "data", "responses", "endpoints"]
+    static let topLevelKeys: Set<String> = ["doppel", "info", "base_path", "auth", "schemas", "state", "data", "responses", "rate_limits", "endpoints"]
     /// Names every expression may start from.
-    static let requestRoots: Set<String> = ["request", "path", "query", "headers", "body", "auth", "session", "state", "data", "clock"]
+    static let requestRoots: Set<String> = ["request", "path", "query", "headers", "body", "auth", "session", "state", "data", "clock", "client"]
 
     init(file: String) {
         self.file = file
@@ -106,12 +107,14 @@ public struct ContractLoader {
         }
         let defaultAuth = readAuth(top["auth"])
         let endpoints = readEndpoints(top["endpoints"], basePath: basePath, defaultAuth: defaultAuth)
+        let rateLimits = readRateLimits(top["rate_limits"], endpointIDs: Set(endpoints.map(\.id)))
         checkReachability(endpoints)
         checkExamples()
 
         return Contract(
             file: file, info: info, basePath: basePath, schemas: schemas, authSchemes: authSchemes,
-            defaultAuth: defaultAuth, state: state, data: data, responses: namedResponses, endpoints: endpoints
+            defaultAuth: defaultAuth, state: state, data: data, responses: namedResponses, endpoints: endpoints,
+            rateLimits: rateLimits
         )
     }
 
@@ -180,6 +183,7 @@ public struct ContractLoader {
             declare(entry.name, .collection, .object(records), at: entry.keyNode.location, diagnostics: &diagnostics)
         }
         stateNames = Set(kinds.keys)
+        kindsOfState = kinds
         return StateDeclaration(initial: initial, kinds: kinds, collectionKeys: keys)
     }
 
@@ -188,7 +192,7 @@ public struct ContractLoader {
         guard let node, let reader = MappingReader(node, allowed: ["default", "schemes"], context: "auth", diagnostics: &diagnostics) else { return nil }
         for entry in reader.entries("schemes", diagnostics: &diagnostics) {
             let context = "auth scheme '\(entry.name)'"
-            guard let spec = MappingReader(entry.value, allowed: ["type", "in", "name", "tokens", "keys", "failure", "description"], context: context, diagnostics: &diagnostics) else { continue }
+            guard let spec = MappingReader(entry.value, allowed: ["type", "in", "name", "tokens", "keys", "issued", "failure", "expired", "description"], context: context, diagnostics: &diagnostics) else { continue }
             guard entry.name != "none" else {
                 diagnostics.error("'none' is reserved for public endpoints; name the scheme otherwise", at: entry.keyNode.location)
                 continue
@@ -231,7 +235,19 @@ public struct ContractLoader {
             } else {
                 failure = Self.defaultUnauthorized(at: entry.value.location)
             }
-            authSchemes[entry.name] = AuthScheme(name: entry.name, kind: kind, accepted: accepted, failure: failure)
+            var issued: String?
+            if let issuedNode = spec["issued"], let collection = issuedNode.scalarText {
+                if kindsOfState[collection] == .collection {
+                    issued = collection
+                } else {
+                    diagnostics.error("'issued' of \(context) must name a state collection of issued tokens\(Suggestion.hint(for: collection, in: kindsOfState.filter { $0.value == .collection }.keys))", at: issuedNode.location)
+                }
+            }
+            let expired = spec["expired"].flatMap { readResponseReference($0, name: "\(entry.name).expired", scope: Self.requestRoots, endpointLets: []) }
+            if expired != nil, issued == nil, let node = spec["expired"] {
+                diagnostics.error("'expired' of \(context) needs 'issued': only issued tokens expire", at: node.location)
+            }
+            authSchemes[entry.name] = AuthScheme(name: entry.name, kind: kind, accepted: accepted, issued: issued, failure: failure, expired: expired)
         }
         guard let defaultNode = reader["default"], let name = defaultNode.scalarText else { return nil }
         if name == "none" { return nil }

@@ -1,21 +1,22 @@
-/// One client's state: the contract's variables, counters and collections.
+/// One client's state: the contract's variables, counters and collections,
+/// plus what Doppel keeps for it (its clock, sequence positions, rate windows).
 ///
 /// A session is named by the `Doppel-Session` header (absent: `default`).
 /// All reads and writes go through `transact`, which holds the session's lock
-/// for the whole select-and-apply step of a request.
+/// for the whole step of a request that reads and changes it.
 public final class Session: Sendable {
     public let id: String
-    private let state: Locked<JSONObject>
+    private let data: Locked<SessionData>
 
     init(id: String, initial: JSONObject) {
         self.id = id
-        self.state = Locked(initial)
+        self.data = Locked(SessionData(state: initial))
     }
 
-    /// Runs `body` with exclusive access to the state; changes are kept only
-    /// if `body` returns normally.
-    public func transact<T>(_ body: (inout JSONObject) throws -> T) rethrows -> T {
-        try state.withLock { current in
+    /// Runs `body` with exclusive access to the session; changes are kept
+    /// only if `body` returns normally.
+    public func transact<T>(_ body: (inout SessionData) throws -> T) rethrows -> T {
+        try data.withLock { current in
             var working = current
             let result = try body(&working)
             current = working
@@ -23,64 +24,77 @@ public final class Session: Sendable {
         }
     }
 
-    /// A copy of the current state.
-    public var snapshot: JSONObject { state.withLock { $0 } }
+    /// A copy of the contract-visible state.
+    public var snapshot: JSONObject { data.withLock { $0.state } }
 
-    /// Replaces the whole state.
-    public func replace(with newState: JSONObject) { state.withLock { $0 = newState } }
+    /// Replaces the contract-visible state.
+    public func replace(with newState: JSONObject) { data.withLock { $0.state = newState } }
+
+    /// The session clock's current instant, given real time.
+    public func now(real: Double) -> Double { data.withLock { $0.clock.now(real: real) } }
+
+    /// Changes the session's clock.
+    public func adjustClock(_ change: (inout SessionClock) -> Void) -> SessionClock {
+        data.withLock { data in
+            change(&data.clock)
+            return data.clock
+        }
+    }
 }
 
-/// All sessions of a running contract, created on first use.
-public final class SessionStore: Sendable {
-    /// The session used when a request names none.
-    public static let defaultID = "default"
+/// Everything a session holds.
+public struct SessionData: Sendable {
+    /// The contract's variables, counters and collections, by name.
+    public var state: JSONObject
+    public var clock = SessionClock()
+    /// How many times each sequence has answered, by sequence key.
+    public var sequencePositions: [String: Int] = [:]
+    /// Requests counted by each rate limit window, by limit and key.
+    public var rateWindows: [String: RateWindow] = [:]
 
-    private let sessions = Locked<[String: Session]>([:])
-    private let initial: JSONObject
-    /// The most sessions held at once; a request for one more gets a 503.
-    public let limit: Int
+    public init(state: JSONObject) {
+        self.state = state
+    }
+}
 
-    public init(initial: JSONObject, limit: Int = 10_000) {
-        self.initial = initial
-        self.limit = limit
+/// A session's virtual clock: real time moved by an offset, or stopped at an instant.
+public struct SessionClock: Sendable, Equatable {
+    /// Seconds added to real time.
+    public var offset: Double = 0
+    /// When set, the clock stands still at this instant.
+    public var frozenAt: Double?
+
+    public init() {}
+
+    public func now(real: Double) -> Double { frozenAt ?? real + offset }
+
+    /// Moves the clock to `instant`; a frozen clock stays frozen there.
+    public mutating func set(_ instant: Double, real: Double) {
+        if frozenAt != nil { frozenAt = instant } else { offset = instant - real }
     }
 
-    /// True for ids of 1 to 128 letters, digits or `. _ : -`.
-    public static func isValid(id: String) -> Bool {
-        let utf8 = id.utf8
-        return (1...128).contains(utf8.count) && utf8.allSatisfy { b in
-            (b >= 48 && b <= 57) || (b >= 65 && b <= 90) || (b >= 97 && b <= 122) || b == 46 || b == 95 || b == 58 || b == 45
+    /// Moves the clock forward (or back) by a duration.
+    public mutating func advance(by duration: Duration, real: Double) {
+        set(duration.added(to: now(real: real)), real: real)
+    }
+
+    /// Stops the clock where it is, or lets it run on from there.
+    public mutating func freeze(_ frozen: Bool, real: Double) {
+        let current = now(real: real)
+        if frozen {
+            frozenAt = current
+        } else {
+            frozenAt = nil
+            offset = current - real
         }
     }
+}
 
-    /// The session with `id`, created with the contract's initial state if new;
-    /// nil when the store is full.
-    public func session(_ id: String) -> Session? {
-        sessions.withLock { all in
-            if let existing = all[id] { return existing }
-            guard all.count < limit else { return nil }
-            let session = Session(id: id, initial: initial)
-            all[id] = session
-            return session
-        }
-    }
-
-    /// The session with `id` if it exists.
-    public func existing(_ id: String) -> Session? {
-        sessions.withLock { $0[id] }
-    }
-
-    /// Ids of all sessions, sorted.
-    public var ids: [String] { sessions.withLock { $0.keys.sorted() } }
-
-    /// Forgets one session; its next request starts from the initial state.
-    @discardableResult
-    public func reset(_ id: String) -> Bool {
-        sessions.withLock { $0.removeValue(forKey: id) != nil }
-    }
-
-    /// Forgets every session.
-    public func resetAll() {
-        sessions.withLock { $0.removeAll() }
-    }
+/// The requests a rate limit has counted for one key.
+public struct RateWindow: Sendable {
+    /// Fixed windows: when the current window began, and its count.
+    public var start: Double = 0
+    public var count: Int = 0
+    /// Sliding windows: the instants of the requests still inside the window.
+    public var hits: [Double] = []
 }

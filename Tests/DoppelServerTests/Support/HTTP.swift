@@ -29,11 +29,11 @@ struct TestClient: Sendable {
     let base: URL
     let session: URLSession
 
-    init(base: URL, maxConnections: Int = 8) {
+    init(base: URL, maxConnections: Int = 8, timeout: TimeInterval = 30) {
         self.base = base
         let configuration = URLSessionConfiguration.ephemeral
         configuration.httpMaximumConnectionsPerHost = maxConnections
-        configuration.timeoutIntervalForRequest = 30
+        configuration.timeoutIntervalForRequest = timeout
         self.session = URLSession(configuration: configuration)
     }
 
@@ -64,7 +64,33 @@ struct TestClient: Sendable {
 /// Sends raw bytes over a loopback TCP connection and reads until the server
 /// closes or the reply is complete; for requests no well-behaved client sends.
 enum RawHTTP {
-    static func exchange(port: Int, _ request: [UInt8], timeout: TimeInterval = 10) throws -> String {
+    /// How the server ended the exchange.
+    enum Ending: Equatable {
+        /// The reply was complete (by Content-Length) before the connection ended.
+        case complete
+        /// The server closed the connection (FIN).
+        case closed
+        /// The server reset the connection (RST).
+        case reset
+        case timedOut
+    }
+
+    static func exchange(port: Int, _ request: [UInt8], timeout: TimeInterval = 10) async throws -> String {
+        String(decoding: try await exchangeDetailed(port: port, request, timeout: timeout).reply, as: UTF8.self)
+    }
+
+    /// Runs the blocking socket calls on a Dispatch thread: blocking one of
+    /// the few cooperative threads could starve the in-process server that
+    /// has to answer.
+    static func exchangeDetailed(port: Int, _ request: [UInt8], timeout: TimeInterval = 10) async throws -> (reply: [UInt8], endedBy: Ending) {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(with: Result { try blockingExchange(port: port, request, timeout: timeout) })
+            }
+        }
+    }
+
+    private static func blockingExchange(port: Int, _ request: [UInt8], timeout: TimeInterval) throws -> (reply: [UInt8], endedBy: Ending) {
         #if canImport(Glibc)
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         #else
@@ -92,11 +118,11 @@ enum RawHTTP {
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
             let n = recv(fd, &buffer, buffer.count, 0)
-            if n <= 0 { break }
+            if n == 0 { return (reply, .closed) }
+            if n < 0 { return (reply, errno == ECONNRESET ? .reset : .timedOut) }
             reply.append(contentsOf: buffer[0..<n])
-            if let text = String(bytes: reply, encoding: .utf8), isComplete(text) { break }
+            if let text = String(bytes: reply, encoding: .utf8), isComplete(text) { return (reply, .complete) }
         }
-        return String(decoding: reply, as: UTF8.self)
     }
 
     private static func isComplete(_ text: String) -> Bool {
