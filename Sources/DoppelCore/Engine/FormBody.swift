@@ -8,6 +8,13 @@ public enum FormBody {
         public var contentType: String?
         public var content: [UInt8]
 
+        public init(name: String, filename: String?, contentType: String?, content: [UInt8]) {
+            self.name = name
+            self.filename = filename
+            self.contentType = contentType
+            self.content = content
+        }
+
         /// How expressions see the part: its text for a field, an object
         /// `{filename, content_type, size}` for a file.
         public var isFile: Bool { filename != nil }

@@ -8,46 +8,45 @@ extension ContractLoader {
         for entry in MappingReader.entries(of: node, context: "rate_limits", diagnostics: &diagnostics) {
             let context = "rate limit '\(entry.name)'"
             guard let spec = MappingReader(entry.value, allowed: Self.rateLimitKeys, context: context, diagnostics: &diagnostics) else { continue }
-            guard let keyNode = spec.required("key", diagnostics: &diagnostics),
-                  let key = compileExpression(keyNode, roots: Self.requestRoots.subtracting(["state"]))
-            else { continue }
-            guard let limit = spec.int("limit", diagnostics: &diagnostics), limit >= 0 else {
-                diagnostics.error("\(context) needs 'limit': how many requests a window allows", at: spec["limit"]?.location ?? entry.value.location)
-                continue
+            // Each field is checked even when an earlier one is wrong, so
+            // every problem is reported at once.
+            let key = spec.required("key", diagnostics: &diagnostics).flatMap { compileExpression($0, roots: Self.requestRoots.subtracting(["state"])) }
+            let limit = spec.int("limit", diagnostics: &diagnostics)
+            if spec.has("limit"), let limit, limit < 0 {
+                diagnostics.error("'limit' of \(context) cannot be negative", at: spec["limit"]!.location)
+            } else if !spec.has("limit") {
+                diagnostics.error("\(context) needs 'limit': how many requests a window allows", at: entry.value.location)
             }
-            guard let windowNode = spec.required("window", diagnostics: &diagnostics) else { continue }
-            guard let window = windowNode.scalarText.flatMap(Duration.parse), window.months == 0, window.seconds > 0 else {
-                diagnostics.error("'window' of \(context) must be a duration like 1m, 30s or 1h", at: windowNode.location)
-                continue
-            }
-            var algorithm = RateLimit.Algorithm.fixed
-            if let algorithmNode = spec["algorithm"], let text = algorithmNode.scalarText {
-                guard let parsed = RateLimit.Algorithm(rawValue: text) else {
-                    diagnostics.error("'algorithm' of \(context) must be fixed or sliding", at: algorithmNode.location)
-                    continue
+            var window: Duration?
+            if let windowNode = spec.required("window", diagnostics: &diagnostics) {
+                window = windowNode.scalarText.flatMap(Duration.parse)
+                if window == nil || window!.months != 0 || window!.seconds <= 0 {
+                    diagnostics.error("'window' of \(context) must be a duration like 1m, 30s or 1h", at: windowNode.location)
+                    window = nil
                 }
-                algorithm = parsed
+            }
+            var algorithm: RateLimit.Algorithm? = .fixed
+            if let algorithmNode = spec["algorithm"], let text = algorithmNode.scalarText {
+                algorithm = RateLimit.Algorithm(rawValue: text)
+                if algorithm == nil { diagnostics.error("'algorithm' of \(context) must be fixed or sliding", at: algorithmNode.location) }
             }
             var endpoints: Set<String>?
             if let endpointsNode = spec["endpoints"] {
-                let items = endpointsNode.sequenceItems ?? [endpointsNode]
                 endpoints = []
-                for item in items {
-                    guard let id = item.scalarText, endpointIDs.contains(id) else {
-                        let id = item.scalarText ?? "?"
+                for item in endpointsNode.sequenceItems ?? [endpointsNode] {
+                    let id = item.scalarText ?? "?"
+                    if endpointIDs.contains(id) {
+                        endpoints?.insert(id)
+                    } else {
                         diagnostics.error("\(context) covers unknown endpoint '\(id)'\(Suggestion.hint(for: id, in: endpointIDs))", at: item.location)
-                        continue
                     }
-                    endpoints?.insert(id)
                 }
             }
-            let response: ResponseDefinition
+            var response: ResponseDefinition? = Self.defaultTooManyRequests(at: entry.value.location)
             if let responseNode = spec["response"] {
-                guard let read = readResponseReference(responseNode, name: "\(entry.name).response", scope: Self.requestRoots.union(["retry_after"]), endpointLets: []) else { continue }
-                response = read
-            } else {
-                response = Self.defaultTooManyRequests(at: entry.value.location)
+                response = readResponseReference(responseNode, name: "\(entry.name).response", scope: Self.requestRoots.union(["retry_after"]), endpointLets: [])
             }
+            guard let key, let limit, limit >= 0, let window, let algorithm, let response else { continue }
             limits.append(RateLimit(name: entry.name, key: key, limit: limit, window: window.seconds, algorithm: algorithm, endpoints: endpoints, response: response))
         }
         return limits

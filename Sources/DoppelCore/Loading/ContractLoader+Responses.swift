@@ -96,13 +96,10 @@ extension ContractLoader {
         guard let reader = MappingReader(node, allowed: Self.sequenceKeys, context: context, diagnostics: &diagnostics) else { return nil }
         let when = reader["when"].flatMap { compileExpression($0, roots: scope.union(endpointLets)) }
         let key = reader["per"].flatMap { compileExpression($0, roots: scope.union(endpointLets)) }
-        var exhausted = SequenceDefinition.Exhausted.repeatLast
+        var exhausted: SequenceDefinition.Exhausted? = .repeatLast
         if let thenNode = reader["then"], let text = thenNode.scalarText {
-            guard let parsed = SequenceDefinition.Exhausted(rawValue: text) else {
-                diagnostics.error("'then' of \(context) must be repeat_last or cycle", at: thenNode.location)
-                return nil
-            }
-            exhausted = parsed
+            exhausted = SequenceDefinition.Exhausted(rawValue: text)
+            if exhausted == nil { diagnostics.error("'then' of \(context) must be repeat_last or cycle", at: thenNode.location) }
         }
         guard let listNode = reader["sequence"], let items = listNode.sequenceItems, !items.isEmpty else {
             diagnostics.error("'sequence' of \(context) must be a non-empty list of responses", at: reader["sequence"]?.location ?? node.location)
@@ -117,7 +114,7 @@ extension ContractLoader {
                 responses.append(response)
             }
         }
-        guard responses.count == items.count else { return nil }
+        guard responses.count == items.count, let exhausted else { return nil }
         var sequence = ResponseDefinition(
             name: name, when: when, status: responses[0].status, headers: [], body: .empty, bindings: [], effects: [], location: node.location)
         sequence.sequence = SequenceDefinition(responses: responses, exhausted: exhausted, key: key)
