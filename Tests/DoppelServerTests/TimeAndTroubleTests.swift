@@ -124,7 +124,7 @@ struct TimeAndTroubleTests {
 
     @Test func eachFaultIsSeenByARealClientAsItsClientSideError() async throws {
         var configuration = ServerConfiguration.testing
-        configuration.hangLimit = 5
+        configuration.hangLimit = 2
         try await DoppelTestServer.with(contract: troubleContract, configuration: configuration) { server in
             let client = TestClient(base: server.baseURL)
             // What URLSession reports for each (libcurl's mapping on Linux, CFNetwork's elsewhere).
