@@ -38,6 +38,7 @@ let package = Package(
                 "DoppelServer",
                 "DoppelCore",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .executableTarget(
@@ -45,6 +46,7 @@ let package = Package(
             dependencies: [
                 "DoppelServer",
                 "DoppelCore",
+                "DoppelTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

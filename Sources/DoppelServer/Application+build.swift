@@ -7,15 +7,16 @@ import Logging
 ///
 /// - Parameter onServerRunning: called once listening, with the bound port
 ///   (useful with port 0).
+/// - Parameter scenarios: the scenarios sessions can switch to through the admin API.
 public func buildApplication(
-    engine: MockEngine, configuration: ServerConfiguration, log: RequestLog? = nil,
+    engine: MockEngine, configuration: ServerConfiguration, log: RequestLog? = nil, scenarios: ScenarioCatalog = ScenarioCatalog(),
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) -> some ApplicationProtocol {
     var logger = Logger(label: "doppel")
     logger.logLevel = .warning
     let responder = DoppelResponder(
         engine: engine, log: log ?? RequestLog(format: configuration.logFormat), maxBodySize: configuration.maxBodySize,
-        hangLimit: configuration.hangLimit)
+        hangLimit: configuration.hangLimit, adminToken: configuration.adminToken, scenarios: scenarios)
     return Application(
         responder: responder,
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Doppel"),

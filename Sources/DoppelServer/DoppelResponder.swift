@@ -14,9 +14,10 @@ public struct DoppelResponder: HTTPResponder {
     let maxBodySize: Int
     let faults: FaultInjector
 
-    public init(engine: MockEngine, log: RequestLog, maxBodySize: Int, hangLimit: Double = 30) {
+    public init(engine: MockEngine, log: RequestLog, maxBodySize: Int, hangLimit: Double = 30, adminToken: String? = nil,
+                scenarios: ScenarioCatalog = ScenarioCatalog()) {
         self.engine = engine
-        self.admin = AdminAPI(engine: engine)
+        self.admin = AdminAPI(engine: engine, token: adminToken, catalog: scenarios)
         self.log = log
         self.maxBodySize = maxBodySize
         self.faults = FaultInjector(hangLimit: hangLimit)

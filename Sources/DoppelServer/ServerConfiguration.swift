@@ -18,9 +18,13 @@ public struct ServerConfiguration: Sendable {
     public var defaultDelay: Delay?
     /// The longest a `no_answer` fault keeps a connection waiting, in seconds.
     public var hangLimit: Double = 30
+    /// When set, every admin call must carry this token.
+    public var adminToken: String?
 
     public init(host: String = "127.0.0.1", port: Int = 8000, maxBodySize: Int = 1 << 20, logFormat: RequestLog.Format = .text,
-                journalCapacity: Int = 10_000, sessionLimit: Int = 10_000, defaultDelay: Delay? = nil, hangLimit: Double = 30) {
+                journalCapacity: Int = 10_000, sessionLimit: Int = 10_000, defaultDelay: Delay? = nil, hangLimit: Double = 30,
+                adminToken: String? = nil) {
+        self.adminToken = adminToken
         self.defaultDelay = defaultDelay
         self.hangLimit = hangLimit
         self.host = host

@@ -1,6 +1,7 @@
 import DoppelCore
 import DoppelServer
 import Foundation
+import Logging
 import ServiceLifecycle
 
 /// A Doppel server running in-process on a free loopback port, for tests.
@@ -18,12 +19,14 @@ public final class DoppelTestServer: Sendable {
     /// The engine behind the server: its sessions and journal.
     public let engine: MockEngine
     private let task: Task<Void, any Error>
+    private let group: ServiceGroup
 
-    private init(baseURL: URL, port: Int, engine: MockEngine, task: Task<Void, any Error>) {
+    private init(baseURL: URL, port: Int, engine: MockEngine, task: Task<Void, any Error>, group: ServiceGroup) {
         self.baseURL = baseURL
         self.port = port
         self.engine = engine
         self.task = task
+        self.group = group
     }
 
     /// Starts a server for a contract file.
@@ -34,15 +37,19 @@ public final class DoppelTestServer: Sendable {
     }
 
     /// Starts a server for an engine you built (a custom clock, a contract loaded from text).
-    public static func start(engine: MockEngine, configuration: ServerConfiguration = .testing) async throws -> DoppelTestServer {
+    public static func start(engine: MockEngine, configuration: ServerConfiguration = .testing,
+                             scenarios: ScenarioCatalog = ScenarioCatalog()) async throws -> DoppelTestServer {
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-        let app = buildApplication(engine: engine, configuration: configuration) { port in
+        let app = buildApplication(engine: engine, configuration: configuration, scenarios: scenarios) { port in
             continuation.yield(port)
             continuation.finish()
         }
+        // A service group of our own, so stop() can shut down gracefully
+        // (in-flight requests finish) rather than cancel.
+        let group = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: [], logger: Logger(label: "doppel-test")))
         let task = Task {
             defer { continuation.finish() }
-            try await app.run()
+            try await group.run()
         }
         var iterator = ports.makeAsyncIterator()
         guard let port = await iterator.next() else {
@@ -51,7 +58,7 @@ public final class DoppelTestServer: Sendable {
             throw TestServerError(message: "the server stopped before it started listening")
         }
         let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
-        return DoppelTestServer(baseURL: URL(string: "http://\(host):\(port)")!, port: port, engine: engine, task: task)
+        return DoppelTestServer(baseURL: URL(string: "http://\(host):\(port)")!, port: port, engine: engine, task: task, group: group)
     }
 
     /// Runs `body` with a started server and stops it afterwards, even on error.
@@ -77,9 +84,9 @@ public final class DoppelTestServer: Sendable {
         }
     }
 
-    /// Stops the server and waits for it to finish.
+    /// Stops the server gracefully and waits for it to finish.
     public func stop() async {
-        task.cancel()
+        await group.triggerGracefulShutdown()
         _ = try? await task.value
     }
 

@@ -33,6 +33,15 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("hang-limit"), help: "The longest a no_answer fault keeps a connection open, like 30s.")
     var hangLimit: String = "30s"
 
+    @Option(help: "A scenario every session starts from (its given state and overrides).")
+    var scenario: String?
+
+    @Option(help: "A folder of scenarios that sessions can switch to with PUT /__doppel/scenario.")
+    var scenarios: String?
+
+    @Option(name: .customLong("admin-token"), help: "Require this token (Doppel-Admin-Token or Authorization: Bearer) on every admin call.")
+    var adminToken: String?
+
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be from 0 to 65535") }
         guard RequestLog.Format(rawValue: logFormat) != nil else { throw ValidationError("--log-format must be text, json or none") }
@@ -50,14 +59,33 @@ struct Serve: AsyncParsableCommand {
 
     func run() async throws {
         let contract = try loadContractOrExit(self.contract)
-        let configuration = ServerConfiguration(
+        var configuration = ServerConfiguration(
             host: host, port: port, maxBodySize: ByteSize.parse(maxBodySize)!, logFormat: RequestLog.Format(rawValue: logFormat)!,
             journalCapacity: journalSize, defaultDelay: delay.flatMap(Delay.parse), hangLimit: Duration.parse(hangLimit)!.seconds)
+        configuration.adminToken = adminToken
         let engine = MockEngine(contract: contract, journalCapacity: journalSize, defaultDelay: configuration.defaultDelay)
+        var catalog = ScenarioCatalog()
+        do {
+            if let scenarios { catalog = try ScenarioCatalog.load(directory: scenarios, contract: contract) }
+            if let scenario {
+                let loaded = try ScenarioLoader.load(file: scenario, contract: contract)
+                guard URL(fileURLWithPath: loaded.contractFile).standardizedFileURL.path == URL(fileURLWithPath: contract.file).standardizedFileURL.path else {
+                    printDiagnostics([Diagnostic(at: SourceLocation(file: scenario, line: 1, column: 1), "this scenario is for \(loaded.contractFile), not \(self.contract)")])
+                    throw ExitCode(1)
+                }
+                catalog.add(loaded, as: loaded.name)
+                engine.sessions.defaultScenario = loaded
+            }
+        } catch let error as ContractError {
+            printDiagnostics(error.diagnostics)
+            throw ExitCode(1)
+        }
         let log = RequestLog(format: configuration.logFormat)
-        let app = buildApplication(engine: engine, configuration: configuration, log: log) { [host] port in
+        let app = buildApplication(engine: engine, configuration: configuration, log: log, scenarios: catalog) { [host, scenario, catalog] port in
             let address = host.contains(":") ? "[\(host)]" : host
             log.line("Doppel serving \(contract.info.title) \(contract.info.version) from \(self.contract)")
+            if let scenario { log.line("Every session starts from scenario \(scenario)") }
+            if !catalog.names.isEmpty { log.line("Scenarios: \(catalog.names.joined(separator: ", "))") }
             for line in RouteTable.lines(for: contract) { log.line("  " + line) }
             log.line("Listening on http://\(address):\(port) (admin API: http://\(address):\(port)/__doppel/health)")
         }

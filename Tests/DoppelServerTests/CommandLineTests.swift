@@ -121,3 +121,52 @@ struct CommandLineTests {
         #expect(process.terminationStatus == 0)
     }
 }
+
+extension CommandLineTests {
+    @Test func runPassesTheTaleScenariosAndFailsAWrongExpectation() throws {
+        let result = try run(["run", "scenarios/tales"])
+        #expect(result.status == 0, "\(result.output)")
+        let last = result.output.split(separator: "\n").last.map(String.init) ?? ""
+        #expect(last.range(of: #"^\d+ passed, 0 failed$"#, options: .regularExpression) != nil, "\(last)")
+
+        let wrong = FileManager.default.temporaryDirectory.appendingPathComponent("wrong-\(UUID().uuidString).yaml")
+        defer { try? FileManager.default.removeItem(at: wrong) }
+        try """
+            contract: \(repositoryRoot.appendingPathComponent("contracts/tales.yaml").path)
+            steps:
+              - request: GET /api/v1/free-stories
+                query: { limit: 1 }
+                expect: { status: 200, body: [ { title: The Magic Garden } ] }
+            """.write(to: wrong, atomically: true, encoding: .utf8)
+        let failing = try run(["run", wrong.path, "--junit", wrong.path + ".xml"])
+        defer { try? FileManager.default.removeItem(atPath: wrong.path + ".xml") }
+        #expect(failing.status == 1)
+        #expect(failing.output.contains(#"body[0].title: expected "The Magic Garden", got "Приключения в волшебном лесу""#))
+        #expect(failing.output.hasSuffix("0 passed, 1 failed\n"))
+        let junit = try String(contentsOfFile: wrong.path + ".xml", encoding: .utf8)
+        #expect(junit.contains(#"<testsuites name="doppel run" tests="1" failures="1" skipped="0">"#))
+    }
+
+    @Test func runAgainstASeparatelyStartedServe() async throws {
+        let server = Process()
+        server.executableURL = try #require(Self.executable)
+        server.arguments = ["serve", "contracts/tales.yaml", "--port", "0", "--log-format", "none"]
+        server.currentDirectoryURL = repositoryRoot
+        let out = Pipe()
+        server.standardOutput = out
+        try server.run()
+        defer { server.terminate() }
+        var banner = ""
+        while !banner.contains("Listening on") {
+            let data = out.fileHandleForReading.availableData
+            if data.isEmpty { break }
+            banner += String(decoding: data, as: UTF8.self)
+        }
+        let port = try #require(banner.split(separator: "\n").first { $0.hasPrefix("Listening on") }
+            .flatMap { $0.split(separator: ":").dropFirst(2).first }.flatMap { Int($0.prefix { $0.isNumber }) })
+        let result = try run(["run", "scenarios/tales/monthly-limit.yaml", "scenarios/tales/hero-required.yaml", "--target", "http://127.0.0.1:\(port)"])
+        #expect(result.status == 0, "\(result.output)")
+        #expect(result.output.contains("Running 2 scenarios against http://127.0.0.1:\(port)"))
+        #expect(result.output.hasSuffix("12 passed, 0 failed\n"))
+    }
+}

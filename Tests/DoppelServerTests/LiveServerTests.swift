@@ -121,11 +121,11 @@ struct LiveServerTests {
             #expect(state.json?["state"]?["children"]?.objectValue?.count == 1)
             #expect(try await client.send("POST", "/__doppel/reset?session=s1").json == ["reset": "s1", "existed": true])
             #expect(try await client.send("GET", "/__doppel/state?session=s1").json?["exists"] == false)
-            #expect(try await client.send("GET", "/__doppel/sessions").json == ["sessions": ["s2"]])
+            #expect(try await client.send("GET", "/__doppel/sessions").json == ["sessions": [["id": "s2", "scenario": nil]]])
             #expect(try await client.send("POST", "/__doppel/reset").json == ["reset": "all"])
             #expect(try await client.send("GET", "/__doppel/sessions").json == ["sessions": []])
             let routes = try await client.send("GET", "/__doppel/routes")
-            #expect(routes.json?["routes"]?.arrayValue?.first?["statuses"] == [400, 404, 402, 200, 401])
+            #expect(routes.json?["routes"]?.arrayValue?.first?["statuses"] == [400, 404, 402, 200, 500, 401])
             #expect(try await client.send("GET", "/__doppel/nope").status == 404)
         }
     }

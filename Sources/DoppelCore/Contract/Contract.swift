@@ -33,6 +33,19 @@ public struct Contract: Sendable {
     public func endpoint(id: String) -> Endpoint? {
         endpoints.first { $0.id == id }
     }
+
+    /// The statuses an endpoint documents, in order, without repeats: its
+    /// responses, its auth failures and the rate limits that cover it.
+    public func statuses(of endpoint: Endpoint) -> [Int] {
+        var statuses = endpoint.documentedResponses.map(\.status)
+        if let auth = endpoint.auth, let scheme = authSchemes[auth] {
+            statuses.append(scheme.failure.status)
+            if let expired = scheme.expired { statuses.append(expired.status) }
+        }
+        statuses += rateLimits.filter { $0.covers(endpoint.id) }.map(\.response.status)
+        var seen: Set<Int> = []
+        return statuses.filter { seen.insert($0).inserted }
+    }
 }
 
 /// How an endpoint checks credentials.
@@ -102,10 +115,27 @@ public struct Endpoint: Sendable {
     /// The response for a request that fails validation; nil gives the built-in 422.
     public let onInvalid: ResponseDefinition?
     public let responses: [ResponseDefinition]
+    /// Responses the API documents for this endpoint that no `when` chooses:
+    /// scenarios force them, coverage counts them.
+    public let documented: [ResponseDefinition]
     public let location: SourceLocation
 
     /// `POST /api/v1/stories/generate`.
     public var signature: String { "\(method) \(path.template)" }
+
+    /// Every response the endpoint itself can give: its responses (sequences
+    /// flattened), then `documented`, then `on_invalid`.
+    public var documentedResponses: [ResponseDefinition] {
+        func flatten(_ response: ResponseDefinition) -> [ResponseDefinition] {
+            response.sequence.map { $0.responses.flatMap(flatten) } ?? [response]
+        }
+        return responses.flatMap(flatten) + documented + (onInvalid.map { [$0] } ?? [])
+    }
+
+    /// The first response the endpoint documents with a status.
+    public func documentedResponse(status: Int) -> ResponseDefinition? {
+        documentedResponses.first { $0.status == status }
+    }
 }
 
 /// A named expression that must hold, with its text for messages.

@@ -49,7 +49,7 @@ public struct Authenticator: Sendable {
     }
 
     /// The token of `Bearer <token>`; nil when missing or malformed (RFC 6750 token68).
-    static func bearerToken(_ header: String?) -> String? {
+    public static func bearerToken(_ header: String?) -> String? {
         guard let header else { return nil }
         let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }

@@ -32,6 +32,25 @@ public final class Journal: Sendable {
         var next = 0
         var count = 0
         var sequence = 0
+        /// Requests per session, endpoint and status since the last clear;
+        /// kept apart from the ring so counts survive its bound.
+        var tally: [Tally.Key: Int] = [:]
+    }
+
+    /// How many requests each session, endpoint and status combination received.
+    public struct Tally: Sendable {
+        public struct Key: Hashable, Sendable {
+            public let session: String
+            public let endpointID: String?
+            public let status: Int
+        }
+
+        public let counts: [Key: Int]
+
+        /// The total over keys that satisfy `include`.
+        public func count(where include: (Key) -> Bool) -> Int {
+            counts.reduce(0) { $0 + (include($1.key) ? $1.value : 0) }
+        }
     }
 
     /// The most entries kept.
@@ -54,6 +73,7 @@ public final class Journal: Sendable {
                 status: status, endpointID: endpointID, responseName: responseName, durationMicros: durationMicros)
             ring.next = (ring.next + 1) % capacity
             ring.count = min(ring.count + 1, capacity)
+            ring.tally[Tally.Key(session: session, endpointID: endpointID, status: status), default: 0] += 1
             return ring.sequence
         }
     }
@@ -69,12 +89,16 @@ public final class Journal: Sendable {
     /// How many entries are held.
     public var count: Int { ring.withLock { $0.count } }
 
-    /// Drops every entry.
+    /// Counts since the last clear, beyond the entries the ring still holds.
+    public var tally: Tally { ring.withLock { Tally(counts: $0.tally) } }
+
+    /// Drops every entry and count.
     public func clear() {
         ring.withLock { ring in
             ring.entries = Array(repeating: nil, count: capacity)
             ring.next = 0
             ring.count = 0
+            ring.tally = [:]
         }
     }
 }

@@ -49,7 +49,7 @@ public final class MockEngine: Sendable {
     public init(contract: Contract, journalCapacity: Int = 10_000, sessionLimit: Int = 10_000, defaultDelay: Delay? = nil,
                 clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
         self.contract = contract
-        self.sessions = SessionStore(initial: contract.state.initial, limit: sessionLimit)
+        self.sessions = SessionStore(initial: contract.state.initial, limit: sessionLimit, clock: clock)
         self.journal = Journal(capacity: journalCapacity)
         self.router = EndpointRouter(endpoints: contract.endpoints)
         self.authenticator = Authenticator(schemes: contract.authSchemes)
@@ -119,6 +119,13 @@ public final class MockEngine: Sendable {
             return Problem.noMatchingEndpoint(method: request.method, path: request.path, nearMisses: nearMisses).response()
         }
 
+        // Count the call, and find the active scenario's override for it.
+        let override = session.transact { data -> Override? in
+            let call = (data.endpointCalls[endpoint.id] ?? 0) + 1
+            data.endpointCalls[endpoint.id] = call
+            return data.scenario?.overrides.first { $0.endpointID == endpoint.id && $0.applies(toCall: call) }
+        }
+
         // 2. Authenticate.
         var forced: ResponseDefinition?
         let state = endpoint.auth.flatMap { contract.authSchemes[$0]?.issued } == nil ? JSONObject() : session.snapshot
@@ -165,6 +172,10 @@ public final class MockEngine: Sendable {
             }
         }
 
+        // A scenario's forced response stands in for the contract's choice
+        // (but not for the auth, rate-limit and validation answers above).
+        if forced == nil, let response = override?.response { forced = response }
+
         // 5. Select and apply effects, atomically.
         let selection: ResponseSelector.Selection
         do {
@@ -182,8 +193,10 @@ public final class MockEngine: Sendable {
 
         // 6. Render.
         do {
-            var response = try renderer.render(selection.response, in: selection.context, endpointID: endpoint.id).adding(rateHeaders)
-            response.delay = (selection.response.delay ?? defaultDelay)?.sample() ?? 0
+            var definition = selection.response
+            if let fault = override?.fault { definition.fault = fault }
+            var response = try renderer.render(definition, in: selection.context, endpointID: endpoint.id).adding(rateHeaders)
+            response.delay = (override?.delay ?? definition.delay ?? defaultDelay)?.sample() ?? 0
             return response
         } catch {
             // Effects are already committed; the message says which template failed.

@@ -88,6 +88,37 @@ public struct Problem: Sendable, Error {
         Problem(status: 400, type: urn("invalid-clock-change"), title: "Invalid clock change", detail: reason + ".")
     }
 
+    /// 401: an admin call without the server's admin token.
+    public static func adminUnauthorized() -> Problem {
+        Problem(status: 401, type: urn("admin-unauthorized"), title: "Admin token required",
+                detail: "This server guards /__doppel/ with a token: send it as Doppel-Admin-Token or Authorization: Bearer.",
+                headers: [(name: "WWW-Authenticate", value: "Bearer realm=\"doppel-admin\"")])
+    }
+
+    /// 400: a state replacement that does not fit the contract's declaration.
+    public static func invalidState(_ problems: [String]) -> Problem {
+        Problem(status: 400, type: urn("invalid-state"), title: "Invalid state", detail: problems.joined(separator: "; ") + ".",
+                extra: [("problems", .array(problems.map { .string($0) }))])
+    }
+
+    /// 404: a scenario name the server did not load.
+    public static func unknownScenario(_ name: String, known: [String]) -> Problem {
+        Problem(status: 404, type: urn("unknown-scenario"), title: "Unknown scenario",
+                detail: "No scenario '\(name)' is loaded\(Suggestion.hint(for: name, in: known)); loaded: \(known.isEmpty ? "none (start the server with --scenarios DIR)" : known.joined(separator: ", ")).")
+    }
+
+    /// 400: an inline scenario with problems.
+    public static func invalidScenario(_ problems: [String]) -> Problem {
+        Problem(status: 400, type: urn("invalid-scenario"), title: "Invalid scenario", detail: problems.joined(separator: "; ") + ".",
+                extra: [("problems", .array(problems.map { .string($0) }))])
+    }
+
+    /// 400: a verification or journal query that cannot be answered.
+    public static func invalidVerification(_ problems: [String]) -> Problem {
+        Problem(status: 400, type: urn("invalid-query"), title: "Invalid query", detail: problems.joined(separator: "; ") + ".",
+                extra: [("problems", .array(problems.map { .string($0) }))])
+    }
+
     /// 422: the request broke the endpoint's schema; lists every failing field.
     public static func validationFailed(_ issues: [ValidationIssue]) -> Problem {
         let summary = issues.prefix(3).map(\.description).joined(separator: "; ")

@@ -1,6 +1,6 @@
 extension ContractLoader {
     static let endpointKeys: Set<String> = [
-        "request", "summary", "description", "auth", "match", "let", "query", "headers", "body", "on_invalid", "responses",
+        "request", "summary", "description", "auth", "match", "let", "query", "headers", "body", "on_invalid", "responses", "documented",
     ]
     static let methods: Set<String> = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 
@@ -85,12 +85,18 @@ extension ContractLoader {
                 }
             }
         }
-        // Endpoint-level bindings are evaluated before selection; they travel
-        // with the endpoint as bindings of a synthetic first stage.
+        var documented: [ResponseDefinition] = []
+        if let documentedNode = reader["documented"] {
+            for (index, item) in (documentedNode.sequenceItems ?? [documentedNode]).enumerated() {
+                if let response = readResponseReference(item, name: "\(id).documented[\(index)]", scope: Self.requestRoots, endpointLets: letNames) {
+                    documented.append(response)
+                }
+            }
+        }
         return Endpoint(
             id: id, method: method, path: path, summary: reader.string("summary", diagnostics: &diagnostics), auth: auth,
             match: match, bindings: endpointBindings, query: query, headers: headers, body: body, onInvalid: onInvalid,
-            responses: responses, location: node.location)
+            responses: responses, documented: documented, location: node.location)
     }
 
     private mutating func readBodySpec(_ node: SourceNode, context: String) -> BodySpec? {

@@ -115,7 +115,7 @@ extension ContractLoader {
     /// A schema that refers to a named one: `Name`, `#/schemas/Name` or `#/components/schemas/Name`.
     mutating func reference(_ text: String, at location: SourceLocation) -> Schema? {
         let name = text.split(separator: "/").last.map(String.init) ?? text
-        guard schemaNodes[name] != nil else {
+        guard schemaNodes[name] != nil || schemas[name] != nil else {
             diagnostics.error("undefined schema '\(name)'\(Suggestion.hint(for: name, in: schemaNodes.keys))", at: location)
             return nil
         }

@@ -37,6 +37,17 @@ public struct ContractLoader {
         self.directory = URL(fileURLWithPath: file).deletingLastPathComponent().standardizedFileURL
     }
 
+    /// A loader for a file that refers to a loaded contract (a scenario):
+    /// names, responses and schemas are checked against the contract's.
+    init(file: String, referringTo contract: Contract) {
+        self.init(file: file)
+        stateNames = Set(contract.state.kinds.keys)
+        kindsOfState = contract.state.kinds
+        dataNames = Set(contract.data.objectValue?.keys ?? [])
+        namedResponses = contract.responses
+        schemas = contract.schemas
+    }
+
     /// Loads and validates a contract file.
     public static func load(file: String) throws(ContractError) -> Contract {
         let text: String

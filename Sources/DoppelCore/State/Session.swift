@@ -33,6 +33,21 @@ public final class Session: Sendable {
     /// The session clock's current instant, given real time.
     public func now(real: Double) -> Double { data.withLock { $0.clock.now(real: real) } }
 
+    /// Starts the session over: the contract's initial state, then the
+    /// scenario's `given` state and clock, with its overrides active.
+    public func restart(initial: JSONObject, scenario: Scenario?, real: Double) {
+        data.withLock { data in
+            data = SessionData(state: initial)
+            guard let scenario else { return }
+            for (name, value) in scenario.given.state { data.state[name] = value }
+            scenario.given.clock?.apply(to: &data.clock, real: real)
+            data.scenario = ActiveScenario(name: scenario.name, overrides: scenario.overrides)
+        }
+    }
+
+    /// The active scenario's name, if any.
+    public var scenarioName: String? { data.withLock { $0.scenario?.name } }
+
     /// Changes the session's clock.
     public func adjustClock(_ change: (inout SessionClock) -> Void) -> SessionClock {
         data.withLock { data in
@@ -51,6 +66,10 @@ public struct SessionData: Sendable {
     public var sequencePositions: [String: Int] = [:]
     /// Requests counted by each rate limit window, by limit and key.
     public var rateWindows: [String: RateWindow] = [:]
+    /// The scenario the session was started from, if any.
+    public var scenario: ActiveScenario?
+    /// How many requests each endpoint has received, for overrides of the n-th call.
+    public var endpointCalls: [String: Int] = [:]
 
     public init(state: JSONObject) {
         self.state = state
@@ -97,4 +116,10 @@ public struct RateWindow: Sendable {
     public var count: Int = 0
     /// Sliding windows: the instants of the requests still inside the window.
     public var hits: [Double] = []
+}
+
+/// A scenario a session was started from: its name and overrides.
+public struct ActiveScenario: Sendable {
+    public let name: String
+    public let overrides: [Override]
 }

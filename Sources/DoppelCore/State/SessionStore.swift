@@ -4,13 +4,32 @@ public final class SessionStore: Sendable {
     public static let defaultID = "default"
 
     private let sessions = Locked<[String: Session]>([:])
-    private let initial: JSONObject
+    /// The contract's initial state.
+    public let initial: JSONObject
     /// The most sessions held at once; a request for one more gets a 503.
     public let limit: Int
+    private let baseScenario = Locked<Scenario?>(nil)
+    private let clock: @Sendable () -> Double
 
-    public init(initial: JSONObject, limit: Int = 10_000) {
+    public init(initial: JSONObject, limit: Int = 10_000, clock: @escaping @Sendable () -> Double = { 0 }) {
         self.initial = initial
         self.limit = limit
+        self.clock = clock
+    }
+
+    /// The scenario every new session starts from (`doppel serve --scenario`).
+    public var defaultScenario: Scenario? {
+        get { baseScenario.withLock { $0 } }
+        set { baseScenario.withLock { $0 = newValue } }
+    }
+
+    /// Starts a session (new or existing) over from a scenario, or from the
+    /// contract's initial state with `nil`. Nil when the store is full.
+    @discardableResult
+    public func start(_ id: String, scenario: Scenario?) -> Session? {
+        guard let session = session(id) else { return nil }
+        session.restart(initial: initial, scenario: scenario, real: clock())
+        return session
     }
 
     /// True for ids of 1 to 128 letters, digits or `. _ : -`.
@@ -28,6 +47,9 @@ public final class SessionStore: Sendable {
             if let existing = all[id] { return existing }
             guard all.count < limit else { return nil }
             let session = Session(id: id, initial: initial)
+            if let scenario = baseScenario.withLock({ $0 }) {
+                session.restart(initial: initial, scenario: scenario, real: clock())
+            }
             all[id] = session
             return session
         }

@@ -1,0 +1,306 @@
+import Foundation
+
+/// Loads a scenario file and checks it against its contract.
+///
+/// The stages: read and parse the YAML; load the contract it names; check
+/// `given` names against the contract's state, `overrides` against its
+/// endpoints and responses; compile steps (templates that may use values
+/// captured by earlier steps, expectations, captures). Every problem is
+/// reported, as for contracts, as `path:line:column: error: message`.
+public enum ScenarioLoader {
+    static let topKeys: Set<String> = ["contract", "name", "description", "given", "overrides", "headers", "steps"]
+    static let stepKeys: Set<String> = ["name", "request", "query", "headers", "json", "text", "form", "content_type", "timeout", "expect", "capture", "clock"]
+
+    /// Loads a scenario file; `contract` skips loading the contract again when the caller has it.
+    public static func load(file: String, contract: Contract? = nil) throws(ContractError) -> Scenario {
+        let text: String
+        do {
+            text = try String(contentsOfFile: file, encoding: .utf8)
+        } catch {
+            throw ContractError(diagnostics: [Diagnostic(at: SourceLocation(file: file, line: 1, column: 1), "cannot read scenario: \(error.localizedDescription)")])
+        }
+        return try load(text: text, file: file, contract: contract)
+    }
+
+    /// Loads scenario text; `file` names it in diagnostics and anchors the relative contract path.
+    public static func load(text: String, file: String, contract: Contract? = nil) throws(ContractError) -> Scenario {
+        let root: SourceNode
+        switch SourceReader.read(text, file: file) {
+        case .success(let node?): root = node
+        case .success(nil): throw ContractError(diagnostics: [Diagnostic(at: SourceLocation(file: file, line: 1, column: 1), "the scenario is empty")])
+        case .failure(let error): throw error
+        }
+        var diagnostics = DiagnosticCollector()
+        guard let top = MappingReader(root, allowed: topKeys, context: "the scenario", diagnostics: &diagnostics) else {
+            throw ContractError(diagnostics: diagnostics.diagnostics)
+        }
+        guard let contractNode = top.required("contract", diagnostics: &diagnostics), let contractText = contractNode.scalarText else {
+            throw ContractError(diagnostics: diagnostics.diagnostics)
+        }
+        let directory = URL(fileURLWithPath: file).deletingLastPathComponent()
+        let contractFile = contractText.hasPrefix("/") ? contractText : directory.appendingPathComponent(contractText).standardizedFileURL.path
+        let loaded: Contract
+        if let contract {
+            loaded = contract
+        } else {
+            do {
+                loaded = try ContractLoader.load(file: contractFile)
+            } catch {
+                let problem = error.diagnostics.first { $0.severity == .error }.map { ": \($0)" } ?? ""
+                diagnostics.error("the contract '\(contractText)' does not load\(problem)", at: contractNode.location)
+                throw ContractError(diagnostics: diagnostics.diagnostics)
+            }
+        }
+        var loader = ContractLoader(file: file, referringTo: loaded)
+        let name = top.string("name", diagnostics: &diagnostics) ?? URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent
+        let given = readGiven(top["given"], contract: loaded, loader: &loader)
+        let overrides = readOverrides(top["overrides"], contract: loaded, loader: &loader)
+        var defaultHeaders: [(String, ValueTemplate)] = []
+        for entry in top.entries("headers", diagnostics: &diagnostics) {
+            if let template = loader.compileTemplate(entry.value, roots: []) { defaultHeaders.append((entry.name, template)) }
+        }
+        let steps = readSteps(top["steps"], loader: &loader)
+        loader.diagnostics.append(contentsOf: diagnostics.diagnostics)
+        if loader.diagnostics.hasErrors { throw ContractError(diagnostics: loader.diagnostics.diagnostics) }
+        var setup = JSONObject()
+        if let node = top["given"] { setup["given"] = node.json }
+        if let node = top["overrides"] { setup["overrides"] = node.json }
+        return Scenario(file: file, name: name, description: top["description"]?.scalarText, contractFile: contractFile, given: given,
+                        overrides: overrides, defaultHeaders: defaultHeaders, steps: steps, setup: setup)
+    }
+
+    static func readGiven(_ node: SourceNode?, contract: Contract, loader: inout ContractLoader) -> Given {
+        guard let node, let reader = MappingReader(node, allowed: ["state", "clock"], context: "given", diagnostics: &loader.diagnostics) else { return Given() }
+        var given = Given()
+        for entry in reader.entries("state", diagnostics: &loader.diagnostics) {
+            guard let kind = contract.state.kinds[entry.name] else {
+                loader.diagnostics.error("the contract's state has no '\(entry.name)'\(Suggestion.hint(for: entry.name, in: contract.state.kinds.keys))", at: entry.keyNode.location)
+                continue
+            }
+            var value = entry.value.json
+            switch kind {
+            case .counter:
+                guard case .int = value else {
+                    loader.diagnostics.error("counter '\(entry.name)' must be given an integer", at: entry.value.location)
+                    continue
+                }
+            case .collection:
+                // Records are written as a list, like in the contract.
+                if let items = value.arrayValue {
+                    let key = contract.state.collectionKeys[entry.name] ?? "id"
+                    var records = JSONObject()
+                    for (item, itemNode) in zip(items, entry.value.sequenceItems ?? []) {
+                        guard let id = item[key], !id.isNull else {
+                            loader.diagnostics.error("a record of collection '\(entry.name)' has no '\(key)'", at: itemNode.location)
+                            continue
+                        }
+                        records[id.interpolationText] = item
+                    }
+                    value = .object(records)
+                } else if value.objectValue == nil {
+                    loader.diagnostics.error("collection '\(entry.name)' must be given a list of records", at: entry.value.location)
+                    continue
+                }
+            case .variable:
+                break
+            }
+            given.state.append((entry.name, value))
+        }
+        if let clockNode = reader["clock"] {
+            if let text = clockNode.scalarText {
+                if let instant = UTCCalendar.parse(text) {
+                    given.clock = ClockChange(set: instant, freeze: true)
+                } else {
+                    loader.diagnostics.error("clock must be an ISO 8601 date like 2025-01-01T00:00:00Z, or a mapping of set, advance, freeze", at: clockNode.location)
+                }
+            } else {
+                given.clock = readClockChange(clockNode, loader: &loader)
+            }
+        }
+        return given
+    }
+
+    static func readClockChange(_ node: SourceNode, loader: inout ContractLoader) -> ClockChange? {
+        guard let object = node.json.objectValue else {
+            loader.diagnostics.error("a clock change must be a mapping of set, advance, freeze or reset", at: node.location)
+            return nil
+        }
+        switch ClockChange.parse(object) {
+        case .success(let change): return change
+        case .failure(let error):
+            loader.diagnostics.error(error.message, at: node.location)
+            return nil
+        }
+    }
+
+    static func readOverrides(_ node: SourceNode?, contract: Contract, loader: inout ContractLoader) -> [Override] {
+        guard let node else { return [] }
+        guard let items = node.sequenceItems else {
+            loader.diagnostics.error("overrides must be a list", at: node.location)
+            return []
+        }
+        var overrides: [Override] = []
+        for item in items {
+            guard let reader = MappingReader(item, allowed: ["endpoint", "call", "response", "status", "delay", "fault"], context: "an override", diagnostics: &loader.diagnostics),
+                  let endpointNode = reader.required("endpoint", diagnostics: &loader.diagnostics), let id = endpointNode.scalarText
+            else { continue }
+            guard let endpoint = contract.endpoint(id: id) else {
+                loader.diagnostics.error("the contract has no endpoint '\(id)'\(Suggestion.hint(for: id, in: contract.endpoints.map(\.id)))", at: endpointNode.location)
+                continue
+            }
+            let call = reader.int("call", diagnostics: &loader.diagnostics)
+            if let call, call < 1, let callNode = reader["call"] {
+                loader.diagnostics.error("'call' counts from 1", at: callNode.location)
+            }
+            var response: ResponseDefinition?
+            if let responseNode = reader["response"] {
+                response = loader.readResponseReference(responseNode, name: "override of \(id)", scope: ContractLoader.requestRoots, endpointLets: [])
+            }
+            if let statusNode = reader["status"] {
+                if response != nil {
+                    loader.diagnostics.error("give an override 'response' or 'status', not both", at: statusNode.location)
+                } else if let status = reader.int("status", diagnostics: &loader.diagnostics) {
+                    response = endpoint.documentedResponse(status: status)
+                    if response == nil {
+                        var seen: Set<Int> = []
+                        let statuses = endpoint.documentedResponses.map(\.status).filter { seen.insert($0).inserted }.map(String.init)
+                        loader.diagnostics.error("endpoint '\(id)' documents no \(status) response; it has \(statuses.joined(separator: ", "))", at: statusNode.location)
+                    }
+                }
+            }
+            let delay = loader.readDelay(reader["delay"])
+            let fault = loader.readFault(reader["fault"])
+            if !["response", "status", "delay", "fault"].contains(where: reader.has) {
+                loader.diagnostics.error("an override needs a response, status, delay or fault", at: item.location)
+                continue
+            }
+            overrides.append(Override(endpointID: id, call: call, response: response, delay: delay, fault: fault))
+        }
+        return overrides
+    }
+
+    static func readSteps(_ node: SourceNode?, loader: inout ContractLoader) -> [Step] {
+        guard let node else { return [] }
+        guard let items = node.sequenceItems else {
+            loader.diagnostics.error("steps must be a list", at: node.location)
+            return []
+        }
+        var steps: [Step] = []
+        var captured: Set<String> = []
+        for (index, item) in items.enumerated() {
+            guard let reader = MappingReader(item, allowed: stepKeys, context: "step \(index + 1)", diagnostics: &loader.diagnostics) else { continue }
+            let expectation = readExpectation(reader["expect"], roots: captured, loader: &loader)
+            if let clockNode = reader["clock"] {
+                if reader.has("request") { loader.diagnostics.error("a step either sends a request or changes the clock, not both", at: clockNode.location) }
+                if let change = readClockChange(clockNode, loader: &loader) {
+                    steps.append(Step(name: reader.string("name", diagnostics: &loader.diagnostics) ?? "clock", action: .clock(change, clockNode.json.objectValue ?? JSONObject()),
+                                      expectation: Expectation(), captures: [], location: item.location))
+                }
+                continue
+            }
+            guard let request = readRequest(reader, roots: captured, loader: &loader) else {
+                if !reader.has("request") { loader.diagnostics.error("step \(index + 1) needs 'request' (or 'clock')", at: item.location) }
+                continue
+            }
+            var captures: [(String, Expression)] = []
+            for entry in reader.entries("capture", diagnostics: &loader.diagnostics) {
+                if let expression = loader.compileExpression(entry.value, roots: captured.union(["status", "headers", "body"])) {
+                    captures.append((entry.name, expression))
+                }
+            }
+            captured.formUnion(captures.map(\.0))
+            let name = reader.string("name", diagnostics: &loader.diagnostics) ?? reader["request"]?.scalarText ?? "step \(index + 1)"
+            steps.append(Step(name: name, action: .request(request), expectation: expectation, captures: captures, location: item.location))
+        }
+        return steps
+    }
+
+    static func readRequest(_ reader: MappingReader, roots: Set<String>, loader: inout ContractLoader) -> RequestTemplate? {
+        guard let requestNode = reader["request"], let line = requestNode.scalarText else { return nil }
+        let parts = line.split(separator: " ", maxSplits: 1).map(String.init)
+        guard parts.count == 2, ContractLoader.methods.contains(parts[0].uppercased()), parts[1].hasPrefix("/") else {
+            loader.diagnostics.error("'request' must be 'METHOD /path', like 'POST /api/v1/children'", at: requestNode.location)
+            return nil
+        }
+        let pathNode = SourceNode(kind: .scalar(parts[1], plain: false), location: requestNode.contentLocation.advanced(by: parts[0].count + 1))
+        guard let path = loader.compileTemplate(pathNode, roots: roots) else { return nil }
+        func pairs(_ key: String) -> [(String, ValueTemplate)] {
+            loader.diagnosticsEntries(reader, key).compactMap { entry in loader.compileTemplate(entry.value, roots: roots).map { (entry.name, $0) } }
+        }
+        let bodyKeys = ["json", "text", "form"].filter { reader.has($0) }
+        if bodyKeys.count > 1 {
+            loader.diagnostics.error("a step sends one body: give only one of json, text and form", at: reader.node.location)
+        }
+        var body = RequestTemplate.Body.none
+        if let node = reader["json"], let template = loader.compileTemplate(node, roots: roots) {
+            body = .json(template)
+        } else if let node = reader["text"], let template = loader.compileTemplate(node, roots: roots) {
+            body = .text(template, contentType: reader["content_type"]?.scalarText ?? "text/plain; charset=utf-8")
+        } else if reader.has("form") {
+            body = .form(pairs("form"))
+        }
+        var timeout = 30.0
+        if let timeoutNode = reader["timeout"] {
+            if let duration = timeoutNode.scalarText.flatMap(Duration.parse), duration.months == 0, duration.seconds > 0 {
+                timeout = duration.seconds
+            } else {
+                loader.diagnostics.error("'timeout' must be a duration like 5s", at: timeoutNode.location)
+            }
+        }
+        return RequestTemplate(method: parts[0].uppercased(), path: path, query: pairs("query"), headers: pairs("headers"), body: body, timeout: timeout)
+    }
+
+    static func readExpectation(_ node: SourceNode?, roots: Set<String>, loader: inout ContractLoader) -> Expectation {
+        var expectation = Expectation()
+        guard let node, let reader = MappingReader(node, allowed: ["status", "headers", "body", "error"], context: "expect", diagnostics: &loader.diagnostics) else {
+            return expectation
+        }
+        if let status = reader.int("status", diagnostics: &loader.diagnostics) {
+            if (100...599).contains(status) { expectation.status = status } else {
+                loader.diagnostics.error("status must be an HTTP status code from 100 to 599", at: reader["status"]!.location)
+            }
+        }
+        for entry in reader.entries("headers", diagnostics: &loader.diagnostics) {
+            if let template = loader.compileTemplate(entry.value, roots: roots) { expectation.headers.append((entry.name, template)) }
+        }
+        if let bodyNode = reader["body"] {
+            expectation.body = loader.compileTemplate(bodyNode, roots: roots)
+            checkMatchers(bodyNode, loader: &loader)
+        }
+        expectation.transportError = reader.bool("error", diagnostics: &loader.diagnostics) ?? false
+        if expectation.transportError, expectation.status != nil || expectation.body != nil {
+            loader.diagnostics.error("a step that expects a transport error cannot expect a status or body", at: node.location)
+        }
+        return expectation
+    }
+
+    /// Reports `$`-keys that are not matchers, and bad regular expressions.
+    static func checkMatchers(_ node: SourceNode, loader: inout ContractLoader) {
+        switch node.kind {
+        case .mapping(let pairs):
+            for pair in pairs {
+                guard let key = pair.key.scalarText else { continue }
+                if key.hasPrefix("$") {
+                    if !BodyMatcher.keywords.contains(key) {
+                        loader.diagnostics.error("unknown matcher '\(key)'\(Suggestion.hint(for: key, in: BodyMatcher.keywords))", at: pair.key.location)
+                    } else if key == "$regex", Schema.Pattern(pair.value.scalarText ?? "") == nil {
+                        loader.diagnostics.error("invalid regular expression", at: pair.value.location)
+                    }
+                } else {
+                    checkMatchers(pair.value, loader: &loader)
+                }
+            }
+        case .sequence(let items):
+            for item in items { checkMatchers(item, loader: &loader) }
+        case .scalar:
+            break
+        }
+    }
+}
+
+extension ContractLoader {
+    /// The entries of a mapping-valued key of `reader`, reporting shape problems.
+    mutating func diagnosticsEntries(_ reader: MappingReader, _ key: String) -> [(name: String, keyNode: SourceNode, value: SourceNode)] {
+        reader.entries(key, diagnostics: &diagnostics)
+    }
+}

@@ -1,0 +1,46 @@
+import DoppelCore
+import Foundation
+
+extension AdminAPI {
+    func health() -> MockResponse {
+        let contract = engine.contract
+        let uptime = ContinuousClock.now - startedAt
+        return json(200, .object(JSONObject([
+            ("status", "ok"), ("contract", .string(contract.info.title)), ("version", .string(contract.info.version)),
+            ("endpoints", .int(contract.endpoints.count)), ("sessions", .int(engine.sessions.ids.count)),
+            ("uptime_seconds", .int(Int(uptime.components.seconds))),
+        ])))
+    }
+
+    func routeList() -> JSON {
+        .array(engine.contract.endpoints.map { endpoint in
+            JSON.object(JSONObject([
+                ("id", .string(endpoint.id)), ("method", .string(endpoint.method)), ("path", .string(endpoint.path.template)),
+                ("auth", endpoint.auth.map { .string($0) } ?? .null), ("summary", endpoint.summary.map { .string($0) } ?? .null),
+                ("statuses", .array(engine.contract.statuses(of: endpoint).map { .int($0) })),
+            ]))
+        })
+    }
+
+    func routes() -> MockResponse {
+        json(200, .object(JSONObject([("routes", routeList())])))
+    }
+
+    func contractDescription() -> MockResponse {
+        let contract = engine.contract
+        let limits = contract.rateLimits.map { limit in
+            JSON.object(JSONObject([
+                ("name", .string(limit.name)), ("key", .string(limit.key.source)), ("limit", .int(limit.limit)),
+                ("window_seconds", .double(limit.window)), ("algorithm", .string(limit.algorithm.rawValue)),
+                ("endpoints", limit.endpoints.map { .array($0.sorted().map { .string($0) }) } ?? .null),
+            ]))
+        }
+        return json(200, .object(JSONObject([
+            ("title", .string(contract.info.title)), ("version", .string(contract.info.version)),
+            ("description", contract.info.description.map { .string($0) } ?? .null), ("file", .string(contract.file)),
+            ("base_path", .string(contract.basePath)), ("endpoints", routeList()), ("rate_limits", .array(limits)),
+            ("initial_state", .object(contract.state.initial)),
+            ("scenarios", .array(catalog.withLock { $0.names }.map { .string($0) })),
+        ])))
+    }
+}

@@ -1,0 +1,69 @@
+import DoppelCore
+
+extension AdminAPI {
+    func scenarios() -> MockResponse {
+        let items = catalog.withLock { catalog in
+            catalog.names.map { name in
+                JSON.object(JSONObject([
+                    ("name", .string(name)), ("description", catalog[name]?.description.map { .string($0) } ?? .null),
+                    ("steps", .int(catalog[name]?.steps.count ?? 0)),
+                ]))
+            }
+        }
+        return json(200, .object(JSONObject([("scenarios", .array(items))])))
+    }
+
+    /// `GET`: the session's scenario; `PUT`: start the session over from a
+    /// scenario (`{"name": ...}` from the catalog, or an inline
+    /// `{"given": ..., "overrides": ...}`); `DELETE`: start it over without one.
+    func scenario(_ request: RecordedRequest) -> MockResponse {
+        let body: JSONObject
+        switch bodyObject(request, example: #"{"name": "tales/monthly-limit"}"#) {
+        case .success(let object): body = object
+        case .failure(let problem): return problem.response()
+        }
+        let id: String
+        switch sessionID(request, body: body) {
+        case .success(let found): id = found
+        case .failure(let problem): return problem.response()
+        }
+        switch request.method {
+        case "GET":
+            return json(200, .object(JSONObject([("session", .string(id)), ("scenario", engine.sessions.existing(id)?.scenarioName.map { .string($0) } ?? .null)])))
+        case "DELETE":
+            guard engine.sessions.start(id, scenario: nil) != nil else { return Problem.tooManySessions(limit: engine.sessions.limit).response() }
+            return json(200, .object(JSONObject([("session", .string(id)), ("scenario", .null)])))
+        default:
+            let chosen: Scenario
+            switch resolveScenario(body) {
+            case .success(let scenario): chosen = scenario
+            case .failure(let problem): return problem.response()
+            }
+            guard engine.sessions.start(id, scenario: chosen) != nil else { return Problem.tooManySessions(limit: engine.sessions.limit).response() }
+            return json(200, .object(JSONObject([("session", .string(id)), ("scenario", .string(chosen.name))])))
+        }
+    }
+
+    private func resolveScenario(_ body: JSONObject) -> Result<Scenario, Problem> {
+        if let name = body["name"]?.stringValue {
+            guard let scenario = catalog.withLock({ $0[name] }) else {
+                let names = catalog.withLock { $0.names }
+                return .failure(.unknownScenario(name, known: names))
+            }
+            return .success(scenario)
+        }
+        guard body["given"] != nil || body["overrides"] != nil else {
+            return .failure(.invalidScenario(["the body needs \"name\" of a loaded scenario, or an inline \"given\" and/or \"overrides\""]))
+        }
+        // An inline scenario is YAML's JSON subset; it applies to the served contract.
+        var inline = JSONObject()
+        inline["contract"] = .string(engine.contract.file)
+        inline["name"] = "inline"
+        for key in ["given", "overrides"] { if let value = body[key] { inline[key] = value } }
+        do {
+            return .success(try ScenarioLoader.load(text: JSONWriter.encodeString(.object(inline)), file: "inline scenario", contract: engine.contract))
+        } catch {
+            return .failure(.invalidScenario(error.diagnostics.map { "\($0.message) (\($0.location.line):\($0.location.column))" }))
+        }
+    }
+}

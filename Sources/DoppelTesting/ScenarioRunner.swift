@@ -1,0 +1,230 @@
+import DoppelCore
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Runs a scenario's steps over HTTP against a base URL and checks each
+/// response against its expectations.
+///
+/// Against a Doppel server the scenario's `given` and `overrides` are
+/// imposed on its own session through the admin API, and clock steps move
+/// that session's clock. Against any other server (a real provider) they
+/// cannot be, which the result's notes say; clock steps are skipped.
+public struct ScenarioRunner: Sendable {
+    public let baseURL: URL
+    /// Whether the target answers Doppel's admin API.
+    public let isDoppel: Bool
+    /// The admin token of the target, if it requires one.
+    public let adminToken: String?
+    private let http: URLSession
+
+    public init(baseURL: URL, isDoppel: Bool, adminToken: String? = nil) {
+        self.baseURL = baseURL
+        self.isDoppel = isDoppel
+        self.adminToken = adminToken
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpMaximumConnectionsPerHost = 4
+        self.http = URLSession(configuration: configuration)
+    }
+
+    /// Asks `baseURL` whether it is a Doppel server.
+    public static func probe(_ baseURL: URL, adminToken: String? = nil) async -> Bool {
+        let runner = ScenarioRunner(baseURL: baseURL, isDoppel: false, adminToken: adminToken)
+        guard let response = try? await runner.admin("GET", "/health", body: nil, timeout: 5) else { return false }
+        return response.status == 200 && response.json?["status"] == "ok"
+    }
+
+    /// The outcome of one step.
+    public struct StepResult: Sendable {
+        public enum Outcome: Sendable, Equatable { case passed, failed, skipped }
+        public let name: String
+        public let outcome: Outcome
+        /// What was sent and received, like `POST /api/v1/children → 200`.
+        public let summary: String
+        /// What differed from the expectation, or why the step was skipped.
+        public let details: [String]
+        public let seconds: Double
+    }
+
+    /// The outcome of a scenario.
+    public struct ScenarioResult: Sendable {
+        public let scenario: Scenario
+        public let session: String
+        public let notes: [String]
+        public let steps: [StepResult]
+        public var passed: Bool { steps.allSatisfy { $0.outcome != .failed } }
+    }
+
+    /// Runs a scenario in its own session.
+    public func run(_ scenario: Scenario, session: String) async -> ScenarioResult {
+        var notes: [String] = []
+        var steps: [StepResult] = []
+        if isDoppel {
+            let setup = scenario.setup.isEmpty
+                ? try? await admin("DELETE", "/scenario?session=\(session)", body: nil)
+                : try? await admin("PUT", "/scenario?session=\(session)", body: .object(scenario.setup))
+            if setup?.status != 200 {
+                let reason = setup.map { $0.json?["detail"]?.interpolationText ?? "status \($0.status)" } ?? "no answer"
+                return ScenarioResult(scenario: scenario, session: session, notes: ["the target refused the scenario's setup: \(reason)"],
+                                      steps: [StepResult(name: "setup", outcome: .failed, summary: "PUT /__doppel/scenario", details: [reason], seconds: 0)])
+            }
+        } else if !scenario.setup.isEmpty {
+            notes.append("\(baseURL.absoluteString) is not a Doppel server: the scenario's given state and overrides cannot be imposed there; the steps run against its current state")
+        }
+        var captured: [String: JSON] = [:]
+        for step in scenario.steps {
+            let started = ContinuousClock.now
+            var result = await run(step, scenario: scenario, session: session, captured: &captured)
+            let elapsed = ContinuousClock.now - started
+            result = StepResult(name: result.name, outcome: result.outcome, summary: result.summary, details: result.details,
+                                seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+            steps.append(result)
+        }
+        return ScenarioResult(scenario: scenario, session: session, notes: notes, steps: steps)
+    }
+
+    private func run(_ step: Step, scenario: Scenario, session: String, captured: inout [String: JSON]) async -> StepResult {
+        switch step.action {
+        case .clock(_, let raw):
+            guard isDoppel else {
+                return StepResult(name: step.name, outcome: .skipped, summary: "clock \(JSONWriter.encodeString(.object(raw)))",
+                                  details: ["a real provider's clock cannot be moved"], seconds: 0)
+            }
+            let response = try? await admin("POST", "/clock?session=\(session)", body: .object(raw))
+            let ok = response?.status == 200
+            return StepResult(name: step.name, outcome: ok ? .passed : .failed, summary: "clock → \(response?.json?["now"]?.interpolationText ?? "?")",
+                              details: ok ? [] : ["the clock change was refused: \(response?.json?["detail"]?.interpolationText ?? "no answer")"], seconds: 0)
+        case .request(let template):
+            let context = EvaluationContext(roots: captured, now: Date().timeIntervalSince1970)
+            let request: URLRequest
+            let line: String
+            do {
+                (request, line) = try build(template, scenario: scenario, session: session, context: context)
+            } catch {
+                return StepResult(name: step.name, outcome: .failed, summary: template.method, details: ["cannot build the request: \(error.message)"], seconds: 0)
+            }
+            let answer: HTTPAnswer
+            do {
+                answer = try await send(request)
+            } catch {
+                let expected = step.expectation.transportError
+                return StepResult(name: step.name, outcome: expected ? .passed : .failed, summary: "\(line) → \(error.localizedDescription)",
+                                  details: expected ? [] : ["expected a response, the request failed: \(error.localizedDescription)"], seconds: 0)
+            }
+            var differences = Self.differences(step.expectation, answer, context: context)
+            let roots: [String: JSON] = captured.merging(["status": .int(answer.status), "headers": answer.headersJSON, "body": answer.bodyJSON]) { $1 }
+            for (name, expression) in step.captures {
+                let value = (try? expression.evaluate(in: EvaluationContext(roots: roots, now: context.now))) ?? .null
+                if value.isNull { differences.append("capture \(name): \(expression.source) is null") }
+                captured[name] = value
+            }
+            return StepResult(name: step.name, outcome: differences.isEmpty ? .passed : .failed, summary: "\(line) → \(answer.status)",
+                              details: differences, seconds: 0)
+        }
+    }
+
+    /// What a response did not meet.
+    static func differences(_ expectation: Expectation, _ answer: HTTPAnswer, context: EvaluationContext) -> [String] {
+        var found: [String] = []
+        if expectation.transportError { found.append("expected the request to fail in transport, got status \(answer.status)") }
+        if let status = expectation.status, status != answer.status {
+            let detail = answer.bodyText.isEmpty ? "" : " (body: \(answer.bodyText.prefix(200)))"
+            found.append("status: expected \(status), got \(answer.status)\(detail)")
+        }
+        for (name, template) in expectation.headers {
+            let actual = answer.headers.first { $0.key.lowercased() == name.lowercased() }.map { JSON.string($0.value) }
+            do {
+                found += BodyMatcher.differences(expected: try template.render(in: context), actual: actual, at: "headers.\(name)")
+            } catch {
+                found.append("headers.\(name): the expectation cannot be rendered: \(error.message)")
+            }
+        }
+        if let template = expectation.body {
+            do {
+                found += BodyMatcher.differences(expected: try template.render(in: context), actual: answer.bodyJSON)
+            } catch {
+                found.append("body: the expectation cannot be rendered: \(error.message)")
+            }
+        }
+        return found
+    }
+
+    private func build(_ template: RequestTemplate, scenario: Scenario, session: String, context: EvaluationContext) throws(EvaluationError) -> (URLRequest, String) {
+        var target = try template.path.render(in: context).interpolationText
+        var query: [String] = []
+        for (name, value) in template.query {
+            query.append(Self.encode(name) + "=" + Self.encode(try value.render(in: context).interpolationText))
+        }
+        if !query.isEmpty { target += (target.contains("?") ? "&" : "?") + query.joined(separator: "&") }
+        guard let url = URL(string: baseURL.absoluteString.trimmingTrailingSlash + target) else {
+            throw EvaluationError("'\(target)' is not a valid path")
+        }
+        var request = URLRequest(url: url, timeoutInterval: template.timeout)
+        request.httpMethod = template.method
+        if isDoppel { request.setValue(session, forHTTPHeaderField: "Doppel-Session") }
+        for (name, value) in scenario.defaultHeaders { request.setValue(try value.render(in: context).interpolationText, forHTTPHeaderField: name) }
+        switch template.body {
+        case .none:
+            break
+        case .json(let value):
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.httpBody = Data(JSONWriter.encode(try value.render(in: context)))
+        case .text(let value, let type):
+            request.setValue(type, forHTTPHeaderField: "Content-Type")
+            request.httpBody = Data(try value.render(in: context).interpolationText.utf8)
+        case .form(let fields):
+            request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
+            var pairs: [String] = []
+            for (name, value) in fields { pairs.append(Self.encode(name) + "=" + Self.encode(try value.render(in: context).interpolationText)) }
+            request.httpBody = Data(pairs.joined(separator: "&").utf8)
+        }
+        for (name, value) in template.headers { request.setValue(try value.render(in: context).interpolationText, forHTTPHeaderField: name) }
+        return (request, "\(template.method) \(target)")
+    }
+
+    static func encode(_ text: String) -> String {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~")
+        return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
+    }
+
+    /// A response as the runner saw it.
+    struct HTTPAnswer {
+        let status: Int
+        let headers: [String: String]
+        let body: Data
+
+        var bodyText: String { String(decoding: body, as: UTF8.self) }
+        var json: JSON? { try? JSONReader.parse([UInt8](body)) }
+        var bodyJSON: JSON { body.isEmpty ? .null : (json ?? .string(bodyText)) }
+        var headersJSON: JSON { .object(JSONObject(headers.map { ($0.key.lowercased(), .string($0.value)) }.sorted { $0.0 < $1.0 })) }
+    }
+
+    func send(_ request: URLRequest) async throws -> HTTPAnswer {
+        try await withCheckedThrowingContinuation { continuation in
+            http.dataTask(with: request) { data, response, error in
+                if let error { return continuation.resume(throwing: error) }
+                guard let response = response as? HTTPURLResponse else { return continuation.resume(throwing: URLError(.badServerResponse)) }
+                var headers: [String: String] = [:]
+                for (key, value) in response.allHeaderFields { headers["\(key)"] = "\(value)" }
+                continuation.resume(returning: HTTPAnswer(status: response.statusCode, headers: headers, body: data ?? Data()))
+            }.resume()
+        }
+    }
+
+    func admin(_ method: String, _ path: String, body: JSON?, timeout: Double = 10) async throws -> HTTPAnswer {
+        var request = URLRequest(url: URL(string: baseURL.absoluteString.trimmingTrailingSlash + "/__doppel" + path)!, timeoutInterval: timeout)
+        request.httpMethod = method
+        if let adminToken { request.setValue(adminToken, forHTTPHeaderField: "Doppel-Admin-Token") }
+        if let body {
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.httpBody = Data(JSONWriter.encode(body))
+        }
+        return try await send(request)
+    }
+}
+
+extension String {
+    var trimmingTrailingSlash: String { hasSuffix("/") ? String(dropLast()) : self }
+}
