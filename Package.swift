@@ -57,7 +57,8 @@ let package = Package(
         .testTarget(
             name: "DoppelServerTests",
             dependencies: ["DoppelServer", "DoppelTesting", "DoppelCore"],
-            resources: []
+            // Read by path from the repository, not as a bundle resource.
+            exclude: ["Fixtures"]
         ),
     ]
 )
