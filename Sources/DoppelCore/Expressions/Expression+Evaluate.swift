@@ -47,6 +47,8 @@ struct Evaluator {
     let context: EvaluationContext
     /// The element bound by `filter`, `map` and friends.
     var it: JSON?
+    /// The key bound by `map_values`.
+    var key: JSON?
 
     init(context: EvaluationContext) { self.context = context }
 
@@ -56,6 +58,7 @@ struct Evaluator {
             return value
         case .name(let name, _):
             if name == "it", let it { return it }
+            if name == "key", let key { return key }
             return context.roots[name] ?? .null
         case .member(let base, let name, _):
             return try eval(base)[name] ?? .null

@@ -32,7 +32,7 @@ public struct ExpressionChecker: Sendable {
         case .literal:
             break
         case .name(let name, let offset):
-            if name == "it" {
+            if name == "it" || name == "key" && !roots.contains("key") {
                 if !insideIteration {
                     problems.append(Problem(message: "'it' is only defined inside filter(), map() and the other list functions", offset: offset))
                 }

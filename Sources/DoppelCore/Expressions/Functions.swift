@@ -2,8 +2,9 @@ import Foundation
 
 /// The functions expressions may call, with the number of arguments each takes.
 ///
-/// `filter`, `map`, `find`, `count`, `any`, `all` and `sort_by` evaluate their
-/// second argument once per element, with the element bound to `it`.
+/// `filter`, `map`, `find`, `count`, `any`, `all`, `sort_by` and
+/// `map_values` evaluate their second argument once per element, with the
+/// element bound to `it` (and, for `map_values`, its key to `key`).
 /// `if(condition, then, else)` evaluates only the branch it returns.
 public enum FunctionCatalog {
     public static let arity: [String: ClosedRange<Int>] = [
@@ -14,11 +15,11 @@ public enum FunctionCatalog {
         "filter": 2...2, "map": 2...2, "find": 2...2, "count": 1...2, "any": 2...2, "all": 2...2, "sort_by": 2...2,
         "lower": 1...1, "upper": 1...1, "string": 1...1, "int": 1...1, "number": 1...1, "matches": 2...2,
         "starts_with": 2...2, "ends_with": 2...2, "split": 2...2, "join": 2...2, "replace": 3...3, "trim": 1...1,
-        "base64": 1...1, "if": 3...3,
+        "base64": 1...1, "if": 3...3, "map_values": 2...2, "omit": 2...2,
     ]
 
     /// Functions whose second argument is evaluated per element with `it`.
-    static let iterating: Set<String> = ["filter", "map", "find", "count", "any", "all", "sort_by"]
+    static let iterating: Set<String> = ["filter", "map", "find", "count", "any", "all", "sort_by", "map_values"]
 }
 
 extension Evaluator {
@@ -32,6 +33,19 @@ extension Evaluator {
     }
 
     private mutating func iterate(_ name: String, _ arguments: [Node]) throws(EvaluationError) -> JSON {
+        if name == "map_values" {
+            guard case .object(let object) = try eval(arguments[0]) else {
+                throw EvaluationError("map_values() needs an object")
+            }
+            let (savedIt, savedKey) = (it, key)
+            defer { (it, key) = (savedIt, savedKey) }
+            var result = JSONObject()
+            for pair in object.pairs {
+                (it, key) = (pair.value, .string(pair.key))
+                result[pair.key] = try eval(arguments[1])
+            }
+            return .object(result)
+        }
         let items: [JSON]
         switch try eval(arguments[0]) {
         case .array(let a): items = a
@@ -166,6 +180,10 @@ extension Evaluator {
             }
             for pair in extra.pairs { base[pair.key] = pair.value }
             return .object(base)
+        case "omit":
+            guard case .object(var source) = a[0] else { throw EvaluationError("omit() needs an object, not \(a[0].typeName)") }
+            for key in try list(1) { source[key.interpolationText] = nil }
+            return .object(source)
         case "pick":
             guard case .object(let source) = a[0] else { throw EvaluationError("pick() needs an object, not \(a[0].typeName)") }
             var picked = JSONObject()
