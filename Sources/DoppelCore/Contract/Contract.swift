@@ -53,12 +53,8 @@ public struct AuthScheme: Sendable {
     public enum Kind: Sendable, Equatable {
         /// `Authorization: Bearer <token>`.
         case bearer
-        /// A key in a header or query parameter.
-        case apiKey(location: ParameterLocation, name: String)
-    }
-
-    public enum ParameterLocation: String, Sendable {
-        case header, query
+        /// A key in a header and/or a query parameter (header names lowercased).
+        case apiKey(header: String?, query: String?)
     }
 
     public let name: String

@@ -22,10 +22,10 @@ public struct Authenticator: Sendable {
         switch scheme.kind {
         case .bearer:
             credential = Self.bearerToken(request.header("authorization"))
-        case .apiKey(.header, let header):
-            credential = request.header(header).flatMap { $0.isEmpty ? nil : $0 }
-        case .apiKey(.query, let parameter):
-            credential = queryItems.last { $0.0 == parameter }.flatMap { $0.1.isEmpty ? nil : $0.1 }
+        case .apiKey(let header, let query):
+            let fromHeader = header.flatMap { request.header($0) }.flatMap { $0.isEmpty ? nil : $0 }
+            let fromQuery = query.flatMap { name in queryItems.last { $0.0 == name }?.1 }.flatMap { $0.isEmpty ? nil : $0 }
+            credential = fromHeader ?? fromQuery
         }
         guard let credential, scheme.accepted?.contains(credential) ?? true else { return .rejected(scheme.failure) }
         var claims = JSON.null

@@ -203,7 +203,7 @@ public struct ContractLoader {
         guard let node, let reader = MappingReader(node, allowed: ["default", "schemes"], context: "auth", diagnostics: &diagnostics) else { return nil }
         for entry in reader.entries("schemes", diagnostics: &diagnostics) {
             let context = "auth scheme '\(entry.name)'"
-            guard let spec = MappingReader(entry.value, allowed: ["type", "in", "name", "tokens", "keys", "issued", "failure", "expired", "description"], context: context, diagnostics: &diagnostics) else { continue }
+            guard let spec = MappingReader(entry.value, allowed: ["type", "header", "query", "tokens", "keys", "issued", "failure", "expired", "description"], context: context, diagnostics: &diagnostics) else { continue }
             guard entry.name != "none" else {
                 diagnostics.error("'none' is reserved for public endpoints; name the scheme otherwise", at: entry.keyNode.location)
                 continue
@@ -213,16 +213,13 @@ public struct ContractLoader {
             case "bearer":
                 kind = .bearer
             case "api_key":
-                let locationText = spec.string("in", diagnostics: &diagnostics) ?? "header"
-                guard let location = AuthScheme.ParameterLocation(rawValue: locationText) else {
-                    diagnostics.error("'in' of \(context) must be header or query", at: spec["in"]!.location)
+                let header = spec.string("header", diagnostics: &diagnostics)
+                let query = spec.string("query", diagnostics: &diagnostics)
+                guard header != nil || query != nil else {
+                    diagnostics.error("\(context) needs 'header' and/or 'query': where the key is sent", at: entry.value.location)
                     continue
                 }
-                guard let name = spec.string("name", diagnostics: &diagnostics) else {
-                    diagnostics.error("\(context) needs 'name': the header or query parameter that carries the key", at: entry.value.location)
-                    continue
-                }
-                kind = .apiKey(location: location, name: location == .header ? name.lowercased() : name)
+                kind = .apiKey(header: header?.lowercased(), query: query)
             case let other?:
                 diagnostics.error("unknown auth type '\(other)' in \(context)\(Suggestion.hint(for: other, in: ["bearer", "api_key"]))", at: spec["type"]!.location)
                 continue

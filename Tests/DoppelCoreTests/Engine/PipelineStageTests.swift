@@ -10,7 +10,7 @@ import Testing
               default: bearer
               schemes:
                 bearer: { type: bearer, failure: denied }
-                key: { type: api_key, in: header, name: X-Api-Key, keys: [secret] }
+                key: { type: api_key, header: X-Api-Key, query: api_key, keys: [secret] }
             responses:
               denied: { status: 401, body: { detail: Not authenticated } }
             endpoints:
@@ -28,6 +28,8 @@ import Testing
         #expect(engine.send("GET", "/private", token: nil).status == 401)
         #expect(engine.send("GET", "/keyed", token: nil, headers: [(name: "x-api-key", value: "secret")]).status == 200)
         #expect(engine.send("GET", "/keyed", token: nil, headers: [(name: "X-API-KEY", value: "wrong")]).status == 401)
+        #expect(engine.send("GET", "/keyed?api_key=secret", token: nil).status == 200)
+        #expect(engine.send("GET", "/keyed?api_key=", token: nil).status == 401)
         #expect(engine.send("GET", "/public", token: nil).status == 200)
     }
 
