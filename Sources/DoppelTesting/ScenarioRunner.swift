@@ -178,6 +178,18 @@ public struct ScenarioRunner: Sendable {
             var pairs: [String] = []
             for (name, value) in fields { pairs.append(Self.encode(name) + "=" + Self.encode(try value.render(in: context).interpolationText)) }
             request.httpBody = Data(pairs.joined(separator: "&").utf8)
+        case .multipart(let parts):
+            let boundary = "doppel-\(UUID().uuidString)"
+            request.setValue("multipart/form-data; boundary=\(boundary)", forHTTPHeaderField: "Content-Type")
+            var text = ""
+            for part in parts {
+                text += "--\(boundary)\r\nContent-Disposition: form-data; name=\"\(part.name)\""
+                if let filename = part.filename { text += "; filename=\"\(filename)\"" }
+                text += "\r\n"
+                if let type = part.contentType { text += "Content-Type: \(type)\r\n" }
+                text += "\r\n" + (try part.content.render(in: context)).interpolationText + "\r\n"
+            }
+            request.httpBody = Data((text + "--\(boundary)--\r\n").utf8)
         }
         for (name, value) in template.headers { request.setValue(try value.render(in: context).interpolationText, forHTTPHeaderField: name) }
         return (request, "\(template.method) \(target)")

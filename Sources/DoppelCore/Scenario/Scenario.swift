@@ -148,6 +148,15 @@ public struct RequestTemplate: Sendable {
         case json(ValueTemplate)
         case text(ValueTemplate, contentType: String)
         case form([(String, ValueTemplate)])
+        case multipart([MultipartPart])
+    }
+
+    /// One part of a multipart step body.
+    public struct MultipartPart: Sendable {
+        public let name: String
+        public let filename: String?
+        public let contentType: String?
+        public let content: ValueTemplate
     }
 
     public let method: String

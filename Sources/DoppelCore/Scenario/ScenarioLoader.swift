@@ -9,7 +9,7 @@ import Foundation
 /// reported, as for contracts, as `path:line:column: error: message`.
 public enum ScenarioLoader {
     static let topKeys: Set<String> = ["contract", "name", "description", "given", "overrides", "headers", "steps"]
-    static let stepKeys: Set<String> = ["name", "request", "query", "headers", "json", "text", "form", "content_type", "timeout", "expect", "capture", "clock"]
+    static let stepKeys: Set<String> = ["name", "request", "query", "headers", "json", "text", "form", "multipart", "content_type", "timeout", "expect", "capture", "clock"]
 
     /// Loads a scenario file; `contract` skips loading the contract again when the caller has it.
     public static func load(file: String, contract: Contract? = nil) throws(ContractError) -> Scenario {
@@ -227,9 +227,9 @@ public enum ScenarioLoader {
         func pairs(_ key: String) -> [(String, ValueTemplate)] {
             loader.diagnosticsEntries(reader, key).compactMap { entry in loader.compileTemplate(entry.value, roots: roots).map { (entry.name, $0) } }
         }
-        let bodyKeys = ["json", "text", "form"].filter { reader.has($0) }
+        let bodyKeys = ["json", "text", "form", "multipart"].filter { reader.has($0) }
         if bodyKeys.count > 1 {
-            loader.diagnostics.error("a step sends one body: give only one of json, text and form", at: reader.node.location)
+            loader.diagnostics.error("a step sends one body: give only one of json, text, form and multipart", at: reader.node.location)
         }
         var body = RequestTemplate.Body.none
         if let node = reader["json"], let template = loader.compileTemplate(node, roots: roots) {
@@ -238,6 +238,20 @@ public enum ScenarioLoader {
             body = .text(template, contentType: reader["content_type"]?.scalarText ?? "text/plain; charset=utf-8")
         } else if reader.has("form") {
             body = .form(pairs("form"))
+        } else if let partsNode = reader["multipart"] {
+            var parts: [RequestTemplate.MultipartPart] = []
+            for item in partsNode.sequenceItems ?? [] {
+                guard let part = MappingReader(item, allowed: ["name", "filename", "content_type", "content"], context: "a multipart part", diagnostics: &loader.diagnostics),
+                      let name = part.required("name", diagnostics: &loader.diagnostics)?.scalarText,
+                      let contentNode = part.required("content", diagnostics: &loader.diagnostics),
+                      let content = loader.compileTemplate(contentNode, roots: roots)
+                else { continue }
+                parts.append(RequestTemplate.MultipartPart(
+                    name: name, filename: part.string("filename", diagnostics: &loader.diagnostics),
+                    contentType: part.string("content_type", diagnostics: &loader.diagnostics), content: content))
+            }
+            if partsNode.sequenceItems == nil { loader.diagnostics.error("'multipart' must be a list of parts", at: partsNode.location) }
+            body = .multipart(parts)
         }
         var timeout = 30.0
         if let timeoutNode = reader["timeout"] {
