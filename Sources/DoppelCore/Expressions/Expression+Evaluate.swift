@@ -49,6 +49,8 @@ struct Evaluator {
     var it: JSON?
     /// The key bound by `map_values`.
     var key: JSON?
+    /// Names bound by lambdas (`t => ...`) around the current element.
+    var locals: [String: JSON] = [:]
 
     init(context: EvaluationContext) { self.context = context }
 
@@ -57,6 +59,7 @@ struct Evaluator {
         case .literal(let value):
             return value
         case .name(let name, _):
+            if !locals.isEmpty, let local = locals[name] { return local }
             if name == "it", let it { return it }
             if name == "key", let key { return key }
             return context.roots[name] ?? .null
@@ -110,6 +113,9 @@ struct Evaluator {
             return .object(object)
         case .call(let name, let arguments, _):
             return try call(name, arguments)
+        case .lambda(_, let body):
+            // The list functions bind the parameter; elsewhere a lambda is its body.
+            return try eval(body)
         }
     }
 

@@ -22,6 +22,8 @@ public struct Expression: Sendable, CustomStringConvertible {
         case coalesce(Node, Node)
         case array([Node])
         case object([(String, Node)])
+        /// `name => body`, the per-element argument of the list functions.
+        case lambda(String, Node)
     }
 
     enum BinaryOperator: String, Sendable {

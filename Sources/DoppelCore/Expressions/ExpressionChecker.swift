@@ -58,6 +58,8 @@ public struct ExpressionChecker: Sendable {
             for item in items { check(item, insideIteration: insideIteration, into: &problems) }
         case .object(let pairs):
             for (_, value) in pairs { check(value, insideIteration: insideIteration, into: &problems) }
+        case .lambda(let parameter, _):
+            problems.append(Problem(message: "'\(parameter) => ...' can only be the second argument of filter(), map() and the other list functions", offset: 0))
         case .call(let name, let arguments, let offset):
             if let arity = FunctionCatalog.arity[name] {
                 if !arity.contains(arguments.count) {
@@ -69,7 +71,13 @@ public struct ExpressionChecker: Sendable {
             }
             let iterating = FunctionCatalog.iterating.contains(name)
             for (i, argument) in arguments.enumerated() {
-                check(argument, insideIteration: insideIteration || (iterating && i == 1), into: &problems)
+                if iterating, i == 1, case .lambda(let parameter, let body) = argument {
+                    var inner = self
+                    inner.roots.insert(parameter)
+                    inner.check(body, insideIteration: true, into: &problems)
+                } else {
+                    check(argument, insideIteration: insideIteration || (iterating && i == 1), into: &problems)
+                }
             }
         }
     }

@@ -18,7 +18,7 @@ struct ExpressionLexer {
         let chars = Array(source)
         var tokens: [Token] = []
         var i = 0
-        let twoCharSymbols: Set<String> = ["==", "!=", "<=", ">=", "??", "&&", "||"]
+        let twoCharSymbols: Set<String> = ["==", "!=", "<=", ">=", "??", "&&", "||", "=>"]
         while i < chars.count {
             let c = chars[i]
             if c.isWhitespace {

@@ -175,6 +175,10 @@ struct ExpressionParser {
             return .literal(.string(text))
         case .identifier(let name):
             advance()
+            if isSymbol("=>") {
+                advance()
+                return .lambda(name, try parseCoalesce())
+            }
             switch name {
             case "true": return .literal(.bool(true))
             case "false": return .literal(.bool(false))

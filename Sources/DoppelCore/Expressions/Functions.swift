@@ -4,7 +4,9 @@ import Foundation
 ///
 /// `filter`, `map`, `find`, `count`, `any`, `all`, `sort_by` and
 /// `map_values` evaluate their second argument once per element, with the
-/// element bound to `it` (and, for `map_values`, its key to `key`).
+/// element bound to `it` (and, for `map_values`, its key to `key`). The
+/// argument may also be a lambda, `t => t.score`, which binds the element to
+/// its own name so nested list functions can still see it.
 /// `if(condition, then, else)` evaluates only the branch it returns.
 public enum FunctionCatalog {
     public static let arity: [String: ClosedRange<Int>] = [
@@ -15,7 +17,7 @@ public enum FunctionCatalog {
         "filter": 2...2, "map": 2...2, "find": 2...2, "count": 1...2, "any": 2...2, "all": 2...2, "sort_by": 2...2,
         "lower": 1...1, "upper": 1...1, "string": 1...1, "int": 1...1, "number": 1...1, "matches": 2...2,
         "starts_with": 2...2, "ends_with": 2...2, "split": 2...2, "join": 2...2, "replace": 3...3, "trim": 1...1,
-        "base64": 1...1, "if": 3...3, "map_values": 2...2, "omit": 2...2,
+        "base64": 1...1, "if": 3...3, "map_values": 2...2, "omit": 2...2, "unique": 1...1, "tally": 1...1,
     ]
 
     /// Functions whose second argument is evaluated per element with `it`.
@@ -32,7 +34,15 @@ extension Evaluator {
         return try Self.callEager(name, args, now: context.now)
     }
 
+    /// Binds the current element to `it` and, for a lambda, to its parameter.
+    private mutating func bind(_ element: JSON, for argument: Node) {
+        it = element
+        if case .lambda(let parameter, _) = argument { locals[parameter] = element }
+    }
+
     private mutating func iterate(_ name: String, _ arguments: [Node]) throws(EvaluationError) -> JSON {
+        let savedLocals = locals
+        defer { locals = savedLocals }
         if name == "map_values" {
             guard case .object(let object) = try eval(arguments[0]) else {
                 throw EvaluationError("map_values() needs an object")
@@ -41,7 +51,8 @@ extension Evaluator {
             defer { (it, key) = (savedIt, savedKey) }
             var result = JSONObject()
             for pair in object.pairs {
-                (it, key) = (pair.value, .string(pair.key))
+                key = .string(pair.key)
+                bind(pair.value, for: arguments[1])
                 result[pair.key] = try eval(arguments[1])
             }
             return .object(result)
@@ -60,14 +71,14 @@ extension Evaluator {
         switch name {
         case "map":
             for item in items {
-                it = item
+                bind(item, for: arguments[1])
                 results.append(try eval(arguments[1]))
             }
             return .array(results)
         case "sort_by":
             var keyed: [(JSON, JSON)] = []
             for item in items {
-                it = item
+                bind(item, for: arguments[1])
                 keyed.append((try eval(arguments[1]), item))
             }
             keyed.sort { (Self.compare($0.0, $1.0) ?? 0) < 0 }
@@ -75,7 +86,7 @@ extension Evaluator {
         default:
             var count = 0
             for item in items {
-                it = item
+                bind(item, for: arguments[1])
                 let hit = try eval(arguments[1]).isTruthy
                 switch name {
                 case "find": if hit { return item }
@@ -189,6 +200,14 @@ extension Evaluator {
             var picked = JSONObject()
             for key in try list(1) { if let k = key.stringValue, let v = source[k] { picked[k] = v } }
             return .object(picked)
+        case "unique":
+            var seen: [JSON] = []
+            for item in try list(0) where !seen.contains(where: { $0.looselyEquals(item) }) { seen.append(item) }
+            return .array(seen)
+        case "tally":
+            var counts = JSONObject()
+            for item in try list(0) { counts[item.interpolationText] = .int((counts[item.interpolationText]?.intValue ?? 0) + 1) }
+            return .object(counts)
         case "first": return try list(0).first ?? .null
         case "last": return try list(0).last ?? .null
         case "reverse": return .array(try list(0).reversed())

@@ -41,6 +41,10 @@ import Testing
         ("date_add('2025-01-01T00:00:00Z', '1h30m')", "2025-01-01T01:30:00Z"),
         ("matches('abc-123', '^[a-z]+-[0-9]+$')", true),
         ("int('42') + number('0.5')", 42.5),
+        ("map(items, i => count(items, j => j.v > i.v))", [0, 2, 1]),
+        ("map_values({a: 1, b: 2}, key + '=' + it)", ["a": "a=1", "b": "b=2"]),
+        ("tally(map(items, it.s))", ["done": 2, "open": 1]),
+        ("unique([1, 2, 1, 1.0])", [1, 2]),
     ]
 
     @Test(arguments: cases)
@@ -76,6 +80,12 @@ import Testing
         #expect(throws: EvaluationError.self) { try eval("'a' - 1") }
         #expect(throws: EvaluationError.self) { try eval("1 / 0") }
         #expect(throws: EvaluationError.self) { try eval("date('not a date')") }
+    }
+
+    @Test func lambdasOnlyWhereAListFunctionBindsThem() throws {
+        let checker = ExpressionChecker(roots: ["items"], stateNames: [], dataNames: [])
+        #expect(checker.check(try Expression.parse("filter(items, x => x.v > 1 and y > 0)")).map(\.message) == ["unknown name 'y' (did you mean 'x'?)"])
+        #expect(checker.check(try Expression.parse("len(x => 1)")).map(\.message) == ["'x => ...' can only be the second argument of filter(), map() and the other list functions"])
     }
 
     @Test func uuidIsFreshEachTime() throws {
