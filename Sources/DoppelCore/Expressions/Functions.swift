@@ -17,11 +17,11 @@ public enum FunctionCatalog {
         "filter": 2...2, "map": 2...2, "find": 2...2, "count": 1...2, "any": 2...2, "all": 2...2, "sort_by": 2...2,
         "lower": 1...1, "upper": 1...1, "string": 1...1, "int": 1...1, "number": 1...1, "matches": 2...2,
         "starts_with": 2...2, "ends_with": 2...2, "split": 2...2, "join": 2...2, "replace": 3...3, "trim": 1...1,
-        "base64": 1...1, "if": 3...3, "map_values": 2...2, "omit": 2...2, "unique": 1...1, "tally": 1...1,
+        "base64": 1...1, "if": 3...3, "map_values": 2...2, "omit": 2...2, "unique": 1...1, "tally": 1...1, "flatten": 1...1, "find_index": 2...2,
     ]
 
     /// Functions whose second argument is evaluated per element with `it`.
-    static let iterating: Set<String> = ["filter", "map", "find", "count", "any", "all", "sort_by", "map_values"]
+    static let iterating: Set<String> = ["filter", "map", "find", "find_index", "count", "any", "all", "sort_by", "map_values"]
 }
 
 extension Evaluator {
@@ -81,22 +81,27 @@ extension Evaluator {
                 bind(item, for: arguments[1])
                 keyed.append((try eval(arguments[1]), item))
             }
-            keyed.sort { (Self.compare($0.0, $1.0) ?? 0) < 0 }
-            return .array(keyed.map(\.1))
+            // Stable: equal keys keep their order.
+            let ordered = keyed.enumerated().sorted { a, b in
+                let order = Self.compare(a.element.0, b.element.0) ?? 0
+                return order != 0 ? order < 0 : a.offset < b.offset
+            }
+            return .array(ordered.map(\.element.1))
         default:
             var count = 0
-            for item in items {
+            for (index, item) in items.enumerated() {
                 bind(item, for: arguments[1])
                 let hit = try eval(arguments[1]).isTruthy
                 switch name {
                 case "find": if hit { return item }
+                case "find_index": if hit { return .int(index) }
                 case "any": if hit { return .bool(true) }
                 case "all": if !hit { return .bool(false) }
                 default: if hit { results.append(item); count += 1 }
                 }
             }
             switch name {
-            case "find": return .null
+            case "find", "find_index": return .null
             case "any": return .bool(false)
             case "all": return .bool(true)
             case "count": return .int(count)
@@ -200,6 +205,8 @@ extension Evaluator {
             var picked = JSONObject()
             for key in try list(1) { if let k = key.stringValue, let v = source[k] { picked[k] = v } }
             return .object(picked)
+        case "flatten":
+            return .array(try list(0).flatMap { $0.arrayValue ?? [$0] })
         case "unique":
             var seen: [JSON] = []
             for item in try list(0) where !seen.contains(where: { $0.looselyEquals(item) }) { seen.append(item) }

@@ -112,7 +112,7 @@ public struct ContractLoader {
         let state = readState(top["state"])
 
         for entry in top.entries("responses", diagnostics: &diagnostics) {
-            if let response = readResponse(entry.value, name: entry.name, scope: Self.requestRoots.union(["errors"]), endpointLets: []) {
+            if let response = readResponse(entry.value, name: entry.name, scope: Self.requestRoots.union(["errors", "retry_after"]), endpointLets: []) {
                 namedResponses[entry.name] = response
             }
         }

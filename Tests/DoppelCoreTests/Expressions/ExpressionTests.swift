@@ -45,6 +45,10 @@ import Testing
         ("map_values({a: 1, b: 2}, key + '=' + it)", ["a": "a=1", "b": "b=2"]),
         ("tally(map(items, it.s))", ["done": 2, "open": 1]),
         ("unique([1, 2, 1, 1.0])", [1, 2]),
+        ("flatten([[1], [2, 3], 4])", [1, 2, 3, 4]),
+        ("find_index(items, it.s == 'open')", 1),
+        ("find_index(items, it.s == 'gone')", nil),
+        ("map(sort_by(items, it.s), it.v)", [3, 2, 1]),
     ]
 
     @Test(arguments: cases)
