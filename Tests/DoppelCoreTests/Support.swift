@@ -27,11 +27,11 @@ func diagnostics(of text: String, file: String = "test.yaml") -> [Diagnostic] {
 extension MockEngine {
     /// Sends a JSON request through the whole pipeline.
     func send(_ method: String, _ target: String, json: JSON? = nil, token: String? = "test-token", session: String? = nil,
-              headers: [(name: String, value: String)] = []) -> MockResponse {
+              headers: [(name: String, value: String)] = [], body raw: [UInt8]? = nil) -> MockResponse {
         var all = headers
         if let token { all.append((name: "Authorization", value: "Bearer \(token)")) }
         if let session { all.append((name: "Doppel-Session", value: session)) }
-        var body: [UInt8] = []
+        var body: [UInt8] = raw ?? []
         if let json {
             all.append((name: "Content-Type", value: "application/json"))
             body = JSONWriter.encode(json)
