@@ -17,14 +17,9 @@ extension AdminAPI {
     /// scenario (`{"name": ...}` from the catalog, or an inline
     /// `{"given": ..., "overrides": ...}`); `DELETE`: start it over without one.
     func scenario(_ request: RecordedRequest) -> MockResponse {
-        let body: JSONObject
-        switch bodyObject(request, example: #"{"name": "tales/monthly-limit"}"#) {
-        case .success(let object): body = object
-        case .failure(let problem): return problem.response()
-        }
-        let id: String
-        switch sessionID(request, body: body) {
-        case .success(let found): id = found
+        let body: JSONObject, id: String
+        switch bodyAndSession(request, example: #"{"name": "tales/monthly-limit"}"#) {
+        case .success(let parsed): (body, id) = parsed
         case .failure(let problem): return problem.response()
         }
         switch request.method {

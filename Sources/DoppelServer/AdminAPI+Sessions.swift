@@ -24,14 +24,9 @@ extension AdminAPI {
 
     /// Replaces a session's whole state: `{"state": {...}}`, every name the contract declares.
     func replaceState(_ request: RecordedRequest) -> MockResponse {
-        let body: JSONObject
-        switch bodyObject(request, example: #"{"state": {"stories_used": 4}}"#) {
-        case .success(let object): body = object
-        case .failure(let problem): return problem.response()
-        }
-        let id: String
-        switch sessionID(request, body: body) {
-        case .success(let found): id = found
+        let body: JSONObject, id: String
+        switch bodyAndSession(request, example: #"{"state": {"stories_used": 4}}"#) {
+        case .success(let parsed): (body, id) = parsed
         case .failure(let problem): return problem.response()
         }
         guard case .object(let replacement)? = body["state"] else {
@@ -79,14 +74,9 @@ extension AdminAPI {
 
     /// Reads or changes one session's virtual clock: `advance`, `set`, `freeze`, `reset`.
     func clock(_ request: RecordedRequest) -> MockResponse {
-        let body: JSONObject
-        switch bodyObject(request, example: #"{"advance": "31d"}"#) {
-        case .success(let object): body = object
-        case .failure(let problem): return problem.response()
-        }
-        let id: String
-        switch sessionID(request, body: body) {
-        case .success(let found): id = found
+        let body: JSONObject, id: String
+        switch bodyAndSession(request, example: #"{"advance": "31d"}"#) {
+        case .success(let parsed): (body, id) = parsed
         case .failure(let problem): return problem.response()
         }
         guard let session = engine.sessions.session(id) else { return Problem.tooManySessions(limit: engine.sessions.limit).response() }

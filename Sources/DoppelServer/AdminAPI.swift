@@ -84,6 +84,11 @@ public struct AdminAPI: Sendable {
         return .success(object)
     }
 
+    /// The body object and the session a call names, or the problem with either.
+    func bodyAndSession(_ request: RecordedRequest, example: String) -> Result<(body: JSONObject, session: String), Problem> {
+        bodyObject(request, example: example).flatMap { body in sessionID(request, body: body).map { (body, $0) } }
+    }
+
     /// The session a call names with `?session=` or `"session"` in its body; `default` otherwise.
     func sessionID(_ request: RecordedRequest, body: JSONObject? = nil) -> Result<String, Problem> {
         let id = parameter("session", of: request) ?? body?["session"]?.stringValue ?? SessionStore.defaultID

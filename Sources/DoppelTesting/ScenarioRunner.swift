@@ -181,15 +181,12 @@ public struct ScenarioRunner: Sendable {
         case .multipart(let parts):
             let boundary = "doppel-\(UUID().uuidString)"
             request.setValue("multipart/form-data; boundary=\(boundary)", forHTTPHeaderField: "Content-Type")
-            var text = ""
+            var rendered: [MultipartBody.Part] = []
             for part in parts {
-                text += "--\(boundary)\r\nContent-Disposition: form-data; name=\"\(part.name)\""
-                if let filename = part.filename { text += "; filename=\"\(filename)\"" }
-                text += "\r\n"
-                if let type = part.contentType { text += "Content-Type: \(type)\r\n" }
-                text += "\r\n" + (try part.content.render(in: context)).interpolationText + "\r\n"
+                rendered.append(.init(name: part.name, filename: part.filename, contentType: part.contentType,
+                                      content: try part.content.render(in: context).interpolationText))
             }
-            request.httpBody = Data((text + "--\(boundary)--\r\n").utf8)
+            request.httpBody = MultipartBody.encode(rendered, boundary: boundary)
         }
         for (name, value) in template.headers { request.setValue(try value.render(in: context).interpolationText, forHTTPHeaderField: name) }
         return (request, "\(template.method) \(target)")
@@ -239,4 +236,34 @@ public struct ScenarioRunner: Sendable {
 
 extension String {
     var trimmingTrailingSlash: String { hasSuffix("/") ? String(dropLast()) : self }
+}
+
+/// Encodes `multipart/form-data` bodies (RFC 7578) for scenario steps and tests.
+public enum MultipartBody {
+    public struct Part: Sendable {
+        public var name: String
+        public var filename: String?
+        public var contentType: String?
+        public var content: String
+
+        public init(name: String, filename: String? = nil, contentType: String? = nil, content: String) {
+            self.name = name
+            self.filename = filename
+            self.contentType = contentType
+            self.content = content
+        }
+    }
+
+    /// The body, with parts separated by `boundary`.
+    public static func encode(_ parts: [Part], boundary: String) -> Data {
+        var text = ""
+        for part in parts {
+            text += "--\(boundary)\r\nContent-Disposition: form-data; name=\"\(part.name)\""
+            if let filename = part.filename { text += "; filename=\"\(filename)\"" }
+            text += "\r\n"
+            if let type = part.contentType { text += "Content-Type: \(type)\r\n" }
+            text += "\r\n\(part.content)\r\n"
+        }
+        return Data((text + "--\(boundary)--\r\n").utf8)
+    }
 }

@@ -198,15 +198,7 @@ struct TimeAndTroubleTests {
         try await DoppelTestServer.with(contract: troubleContract) { server in
             let client = TestClient(base: server.baseURL)
             func multipart(_ parts: [(name: String, filename: String?, type: String?, content: String)]) -> Data {
-                var text = ""
-                for part in parts {
-                    text += "--XyZ\r\nContent-Disposition: form-data; name=\"\(part.name)\""
-                    if let filename = part.filename { text += "; filename=\"\(filename)\"" }
-                    text += "\r\n"
-                    if let type = part.type { text += "Content-Type: \(type)\r\n" }
-                    text += "\r\n\(part.content)\r\n"
-                }
-                return Data((text + "--XyZ--\r\n").utf8)
+                MultipartBody.encode(parts.map { MultipartBody.Part(name: $0.name, filename: $0.filename, contentType: $0.type, content: $0.content) }, boundary: "XyZ")
             }
             let headers = ["Content-Type": "multipart/form-data; boundary=XyZ"]
             let ok = try await client.send("POST", "/upload", token: nil, headers: headers,
