@@ -219,7 +219,7 @@ public final class MockEngine: Sendable {
             "session": .string(sessionID),
             "client": .object(JSONObject([("address", request.remoteAddress.map { .string($0) } ?? .null)])),
             "data": contract.data,
-            "clock": .object(JSONObject([("now", .string(UTCCalendar.format(epoch: now))), ("epoch", now.rounded() == now ? .int(Int(now)) : .double(now))])),
+            "clock": .object(JSONObject([("now", .string(UTCCalendar.format(epoch: now))), ("epoch", now.rounded() == now && abs(now) < 9e15 ? .int(Int(now)) : .double(now))])),
         ]
     }
 

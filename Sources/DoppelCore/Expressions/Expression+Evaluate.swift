@@ -89,7 +89,7 @@ struct Evaluator {
             return .bool(!(try eval(operand).isTruthy))
         case .negate(let operand):
             switch try eval(operand) {
-            case .int(let i): return .int(-i)
+            case .int(let i): return i == .min ? .double(-Double(i)) : .int(-i)
             case .double(let d): return .double(-d)
             case let other: throw EvaluationError("cannot negate \(other.typeName)")
             }
@@ -157,10 +157,12 @@ struct Evaluator {
                     if !o { return .int(r) }
                 case .divide:
                     guard y != 0 else { throw EvaluationError("division by zero") }
-                    if x % y == 0 { return .int(x / y) }
+                    let (quotient, overflow) = x.dividedReportingOverflow(by: y)
+                    if !overflow, x % y == 0 { return .int(quotient) }
                 default:
                     guard y != 0 else { throw EvaluationError("division by zero") }
-                    return .int(x % y)
+                    let (remainder, overflow) = x.remainderReportingOverflow(dividingBy: y)
+                    if !overflow { return .int(remainder) }
                 }
             }
             guard let x = a.numberValue, let y = b.numberValue else {

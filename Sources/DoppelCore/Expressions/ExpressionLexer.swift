@@ -34,6 +34,16 @@ struct ExpressionLexer {
                     i += 1
                     while i < chars.count, chars[i].isNumber { i += 1 }
                 }
+                // An exponent: 1e3, 2.5E-4.
+                if i < chars.count, chars[i] == "e" || chars[i] == "E" {
+                    var j = i + 1
+                    if j < chars.count, chars[j] == "+" || chars[j] == "-" { j += 1 }
+                    if j < chars.count, chars[j].isNumber {
+                        isInteger = false
+                        i = j
+                        while i < chars.count, chars[i].isNumber { i += 1 }
+                    }
+                }
                 let text = String(chars[start..<i])
                 if isInteger, let value = Int(text) {
                     tokens.append(Token(kind: .number(.int(value)), offset: start))

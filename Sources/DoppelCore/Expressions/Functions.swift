@@ -119,9 +119,18 @@ extension Evaluator {
             guard let n = a[i].numberValue else { throw EvaluationError("\(name)() needs a number, not \(a[i].typeName)") }
             return n
         }
+        // Counts and offsets: whole numbers a list or a date can use.
+        func count(_ i: Int) throws(EvaluationError) -> Int {
+            let n = try number(i)
+            guard n.isFinite, abs(n) <= 1_000_000_000 else { throw EvaluationError("\(name)(): \(a[i].interpolationText) is out of range") }
+            return Int(n)
+        }
         func instant(_ i: Int) throws(EvaluationError) -> Double {
             switch a[i] {
-            case .int, .double: return a[i].numberValue!
+            case .int, .double:
+                let seconds = a[i].numberValue!
+                guard UTCCalendar.supported.contains(seconds) else { throw EvaluationError("\(name)(): \(a[i].interpolationText) is outside the years 1 to 9999") }
+                return seconds
             case .string(let s):
                 guard let e = UTCCalendar.parse(s) else { throw EvaluationError("\(name)(): '\(s)' is not an ISO 8601 date") }
                 return e
@@ -147,10 +156,14 @@ extension Evaluator {
             guard let duration = Duration.parse(try string(1)) else {
                 throw EvaluationError("date_add(): '\(a[1].interpolationText)' is not a duration like 30s, 2h, 31d or 1mo")
             }
-            return .string(UTCCalendar.format(epoch: duration.added(to: try instant(0))))
+            let moved = duration.added(to: try instant(0))
+            guard UTCCalendar.supported.contains(moved) else { throw EvaluationError("date_add(): the result is outside the years 1 to 9999") }
+            return .string(UTCCalendar.format(epoch: moved))
         case "month_start":
-            let offset = a.count > 1 ? Int(try number(1)) : 0
-            return .string(UTCCalendar.format(epoch: UTCCalendar.monthStart(epoch: try instant(0), addingMonths: offset)))
+            let offset = a.count > 1 ? try count(1) : 0
+            let start = UTCCalendar.monthStart(epoch: try instant(0), addingMonths: offset)
+            guard UTCCalendar.supported.contains(start) else { throw EvaluationError("month_start(): the result is outside the years 1 to 9999") }
+            return .string(UTCCalendar.format(epoch: start))
         case "len":
             switch a[0] {
             case .string(let s): return .int(s.count)
@@ -160,14 +173,15 @@ extension Evaluator {
             default: throw EvaluationError("len() needs a string, list or object, not \(a[0].typeName)")
             }
         case "round":
-            let digits = a.count > 1 ? Int(try number(1)) : 0
+            let digits = a.count > 1 ? try count(1) : 0
+            guard (-15...15).contains(digits) else { throw EvaluationError("round() takes -15 to 15 digits, not \(digits)") }
             let scale = pow(10.0, Double(digits))
             let value = (try number(0) * scale).rounded(.toNearestOrAwayFromZero) / scale
             return digits <= 0 ? whole(value) : .double(value)
         case "floor": return whole(try number(0).rounded(.down))
         case "ceil": return whole(try number(0).rounded(.up))
         case "abs":
-            if case .int(let i) = a[0] { return .int(abs(i)) }
+            if case .int(let i) = a[0], i != .min { return .int(abs(i)) }
             return .double(abs(try number(0)))
         case "min", "max":
             let items = a.count == 2 ? a : try list(0)
@@ -187,8 +201,8 @@ extension Evaluator {
             return .array(o.keys.map { .string($0) })
         case "slice":
             let items = try list(0)
-            let start = max(0, min(items.count, Int(try number(1))))
-            let end = a.count > 2 && !a[2].isNull ? max(start, min(items.count, start + Int(try number(2)))) : items.count
+            let start = max(0, min(items.count, try count(1)))
+            let end = a.count > 2 && !a[2].isNull ? max(start, min(items.count, start + (try count(2)))) : items.count
             return .array(Array(items[start..<end]))
         case "merge":
             guard case .object(var base) = a[0], case .object(let extra) = a[1] else {
@@ -225,7 +239,7 @@ extension Evaluator {
         case "int":
             switch a[0] {
             case .int: return a[0]
-            case .double(let d): return .int(Int(d.rounded(.towardZero)))
+            case .double(let d): return abs(d) < 9.0e15 ? .int(Int(d.rounded(.towardZero))) : .null
             case .string(let s): return Int(s.trimmingSpaces).map { .int($0) } ?? .null
             case .bool(let b): return .int(b ? 1 : 0)
             default: return .null

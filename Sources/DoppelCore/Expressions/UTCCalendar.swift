@@ -29,8 +29,12 @@ public enum UTCCalendar {
         return (yoe + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 
+    /// Instants from the year 1 to the year 9999, the ones dates are written for.
+    public static let supported: ClosedRange<Double> = -62_135_596_800...253_402_300_799
+
     public static func components(epoch: Double) -> Components {
-        let seconds = Int(epoch.rounded(.down))
+        // Clamped so that no instant, however it was computed, can trap.
+        let seconds = Int((epoch.isFinite ? epoch : 0).clamped(to: supported).rounded(.down))
         let days = seconds >= 0 ? seconds / 86400 : (seconds - 86399) / 86400
         let rest = seconds - days * 86400
         let (y, m, d) = civil(days: days)
@@ -146,7 +150,8 @@ public struct Duration: Sendable, Equatable {
         while i < chars.count {
             let start = i
             while i < chars.count, chars[i].isNumber || chars[i] == "." { i += 1 }
-            guard i > start, let value = Double(String(chars[start..<i])) else { return nil }
+            // Up to a thousand years in any unit: enough for a mock's clock, and no overflow.
+            guard i > start, let value = Double(String(chars[start..<i])), value <= 1e12 else { return nil }
             let unitStart = i
             while i < chars.count, chars[i].isLetter { i += 1 }
             switch String(chars[unitStart..<i]) {
@@ -156,8 +161,8 @@ public struct Duration: Sendable, Equatable {
             case "h": result.seconds += value * 3600
             case "d": result.seconds += value * 86400
             case "w": result.seconds += value * 604800
-            case "mo": guard value == value.rounded() else { return nil }; result.months += Int(value)
-            case "y": guard value == value.rounded() else { return nil }; result.months += Int(value) * 12
+            case "mo": guard value == value.rounded(), value <= 12_000 else { return nil }; result.months += Int(value)
+            case "y": guard value == value.rounded(), value <= 1_000 else { return nil }; result.months += Int(value) * 12
             default: return nil
             }
         }
@@ -168,6 +173,10 @@ public struct Duration: Sendable, Equatable {
     public func added(to epoch: Double) -> Double {
         (months == 0 ? epoch : UTCCalendar.adding(months: months, to: epoch)) + seconds
     }
+}
+
+extension Comparable {
+    func clamped(to range: ClosedRange<Self>) -> Self { min(max(self, range.lowerBound), range.upperBound) }
 }
 
 extension StringProtocol {

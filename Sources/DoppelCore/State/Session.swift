@@ -87,8 +87,9 @@ public struct SessionClock: Sendable, Equatable {
 
     public func now(real: Double) -> Double { frozenAt ?? real + offset }
 
-    /// Moves the clock to `instant`; a frozen clock stays frozen there.
+    /// Moves the clock to `instant` (kept within the years 1 to 9999); a frozen clock stays frozen there.
     public mutating func set(_ instant: Double, real: Double) {
+        let instant = instant.isFinite ? instant.clamped(to: UTCCalendar.supported) : real
         if frozenAt != nil { frozenAt = instant } else { offset = instant - real }
     }
 

@@ -101,6 +101,18 @@ import Testing
         #expect(engine.sessions.existing("default")?.snapshot["a"] == 0)
     }
 
+    @Test func extremeRequestValuesGetAProblemNotACrash() throws {
+        let engine = MockEngine(contract: try loadContract("""
+            doppel: 1
+            endpoints:
+              when: { request: POST /when, responses: [ { body: { at: "{{ date(body.t) }}", n: "{{ int(body.t) }}" } } ] }
+            """))
+        let response = engine.respond(to: RecordedRequest(method: "POST", target: "/when", headers: [(name: "Content-Type", value: "application/json")], body: Array(#"{"t": 1e300}"#.utf8)))
+        #expect(response.status == 500)
+        #expect(response.json?["type"] == "urn:doppel:problem:expression-failed")
+        #expect(engine.send("POST", "/when", json: ["t": 0]).json == ["at": "1970-01-01T00:00:00Z", "n": 0])
+    }
+
     @Test func collectionsInsertFindAndDelete() throws {
         let contract = try loadContract("""
             doppel: 1
