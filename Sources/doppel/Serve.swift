@@ -89,6 +89,14 @@ struct Serve: AsyncParsableCommand {
             for line in RouteTable.lines(for: contract) { log.line("  " + line) }
             log.line("Listening on http://\(address):\(port) (admin API: http://\(address):\(port)/__doppel/health)")
         }
-        try await app.runService()
+        do {
+            try await app.runService()
+        } catch {
+            let reason = "\(error)".contains("Address already in use")
+                ? "the address is already in use; stop the other server or choose another --port (0 picks a free one)"
+                : "\(error)"
+            FileHandle.standardError.write(Data("doppel: cannot serve on \(host):\(port): \(reason)\n".utf8))
+            throw ExitCode(1)
+        }
     }
 }

@@ -110,6 +110,9 @@ struct CommandLineTests {
 
         let client = TestClient(base: URL(string: "http://127.0.0.1:\(port)")!)
         #expect(try await client.send("GET", "/api/v1/free-stories", token: nil).status == 200)
+        let second = try run(["serve", "contracts/tales.yaml", "--port", String(port)])
+        #expect(second.status == 1)
+        #expect(second.errors.contains("doppel: cannot serve on 127.0.0.1:\(port): the address is already in use"))
         let logLine = String(decoding: out.fileHandleForReading.availableData, as: UTF8.self)
         #expect(logLine.contains(#""method":"GET","path":"/api/v1/free-stories","status":200,"endpoint":"list-free-stories""#))
 
