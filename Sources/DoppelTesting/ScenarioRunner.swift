@@ -17,15 +17,11 @@ public struct ScenarioRunner: Sendable {
     public let isDoppel: Bool
     /// The admin token of the target, if it requires one.
     public let adminToken: String?
-    private let http: URLSession
 
     public init(baseURL: URL, isDoppel: Bool, adminToken: String? = nil) {
         self.baseURL = baseURL
         self.isDoppel = isDoppel
         self.adminToken = adminToken
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.httpMaximumConnectionsPerHost = 4
-        self.http = URLSession(configuration: configuration)
     }
 
     /// Asks `baseURL` whether it is a Doppel server.
@@ -210,8 +206,13 @@ public struct ScenarioRunner: Sendable {
         var headersJSON: JSON { .object(JSONObject(headers.map { ($0.key.lowercased(), .string($0.value)) }.sorted { $0.0 < $1.0 })) }
     }
 
+    /// Sends one request on a connection of its own. A client that reuses
+    /// connections may silently retry a request whose reused connection was
+    /// reset or closed without a reply, hiding the very fault a step forces.
     func send(_ request: URLRequest) async throws -> HTTPAnswer {
-        try await withCheckedThrowingContinuation { continuation in
+        let http = URLSession(configuration: .ephemeral)
+        defer { http.finishTasksAndInvalidate() }
+        return try await withCheckedThrowingContinuation { continuation in
             http.dataTask(with: request) { data, response, error in
                 if let error { return continuation.resume(throwing: error) }
                 guard let response = response as? HTTPURLResponse else { return continuation.resume(throwing: URLError(.badServerResponse)) }
