@@ -34,6 +34,39 @@ struct SeedModelDecodingTests {
         engine.sessions.start(session, scenario: scenario)
     }
 
+    @Test func tales() throws {
+        typealias M = TalesModels
+        let engine = try engine("tales.yaml")
+        let child = try #require(decode(M.ChildInfo.self, engine.send("POST", "/api/v1/children", json: ["name": "Эмма", "age_category": "5-7", "gender": "female", "interests": ["феи"]]), status: 200))
+        let request: JSON = ["language": "ru", "child_id": .string(child.id), "story_type": "combined", "hero_id": "987fcdeb-51a2-43f7-b123-9876543210ab", "generate_audio": true]
+        let story = decode(M.GenerateStoryResponse.self, engine.send("POST", "/api/v1/stories/generate", json: request), status: 200)
+        #expect(story?.hero?.name == "Капитан Чудо")
+        #expect(story?.audioFileUrl != nil)
+        for _ in 0..<4 { _ = engine.send("POST", "/api/v1/stories/generate", json: ["language": "en", "child_id": .string(child.id)]) }
+        let limit = decode(M.APIError.self, engine.send("POST", "/api/v1/stories/generate", json: ["language": "en", "child_id": .string(child.id)]), status: 402)
+        #expect(limit?.limitInfo?.storiesUsed == 5)
+        #expect(decode(M.SubscriptionInfo.self, engine.send("GET", "/api/v1/users/subscription"), status: 200)?.limits.storiesRemaining == 0)
+        #expect(decode(M.PlansResponse.self, engine.send("GET", "/api/v1/subscription/plans"), status: 200, with: M.snakeCase)?.plans.first?.isCurrent == true)
+        #expect(decode([M.FreeStory].self, engine.send("GET", "/api/v1/free-stories", token: nil), status: 200, with: M.snakeCase)?.count == 6)
+        decode(M.ChildInfo.self, engine.send("POST", "/api/v1/children", json: ["name": "B", "age_category": "3-5", "gender": "male", "interests": ["x"]]), status: 200)
+        for (method, target, json, tokenValue, status) in [
+            ("GET", "/api/v1/users/subscription", nil, nil, 401),
+            ("POST", "/api/v1/children", ["name": "A", "age_category": "9", "gender": "male", "interests": ["x"]], "t", 400),
+            ("POST", "/api/v1/children", ["name": "C", "age_category": "3-5", "gender": "male", "interests": ["x"]], "t", 402),
+            ("POST", "/api/v1/stories/generate", ["language": "ru", "child_id": .string(child.id), "story_type": "hero"], "t", 400),
+            ("POST", "/api/v1/stories/generate", ["language": "ru", "child_id": "123e4567-e89b-12d3-a456-426614174000"], "t", 404),
+            ("POST", "/api/v1/subscription/purchase?plan_tier=gold&billing_cycle=monthly&payment_method=card", nil, "t", 400),
+        ] as [(String, String, JSON?, String?, Int)] {
+            decode(M.APIError.self, engine.send(method, target, json: json, token: tokenValue), status: status)
+        }
+        for (endpoint, status) in [("generate-story", 500), ("purchase", 402)] {
+            try forcing(engine, endpoint, status: status, session: endpoint)
+            let target = endpoint == "purchase" ? "/api/v1/subscription/purchase?plan_tier=basic&billing_cycle=monthly&payment_method=card" : "/api/v1/stories/generate"
+            let body: JSON? = endpoint == "purchase" ? nil : ["language": "ru", "child_id": .string(child.id)]
+            decode(M.APIError.self, engine.send("POST", target, json: body, session: endpoint), status: status)
+        }
+    }
+
     @Test func currency() throws {
         typealias M = CurrencyModels
         let engine = try engine("currency.yaml")
