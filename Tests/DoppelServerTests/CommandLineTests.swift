@@ -21,7 +21,8 @@ struct CommandLineTests {
 
     func run(_ arguments: [String]) throws -> Run {
         let process = Process()
-        process.executableURL = try #require(Self.executable, "build the doppel executable first (swift build)")
+        let executable: URL = try #require(Self.executable, "build the doppel executable first (swift build)")
+        process.executableURL = executable
         process.arguments = arguments
         process.currentDirectoryURL = repositoryRoot
         let out = Pipe(), err = Pipe()
@@ -87,7 +88,8 @@ struct CommandLineTests {
 
     @Test func serveListsRoutesAnswersAndStopsOnSIGTERM() async throws {
         let process = Process()
-        process.executableURL = try #require(Self.executable)
+        let executable: URL = try #require(Self.executable)
+        process.executableURL = executable
         process.arguments = ["serve", "contracts/tales.yaml", "--port", "0", "--log-format", "json"]
         process.currentDirectoryURL = repositoryRoot
         let out = Pipe()
@@ -152,7 +154,8 @@ extension CommandLineTests {
 
     @Test func runAgainstASeparatelyStartedServe() async throws {
         let server = Process()
-        server.executableURL = try #require(Self.executable)
+        let executable: URL = try #require(Self.executable)
+        server.executableURL = executable
         server.arguments = ["serve", "contracts/tales.yaml", "--port", "0", "--log-format", "none"]
         server.currentDirectoryURL = repositoryRoot
         let out = Pipe()
