@@ -123,7 +123,8 @@ public struct PathTemplate: Sendable, CustomStringConvertible {
 /// Decodes `%XX` escapes in URL components.
 public enum PercentDecoding {
     public static func decode(_ text: Substring, plusAsSpace: Bool = false) -> String {
-        guard text.contains("%") || (plusAsSpace && text.contains("+")) else { return String(text) }
+        // Byte checks: Foundation's substring search is slow on this hot path.
+        guard text.utf8.contains(UInt8(ascii: "%")) || (plusAsSpace && text.utf8.contains(UInt8(ascii: "+"))) else { return String(text) }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(text.utf8.count)
         var iterator = Array(text.utf8)[...]

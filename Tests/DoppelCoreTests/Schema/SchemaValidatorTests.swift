@@ -46,6 +46,7 @@ import Testing
             Fixed: { const: v1 }
             Email: { type: string, format: email }
             When: { type: string, format: date-time }
+            Id: { type: string, format: uuid }
             """)
         #expect(validator.validate(31, against: schemas["Length"]!).map(\.message) == ["must be at most 30, got 31"])
         #expect(validator.validate(2.5, against: schemas["Length"]!).map(\.message) == ["expected integer, got number"])
@@ -58,6 +59,11 @@ import Testing
         #expect(validator.validate("a@b.co", against: schemas["Email"]!).isEmpty)
         #expect(validator.validate("a@b", against: schemas["Email"]!).count == 1)
         #expect(validator.validate("2025-01-01T00:00:00Z", against: schemas["When"]!).isEmpty)
+        let uuid = try #require(schemas["Id"])
+        #expect(validator.validate("123e4567-E89B-12d3-a456-426614174000", against: uuid).isEmpty)
+        for bad in ["123e4567e89b12d3a456426614174000", "g23e4567-e89b-12d3-a456-426614174000", "123e4567-e89b-12d3-a456-42661417400", "123e4567-e89b-12d3-a456_426614174000"] {
+            #expect(validator.validate(.string(bad), against: uuid).count == 1, "\(bad)")
+        }
         #expect(validator.validate("2025-01-01", against: schemas["When"]!).count == 1)
     }
 
