@@ -3,11 +3,11 @@ import DoppelCore
 
 struct Lint: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Check contracts and report every problem as path:line:column: error: message.",
-        discussion: "Exits 1 when any contract has an error, 0 when all are clean."
+        abstract: "Check contracts and scenarios; report every problem as path:line:column: error: message.",
+        discussion: "A file with a top-level 'contract' key is checked as a scenario (against its contract). Exits 1 when any file has an error, 0 when all are clean."
     )
 
-    @Argument(help: "Contract files to check.")
+    @Argument(help: "Contract or scenario files to check.")
     var contracts: [String]
 
     func validate() throws {
@@ -17,7 +17,7 @@ struct Lint: ParsableCommand {
     func run() throws {
         var errors = 0
         for file in contracts {
-            let diagnostics = ContractLoader.lint(file: file)
+            let diagnostics = ScenarioLoader.isScenario(file: file) ? ScenarioLoader.lint(file: file) : ContractLoader.lint(file: file)
             printDiagnostics(diagnostics)
             let count = diagnostics.filter { $0.severity == .error }.count
             errors += count

@@ -74,6 +74,21 @@ struct CommandLineTests {
         #expect(result.errors.isEmpty)
     }
 
+    @Test func lintChecksScenariosAgainstTheirContracts() throws {
+        let clean = try run(["lint", "scenarios/tales/monthly-limit.yaml", "contracts/tales.yaml"])
+        #expect(clean.status == 0)
+        #expect(clean.output == "scenarios/tales/monthly-limit.yaml: ok\ncontracts/tales.yaml: ok\n")
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("scenario-\(UUID().uuidString).yaml")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try """
+            contract: \(repositoryRoot.appendingPathComponent("contracts/tales.yaml").path)
+            overrides: [ { endpoint: generate-stroy, status: 500 } ]
+            """.write(to: file, atomically: true, encoding: .utf8)
+        let broken = try run(["lint", file.path])
+        #expect(broken.status == 1)
+        #expect(broken.errors == "\(file.path):2:28: error: the contract has no endpoint 'generate-stroy' (did you mean 'generate-story'?)\n")
+    }
+
     @Test func badOptionsExitWithUsageErrors() throws {
         let result = try run(["serve", "contracts/tales.yaml", "--port", "70000"])
         #expect(result.status == 64)

@@ -11,6 +11,21 @@ public enum ScenarioLoader {
     static let topKeys: Set<String> = ["contract", "name", "description", "given", "overrides", "headers", "steps"]
     static let stepKeys: Set<String> = ["name", "request", "query", "headers", "json", "text", "form", "multipart", "content_type", "timeout", "expect", "capture", "clock"]
 
+    /// Whether a file is a scenario (it names a `contract`) rather than a contract.
+    public static func isScenario(file: String) -> Bool {
+        ScenarioCatalog.contractReference(of: URL(fileURLWithPath: file)) != nil
+    }
+
+    /// Every diagnostic for a scenario file; empty when it is clean.
+    public static func lint(file: String) -> [Diagnostic] {
+        do {
+            _ = try load(file: file)
+            return []
+        } catch {
+            return error.diagnostics
+        }
+    }
+
     /// Loads a scenario file; `contract` skips loading the contract again when the caller has it.
     public static func load(file: String, contract: Contract? = nil) throws(ContractError) -> Scenario {
         let text: String
