@@ -86,7 +86,7 @@ struct CommandLineTests {
             """.write(to: file, atomically: true, encoding: .utf8)
         let broken = try run(["lint", file.path])
         #expect(broken.status == 1)
-        #expect(broken.errors == "\(file.path):2:28: error: the contract has no endpoint 'generate-stroy' (did you mean 'generate-story'?)\n")
+        #expect(broken.errors == "\(file.path):2:26: error: the contract has no endpoint 'generate-stroy' (did you mean 'generate-story'?)\n")
     }
 
     @Test func badOptionsExitWithUsageErrors() throws {
