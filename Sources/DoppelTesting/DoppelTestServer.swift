@@ -100,6 +100,10 @@ public final class DoppelTestServer: Sendable {
 public struct TestServerError: Error, Sendable, CustomStringConvertible {
     public let message: String
     public var description: String { message }
+
+    public init(message: String) {
+        self.message = message
+    }
 }
 
 extension ServerConfiguration {

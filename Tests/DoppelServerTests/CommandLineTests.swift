@@ -1,3 +1,4 @@
+import DoppelTesting
 import Foundation
 import Testing
 
@@ -101,29 +102,45 @@ struct CommandLineTests {
         #expect(missing.errors.contains("contracts/nope.yaml:1:1: error: cannot read contract"))
     }
 
-    @Test func serveListsRoutesAnswersAndStopsOnSIGTERM() async throws {
+    /// A `doppel serve` process on a free port, its port and its banner.
+    struct Served {
+        let process: Process
+        let output: Pipe
+        let port: Int
+        let banner: String
+    }
+
+    /// Starts `doppel serve` with `--port 0` and reads its banner up to the listening line.
+    func serve(_ arguments: [String]) throws -> Served {
         let process = Process()
         let executable: URL = try #require(Self.executable)
         process.executableURL = executable
-        process.arguments = ["serve", "contracts/tales.yaml", "--port", "0", "--log-format", "json"]
+        process.arguments = ["serve"] + arguments + ["--port", "0"]
         process.currentDirectoryURL = repositoryRoot
         let out = Pipe()
         process.standardOutput = out
         process.standardError = Pipe()
         try process.run()
-        defer { if process.isRunning { process.terminate() } }
-
-        // Read the banner until the listening line gives the port.
         var banner = ""
-        let deadline = Date().addingTimeInterval(20)
-        while !banner.contains("Listening on"), Date() < deadline {
+        while !banner.contains("Listening on") {
             let data = out.fileHandleForReading.availableData
             if data.isEmpty { break }
             banner += String(decoding: data, as: UTF8.self)
         }
+        guard let port = banner.split(separator: "\n").first(where: { $0.hasPrefix("Listening on") })
+            .flatMap({ $0.split(separator: ":").dropFirst(2).first }).flatMap({ Int($0.prefix { $0.isNumber }) })
+        else {
+            process.terminate()
+            throw TestServerError(message: "doppel serve did not start: \(banner)")
+        }
+        return Served(process: process, output: out, port: port, banner: banner)
+    }
+
+    @Test func serveListsRoutesAnswersAndStopsOnSIGTERM() async throws {
+        let served = try serve(["contracts/tales.yaml", "--log-format", "json"])
+        let (process, out, port, banner) = (served.process, served.output, served.port, served.banner)
+        defer { if process.isRunning { process.terminate() } }
         #expect(banner.contains("POST  /api/v1/stories/generate"))
-        let port = try #require(banner.split(separator: "\n").first { $0.hasPrefix("Listening on") }
-            .flatMap { $0.split(separator: ":").dropFirst(2).first }.flatMap { Int($0.prefix { $0.isNumber }) })
 
         let client = TestClient(base: URL(string: "http://127.0.0.1:\(port)")!)
         #expect(try await client.send("GET", "/api/v1/free-stories", token: nil).status == 200)
@@ -168,23 +185,9 @@ extension CommandLineTests {
     }
 
     @Test func runAgainstASeparatelyStartedServe() async throws {
-        let server = Process()
-        let executable: URL = try #require(Self.executable)
-        server.executableURL = executable
-        server.arguments = ["serve", "contracts/tales.yaml", "--port", "0", "--log-format", "none"]
-        server.currentDirectoryURL = repositoryRoot
-        let out = Pipe()
-        server.standardOutput = out
-        try server.run()
-        defer { server.terminate() }
-        var banner = ""
-        while !banner.contains("Listening on") {
-            let data = out.fileHandleForReading.availableData
-            if data.isEmpty { break }
-            banner += String(decoding: data, as: UTF8.self)
-        }
-        let port = try #require(banner.split(separator: "\n").first { $0.hasPrefix("Listening on") }
-            .flatMap { $0.split(separator: ":").dropFirst(2).first }.flatMap { Int($0.prefix { $0.isNumber }) })
+        let served = try serve(["contracts/tales.yaml", "--log-format", "none"])
+        defer { served.process.terminate() }
+        let port = served.port
         let result = try run(["run", "scenarios/tales/monthly-limit.yaml", "scenarios/tales/hero-required.yaml", "--target", "http://127.0.0.1:\(port)"])
         #expect(result.status == 0, "\(result.output)")
         #expect(result.output.contains("Running 2 scenarios against http://127.0.0.1:\(port)"))

@@ -53,6 +53,16 @@ public struct ContractError: Error, Sendable, CustomStringConvertible {
     public var description: String {
         diagnostics.map(\.description).joined(separator: "\n")
     }
+
+    /// The diagnostics a load reports; empty when it succeeds.
+    public static func diagnostics(of load: () throws(ContractError) -> Void) -> [Diagnostic] {
+        do {
+            try load()
+            return []
+        } catch {
+            return error.diagnostics
+        }
+    }
 }
 
 /// Collects diagnostics during loading, so that every problem is reported at once.

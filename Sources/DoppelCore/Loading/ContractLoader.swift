@@ -79,12 +79,7 @@ public struct ContractLoader {
 
     /// Every diagnostic for a contract file, errors and warnings; empty when clean.
     public static func lint(file: String) -> [Diagnostic] {
-        do {
-            _ = try load(file: file)
-            return []
-        } catch {
-            return error.diagnostics
-        }
+        ContractError.diagnostics { () throws(ContractError) in _ = try load(file: file) }
     }
 
     mutating func build(_ root: SourceNode) -> Contract? {

@@ -18,12 +18,7 @@ public enum ScenarioLoader {
 
     /// Every diagnostic for a scenario file; empty when it is clean.
     public static func lint(file: String) -> [Diagnostic] {
-        do {
-            _ = try load(file: file)
-            return []
-        } catch {
-            return error.diagnostics
-        }
+        ContractError.diagnostics { () throws(ContractError) in _ = try load(file: file) }
     }
 
     /// Loads a scenario file; `contract` skips loading the contract again when the caller has it.
