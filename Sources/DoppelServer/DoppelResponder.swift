@@ -8,6 +8,8 @@ import NIOCore
 public struct DoppelResponder: HTTPResponder {
     public typealias Context = DoppelRequestContext
 
+    static let sessionField = HTTPField.Name(MockEngine.sessionHeader)!
+
     let engine: MockEngine
     let admin: AdminAPI
     let log: RequestLog
@@ -26,7 +28,7 @@ public struct DoppelResponder: HTTPResponder {
     public func respond(to request: Request, context: Context) async throws -> Response {
         let started = ContinuousClock.now
         let path = request.uri.path
-        let session = request.headers[HTTPField.Name(MockEngine.sessionHeader)!] ?? SessionStore.defaultID
+        let session = request.headers[Self.sessionField] ?? SessionStore.defaultID
         let response: MockResponse
         switch await record(request, context: context) {
         case .success(let recorded):

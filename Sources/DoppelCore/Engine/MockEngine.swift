@@ -90,7 +90,8 @@ public final class MockEngine: Sendable {
 
     private func answer(_ request: RecordedRequest, session: Session, now: Double) -> MockResponse {
         let queryItems = request.queryItems
-        var context = EvaluationContext(roots: baseRoots(request, sessionID: session.id, now: now), now: now)
+        // Query values are strings until validation reads them by their schema.
+        var context = EvaluationContext(roots: baseRoots(request, query: Self.object(queryItems), sessionID: session.id, now: now), now: now)
 
         // 1. Route. `match` conditions see the request without state; the body
         // is parsed for them only when some endpoint has one.
@@ -98,7 +99,6 @@ public final class MockEngine: Sendable {
         let route = router.route(method: request.method, path: request.path) { endpoint, parameters in
             if matchContext == nil {
                 var base = context
-                base.roots["query"] = Self.object(queryItems)
                 if let contentType = request.header("content-type"), MediaTypes.isJSON(contentType) {
                     base.roots["body"] = (try? JSONReader.parse(request.body)) ?? .null
                 }
@@ -112,7 +112,6 @@ public final class MockEngine: Sendable {
         case .matched(let found, let parameters):
             endpoint = found
             context.roots["path"] = Self.object(parameters)
-            context.roots["query"] = Self.object(queryItems)
         case .methodNotAllowed(let allowed):
             return Problem.methodNotAllowed(method: request.method, path: request.path, allowed: allowed).response()
         case .notFound(let nearMisses):
@@ -156,14 +155,14 @@ public final class MockEngine: Sendable {
             switch validator.validate(request, queryItems: queryItems, for: endpoint) {
             case .valid(let parts):
                 context.roots["query"] = parts.query
-                context.roots["headers"] = parts.headers
+                if let headers = parts.headers { context.roots["headers"] = headers }
                 context.roots["body"] = parts.body
             case .invalid(let issues, let parts):
                 guard let onInvalid = endpoint.onInvalid else {
                     return Problem.validationFailed(issues).response(endpointID: endpoint.id).adding(rateHeaders)
                 }
                 context.roots["query"] = parts.query
-                context.roots["headers"] = parts.headers
+                if let headers = parts.headers { context.roots["headers"] = headers }
                 context.roots["body"] = parts.body
                 context.roots["errors"] = .array(issues.map(\.json))
                 forced = onInvalid
@@ -205,14 +204,14 @@ public final class MockEngine: Sendable {
         }
     }
 
-    private func baseRoots(_ request: RecordedRequest, sessionID: String, now: Double) -> [String: JSON] {
+    private func baseRoots(_ request: RecordedRequest, query: JSON, sessionID: String, now: Double) -> [String: JSON] {
         var headers = JSONObject()
         for header in request.headers { headers[header.name] = .string(header.value) }
         return [
             "request": .object(JSONObject([("method", .string(request.method)), ("path", .string(request.path)),
                                            ("query_string", request.query.map { .string($0) } ?? .null)])),
             "path": .object(JSONObject()),
-            "query": .object(JSONObject()),
+            "query": query,
             "headers": .object(headers),
             "body": .null,
             "auth": .null,

@@ -10,7 +10,9 @@ public struct RequestValidator: Sendable {
     /// The request's parts as expressions see them.
     public struct ValidatedRequest: Sendable {
         public var query: JSON
-        public var headers: JSON
+        /// Headers read by the endpoint's header schema; nil when it has none
+        /// and they are the request's as they came.
+        public var headers: JSON?
         public var body: JSON
     }
 
@@ -27,9 +29,12 @@ public struct RequestValidator: Sendable {
         let (rawQuery, queryIssues) = validator.coerceParameters(queryItems, by: endpoint.query)
         issues += queryIssues.map { ValidationIssue(pointer: "/query" + $0.pointer, message: $0.message) }
         var query = validator.applyingDefaults(to: rawQuery, schema: endpoint.query)
-        let (rawHeaders, headerIssues) = validator.coerceParameters(request.headers.map { ($0.name, $0.value) }, by: endpoint.headers, caseInsensitive: true)
-        issues += headerIssues.map { ValidationIssue(pointer: "/headers" + $0.pointer, message: $0.message) }
-        let headers = validator.applyingDefaults(to: rawHeaders, schema: endpoint.headers.map(lowercasedProperties))
+        var headers: JSON?
+        if let schema = endpoint.headers {
+            let (rawHeaders, headerIssues) = validator.coerceParameters(request.headers.map { ($0.name, $0.value) }, by: schema, caseInsensitive: true)
+            issues += headerIssues.map { ValidationIssue(pointer: "/headers" + $0.pointer, message: $0.message) }
+            headers = validator.applyingDefaults(to: rawHeaders, schema: lowercasedProperties(schema))
+        }
 
         // A parameter that could not be read as its type is reported once, not
         // again by the schema check of the same field.
@@ -38,7 +43,7 @@ public struct RequestValidator: Sendable {
             issues += validator.validate(query, against: schema).map { ValidationIssue(pointer: "/query" + $0.pointer, message: $0.message) }
                 .filter { !unreadable.contains($0.pointer) }
         }
-        if let schema = endpoint.headers {
+        if let schema = endpoint.headers, let headers {
             issues += validator.validate(headers, against: lowercasedProperties(schema)).map { ValidationIssue(pointer: "/headers" + $0.pointer, message: $0.message) }
                 .filter { !unreadable.contains($0.pointer) }
         }

@@ -30,6 +30,9 @@ public final class Session: Sendable {
     /// Replaces the contract-visible state.
     public func replace(with newState: JSONObject) { data.withLock { $0.state = newState } }
 
+    /// The session's clock.
+    public var clock: SessionClock { data.withLock { $0.clock } }
+
     /// The session clock's current instant, given real time.
     public func now(real: Double) -> Double { data.withLock { $0.clock.now(real: real) } }
 
