@@ -1,4 +1,5 @@
 import DoppelCore
+import Foundation
 
 extension AdminAPI {
     func scenarios() -> MockResponse {
@@ -55,8 +56,12 @@ extension AdminAPI {
         inline["contract"] = .string(engine.contract.file)
         inline["name"] = "inline"
         for key in ["given", "overrides"] { if let value = body[key] { inline[key] = value } }
+        // Named as if it sat beside the contract, so a `file:` body resolves
+        // against the contract's folder, with the contract's own checks
+        // (never the server's working directory).
+        let file = URL(fileURLWithPath: engine.contract.file).deletingLastPathComponent().appendingPathComponent("inline-scenario").path
         do {
-            return .success(try ScenarioLoader.load(text: JSONWriter.encodeString(.object(inline)), file: "inline scenario", contract: engine.contract))
+            return .success(try ScenarioLoader.load(text: JSONWriter.encodeString(.object(inline)), file: file, contract: engine.contract))
         } catch {
             return .failure(.invalidScenario(error.diagnostics.map { "\($0.message) (\($0.location.line):\($0.location.column))" }))
         }

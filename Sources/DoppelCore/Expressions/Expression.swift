@@ -34,6 +34,11 @@ public struct Expression: Sendable, CustomStringConvertible {
 
     public var description: String { source }
 
+    /// The deepest syntax tree an expression may have (parentheses, operators, calls, lists).
+    public static let maximumDepth = 64
+    /// The longest expression text, in bytes.
+    public static let maximumLength = 16_384
+
     /// Parses expression text; the error's offset is in characters from its start.
     public static func parse(_ source: String) throws(ExpressionSyntaxError) -> Expression {
         var parser = ExpressionParser(source)

@@ -9,6 +9,10 @@ extension ContractLoader {
                 schemas[entry.name] = schema
             }
         }
+        for cycle in SchemaCycles.find(in: schemas) {
+            let location = schemaNodes[cycle[0]]?.location ?? node.location
+            diagnostics.error("schema '\(cycle[0])' refers back to itself without descending into a property or item (\(cycle.joined(separator: " → "))), so no value could ever be checked against it", at: location)
+        }
     }
 
     /// Compiles a schema node; reports every unknown keyword and bad value.

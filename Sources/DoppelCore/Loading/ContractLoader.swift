@@ -51,10 +51,9 @@ public struct ContractLoader {
     /// Loads and validates a contract file.
     public static func load(file: String) throws(ContractError) -> Contract {
         let text: String
-        do {
-            text = try String(contentsOfFile: file, encoding: .utf8)
-        } catch {
-            throw ContractError(diagnostics: [Diagnostic(at: SourceLocation(file: file, line: 1, column: 1), "cannot read contract: \(error.localizedDescription)")])
+        switch SourceReader.readFile(file, what: "contract") {
+        case .success(let read): text = read
+        case .failure(let error): throw error
         }
         return try load(text: text, file: file)
     }

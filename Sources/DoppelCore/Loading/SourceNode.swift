@@ -1,3 +1,4 @@
+import Foundation
 import Yams
 
 /// A YAML node with the place it was written, so that every later problem can
@@ -93,12 +94,27 @@ public struct SourceNode: Sendable {
 }
 
 /// Reads YAML text into a `SourceNode` tree, turning syntax errors into diagnostics.
+///
+/// The tree is bounded (`docs/limits.md`): at most `maximumNodes` nodes once
+/// aliases are expanded, so a few hundred bytes of nested aliases (a
+/// "billion laughs" document) are refused instead of filling memory, and at
+/// most `maximumDepth` levels deep.
 public enum SourceReader {
+    /// The most nodes a document may have, aliases expanded.
+    public static let maximumNodes = 1_000_000
+    /// The deepest nesting of mappings and lists.
+    public static let maximumDepth = 256
+    /// The largest contract or scenario file read, in bytes.
+    public static let maximumFileSize = 16 << 20
+
     /// Parses one YAML document. Syntax errors become a diagnostic at their mark.
     public static func read(_ text: String, file: String) -> Result<SourceNode?, ContractError> {
         do {
             guard let root = try Yams.compose(yaml: text) else { return .success(nil) }
-            return .success(convert(root, file: file))
+            var converter = Converter(file: file)
+            let node = converter.convert(root, depth: 0)
+            if let problem = converter.problem { return .failure(ContractError(diagnostics: [problem])) }
+            return .success(node)
         } catch let error as YamlError {
             return .failure(ContractError(diagnostics: [diagnostic(for: error, file: file)]))
         } catch {
@@ -106,11 +122,60 @@ public enum SourceReader {
         }
     }
 
+    /// Reads a contract or scenario file as UTF-8 text, with a clear diagnostic
+    /// for what is not one: a missing file, a folder, a device, an oversized
+    /// file, or bytes that are not UTF-8 (located at the first bad byte).
+    public static func readFile(_ file: String, what: String) -> Result<String, ContractError> {
+        func failure(_ message: String, line: Int = 1, column: Int = 1) -> Result<String, ContractError> {
+            .failure(ContractError(diagnostics: [Diagnostic(at: SourceLocation(file: file, line: line, column: column), message)]))
+        }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory) else { return failure("cannot read \(what): no such file") }
+        if isDirectory.boolValue { return failure("cannot read \(what): it is a folder, not a file") }
+        let attributes = try? FileManager.default.attributesOfItem(atPath: file)
+        guard attributes?[.type] as? FileAttributeType == .typeRegular else { return failure("cannot read \(what): not a regular file") }
+        if let size = attributes?[.size] as? Int, size > maximumFileSize {
+            return failure("cannot read \(what): \(size) bytes is more than the \(maximumFileSize >> 20) MiB a \(what) may have")
+        }
+        guard let data = FileManager.default.contents(atPath: file) else { return failure("cannot read \(what): permission denied or unreadable") }
+        let bytes = [UInt8](data)
+        if let text = String(validating: bytes, as: UTF8.self) { return .success(text) }
+        // Locate the first byte that is not UTF-8, for the diagnostic.
+        var line = 1, lineStart = 0, offset = 0
+        while offset < bytes.count {
+            let length = utf8SequenceLength(bytes, at: offset)
+            if length == 0 { break }
+            if bytes[offset] == 0x0A { line += 1; lineStart = offset + 1 }
+            offset += length
+        }
+        let column = (String(decoding: bytes[lineStart..<offset], as: UTF8.self).count) + 1
+        return failure("the \(what) is not UTF-8 text: byte 0x\(String(bytes[offset], radix: 16, uppercase: true)) at byte offset \(offset)", line: line, column: column)
+    }
+
+    /// The length of the valid UTF-8 sequence at `offset`, or 0 when it is not one.
+    private static func utf8SequenceLength(_ bytes: [UInt8], at offset: Int) -> Int {
+        let first = bytes[offset]
+        let length: Int
+        switch first {
+        case 0x00...0x7F: return 1
+        case 0xC2...0xDF: length = 2
+        case 0xE0...0xEF: length = 3
+        case 0xF0...0xF4: length = 4
+        default: return 0
+        }
+        guard offset + length <= bytes.count else { return 0 }
+        let slice = Array(bytes[offset..<offset + length])
+        return String(validating: slice, as: UTF8.self) == nil ? 0 : length
+    }
+
     static func diagnostic(for error: YamlError, file: String) -> Diagnostic {
         func at(_ mark: Mark) -> SourceLocation { SourceLocation(file: file, line: mark.line, column: mark.column) }
         switch error {
         case .scanner(let context, let problem, let mark, _), .parser(let context, let problem, let mark, _),
              .composer(let context, let problem, let mark, _):
+            if problem.contains("Maximum nesting level") || context?.text.contains("Maximum nesting level") == true {
+                return Diagnostic(at: at(mark), "YAML nests deeper than the parser allows (1000 levels; Doppel reads at most \(maximumDepth))")
+            }
             let prefix = context.map { "\($0.text) " } ?? ""
             return Diagnostic(at: at(mark), "YAML syntax: \(prefix)\(problem)")
         case .reader(let problem, _, _, _):
@@ -120,21 +185,50 @@ public enum SourceReader {
         }
     }
 
-    static func convert(_ node: Node, file: String) -> SourceNode {
-        let mark = node.mark
-        let location = SourceLocation(file: file, line: mark?.line ?? 1, column: mark?.column ?? 1)
-        switch node {
-        case .scalar(let scalar):
-            let plain = scalar.style == .plain
-            let quoted = scalar.style == .singleQuoted || scalar.style == .doubleQuoted
-            return SourceNode(kind: .scalar(scalar.string, plain: plain), location: location, contentOffset: quoted ? 1 : 0)
-        case .mapping(let mapping):
-            let pairs = mapping.map { (key: convert($0.key, file: file), value: convert($0.value, file: file)) }
-            return SourceNode(kind: .mapping(pairs), location: location)
-        case .sequence(let sequence):
-            return SourceNode(kind: .sequence(sequence.map { convert($0, file: file) }), location: location)
-        case .alias:
-            return SourceNode(kind: .scalar("", plain: true), location: location)
+    /// Turns Yams nodes into `SourceNode`s, expanding aliases within the node budget.
+    private struct Converter {
+        let file: String
+        var nodes = 0
+        var problem: Diagnostic?
+
+        init(file: String) { self.file = file }
+
+        mutating func convert(_ node: Node, depth: Int) -> SourceNode {
+            let mark = node.mark
+            let location = SourceLocation(file: file, line: mark?.line ?? 1, column: mark?.column ?? 1)
+            let empty = SourceNode(kind: .scalar("", plain: true), location: location)
+            guard problem == nil else { return empty }
+            nodes += 1
+            if nodes > SourceReader.maximumNodes {
+                problem = Diagnostic(at: location, "the YAML expands to more than \(SourceReader.maximumNodes) nodes (aliases of aliases?); Doppel reads at most that many")
+                return empty
+            }
+            if depth > SourceReader.maximumDepth {
+                problem = Diagnostic(at: location, "YAML nests deeper than \(SourceReader.maximumDepth) levels")
+                return empty
+            }
+            switch node {
+            case .scalar(let scalar):
+                let plain = scalar.style == .plain
+                let quoted = scalar.style == .singleQuoted || scalar.style == .doubleQuoted
+                return SourceNode(kind: .scalar(scalar.string, plain: plain), location: location, contentOffset: quoted ? 1 : 0)
+            case .mapping(let mapping):
+                var pairs: [(key: SourceNode, value: SourceNode)] = []
+                for (key, value) in mapping {
+                    pairs.append((key: convert(key, depth: depth + 1), value: convert(value, depth: depth + 1)))
+                    if problem != nil { break }
+                }
+                return SourceNode(kind: .mapping(pairs), location: location)
+            case .sequence(let sequence):
+                var items: [SourceNode] = []
+                for item in sequence {
+                    items.append(convert(item, depth: depth + 1))
+                    if problem != nil { break }
+                }
+                return SourceNode(kind: .sequence(items), location: location)
+            case .alias:
+                return empty
+            }
         }
     }
 }

@@ -24,10 +24,9 @@ public enum ScenarioLoader {
     /// Loads a scenario file; `contract` skips loading the contract again when the caller has it.
     public static func load(file: String, contract: Contract? = nil) throws(ContractError) -> Scenario {
         let text: String
-        do {
-            text = try String(contentsOfFile: file, encoding: .utf8)
-        } catch {
-            throw ContractError(diagnostics: [Diagnostic(at: SourceLocation(file: file, line: 1, column: 1), "cannot read scenario: \(error.localizedDescription)")])
+        switch SourceReader.readFile(file, what: "scenario") {
+        case .success(let read): text = read
+        case .failure(let error): throw error
         }
         return try load(text: text, file: file, contract: contract)
     }

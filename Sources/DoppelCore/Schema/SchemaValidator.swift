@@ -1,78 +1,140 @@
 import Foundation
 
 /// Validates JSON values against compiled schemas, collecting every failure.
+///
+/// Validation is bounded whatever the schema and value (see `docs/limits.md`):
+/// recursion through `$ref`, `allOf`, `anyOf`, `oneOf` and `not` counts
+/// against `maximumDepth`, every schema check against `maximumChecks`, and at
+/// most `maximumIssues` issues are listed. Cycles that never descend into the
+/// value are lint errors (`SchemaCycles`), so a loaded contract cannot loop.
 public struct SchemaValidator: Sendable {
     /// Named schemas that `$ref` points at.
     public let registry: [String: Schema]
+
+    /// Schema recursion (value levels plus `$ref` and combinator hops) deeper than this is refused.
+    public static let maximumDepth = 1_200
+    /// The most schema checks one validation may make (anyOf inside recursive schemas can multiply them).
+    public static let maximumChecks = 2_000_000
+    /// The most issues listed; the rest are summarised in one last issue.
+    public static let maximumIssues = 100
 
     public init(registry: [String: Schema]) {
         self.registry = registry
     }
 
-    /// Every way `value` fails `schema`; empty when it is valid.
+    /// Every way `value` fails `schema` (at most `maximumIssues`, then a summary); empty when it is valid.
     public func validate(_ value: JSON, against schema: Schema, at pointer: String = "") -> [ValidationIssue] {
-        var issues: [ValidationIssue] = []
-        validate(value, schema, pointer, depth: 0, into: &issues)
-        return issues
+        var run = Run()
+        validate(value, schema, pointer, depth: 0, run: &run)
+        if run.dropped > 0 {
+            run.issues.append(ValidationIssue(pointer: pointer, message: "and \(run.dropped) more issue\(run.dropped == 1 ? "" : "s") not listed (at most \(Self.maximumIssues) are)"))
+        }
+        return run.issues
     }
 
-    private func validate(_ value: JSON, _ schema: Schema, _ pointer: String, depth: Int, into issues: inout [ValidationIssue]) {
-        guard depth < 64 else {
-            issues.append(ValidationIssue(pointer: pointer, message: "schema nesting too deep (a $ref cycle?)"))
+    /// The work and findings of one validation.
+    private struct Run {
+        var issues: [ValidationIssue] = []
+        var dropped = 0
+        var checks = 0
+        /// Set once a bound is hit: no further checks are made.
+        var exhausted = false
+        /// Only whether the value is valid matters (inside anyOf, oneOf, not): stop at the first issue.
+        var firstOnly = false
+
+        var failed: Bool { !issues.isEmpty || dropped > 0 }
+
+        mutating func add(_ pointer: @autoclosure () -> String, _ message: @autoclosure () -> String) {
+            if issues.count < SchemaValidator.maximumIssues { issues.append(ValidationIssue(pointer: pointer(), message: message())) } else { dropped += 1 }
+        }
+
+        /// True when validation should stop: a bound was hit, or the caller needs only the first issue.
+        var done: Bool { exhausted || (firstOnly && failed) }
+    }
+
+    /// Whether `value` passes `schema`, with the outer run's budget.
+    private func passes(_ value: JSON, _ schema: Schema, _ pointer: String, depth: Int, run: inout Run) -> Bool {
+        var inner = Run()
+        inner.checks = run.checks
+        inner.firstOnly = true
+        validate(value, schema, pointer, depth: depth, run: &inner)
+        run.checks = inner.checks
+        if inner.exhausted {
+            run.exhausted = true
+            for issue in inner.issues { run.add(issue.pointer, issue.message) }
+            return true
+        }
+        return !inner.failed
+    }
+
+    private func validate(_ value: JSON, _ schema: Schema, _ pointer: String, depth: Int, run: inout Run) {
+        if run.done { return }
+        run.checks += 1
+        guard depth < Self.maximumDepth else {
+            run.add(pointer, "schema nesting deeper than \(Self.maximumDepth) levels")
+            run.exhausted = true
+            return
+        }
+        guard run.checks <= Self.maximumChecks else {
+            run.add(pointer, "validation stopped after \(Self.maximumChecks) schema checks; the value is too complex for its schema")
+            run.exhausted = true
             return
         }
         if let ref = schema.ref {
             guard let target = registry[ref] else {
-                issues.append(ValidationIssue(pointer: pointer, message: "unknown schema '\(ref)'"))
+                run.add(pointer, "unknown schema '\(ref)'")
                 return
             }
-            validate(value, target, pointer, depth: depth + 1, into: &issues)
+            validate(value, target, pointer, depth: depth + 1, run: &run)
+            if run.done { return }
         }
         if value.isNull, schema.nullable { return }
         if let types = schema.types, !types.contains(where: { Self.value(value, hasType: $0) }) {
-            issues.append(ValidationIssue(pointer: pointer, message: "expected \(types.joined(separator: " or ")), got \(value.typeName)"))
+            run.add(pointer, "expected \(types.joined(separator: " or ")), got \(value.typeName)")
             return
         }
         if let constant = schema.constValue, !value.looselyEquals(constant) {
-            issues.append(ValidationIssue(pointer: pointer, message: "must be \(JSONWriter.encodeString(constant))"))
+            run.add(pointer, "must be \(JSONWriter.encodeString(constant))")
         }
         if let options = schema.enumValues, !options.contains(where: { $0.looselyEquals(value) }) {
             let list = options.map { JSONWriter.encodeString($0) }.joined(separator: ", ")
-            issues.append(ValidationIssue(pointer: pointer, message: "must be one of \(list), got \(JSONWriter.encodeString(value))"))
+            run.add(pointer, "must be one of \(list), got \(JSONWriter.encodeString(value))")
         }
+        if run.done { return }
         switch value {
         case .int, .double:
-            validateNumber(value.numberValue!, schema, pointer, into: &issues)
+            validateNumber(value.numberValue!, schema, pointer, into: &run)
         case .string(let s):
-            validateString(s, schema, pointer, into: &issues)
+            validateString(s, schema, pointer, into: &run)
         case .array(let items):
             if let min = schema.minItems, items.count < min {
-                issues.append(ValidationIssue(pointer: pointer, message: "must have at least \(min) item\(min == 1 ? "" : "s"), has \(items.count)"))
+                run.add(pointer, "must have at least \(min) item\(min == 1 ? "" : "s"), has \(items.count)")
             }
             if let max = schema.maxItems, items.count > max {
-                issues.append(ValidationIssue(pointer: pointer, message: "must have at most \(max) item\(max == 1 ? "" : "s"), has \(items.count)"))
+                run.add(pointer, "must have at most \(max) item\(max == 1 ? "" : "s"), has \(items.count)")
             }
             if schema.uniqueItems, Set(items).count != items.count {
-                issues.append(ValidationIssue(pointer: pointer, message: "items must be unique"))
+                run.add(pointer, "items must be unique")
             }
             if let itemSchema = schema.items {
                 for (i, item) in items.enumerated() {
-                    validate(item, itemSchema, pointer + "/\(i)", depth: depth + 1, into: &issues)
+                    validate(item, itemSchema, pointer + "/\(i)", depth: depth + 1, run: &run)
+                    if run.done { return }
                 }
             }
         case .object(let object):
             for name in schema.required where object[name] == nil {
-                issues.append(ValidationIssue(pointer: pointer + "/" + Self.escape(name), message: "is required"))
+                run.add(pointer + "/" + Self.escape(name), "is required")
             }
             for pair in object.pairs {
-                let childPointer = pointer + "/" + Self.escape(pair.key)
+                if run.done { return }
                 if let propertySchema = schema.property(pair.key) {
-                    validate(pair.value, propertySchema, childPointer, depth: depth + 1, into: &issues)
+                    validate(pair.value, propertySchema, pointer + "/" + Self.escape(pair.key), depth: depth + 1, run: &run)
                 } else if let additional = schema.additionalProperties {
                     if let additional {
-                        validate(pair.value, additional, childPointer, depth: depth + 1, into: &issues)
+                        validate(pair.value, additional, pointer + "/" + Self.escape(pair.key), depth: depth + 1, run: &run)
                     } else {
-                        issues.append(ValidationIssue(pointer: childPointer, message: "is not an allowed property"))
+                        run.add(pointer + "/" + Self.escape(pair.key), "is not an allowed property")
                     }
                 }
             }
@@ -80,53 +142,58 @@ public struct SchemaValidator: Sendable {
             break
         }
         for sub in schema.allOf {
-            validate(value, sub, pointer, depth: depth + 1, into: &issues)
+            if run.done { return }
+            validate(value, sub, pointer, depth: depth + 1, run: &run)
         }
-        if !schema.anyOf.isEmpty {
-            let passing = schema.anyOf.filter { validate(value, against: $0, at: pointer).isEmpty }
-            if passing.isEmpty {
-                issues.append(ValidationIssue(pointer: pointer, message: "matches none of the \(schema.anyOf.count) allowed shapes (anyOf)"))
+        if !schema.anyOf.isEmpty, !run.done {
+            var any = false
+            for option in schema.anyOf where passes(value, option, pointer, depth: depth + 1, run: &run) {
+                any = true
+                break
             }
+            if !any, !run.exhausted { run.add(pointer, "matches none of the \(schema.anyOf.count) allowed shapes (anyOf)") }
         }
-        if !schema.oneOf.isEmpty {
-            let passing = schema.oneOf.filter { validate(value, against: $0, at: pointer).isEmpty }.count
-            if passing != 1 {
-                issues.append(ValidationIssue(pointer: pointer, message: "must match exactly one allowed shape (oneOf), matches \(passing)"))
+        if !schema.oneOf.isEmpty, !run.done {
+            var passing = 0
+            for option in schema.oneOf where passes(value, option, pointer, depth: depth + 1, run: &run) {
+                passing += 1
+                if run.exhausted { return }
             }
+            if passing != 1 { run.add(pointer, "must match exactly one allowed shape (oneOf), matches \(passing)") }
         }
-        if let negated = schema.not, validate(value, against: negated, at: pointer).isEmpty {
-            issues.append(ValidationIssue(pointer: pointer, message: "must not match the 'not' schema"))
+        if let negated = schema.not, !run.done, passes(value, negated, pointer, depth: depth + 1, run: &run), !run.exhausted {
+            run.add(pointer, "must not match the 'not' schema")
         }
     }
 
-    private func validateNumber(_ n: Double, _ schema: Schema, _ pointer: String, into issues: inout [ValidationIssue]) {
+    private func validateNumber(_ n: Double, _ schema: Schema, _ pointer: String, into run: inout Run) {
         func text(_ d: Double) -> String { d.rounded() == d && abs(d) < 9e15 ? String(Int(d)) : String(d) }
         if let min = schema.minimum, n < min {
-            issues.append(ValidationIssue(pointer: pointer, message: "must be at least \(text(min)), got \(text(n))"))
+            run.add(pointer, "must be at least \(text(min)), got \(text(n))")
         }
         if let max = schema.maximum, n > max {
-            issues.append(ValidationIssue(pointer: pointer, message: "must be at most \(text(max)), got \(text(n))"))
+            run.add(pointer, "must be at most \(text(max)), got \(text(n))")
         }
         if let min = schema.exclusiveMinimum, n <= min {
-            issues.append(ValidationIssue(pointer: pointer, message: "must be greater than \(text(min)), got \(text(n))"))
+            run.add(pointer, "must be greater than \(text(min)), got \(text(n))")
         }
         if let max = schema.exclusiveMaximum, n >= max {
-            issues.append(ValidationIssue(pointer: pointer, message: "must be less than \(text(max)), got \(text(n))"))
+            run.add(pointer, "must be less than \(text(max)), got \(text(n))")
         }
     }
 
-    private func validateString(_ s: String, _ schema: Schema, _ pointer: String, into issues: inout [ValidationIssue]) {
+    private func validateString(_ s: String, _ schema: Schema, _ pointer: String, into run: inout Run) {
         if let min = schema.minLength, s.count < min {
-            issues.append(ValidationIssue(pointer: pointer, message: "must be at least \(min) character\(min == 1 ? "" : "s") long"))
+            run.add(pointer, "must be at least \(min) character\(min == 1 ? "" : "s") long")
         }
         if let max = schema.maxLength, s.count > max {
-            issues.append(ValidationIssue(pointer: pointer, message: "must be at most \(max) character\(max == 1 ? "" : "s") long"))
+            run.add(pointer, "must be at most \(max) character\(max == 1 ? "" : "s") long")
         }
         if let pattern = schema.pattern, !pattern.matches(s) {
-            issues.append(ValidationIssue(pointer: pointer, message: "must match the pattern \(pattern.source)"))
+            run.add(pointer, "must match the pattern \(pattern.source)")
         }
         if let format = schema.format, !Self.string(s, hasFormat: format) {
-            issues.append(ValidationIssue(pointer: pointer, message: "must be a valid \(format)"))
+            run.add(pointer, "must be a valid \(format)")
         }
     }
 

@@ -1,0 +1,134 @@
+import DoppelCore
+import Foundation
+import Testing
+
+/// Each bound of `docs/limits.md` that lives in the core, attacked directly.
+@Suite struct BoundsTests {
+    // MARK: Schemas
+
+    @Test func combinatorCyclesThatNeverDescendAreLintErrors() {
+        let text = """
+            doppel: 1
+            schemas:
+              Pet: { oneOf: [Cat] }
+              Cat: { allOf: [Pet, { properties: { meows: { type: boolean } } }] }
+              A: { $ref: B }
+              B: { anyOf: [{ not: A }] }
+            endpoints:
+              add: { request: POST /pets, body: { schema: Pet }, responses: [ { status: 200 } ] }
+            """
+        let found = diagnostics(of: text).map(\.description)
+        #expect(found.count == 2, "\(found)")
+        #expect(found.contains { $0.hasPrefix("test.yaml:5:6: error: schema 'A' refers back to itself") && $0.contains("A → B → A") })
+        #expect(found.contains { $0.hasPrefix("test.yaml:4:8: error: schema 'Cat' refers back to itself") && $0.contains("Cat → Pet → Cat") })
+    }
+
+    @Test func recursiveDataShapesLoadAndValidateDeepBodies() throws {
+        let contract = try loadContract("""
+            doppel: 1
+            schemas:
+              Node:
+                type: object
+                properties: { child: Node, tags: { type: array, items: { oneOf: [Node, { type: string }] } } }
+            endpoints:
+              add: { request: POST /nodes, body: { schema: Node }, responses: [ { status: 200 } ] }
+            """)
+        let engine = MockEngine(contract: contract)
+        // 400 levels through $ref and oneOf: valid, and no false 422.
+        var text = "{}"
+        for _ in 0..<400 { text = #"{"child": \#(text)}"# }
+        #expect(engine.send("POST", "/nodes", body: Array(text.utf8), contentType: "application/json").status == 200)
+        var wrong = #"{"child": 5}"#
+        for _ in 0..<200 { wrong = #"{"tags": [\#(wrong)]}"# }
+        let refused = engine.send("POST", "/nodes", body: Array(wrong.utf8), contentType: "application/json")
+        #expect(refused.status == 422)
+    }
+
+    @Test func validationListsAtMostAHundredIssues() {
+        let validator = SchemaValidator(registry: [:])
+        let schema = Schema(types: ["array"], items: Schema(types: ["string"]))
+        let issues = validator.validate(.array(Array(repeating: .int(1), count: 500_000)), against: schema)
+        #expect(issues.count == SchemaValidator.maximumIssues + 1)
+        #expect(issues.last?.message == "and 499900 more issues not listed (at most 100 are)")
+    }
+
+    @Test func exponentialAnyOfStopsAtTheCheckBudget() {
+        // Each level tries two shapes that both recurse: 2^depth checks without a budget.
+        let node = Schema(anyOf: [Schema(ref: "N"), Schema(ref: "N")])
+        let registry = ["N": Schema(types: ["array"], items: node)]
+        var value = JSON.int(1)
+        for _ in 0..<60 { value = .array([value]) }
+        let issues = SchemaValidator(registry: registry).validate(value, against: Schema(ref: "N"))
+        #expect(issues.contains { $0.message.contains("validation stopped after") })
+    }
+
+    // MARK: Expressions
+
+    @Test(arguments: [
+        String(repeating: "(", count: 20_000) + "1" + String(repeating: ")", count: 20_000),
+        String(repeating: "not ", count: 100_000) + "true",
+        "1" + String(repeating: " + 1", count: 100_000),
+        String(repeating: "[", count: 10_000) + String(repeating: "]", count: 10_000),
+        String(repeating: "-", count: 50_000) + "1",
+        String(repeating: "len(", count: 5_000) + "'a'" + String(repeating: ")", count: 5_000),
+    ])
+    func deepExpressionsAreSyntaxErrorsNotCrashes(_ source: String) {
+        #expect(throws: ExpressionSyntaxError.self) { try Expression.parse(source) }
+    }
+
+    @Test func expressionsUpToTheDepthLimitParse() throws {
+        let nested = String(repeating: "(", count: 60) + "1" + String(repeating: ")", count: 60)
+        _ = try Expression.parse(nested)
+        _ = try Expression.parse("1" + String(repeating: " + 1", count: 60))
+    }
+
+    @Test func deepExpressionInAContractIsALocatedLintError() {
+        let deep = String(repeating: "(", count: 10_000) + "1" + String(repeating: ")", count: 10_000)
+        let found = diagnostics(of: """
+            doppel: 1
+            endpoints:
+              x:
+                request: GET /x
+                responses: [ { when: "\(deep)", status: 200 } ]
+            """)
+        #expect(found.count == 1)
+        #expect(found.first?.description.contains("expression") == true)
+    }
+
+    // MARK: YAML
+
+    @Test func billionLaughsIsRefusedWithinTheNodeBudget() {
+        var text = "doppel: 1\na0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n"
+        for i in 1...9 { text += "a\(i): &a\(i) [" + Array(repeating: "*a\(i - 1)", count: 10).joined(separator: ", ") + "]\n" }
+        let found = diagnostics(of: text)
+        #expect(found.count == 1)
+        #expect(found.first?.message.contains("expands to more than \(SourceReader.maximumNodes) nodes") == true)
+    }
+
+    @Test func overDeepYAMLGetsAClearMessage() {
+        let deep = "doppel: 1\ndata: " + String(repeating: "[", count: 300) + String(repeating: "]", count: 300) + "\n"
+        #expect(diagnostics(of: deep).first?.message == "YAML nests deeper than \(SourceReader.maximumDepth) levels")
+        let deeper = "doppel: 1\ndata: " + String(repeating: "[", count: 5_000) + String(repeating: "]", count: 5_000) + "\n"
+        #expect(diagnostics(of: deeper).first?.message.contains("YAML nests deeper than") == true)
+    }
+
+    @Test func unreadableFilesSayWhy() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("doppel-bounds-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let latin1 = folder.appendingPathComponent("latin1.yaml")
+        try Data("doppel: 1\ninfo: { title: Caf".utf8 + [0xE9] + Data(" }\n".utf8)).write(to: latin1)
+        func message(_ path: String) -> String? { ContractLoader.lint(file: path).first?.description }
+        #expect(message(latin1.path) == "\(latin1.path):2:19: error: the contract is not UTF-8 text: byte 0xE9 at byte offset 28")
+        #expect(message("/dev/null") == "/dev/null:1:1: error: cannot read contract: not a regular file")
+        #expect(message(folder.path) == "\(folder.path):1:1: error: cannot read contract: it is a folder, not a file")
+        #expect(message(folder.appendingPathComponent("none.yaml").path)?.hasSuffix("cannot read contract: no such file") == true)
+    }
+}
+
+extension MockEngine {
+    /// Sends raw bytes with a content type.
+    func send(_ method: String, _ target: String, body: [UInt8], contentType: String) -> MockResponse {
+        respond(to: RecordedRequest(method: method, target: target, headers: [(name: "Content-Type", value: contentType)], body: body))
+    }
+}
