@@ -79,7 +79,7 @@ public struct PathTemplate: Sendable, CustomStringConvertible {
             let rest = parts.dropFirst()
             guard !text.isEmpty else { return false }
             if rest.isEmpty {
-                captured[name] = PercentDecoding.decode(text)
+                captured[name] = PercentDecoding.decode(text, keepingEncodedSlashes: true)
                 return true
             }
             // Try the shortest capture first so `{a}:b` splits at the first ':'.
@@ -87,7 +87,7 @@ public struct PathTemplate: Sendable, CustomStringConvertible {
             while true {
                 var attempt = captured
                 if match(rest, text[end...], &attempt) {
-                    attempt[name] = PercentDecoding.decode(text[..<end])
+                    attempt[name] = PercentDecoding.decode(text[..<end], keepingEncodedSlashes: true)
                     captured = attempt
                     return true
                 }
@@ -122,7 +122,11 @@ public struct PathTemplate: Sendable, CustomStringConvertible {
 
 /// Decodes `%XX` escapes in URL components.
 public enum PercentDecoding {
-    public static func decode(_ text: Substring, plusAsSpace: Bool = false) -> String {
+    /// - Parameter keepingEncodedSlashes: leave `%2F` as it is, for path
+    ///   parameters: a parameter matches one segment, and decoding `%2F` would
+    ///   hand the contract a value with a `/` that no single segment can hold
+    ///   (a record created as `a%2Fb` could never be fetched at `/a/b`).
+    public static func decode(_ text: Substring, plusAsSpace: Bool = false, keepingEncodedSlashes: Bool = false) -> String {
         // Byte checks: Foundation's substring search is slow on this hot path.
         guard text.utf8.contains(UInt8(ascii: "%")) || (plusAsSpace && text.utf8.contains(UInt8(ascii: "+"))) else { return String(text) }
         var bytes: [UInt8] = []
@@ -130,7 +134,8 @@ public enum PercentDecoding {
         var iterator = Array(text.utf8)[...]
         while let b = iterator.popFirst() {
             if b == UInt8(ascii: "%"), iterator.count >= 2,
-               let h = hexValue(iterator[iterator.startIndex]), let l = hexValue(iterator[iterator.startIndex + 1]) {
+               let h = hexValue(iterator[iterator.startIndex]), let l = hexValue(iterator[iterator.startIndex + 1]),
+               !(keepingEncodedSlashes && h << 4 | l == UInt8(ascii: "/")) {
                 bytes.append(h << 4 | l)
                 iterator = iterator.dropFirst(2)
             } else if plusAsSpace, b == UInt8(ascii: "+") {

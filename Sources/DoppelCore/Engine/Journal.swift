@@ -32,9 +32,10 @@ public final class Journal: Sendable {
         var next = 0
         var count = 0
         var sequence = 0
-        /// Requests per session, endpoint and status since the last clear;
-        /// kept apart from the ring so counts survive its bound.
-        var tally: [Tally.Key: Int] = [:]
+        /// Requests per session, then endpoint and status, since the last
+        /// clear; kept apart from the ring so counts survive its bound, and
+        /// by session so an evicted session's counts go in one step.
+        var tally: [String: [Tally.Outcome: Int]] = [:]
     }
 
     /// How many requests each session, endpoint and status combination received.
@@ -43,6 +44,12 @@ public final class Journal: Sendable {
             public let session: String
             public let endpointID: String?
             public let status: Int
+        }
+
+        /// What one session's request ended in.
+        struct Outcome: Hashable, Sendable {
+            let endpointID: String?
+            let status: Int
         }
 
         public let counts: [Key: Int]
@@ -73,7 +80,7 @@ public final class Journal: Sendable {
                 status: status, endpointID: endpointID, responseName: responseName, durationMicros: durationMicros)
             ring.next = (ring.next + 1) % capacity
             ring.count = min(ring.count + 1, capacity)
-            ring.tally[Tally.Key(session: session, endpointID: endpointID, status: status), default: 0] += 1
+            ring.tally[session, default: [:]][Tally.Outcome(endpointID: endpointID, status: status), default: 0] += 1
             return ring.sequence
         }
     }
@@ -90,7 +97,25 @@ public final class Journal: Sendable {
     public var count: Int { ring.withLock { $0.count } }
 
     /// Counts since the last clear, beyond the entries the ring still holds.
-    public var tally: Tally { ring.withLock { Tally(counts: $0.tally) } }
+    public var tally: Tally {
+        ring.withLock { ring in
+            var counts: [Tally.Key: Int] = [:]
+            for (session, outcomes) in ring.tally {
+                for (outcome, count) in outcomes {
+                    counts[Tally.Key(session: session, endpointID: outcome.endpointID, status: outcome.status)] = count
+                }
+            }
+            return Tally(counts: counts)
+        }
+    }
+
+    /// Drops a session's counts (when the session is evicted). Its entries stay in the ring until overwritten.
+    public func forget(session: String) {
+        ring.withLock { _ = $0.tally.removeValue(forKey: session) }
+    }
+
+    /// The session name recorded for requests whose `Doppel-Session` was not a valid id.
+    public static let invalidSession = "(invalid)"
 
     /// Drops every entry and count.
     public func clear() {

@@ -42,15 +42,18 @@ public final class MockEngine: Sendable {
 
     /// - Parameters:
     ///   - journalCapacity: the most journal entries kept.
-    ///   - sessionLimit: the most sessions held at once.
+    ///   - sessionLimit: the most sessions held at once; a new one evicts the least recently used.
+    ///   - sessionIdleLimit: seconds after which an unused session is evicted; nil keeps them.
     ///   - defaultDelay: the delay of responses that declare none.
     ///   - clock: real time in seconds since 1970; sessions move their own
     ///     virtual clocks relative to it.
-    public init(contract: Contract, journalCapacity: Int = 10_000, sessionLimit: Int = 10_000, defaultDelay: Delay? = nil,
+    public init(contract: Contract, journalCapacity: Int = 10_000, sessionLimit: Int = 10_000, sessionIdleLimit: Double? = 3600, defaultDelay: Delay? = nil,
                 clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
         self.contract = contract
-        self.sessions = SessionStore(initial: contract.state.initial, limit: sessionLimit, clock: clock)
+        self.sessions = SessionStore(initial: contract.state.initial, limit: sessionLimit, idleLimit: sessionIdleLimit, clock: clock)
         self.journal = Journal(capacity: journalCapacity)
+        // An evicted session's counts go with it, so the tally stays bounded by the session limit.
+        sessions.onEviction { [journal] id in journal.forget(session: id) }
         self.router = EndpointRouter(endpoints: contract.endpoints)
         self.authenticator = Authenticator(schemes: contract.authSchemes)
         self.rateLimiter = RateLimiter(limits: contract.rateLimits)
@@ -69,13 +72,13 @@ public final class MockEngine: Sendable {
         let sessionID = request.header(Self.sessionHeader) ?? SessionStore.defaultID
         var now = clock()
         var response: MockResponse
-        if !SessionStore.isValid(id: sessionID) {
-            response = Problem.invalidSession(sessionID).response()
-        } else if let session = sessions.session(sessionID) {
+        let valid = SessionStore.isValid(id: sessionID)
+        if valid {
+            let session = sessions.session(sessionID)
             now = session.now(real: now)
             response = answer(request, session: session, now: now)
         } else {
-            response = Problem.tooManySessions(limit: sessions.limit).response()
+            response = Problem.invalidSession(sessionID).response()
         }
         if request.method == "HEAD" {
             response.body = []
@@ -83,7 +86,8 @@ public final class MockEngine: Sendable {
         }
         let elapsed = ContinuousClock.now - started
         let micros = Int(elapsed.components.seconds) * 1_000_000 + Int(elapsed.components.attoseconds / 1_000_000_000_000)
-        journal.record(time: now, session: sessionID, method: request.method, path: request.path, query: request.query,
+        // An invalid id is never kept: it may be any size, and each distinct one would be a new key.
+        journal.record(time: now, session: valid ? sessionID : Journal.invalidSession, method: request.method, path: request.path, query: request.query,
                        status: response.status, endpointID: response.endpointID, responseName: response.responseName, durationMicros: micros)
         return response
     }
@@ -146,7 +150,7 @@ public final class MockEngine: Sendable {
                     }
                 }
             } catch {
-                return Problem.expressionFailed(endpointID: endpoint.id, response: "rate limit key", message: error.message).response(endpointID: endpoint.id)
+                return Problem.evaluationFailed(error, endpointID: endpoint.id, response: "rate limit key").response(endpointID: endpoint.id)
             }
         }
 
@@ -185,8 +189,9 @@ public final class MockEngine: Sendable {
             switch error {
             case .noResponseMatched:
                 return Problem.noResponseMatched(endpointID: endpoint.id).response(endpointID: endpoint.id)
-            case .expressionFailed(let response, let message):
-                return Problem.expressionFailed(endpointID: endpoint.id, response: response, message: message).response(endpointID: endpoint.id)
+            case .expressionFailed(let response, let message, let exceedsBudget):
+                let failure = EvaluationError(message, exceedsBudget: exceedsBudget)
+                return Problem.evaluationFailed(failure, endpointID: endpoint.id, response: response).response(endpointID: endpoint.id)
             }
         }
 
@@ -199,8 +204,7 @@ public final class MockEngine: Sendable {
             return response
         } catch {
             // Effects are already committed; the message says which template failed.
-            return Problem.expressionFailed(endpointID: endpoint.id, response: selection.response.name, message: error.message)
-                .response(endpointID: endpoint.id)
+            return Problem.evaluationFailed(error, endpointID: endpoint.id, response: selection.response.name).response(endpointID: endpoint.id)
         }
     }
 

@@ -27,7 +27,7 @@ public struct Problem: Sendable, Error {
             headers: [(name: "Content-Type", value: "application/problem+json")] + headers,
             body: JSONWriter.encode(.object(object)),
             endpointID: endpointID,
-            responseName: "doppel:" + type.split(separator: ":").last.map(String.init)!)
+            responseName: "doppel:" + (type.split(separator: ":").last.map(String.init) ?? "problem"))
     }
 
     static func urn(_ name: String) -> String { "urn:doppel:problem:\(name)" }
@@ -134,16 +134,19 @@ public struct Problem: Sendable, Error {
     }
 
     /// 503: the server holds as many sessions as it may.
-    public static func tooManySessions(limit: Int) -> Problem {
-        Problem(status: 503, type: urn("too-many-sessions"), title: "Too many sessions",
-                detail: "The server already holds \(limit) sessions; reset them with POST /__doppel/reset.",
-                headers: [(name: "Retry-After", value: "1")])
-    }
 
     /// 500: no response of the endpoint had a `when` that held.
     public static func noResponseMatched(endpointID: String) -> Problem {
         Problem(status: 500, type: urn("no-response-matched"), title: "No response matched",
                 detail: "No response of endpoint \(endpointID) has a 'when' that holds for this request; give the last response no 'when'.")
+    }
+
+    /// 500 for a failed expression; 413 when it failed because the request's
+    /// input would make it build more than the evaluation budget.
+    static func evaluationFailed(_ error: EvaluationError, endpointID: String, response: String) -> Problem {
+        guard error.exceedsBudget else { return expressionFailed(endpointID: endpointID, response: response, message: error.message) }
+        return Problem(status: 413, type: urn("evaluation-budget-exceeded"), title: "Request too large for its templates",
+                       detail: "While answering with \(response) of \(endpointID): \(error.message); send smaller input (see docs/limits.md).")
     }
 
     /// 500: an expression failed while answering (a type error in a template or effect).

@@ -101,17 +101,27 @@ public struct RequestValidator: Sendable {
         let (coerced, issues) = validator.coerceParameters(fields, by: schema)
         var object = coerced.objectValue ?? JSONObject()
         let resolved = schema.map(validator.resolve)
+        // Files are gathered per name first and stored once: appending to a
+        // list still held by the object would copy it on every part.
+        var files: [String: [JSON]] = [:]
+        var order: [String] = []
         for part in parts where part.isFile {
             let file = JSON.object(JSONObject([
                 ("filename", .string(part.filename!)), ("content_type", part.contentType.map { .string($0) } ?? .null),
                 ("size", .int(part.content.count)),
             ]))
-            let wantsList = resolved?.property(part.name).map(validator.resolve)?.types?.contains("array") == true
-            switch object[part.name] {
-            case .array(var items)?: items.append(file); object[part.name] = .array(items)
-            case let existing?: object[part.name] = .array([existing, file])
-            case nil: object[part.name] = wantsList ? .array([file]) : file
+            if files[part.name] == nil { order.append(part.name) }
+            files[part.name, default: []].append(file)
+        }
+        for name in order {
+            var list = files[name]!
+            switch object[name] {
+            case .array(let fields)?: list = fields + list
+            case let field?: list.insert(field, at: 0)
+            case nil: break
             }
+            let wantsList = resolved?.property(name).map(validator.resolve)?.types?.contains("array") == true
+            object[name] = list.count == 1 && !wantsList ? list[0] : .array(list)
         }
         return (.object(object), issues)
     }

@@ -20,10 +20,10 @@ public struct ResponseRenderer: Sendable {
             if let encoded {
                 body = encoded
             } else {
-                body = JSONWriter.encode(try template.render(in: context))
+                body = JSONWriter.encode(try Self.bounded(template.render(in: context)))
             }
         case .text(let template, _):
-            body = Array(try template.render(in: context).interpolationText.utf8)
+            body = Array(try Self.bounded(template.render(in: context)).interpolationText.utf8)
         case .bytes(let bytes, _):
             body = bytes
         }
@@ -42,6 +42,12 @@ public struct ResponseRenderer: Sendable {
         rendered.stream = stream
         rendered.fault = response.fault == .malformedJSON ? nil : response.fault
         return rendered
+    }
+
+    /// The rendered body, refused when writing it would exceed the evaluation budget.
+    static func bounded(_ value: JSON) throws(EvaluationError) -> JSON {
+        if value.exceedsEncodedSize(Expression.maximumBuild) { throw .budget("the response body") }
+        return value
     }
 
     static func render(_ stream: StreamDefinition, in context: EvaluationContext) throws(EvaluationError) -> [StreamPart] {

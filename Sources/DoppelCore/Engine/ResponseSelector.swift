@@ -17,7 +17,8 @@ public struct ResponseSelector: Sendable {
     /// Why selection failed; the session's state is unchanged.
     public enum Failure: Error, Sendable {
         case noResponseMatched
-        case expressionFailed(response: String, message: String)
+        /// `exceedsBudget`: the evaluation would have built more than `Expression.maximumBuild`.
+        case expressionFailed(response: String, message: String, exceedsBudget: Bool = false)
     }
 
     /// Selects among `candidates` (or takes `forced`, skipping `when`) and applies effects.
@@ -48,7 +49,7 @@ public struct ResponseSelector: Sendable {
                         do throws(EvaluationError) {
                             if try when.test(in: context) { found = candidate; break }
                         } catch {
-                            throw .expressionFailed(response: candidate.name, message: "'when: \(when.source)': \(error.message)")
+                            throw .expressionFailed(response: candidate.name, message: "'when: \(when.source)': \(error.message)", exceedsBudget: error.exceedsBudget)
                         }
                     }
                     guard let found else { throw .noResponseMatched }
@@ -60,7 +61,7 @@ public struct ResponseSelector: Sendable {
                         do throws(EvaluationError) {
                             key += "|" + (try per.evaluate(in: context)).interpolationText
                         } catch {
-                            throw .expressionFailed(response: chosen.name, message: "'per: \(per.source)': \(error.message)")
+                            throw .expressionFailed(response: chosen.name, message: "'per: \(per.source)': \(error.message)", exceedsBudget: error.exceedsBudget)
                         }
                     }
                     let position = data.sequencePositions[key] ?? 0
@@ -73,7 +74,7 @@ public struct ResponseSelector: Sendable {
                     do throws(EvaluationError) {
                         try apply(effect, to: &data.state, context: context)
                     } catch {
-                        throw .expressionFailed(response: chosen.name, message: "effect '\(effect.source)': \(error.message)")
+                        throw .expressionFailed(response: chosen.name, message: "effect '\(effect.source)': \(error.message)", exceedsBudget: error.exceedsBudget)
                     }
                     context.roots["state"] = .object(data.state)
                 }
@@ -91,7 +92,7 @@ public struct ResponseSelector: Sendable {
             do {
                 context.roots[name] = try template.render(in: context)
             } catch {
-                throw .expressionFailed(response: response, message: "let \(name): \(error.message)")
+                throw .expressionFailed(response: response, message: "let \(name): \(error.message)", exceedsBudget: error.exceedsBudget)
             }
         }
     }

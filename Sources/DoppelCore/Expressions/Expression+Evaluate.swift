@@ -40,6 +40,18 @@ extension JSON {
         default: return self == other
         }
     }
+
+    /// A value equal (`==`) to another exactly when `looselyEquals` holds:
+    /// whole doubles as integers, object members in key order.
+    var equalityKey: JSON {
+        switch self {
+        case .double(let d) where d.rounded() == d && abs(d) < 9e15: return .int(Int(d))
+        case .array(let items): return .array(items.map(\.equalityKey))
+        case .object(let object):
+            return .object(JSONObject(object.pairs.sorted { $0.key < $1.key }.map { ($0.key, $0.value.equalityKey) }))
+        default: return self
+        }
+    }
 }
 
 struct Evaluator {
@@ -51,8 +63,26 @@ struct Evaluator {
     var key: JSON?
     /// Names bound by lambdas (`t => ...`) around the current element.
     var locals: [String: JSON] = [:]
+    /// What this evaluation has built so far, against `Expression.maximumBuild`.
+    var built = 0
 
     init(context: EvaluationContext) { self.context = context }
+
+    /// Counts `cost` against the budget, before the value is built.
+    mutating func charge(_ cost: Int, for what: @autoclosure () -> String) throws(EvaluationError) {
+        built += cost
+        if built > Expression.maximumBuild { throw .budget(what()) }
+    }
+
+    /// The cost of a new value at its top level (its children were charged when they were built).
+    static func shallowCost(_ value: JSON) -> Int {
+        switch value {
+        case .string(let s): s.utf8.count
+        case .array(let items): items.count * 8
+        case .object(let object): object.count * 8
+        default: 0
+        }
+    }
 
     mutating func eval(_ node: Node) throws(EvaluationError) -> JSON {
         switch node {
@@ -101,13 +131,23 @@ struct Evaluator {
             let value = try eval(left)
             return value.isNull ? try eval(right) : value
         case .binary(let op, let left, let right):
-            return try Self.apply(op, try eval(left), try eval(right))
+            let (a, b) = (try eval(left), try eval(right))
+            if op == .add {
+                switch (a, b) {
+                case (.string, _), (_, .string): try charge(a.interpolationText.utf8.count + b.interpolationText.utf8.count, for: "'+'")
+                case (.array(let x), .array(let y)): try charge((x.count + y.count) * 8, for: "'+'")
+                default: break
+                }
+            }
+            return try Self.apply(op, a, b)
         case .array(let items):
+            try charge(items.count * 8, for: "a list")
             var values: [JSON] = []
             values.reserveCapacity(items.count)
             for item in items { values.append(try eval(item)) }
             return .array(values)
         case .object(let pairs):
+            try charge(pairs.count * 8, for: "an object")
             var object = JSONObject()
             for (key, valueNode) in pairs { object[key] = try eval(valueNode) }
             return .object(object)

@@ -38,6 +38,10 @@ public struct Expression: Sendable, CustomStringConvertible {
     public static let maximumDepth = 64
     /// The longest expression text, in bytes.
     public static let maximumLength = 16_384
+    /// What one evaluation may build: bytes of new text plus 8 per new list
+    /// element or object member. Templates over request input (`join(map(...))`)
+    /// stop here instead of allocating without bound.
+    public static let maximumBuild = 16 << 20
 
     /// Parses expression text; the error's offset is in characters from its start.
     public static func parse(_ source: String) throws(ExpressionSyntaxError) -> Expression {
@@ -69,6 +73,16 @@ public struct ExpressionSyntaxError: Error, Sendable, CustomStringConvertible {
 /// Why evaluating an expression failed at run time (a type error, a bad argument).
 public struct EvaluationError: Error, Sendable, CustomStringConvertible {
     public let message: String
-    public init(_ message: String) { self.message = message }
+    /// True when the evaluation would have built more than `Expression.maximumBuild`
+    /// (large request input through a template): the client's input is too large, not the contract wrong.
+    public let exceedsBudget: Bool
+    public init(_ message: String, exceedsBudget: Bool = false) {
+        self.message = message
+        self.exceedsBudget = exceedsBudget
+    }
     public var description: String { message }
+
+    static func budget(_ what: String) -> EvaluationError {
+        EvaluationError("\(what) would build more than \(Expression.maximumBuild >> 20) MiB (the evaluation budget)", exceedsBudget: true)
+    }
 }

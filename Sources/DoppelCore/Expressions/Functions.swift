@@ -31,7 +31,30 @@ extension Evaluator {
         var args: [JSON] = []
         args.reserveCapacity(arguments.count)
         for argument in arguments { args.append(try eval(argument)) }
-        return try Self.callEager(name, args, now: context.now)
+        try chargeAhead(name, args)
+        let result = try Self.callEager(name, args, now: context.now)
+        try charge(Self.shallowCost(result), for: "\(name)()")
+        return result
+    }
+
+    /// Charges the functions whose result can be far larger than their
+    /// arguments before they build it.
+    private mutating func chargeAhead(_ name: String, _ args: [JSON]) throws(EvaluationError) {
+        switch name {
+        case "join":
+            guard case .array(let items) = args[0] else { return }
+            let separator = args[1].interpolationText.utf8.count
+            for item in items { try charge(item.interpolationText.utf8.count + separator, for: "join()") }
+        case "replace":
+            guard case .string(let text) = args[0], case .string(let target) = args[1], !target.isEmpty else { return }
+            let occurrences = text.components(separatedBy: target).count - 1
+            try charge(text.utf8.count + occurrences * args[2].interpolationText.utf8.count, for: "replace()")
+        case "flatten":
+            guard case .array(let items) = args[0] else { return }
+            for item in items { try charge((item.arrayValue?.count ?? 1) * 8, for: "flatten()") }
+        default:
+            break
+        }
     }
 
     /// Binds the current element to `it` and, for a lambda, to its parameter.
@@ -50,6 +73,7 @@ extension Evaluator {
             let (savedIt, savedKey) = (it, key)
             defer { (it, key) = (savedIt, savedKey) }
             var result = JSONObject()
+            try charge(object.count * 8, for: "map_values()")
             for pair in object.pairs {
                 key = .string(pair.key)
                 bind(pair.value, for: arguments[1])
@@ -70,6 +94,7 @@ extension Evaluator {
         var results: [JSON] = []
         switch name {
         case "map":
+            try charge(items.count * 8, for: "map()")
             for item in items {
                 bind(item, for: arguments[1])
                 results.append(try eval(arguments[1]))
@@ -211,9 +236,10 @@ extension Evaluator {
             for pair in extra.pairs { base[pair.key] = pair.value }
             return .object(base)
         case "omit":
-            guard case .object(var source) = a[0] else { throw EvaluationError("omit() needs an object, not \(a[0].typeName)") }
-            for key in try list(1) { source[key.interpolationText] = nil }
-            return .object(source)
+            guard case .object(let source) = a[0] else { throw EvaluationError("omit() needs an object, not \(a[0].typeName)") }
+            // One pass over the object: removing keys one by one is O(n) each.
+            let dropped = Set(try list(1).map(\.interpolationText))
+            return .object(JSONObject(source.pairs.filter { !dropped.contains($0.key) }.map { ($0.key, $0.value) }))
         case "pick":
             guard case .object(let source) = a[0] else { throw EvaluationError("pick() needs an object, not \(a[0].typeName)") }
             var picked = JSONObject()
@@ -222,9 +248,12 @@ extension Evaluator {
         case "flatten":
             return .array(try list(0).flatMap { $0.arrayValue ?? [$0] })
         case "unique":
-            var seen: [JSON] = []
-            for item in try list(0) where !seen.contains(where: { $0.looselyEquals(item) }) { seen.append(item) }
-            return .array(seen)
+            // Hashing a normal form (whole doubles as integers, as `==` sees
+            // them) keeps this linear; a pairwise scan was quadratic.
+            var seen = Set<JSON>()
+            var kept: [JSON] = []
+            for item in try list(0) where seen.insert(item.equalityKey).inserted { kept.append(item) }
+            return .array(kept)
         case "tally":
             var counts = JSONObject()
             for item in try list(0) { counts[item.interpolationText] = .int((counts[item.interpolationText]?.intValue ?? 0) + 1) }

@@ -75,7 +75,7 @@ public enum UTCCalendar {
             return false
         }
         guard let year = number(4), take("-"), let month = number(2), take("-"), let day = number(2),
-              (1...12).contains(month), (1...31).contains(day)
+              (1...12).contains(month), (1...daysInMonth(month, of: year)).contains(day)
         else { return nil }
         var c = Components(year: year, month: month, day: day)
         var fraction = 0.0
@@ -101,13 +101,22 @@ public enum UTCCalendar {
         } else if i < chars.count, chars[i] == UInt8(ascii: "+") || chars[i] == UInt8(ascii: "-") {
             let sign = chars[i] == UInt8(ascii: "-") ? -1 : 1
             i += 1
-            guard let oh = number(2) else { return nil }
+            guard let oh = number(2), oh <= 23 else { return nil }
             _ = take(":")
-            guard let om = number(2) else { return nil }
+            guard let om = number(2), om <= 59 else { return nil }
             offset = sign * (oh * 3600 + om * 60)
         }
         guard i == chars.count else { return nil }
         return epoch(c) + fraction - Double(offset)
+    }
+
+    /// Days in a month of the proleptic Gregorian calendar (February 29 in leap years).
+    static func daysInMonth(_ month: Int, of year: Int) -> Int {
+        switch month {
+        case 2: (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: 30
+        default: 31
+        }
     }
 
     /// The first instant of the month containing `epoch`, moved by `months`.
@@ -166,8 +175,14 @@ public struct Duration: Sendable, Equatable {
             default: return nil
             }
         }
+        // The sum too stays within a thousand years, however many parts it has,
+        // so converting it to whole seconds or nanoseconds can never overflow.
+        guard result.seconds <= Self.maximumSeconds, result.months <= 12_000 else { return nil }
         return result
     }
+
+    /// The longest duration accepted: a thousand years, in seconds.
+    public static let maximumSeconds: Double = 1000 * 366 * 86400
 
     /// Applies the duration to an instant.
     public func added(to epoch: Double) -> Double {

@@ -59,7 +59,10 @@ public enum TemplateSegment: Sendable {
         for segment in segments {
             switch segment {
             case .text(let t): out += t
-            case .expression(let e): out += try e.evaluate(in: context).interpolationText
+            case .expression(let e):
+                let value = try e.evaluate(in: context)
+                if value.exceedsEncodedSize(Expression.maximumBuild - out.utf8.count) { throw .budget("the template '\(e.source)'") }
+                out += value.interpolationText
             }
         }
         return out

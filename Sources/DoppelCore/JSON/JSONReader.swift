@@ -231,6 +231,8 @@ public struct JSONReader {
         let text = String(decoding: bytes[start..<index], as: UTF8.self)
         if isInteger, let i = Int(text) { return .int(i) }
         guard let d = Double(text) else { throw error("invalid number") }
+        // 1e400 reads as infinity: no JSON number, and no integer either.
+        guard d.isFinite else { throw SyntaxError(message: "number \(text.prefix(40)) is out of range", offset: start) }
         return .double(d)
     }
 

@@ -38,6 +38,11 @@ extension ContractLoader {
             diagnostics.error("bad path: \(error.message)", at: requestNode.contentLocation.advanced(by: parts[0].count + 1))
             return nil
         }
+        let full = basePath + String(parts[1])
+        if full == "/__doppel" || full.hasPrefix("/__doppel/") {
+            diagnostics.error("path \(full) is under /__doppel/, which the admin API answers; this endpoint could never be reached",
+                              at: requestNode.contentLocation.advanced(by: parts[0].count + 1))
+        }
 
         var auth = defaultAuth
         if let authNode = reader["auth"], let name = authNode.scalarText {

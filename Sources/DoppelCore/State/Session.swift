@@ -65,14 +65,17 @@ public struct SessionData: Sendable {
     /// The contract's variables, counters and collections, by name.
     public var state: JSONObject
     public var clock = SessionClock()
-    /// How many times each sequence has answered, by sequence key.
-    public var sequencePositions: [String: Int] = [:]
-    /// Requests counted by each rate limit window, by limit and key.
-    public var rateWindows: [String: RateWindow] = [:]
+    /// How many times each sequence has answered, by sequence key (bounded: keys may come from requests).
+    public var sequencePositions = BoundedMap<Int>(capacity: SessionData.maximumKeys)
+    /// Requests counted by each rate limit window, by limit and key (bounded: keys may come from requests).
+    public var rateWindows = BoundedMap<RateWindow>(capacity: SessionData.maximumKeys)
     /// The scenario the session was started from, if any.
     public var scenario: ActiveScenario?
     /// How many requests each endpoint has received, for overrides of the n-th call.
     public var endpointCalls: [String: Int] = [:]
+
+    /// The most rate-window keys, and the most sequence keys, one session holds.
+    public static let maximumKeys = 10_000
 
     public init(state: JSONObject) {
         self.state = state

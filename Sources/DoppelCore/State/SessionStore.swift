@@ -1,20 +1,111 @@
-/// All sessions of a running contract, created on first use.
+import Foundation
+
+/// All sessions of a running contract, created on first use and evicted when
+/// idle too long or when room is needed.
+///
+/// Bounded by construction: at most `limit` sessions are held. A request for
+/// a new session when the store is full evicts the least recently used one
+/// (never the default session), so one client inventing session ids cannot
+/// lock others out. Sessions unused for `idleLimit` seconds are evicted as
+/// the store is used. Evicted sessions start over from the initial state if
+/// they come back; `evictions` counts them.
 public final class SessionStore: Sendable {
     /// The session used when a request names none.
     public static let defaultID = "default"
 
-    private let sessions = Locked<[String: Session]>([:])
+    /// Why sessions were evicted, and how many.
+    public struct Evictions: Sendable, Equatable {
+        /// Evicted to make room for a new session.
+        public var forRoom = 0
+        /// Evicted after being idle longer than the idle limit.
+        public var idle = 0
+
+        public init(forRoom: Int = 0, idle: Int = 0) {
+            self.forRoom = forRoom
+            self.idle = idle
+        }
+    }
+
+    private struct Entry {
+        let session: Session
+        /// Monotonic seconds of the last use.
+        var lastUsed: Double
+        var newer: String?
+        var older: String?
+    }
+
+    /// Sessions by id, threaded on a recency list (newest first) for O(1) eviction.
+    private struct Table {
+        var entries: [String: Entry] = [:]
+        var newest: String?
+        var oldest: String?
+        var evictions = Evictions()
+
+        mutating func unlink(_ id: String) {
+            guard let entry = entries[id] else { return }
+            if let newer = entry.newer { entries[newer]!.older = entry.older } else { newest = entry.older }
+            if let older = entry.older { entries[older]!.newer = entry.newer } else { oldest = entry.newer }
+        }
+
+        mutating func pushNewest(_ id: String) {
+            entries[id]!.older = newest
+            entries[id]!.newer = nil
+            if let newest { entries[newest]!.newer = id }
+            newest = id
+            if oldest == nil { oldest = id }
+        }
+
+        mutating func remove(_ id: String) -> Session? {
+            guard let entry = entries[id] else { return nil }
+            unlink(id)
+            entries.removeValue(forKey: id)
+            return entry.session
+        }
+
+        /// The least recently used session other than the default one.
+        var evictionCandidate: String? {
+            var id = oldest
+            while let current = id, current == SessionStore.defaultID { id = entries[current]?.newer }
+            return id
+        }
+    }
+
+    private let table = Locked(Table())
     /// The contract's initial state.
     public let initial: JSONObject
-    /// The most sessions held at once; a request for one more gets a 503.
+    /// The most sessions held at once.
     public let limit: Int
+    /// Seconds a session may go unused before it is evicted; nil keeps idle sessions.
+    public let idleLimit: Double?
     private let baseScenario = Locked<Scenario?>(nil)
     private let clock: @Sendable () -> Double
+    private let monotonic: @Sendable () -> Double
+    private let onEvict = Locked<(@Sendable (String) -> Void)?>(nil)
 
-    public init(initial: JSONObject, limit: Int = 10_000, clock: @escaping @Sendable () -> Double = { 0 }) {
+    /// - Parameters:
+    ///   - limit: the most sessions held at once (at least 1).
+    ///   - idleLimit: seconds of disuse after which a session is evicted; nil never evicts for idleness.
+    ///   - clock: real time in seconds since 1970, for session clocks.
+    ///   - monotonic: seconds on a clock that only moves forward, for idleness.
+    public init(initial: JSONObject, limit: Int = 10_000, idleLimit: Double? = 3600,
+                clock: @escaping @Sendable () -> Double = { 0 },
+                monotonic: @escaping @Sendable () -> Double = SessionStore.uptime) {
         self.initial = initial
-        self.limit = limit
+        self.limit = max(1, limit)
+        self.idleLimit = idleLimit
         self.clock = clock
+        self.monotonic = monotonic
+    }
+
+    /// Seconds since an arbitrary start, never going back.
+    public static let uptime: @Sendable () -> Double = {
+        let now = ContinuousClock.now - ContinuousClock.Instant.processStart
+        return Double(now.components.seconds) + Double(now.components.attoseconds) / 1e18
+    }
+
+    /// Called with the id of each evicted session (outside the store's lock).
+    public func onEviction(_ handler: @escaping @Sendable (String) -> Void) {
+        onEvict.withLock { $0 = handler }
     }
 
     /// The scenario every new session starts from (`doppel serve --scenario`).
@@ -24,10 +115,10 @@ public final class SessionStore: Sendable {
     }
 
     /// Starts a session (new or existing) over from a scenario, or from the
-    /// contract's initial state with `nil`. Nil when the store is full.
+    /// contract's initial state with `nil`.
     @discardableResult
-    public func start(_ id: String, scenario: Scenario?) -> Session? {
-        guard let session = session(id) else { return nil }
+    public func start(_ id: String, scenario: Scenario?) -> Session {
+        let session = session(id)
         session.restart(initial: initial, scenario: scenario, real: clock())
         return session
     }
@@ -40,37 +131,94 @@ public final class SessionStore: Sendable {
         }
     }
 
-    /// The session with `id`, created with the contract's initial state if new;
-    /// nil when the store is full.
-    public func session(_ id: String) -> Session? {
-        sessions.withLock { all in
-            if let existing = all[id] { return existing }
-            guard all.count < limit else { return nil }
+    /// The session with `id`, created with the contract's initial state if
+    /// new (evicting the least recently used one when the store is full).
+    /// Only valid ids (`isValid(id:)`) may be passed.
+    public func session(_ id: String) -> Session {
+        let now = monotonic()
+        var evicted: [String] = []
+        let session = table.withLock { table -> Session in
+            evicted = evictIdle(&table, now: now)
+            if let existing = table.entries[id] {
+                table.unlink(id)
+                table.entries[id]!.lastUsed = now
+                table.pushNewest(id)
+                return existing.session
+            }
+            if table.entries.count >= limit, let victim = table.evictionCandidate {
+                _ = table.remove(victim)
+                table.evictions.forRoom += 1
+                evicted.append(victim)
+            }
             let session = Session(id: id, initial: initial)
             if let scenario = baseScenario.withLock({ $0 }) {
                 session.restart(initial: initial, scenario: scenario, real: clock())
             }
-            all[id] = session
+            table.entries[id] = Entry(session: session, lastUsed: now)
+            table.pushNewest(id)
             return session
         }
+        notify(evicted)
+        return session
+    }
+
+    /// Evicts sessions idle past the limit, oldest first; O(1) when there are none.
+    private func evictIdle(_ table: inout Table, now: Double) -> [String] {
+        guard let idleLimit else { return [] }
+        var evicted: [String] = []
+        while let candidate = table.evictionCandidate, let entry = table.entries[candidate], now - entry.lastUsed > idleLimit {
+            _ = table.remove(candidate)
+            table.evictions.idle += 1
+            evicted.append(candidate)
+        }
+        return evicted
+    }
+
+    private func notify(_ evicted: [String]) {
+        guard !evicted.isEmpty, let handler = onEvict.withLock({ $0 }) else { return }
+        for id in evicted { handler(id) }
     }
 
     /// The session with `id` if it exists.
     public func existing(_ id: String) -> Session? {
-        sessions.withLock { $0[id] }
+        table.withLock { $0.entries[id]?.session }
     }
 
     /// Ids of all sessions, sorted.
-    public var ids: [String] { sessions.withLock { $0.keys.sorted() } }
+    public var ids: [String] { table.withLock { $0.entries.keys.sorted() } }
+
+    /// How many sessions are held.
+    public var count: Int { table.withLock { $0.entries.count } }
+
+    /// How many sessions have been evicted, and why.
+    public var evictions: Evictions {
+        let now = monotonic()
+        var evicted: [String] = []
+        let counts = table.withLock { table -> Evictions in
+            evicted = evictIdle(&table, now: now)
+            return table.evictions
+        }
+        notify(evicted)
+        return counts
+    }
 
     /// Forgets one session; its next request starts from the initial state.
     @discardableResult
     public func reset(_ id: String) -> Bool {
-        sessions.withLock { $0.removeValue(forKey: id) != nil }
+        table.withLock { $0.remove(id) != nil }
     }
 
     /// Forgets every session.
     public func resetAll() {
-        sessions.withLock { $0.removeAll() }
+        table.withLock { table in
+            let evictions = table.evictions
+            table = Table()
+            table.evictions = evictions
+        }
     }
+}
+
+extension ContinuousClock.Instant {
+    /// An instant fixed when first read, the zero of `SessionStore.uptime`.
+    static let processStart = ContinuousClock.now
 }

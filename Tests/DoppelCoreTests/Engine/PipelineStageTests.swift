@@ -167,14 +167,49 @@ import Testing
         #expect(statuses == [200: 5, 402: 195])
     }
 
-    @Test func sessionIdsAreCheckedAndBounded() {
-        let engine = MockEngine(contract: try! loadContract("doppel: 1\nendpoints:\n  e: { request: GET /e, responses: [ { status: 200 } ] }"), sessionLimit: 2)
+    @Test func sessionIdsAreCheckedAndTheLeastRecentlyUsedIsEvicted() {
+        let engine = MockEngine(contract: try! loadContract("doppel: 1\nendpoints:\n  e: { request: GET /e, responses: [ { status: 200 } ] }"), sessionLimit: 3)
         #expect(engine.send("GET", "/e", session: "has space").status == 400)
+        #expect(engine.send("GET", "/e").status == 200)
         #expect(engine.send("GET", "/e", session: "a").status == 200)
         #expect(engine.send("GET", "/e", session: "b").status == 200)
-        #expect(engine.send("GET", "/e", session: "c").status == 503)
-        engine.sessions.reset("a")
+        #expect(engine.send("GET", "/e", session: "a").status == 200)
+        // Full: "b" is the least recently used (the default session is never evicted).
         #expect(engine.send("GET", "/e", session: "c").status == 200)
+        #expect(engine.sessions.ids == ["a", "c", "default"])
+        #expect(engine.sessions.evictions == SessionStore.Evictions(forRoom: 1, idle: 0))
+        // The evicted session's tally went with it; the invalid id was never kept.
+        let sessions = Set(engine.journal.tally.counts.keys.map(\.session))
+        #expect(sessions == ["a", "c", "default", Journal.invalidSession])
+    }
+
+    @Test func idleSessionsAreEvicted() {
+        let monotonic = Locked(0.0)
+        let store = SessionStore(initial: JSONObject(), limit: 100, idleLimit: 60, monotonic: { monotonic.withLock { $0 } })
+        _ = store.session("old")
+        monotonic.withLock { $0 = 50 }
+        _ = store.session("recent")
+        monotonic.withLock { $0 = 100 }
+        #expect(store.evictions == SessionStore.Evictions(forRoom: 0, idle: 1))
+        #expect(store.ids == ["recent"])
+    }
+
+    @Test func twentyThousandSessionsOneAfterAnotherAllGetTheirAnswer() {
+        let engine = MockEngine(contract: try! loadContract("doppel: 1\nendpoints:\n  e: { request: GET /e, responses: [ { status: 200 } ] }"))
+        var statuses: [Int: Int] = [:]
+        for i in 0..<20_000 { statuses[engine.send("GET", "/e", session: "job-\(i)").status, default: 0] += 1 }
+        #expect(statuses == [200: 20_000])
+        #expect(engine.sessions.count == 10_000)
+        #expect(engine.sessions.evictions.forRoom == 10_000)
+        #expect(engine.send("GET", "/e").status == 200)
+    }
+
+    @Test func perKeyStateStaysBounded() {
+        var map = BoundedMap<Int>(capacity: 100)
+        for i in 0..<10_000 { map["k\(i)"] = i }
+        #expect(map.count <= 100)
+        #expect(map["k9999"] == 9999)
+        #expect(map["k0"] == nil)
     }
 
     @Test func journalKeepsTheNewestEntriesWithinItsBound() {
