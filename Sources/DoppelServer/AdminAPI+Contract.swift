@@ -7,9 +7,16 @@ extension AdminAPI {
         let uptime = ContinuousClock.now - startedAt
         return json(200, .object(JSONObject([
             ("status", "ok"), ("contract", .string(contract.info.title)), ("version", .string(contract.info.version)),
-            ("endpoints", .int(contract.endpoints.count)), ("sessions", .int(engine.sessions.ids.count)),
+            ("endpoints", .int(contract.endpoints.count)), ("sessions", .int(engine.sessions.count)),
+            ("sessions_evicted", evictionsJSON()), ("log_lines_dropped", .int(log?.dropped ?? 0)),
             ("uptime_seconds", .int(Int(uptime.components.seconds))),
         ])))
+    }
+
+    /// How many sessions were evicted, and why.
+    func evictionsJSON() -> JSON {
+        let evictions = engine.sessions.evictions
+        return .object(JSONObject([("for_room", .int(evictions.forRoom)), ("idle", .int(evictions.idle))]))
     }
 
     func routeList() -> JSON {

@@ -27,7 +27,7 @@ extension AdminAPI {
         case "GET":
             return json(200, .object(JSONObject([("session", .string(id)), ("scenario", engine.sessions.existing(id)?.scenarioName.map { .string($0) } ?? .null)])))
         case "DELETE":
-            guard engine.sessions.start(id, scenario: nil) != nil else { return Problem.tooManySessions(limit: engine.sessions.limit).response() }
+            engine.sessions.start(id, scenario: nil)
             return json(200, .object(JSONObject([("session", .string(id)), ("scenario", .null)])))
         default:
             let chosen: Scenario
@@ -35,7 +35,7 @@ extension AdminAPI {
             case .success(let scenario): chosen = scenario
             case .failure(let problem): return problem.response()
             }
-            guard engine.sessions.start(id, scenario: chosen) != nil else { return Problem.tooManySessions(limit: engine.sessions.limit).response() }
+            engine.sessions.start(id, scenario: chosen)
             return json(200, .object(JSONObject([("session", .string(id)), ("scenario", .string(chosen.name))])))
         }
     }

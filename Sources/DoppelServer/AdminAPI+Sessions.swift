@@ -5,7 +5,10 @@ extension AdminAPI {
         let items = engine.sessions.ids.map { id in
             JSON.object(JSONObject([("id", .string(id)), ("scenario", engine.sessions.existing(id)?.scenarioName.map { .string($0) } ?? .null)]))
         }
-        return json(200, .object(JSONObject([("sessions", .array(items))])))
+        return json(200, .object(JSONObject([
+            ("sessions", .array(items)), ("limit", .int(engine.sessions.limit)),
+            ("idle_limit_seconds", engine.sessions.idleLimit.map { .double($0) } ?? .null), ("evicted", evictionsJSON()),
+        ])))
     }
 
     func state(_ request: RecordedRequest) -> MockResponse {
@@ -46,7 +49,7 @@ extension AdminAPI {
             if kind == .collection, value.objectValue == nil { problems.append("collection '\(name)' must be an object of records by key") }
         }
         guard problems.isEmpty else { return Problem.invalidState(problems).response() }
-        guard let session = engine.sessions.session(id) else { return Problem.tooManySessions(limit: engine.sessions.limit).response() }
+        let session = engine.sessions.session(id)
         var ordered = JSONObject()
         for name in declaration.initial.keys { ordered[name] = replacement[name] }
         session.replace(with: ordered)
@@ -79,7 +82,7 @@ extension AdminAPI {
         case .success(let parsed): (body, id) = parsed
         case .failure(let problem): return problem.response()
         }
-        guard let session = engine.sessions.session(id) else { return Problem.tooManySessions(limit: engine.sessions.limit).response() }
+        let session = engine.sessions.session(id)
         let real = engine.realNow
         if request.method == "POST" {
             switch ClockChange.parse(body, allowing: ["session"]) {

@@ -15,10 +15,13 @@ public struct AdminAPI: Sendable {
     let token: String?
     let catalog: Locked<ScenarioCatalog>
     let startedAt: ContinuousClock.Instant
+    /// The request log, for its dropped-line count.
+    let log: RequestLog?
 
-    public init(engine: MockEngine, token: String? = nil, catalog: ScenarioCatalog = ScenarioCatalog()) {
+    public init(engine: MockEngine, token: String? = nil, catalog: ScenarioCatalog = ScenarioCatalog(), log: RequestLog? = nil) {
         self.engine = engine
         self.token = token
+        self.log = log
         self.catalog = Locked(catalog)
         self.startedAt = .now
     }
@@ -65,8 +68,21 @@ public struct AdminAPI: Sendable {
     }
 
     static func carries(_ token: String, _ request: RecordedRequest) -> Bool {
-        if request.header("doppel-admin-token") == token { return true }
-        return Authenticator.bearerToken(request.header("authorization")) == token
+        // Both headers are always compared, each in constant time, so the
+        // response time says nothing about how much of a guess was right.
+        let byHeader = constantTimeEquals(request.header("doppel-admin-token"), token)
+        let byBearer = constantTimeEquals(Authenticator.bearerToken(request.header("authorization")), token)
+        return byHeader || byBearer
+    }
+
+    /// Compares every byte of the expected token, whatever the candidate, so timing leaks neither content nor length.
+    static func constantTimeEquals(_ candidate: String?, _ expected: String) -> Bool {
+        let given = Array((candidate ?? "").utf8), wanted = Array(expected.utf8)
+        var difference = UInt8(given.count == wanted.count ? 0 : 1) | UInt8(candidate == nil ? 1 : 0)
+        for index in wanted.indices {
+            difference |= wanted[index] ^ (index < given.count ? given[index] : ~wanted[index])
+        }
+        return difference == 0
     }
 
     // MARK: Helpers shared by the calls

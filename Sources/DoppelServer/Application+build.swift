@@ -1,5 +1,6 @@
 import DoppelCore
 import Hummingbird
+import HummingbirdCore
 import Logging
 
 /// Builds the HTTP application serving an engine: what `doppel serve` runs
@@ -17,9 +18,16 @@ public func buildApplication(
     let responder = DoppelResponder(
         engine: engine, log: log ?? RequestLog(format: configuration.logFormat), maxBodySize: configuration.maxBodySize,
         hangLimit: configuration.hangLimit, adminToken: configuration.adminToken, scenarios: scenarios)
+    let limits = ConnectionGuard.Limits(header: configuration.headerTimeout, body: configuration.bodyTimeout, maxBodySize: configuration.maxBodySize)
+    let server = HTTPServerBuilder { handler in
+        DoppelHTTP1Channel(responder: handler, limits: limits, idleTimeout: configuration.idleTimeout, maxHeaderSize: configuration.maxHeaderSize)
+    }
     return Application(
         responder: responder,
-        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Doppel"),
+        server: server,
+        configuration: .init(
+            address: .hostname(configuration.host, port: configuration.port), serverName: "Doppel",
+            availableConnectionsDelegate: MaximumAvailableConnections(configuration.maxConnections)),
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
         logger: logger)
 }

@@ -19,7 +19,7 @@ public struct DoppelResponder: HTTPResponder {
     public init(engine: MockEngine, log: RequestLog, maxBodySize: Int, hangLimit: Double = 30, adminToken: String? = nil,
                 scenarios: ScenarioCatalog = ScenarioCatalog()) {
         self.engine = engine
-        self.admin = AdminAPI(engine: engine, token: adminToken, catalog: scenarios)
+        self.admin = AdminAPI(engine: engine, token: adminToken, catalog: scenarios, log: log)
         self.log = log
         self.maxBodySize = maxBodySize
         self.faults = FaultInjector(hangLimit: hangLimit)

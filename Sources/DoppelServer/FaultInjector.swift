@@ -1,11 +1,14 @@
 import DoppelCore
 import Hummingbird
 import NIOCore
+import ServiceLifecycle
 
 /// Produces a response's delay, stream and deliberate faults on the wire.
 ///
 /// Delays and stream pauses are `Task.sleep`s, so a slow response never holds
-/// up other requests.
+/// up other requests. Every wait ends early at graceful shutdown (SIGTERM, or
+/// stopping a test server), so a response delayed by an hour cannot keep the
+/// process alive: the response is sent at once and the server stops.
 struct FaultInjector: Sendable {
     /// The longest a `no_answer` fault keeps a connection waiting.
     let hangLimit: Double
@@ -13,7 +16,14 @@ struct FaultInjector: Sendable {
     /// Waits out the response's delay.
     func delay(_ response: MockResponse) async {
         guard response.delay > 0 else { return }
-        try? await Task.sleep(for: .seconds(response.delay))
+        await Self.pause(seconds: response.delay)
+    }
+
+    /// Sleeps for `seconds`, or until graceful shutdown or cancellation.
+    static func pause(seconds: Double) async {
+        _ = try? await cancelWhenGracefulShutdown {
+            try await Task.sleep(for: .seconds(min(seconds, 1e9)))
+        }
     }
 
     /// Applies a connection-level fault; returns the response to write, if any is still to be written.
@@ -29,7 +39,7 @@ struct FaultInjector: Sendable {
             try? await channel.close()
         case .noAnswer:
             let deadline = ContinuousClock.now + .seconds(hangLimit)
-            while channel.isActive, ContinuousClock.now < deadline {
+            while channel.isActive, ContinuousClock.now < deadline, !Task.isCancelled, !Task.isShuttingDownGracefully {
                 try? await Task.sleep(for: .milliseconds(50))
             }
             try? await channel.close()
@@ -54,7 +64,7 @@ struct FaultInjector: Sendable {
     static func streamed(_ parts: [StreamPart]) -> ResponseBody {
         ResponseBody { writer in
             for part in parts {
-                if part.delay > 0 { try await Task.sleep(for: .seconds(part.delay)) }
+                if part.delay > 0 { await pause(seconds: part.delay) }
                 try await writer.write(ByteBuffer(bytes: part.bytes))
             }
             try await writer.finish(nil)

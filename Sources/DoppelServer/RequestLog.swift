@@ -1,7 +1,15 @@
 import DoppelCore
 import Foundation
 
-/// Writes one line per request (and the start-up banner) to standard output.
+/// Writes one line per request (and the start-up banner) to standard output,
+/// off the request path.
+///
+/// Requests only append to a bounded buffer; one writer thread drains it.
+/// When the reader of standard output is slower than the requests (a paused
+/// terminal, a full pipe), lines beyond the buffer are dropped and counted,
+/// never waited for, and the writer notes how many when it catches up. A
+/// dedicated thread, not a task, because the write may block for as long as
+/// the reader likes, and a blocked task would hold a cooperative thread.
 public final class RequestLog: Sendable {
     /// How request lines look.
     public enum Format: String, Sendable, CaseIterable {
@@ -13,24 +21,40 @@ public final class RequestLog: Sendable {
         case none
     }
 
+    /// The most lines waiting to be written.
+    public static let defaultCapacity = 10_000
+
     public let format: Format
-    private let lock = Locked(())
-    private let write: @Sendable (String) -> Void
+    public let capacity: Int
+    private let buffer: Buffer
 
-    /// - Parameter write: where lines go; standard output by default.
-    public init(format: Format, write: @escaping @Sendable (String) -> Void = RequestLog.standardOutput) {
+    /// - Parameters:
+    ///   - capacity: the most lines waiting for the writer; more are dropped and counted.
+    ///   - write: where lines go (one call per line, newline included); standard output by default.
+    public init(format: Format, capacity: Int = RequestLog.defaultCapacity,
+                write: @escaping @Sendable (String) -> Void = RequestLog.standardOutput) {
         self.format = format
-        self.write = write
+        self.capacity = max(1, capacity)
+        self.buffer = Buffer(capacity: max(1, capacity), write: write)
     }
 
-    /// Writes a line to standard output and flushes, so piped output is timely.
+    /// Writes a line to standard output, newline included.
     public static let standardOutput: @Sendable (String) -> Void = { line in
-        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+        FileHandle.standardOutput.write(Data(line.utf8))
     }
 
-    /// Writes a line as it is.
+    /// Queues a line as it is.
     public func line(_ text: String) {
-        lock.withLock { _ in write(text) }
+        buffer.append(text + "\n")
+    }
+
+    /// Lines dropped so far because the writer could not keep up.
+    public var dropped: Int { buffer.droppedTotal }
+
+    /// Waits until every queued line is written, or `timeout` seconds pass; true when all were.
+    @discardableResult
+    public func flush(timeout: Double = 2) -> Bool {
+        buffer.flush(timeout: timeout)
     }
 
     /// Logs one served request.
@@ -48,6 +72,85 @@ public final class RequestLog: Sendable {
                 ("session", .string(session)), ("duration_ms", .double(Double(durationMicros) / 1000)),
             ]))
             line(JSONWriter.encodeString(object))
+        }
+    }
+
+    /// The queue between requests and the writer thread.
+    private final class Buffer: @unchecked Sendable {
+        private let condition = NSCondition()
+        private var lines: [String] = []
+        private var head = 0
+        private var droppedSinceNote = 0
+        private var dropped = 0
+        private var writing = false
+        private var writerStarted = false
+        private let capacity: Int
+        private let write: @Sendable (String) -> Void
+
+        init(capacity: Int, write: @escaping @Sendable (String) -> Void) {
+            self.capacity = capacity
+            self.write = write
+        }
+
+        var droppedTotal: Int {
+            condition.lock()
+            defer { condition.unlock() }
+            return dropped
+        }
+
+        func append(_ line: String) {
+            condition.lock()
+            defer { condition.unlock() }
+            if !writerStarted {
+                writerStarted = true
+                let thread = Thread { [self] in self.drain() }
+                thread.name = "doppel-request-log"
+                thread.start()
+            }
+            if lines.count - head >= capacity {
+                dropped += 1
+                droppedSinceNote += 1
+                return
+            }
+            lines.append(line)
+            // Broadcast: flush() may wait on the same condition as the writer.
+            condition.broadcast()
+        }
+
+        private func drain() {
+            while true {
+                condition.lock()
+                while lines.count == head { condition.wait() }
+                let line = lines[head]
+                head += 1
+                if head >= 1024, head * 2 >= lines.count {
+                    lines.removeFirst(head)
+                    head = 0
+                }
+                var note: String?
+                if lines.count == head, droppedSinceNote > 0 {
+                    note = "doppel: \(droppedSinceNote) log line\(droppedSinceNote == 1 ? "" : "s") dropped: standard output was not read fast enough\n"
+                    droppedSinceNote = 0
+                }
+                writing = true
+                condition.unlock()
+                write(line)
+                if let note { write(note) }
+                condition.lock()
+                writing = false
+                condition.broadcast()
+                condition.unlock()
+            }
+        }
+
+        func flush(timeout: Double) -> Bool {
+            let deadline = Date(timeIntervalSinceNow: timeout)
+            condition.lock()
+            defer { condition.unlock() }
+            while lines.count != head || writing {
+                if !condition.wait(until: deadline) { return false }
+            }
+            return true
         }
     }
 }

@@ -1,6 +1,7 @@
 import DoppelCore
 
-/// How a Doppel server listens and behaves.
+/// How a Doppel server listens and behaves. Every limit's default is listed
+/// in `docs/limits.md`, with the `doppel serve` option that changes it.
 public struct ServerConfiguration: Sendable {
     /// Address to bind; loopback by default.
     public var host: String = "127.0.0.1"
@@ -8,18 +9,30 @@ public struct ServerConfiguration: Sendable {
     public var port: Int = 8000
     /// Largest request body accepted; larger ones get 413.
     public var maxBodySize: Int = 1 << 20
+    /// Largest header block of a request, in bytes; larger ones get 400 and the connection closes.
+    public var maxHeaderSize: Int = 32 << 10
     /// How each request is logged.
     public var logFormat: RequestLog.Format = .text
     /// The most journal entries kept.
     public var journalCapacity: Int = 10_000
-    /// The most sessions held at once.
+    /// The most sessions held at once; a new one evicts the least recently used.
     public var sessionLimit: Int = 10_000
+    /// Seconds after which an unused session is evicted; nil keeps them.
+    public var sessionIdleLimit: Double? = 3600
     /// The delay of responses that declare none.
     public var defaultDelay: Delay?
     /// The longest a `no_answer` fault keeps a connection waiting, in seconds.
     public var hangLimit: Double = 30
     /// When set, every admin call must carry this token.
     public var adminToken: String?
+    /// Seconds a connection may stay open with no request in progress.
+    public var idleTimeout: Double = 60
+    /// Seconds from a request's first byte to the end of its headers; slower requests get 408.
+    public var headerTimeout: Double = 10
+    /// Seconds a request body may pause between parts; slower bodies get 408.
+    public var bodyTimeout: Double = 30
+    /// The most connections open at once; more wait in the listen backlog.
+    public var maxConnections: Int = 10_000
 
     public init(host: String = "127.0.0.1", port: Int = 8000, maxBodySize: Int = 1 << 20, logFormat: RequestLog.Format = .text,
                 journalCapacity: Int = 10_000, sessionLimit: Int = 10_000, defaultDelay: Delay? = nil, hangLimit: Double = 30,
@@ -34,17 +47,9 @@ public struct ServerConfiguration: Sendable {
         self.journalCapacity = journalCapacity
         self.sessionLimit = sessionLimit
     }
-}
 
-/// Parses sizes like `1MiB`, `512KiB`, `64kb` or `1048576` into bytes.
-public enum ByteSize {
-    public static func parse(_ text: String) -> Int? {
-        let lower = text.lowercased().filter { !$0.isWhitespace }
-        let units: [(String, Int)] = [("kib", 1024), ("mib", 1 << 20), ("gib", 1 << 30), ("kb", 1000), ("mb", 1_000_000), ("gb", 1_000_000_000), ("k", 1024), ("m", 1 << 20), ("b", 1)]
-        for (suffix, factor) in units where lower.hasSuffix(suffix) {
-            guard let value = Double(lower.dropLast(suffix.count)), value >= 0 else { return nil }
-            return Int(value * Double(factor))
-        }
-        return Int(lower).flatMap { $0 >= 0 ? $0 : nil }
+    /// True when `host` is a loopback address (`127.x.x.x`, `::1`, `localhost`).
+    public var bindsLoopbackOnly: Bool {
+        host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
     }
 }

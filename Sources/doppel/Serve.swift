@@ -2,11 +2,17 @@ import ArgumentParser
 import DoppelCore
 import DoppelServer
 import Foundation
+import Logging
+import ServiceLifecycle
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Serve a contract over HTTP.",
-        discussion: "Stops gracefully on SIGINT or SIGTERM. The admin API is under /__doppel/ on the same port."
+        discussion: """
+            Stops gracefully on SIGINT or SIGTERM: delayed responses are sent at once, in-flight responses get \
+            --shutdown-grace, and a second signal exits at once. The admin API is under /__doppel/ on the same port. \
+            Every limit and its default is in docs/limits.md.
+            """
     )
 
     @Argument(help: "The contract file (YAML).")
@@ -42,6 +48,27 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("admin-token"), help: "Require this token (Doppel-Admin-Token or Authorization: Bearer) on every admin call.")
     var adminToken: String?
 
+    @Option(name: .customLong("max-sessions"), help: "The most sessions held at once; a new one evicts the least recently used.")
+    var maxSessions: Int = 10_000
+
+    @Option(name: .customLong("session-idle"), help: "Evict sessions unused this long, like 1h; 0 keeps them.")
+    var sessionIdle: String = "1h"
+
+    @Option(name: .customLong("idle-timeout"), help: "Close connections with no request in progress after this long, like 60s.")
+    var idleTimeout: String = "60s"
+
+    @Option(name: .customLong("header-timeout"), help: "Answer 408 when a request's headers take longer than this to arrive, like 10s.")
+    var headerTimeout: String = "10s"
+
+    @Option(name: .customLong("body-timeout"), help: "Answer 408 when a request body pauses longer than this, like 30s.")
+    var bodyTimeout: String = "30s"
+
+    @Option(name: .customLong("max-connections"), help: "The most connections open at once; more wait to be accepted.")
+    var maxConnections: Int = 10_000
+
+    @Option(name: .customLong("shutdown-grace"), help: "On SIGTERM or SIGINT, how long in-flight responses may take before the server stops anyway, like 5s.")
+    var shutdownGrace: String = "5s"
+
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be from 0 to 65535") }
         guard RequestLog.Format(rawValue: logFormat) != nil else { throw ValidationError("--log-format must be text, json or none") }
@@ -55,6 +82,22 @@ struct Serve: AsyncParsableCommand {
         guard let limit = Duration.parse(hangLimit), limit.months == 0, limit.seconds > 0 else {
             throw ValidationError("--hang-limit must be a duration like 30s")
         }
+        guard maxSessions > 0 else { throw ValidationError("--max-sessions must be at least 1") }
+        guard maxConnections > 0 else { throw ValidationError("--max-connections must be at least 1") }
+        for (name, value, zeroAllowed) in [("--session-idle", sessionIdle, true), ("--idle-timeout", idleTimeout, false),
+                                           ("--header-timeout", headerTimeout, false), ("--body-timeout", bodyTimeout, false),
+                                           ("--shutdown-grace", shutdownGrace, true)] {
+            guard let seconds = Self.seconds(value), seconds > 0 || (zeroAllowed && seconds == 0) else {
+                throw ValidationError("\(name) must be a duration like 30s\(zeroAllowed ? " (or 0)" : "")")
+            }
+        }
+    }
+
+    /// A duration option in seconds; nil when it is not a duration of seconds, minutes, hours or days.
+    static func seconds(_ text: String) -> Double? {
+        if text == "0" { return 0 }
+        guard let duration = Duration.parse(text), duration.months == 0 else { return nil }
+        return duration.seconds
     }
 
     func run() async throws {
@@ -63,7 +106,15 @@ struct Serve: AsyncParsableCommand {
             host: host, port: port, maxBodySize: ByteSize.parse(maxBodySize)!, logFormat: RequestLog.Format(rawValue: logFormat)!,
             journalCapacity: journalSize, defaultDelay: delay.flatMap(Delay.parse), hangLimit: Duration.parse(hangLimit)!.seconds)
         configuration.adminToken = adminToken
-        let engine = MockEngine(contract: contract, journalCapacity: journalSize, defaultDelay: configuration.defaultDelay)
+        configuration.sessionLimit = maxSessions
+        let idle = Self.seconds(sessionIdle)!
+        configuration.sessionIdleLimit = idle > 0 ? idle : nil
+        configuration.idleTimeout = Self.seconds(idleTimeout)!
+        configuration.headerTimeout = Self.seconds(headerTimeout)!
+        configuration.bodyTimeout = Self.seconds(bodyTimeout)!
+        configuration.maxConnections = maxConnections
+        let engine = MockEngine(contract: contract, journalCapacity: journalSize, sessionLimit: maxSessions,
+                                sessionIdleLimit: configuration.sessionIdleLimit, defaultDelay: configuration.defaultDelay)
         var catalog = ScenarioCatalog()
         do {
             if let scenarios { catalog = try ScenarioCatalog.load(directory: scenarios, contract: contract) }
@@ -81,16 +132,32 @@ struct Serve: AsyncParsableCommand {
             throw ExitCode(1)
         }
         let log = RequestLog(format: configuration.logFormat)
-        let app = buildApplication(engine: engine, configuration: configuration, log: log, scenarios: catalog) { [host, scenario, catalog] port in
+        let app = buildApplication(engine: engine, configuration: configuration, log: log, scenarios: catalog) { [host, scenario, catalog, configuration] port in
             let address = host.contains(":") ? "[\(host)]" : host
             log.line("Doppel serving \(contract.info.title) \(contract.info.version) from \(self.contract)")
             if let scenario { log.line("Every session starts from scenario \(scenario)") }
             if !catalog.names.isEmpty { log.line("Scenarios: \(catalog.names.joined(separator: ", "))") }
             for line in RouteTable.lines(for: contract) { log.line("  " + line) }
             log.line("Listening on http://\(address):\(port) (admin API: http://\(address):\(port)/__doppel/health)")
+            if adminToken == nil, !configuration.bindsLoopbackOnly {
+                FileHandle.standardError.write(Data("""
+                    doppel: warning: serving on \(host) without --admin-token: anyone who can reach this address can \
+                    read and change every session's state through /__doppel/; set --admin-token to guard it
+                    \n
+                    """.utf8))
+            }
         }
+        ProcessLimits.raiseOpenFileLimit()
+        let grace = Self.seconds(shutdownGrace)!
+        ShutdownSignals.exitOnSecondSignal { log.flush(timeout: 0.5) }
         do {
-            try await app.runService()
+            var group = ServiceGroupConfiguration(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: Logger(label: "doppel"))
+            // Delays and hangs end at the first signal; responses still being
+            // written get the grace period, then are cancelled.
+            group.maximumGracefulShutdownDuration = .milliseconds(Int64(grace * 1000))
+            group.maximumCancellationDuration = .seconds(2)
+            try await ServiceGroup(configuration: group).run()
+            log.flush()
         } catch {
             let reason = "\(error)".contains("Address already in use")
                 ? "the address is already in use; stop the other server or choose another --port (0 picks a free one)"

@@ -121,9 +121,11 @@ struct LiveServerTests {
             #expect(state.json?["state"]?["children"]?.objectValue?.count == 1)
             #expect(try await client.send("POST", "/__doppel/reset?session=s1").json == ["reset": "s1", "existed": true])
             #expect(try await client.send("GET", "/__doppel/state?session=s1").json?["exists"] == false)
-            #expect(try await client.send("GET", "/__doppel/sessions").json == ["sessions": [["id": "s2", "scenario": nil]]])
+            let evicted: JSON = ["for_room": 0, "idle": 0]
+            #expect(try await client.send("GET", "/__doppel/sessions").json
+                == ["sessions": [["id": "s2", "scenario": nil]], "limit": 10_000, "idle_limit_seconds": 3600.0, "evicted": evicted])
             #expect(try await client.send("POST", "/__doppel/reset").json == ["reset": "all"])
-            #expect(try await client.send("GET", "/__doppel/sessions").json == ["sessions": []])
+            #expect(try await client.send("GET", "/__doppel/sessions").json?["sessions"] == [])
             let routes = try await client.send("GET", "/__doppel/routes")
             #expect(routes.json?["routes"]?.arrayValue?.first?["statuses"] == [400, 404, 402, 200, 500, 401])
             #expect(try await client.send("GET", "/__doppel/nope").status == 404)

@@ -1,0 +1,137 @@
+import NIOCore
+import NIOHTTP1
+
+/// Deadlines and HTTP/1 manners for one connection, which Hummingbird's own
+/// HTTP/1 channel does not have: a header deadline, a body deadline, closing
+/// after an HTTP/1.0 request without keep-alive, and `100 Continue`.
+///
+/// Two handlers share one `ConnectionGuard.State`, both on the connection's
+/// event loop: `ByteWatcher` sits first in the pipeline and sees raw bytes (so
+/// it knows when a request has *started* arriving, and can write raw refusals),
+/// `RequestWatcher` sits after the HTTP decoder and sees whole heads and
+/// bodies. Slow or silent clients are answered 408 and closed, so neither
+/// half-sent headers nor held-open bodies can pin memory or file descriptors.
+enum ConnectionGuard {
+    /// The time limits, in seconds.
+    struct Limits: Sendable {
+        /// From the first byte of a request to the end of its headers.
+        var header: Double
+        /// Between two parts of a request body (and from the headers to the first part).
+        var body: Double
+        /// Largest request body; a larger `Expect: 100-continue` request gets no `100 Continue`.
+        var maxBodySize: Int
+    }
+
+    final class State {
+        let limits: Limits
+        /// The raw-byte end of the pipeline, for writing refusals past the HTTP encoder.
+        var rawContext: ChannelHandlerContext?
+        /// True between a request's end and the first byte of the next.
+        var awaitingRequest = true
+        var deadline: Scheduled<Void>?
+        /// Close once the current response is written (HTTP/1.0 without keep-alive).
+        var closeAfterResponse = false
+
+        init(limits: Limits) { self.limits = limits }
+
+        func arm(seconds: Double, on loop: any EventLoop) {
+            deadline?.cancel()
+            deadline = loop.scheduleTask(in: .nanoseconds(Int64(seconds * 1e9))) { [self] in self.expire() }
+        }
+
+        func disarm() {
+            deadline?.cancel()
+            deadline = nil
+        }
+
+        /// Answers 408 on the raw connection and closes it.
+        func expire() {
+            deadline = nil
+            guard let context = rawContext, context.channel.isActive else { return }
+            let text = "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Type: application/problem+json\r\n"
+            let body = #"{"type":"urn:doppel:problem:request-timeout","title":"Request timeout","status":408,"detail":"The request did not arrive in time; see docs/limits.md."}"#
+            let buffer = context.channel.allocator.buffer(string: text + "Content-Length: \(body.utf8.count)\r\n\r\n" + body)
+            context.writeAndFlush(NIOAny(buffer), promise: nil)
+            context.close(promise: nil)
+        }
+    }
+
+    /// First in the pipeline: starts the header deadline at a request's first byte.
+    final class ByteWatcher: ChannelDuplexHandler, RemovableChannelHandler {
+        typealias InboundIn = ByteBuffer
+        typealias InboundOut = ByteBuffer
+        typealias OutboundIn = ByteBuffer
+        typealias OutboundOut = ByteBuffer
+
+        let state: State
+
+        init(state: State) { self.state = state }
+
+        func handlerAdded(context: ChannelHandlerContext) { state.rawContext = context }
+
+        func handlerRemoved(context: ChannelHandlerContext) {
+            state.disarm()
+            state.rawContext = nil
+        }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            if state.awaitingRequest {
+                state.awaitingRequest = false
+                state.arm(seconds: state.limits.header, on: context.eventLoop)
+            }
+            context.fireChannelRead(data)
+        }
+
+        func channelInactive(context: ChannelHandlerContext) {
+            state.disarm()
+            context.fireChannelInactive()
+        }
+    }
+
+    /// After the HTTP decoder: ends the header deadline, runs the body deadline, handles keep-alive and `Expect`.
+    final class RequestWatcher: ChannelDuplexHandler, RemovableChannelHandler {
+        typealias InboundIn = HTTPServerRequestPart
+        typealias InboundOut = HTTPServerRequestPart
+        typealias OutboundIn = HTTPServerResponsePart
+        typealias OutboundOut = HTTPServerResponsePart
+
+        let state: State
+
+        init(state: State) { self.state = state }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            switch unwrapInboundIn(data) {
+            case .head(var head):
+                state.arm(seconds: state.limits.body, on: context.eventLoop)
+                if !head.isKeepAlive {
+                    // Hummingbird closes after the response when the request says `Connection: close`.
+                    state.closeAfterResponse = true
+                    head.headers.replaceOrAdd(name: "connection", value: "close")
+                }
+                if head.version.major == 1, head.version.minor >= 1,
+                   head.headers["expect"].contains(where: { $0.lowercased() == "100-continue" }),
+                   (head.headers["content-length"].first.flatMap(Int.init) ?? 0) <= state.limits.maxBodySize,
+                   let raw = state.rawContext {
+                    raw.writeAndFlush(NIOAny(context.channel.allocator.buffer(string: "HTTP/1.1 100 Continue\r\n\r\n")), promise: nil)
+                }
+                context.fireChannelRead(wrapInboundOut(.head(head)))
+            case .body:
+                state.arm(seconds: state.limits.body, on: context.eventLoop)
+                context.fireChannelRead(data)
+            case .end:
+                state.disarm()
+                state.awaitingRequest = true
+                context.fireChannelRead(data)
+            }
+        }
+
+        func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+            if state.closeAfterResponse, case .head(var head) = unwrapOutboundIn(data) {
+                head.headers.replaceOrAdd(name: "connection", value: "close")
+                context.write(wrapOutboundOut(.head(head)), promise: promise)
+                return
+            }
+            context.write(data, promise: promise)
+        }
+    }
+}

@@ -1,0 +1,44 @@
+import HummingbirdCore
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOHTTPTypes
+import NIOHTTPTypesHTTP1
+
+/// Hummingbird's HTTP/1 child channel with Doppel's connection guard added
+/// (`ConnectionGuard`): the same pipeline as `HTTP1Channel`, plus handlers at
+/// the raw-byte end and right after the HTTP decoder, which `HTTP1Channel`'s
+/// `additionalChannelHandlers` (placed after the HTTP types codec) cannot reach.
+struct DoppelHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
+    typealias Value = NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
+
+    let responder: HTTPChannelHandler.Responder
+    let limits: ConnectionGuard.Limits
+    /// Seconds a connection may sit with no request in progress.
+    let idleTimeout: Double
+    /// Largest header block of a request, in bytes.
+    let maxHeaderSize: Int
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        channel.eventLoop.makeCompletedFuture {
+            var decoderLimits = NIOHTTPDecoderLimitConfiguration()
+            decoderLimits.maxHeaderFieldSize = maxHeaderSize
+            decoderLimits.maxHeaderListSize = maxHeaderSize
+            decoderLimits.maxHeaderFieldCount = 256
+            let state = ConnectionGuard.State(limits: limits)
+            let sync = channel.pipeline.syncOperations
+            try sync.addHandler(ConnectionGuard.ByteWatcher(state: state))
+            try sync.configureHTTPServerPipeline(
+                withPipeliningAssistance: false, withErrorHandling: false, withOutboundHeaderValidation: false,
+                withEncoderConfiguration: .init(), withDecoderLimitConfiguration: decoderLimits)
+            try sync.addHandler(ConnectionGuard.RequestWatcher(state: state))
+            try sync.addHandler(HTTP1ToHTTPServerCodec(secure: false))
+            try sync.addHandler(HTTPConnectionStateHandler(idleTimeout: .nanoseconds(Int64(idleTimeout * 1e9)), logger: logger))
+            return try NIOAsyncChannel(wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
+        }
+    }
+
+    func handle(value asyncChannel: Value, logger: Logger) async {
+        await handleHTTP(asyncChannel: asyncChannel, logger: logger)
+    }
+}
