@@ -282,11 +282,13 @@ extension Evaluator {
             default: return .null
             }
         case "matches":
+            // The linear-time matcher: the pattern or the text may come from the request.
             let text = try string(0), pattern = try string(1)
-            guard let regex = try? NSRegularExpression(pattern: pattern) else {
-                throw EvaluationError("matches(): invalid pattern '\(pattern)'")
+            do {
+                return .bool(try LinearRegex(pattern).matches(text))
+            } catch {
+                throw EvaluationError("matches(): unusable pattern '\(pattern)': \(error.message)")
             }
-            return .bool(regex.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)) != nil)
         case "starts_with": return .bool(try string(0).hasPrefix(try string(1)))
         case "ends_with": return .bool(try string(0).hasSuffix(try string(1)))
         case "split": return .array(try string(0).components(separatedBy: try string(1)).map { .string($0) })

@@ -63,8 +63,11 @@ extension ContractLoader {
         }
         var pattern: Schema.Pattern?
         if let patternNode = reader["pattern"], let source = patternNode.scalarText {
-            pattern = Schema.Pattern(source)
-            if pattern == nil { diagnostics.error("invalid regular expression in 'pattern' of \(context)", at: patternNode.location) }
+            do {
+                pattern = try Schema.Pattern(source)
+            } catch {
+                diagnostics.error("unusable 'pattern' in \(context): \(error.message)", at: patternNode.location)
+            }
         }
         let format = reader.string("format", diagnostics: &diagnostics)
         if let format, !Schema.formats.contains(format) {

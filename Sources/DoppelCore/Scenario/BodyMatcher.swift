@@ -59,7 +59,7 @@ public enum BodyMatcher {
                     found.append("\(path): expected a string matching /\(pair.value.interpolationText)/, got \(actual.map(describe) ?? "nothing")")
                     continue
                 }
-                if let pattern = Schema.Pattern(pair.value.interpolationText), !pattern.matches(text) {
+                if let pattern = try? Schema.Pattern(pair.value.interpolationText), !pattern.matches(text) {
                     found.append("\(path): expected a match for /\(pattern.source)/, got \(describe(actual!))")
                 }
             case "$length":

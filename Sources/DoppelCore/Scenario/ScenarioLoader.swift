@@ -306,7 +306,7 @@ public enum ScenarioLoader {
                 if key.hasPrefix("$") {
                     if !BodyMatcher.keywords.contains(key) {
                         loader.diagnostics.error("unknown matcher '\(key)'\(Suggestion.hint(for: key, in: BodyMatcher.keywords))", at: pair.key.location)
-                    } else if key == "$regex", Schema.Pattern(pair.value.scalarText ?? "") == nil {
+                    } else if key == "$regex", (try? Schema.Pattern(pair.value.scalarText ?? "")) == nil {
                         loader.diagnostics.error("invalid regular expression", at: pair.value.location)
                     }
                 } else {

@@ -38,19 +38,19 @@ public final class Schema: Sendable {
     public let ref: String?
     public let defaultValue: JSON?
 
-    /// A compiled regular expression.
-    public struct Pattern: @unchecked Sendable {
+    /// A compiled `pattern`, matched in linear time (`LinearRegex`).
+    public struct Pattern: Sendable {
         public let source: String
-        let regex: NSRegularExpression
+        let regex: LinearRegex
 
-        public init?(_ source: String) {
-            guard let regex = try? NSRegularExpression(pattern: source) else { return nil }
+        /// Compiles a pattern; the error says why one cannot be used.
+        public init(_ source: String) throws(LinearRegex.SyntaxError) {
             self.source = source
-            self.regex = regex
+            self.regex = try LinearRegex(source)
         }
 
         func matches(_ text: String) -> Bool {
-            regex.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)) != nil
+            regex.matches(text)
         }
     }
 
