@@ -11,8 +11,10 @@ public struct SchemaValidator: Sendable {
     /// Named schemas that `$ref` points at.
     public let registry: [String: Schema]
 
-    /// Schema recursion (value levels plus `$ref` and combinator hops) deeper than this is refused.
-    public static let maximumDepth = 1_200
+    /// Schema recursion (value levels plus `$ref` and combinator hops) deeper than this is refused:
+    /// room for a body at the JSON reader's depth limit with several hops per level, and
+    /// well within a thread's stack.
+    public static let maximumDepth = 4_096
     /// The most schema checks one validation may make (anyOf inside recursive schemas can multiply them).
     public static let maximumChecks = 2_000_000
     /// The most issues listed; the rest are summarised in one last issue.

@@ -1,0 +1,101 @@
+import DoppelCore
+import Foundation
+import Testing
+
+/// The smaller hardening items: inputs that used to pass, echo nonsense or trap.
+@Suite struct StrictInputTests {
+    @Test func numbersOutOfRangeAreMalformedNotInfinity() {
+        #expect(throws: JSONReader.SyntaxError.self) { try JSONReader.parse("1e400") }
+        #expect(throws: JSONReader.SyntaxError.self) { try JSONReader.parse("[-1e999]") }
+        #expect(try! JSONReader.parse("1e300") == .double(1e300))
+        let engine = MockEngine(contract: try! loadContract("""
+            doppel: 1
+            endpoints:
+              e: { request: POST /e, body: { schema: { type: object, properties: { n: { type: integer } } } }, responses: [ { status: 200, body: "{{ body.n }}" } ] }
+            """))
+        #expect(engine.send("POST", "/e", body: Array(#"{"n": 1e400}"#.utf8), contentType: "application/json").status == 400)
+    }
+
+    @Test(arguments: [("2025-02-30", false), ("2024-02-29", true), ("2025-02-29", false), ("2100-02-29", false), ("2000-02-29", true),
+                      ("2025-04-31", false), ("2025-12-31", true)])
+    func datesCheckTheDaysOfTheirMonth(_ text: String, _ valid: Bool) {
+        #expect((UTCCalendar.parse(text) != nil) == valid)
+    }
+
+    @Test func offsetsStayWithinADay() {
+        #expect(UTCCalendar.parse("2025-01-01T10:00:00+99:99") == nil)
+        #expect(UTCCalendar.parse("2025-01-01T10:00:00+24:00") == nil)
+        #expect(UTCCalendar.parse("2025-01-01T10:00:00+23:59") != nil)
+        #expect(UTCCalendar.parse("2025-01-01T10:00:00-05:30") == UTCCalendar.parse("2025-01-01T15:30:00Z"))
+    }
+
+    @Test func encodedSlashesStayInAPathParameter() {
+        let engine = MockEngine(contract: try! loadContract("""
+            doppel: 1
+            endpoints:
+              file:
+                request: GET /files/{name}
+                responses: [ { status: 200, body: { name: "{{ path.name }}" } } ]
+            """))
+        let answer = engine.send("GET", "/files/a%2Fb%20c")
+        #expect(answer.status == 200)
+        #expect(try! JSONReader.parse(answer.body)["name"] == "a%2Fb c")
+    }
+
+    @Test func endpointsUnderTheAdminPrefixAreLintErrors() {
+        let found = diagnostics(of: """
+            doppel: 1
+            endpoints:
+              shadowed: { request: GET /__doppel/health, responses: [ { status: 200 } ] }
+            """).map(\.description)
+        #expect(found == ["test.yaml:3:28: error: path /__doppel/health is under /__doppel/, which the admin API answers; this endpoint could never be reached"])
+    }
+
+    @Test func durationsStayWithinAThousandYears() {
+        #expect(Duration.parse(Array(repeating: "1000000000000w", count: 30).joined()) == nil)
+        #expect(Duration.parse("999y") != nil)
+        #expect(Duration.parse("1h30m")?.seconds == 5400)
+    }
+
+    @Test func aProblemWithAnEmptyTypeStillRenders() {
+        let response = Problem(status: 400, type: "", title: "t", detail: "d").response()
+        #expect(response.status == 400)
+        #expect(response.responseName == "doppel:problem")
+    }
+
+    @Test func uniqueIsLinearAndKeepsLooseEquality() throws {
+        let expression = try Expression.parse("unique(body)")
+        var items: [JSON] = (0..<130_000).map { .int($0 % 1000) }
+        items.append(.double(5))
+        let result = try expression.evaluate(in: EvaluationContext(roots: ["body": .array(items)], now: 0))
+        #expect(result.arrayValue?.count == 1000)
+    }
+
+    @Test func templatesOverRequestInputStopAtTheBudget() throws {
+        let expression = try Expression.parse("join(map(body.a, body.s), '')")
+        let body: JSON = ["a": .array(Array(repeating: .int(0), count: 100_000)), "s": .string(String(repeating: "x", count: 300_000))]
+        do {
+            _ = try expression.evaluate(in: EvaluationContext(roots: ["body": body], now: 0))
+            Issue.record("the evaluation should have stopped at the budget")
+        } catch {
+            #expect(error.exceedsBudget)
+        }
+        // Sharing one string many times is cheap to hold, but not to write out: the renderer refuses it.
+        let shared = try Expression.parse("map(body.a, body.s)").evaluate(in: EvaluationContext(roots: ["body": body], now: 0))
+        #expect(shared.exceedsEncodedSize(Expression.maximumBuild))
+    }
+
+    @Test func repeatedMultipartNamesGatherIntoOneList() {
+        let engine = MockEngine(contract: try! loadContract("""
+            doppel: 1
+            endpoints:
+              up: { request: POST /up, responses: [ { status: 200, body: { files: "{{ len(body.f) }}", note: "{{ body.note }}" } } ] }
+            """))
+        var body = ""
+        for i in 0..<14_500 { body += "--b\r\nContent-Disposition: form-data; name=\"f\"; filename=\"\(i).txt\"\r\n\r\nx\r\n" }
+        body += "--b\r\nContent-Disposition: form-data; name=\"note\"\r\n\r\nhi\r\n--b--\r\n"
+        let answer = engine.send("POST", "/up", body: Array(body.utf8), contentType: "multipart/form-data; boundary=b")
+        #expect(answer.status == 200)
+        #expect(try! JSONReader.parse(answer.body) == ["files": 14_500, "note": "hi"])
+    }
+}

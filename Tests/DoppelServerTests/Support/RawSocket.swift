@@ -1,0 +1,79 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A blocking loopback TCP connection that stays open between calls, for
+/// attacks that need to hold a connection: slow headers, idle connections,
+/// `Expect: 100-continue`. Call it from a Dispatch thread (`RawSocket.run`),
+/// never from a cooperative one.
+final class RawSocket: @unchecked Sendable {
+    private let fd: Int32
+
+    init(port: Int) throws {
+        #if canImport(Glibc)
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #else
+        fd = socket(AF_INET, SOCK_STREAM, 0)
+        #endif
+        guard fd >= 0 else { throw URLError(.cannotConnectToHost) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else {
+            close(fd)
+            throw URLError(.cannotConnectToHost)
+        }
+    }
+
+    deinit { close(fd) }
+
+    func send(_ text: String) {
+        let bytes = Array(text.utf8)
+        var sent = 0
+        while sent < bytes.count {
+            let n = bytes[sent...].withUnsafeBytes { Foundation.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n <= 0 { return }
+            sent += n
+        }
+    }
+
+    /// What arrives within `timeout` seconds, until `until` holds or the peer closes; and whether it closed.
+    func receive(timeout: Double, until done: (String) -> Bool = { _ in false }) -> (text: String, closed: Bool) {
+        var reply: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let waitMillis = Int32(max(1, deadline.timeIntervalSinceNow * 1000))
+            guard poll(&descriptor, 1, waitMillis) > 0 else { break }
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n <= 0 { return (String(decoding: reply, as: UTF8.self), true) }
+            reply.append(contentsOf: buffer[0..<n])
+            if done(String(decoding: reply, as: UTF8.self)) { break }
+        }
+        return (String(decoding: reply, as: UTF8.self), false)
+    }
+
+    /// Runs blocking socket work on a Dispatch thread.
+    static func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
+        }
+    }
+}
+
+/// The resident set size of a process, in bytes (Linux: /proc/PID/status).
+func residentBytes(of pid: Int32) -> Int? {
+    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+          let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "")
+    else { return nil }
+    return kilobytes * 1024
+}
