@@ -132,20 +132,20 @@ struct Serve: AsyncParsableCommand {
             throw ExitCode(1)
         }
         let log = RequestLog(format: configuration.logFormat)
-        let app = buildApplication(engine: engine, configuration: configuration, log: log, scenarios: catalog) { [host, scenario, catalog, configuration] port in
+        let app = buildApplication(engine: engine, configuration: configuration, log: log, scenarios: catalog) { [host, scenario, catalog] port in
             let address = host.contains(":") ? "[\(host)]" : host
             log.line("Doppel serving \(contract.info.title) \(contract.info.version) from \(self.contract)")
             if let scenario { log.line("Every session starts from scenario \(scenario)") }
             if !catalog.names.isEmpty { log.line("Scenarios: \(catalog.names.joined(separator: ", "))") }
             for line in RouteTable.lines(for: contract) { log.line("  " + line) }
             log.line("Listening on http://\(address):\(port) (admin API: http://\(address):\(port)/__doppel/health)")
-            if adminToken == nil, !configuration.bindsLoopbackOnly {
-                FileHandle.standardError.write(Data("""
-                    doppel: warning: serving on \(host) without --admin-token: anyone who can reach this address can \
-                    read and change every session's state through /__doppel/; set --admin-token to guard it
-                    \n
-                    """.utf8))
-            }
+        }
+        if adminToken == nil, !configuration.bindsLoopbackOnly {
+            FileHandle.standardError.write(Data("""
+                doppel: warning: serving on \(host) without --admin-token: anyone who can reach this address can \
+                read and change every session's state through /__doppel/; set --admin-token to guard it
+
+                """.utf8))
         }
         ProcessLimits.raiseOpenFileLimit()
         let grace = Self.seconds(shutdownGrace)!

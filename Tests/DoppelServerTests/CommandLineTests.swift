@@ -103,6 +103,12 @@ struct CommandLineTests {
         let idle = try run(["serve", "contracts/tales.yaml", "--session-idle", "soon"])
         #expect(idle.status == 64)
         #expect(idle.errors.contains("--session-idle must be a duration like 30s (or 0)"))
+        // An address of the documentation range is on no interface here: the bind fails, after the warning.
+        let exposed = try run(["serve", "contracts/tales.yaml", "--host", "192.0.2.1", "--port", "0"])
+        #expect(exposed.status == 1)
+        #expect(exposed.errors.contains("doppel: warning: serving on 192.0.2.1 without --admin-token"))
+        let guarded = try run(["serve", "contracts/tales.yaml", "--host", "192.0.2.1", "--port", "0", "--admin-token", "t"])
+        #expect(!guarded.errors.contains("warning"))
         let missing = try run(["serve", "contracts/nope.yaml", "--port", "0"])
         #expect(missing.status == 1)
         #expect(missing.errors.contains("contracts/nope.yaml:1:1: error: cannot read contract"))
