@@ -133,8 +133,6 @@ public struct Problem: Sendable, Error {
                 detail: "Doppel-Session must be 1 to 128 letters, digits or . _ : - characters; got '\(id.prefix(140))'.")
     }
 
-    /// 503: the server holds as many sessions as it may.
-
     /// 500: no response of the endpoint had a `when` that held.
     public static func noResponseMatched(endpointID: String) -> Problem {
         Problem(status: 500, type: urn("no-response-matched"), title: "No response matched",

@@ -20,10 +20,20 @@ public struct ResponseRenderer: Sendable {
             if let encoded {
                 body = encoded
             } else {
-                body = JSONWriter.encode(try Self.bounded(template.render(in: context)))
+                guard let encoded = JSONWriter.encode(try template.render(in: context), limit: Expression.maximumBuild) else {
+                    throw .budget("the response body")
+                }
+                body = encoded
             }
         case .text(let template, _):
-            body = Array(try Self.bounded(template.render(in: context)).interpolationText.utf8)
+            // A string as it is; anything else as its JSON text (what interpolation gives), within the budget.
+            let value = try template.render(in: context)
+            if case .string(let text) = value {
+                body = Array(text.utf8)
+            } else {
+                guard let encoded = JSONWriter.encode(value, limit: Expression.maximumBuild) else { throw .budget("the response body") }
+                body = encoded
+            }
         case .bytes(let bytes, _):
             body = bytes
         }
@@ -42,12 +52,6 @@ public struct ResponseRenderer: Sendable {
         rendered.stream = stream
         rendered.fault = response.fault == .malformedJSON ? nil : response.fault
         return rendered
-    }
-
-    /// The rendered body, refused when writing it would exceed the evaluation budget.
-    static func bounded(_ value: JSON) throws(EvaluationError) -> JSON {
-        if value.exceedsEncodedSize(Expression.maximumBuild) { throw .budget("the response body") }
-        return value
     }
 
     static func render(_ stream: StreamDefinition, in context: EvaluationContext) throws(EvaluationError) -> [StreamPart] {

@@ -72,7 +72,7 @@ public struct ResponseSelector: Sendable {
                 try bind(chosen.bindings, into: &context, response: chosen.name)
                 for effect in chosen.effects {
                     do throws(EvaluationError) {
-                        try apply(effect, to: &data.state, context: context)
+                        try apply(effect, to: &data.state, size: &data.stateSize, context: context)
                     } catch {
                         throw .expressionFailed(response: chosen.name, message: "effect '\(effect.source)': \(error.message)", exceedsBudget: error.exceedsBudget)
                     }
@@ -98,7 +98,9 @@ public struct ResponseSelector: Sendable {
     }
 
     /// Applies one effect to the state.
-    func apply(_ effect: Effect, to state: inout JSONObject, context: EvaluationContext) throws(EvaluationError) {
+    /// Applies one effect to the state, keeping `size` (the state's JSON size) up to date; an effect
+    /// that would grow the state past `SessionData.maximumStateSize` fails and changes nothing.
+    func apply(_ effect: Effect, to state: inout JSONObject, size: inout Int, context: EvaluationContext) throws(EvaluationError) {
         var keys: [JSONKey] = []
         for step in effect.path {
             switch step {
@@ -110,7 +112,15 @@ public struct ResponseSelector: Sendable {
         }
         let newValue = try effect.value?.evaluate(in: context)
         var root = state[effect.name] ?? .null
-        try Self.modify(&root, keys[...], effect.operation, newValue ?? .null)
+        var delta = 0
+        try Self.modify(&root, keys[...], effect.operation, newValue ?? .null, delta: &delta)
+        if delta > 0, size + delta > SessionData.maximumStateSize {
+            throw EvaluationError("""
+                effect '\(effect.source)' would grow the session's state past \(SessionData.maximumStateSize >> 20) MiB; \
+                reset the session (POST /__doppel/reset) or send less
+                """, exceedsBudget: true)
+        }
+        size += delta
         if kinds[effect.name] == .counter, case .int = root {} else if kinds[effect.name] == .counter {
             throw EvaluationError("counter '\(effect.name)' must stay an integer, would become \(root.typeName)")
         }
@@ -125,14 +135,19 @@ public struct ResponseSelector: Sendable {
         case position(Int)
     }
 
-    static func modify(_ value: inout JSON, _ keys: ArraySlice<JSONKey>, _ operation: Effect.Operation, _ operand: JSON) throws(EvaluationError) {
+    /// Changes the value at `keys`; `delta` gets how much the JSON size changed, counted
+    /// only at the value replaced, so the cost is that of the values the effect touches.
+    static func modify(_ value: inout JSON, _ keys: ArraySlice<JSONKey>, _ operation: Effect.Operation, _ operand: JSON,
+                       delta: inout Int) throws(EvaluationError) {
         guard let key = keys.first else {
+            let before = value.encodedSize
             switch operation {
             case .assign: value = operand
             case .add: value = value.isNull ? operand : try Evaluator.apply(.add, value, operand)
             case .subtract: value = try Evaluator.apply(.subtract, value.isNull ? .int(0) : value, operand)
             case .delete: value = .null
             }
+            delta += value.encodedSize - before
             return
         }
         let last = keys.count == 1
@@ -144,10 +159,12 @@ public struct ResponseSelector: Sendable {
             case .position(let i): name = String(i)
             }
             if last, operation == .delete {
+                if let removed = object[name] { delta -= removed.encodedSize + name.utf8.count + 4 }
                 object[name] = nil
             } else {
                 var child = object[name] ?? .null
-                try modify(&child, keys.dropFirst(), operation, operand)
+                if object[name] == nil { delta += name.utf8.count + 4 }
+                try modify(&child, keys.dropFirst(), operation, operand, delta: &delta)
                 object[name] = child
             }
             value = .object(object)
@@ -155,7 +172,8 @@ public struct ResponseSelector: Sendable {
             var object = JSONObject()
             if !(last && operation == .delete) {
                 var child = JSON.null
-                try modify(&child, keys.dropFirst(), operation, operand)
+                delta += name.utf8.count + 4
+                try modify(&child, keys.dropFirst(), operation, operand, delta: &delta)
                 object[name] = child
             }
             value = .object(object)
@@ -163,12 +181,14 @@ public struct ResponseSelector: Sendable {
             let position = i < 0 ? items.count + i : i
             if last, operation == .delete {
                 guard items.indices.contains(position) else { return }
+                delta -= items[position].encodedSize + 1
                 items.remove(at: position)
             } else if position == items.count, last, operation == .assign {
+                delta += operand.encodedSize + 1
                 items.append(operand)
             } else {
                 guard items.indices.contains(position) else { throw EvaluationError("index \(i) is outside a list of \(items.count)") }
-                try modify(&items[position], keys.dropFirst(), operation, operand)
+                try modify(&items[position], keys.dropFirst(), operation, operand, delta: &delta)
             }
             value = .array(items)
         default:

@@ -8,6 +8,17 @@ public enum JSONWriter {
         return out
     }
 
+    /// Encodes a value, or nil as soon as the text grows past `limit` bytes:
+    /// a value that shares one large string many times is small to hold
+    /// and large to write, so the writer stops rather than the caller
+    /// walking the value twice.
+    public static func encode(_ value: JSON, limit: Int) -> [UInt8]? {
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
+        write(value, into: &out, limit: limit)
+        return out.count > limit ? nil : out
+    }
+
     /// Encodes a value to a String.
     public static func encodeString(_ value: JSON) -> String {
         String(decoding: encode(value), as: UTF8.self)
@@ -20,7 +31,7 @@ public enum JSONWriter {
         return String(decoding: out, as: UTF8.self)
     }
 
-    static func write(_ value: JSON, into out: inout [UInt8]) {
+    static func write(_ value: JSON, into out: inout [UInt8], limit: Int = .max) {
         switch value {
         case .null: out.append(contentsOf: "null".utf8)
         case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
@@ -30,17 +41,19 @@ public enum JSONWriter {
         case .array(let items):
             out.append(UInt8(ascii: "["))
             for (i, item) in items.enumerated() {
+                if out.count > limit { return }
                 if i > 0 { out.append(UInt8(ascii: ",")) }
-                write(item, into: &out)
+                write(item, into: &out, limit: limit)
             }
             out.append(UInt8(ascii: "]"))
         case .object(let object):
             out.append(UInt8(ascii: "{"))
             for (i, pair) in object.pairs.enumerated() {
+                if out.count > limit { return }
                 if i > 0 { out.append(UInt8(ascii: ",")) }
                 writeString(pair.key, into: &out)
                 out.append(UInt8(ascii: ":"))
-                write(pair.value, into: &out)
+                write(pair.value, into: &out, limit: limit)
             }
             out.append(UInt8(ascii: "}"))
         }
@@ -107,6 +120,28 @@ public enum JSONWriter {
 }
 
 extension JSON {
+    /// About how long the value's JSON text is (strings are counted without escapes).
+    public var encodedSize: Int {
+        var total = 0
+        var pending: [JSON] = [self]
+        while let value = pending.popLast() {
+            switch value {
+            case .string(let s): total += s.utf8.count + 2
+            case .array(let items):
+                total += 2 + items.count
+                pending.append(contentsOf: items)
+            case .object(let object):
+                total += 2
+                for pair in object.pairs {
+                    total += pair.key.utf8.count + 4
+                    pending.append(pair.value)
+                }
+            default: total += 8
+            }
+        }
+        return total
+    }
+
     /// Whether the value's JSON text would be longer than `limit` bytes,
     /// found without writing it and stopping as soon as it is: a value that
     /// shares one large string many times is large to write, small to hold.

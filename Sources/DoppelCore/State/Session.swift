@@ -28,7 +28,12 @@ public final class Session: Sendable {
     public var snapshot: JSONObject { data.withLock { $0.state } }
 
     /// Replaces the contract-visible state.
-    public func replace(with newState: JSONObject) { data.withLock { $0.state = newState } }
+    public func replace(with newState: JSONObject) {
+        data.withLock { data in
+            data.state = newState
+            data.stateSize = JSON.object(newState).encodedSize
+        }
+    }
 
     /// The session's clock.
     public var clock: SessionClock { data.withLock { $0.clock } }
@@ -43,6 +48,7 @@ public final class Session: Sendable {
             data = SessionData(state: initial)
             guard let scenario else { return }
             for (name, value) in scenario.given.state { data.state[name] = value }
+            data.stateSize = JSON.object(data.state).encodedSize
             scenario.given.clock?.apply(to: &data.clock, real: real)
             data.scenario = ActiveScenario(name: scenario.name, overrides: scenario.overrides)
         }
@@ -74,11 +80,18 @@ public struct SessionData: Sendable {
     /// How many requests each endpoint has received, for overrides of the n-th call.
     public var endpointCalls: [String: Int] = [:]
 
+    /// The size of `state` as JSON text, kept up to date by each effect
+    /// (new value's size less the old one's, at the path it changes).
+    public var stateSize: Int
+
     /// The most rate-window keys, and the most sequence keys, one session holds.
     public static let maximumKeys = 10_000
+    /// The largest a session's state may grow by effects, as JSON text.
+    public static let maximumStateSize = 16 << 20
 
     public init(state: JSONObject) {
         self.state = state
+        self.stateSize = JSON.object(state).encodedSize
     }
 }
 

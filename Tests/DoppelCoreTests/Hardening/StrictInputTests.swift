@@ -99,3 +99,46 @@ import Testing
         #expect(try! JSONReader.parse(answer.body) == ["files": 14_500, "note": "hi"])
     }
 }
+
+@Suite struct SessionStateBoundTests {
+    static let contract = """
+        doppel: 1
+        state:
+          collections: { notes: {} }
+          variables: { log: "" }
+        endpoints:
+          add:
+            request: POST /notes
+            responses: [ { status: 201, effects: [ "state.notes[uuid()] = body" ] } ]
+          append:
+            request: POST /log
+            responses: [ { status: 200, effects: [ "state.log += body.text" ] } ]
+          clear:
+            request: DELETE /notes
+            responses: [ { status: 204, effects: [ "state.notes = {}" ] } ]
+        """
+
+    @Test func effectsCannotGrowASessionPastItsBudget() throws {
+        let engine = MockEngine(contract: try loadContract(Self.contract))
+        let record: JSON = ["text": .string(String(repeating: "n", count: 500_000))]
+        var statuses: [Int: Int] = [:]
+        for _ in 0..<40 { statuses[engine.send("POST", "/notes", json: record, session: "s").status, default: 0] += 1 }
+        // 16 MiB holds 33 records of half a megabyte; the rest are refused and change nothing.
+        #expect(statuses == [201: 33, 413: 7])
+        #expect(engine.sessions.existing("s")?.snapshot["notes"]?.objectValue?.count == 33)
+        // Removing records frees the budget again.
+        #expect(engine.send("DELETE", "/notes", session: "s").status == 204)
+        #expect(engine.send("POST", "/notes", json: record, session: "s").status == 201)
+        // Another session has a budget of its own.
+        #expect(engine.send("POST", "/notes", json: record, session: "t").status == 201)
+    }
+
+    @Test func aGrowingStringIsBoundedToo() throws {
+        let engine = MockEngine(contract: try loadContract(Self.contract))
+        let chunk: JSON = ["text": .string(String(repeating: "x", count: 1 << 20))]
+        var refused = false
+        for _ in 0..<20 where engine.send("POST", "/log", json: chunk, session: "s").status == 413 { refused = true }
+        #expect(refused)
+        #expect((engine.sessions.existing("s")?.snapshot["log"]?.stringValue?.utf8.count ?? 0) <= SessionData.maximumStateSize)
+    }
+}
