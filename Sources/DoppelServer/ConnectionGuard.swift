@@ -28,20 +28,45 @@ enum ConnectionGuard {
         var rawContext: ChannelHandlerContext?
         /// True between a request's end and the first byte of the next.
         var awaitingRequest = true
-        var deadline: Scheduled<Void>?
+        /// When the current wait runs out; nil when nothing is awaited.
+        var deadline: NIODeadline?
+        /// The one timer of the connection. Moving the deadline does not
+        /// reschedule it (that would cost an allocation per request part):
+        /// when it fires early it sleeps again until the deadline.
+        var timer: Scheduled<Void>?
         /// Close once the current response is written (HTTP/1.0 without keep-alive).
         var closeAfterResponse = false
 
         init(limits: Limits) { self.limits = limits }
 
         func arm(seconds: Double, on loop: any EventLoop) {
-            deadline?.cancel()
-            deadline = loop.scheduleTask(in: .nanoseconds(Int64(seconds * 1e9))) { [self] in self.expire() }
+            let at = NIODeadline.now() + .nanoseconds(Int64(seconds * 1e9))
+            deadline = at
+            if timer == nil { schedule(at: at, on: loop) }
         }
 
         func disarm() {
-            deadline?.cancel()
             deadline = nil
+        }
+
+        func stop() {
+            deadline = nil
+            timer?.cancel()
+            timer = nil
+        }
+
+        private func schedule(at instant: NIODeadline, on loop: any EventLoop) {
+            timer = loop.scheduleTask(deadline: instant) { [self] in self.fire(on: loop) }
+        }
+
+        private func fire(on loop: any EventLoop) {
+            timer = nil
+            guard let deadline else { return }
+            if deadline > .now() {
+                schedule(at: deadline, on: loop)
+            } else {
+                expire()
+            }
         }
 
         /// Answers 408 on the raw connection and closes it.
@@ -70,7 +95,7 @@ enum ConnectionGuard {
         func handlerAdded(context: ChannelHandlerContext) { state.rawContext = context }
 
         func handlerRemoved(context: ChannelHandlerContext) {
-            state.disarm()
+            state.stop()
             state.rawContext = nil
         }
 
@@ -83,7 +108,7 @@ enum ConnectionGuard {
         }
 
         func channelInactive(context: ChannelHandlerContext) {
-            state.disarm()
+            state.stop()
             context.fireChannelInactive()
         }
     }
