@@ -16,7 +16,7 @@ extension AdminAPI {
     /// How many sessions were evicted, and why.
     func evictionsJSON() -> JSON {
         let evictions = engine.sessions.evictions
-        return .object(JSONObject([("for_room", .int(evictions.forRoom)), ("idle", .int(evictions.idle))]))
+        return .object(JSONObject([("for_room", .int(evictions.forRoom)), ("idle", .int(evictions.idle)), ("for_state", .int(evictions.forState))]))
     }
 
     func routeList() -> JSON {

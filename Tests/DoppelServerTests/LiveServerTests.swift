@@ -121,7 +121,7 @@ struct LiveServerTests {
             #expect(state.json?["state"]?["children"]?.objectValue?.count == 1)
             #expect(try await client.send("POST", "/__doppel/reset?session=s1").json == ["reset": "s1", "existed": true])
             #expect(try await client.send("GET", "/__doppel/state?session=s1").json?["exists"] == false)
-            let evicted: JSON = ["for_room": 0, "idle": 0]
+            let evicted: JSON = ["for_room": 0, "idle": 0, "for_state": 0]
             #expect(try await client.send("GET", "/__doppel/sessions").json
                 == ["sessions": [["id": "s2", "scenario": nil]], "limit": 10_000, "idle_limit_seconds": 3600.0, "evicted": evicted])
             #expect(try await client.send("POST", "/__doppel/reset").json == ["reset": "all"])

@@ -44,13 +44,16 @@ public final class MockEngine: Sendable {
     ///   - journalCapacity: the most journal entries kept.
     ///   - sessionLimit: the most sessions held at once; a new one evicts the least recently used.
     ///   - sessionIdleLimit: seconds after which an unused session is evicted; nil keeps them.
+    ///   - stateLimit: the most state all sessions may hold together; past it the least recently used are evicted.
     ///   - defaultDelay: the delay of responses that declare none.
     ///   - clock: real time in seconds since 1970; sessions move their own
     ///     virtual clocks relative to it.
-    public init(contract: Contract, journalCapacity: Int = 10_000, sessionLimit: Int = 10_000, sessionIdleLimit: Double? = 3600, defaultDelay: Delay? = nil,
+    public init(contract: Contract, journalCapacity: Int = 10_000, sessionLimit: Int = 10_000, sessionIdleLimit: Double? = 3600,
+                stateLimit: Int = StateBudget.defaultLimit, defaultDelay: Delay? = nil,
                 clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
         self.contract = contract
-        self.sessions = SessionStore(initial: contract.state.initial, limit: sessionLimit, idleLimit: sessionIdleLimit, clock: clock)
+        self.sessions = SessionStore(initial: contract.state.initial, limit: sessionLimit, idleLimit: sessionIdleLimit,
+                                     stateLimit: stateLimit, clock: clock)
         self.journal = Journal(capacity: journalCapacity)
         // An evicted session's counts go with it, so the tally stays bounded by the session limit.
         sessions.onEviction { [journal] id in journal.forget(session: id) }

@@ -7,10 +7,15 @@
 public final class Session: Sendable {
     public let id: String
     private let data: Locked<SessionData>
+    /// Where size changes are reported; nil once the session has left its store.
+    private let budget: Locked<StateBudget?>
 
-    init(id: String, initial: JSONObject) {
+    init(id: String, initial: JSONObject, budget: StateBudget? = nil) {
         self.id = id
-        self.data = Locked(SessionData(state: initial))
+        let data = SessionData(state: initial)
+        self.data = Locked(data)
+        self.budget = Locked(budget)
+        budget?.add(data.stateSize)
     }
 
     /// Runs `body` with exclusive access to the session; changes are kept
@@ -19,8 +24,26 @@ public final class Session: Sendable {
         try data.withLock { current in
             var working = current
             let result = try body(&working)
+            report(working.stateSize - current.stateSize)
             current = working
             return result
+        }
+    }
+
+    /// Tells the store's budget how the session's size changed (under the session's lock).
+    private func report(_ delta: Int) {
+        guard delta != 0 else { return }
+        budget.withLock { $0?.add(delta) }
+    }
+
+    /// Leaves the store: its size is taken off the budget, and later changes
+    /// (of a request still holding the session) are no longer counted.
+    func detach() {
+        data.withLock { data in
+            budget.withLock { budget in
+                budget?.add(-data.stateSize)
+                budget = nil
+            }
         }
     }
 
@@ -30,8 +53,10 @@ public final class Session: Sendable {
     /// Replaces the contract-visible state.
     public func replace(with newState: JSONObject) {
         data.withLock { data in
+            let before = data.stateSize
             data.state = newState
             data.stateSize = JSON.object(newState).encodedSize
+            report(data.stateSize - before)
         }
     }
 
@@ -45,6 +70,8 @@ public final class Session: Sendable {
     /// scenario's `given` state and clock, with its overrides active.
     public func restart(initial: JSONObject, scenario: Scenario?, real: Double) {
         data.withLock { data in
+            let before = data.stateSize
+            defer { report(data.stateSize - before) }
             data = SessionData(state: initial)
             guard let scenario else { return }
             for (name, value) in scenario.given.state { data.state[name] = value }

@@ -19,10 +19,13 @@ public final class SessionStore: Sendable {
         public var forRoom = 0
         /// Evicted after being idle longer than the idle limit.
         public var idle = 0
+        /// Evicted because all sessions together held more state than the state budget.
+        public var forState = 0
 
-        public init(forRoom: Int = 0, idle: Int = 0) {
+        public init(forRoom: Int = 0, idle: Int = 0, forState: Int = 0) {
             self.forRoom = forRoom
             self.idle = idle
+            self.forState = forState
         }
     }
 
@@ -59,13 +62,17 @@ public final class SessionStore: Sendable {
             guard let entry = entries[id] else { return nil }
             unlink(id)
             entries.removeValue(forKey: id)
+            entry.session.detach()
             return entry.session
         }
 
         /// The least recently used session other than the default one.
-        var evictionCandidate: String? {
+        var evictionCandidate: String? { evictionCandidate(sparing: SessionStore.defaultID) }
+
+        /// The least recently used session other than the default one and `spared`.
+        func evictionCandidate(sparing spared: String) -> String? {
             var id = oldest
-            while let current = id, current == SessionStore.defaultID { id = entries[current]?.newer }
+            while let current = id, current == SessionStore.defaultID || current == spared { id = entries[current]?.newer }
             return id
         }
     }
@@ -81,15 +88,19 @@ public final class SessionStore: Sendable {
     private let clock: @Sendable () -> Double
     private let monotonic: @Sendable () -> Double
     private let onEvict = Locked<(@Sendable (String) -> Void)?>(nil)
+    /// The state all sessions hold together.
+    public let budget: StateBudget
 
     /// - Parameters:
     ///   - limit: the most sessions held at once (at least 1).
     ///   - idleLimit: seconds of disuse after which a session is evicted; nil never evicts for idleness.
     ///   - clock: real time in seconds since 1970, for session clocks.
     ///   - monotonic: seconds on a clock that only moves forward, for idleness.
-    public init(initial: JSONObject, limit: Int = 10_000, idleLimit: Double? = 3600,
+    ///   - stateLimit: the most state (as JSON) all sessions may hold together.
+    public init(initial: JSONObject, limit: Int = 10_000, idleLimit: Double? = 3600, stateLimit: Int = StateBudget.defaultLimit,
                 clock: @escaping @Sendable () -> Double = { 0 },
                 monotonic: @escaping @Sendable () -> Double = SessionStore.uptime) {
+        self.budget = StateBudget(limit: stateLimit)
         self.initial = initial
         self.limit = max(1, limit)
         self.idleLimit = idleLimit
@@ -139,6 +150,7 @@ public final class SessionStore: Sendable {
         var evicted: [String] = []
         let session = table.withLock { table -> Session in
             evicted = evictIdle(&table, now: now)
+            evicted += evictForState(&table, keeping: id)
             if let existing = table.entries[id] {
                 table.unlink(id)
                 table.entries[id]!.lastUsed = now
@@ -150,7 +162,7 @@ public final class SessionStore: Sendable {
                 table.evictions.forRoom += 1
                 evicted.append(victim)
             }
-            let session = Session(id: id, initial: initial)
+            let session = Session(id: id, initial: initial, budget: budget)
             if let scenario = baseScenario.withLock({ $0 }) {
                 session.restart(initial: initial, scenario: scenario, real: clock())
             }
@@ -170,6 +182,17 @@ public final class SessionStore: Sendable {
             _ = table.remove(candidate)
             table.evictions.idle += 1
             evicted.append(candidate)
+        }
+        return evicted
+    }
+
+    /// Evicts least recently used sessions (never `keeping`, never the default) while the budget is over.
+    private func evictForState(_ table: inout Table, keeping id: String) -> [String] {
+        var evicted: [String] = []
+        while budget.isOver, let victim = table.evictionCandidate(sparing: id) {
+            _ = table.remove(victim)
+            table.evictions.forState += 1
+            evicted.append(victim)
         }
         return evicted
     }
@@ -211,6 +234,7 @@ public final class SessionStore: Sendable {
     /// Forgets every session.
     public func resetAll() {
         table.withLock { table in
+            for entry in table.entries.values { entry.session.detach() }
             let evictions = table.evictions
             table = Table()
             table.evictions = evictions

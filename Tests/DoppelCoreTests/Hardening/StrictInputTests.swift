@@ -142,3 +142,22 @@ import Testing
         #expect((engine.sessions.existing("s")?.snapshot["log"]?.stringValue?.utf8.count ?? 0) <= SessionData.maximumStateSize)
     }
 }
+
+@Suite struct StateBudgetTests {
+    @Test func fullSessionsAreEvictedLeastRecentlyUsedFirstWhenTheTotalIsOver() throws {
+        let engine = MockEngine(contract: try loadContract(SessionStateBoundTests.contract), stateLimit: 4 << 20)
+        let record: JSON = ["text": .string(String(repeating: "n", count: 1 << 20))]
+        for session in ["a", "b", "c", "d", "e", "f"] {
+            #expect(engine.send("POST", "/notes", json: record, session: session).status == 201)
+        }
+        // Each request checks the total first: the oldest full sessions made room for the newer ones.
+        _ = engine.send("POST", "/log", json: ["text": "x"], session: "g")
+        #expect(engine.sessions.budget.used <= 4 << 20)
+        #expect(engine.sessions.evictions.forState >= 2)
+        #expect(engine.sessions.existing("a") == nil)
+        #expect(engine.sessions.existing("f") != nil)
+        // Reset and eviction give the budget back exactly.
+        engine.sessions.resetAll()
+        #expect(engine.sessions.budget.used == 0)
+    }
+}
