@@ -121,31 +121,17 @@ public enum JSONWriter {
 
 extension JSON {
     /// About how long the value's JSON text is (strings are counted without escapes).
-    public var encodedSize: Int {
-        var total = 0
-        var pending: [JSON] = [self]
-        while let value = pending.popLast() {
-            switch value {
-            case .string(let s): total += s.utf8.count + 2
-            case .array(let items):
-                total += 2 + items.count
-                pending.append(contentsOf: items)
-            case .object(let object):
-                total += 2
-                for pair in object.pairs {
-                    total += pair.key.utf8.count + 4
-                    pending.append(pair.value)
-                }
-            default: total += 8
-            }
-        }
-        return total
-    }
+    public var encodedSize: Int { encodedSize(stoppingAbove: .max) }
 
     /// Whether the value's JSON text would be longer than `limit` bytes,
     /// found without writing it and stopping as soon as it is: a value that
     /// shares one large string many times is large to write, small to hold.
     public func exceedsEncodedSize(_ limit: Int) -> Bool {
+        encodedSize(stoppingAbove: limit) > limit
+    }
+
+    /// The encoded size, or the first running total above `limit`.
+    private func encodedSize(stoppingAbove limit: Int) -> Int {
         var total = 0
         var pending: [JSON] = [self]
         while let value = pending.popLast() {
@@ -162,8 +148,8 @@ extension JSON {
                 }
             default: total += 8
             }
-            if total > limit { return true }
+            if total > limit { return total }
         }
-        return false
+        return total
     }
 }
