@@ -388,8 +388,21 @@ public enum MediaTypes {
     }
 
     /// `application/json`, `application/problem+json` and other `+json` types.
+    /// `application/json` or any `+json` type, parameters and case aside.
+    /// Compared byte by byte: it runs for every request with a body, and
+    /// Foundation's trimming bridges to `NSString`.
     public static func isJSON(_ type: String) -> Bool {
-        let essence = type.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
-        return essence == "application/json" || essence.hasSuffix("+json")
+        var essence = type.utf8[...]
+        if let semicolon = essence.firstIndex(of: UInt8(ascii: ";")) { essence = essence[..<semicolon] }
+        while let first = essence.first, first == 0x20 || first == 0x09 { essence = essence.dropFirst() }
+        while let last = essence.last, last == 0x20 || last == 0x09 { essence = essence.dropLast() }
+        func endsWith(_ suffix: String) -> Bool {
+            let tail = suffix.utf8
+            guard essence.count >= tail.count else { return false }
+            return zip(essence.suffix(tail.count), tail).allSatisfy { byte, expected in
+                (byte >= 65 && byte <= 90 ? byte + 32 : byte) == expected
+            }
+        }
+        return endsWith("+json") || (essence.count == 16 && endsWith("application/json"))
     }
 }

@@ -26,16 +26,26 @@ public struct SchemaValidator: Sendable {
 
     /// Every way `value` fails `schema` (at most `maximumIssues`, then a summary); empty when it is valid.
     public func validate(_ value: JSON, against schema: Schema, at pointer: String = "") -> [ValidationIssue] {
-        var run = Run()
-        validate(value, schema, pointer, depth: 0, run: &run)
+        var run = Run(base: pointer)
+        validate(value, schema, depth: 0, run: &run)
         if run.dropped > 0 {
             run.issues.append(ValidationIssue(pointer: pointer, message: "and \(run.dropped) more issue\(run.dropped == 1 ? "" : "s") not listed (at most \(Self.maximumIssues) are)"))
         }
         return run.issues
     }
 
+    /// One step from a value to a member or item, for pointers.
+    private enum Step {
+        case key(String)
+        case index(Int)
+    }
+
     /// The work and findings of one validation.
     private struct Run {
+        /// The pointer of the validated value; `path` leads from it to the value being checked.
+        /// Pointers are only written out when an issue is recorded: a valid body builds none.
+        let base: String
+        var path: [Step] = []
         var issues: [ValidationIssue] = []
         var dropped = 0
         var checks = 0
@@ -44,10 +54,34 @@ public struct SchemaValidator: Sendable {
         /// Only whether the value is valid matters (inside anyOf, oneOf, not): stop at the first issue.
         var firstOnly = false
 
+        init(base: String) { self.base = base }
+
         var failed: Bool { !issues.isEmpty || dropped > 0 }
 
-        mutating func add(_ pointer: @autoclosure () -> String, _ message: @autoclosure () -> String) {
-            if issues.count < SchemaValidator.maximumIssues { issues.append(ValidationIssue(pointer: pointer(), message: message())) } else { dropped += 1 }
+        /// The pointer of the value being checked, or of its member `child`.
+        func pointer(child: String? = nil) -> String {
+            var text = base
+            for step in path {
+                switch step {
+                case .key(let key): text += "/" + SchemaValidator.escape(key)
+                case .index(let index): text += "/\(index)"
+                }
+            }
+            if let child { text += "/" + SchemaValidator.escape(child) }
+            return text
+        }
+
+        /// Records an issue at the value being checked (or its member `child`).
+        mutating func add(_ message: @autoclosure () -> String, child: String? = nil) {
+            guard issues.count < SchemaValidator.maximumIssues else {
+                dropped += 1
+                return
+            }
+            issues.append(ValidationIssue(pointer: pointer(child: child), message: message()))
+        }
+
+        mutating func record(_ issue: @autoclosure () -> ValidationIssue) {
+            if issues.count < SchemaValidator.maximumIssues { issues.append(issue()) } else { dropped += 1 }
         }
 
         /// True when validation should stop: a bound was hit, or the caller needs only the first issue.
@@ -55,147 +89,156 @@ public struct SchemaValidator: Sendable {
     }
 
     /// Whether `value` passes `schema`, with the outer run's budget.
-    private func passes(_ value: JSON, _ schema: Schema, _ pointer: String, depth: Int, run: inout Run) -> Bool {
-        var inner = Run()
+    private func passes(_ value: JSON, _ schema: Schema, depth: Int, run: inout Run) -> Bool {
+        var inner = Run(base: run.base)
+        inner.path = run.path
         inner.checks = run.checks
         inner.firstOnly = true
-        validate(value, schema, pointer, depth: depth, run: &inner)
+        validate(value, schema, depth: depth, run: &inner)
         run.checks = inner.checks
         if inner.exhausted {
             run.exhausted = true
-            for issue in inner.issues { run.add(issue.pointer, issue.message) }
+            for issue in inner.issues { run.record(issue) }
             return true
         }
         return !inner.failed
     }
 
-    private func validate(_ value: JSON, _ schema: Schema, _ pointer: String, depth: Int, run: inout Run) {
+    private func validate(_ value: JSON, _ schema: Schema, depth: Int, run: inout Run) {
         if run.done { return }
         run.checks += 1
         guard depth < Self.maximumDepth else {
-            run.add(pointer, "schema nesting deeper than \(Self.maximumDepth) levels")
+            run.add("schema nesting deeper than \(Self.maximumDepth) levels")
             run.exhausted = true
             return
         }
         guard run.checks <= Self.maximumChecks else {
-            run.add(pointer, "validation stopped after \(Self.maximumChecks) schema checks; the value is too complex for its schema")
+            run.add("validation stopped after \(Self.maximumChecks) schema checks; the value is too complex for its schema")
             run.exhausted = true
             return
         }
         if let ref = schema.ref {
             guard let target = registry[ref] else {
-                run.add(pointer, "unknown schema '\(ref)'")
+                run.add("unknown schema '\(ref)'")
                 return
             }
-            validate(value, target, pointer, depth: depth + 1, run: &run)
+            validate(value, target, depth: depth + 1, run: &run)
             if run.done { return }
         }
         if value.isNull, schema.nullable { return }
         if let types = schema.types, !types.contains(where: { Self.value(value, hasType: $0) }) {
-            run.add(pointer, "expected \(types.joined(separator: " or ")), got \(value.typeName)")
+            run.add("expected \(types.joined(separator: " or ")), got \(value.typeName)")
             return
         }
         if let constant = schema.constValue, !value.looselyEquals(constant) {
-            run.add(pointer, "must be \(JSONWriter.encodeString(constant))")
+            run.add("must be \(JSONWriter.encodeString(constant))")
         }
         if let options = schema.enumValues, !options.contains(where: { $0.looselyEquals(value) }) {
             let list = options.map { JSONWriter.encodeString($0) }.joined(separator: ", ")
-            run.add(pointer, "must be one of \(list), got \(JSONWriter.encodeString(value))")
+            run.add("must be one of \(list), got \(JSONWriter.encodeString(value))")
         }
         if run.done { return }
         switch value {
         case .int, .double:
-            validateNumber(value.numberValue!, schema, pointer, into: &run)
+            validateNumber(value.numberValue!, schema, into: &run)
         case .string(let s):
-            validateString(s, schema, pointer, into: &run)
+            validateString(s, schema, into: &run)
         case .array(let items):
             if let min = schema.minItems, items.count < min {
-                run.add(pointer, "must have at least \(min) item\(min == 1 ? "" : "s"), has \(items.count)")
+                run.add("must have at least \(min) item\(min == 1 ? "" : "s"), has \(items.count)")
             }
             if let max = schema.maxItems, items.count > max {
-                run.add(pointer, "must have at most \(max) item\(max == 1 ? "" : "s"), has \(items.count)")
+                run.add("must have at most \(max) item\(max == 1 ? "" : "s"), has \(items.count)")
             }
             if schema.uniqueItems, Set(items).count != items.count {
-                run.add(pointer, "items must be unique")
+                run.add("items must be unique")
             }
             if let itemSchema = schema.items {
                 for (i, item) in items.enumerated() {
-                    validate(item, itemSchema, pointer + "/\(i)", depth: depth + 1, run: &run)
+                    run.path.append(.index(i))
+                    validate(item, itemSchema, depth: depth + 1, run: &run)
+                    run.path.removeLast()
                     if run.done { return }
                 }
             }
         case .object(let object):
             for name in schema.required where object[name] == nil {
-                run.add(pointer + "/" + Self.escape(name), "is required")
+                run.add("is required", child: name)
             }
             for pair in object.pairs {
                 if run.done { return }
-                if let propertySchema = schema.property(pair.key) {
-                    validate(pair.value, propertySchema, pointer + "/" + Self.escape(pair.key), depth: depth + 1, run: &run)
-                } else if let additional = schema.additionalProperties {
-                    if let additional {
-                        validate(pair.value, additional, pointer + "/" + Self.escape(pair.key), depth: depth + 1, run: &run)
-                    } else {
-                        run.add(pointer + "/" + Self.escape(pair.key), "is not an allowed property")
+                let memberSchema: Schema
+                if let own = schema.property(pair.key) {
+                    memberSchema = own
+                } else if case .some(let additional) = schema.additionalProperties {
+                    guard let additional else {
+                        run.add("is not an allowed property", child: pair.key)
+                        continue
                     }
+                    memberSchema = additional
+                } else {
+                    continue
                 }
+                run.path.append(.key(pair.key))
+                validate(pair.value, memberSchema, depth: depth + 1, run: &run)
+                run.path.removeLast()
             }
         default:
             break
         }
         for sub in schema.allOf {
             if run.done { return }
-            validate(value, sub, pointer, depth: depth + 1, run: &run)
+            validate(value, sub, depth: depth + 1, run: &run)
         }
         if !schema.anyOf.isEmpty, !run.done {
             var any = false
-            for option in schema.anyOf where passes(value, option, pointer, depth: depth + 1, run: &run) {
+            for option in schema.anyOf where passes(value, option, depth: depth + 1, run: &run) {
                 any = true
                 break
             }
-            if !any, !run.exhausted { run.add(pointer, "matches none of the \(schema.anyOf.count) allowed shapes (anyOf)") }
+            if !any, !run.exhausted { run.add("matches none of the \(schema.anyOf.count) allowed shapes (anyOf)") }
         }
         if !schema.oneOf.isEmpty, !run.done {
             var passing = 0
-            for option in schema.oneOf where passes(value, option, pointer, depth: depth + 1, run: &run) {
+            for option in schema.oneOf where passes(value, option, depth: depth + 1, run: &run) {
                 passing += 1
                 if run.exhausted { return }
             }
-            if passing != 1 { run.add(pointer, "must match exactly one allowed shape (oneOf), matches \(passing)") }
+            if passing != 1 { run.add("must match exactly one allowed shape (oneOf), matches \(passing)") }
         }
-        if let negated = schema.not, !run.done, passes(value, negated, pointer, depth: depth + 1, run: &run), !run.exhausted {
-            run.add(pointer, "must not match the 'not' schema")
+        if let negated = schema.not, !run.done, passes(value, negated, depth: depth + 1, run: &run), !run.exhausted {
+            run.add("must not match the 'not' schema")
         }
     }
 
-    private func validateNumber(_ n: Double, _ schema: Schema, _ pointer: String, into run: inout Run) {
+    private func validateNumber(_ n: Double, _ schema: Schema, into run: inout Run) {
         func text(_ d: Double) -> String { d.rounded() == d && abs(d) < 9e15 ? String(Int(d)) : String(d) }
         if let min = schema.minimum, n < min {
-            run.add(pointer, "must be at least \(text(min)), got \(text(n))")
+            run.add("must be at least \(text(min)), got \(text(n))")
         }
         if let max = schema.maximum, n > max {
-            run.add(pointer, "must be at most \(text(max)), got \(text(n))")
+            run.add("must be at most \(text(max)), got \(text(n))")
         }
         if let min = schema.exclusiveMinimum, n <= min {
-            run.add(pointer, "must be greater than \(text(min)), got \(text(n))")
+            run.add("must be greater than \(text(min)), got \(text(n))")
         }
         if let max = schema.exclusiveMaximum, n >= max {
-            run.add(pointer, "must be less than \(text(max)), got \(text(n))")
+            run.add("must be less than \(text(max)), got \(text(n))")
         }
     }
 
-    private func validateString(_ s: String, _ schema: Schema, _ pointer: String, into run: inout Run) {
+    private func validateString(_ s: String, _ schema: Schema, into run: inout Run) {
         if let min = schema.minLength, s.count < min {
-            run.add(pointer, "must be at least \(min) character\(min == 1 ? "" : "s") long")
+            run.add("must be at least \(min) character\(min == 1 ? "" : "s") long")
         }
         if let max = schema.maxLength, s.count > max {
-            run.add(pointer, "must be at most \(max) character\(max == 1 ? "" : "s") long")
+            run.add("must be at most \(max) character\(max == 1 ? "" : "s") long")
         }
         if let pattern = schema.pattern, !pattern.matches(s) {
-            run.add(pointer, "must match the pattern \(pattern.source)")
+            run.add("must match the pattern \(pattern.source)")
         }
         if let format = schema.format, !Self.string(s, hasFormat: format) {
-            run.add(pointer, "must be a valid \(format)")
+            run.add("must be a valid \(format)")
         }
     }
 
@@ -249,7 +292,16 @@ public struct SchemaValidator: Sendable {
 
     /// Escapes a key for use in a JSON pointer (RFC 6901).
     static func escape(_ key: String) -> String {
-        key.replacingOccurrences(of: "~", with: "~0").replacingOccurrences(of: "/", with: "~1")
+        guard key.utf8.contains(where: { $0 == UInt8(ascii: "~") || $0 == UInt8(ascii: "/") }) else { return key }
+        var escaped = ""
+        for character in key.unicodeScalars {
+            switch character {
+            case "~": escaped += "~0"
+            case "/": escaped += "~1"
+            default: escaped.unicodeScalars.append(character)
+            }
+        }
+        return escaped
     }
 }
 

@@ -161,3 +161,22 @@ import Testing
         #expect(engine.sessions.budget.used == 0)
     }
 }
+
+@Suite struct MediaTypeTests {
+    @Test(arguments: [("application/json", true), ("Application/JSON; charset=utf-8", true), (" application/json ;x=y", true),
+                      ("application/problem+json", true), ("application/vnd.api+JSON", true), ("text/json", false),
+                      ("application/jsonx", false), ("xapplication/json", false), ("application/x-www-form-urlencoded", false), ("", false)])
+    func jsonIsRecognisedWhateverTheCaseAndParameters(_ type: String, _ expected: Bool) {
+        #expect(MediaTypes.isJSON(type) == expected)
+    }
+}
+
+@Suite struct ValidationPointerTests {
+    @Test func pointersAreWrittenForFailuresOnlyAndEscapeTheirKeys() {
+        let schema = Schema(types: ["object"], properties: [("list", Schema(types: ["array"], items: Schema(
+            types: ["object"], required: ["id"], additionalProperties: .some(Schema(types: ["integer"])))))])
+        let value: JSON = ["list": [["id": 1], ["a/b~c": "x"]]]
+        let issues = SchemaValidator(registry: [:]).validate(value, against: schema, at: "/body")
+        #expect(issues.map(\.description) == ["/body/list/1/id: is required", "/body/list/1/a~1b~0c: expected integer, got string"])
+    }
+}
