@@ -1,87 +1,164 @@
 #!/usr/bin/env bash
-# Doppel benchmarks: throughput and start-up, each reported as a ratio
-# against a baseline measured in the same run on the same machine.
+# Doppel benchmarks against the limit: nginx serving the same bytes, on the
+# same machine, in the same run. Every throughput number is reported as a
+# ratio to nginx, with p99 latency; start-up to the first 200 is compared
+# with nginx's; resident memory is read after the load. The older baseline,
+# GET /__doppel/health, is kept as a second column.
 #
 #   bash Benchmarks/run.sh            # 10 s per load test
 #   DURATION=3s bash Benchmarks/run.sh
 #
-# Throughput baseline: GET /__doppel/health, the cheapest request the server
-# answers (HTTP parsing, one small JSON body, no contract work). Each contract
-# endpoint's requests/second is divided by it, so the numbers say how much the
-# contract pipeline costs, independent of the machine's speed.
-#
-# Start-up baseline: `doppel --version` (process start, no contract). The
-# ratio is the cost of loading and checking the contract on top.
-#
-# Load goes to 127.0.0.1 only, two wrk threads, 32 connections, bounded by
-# DURATION. Needs wrk and hyperfine (installed with apt-get when missing).
+# Load goes to 127.0.0.1 only: two wrk threads, 32 connections, bounded by
+# DURATION. Needs wrk, hyperfine and nginx (installed with apt-get when missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DURATION=${DURATION:-10s}
-PORT=${PORT:-18080}
+PORT=${PORT:-18080}          # doppel serving contracts/tales.yaml
+FIXED_PORT=$((PORT + 1))     # doppel serving Benchmarks/fixed.yaml
+NGINX_PORT=$((PORT + 2))     # nginx serving the same bytes
 CONNECTIONS=${CONNECTIONS:-32}
 
-for tool in wrk hyperfine; do
-    if ! command -v "$tool" >/dev/null; then
-        apt-get update -qq && apt-get install -y -qq "$tool" >/dev/null
-    fi
-done
+missing=()
+for tool in wrk hyperfine nginx; do command -v "$tool" >/dev/null || missing+=("$tool"); done
+if ((${#missing[@]})); then
+    apt-get update -qq && apt-get install -y -qq "${missing[@]/nginx/nginx-light}" >/dev/null
+fi
 
 swift build -c release --product doppel >/dev/null
 DOPPEL=.build/release/doppel
+WORK=$(mktemp -d)
+chmod 755 "$WORK"  # nginx's workers run as an unprivileged user
+PIDS=()
+cleanup() {
+    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    [ -f "$WORK/nginx.pid" ] && kill "$(cat "$WORK/nginx.pid")" 2>/dev/null || true
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
 
-"$DOPPEL" serve contracts/tales.yaml --port "$PORT" --log-format none >/dev/null &
-SERVER=$!
-trap 'kill $SERVER 2>/dev/null || true' EXIT
-for _ in $(seq 1 100); do
-    curl -s -o /dev/null "http://127.0.0.1:$PORT/__doppel/health" && break
-    sleep 0.05
+wait_for() {  # wait_for URL
+    for _ in $(seq 1 200); do curl -s -o /dev/null "$1" && return 0; sleep 0.025; done
+    echo "no answer from $1" >&2; exit 1
+}
+
+"$DOPPEL" serve contracts/tales.yaml --port "$PORT" --log-format none >/dev/null & PIDS+=($!)
+TALES_PID=$!
+"$DOPPEL" serve Benchmarks/fixed.yaml --port "$FIXED_PORT" --log-format none >/dev/null & PIDS+=($!)
+BASE="http://127.0.0.1:$PORT"
+FIXED="http://127.0.0.1:$FIXED_PORT"
+wait_for "$BASE/__doppel/health"
+wait_for "$FIXED/fixed"
+
+# nginx serves, for every Doppel request measured, the bytes Doppel answers it with.
+mkdir -p "$WORK/www"
+cat > "$WORK/nginx.conf" <<NGINX
+worker_processes 2;
+pid $WORK/nginx.pid;
+error_log $WORK/nginx.err;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    default_type application/json;
+    server { listen 127.0.0.1:$NGINX_PORT; root $WORK/www; }
+}
+NGINX
+
+# Sessions for the stateful endpoint: premium, so every generate succeeds
+# and the 200 path (validation, let, a 15-field template, effects) is timed.
+session() {  # session ID -> a child id in a premium session
+    curl -s -X POST -H 'Authorization: Bearer bench' -H "Doppel-Session: $1" \
+        "$BASE/api/v1/subscription/purchase?plan_tier=premium&billing_cycle=monthly&payment_method=card" >/dev/null
+    curl -s -H 'Authorization: Bearer bench' -H "Doppel-Session: $1" -H 'Content-Type: application/json' \
+        -d '{"name":"Bench","age_category":"5-7","gender":"male","interests":["x"]}' "$BASE/api/v1/children" \
+        | sed -E 's/.*"id":"([^"]+)".*/\1/'
+}
+{
+    echo 'local sessions = {'
+    for i in $(seq 0 31); do echo "  {\"bench-$i\", \"$(session "bench-$i")\"},"; done
+    echo '}'
+    cat <<'LUA'
+local spread = os.getenv("SPREAD") == "1"
+local counter = 0
+request = function()
+    counter = counter + 1
+    local s = spread and sessions[(counter % #sessions) + 1] or sessions[1]
+    local headers = { ["Authorization"] = "Bearer bench", ["Doppel-Session"] = s[1], ["Content-Type"] = "application/json" }
+    return wrk.format("POST", nil, headers, '{"language":"ru","child_id":"' .. s[2] .. '","story_type":"child"}')
+end
+LUA
+} > "$WORK/generate.lua"
+
+curl -s "$FIXED/fixed" > "$WORK/www/fixed.json"
+curl -s "$BASE/api/v1/free-stories?language=en" > "$WORK/www/free-stories.json"
+curl -s -H 'Authorization: Bearer bench' -H 'Doppel-Session: bench-0' -H 'Content-Type: application/json' \
+    -d "{\"language\":\"ru\",\"child_id\":\"$(sed -n 's/.*{"bench-0", "\([^"]*\)"}.*/\1/p' "$WORK/generate.lua")\",\"story_type\":\"child\"}" \
+    "$BASE/api/v1/stories/generate" > "$WORK/www/generate.json"
+nginx -c "$WORK/nginx.conf"
+NGINX="http://127.0.0.1:$NGINX_PORT"
+wait_for "$NGINX/fixed.json"
+for file in fixed.json free-stories.json generate.json; do
+    # The comparison only means something if nginx answers 200 with the same bytes.
+    status=$(curl -s -o "$WORK/check" -w '%{http_code}' "$NGINX/$file")
+    if [ "$status" != 200 ] || ! cmp -s "$WORK/check" "$WORK/www/$file"; then
+        echo "nginx does not serve $file as Doppel does (status $status)" >&2; exit 1
+    fi
 done
 
-BASE="http://127.0.0.1:$PORT"
-LUA=$(mktemp)
-trap 'kill $SERVER 2>/dev/null || true; rm -f "$LUA"' EXIT
-
-rps() {  # rps URL [wrk args...] -> requests/second
+load() {  # load URL [wrk args...] -> "requests/s p99"
     local url=$1; shift
-    wrk -t2 -c"$CONNECTIONS" -d"$DURATION" "$@" "$url" | awk '/Requests\/sec/ { print $2 }'
+    wrk -t2 -c"$CONNECTIONS" -d"$DURATION" --latency "$@" "$url" \
+        | awk '/Requests\/sec/ { rps = $2 } / 99%/ { p99 = $2 } END { print rps, p99 }'
 }
 
-# A child for the stateful endpoint, in its own session; premium so every
-# generate succeeds and the 200 path (template rendering, effects) is timed.
-curl -s -X POST -H 'Authorization: Bearer bench' -H 'Doppel-Session: bench' \
-    "$BASE/api/v1/subscription/purchase?plan_tier=premium&billing_cycle=monthly&payment_method=card" >/dev/null
-CHILD=$(curl -s -H 'Authorization: Bearer bench' -H 'Doppel-Session: bench' -H 'Content-Type: application/json' \
-    -d '{"name":"Bench","age_category":"5-7","gender":"male","interests":["x"]}' "$BASE/api/v1/children" \
-    | sed -E 's/.*"id":"([^"]+)".*/\1/')
-cat > "$LUA" <<LUA
-wrk.method = "POST"
-wrk.headers["Authorization"] = "Bearer bench"
-wrk.headers["Doppel-Session"] = "bench"
-wrk.headers["Content-Type"] = "application/json"
-wrk.body = '{"language":"ru","child_id":"$CHILD"}'
-LUA
-
-echo "Throughput ($DURATION each, $CONNECTIONS connections, 2 threads)"
-baseline=$(rps "$BASE/__doppel/health")
-printf '  %-46s %10s req/s  1.00 (baseline)\n' "GET /__doppel/health" "$baseline"
-report() {  # report LABEL RPS
-    printf '  %-46s %10s req/s  %.2f\n' "$1" "$2" "$(echo "$2 / $baseline" | bc -l)"
+echo "Throughput ($DURATION each, $CONNECTIONS connections, 2 wrk threads), as ratios to nginx serving the same bytes"
+printf '  %-48s %10s %9s %8s %8s %9s\n' request "req/s" p99 "/nginx" "/health" "nginx p99"
+read -r health _ <<<"$(load "$BASE/__doppel/health")"
+row() {  # row LABEL NGINX_FILE DOPPEL_URL [wrk args...]
+    local label=$1 file=$2 url=$3; shift 3
+    read -r rps p99 <<<"$(load "$url" "$@")"
+    read -r nrps np99 <<<"$(load "$NGINX/$file")"
+    printf '  %-48s %10s %9s %8.2f %8.2f %9s\n' "$label" "$rps" "$p99" "$(echo "$rps / $nrps" | bc -l)" "$(echo "$rps / $health" | bc -l)" "$np99"
 }
-report "GET /api/v1/free-stories (filter, public)" "$(rps "$BASE/api/v1/free-stories?language=en")"
-report "GET /api/v1/subscription/plans (template)" "$(rps "$BASE/api/v1/subscription/plans" -H 'Authorization: Bearer bench')"
-report "POST /api/v1/stories/generate (state, effects)" "$(rps "$BASE/api/v1/stories/generate" -s "$LUA")"
-report "GET /api/v1/nowhere (404 with near misses)" "$(rps "$BASE/api/v1/nowhere")"
+row "GET /fixed (constant body)" fixed.json "$FIXED/fixed"
+row "GET /api/v1/free-stories (filter over data)" free-stories.json "$BASE/api/v1/free-stories?language=en"
+row "POST /api/v1/stories/generate, one session" generate.json "$BASE/api/v1/stories/generate" -s "$WORK/generate.lua"
+export SPREAD=1  # the Lua script spreads requests over the 32 sessions
+row "POST /api/v1/stories/generate, 32 sessions" generate.json "$BASE/api/v1/stories/generate" -s "$WORK/generate.lua"
+unset SPREAD
+printf '  %-48s %10s\n' "GET /__doppel/health (the older baseline)" "$health"
+echo "Resident memory of the tales server after the load: $(awk '/VmRSS/ { printf "%.1f MB", $2 / 1024 }' /proc/$TALES_PID/status)"
 
-echo "Start-up (hyperfine)"
-hyperfine --warmup 3 --runs 30 --export-json /tmp/doppel-startup.json \
-    "$DOPPEL --version" "$DOPPEL routes contracts/tales.yaml" >/dev/null
-python3 - <<'PY'
-import json
-runs = json.load(open("/tmp/doppel-startup.json"))["results"]
-base = runs[0]["mean"]
-for r in runs:
-    label = r["command"].replace(".build/release/", "")
-    print(f"  {label:<46} {r['mean'] * 1000:8.1f} ms  {r['mean'] / base:.2f}" + (" (baseline)" if r is runs[0] else ""))
+echo "Start-up to the first 200 (median of 15)"
+python3 - "$DOPPEL" "$WORK" "$PORT" <<'PY'
+import os, socket, statistics, subprocess, sys, time
+doppel, work, port = sys.argv[1], sys.argv[2], int(sys.argv[3]) + 3
+
+def first_200(command, path):
+    started = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        while time.perf_counter() - started < 10:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+                    s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+                    if s.recv(12).startswith(b"HTTP/1.1 200"):
+                        return time.perf_counter() - started
+            except OSError:
+                time.sleep(0.0005)
+        log = os.path.join(work, "startup.err")
+        raise SystemExit(f"{command[0]} never answered" + (": " + open(log).read()[-500:] if os.path.exists(log) else ""))
+    finally:
+        process.terminate()
+        process.wait()
+
+conf = os.path.join(work, "startup.conf")
+with open(conf, "w") as f:
+    f.write(f"worker_processes 1; pid {work}/startup.pid; error_log {work}/startup.err; daemon off;\n"
+            f"events {{}} http {{ access_log off; server {{ listen 127.0.0.1:{port}; root {work}/www; }} }}\n")
+nginx = statistics.median(first_200(["nginx", "-c", conf], "/fixed.json") for _ in range(15))
+tales = statistics.median(first_200([doppel, "serve", "contracts/tales.yaml", "--port", str(port), "--log-format", "none"], "/api/v1/free-stories")
+                          for _ in range(15))
+print(f"  {'nginx':<48} {nginx * 1000:8.1f} ms  1.00")
+print(f"  {'doppel serve contracts/tales.yaml':<48} {tales * 1000:8.1f} ms  {tales / nginx:.2f}")
 PY
