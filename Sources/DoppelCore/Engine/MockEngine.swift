@@ -5,16 +5,25 @@ import Foundation
 /// `respond(to:)` runs the request pipeline, one stage type per step:
 /// 1. **Route** (`EndpointRouter`): method and path to an endpoint, path
 ///    parameters captured; misses become 404 with near misses, or 405.
-/// 2. **Authenticate** (`Authenticator`): the endpoint's scheme, issued
-///    tokens checked against the session's clock; failures get the
-///    contract's documented 401.
-/// 3. **Rate-limit** (`RateLimiter`): covered endpoints count the request per
-///    key; over the limit gets the documented 429 with `Retry-After`.
-/// 4. **Validate** (`RequestValidator`): query, headers and body to typed JSON,
-///    checked against schemas; failures get `on_invalid` or a 422.
-/// 5. **Select** and **apply effects** (`ResponseSelector`): the first
-///    response whose `when` holds (the next of a sequence), and its effects,
-///    in one atomic step on the session's state.
+/// 2. **Validate** (`RequestValidator`): query, headers and body to typed
+///    JSON, checked against schemas. It reads only the request, so it runs
+///    before the session is touched; its verdict is applied in order below.
+///
+/// Then one transaction on the session (`Session.transact`), so that all a
+/// request reads and changes there is one atomic step, kept only if the
+/// step completes:
+/// 3. **Authenticate** (`Authenticator`): the endpoint's scheme, issued
+///    tokens checked in this transaction's state against the session's
+///    clock; failures get the contract's documented 401.
+/// 4. **Rate-limit** (`RateLimiter`): authenticated requests to covered
+///    endpoints are counted per key; over the limit gets the documented 429
+///    with `Retry-After`. Then the validation verdict: `on_invalid`, or a
+///    422/415/400 problem.
+/// 5. **Select** and **apply effects** (`ResponseSelector`): the active
+///    scenario's override for this call, else the first response whose
+///    `when` holds (the next of a sequence), and its effects.
+///
+/// After the transaction:
 /// 6. **Render** (`ResponseRenderer`): templates filled, body encoded or
 ///    streamed, delay and fault attached for the transport.
 /// 7. **Journal** (`Journal`): one entry per request.
@@ -125,90 +134,133 @@ public final class MockEngine: Sendable {
             return Problem.noMatchingEndpoint(method: request.method, path: request.path, nearMisses: nearMisses).response()
         }
 
-        // Count the call, and find the active scenario's override for it.
-        let override = session.transact { data -> Override? in
-            let call = (data.endpointCalls[endpoint.id] ?? 0) + 1
-            data.endpointCalls[endpoint.id] = call
-            return data.scenario?.overrides.first { $0.endpointID == endpoint.id && $0.applies(toCall: call) }
-        }
+        // 2. Validate: reads only the request, so it runs outside the
+        // session's lock; its verdict is applied in order inside it.
+        let validation = validator.validate(request, queryItems: queryItems, for: endpoint)
 
-        // 2. Authenticate.
-        var forced: ResponseDefinition?
-        let state = endpoint.auth.flatMap { contract.authSchemes[$0]?.issued } == nil ? JSONObject() : session.snapshot
-        switch authenticator.authenticate(request, queryItems: queryItems, scheme: endpoint.auth, state: state, now: now) {
-        case .accepted(let auth): context.roots["auth"] = auth
-        case .rejected(let failure): forced = failure
-        }
-
-        // 3. Rate-limit.
-        var rateHeaders: [(name: String, value: String)] = []
-        if forced == nil {
-            do throws(EvaluationError) {
-                if let decision = try rateLimiter.check(endpointID: endpoint.id, context: context, session: session, now: now) {
-                    rateHeaders = decision.headers
-                    if let limit = decision.refusedBy {
-                        forced = limit.response
-                        context.roots["retry_after"] = .int(decision.retryAfter)
-                        rateHeaders.append((name: "Retry-After", value: String(decision.retryAfter)))
-                    }
-                }
-            } catch {
-                return Problem.evaluationFailed(error, endpointID: endpoint.id, response: "rate limit key").response(endpointID: endpoint.id)
-            }
-        }
-
-        // 4. Validate.
-        if forced == nil {
-            switch validator.validate(request, queryItems: queryItems, for: endpoint) {
-            case .valid(let parts):
-                context.roots["query"] = parts.query
-                if let headers = parts.headers { context.roots["headers"] = headers }
-                context.roots["body"] = parts.body
-            case .invalid(let issues, let parts):
-                guard let onInvalid = endpoint.onInvalid else {
-                    return Problem.validationFailed(issues).response(endpointID: endpoint.id).adding(rateHeaders)
-                }
-                context.roots["query"] = parts.query
-                if let headers = parts.headers { context.roots["headers"] = headers }
-                context.roots["body"] = parts.body
-                context.roots["errors"] = .array(issues.map(\.json))
-                forced = onInvalid
-            case .rejected(let problem):
-                return problem.response(endpointID: endpoint.id).adding(rateHeaders)
-            }
-        }
-
-        // A scenario's forced response stands in for the contract's choice
-        // (but not for the auth, rate-limit and validation answers above).
-        if forced == nil, let response = override?.response { forced = response }
-
-        // 5. Select and apply effects, atomically.
-        let selection: ResponseSelector.Selection
+        // 3–5. Decide, in one transaction on the session.
+        let decision: Decision
         do {
-            selection = try selector.select(
-                from: endpoint.responses, forced: forced, endpointBindings: forced == nil ? endpoint.bindings : [],
-                context: context, session: session, sequenceScope: endpoint.id)
-        } catch {
-            switch error {
-            case .noResponseMatched:
-                return Problem.noResponseMatched(endpointID: endpoint.id).response(endpointID: endpoint.id)
-            case .expressionFailed(let response, let message, let exceedsBudget):
-                let failure = EvaluationError(message, exceedsBudget: exceedsBudget)
-                return Problem.evaluationFailed(failure, endpointID: endpoint.id, response: response).response(endpointID: endpoint.id)
+            decision = try session.transact { data in
+                try decide(request, queryItems: queryItems, endpoint: endpoint, validation: validation, context: context, data: &data, now: now)
             }
+        } catch let failure as Failure {
+            return failure.problem(endpointID: endpoint.id).response(endpointID: endpoint.id)
+        } catch {
+            return Problem.expressionFailed(endpointID: endpoint.id, response: "?", message: "\(error)").response(endpointID: endpoint.id)
         }
 
         // 6. Render.
-        do {
-            var definition = selection.response
-            if let fault = override?.fault { definition.fault = fault }
-            var response = try renderer.render(definition, in: selection.context, endpointID: endpoint.id).adding(rateHeaders)
-            response.delay = (override?.delay ?? definition.delay ?? defaultDelay)?.sample() ?? 0
-            return response
-        } catch {
-            // Effects are already committed; the message says which template failed.
-            return Problem.evaluationFailed(error, endpointID: endpoint.id, response: selection.response.name).response(endpointID: endpoint.id)
+        switch decision {
+        case .problem(let problem, let rateHeaders):
+            return problem.response(endpointID: endpoint.id).adding(rateHeaders)
+        case .respond(let selection, let override, let rateHeaders):
+            do {
+                var definition = selection.response
+                if let fault = override?.fault { definition.fault = fault }
+                var response = try renderer.render(definition, in: selection.context, endpointID: endpoint.id).adding(rateHeaders)
+                response.delay = (override?.delay ?? definition.delay ?? defaultDelay)?.sample() ?? 0
+                return response
+            } catch {
+                // Effects are already committed; the message says which template failed.
+                return Problem.evaluationFailed(error, endpointID: endpoint.id, response: selection.response.name).response(endpointID: endpoint.id)
+            }
         }
+    }
+
+    /// What a request's transaction decided.
+    enum Decision {
+        /// A problem of Doppel's own (a validation failure without `on_invalid`, an unreadable body).
+        case problem(Problem, rateHeaders: [(name: String, value: String)])
+        /// A response chosen (and its effects applied) to render.
+        case respond(ResponseSelector.Selection, override: Override?, rateHeaders: [(name: String, value: String)])
+    }
+
+    /// Why a request's transaction was abandoned; nothing of it is kept.
+    enum Failure: Error {
+        case rateLimitKey(EvaluationError)
+        case selection(ResponseSelector.Failure)
+
+        func problem(endpointID: String) -> Problem {
+            switch self {
+            case .rateLimitKey(let error):
+                return Problem.evaluationFailed(error, endpointID: endpointID, response: "rate limit key")
+            case .selection(.noResponseMatched):
+                return Problem.noResponseMatched(endpointID: endpointID)
+            case .selection(.expressionFailed(let response, let message, let exceedsBudget)):
+                return Problem.evaluationFailed(EvaluationError(message, exceedsBudget: exceedsBudget), endpointID: endpointID, response: response)
+            }
+        }
+    }
+
+    /// Stages 3 to 5, inside the session's transaction, so that everything a
+    /// request reads and changes in its session is one atomic step: the call
+    /// count and its scenario override, issued tokens, rate windows,
+    /// sequence positions, selection and effects. A token revoked by a
+    /// concurrent request is already gone here; a request that fails on the
+    /// way (a broken expression) leaves no count, window or effect behind.
+    ///
+    /// Order, first answer wins: authentication (the scheme's documented
+    /// failure), the rate limit (its 429; only authenticated requests are
+    /// counted, valid or not, as a gateway in front of the API would), the
+    /// validation verdict (`on_invalid`, or a 422/415/400 problem), then the
+    /// active scenario's override, then the contract's own choice.
+    private func decide(_ request: RecordedRequest, queryItems: [(String, String)], endpoint: Endpoint, validation: RequestValidator.Outcome,
+                        context base: EvaluationContext, data: inout SessionData, now: Double) throws(Failure) -> Decision {
+        var context = base
+        let call = (data.endpointCalls[endpoint.id] ?? 0) + 1
+        data.endpointCalls[endpoint.id] = call
+        let override = data.scenario?.overrides.first { $0.endpointID == endpoint.id && $0.applies(toCall: call) }
+
+        func respond(_ forced: ResponseDefinition?, rateHeaders: [(name: String, value: String)]) throws(Failure) -> Decision {
+            do {
+                let selection = try selector.select(
+                    from: endpoint.responses, forced: forced, endpointBindings: forced == nil ? endpoint.bindings : [],
+                    context: context, data: &data, sequenceScope: endpoint.id)
+                return .respond(selection, override: override, rateHeaders: rateHeaders)
+            } catch {
+                throw .selection(error)
+            }
+        }
+
+        // 3. Authenticate, against this transaction's state.
+        switch authenticator.authenticate(request, queryItems: queryItems, scheme: endpoint.auth, state: data.state, now: now) {
+        case .accepted(let auth): context.roots["auth"] = auth
+        case .rejected(let failure): return try respond(failure, rateHeaders: [])
+        }
+
+        // 4. Rate-limit.
+        var rateHeaders: [(name: String, value: String)] = []
+        let limited: RateLimiter.Decision?
+        do {
+            limited = try rateLimiter.check(endpointID: endpoint.id, context: context, data: &data, now: now)
+        } catch {
+            throw .rateLimitKey(error)
+        }
+        if let limited {
+            rateHeaders = limited.headers
+            if let limit = limited.refusedBy {
+                context.roots["retry_after"] = .int(limited.retryAfter)
+                rateHeaders.append((name: "Retry-After", value: String(limited.retryAfter)))
+                return try respond(limit.response, rateHeaders: rateHeaders)
+            }
+        }
+
+        // The validation verdict.
+        switch validation {
+        case .valid(let parts):
+            context.use(parts)
+        case .invalid(let issues, let parts):
+            guard let onInvalid = endpoint.onInvalid else { return .problem(Problem.validationFailed(issues), rateHeaders: rateHeaders) }
+            context.use(parts)
+            context.roots["errors"] = .array(issues.map(\.json))
+            return try respond(onInvalid, rateHeaders: rateHeaders)
+        case .rejected(let problem):
+            return .problem(problem, rateHeaders: rateHeaders)
+        }
+
+        // 5. A scenario's forced response stands in for the contract's choice.
+        return try respond(override?.response, rateHeaders: rateHeaders)
     }
 
     private func baseRoots(_ request: RecordedRequest, query: JSON, sessionID: String, now: Double) -> [String: JSON] {

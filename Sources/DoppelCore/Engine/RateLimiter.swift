@@ -17,46 +17,45 @@ public struct RateLimiter: Sendable {
         public var headers: [(name: String, value: String)]
     }
 
-    /// Checks and counts a request to `endpointID`; nil when no limit covers it.
+    /// Checks and counts a request to `endpointID` in `data`, which the
+    /// caller holds for the whole request; nil when no limit covers it.
     ///
-    /// Counting happens under the session's lock, and only when every
-    /// covering limit has room, so concurrent requests never overrun a limit
-    /// and a refused request uses up nothing.
-    public func check(endpointID: String, context: EvaluationContext, session: Session, now: Double) throws(EvaluationError) -> Decision? {
+    /// Counting happens only when every covering limit has room, so
+    /// concurrent requests never overrun a limit and a refused request uses
+    /// up nothing; a request whose transaction later fails keeps nothing.
+    public func check(endpointID: String, context: EvaluationContext, data: inout SessionData, now: Double) throws(EvaluationError) -> Decision? {
         let covering = limits.filter { $0.covers(endpointID) }
         guard !covering.isEmpty else { return nil }
         var keys: [String] = []
         for limit in covering {
             keys.append(limit.name + "|" + (try limit.key.evaluate(in: context)).interpolationText)
         }
-        return session.transact { data in
-            var windows: [RateWindow] = []
-            for (limit, key) in zip(covering, keys) {
-                var window = data.rateWindows[key] ?? RateWindow()
-                Self.expire(&window, limit, now)
-                if Self.used(window, limit) >= limit.limit {
-                    let retry = Self.secondsUntilFree(window, limit, now)
-                    return Decision(refusedBy: limit, retryAfter: retry, headers: Self.headers(limit, remaining: 0, reset: retry))
-                }
-                windows.append(window)
+        var windows: [RateWindow] = []
+        for (limit, key) in zip(covering, keys) {
+            var window = data.rateWindows[key] ?? RateWindow()
+            Self.expire(&window, limit, now)
+            if Self.used(window, limit) >= limit.limit {
+                let retry = Self.secondsUntilFree(window, limit, now)
+                return Decision(refusedBy: limit, retryAfter: retry, headers: Self.headers(limit, remaining: 0, reset: retry))
             }
-            var tightest: (limit: RateLimit, remaining: Int, reset: Int)?
-            for (index, limit) in covering.enumerated() {
-                var window = windows[index]
-                if limit.algorithm == .fixed {
-                    if window.count == 0 { window.start = now }
-                    window.count += 1
-                } else {
-                    window.hits.append(now)
-                }
-                data.rateWindows[keys[index]] = window
-                let remaining = limit.limit - Self.used(window, limit)
-                if tightest == nil || remaining < tightest!.remaining {
-                    tightest = (limit, remaining, Self.secondsUntilReset(window, limit, now))
-                }
-            }
-            return Decision(refusedBy: nil, retryAfter: 0, headers: Self.headers(tightest!.limit, remaining: tightest!.remaining, reset: tightest!.reset))
+            windows.append(window)
         }
+        var tightest: (limit: RateLimit, remaining: Int, reset: Int)?
+        for (index, limit) in covering.enumerated() {
+            var window = windows[index]
+            if limit.algorithm == .fixed {
+                if window.count == 0 { window.start = now }
+                window.count += 1
+            } else {
+                window.hits.append(now)
+            }
+            data.rateWindows[keys[index]] = window
+            let remaining = limit.limit - Self.used(window, limit)
+            if tightest == nil || remaining < tightest!.remaining {
+                tightest = (limit, remaining, Self.secondsUntilReset(window, limit, now))
+            }
+        }
+        return Decision(refusedBy: nil, retryAfter: 0, headers: Self.headers(tightest!.limit, remaining: tightest!.remaining, reset: tightest!.reset))
     }
 
     /// Drops what has left the window.

@@ -21,70 +21,64 @@ public struct ResponseSelector: Sendable {
         case expressionFailed(response: String, message: String, exceedsBudget: Bool = false)
     }
 
-    /// Selects among `candidates` (or takes `forced`, skipping `when`) and applies effects.
+    /// Selects among `candidates` (or takes `forced`, skipping `when`) and applies effects
+    /// to `data`, which the caller holds for the whole request (`Session.transact`).
     ///
-    /// Selection and effects run under the session's lock. Reading the
-    /// counter in one step and incrementing it in another would let two
-    /// concurrent requests both see "4 of 5 used" and both succeed; holding
-    /// the lock across both makes "exactly 5 succeed" true under any load.
+    /// Reading a counter in one step and incrementing it in another would let
+    /// two concurrent requests both see "4 of 5 used" and both succeed; running
+    /// selection and effects inside the request's one transaction makes
+    /// "exactly 5 succeed" true under any load. A failure throws, and the
+    /// caller's transaction then keeps nothing of the request.
     ///
     /// A chosen `sequence` answers with its n-th response, n counted per
     /// `sequenceScope` (the endpoint) and the sequence's `per` key.
     public func select(
         from candidates: [ResponseDefinition], forced: ResponseDefinition? = nil,
-        endpointBindings: [(String, ValueTemplate)], context base: EvaluationContext, session: Session, sequenceScope: String = ""
+        endpointBindings: [(String, ValueTemplate)], context base: EvaluationContext, data: inout SessionData, sequenceScope: String = ""
     ) throws(Failure) -> Selection {
-        do {
-            return try session.transact { data throws(Failure) -> Selection in
-                var context = base
-                context.roots["state"] = .object(data.state)
-                try bind(endpointBindings, into: &context, response: "the endpoint's let")
-                var chosen: ResponseDefinition
-                if let forced {
-                    chosen = forced
-                } else {
-                    var found: ResponseDefinition?
-                    for candidate in candidates {
-                        guard let when = candidate.when else { found = candidate; break }
-                        do throws(EvaluationError) {
-                            if try when.test(in: context) { found = candidate; break }
-                        } catch {
-                            throw .expressionFailed(response: candidate.name, message: "'when: \(when.source)': \(error.message)", exceedsBudget: error.exceedsBudget)
-                        }
-                    }
-                    guard let found else { throw .noResponseMatched }
-                    chosen = found
+        var context = base
+        context.roots["state"] = .object(data.state)
+        try bind(endpointBindings, into: &context, response: "the endpoint's let")
+        var chosen: ResponseDefinition
+        if let forced {
+            chosen = forced
+        } else {
+            var found: ResponseDefinition?
+            for candidate in candidates {
+                guard let when = candidate.when else { found = candidate; break }
+                do throws(EvaluationError) {
+                    if try when.test(in: context) { found = candidate; break }
+                } catch {
+                    throw .expressionFailed(response: candidate.name, message: "'when: \(when.source)': \(error.message)", exceedsBudget: error.exceedsBudget)
                 }
-                while let sequence = chosen.sequence {
-                    var key = sequenceScope + "|" + chosen.name
-                    if let per = sequence.key {
-                        do throws(EvaluationError) {
-                            key += "|" + (try per.evaluate(in: context)).interpolationText
-                        } catch {
-                            throw .expressionFailed(response: chosen.name, message: "'per: \(per.source)': \(error.message)", exceedsBudget: error.exceedsBudget)
-                        }
-                    }
-                    let position = data.sequencePositions[key] ?? 0
-                    data.sequencePositions[key] = position + 1
-                    let count = sequence.responses.count
-                    chosen = sequence.responses[position < count ? position : (sequence.exhausted == .cycle ? position % count : count - 1)]
-                }
-                try bind(chosen.bindings, into: &context, response: chosen.name)
-                for effect in chosen.effects {
-                    do throws(EvaluationError) {
-                        try apply(effect, to: &data.state, size: &data.stateSize, context: context)
-                    } catch {
-                        throw .expressionFailed(response: chosen.name, message: "effect '\(effect.source)': \(error.message)", exceedsBudget: error.exceedsBudget)
-                    }
-                    context.roots["state"] = .object(data.state)
-                }
-                return Selection(response: chosen, context: context)
             }
-        } catch let failure as Failure {
-            throw failure
-        } catch {
-            throw .expressionFailed(response: "?", message: "\(error)")
+            guard let found else { throw .noResponseMatched }
+            chosen = found
         }
+        while let sequence = chosen.sequence {
+            var key = sequenceScope + "|" + chosen.name
+            if let per = sequence.key {
+                do throws(EvaluationError) {
+                    key += "|" + (try per.evaluate(in: context)).interpolationText
+                } catch {
+                    throw .expressionFailed(response: chosen.name, message: "'per: \(per.source)': \(error.message)", exceedsBudget: error.exceedsBudget)
+                }
+            }
+            let position = data.sequencePositions[key] ?? 0
+            data.sequencePositions[key] = position + 1
+            let count = sequence.responses.count
+            chosen = sequence.responses[position < count ? position : (sequence.exhausted == .cycle ? position % count : count - 1)]
+        }
+        try bind(chosen.bindings, into: &context, response: chosen.name)
+        for effect in chosen.effects {
+            do throws(EvaluationError) {
+                try apply(effect, to: &data.state, size: &data.stateSize, context: context)
+            } catch {
+                throw .expressionFailed(response: chosen.name, message: "effect '\(effect.source)': \(error.message)", exceedsBudget: error.exceedsBudget)
+            }
+            context.roots["state"] = .object(data.state)
+        }
+        return Selection(response: chosen, context: context)
     }
 
     private func bind(_ bindings: [(String, ValueTemplate)], into context: inout EvaluationContext, response: String) throws(Failure) {
@@ -97,7 +91,6 @@ public struct ResponseSelector: Sendable {
         }
     }
 
-    /// Applies one effect to the state.
     /// Applies one effect to the state, keeping `size` (the state's JSON size) up to date; an effect
     /// that would grow the state past `SessionData.maximumStateSize` fails and changes nothing.
     func apply(_ effect: Effect, to state: inout JSONObject, size: inout Int, context: EvaluationContext) throws(EvaluationError) {

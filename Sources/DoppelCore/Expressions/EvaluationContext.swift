@@ -11,3 +11,12 @@ public struct EvaluationContext: Sendable {
         self.now = now
     }
 }
+
+extension EvaluationContext {
+    /// Makes validated request parts (typed query, headers and body) visible to expressions.
+    mutating func use(_ parts: RequestValidator.ValidatedRequest) {
+        roots["query"] = parts.query
+        if let headers = parts.headers { roots["headers"] = headers }
+        roots["body"] = parts.body
+    }
+}
