@@ -140,14 +140,12 @@ public final class MockEngine: Sendable {
 
         // 3–5. Decide, in one transaction on the session.
         let decision: Decision
-        do {
-            decision = try session.transact { data in
+        do throws(Failure) {
+            decision = try session.transact { (data: inout SessionData) throws(Failure) -> Decision in
                 try decide(request, queryItems: queryItems, endpoint: endpoint, validation: validation, context: context, data: &data, now: now)
             }
-        } catch let failure as Failure {
-            return failure.problem(endpointID: endpoint.id).response(endpointID: endpoint.id)
         } catch {
-            return Problem.expressionFailed(endpointID: endpoint.id, response: "?", message: "\(error)").response(endpointID: endpoint.id)
+            return error.problem(endpointID: endpoint.id).response(endpointID: endpoint.id)
         }
 
         // 6. Render.

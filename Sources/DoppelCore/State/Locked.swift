@@ -9,7 +9,7 @@ public final class Locked<Value>: @unchecked Sendable {
     public init(_ value: Value) { self.value = value }
 
     /// Runs `body` with exclusive access to the value.
-    public func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
+    public func withLock<T, E: Error>(_ body: (inout Value) throws(E) -> T) throws(E) -> T {
         lock.lock()
         defer { lock.unlock() }
         return try body(&value)

@@ -20,8 +20,8 @@ public final class Session: Sendable {
 
     /// Runs `body` with exclusive access to the session; changes are kept
     /// only if `body` returns normally.
-    public func transact<T>(_ body: (inout SessionData) throws -> T) rethrows -> T {
-        try data.withLock { current in
+    public func transact<T, E: Error>(_ body: (inout SessionData) throws(E) -> T) throws(E) -> T {
+        try data.withLock { (current: inout SessionData) throws(E) -> T in
             var working = current
             let result = try body(&working)
             report(working.stateSize - current.stateSize)
