@@ -206,8 +206,7 @@ public final class MockEngine: Sendable {
     private func decide(_ request: RecordedRequest, queryItems: [(String, String)], endpoint: Endpoint, validation: RequestValidator.Outcome,
                         context base: EvaluationContext, data: inout SessionData, now: Double) throws(Failure) -> Decision {
         var context = base
-        let call = (data.endpointCalls[endpoint.id] ?? 0) + 1
-        data.endpointCalls[endpoint.id] = call
+        let call = data.countCall(to: endpoint.id)
         let override = data.scenario?.overrides.first { $0.endpointID == endpoint.id && $0.applies(toCall: call) }
 
         func respond(_ forced: ResponseDefinition?, rateHeaders: [(name: String, value: String)]) throws(Failure) -> Decision {

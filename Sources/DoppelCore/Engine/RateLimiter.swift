@@ -49,7 +49,7 @@ public struct RateLimiter: Sendable {
             } else {
                 window.hits.append(now)
             }
-            data.rateWindows[keys[index]] = window
+            data.setRateWindow(window, for: keys[index])
             let remaining = limit.limit - Self.used(window, limit)
             if tightest == nil || remaining < tightest!.remaining {
                 tightest = (limit, remaining, Self.secondsUntilReset(window, limit, now))

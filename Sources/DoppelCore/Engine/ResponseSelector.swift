@@ -64,15 +64,18 @@ public struct ResponseSelector: Sendable {
                     throw .expressionFailed(response: chosen.name, message: "'per: \(per.source)': \(error.message)", exceedsBudget: error.exceedsBudget)
                 }
             }
-            let position = data.sequencePositions[key] ?? 0
-            data.sequencePositions[key] = position + 1
+            let position = data.advanceSequence(key)
             let count = sequence.responses.count
             chosen = sequence.responses[position < count ? position : (sequence.exhausted == .cycle ? position % count : count - 1)]
         }
         try bind(chosen.bindings, into: &context, response: chosen.name)
         for effect in chosen.effects {
             do throws(EvaluationError) {
-                try apply(effect, to: &data.state, size: &data.stateSize, context: context)
+                let change = try prepare(effect, in: context)
+                // The context's reference to the state would make the change
+                // copy everything it touches; it reads the state again below.
+                context.roots["state"] = nil
+                try apply(change, to: &data)
             } catch {
                 throw .expressionFailed(response: chosen.name, message: "effect '\(effect.source)': \(error.message)", exceedsBudget: error.exceedsBudget)
             }
@@ -91,10 +94,16 @@ public struct ResponseSelector: Sendable {
         }
     }
 
-    /// Applies one effect to the state, keeping `size` (the state's JSON size) up to date; an effect
-    /// that would grow the state past `SessionData.maximumStateSize` fails and changes nothing.
-    func apply(_ effect: Effect, to state: inout JSONObject, size: inout Int, context: EvaluationContext) throws(EvaluationError) {
-        var keys: [JSONKey] = []
+    /// An effect with its path and value evaluated: everything it reads, read.
+    struct Change {
+        let effect: Effect
+        let keys: [StateKey]
+        let operand: JSON
+    }
+
+    /// Evaluates an effect's path and value in `context`.
+    func prepare(_ effect: Effect, in context: EvaluationContext) throws(EvaluationError) -> Change {
+        var keys: [StateKey] = []
         for step in effect.path {
             switch step {
             case .member(let name): keys.append(.name(name))
@@ -103,89 +112,145 @@ public struct ResponseSelector: Sendable {
                 if case .int(let i) = value { keys.append(.position(i)) } else { keys.append(.name(value.interpolationText)) }
             }
         }
-        let newValue = try effect.value?.evaluate(in: context)
-        var root = state[effect.name] ?? .null
+        return Change(effect: effect, keys: keys, operand: try effect.value?.evaluate(in: context) ?? .null)
+    }
+
+    /// Makes a change in place and records how to undo it in `data`; keeps `data.stateSize`
+    /// up to date. A change that would grow the state past `SessionData.maximumStateSize`,
+    /// or turn a counter or collection into something else, throws, and the transaction
+    /// puts everything back.
+    func apply(_ change: Change, to data: inout SessionData) throws(EvaluationError) {
+        let name = change.effect.name
+        // Lifted out of the state, the value is referenced only here, so it changes in place.
+        let present = data.state[name] != nil
+        var root = data.state.take(name) ?? .null
         var delta = 0
-        try Self.modify(&root, keys[...], effect.operation, newValue ?? .null, delta: &delta)
-        if delta > 0, size + delta > SessionData.maximumStateSize {
+        var undo: SessionData.Undo?
+        do {
+            try Self.modify(&root, change.keys[...], path: [.name(name)], change.effect.operation, change.operand, delta: &delta, undo: &undo)
+        } catch {
+            if present { data.state[name] = root }
+            throw error
+        }
+        data.state[name] = root
+        if let undo { data.undo.append(undo) }
+        data.undo.append(.stateSize(data.stateSize))
+        data.stateSize += delta
+        if delta > 0, data.stateSize > SessionData.maximumStateSize {
             throw EvaluationError("""
-                effect '\(effect.source)' would grow the session's state past \(SessionData.maximumStateSize >> 20) MiB; \
+                effect '\(change.effect.source)' would grow the session's state past \(SessionData.maximumStateSize >> 20) MiB; \
                 reset the session (POST /__doppel/reset) or send less
                 """, exceedsBudget: true)
         }
-        size += delta
-        if kinds[effect.name] == .counter, case .int = root {} else if kinds[effect.name] == .counter {
-            throw EvaluationError("counter '\(effect.name)' must stay an integer, would become \(root.typeName)")
+        if kinds[name] == .counter, case .int = root {} else if kinds[name] == .counter {
+            throw EvaluationError("counter '\(name)' must stay an integer, would become \(root.typeName)")
         }
-        if kinds[effect.name] == .collection, root.objectValue == nil {
-            throw EvaluationError("collection '\(effect.name)' must stay an object of records keyed by id")
+        if kinds[name] == .collection, root.objectValue == nil {
+            throw EvaluationError("collection '\(name)' must stay an object of records keyed by id")
         }
-        state[effect.name] = root
     }
 
-    enum JSONKey {
-        case name(String)
-        case position(Int)
-    }
-
-    /// Changes the value at `keys`; `delta` gets how much the JSON size changed, counted
-    /// only at the value replaced, so the cost is that of the values the effect touches.
-    static func modify(_ value: inout JSON, _ keys: ArraySlice<JSONKey>, _ operation: Effect.Operation, _ operand: JSON,
-                       delta: inout Int) throws(EvaluationError) {
+    /// Changes the value at `keys` in place and leaves it unchanged if it throws. `delta` gets
+    /// how much the JSON size changed, counted only where something changed; `undo` gets the
+    /// one entry that takes the whole change back (the shallowest one created or replaced).
+    /// Each container is lifted out of its enum before it changes, so that it is uniquely
+    /// referenced and Swift changes it where it is instead of copying it.
+    static func modify(_ value: inout JSON, _ keys: ArraySlice<StateKey>, path: [StateKey], _ operation: Effect.Operation, _ operand: JSON,
+                       delta: inout Int, undo: inout SessionData.Undo?) throws(EvaluationError) {
         guard let key = keys.first else {
-            let before = value.encodedSize
+            let replacement: JSON
             switch operation {
-            case .assign: value = operand
-            case .add: value = value.isNull ? operand : try Evaluator.apply(.add, value, operand)
-            case .subtract: value = try Evaluator.apply(.subtract, value.isNull ? .int(0) : value, operand)
-            case .delete: value = .null
+            case .assign: replacement = operand
+            case .add: replacement = value.isNull ? operand : try Evaluator.apply(.add, value, operand)
+            case .subtract: replacement = try Evaluator.apply(.subtract, value.isNull ? .int(0) : value, operand)
+            case .delete: replacement = .null
             }
-            delta += value.encodedSize - before
+            if undo == nil { undo = .stateEntry(path: path, previous: value) }
+            delta += replacement.encodedSize - value.encodedSize
+            value = replacement
             return
         }
         let last = keys.count == 1
-        switch (value, key) {
-        case (.object(var object), _):
-            let name: String
-            switch key {
-            case .name(let n): name = n
-            case .position(let i): name = String(i)
-            }
+        // `if case` and not `switch`: a switch keeps its own copy of the
+        // payload for the whole case, and every change would then copy it.
+        if case .object(var object) = value {
+            value = .null
+            defer { value = .object(object) }
+            let name = key.memberName
+            let childPath = path + [.name(name)]
             if last, operation == .delete {
-                if let removed = object[name] { delta -= removed.encodedSize + name.utf8.count + 4 }
+                guard let removed = object[name] else { return }
+                if undo == nil { undo = .stateEntry(path: childPath, previous: removed) }
+                delta -= removed.encodedSize + name.utf8.count + 4
                 object[name] = nil
-            } else {
-                var child = object[name] ?? .null
-                if object[name] == nil { delta += name.utf8.count + 4 }
-                try modify(&child, keys.dropFirst(), operation, operand, delta: &delta)
-                object[name] = child
+                return
             }
-            value = .object(object)
-        case (.null, .name(let name)):
+            let existed = object[name] != nil
+            var child = object.take(name) ?? .null
+            var created: SessionData.Undo?
+            if !existed, undo == nil { created = .stateEntry(path: childPath, previous: nil) }
+            do {
+                var childUndo: SessionData.Undo? = undo ?? created
+                try modify(&child, keys.dropFirst(), path: childPath, operation, operand, delta: &delta, undo: &childUndo)
+                undo = childUndo
+            } catch {
+                if existed { object[name] = child }
+                throw error
+            }
+            // A new member: its name, and its value measured from the null it started as.
+            if !existed { delta += name.utf8.count + 4 + JSON.null.encodedSize }
+            object[name] = child
+            return
+        }
+        if value.isNull {
+            guard case .name(let name) = key else { throw EvaluationError("cannot index null with position \(key.memberName)") }
             var object = JSONObject()
             if !(last && operation == .delete) {
                 var child = JSON.null
-                delta += name.utf8.count + 4
-                try modify(&child, keys.dropFirst(), operation, operand, delta: &delta)
+                var childUndo: SessionData.Undo? = undo ?? .stateEntry(path: path, previous: .null)
+                try modify(&child, keys.dropFirst(), path: path + [key], operation, operand, delta: &delta, undo: &childUndo)
+                undo = childUndo
+                // null became {name: child}: braces and the member's name, less the null that was
+                // here; the child's own delta was measured from a null too, so the two cancel.
+                delta += 2 + name.utf8.count + 4
                 object[name] = child
+            } else {
+                if undo == nil { undo = .stateEntry(path: path, previous: .null) }
+                delta += 2 - JSON.null.encodedSize
             }
             value = .object(object)
-        case (.array(var items), .position(let i)):
+            return
+        }
+        if case .array(var items) = value {
+            guard case .position(let i) = key else { throw EvaluationError("cannot index a list with '\(key.memberName)'") }
             let position = i < 0 ? items.count + i : i
+            guard (last && (operation == .delete || (operation == .assign && position == items.count))) || items.indices.contains(position) else {
+                throw EvaluationError("index \(i) is outside a list of \(items.count)")
+            }
+            value = .null
+            defer { value = .array(items) }
             if last, operation == .delete {
                 guard items.indices.contains(position) else { return }
+                if undo == nil { undo = .removedItem(path: path, position: position, previous: items[position]) }
                 delta -= items[position].encodedSize + 1
                 items.remove(at: position)
-            } else if position == items.count, last, operation == .assign {
+            } else if last, operation == .assign, position == items.count {
+                if undo == nil { undo = .appended(path: path) }
                 delta += operand.encodedSize + 1
                 items.append(operand)
             } else {
-                guard items.indices.contains(position) else { throw EvaluationError("index \(i) is outside a list of \(items.count)") }
-                try modify(&items[position], keys.dropFirst(), operation, operand, delta: &delta)
+                var child = items[position]
+                items[position] = .null
+                do {
+                    try modify(&child, keys.dropFirst(), path: path + [.position(position)], operation, operand, delta: &delta, undo: &undo)
+                } catch {
+                    items[position] = child
+                    throw error
+                }
+                items[position] = child
             }
-            value = .array(items)
-        default:
-            throw EvaluationError("cannot index \(value.typeName) with \(key)")
+            return
         }
+        throw EvaluationError("cannot index \(value.typeName) with '\(key.memberName)'")
     }
 }

@@ -37,6 +37,14 @@ public struct JSONObject: Sendable, Hashable {
         }
     }
 
+    /// Moves a member's value out, leaving null in its place (the key keeps its
+    /// position), so the caller holds the only reference and can change it in
+    /// place; nil when there is no such member (nothing is added).
+    mutating func take(_ key: String) -> JSON? {
+        guard storage[key] != nil else { return nil }
+        return storage.updateValue(.null, forKey: key)
+    }
+
     /// The key/value pairs in insertion order.
     public var pairs: [(key: String, value: JSON)] { keys.map { ($0, storage[$0]!) } }
 

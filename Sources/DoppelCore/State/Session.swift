@@ -19,14 +19,21 @@ public final class Session: Sendable {
     }
 
     /// Runs `body` with exclusive access to the session; changes are kept
-    /// only if `body` returns normally.
+    /// only if `body` returns normally. They are made in place through
+    /// `SessionData`'s recording methods, and undone if `body` throws.
     public func transact<T, E: Error>(_ body: (inout SessionData) throws(E) -> T) throws(E) -> T {
         try data.withLock { (current: inout SessionData) throws(E) -> T in
-            var working = current
-            let result = try body(&working)
-            report(working.stateSize - current.stateSize)
-            current = working
-            return result
+            let sizeBefore = current.stateSize
+            current.undo.removeAll(keepingCapacity: true)
+            do throws(E) {
+                let result = try body(&current)
+                current.undo.removeAll(keepingCapacity: true)
+                report(current.stateSize - sizeBefore)
+                return result
+            } catch {
+                current.rollBack()
+                throw error
+            }
         }
     }
 
@@ -96,20 +103,22 @@ public final class Session: Sendable {
 /// Everything a session holds.
 public struct SessionData: Sendable {
     /// The contract's variables, counters and collections, by name.
-    public var state: JSONObject
+    public internal(set) var state: JSONObject
     public var clock = SessionClock()
     /// How many times each sequence has answered, by sequence key (bounded: keys may come from requests).
-    public var sequencePositions = BoundedMap<Int>(capacity: SessionData.maximumKeys)
+    public internal(set) var sequencePositions = BoundedMap<Int>(capacity: SessionData.maximumKeys)
     /// Requests counted by each rate limit window, by limit and key (bounded: keys may come from requests).
-    public var rateWindows = BoundedMap<RateWindow>(capacity: SessionData.maximumKeys)
+    public internal(set) var rateWindows = BoundedMap<RateWindow>(capacity: SessionData.maximumKeys)
     /// The scenario the session was started from, if any.
     public var scenario: ActiveScenario?
     /// How many requests each endpoint has received, for overrides of the n-th call.
-    public var endpointCalls: [String: Int] = [:]
+    public internal(set) var endpointCalls: [String: Int] = [:]
 
     /// The size of `state` as JSON text, kept up to date by each effect
     /// (new value's size less the old one's, at the path it changes).
-    public var stateSize: Int
+    public internal(set) var stateSize: Int
+    /// How to undo what the current transaction changed (`SessionData+Changes`).
+    var undo: [Undo] = []
 
     /// The most rate-window keys, and the most sequence keys, one session holds.
     public static let maximumKeys = 10_000
