@@ -1,3 +1,4 @@
+import DoppelCore
 import NIOCore
 import NIOHTTP1
 
@@ -73,9 +74,12 @@ enum ConnectionGuard {
         func expire() {
             deadline = nil
             guard let context = rawContext, context.channel.isActive else { return }
-            let text = "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Type: application/problem+json\r\n"
-            let body = #"{"type":"urn:doppel:problem:request-timeout","title":"Request timeout","status":408,"detail":"The request did not arrive in time; see docs/limits.md."}"#
-            let buffer = context.channel.allocator.buffer(string: text + "Content-Length: \(body.utf8.count)\r\n\r\n" + body)
+            // Written past the HTTP encoder (a request may be half-read), so the head is spelled out here.
+            let problem = Problem.requestTimeout().response()
+            var head = "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n"
+            for header in problem.headers { head += "\(header.name): \(header.value)\r\n" }
+            var buffer = context.channel.allocator.buffer(string: head + "Content-Length: \(problem.body.count)\r\n\r\n")
+            buffer.writeBytes(problem.body)
             context.writeAndFlush(NIOAny(buffer), promise: nil)
             context.close(promise: nil)
         }

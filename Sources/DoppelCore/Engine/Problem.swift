@@ -66,6 +66,12 @@ public struct Problem: Sendable, Error {
                 extra: [("accepted", .array(accepted.map { .string($0) }))])
     }
 
+    /// 408: the request's headers or body did not arrive within the connection's deadlines.
+    public static func requestTimeout() -> Problem {
+        Problem(status: 408, type: urn("request-timeout"), title: "Request timeout",
+                detail: "The request did not arrive in time; see docs/limits.md.")
+    }
+
     /// 413: the body is larger than the server's limit.
     public static func payloadTooLarge(limit: Int) -> Problem {
         Problem(status: 413, type: urn("payload-too-large"), title: "Payload too large",
