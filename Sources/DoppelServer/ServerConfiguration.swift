@@ -53,3 +53,12 @@ public struct ServerConfiguration: Sendable {
         host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
     }
 }
+
+extension MockEngine {
+    /// An engine for a contract with the sessions, journal and delays a server configuration asks for:
+    /// what `doppel serve` and `DoppelTestServer` both build.
+    public convenience init(contract: Contract, configuration: ServerConfiguration) {
+        self.init(contract: contract, journalCapacity: configuration.journalCapacity, sessionLimit: configuration.sessionLimit,
+                  sessionIdleLimit: configuration.sessionIdleLimit, defaultDelay: configuration.defaultDelay)
+    }
+}

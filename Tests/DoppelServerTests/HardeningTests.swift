@@ -1,5 +1,6 @@
 import DoppelCore
 @testable import DoppelServer
+import DoppelTesting
 import Foundation
 import Testing
 #if canImport(FoundationNetworking)
@@ -153,6 +154,7 @@ struct HardeningTests {
         // Headers that never finish, and a body that stops: 408 and closed at the deadlines.
         let slowHeaders = try await server.raw("GET /ok HTTP/1.1\r\nHost: x\r\nX-Slow: ")
         #expect(slowHeaders.text.hasPrefix("HTTP/1.1 408 Request Timeout"))
+        #expect(slowHeaders.text.contains(#""type":"urn:doppel:problem:request-timeout""#))
         #expect(slowHeaders.closed)
         let slowBody = try await server.raw("POST /pets HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"kind\"")
         #expect(slowBody.text.contains("408 Request Timeout"))
@@ -239,6 +241,18 @@ struct HardeningTests {
         #expect(!AdminAPI.constantTimeEquals("secre", "secret"))
         #expect(!AdminAPI.constantTimeEquals("secrets", "secret"))
         #expect(!AdminAPI.constantTimeEquals(nil, "secret"))
+    }
+
+    @Test func oneEngineBuilderHonoursEverySessionSetting() throws {
+        var configuration = ServerConfiguration.testing
+        configuration.sessionLimit = 7
+        configuration.sessionIdleLimit = nil
+        configuration.journalCapacity = 3
+        let contract = try ContractLoader.load(text: "doppel: 1\nendpoints:\n  e: { request: GET /e, responses: [ { status: 200 } ] }", file: "e.yaml")
+        let engine = MockEngine(contract: contract, configuration: configuration)
+        #expect(engine.sessions.limit == 7)
+        #expect(engine.sessions.idleLimit == nil)
+        #expect(engine.journal.capacity == 3)
     }
 
     @Test func sizesTooLargeToHoldAreRefused() {
