@@ -79,12 +79,9 @@ struct Serve: AsyncParsableCommand {
         if let delay, Delay.parse(delay) == nil {
             throw ValidationError("--delay must be a duration like 200ms or a range like 100ms-300ms")
         }
-        guard let limit = Duration.parse(hangLimit), limit.months == 0, limit.seconds > 0 else {
-            throw ValidationError("--hang-limit must be a duration like 30s")
-        }
         guard maxSessions > 0 else { throw ValidationError("--max-sessions must be at least 1") }
         guard maxConnections > 0 else { throw ValidationError("--max-connections must be at least 1") }
-        for (name, value, zeroAllowed) in [("--session-idle", sessionIdle, true), ("--idle-timeout", idleTimeout, false),
+        for (name, value, zeroAllowed) in [("--hang-limit", hangLimit, false), ("--session-idle", sessionIdle, true), ("--idle-timeout", idleTimeout, false),
                                            ("--header-timeout", headerTimeout, false), ("--body-timeout", bodyTimeout, false),
                                            ("--shutdown-grace", shutdownGrace, true)] {
             guard let seconds = Self.seconds(value), seconds > 0 || (zeroAllowed && seconds == 0) else {
@@ -104,7 +101,7 @@ struct Serve: AsyncParsableCommand {
         let contract = try loadContractOrExit(self.contract)
         var configuration = ServerConfiguration(
             host: host, port: port, maxBodySize: ByteSize.parse(maxBodySize)!, logFormat: RequestLog.Format(rawValue: logFormat)!,
-            journalCapacity: journalSize, defaultDelay: delay.flatMap(Delay.parse), hangLimit: Duration.parse(hangLimit)!.seconds)
+            journalCapacity: journalSize, defaultDelay: delay.flatMap(Delay.parse), hangLimit: Self.seconds(hangLimit)!)
         configuration.adminToken = adminToken
         configuration.sessionLimit = maxSessions
         let idle = Self.seconds(sessionIdle)!
@@ -113,8 +110,7 @@ struct Serve: AsyncParsableCommand {
         configuration.headerTimeout = Self.seconds(headerTimeout)!
         configuration.bodyTimeout = Self.seconds(bodyTimeout)!
         configuration.maxConnections = maxConnections
-        let engine = MockEngine(contract: contract, journalCapacity: journalSize, sessionLimit: maxSessions,
-                                sessionIdleLimit: configuration.sessionIdleLimit, defaultDelay: configuration.defaultDelay)
+        let engine = MockEngine(contract: contract, configuration: configuration)
         var catalog = ScenarioCatalog()
         do {
             if let scenarios { catalog = try ScenarioCatalog.load(directory: scenarios, contract: contract) }
