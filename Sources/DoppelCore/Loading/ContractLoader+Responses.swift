@@ -228,21 +228,13 @@ extension ContractLoader {
             diagnostics.error("body file '\(path)' resolves outside the contract's folder", at: location)
             return .empty
         }
-        // A regular file of bounded size only: a FIFO or device would block or never end.
-        let attributes = try? FileManager.default.attributesOfItem(atPath: url.path)
-        guard attributes?[.type] as? FileAttributeType == .typeRegular else {
-            diagnostics.error("cannot read body file '\(path)': \(attributes == nil ? "no such file" : "not a regular file")", at: location)
+        let bytes: [UInt8]
+        switch SourceReader.readBytes(url.path, what: "body file") {
+        case .success(let read): bytes = read
+        case .failure(let reason):
+            diagnostics.error("cannot read body file '\(path)': \(reason.message)", at: location)
             return .empty
         }
-        if let size = attributes?[.size] as? Int, size > SourceReader.maximumFileSize {
-            diagnostics.error("body file '\(path)' is larger than \(SourceReader.maximumFileSize >> 20) MiB", at: location)
-            return .empty
-        }
-        guard let data = FileManager.default.contents(atPath: url.path) else {
-            diagnostics.error("cannot read body file '\(path)'", at: location)
-            return .empty
-        }
-        let bytes = [UInt8](data)
         let type = explicitType ?? MediaTypes.forExtension(url.pathExtension)
         if MediaTypes.isJSON(type) {
             do {

@@ -129,16 +129,11 @@ public enum SourceReader {
         func failure(_ message: String, line: Int = 1, column: Int = 1) -> Result<String, ContractError> {
             .failure(ContractError(diagnostics: [Diagnostic(at: SourceLocation(file: file, line: line, column: column), message)]))
         }
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory) else { return failure("cannot read \(what): no such file") }
-        if isDirectory.boolValue { return failure("cannot read \(what): it is a folder, not a file") }
-        let attributes = try? FileManager.default.attributesOfItem(atPath: file)
-        guard attributes?[.type] as? FileAttributeType == .typeRegular else { return failure("cannot read \(what): not a regular file") }
-        if let size = attributes?[.size] as? Int, size > maximumFileSize {
-            return failure("cannot read \(what): \(size) bytes is more than the \(maximumFileSize >> 20) MiB a \(what) may have")
+        let bytes: [UInt8]
+        switch readBytes(file, what: what) {
+        case .success(let read): bytes = read
+        case .failure(let reason): return failure("cannot read \(what): \(reason.message)")
         }
-        guard let data = FileManager.default.contents(atPath: file) else { return failure("cannot read \(what): permission denied or unreadable") }
-        let bytes = [UInt8](data)
         if let text = String(validating: bytes, as: UTF8.self) { return .success(text) }
         // Locate the first byte that is not UTF-8, for the diagnostic.
         var line = 1, lineStart = 0, offset = 0
@@ -150,6 +145,27 @@ public enum SourceReader {
         }
         let column = (String(decoding: bytes[lineStart..<offset], as: UTF8.self).count) + 1
         return failure("the \(what) is not UTF-8 text: byte 0x\(String(bytes[offset], radix: 16, uppercase: true)) at byte offset \(offset)", line: line, column: column)
+    }
+
+    /// Why a file could not be read, in a few words for a diagnostic.
+    public struct Unreadable: Error, Sendable {
+        public let message: String
+    }
+
+    /// The bytes of a regular file of at most `maximumFileSize` bytes; anything
+    /// else (missing, a folder, a FIFO or device that would block or never end,
+    /// too large, unreadable) is refused with the reason.
+    public static func readBytes(_ file: String, what: String) -> Result<[UInt8], Unreadable> {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory) else { return .failure(Unreadable(message: "no such file")) }
+        if isDirectory.boolValue { return .failure(Unreadable(message: "it is a folder, not a file")) }
+        let attributes = try? FileManager.default.attributesOfItem(atPath: file)
+        guard attributes?[.type] as? FileAttributeType == .typeRegular else { return .failure(Unreadable(message: "not a regular file")) }
+        if let size = attributes?[.size] as? Int, size > maximumFileSize {
+            return .failure(Unreadable(message: "\(size) bytes is more than the \(maximumFileSize >> 20) MiB a \(what) may have"))
+        }
+        guard let data = FileManager.default.contents(atPath: file) else { return .failure(Unreadable(message: "permission denied or unreadable")) }
+        return .success([UInt8](data))
     }
 
     /// The length of the valid UTF-8 sequence at `offset`, or 0 when it is not one.
