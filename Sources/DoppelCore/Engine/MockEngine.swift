@@ -116,18 +116,18 @@ public final class MockEngine: Sendable {
             if matchContext == nil {
                 var base = context
                 if let contentType = request.header("content-type"), MediaTypes.isJSON(contentType) {
-                    base.roots["body"] = (try? JSONReader.parse(request.body)) ?? .null
+                    base.roots[.body] = (try? JSONReader.parse(request.body)) ?? .null
                 }
                 matchContext = base
             }
-            matchContext!.roots["path"] = Self.object(parameters)
+            matchContext!.roots[.path] = Self.object(parameters)
             return endpoint.match.filter { !((try? $0.expression.test(in: matchContext!)) ?? false) }.map(\.expression.source)
         }
         let endpoint: Endpoint
         switch route {
         case .matched(let found, let parameters):
             endpoint = found
-            context.roots["path"] = Self.object(parameters)
+            context.roots[.path] = Self.object(parameters)
         case .methodNotAllowed(let allowed):
             return Problem.methodNotAllowed(method: request.method, path: request.path, allowed: allowed).response()
         case .notFound(let nearMisses):
@@ -222,7 +222,7 @@ public final class MockEngine: Sendable {
 
         // 3. Authenticate, against this transaction's state.
         switch authenticator.authenticate(request, queryItems: queryItems, scheme: endpoint.auth, state: data.state, now: now) {
-        case .accepted(let auth): context.roots["auth"] = auth
+        case .accepted(let auth): context.roots[.auth] = auth
         case .rejected(let failure): return try respond(failure, rateHeaders: [])
         }
 
@@ -237,7 +237,7 @@ public final class MockEngine: Sendable {
         if let limited {
             rateHeaders = limited.headers
             if let limit = limited.refusedBy {
-                context.roots["retry_after"] = .int(limited.retryAfter)
+                context.roots[.retryAfter] = .int(limited.retryAfter)
                 rateHeaders.append((name: "Retry-After", value: String(limited.retryAfter)))
                 return try respond(limit.response, rateHeaders: rateHeaders)
             }
@@ -250,7 +250,7 @@ public final class MockEngine: Sendable {
         case .invalid(let issues, let parts):
             guard let onInvalid = endpoint.onInvalid else { return .problem(Problem.validationFailed(issues), rateHeaders: rateHeaders) }
             context.use(parts)
-            context.roots["errors"] = .array(issues.map(\.json))
+            context.roots[.errors] = .array(issues.map(\.json))
             return try respond(onInvalid, rateHeaders: rateHeaders)
         case .rejected(let problem):
             return .problem(problem, rateHeaders: rateHeaders)
@@ -260,22 +260,23 @@ public final class MockEngine: Sendable {
         return try respond(override?.response, rateHeaders: rateHeaders)
     }
 
-    private func baseRoots(_ request: RecordedRequest, query: JSON, sessionID: String, now: Double) -> [String: JSON] {
+    private func baseRoots(_ request: RecordedRequest, query: JSON, sessionID: String, now: Double) -> Roots {
         var headers = JSONObject()
+        headers.reserveCapacity(request.headers.count)
         for header in request.headers { headers[header.name] = .string(header.value) }
-        return [
-            "request": .object(JSONObject([("method", .string(request.method)), ("path", .string(request.path)),
-                                           ("query_string", request.query.map { .string($0) } ?? .null)])),
-            "path": .object(JSONObject()),
-            "query": query,
-            "headers": .object(headers),
-            "body": .null,
-            "auth": .null,
-            "session": .string(sessionID),
-            "client": .object(JSONObject([("address", request.remoteAddress.map { .string($0) } ?? .null)])),
-            "data": contract.data,
-            "clock": .object(JSONObject([("now", .string(UTCCalendar.format(epoch: now))), ("epoch", now.rounded() == now && abs(now) < 9e15 ? .int(Int(now)) : .double(now))])),
-        ]
+        var roots = Roots()
+        roots[.request] = .object(JSONObject([("method", .string(request.method)), ("path", .string(request.path)),
+                                              ("query_string", request.query.map { .string($0) } ?? .null)]))
+        roots[.path] = .object(JSONObject())
+        roots[.query] = query
+        roots[.headers] = .object(headers)
+        roots[.body] = .null
+        roots[.auth] = .null
+        roots[.session] = .string(sessionID)
+        roots[.client] = .object(JSONObject([("address", request.remoteAddress.map { .string($0) } ?? .null)]))
+        roots[.data] = contract.data
+        roots.setClock(now)
+        return roots
     }
 
     static func object(_ pairs: [String: String]) -> JSON {

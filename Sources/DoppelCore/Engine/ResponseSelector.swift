@@ -37,7 +37,7 @@ public struct ResponseSelector: Sendable {
         endpointBindings: [(String, ValueTemplate)], context base: EvaluationContext, data: inout SessionData, sequenceScope: String = ""
     ) throws(Failure) -> Selection {
         var context = base
-        context.roots["state"] = .object(data.state)
+        context.roots[.state] = .object(data.state)
         try bind(endpointBindings, into: &context, response: "the endpoint's let")
         var chosen: ResponseDefinition
         if let forced {
@@ -74,12 +74,12 @@ public struct ResponseSelector: Sendable {
                 let change = try prepare(effect, in: context)
                 // The context's reference to the state would make the change
                 // copy everything it touches; it reads the state again below.
-                context.roots["state"] = nil
+                context.roots[.state] = nil
                 try apply(change, to: &data)
             } catch {
                 throw .expressionFailed(response: chosen.name, message: "effect '\(effect.source)': \(error.message)", exceedsBudget: error.exceedsBudget)
             }
-            context.roots["state"] = .object(data.state)
+            context.roots[.state] = .object(data.state)
         }
         return Selection(response: chosen, context: context)
     }
@@ -87,7 +87,7 @@ public struct ResponseSelector: Sendable {
     private func bind(_ bindings: [(String, ValueTemplate)], into context: inout EvaluationContext, response: String) throws(Failure) {
         for (name, template) in bindings {
             do {
-                context.roots[name] = try template.render(in: context)
+                context.roots[bound: name] = try template.render(in: context)
             } catch {
                 throw .expressionFailed(response: response, message: "let \(name): \(error.message)", exceedsBudget: error.exceedsBudget)
             }

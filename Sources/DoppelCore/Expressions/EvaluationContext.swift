@@ -2,21 +2,140 @@
 /// `data`, `clock`, `let` bindings, ...) and the session's clock.
 public struct EvaluationContext: Sendable {
     /// Root names and their values.
-    public var roots: [String: JSON]
+    public var roots: Roots
     /// The session clock's current instant, in seconds since 1970 (UTC).
     public var now: Double
 
-    public init(roots: [String: JSON] = [:], now: Double) {
+    public init(roots: Roots = [:], now: Double) {
         self.roots = roots
         self.now = now
+    }
+
+    /// A plain dictionary of roots, as scenario steps capture them.
+    public init(roots: [String: JSON], now: Double) {
+        self.init(roots: Roots(roots), now: now)
     }
 }
 
 extension EvaluationContext {
     /// Makes validated request parts (typed query, headers and body) visible to expressions.
     mutating func use(_ parts: RequestValidator.ValidatedRequest) {
-        roots["query"] = parts.query
-        if let headers = parts.headers { roots["headers"] = headers }
-        roots["body"] = parts.body
+        roots[.query] = parts.query
+        if let headers = parts.headers { roots[.headers] = headers }
+        roots[.body] = parts.body
+    }
+}
+
+/// The named values expressions read.
+///
+/// The built-in roots live in fixed slots: the parser resolves a built-in
+/// name to its slot once, when the contract loads, so a request's lookups
+/// never hash a name. Other names (`let` bindings, scenario captures) are
+/// few per context and kept in a short list searched in order, which for a
+/// handful of short names is cheaper than hashing them.
+public struct Roots: Sendable, ExpressibleByDictionaryLiteral {
+    /// The built-in roots, one slot each.
+    public enum Slot: Int, CaseIterable, Sendable {
+        case request, path, query, headers, body, auth, session, client, data, clock, state, errors, retryAfter
+
+        /// The name expressions use.
+        public var name: String {
+            switch self {
+            case .retryAfter: "retry_after"
+            default: String(describing: self)
+            }
+        }
+
+        /// The slot of a built-in name, resolved when an expression is parsed.
+        public init?(name: String) {
+            switch name {
+            case "request": self = .request
+            case "path": self = .path
+            case "query": self = .query
+            case "headers": self = .headers
+            case "body": self = .body
+            case "auth": self = .auth
+            case "session": self = .session
+            case "client": self = .client
+            case "data": self = .data
+            case "clock": self = .clock
+            case "state": self = .state
+            case "errors": self = .errors
+            case "retry_after": self = .retryAfter
+            default: return nil
+            }
+        }
+    }
+
+    /// One value per slot; nil where the root is not set.
+    private var slots: [JSON?]
+    /// Other names, in the order they were bound; a later binding of a name replaces the earlier one.
+    private var names: [String] = []
+    private var values: [JSON] = []
+
+    public init() {
+        slots = Array(repeating: nil, count: Slot.allCases.count)
+    }
+
+    public init(_ dictionary: [String: JSON]) {
+        self.init()
+        for (name, value) in dictionary { self[name] = value }
+    }
+
+    public init(dictionaryLiteral elements: (String, JSON)...) {
+        self.init()
+        for (name, value) in elements { self[name] = value }
+    }
+
+    /// A built-in root.
+    public subscript(slot: Slot) -> JSON? {
+        get { slots[slot.rawValue] }
+        set { slots[slot.rawValue] = newValue }
+    }
+
+    /// A name that is not a built-in root: a `let` binding or a scenario capture.
+    public subscript(bound name: String) -> JSON? {
+        get {
+            guard let index = names.lastIndex(of: name) else { return nil }
+            return values[index]
+        }
+        set {
+            if let index = names.lastIndex(of: name) {
+                if let newValue {
+                    values[index] = newValue
+                } else {
+                    names.remove(at: index)
+                    values.remove(at: index)
+                }
+            } else if let newValue {
+                names.append(name)
+                values.append(newValue)
+            }
+        }
+    }
+
+    /// Any root by name.
+    public subscript(name: String) -> JSON? {
+        get {
+            if let slot = Slot(name: name) { return self[slot] }
+            return self[bound: name]
+        }
+        set {
+            if let slot = Slot(name: name) {
+                self[slot] = newValue
+            } else {
+                self[bound: name] = newValue
+            }
+        }
+    }
+
+    /// Makes `clock` (`clock.now`, `clock.epoch`) read `instant`.
+    public mutating func setClock(_ instant: Double) {
+        slots[Slot.clock.rawValue] = Self.clock(at: instant)
+    }
+
+    static func clock(at now: Double) -> JSON {
+        .object(JSONObject([("now", .string(UTCCalendar.format(epoch: now))),
+                            ("epoch", now.rounded() == now && abs(now) < 9e15 ? .int(Int(now)) : .double(now))]))
     }
 }

@@ -88,11 +88,12 @@ struct Evaluator {
         switch node {
         case .literal(let value):
             return value
-        case .name(let name, _):
+        case .name(let name, let slot, _):
             if !locals.isEmpty, let local = locals[name] { return local }
+            if let slot { return context.roots[slot] ?? .null }
             if name == "it", let it { return it }
             if name == "key", let key { return key }
-            return context.roots[name] ?? .null
+            return context.roots[bound: name] ?? .null
         case .member(let base, let name, _):
             return try eval(base)[name] ?? .null
         case .index(let base, let indexNode):
@@ -151,8 +152,8 @@ struct Evaluator {
             var object = JSONObject()
             for (key, valueNode) in pairs { object[key] = try eval(valueNode) }
             return .object(object)
-        case .call(let name, let arguments, _):
-            return try call(name, arguments)
+        case .call(let call):
+            return try self.call(call)
         case .lambda(_, let body):
             // The list functions bind the parameter; elsewhere a lambda is its body.
             return try eval(body)

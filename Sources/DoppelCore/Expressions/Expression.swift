@@ -10,10 +10,11 @@ public struct Expression: Sendable, CustomStringConvertible {
     /// The syntax tree.
     indirect enum Node: Sendable {
         case literal(JSON)
-        case name(String, offset: Int)
+        /// A name; `slot` is set, when parsed, for the built-in roots.
+        case name(String, slot: Roots.Slot?, offset: Int)
         case member(Node, String, offset: Int)
         case index(Node, Node)
-        case call(String, [Node], offset: Int)
+        case call(Call)
         case not(Node)
         case negate(Node)
         case binary(BinaryOperator, Node, Node)
@@ -24,6 +25,30 @@ public struct Expression: Sendable, CustomStringConvertible {
         case object([(String, Node)])
         /// `name => body`, the per-element argument of the list functions.
         case lambda(String, Node)
+    }
+
+    /// A function call, resolved when the expression is parsed.
+    struct Call: Sendable {
+        /// The name as written.
+        let name: String
+        /// The function it names; nil for an unknown name (a load-time diagnostic).
+        let function: Function?
+        let arguments: [Node]
+        let offset: Int
+        /// `matches(text, 'literal')`: the pattern compiled once, at load.
+        let pattern: LinearRegex?
+
+        init(name: String, arguments: [Node], offset: Int) {
+            self.name = name
+            self.function = Function(rawValue: name)
+            self.arguments = arguments
+            self.offset = offset
+            if function == .matches, arguments.count == 2, case .literal(.string(let source)) = arguments[1] {
+                pattern = try? LinearRegex(source)
+            } else {
+                pattern = nil
+            }
+        }
     }
 
     enum BinaryOperator: String, Sendable {

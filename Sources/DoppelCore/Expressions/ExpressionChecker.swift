@@ -31,7 +31,7 @@ public struct ExpressionChecker: Sendable {
         switch node {
         case .literal:
             break
-        case .name(let name, let offset):
+        case .name(let name, _, let offset):
             if name == "it" || name == "key" && !roots.contains("key") {
                 if !insideIteration {
                     problems.append(Problem(message: "'it' is only defined inside filter(), map() and the other list functions", offset: offset))
@@ -40,9 +40,9 @@ public struct ExpressionChecker: Sendable {
                 problems.append(Problem(message: "unknown name '\(name)'\(Suggestion.hint(for: name, in: roots))", offset: offset))
             }
         case .member(let base, let name, let offset):
-            if case .name("state", _) = base, !stateNames.contains(name) {
+            if case .name("state", _, _) = base, !stateNames.contains(name) {
                 problems.append(Problem(message: "state has no '\(name)'\(Suggestion.hint(for: name, in: stateNames))", offset: offset))
-            } else if case .name("data", _) = base, !dataNames.contains(name) {
+            } else if case .name("data", _, _) = base, !dataNames.contains(name) {
                 problems.append(Problem(message: "data has no '\(name)'\(Suggestion.hint(for: name, in: dataNames))", offset: offset))
             }
             check(base, insideIteration: insideIteration, into: &problems)
@@ -60,16 +60,25 @@ public struct ExpressionChecker: Sendable {
             for (_, value) in pairs { check(value, insideIteration: insideIteration, into: &problems) }
         case .lambda(let parameter, _):
             problems.append(Problem(message: "'\(parameter) => ...' can only be the second argument of filter(), map() and the other list functions", offset: 0))
-        case .call(let name, let arguments, let offset):
-            if let arity = FunctionCatalog.arity[name] {
+        case .call(let call):
+            let (name, arguments, offset) = (call.name, call.arguments, call.offset)
+            if let function = call.function {
+                let arity = function.arity
                 if !arity.contains(arguments.count) {
                     let expected = arity.lowerBound == arity.upperBound ? "\(arity.lowerBound)" : "\(arity.lowerBound) to \(arity.upperBound)"
                     problems.append(Problem(message: "\(name)() takes \(expected) argument\(arity.upperBound == 1 ? "" : "s"), not \(arguments.count)", offset: offset))
                 }
             } else {
-                problems.append(Problem(message: "unknown function '\(name)'\(Suggestion.hint(for: name, in: FunctionCatalog.arity.keys))", offset: offset))
+                problems.append(Problem(message: "unknown function '\(name)'\(Suggestion.hint(for: name, in: Function.allCases.map(\.rawValue)))", offset: offset))
             }
-            let iterating = FunctionCatalog.iterating.contains(name)
+            if call.function == .matches, call.pattern == nil, arguments.count == 2, case .literal(.string(let pattern)) = arguments[1] {
+                do {
+                    _ = try LinearRegex(pattern)
+                } catch {
+                    problems.append(Problem(message: "matches(): unusable pattern '\(pattern)': \(error.message)", offset: offset))
+                }
+            }
+            let iterating = call.function?.isIterating ?? false
             for (i, argument) in arguments.enumerated() {
                 if iterating, i == 1, case .lambda(let parameter, let body) = argument {
                     var inner = self

@@ -250,9 +250,9 @@ struct ExpressionParser {
                     } while isSymbol(",")
                 }
                 try expect(")")
-                return try node(.call(name, arguments, offset: token.offset), over: depth, at: token.offset)
+                return try node(.call(Expression.Call(name: name, arguments: arguments, offset: token.offset)), over: depth, at: token.offset)
             }
-            return (.name(name, offset: token.offset), 1)
+            return (.name(name, slot: Roots.Slot(name: name), offset: token.offset), 1)
         case .symbol("("):
             advance()
             let inner = try parseCoalesce()

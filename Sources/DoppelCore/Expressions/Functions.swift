@@ -1,6 +1,7 @@
 import Foundation
 
-/// The functions expressions may call, with the number of arguments each takes.
+/// The functions expressions may call. A call names its function when the
+/// expression is parsed, so evaluation dispatches on this enum, never on text.
 ///
 /// `filter`, `map`, `find`, `count`, `any`, `all`, `sort_by` and
 /// `map_values` evaluate their second argument once per element, with the
@@ -8,48 +9,70 @@ import Foundation
 /// argument may also be a lambda, `t => t.score`, which binds the element to
 /// its own name so nested list functions can still see it.
 /// `if(condition, then, else)` evaluates only the branch it returns.
-public enum FunctionCatalog {
-    public static let arity: [String: ClosedRange<Int>] = [
-        "uuid": 0...0, "now": 0...0, "date": 1...1, "epoch": 1...1, "date_add": 2...2, "month_start": 1...2,
-        "len": 1...1, "round": 1...2, "floor": 1...1, "ceil": 1...1, "abs": 1...1, "min": 1...2, "max": 1...2, "sum": 1...1,
-        "values": 1...1, "keys": 1...1, "slice": 2...3, "merge": 2...2, "pick": 2...2, "first": 1...1, "last": 1...1,
-        "reverse": 1...1,
-        "filter": 2...2, "map": 2...2, "find": 2...2, "count": 1...2, "any": 2...2, "all": 2...2, "sort_by": 2...2,
-        "lower": 1...1, "upper": 1...1, "string": 1...1, "int": 1...1, "number": 1...1, "matches": 2...2,
-        "starts_with": 2...2, "ends_with": 2...2, "split": 2...2, "join": 2...2, "replace": 3...3, "trim": 1...1,
-        "base64": 1...1, "if": 3...3, "map_values": 2...2, "omit": 2...2, "unique": 1...1, "tally": 1...1, "flatten": 1...1, "find_index": 2...2,
-    ]
+enum Function: String, CaseIterable, Sendable {
+    case uuid, now, date, epoch, dateAdd = "date_add", monthStart = "month_start"
+    case len, round, floor, ceil, abs, min, max, sum
+    case values, keys, slice, merge, pick, first, last, reverse
+    case filter, map, find, count, any, all, sortBy = "sort_by", mapValues = "map_values", findIndex = "find_index"
+    case lower, upper, string, int, number, matches, startsWith = "starts_with", endsWith = "ends_with"
+    case split, join, replace, trim, base64, `if`, omit, unique, tally, flatten
 
-    /// Functions whose second argument is evaluated per element with `it`.
-    static let iterating: Set<String> = ["filter", "map", "find", "find_index", "count", "any", "all", "sort_by", "map_values"]
+    /// How many arguments it takes.
+    var arity: ClosedRange<Int> {
+        switch self {
+        case .uuid, .now: 0...0
+        case .monthStart, .round, .min, .max, .count: 1...2
+        case .dateAdd, .merge, .pick, .filter, .map, .find, .any, .all, .sortBy, .matches, .startsWith, .endsWith, .split, .join,
+             .mapValues, .omit, .findIndex: 2...2
+        case .slice: 2...3
+        case .replace, .if: 3...3
+        default: 1...1
+        }
+    }
+
+    /// Whether the second argument is evaluated per element, with `it`.
+    var isIterating: Bool {
+        switch self {
+        case .filter, .map, .find, .findIndex, .count, .any, .all, .sortBy, .mapValues: true
+        default: false
+        }
+    }
 }
 
 extension Evaluator {
-    mutating func call(_ name: String, _ arguments: [Node]) throws(EvaluationError) -> JSON {
-        if name == "if" { return try eval(arguments[try eval(arguments[0]).isTruthy ? 1 : 2]) }
-        if FunctionCatalog.iterating.contains(name) { return try iterate(name, arguments) }
+    mutating func call(_ call: Expression.Call) throws(EvaluationError) -> JSON {
+        let arguments = call.arguments
+        guard let function = call.function else { throw EvaluationError("unknown function \(call.name)()") }
+        if function == .if { return try eval(arguments[try eval(arguments[0]).isTruthy ? 1 : 2]) }
+        if function.isIterating { return try iterate(function, arguments) }
+        if let pattern = call.pattern {
+            guard case .string(let text) = try eval(arguments[0]) else {
+                throw EvaluationError("matches() needs a string, not \(try eval(arguments[0]).typeName)")
+            }
+            return .bool(pattern.matches(text))
+        }
         var args: [JSON] = []
         args.reserveCapacity(arguments.count)
         for argument in arguments { args.append(try eval(argument)) }
-        try chargeAhead(name, args)
-        let result = try Self.callEager(name, args, now: context.now)
-        try charge(Self.shallowCost(result), for: "\(name)()")
+        try chargeAhead(function, args)
+        let result = try Self.callEager(function, args, now: context.now)
+        try charge(Self.shallowCost(result), for: "\(call.name)()")
         return result
     }
 
     /// Charges the functions whose result can be far larger than their
     /// arguments before they build it.
-    private mutating func chargeAhead(_ name: String, _ args: [JSON]) throws(EvaluationError) {
-        switch name {
-        case "join":
+    private mutating func chargeAhead(_ function: Function, _ args: [JSON]) throws(EvaluationError) {
+        switch function {
+        case .join:
             guard case .array(let items) = args[0] else { return }
             let separator = args[1].interpolationText.utf8.count
             for item in items { try charge(item.interpolationText.utf8.count + separator, for: "join()") }
-        case "replace":
+        case .replace:
             guard case .string(let text) = args[0], case .string(let target) = args[1], !target.isEmpty else { return }
             let occurrences = text.components(separatedBy: target).count - 1
             try charge(text.utf8.count + occurrences * args[2].interpolationText.utf8.count, for: "replace()")
-        case "flatten":
+        case .flatten:
             guard case .array(let items) = args[0] else { return }
             for item in items { try charge((item.arrayValue?.count ?? 1) * 8, for: "flatten()") }
         default:
@@ -63,10 +86,11 @@ extension Evaluator {
         if case .lambda(let parameter, _) = argument { locals[parameter] = element }
     }
 
-    private mutating func iterate(_ name: String, _ arguments: [Node]) throws(EvaluationError) -> JSON {
+    private mutating func iterate(_ function: Function, _ arguments: [Node]) throws(EvaluationError) -> JSON {
+        let name = function.rawValue
         let savedLocals = locals
         defer { locals = savedLocals }
-        if name == "map_values" {
+        if function == .mapValues {
             guard case .object(let object) = try eval(arguments[0]) else {
                 throw EvaluationError("map_values() needs an object")
             }
@@ -88,19 +112,19 @@ extension Evaluator {
         case .null: items = []
         case let other: throw EvaluationError("\(name)() needs a list, not \(other.typeName)")
         }
-        if name == "count", arguments.count == 1 { return .int(items.count) }
+        if function == .count, arguments.count == 1 { return .int(items.count) }
         let saved = it
         defer { it = saved }
         var results: [JSON] = []
-        switch name {
-        case "map":
+        switch function {
+        case .map:
             try charge(items.count * 8, for: "map()")
             for item in items {
                 bind(item, for: arguments[1])
                 results.append(try eval(arguments[1]))
             }
             return .array(results)
-        case "sort_by":
+        case .sortBy:
             var keyed: [(JSON, JSON)] = []
             for item in items {
                 bind(item, for: arguments[1])
@@ -117,25 +141,26 @@ extension Evaluator {
             for (index, item) in items.enumerated() {
                 bind(item, for: arguments[1])
                 let hit = try eval(arguments[1]).isTruthy
-                switch name {
-                case "find": if hit { return item }
-                case "find_index": if hit { return .int(index) }
-                case "any": if hit { return .bool(true) }
-                case "all": if !hit { return .bool(false) }
+                switch function {
+                case .find: if hit { return item }
+                case .findIndex: if hit { return .int(index) }
+                case .any: if hit { return .bool(true) }
+                case .all: if !hit { return .bool(false) }
                 default: if hit { results.append(item); count += 1 }
                 }
             }
-            switch name {
-            case "find", "find_index": return .null
-            case "any": return .bool(false)
-            case "all": return .bool(true)
-            case "count": return .int(count)
+            switch function {
+            case .find, .findIndex: return .null
+            case .any: return .bool(false)
+            case .all: return .bool(true)
+            case .count: return .int(count)
             default: return .array(results)
             }
         }
     }
 
-    static func callEager(_ name: String, _ a: [JSON], now: Double) throws(EvaluationError) -> JSON {
+    static func callEager(_ function: Function, _ a: [JSON], now: Double) throws(EvaluationError) -> JSON {
+        let name = function.rawValue
         func string(_ i: Int) throws(EvaluationError) -> String {
             guard case .string(let s) = a[i] else { throw EvaluationError("\(name)() needs a string, not \(a[i].typeName)") }
             return s
@@ -172,24 +197,24 @@ extension Evaluator {
         }
         func whole(_ d: Double) -> JSON { d.rounded() == d && abs(d) < 9e15 ? .int(Int(d)) : .double(d) }
 
-        switch name {
-        case "uuid": return .string(UUID().uuidString.lowercased())
-        case "now": return .string(UTCCalendar.format(epoch: now))
-        case "date": return .string(UTCCalendar.format(epoch: try instant(0)))
-        case "epoch": return whole(try instant(0))
-        case "date_add":
+        switch function {
+        case .uuid: return .string(Self.randomUUID())
+        case .now: return .string(UTCCalendar.format(epoch: now))
+        case .date: return .string(UTCCalendar.format(epoch: try instant(0)))
+        case .epoch: return whole(try instant(0))
+        case .dateAdd:
             guard let duration = Duration.parse(try string(1)) else {
                 throw EvaluationError("date_add(): '\(a[1].interpolationText)' is not a duration like 30s, 2h, 31d or 1mo")
             }
             let moved = duration.added(to: try instant(0))
             guard UTCCalendar.supported.contains(moved) else { throw EvaluationError("date_add(): the result is outside the years 1 to 9999") }
             return .string(UTCCalendar.format(epoch: moved))
-        case "month_start":
+        case .monthStart:
             let offset = a.count > 1 ? try count(1) : 0
             let start = UTCCalendar.monthStart(epoch: try instant(0), addingMonths: offset)
             guard UTCCalendar.supported.contains(start) else { throw EvaluationError("month_start(): the result is outside the years 1 to 9999") }
             return .string(UTCCalendar.format(epoch: start))
-        case "len":
+        case .len:
             switch a[0] {
             case .string(let s): return .int(s.count)
             case .array(let items): return .int(items.count)
@@ -197,75 +222,75 @@ extension Evaluator {
             case .null: return .int(0)
             default: throw EvaluationError("len() needs a string, list or object, not \(a[0].typeName)")
             }
-        case "round":
+        case .round:
             let digits = a.count > 1 ? try count(1) : 0
             guard (-15...15).contains(digits) else { throw EvaluationError("round() takes -15 to 15 digits, not \(digits)") }
             let scale = pow(10.0, Double(digits))
             let value = (try number(0) * scale).rounded(.toNearestOrAwayFromZero) / scale
             return digits <= 0 ? whole(value) : .double(value)
-        case "floor": return whole(try number(0).rounded(.down))
-        case "ceil": return whole(try number(0).rounded(.up))
-        case "abs":
+        case .floor: return whole(try number(0).rounded(.down))
+        case .ceil: return whole(try number(0).rounded(.up))
+        case .abs:
             if case .int(let i) = a[0], i != .min { return .int(abs(i)) }
             return .double(abs(try number(0)))
-        case "min", "max":
+        case .min, .max:
             let items = a.count == 2 ? a : try list(0)
             guard var best = items.first else { return .null }
             for item in items.dropFirst() {
                 guard let order = compare(item, best) else { throw EvaluationError("\(name)() cannot compare \(item.typeName) and \(best.typeName)") }
-                if name == "min" ? order < 0 : order > 0 { best = item }
+                if function == .min ? order < 0 : order > 0 { best = item }
             }
             return best
-        case "sum":
+        case .sum:
             var total: JSON = .int(0)
             for item in try list(0) { total = try apply(.add, total, item) }
             return total
-        case "values": return .array(try list(0))
-        case "keys":
+        case .values: return .array(try list(0))
+        case .keys:
             guard case .object(let o) = a[0] else { throw EvaluationError("keys() needs an object, not \(a[0].typeName)") }
             return .array(o.keys.map { .string($0) })
-        case "slice":
+        case .slice:
             let items = try list(0)
             let start = max(0, min(items.count, try count(1)))
             let end = a.count > 2 && !a[2].isNull ? max(start, min(items.count, start + (try count(2)))) : items.count
             return .array(Array(items[start..<end]))
-        case "merge":
+        case .merge:
             guard case .object(var base) = a[0], case .object(let extra) = a[1] else {
                 throw EvaluationError("merge() needs two objects, not \(a[0].typeName) and \(a[1].typeName)")
             }
             for pair in extra.pairs { base[pair.key] = pair.value }
             return .object(base)
-        case "omit":
+        case .omit:
             guard case .object(let source) = a[0] else { throw EvaluationError("omit() needs an object, not \(a[0].typeName)") }
             // One pass over the object: removing keys one by one is O(n) each.
             let dropped = Set(try list(1).map(\.interpolationText))
             return .object(JSONObject(source.pairs.filter { !dropped.contains($0.key) }.map { ($0.key, $0.value) }))
-        case "pick":
+        case .pick:
             guard case .object(let source) = a[0] else { throw EvaluationError("pick() needs an object, not \(a[0].typeName)") }
             var picked = JSONObject()
             for key in try list(1) { if let k = key.stringValue, let v = source[k] { picked[k] = v } }
             return .object(picked)
-        case "flatten":
+        case .flatten:
             return .array(try list(0).flatMap { $0.arrayValue ?? [$0] })
-        case "unique":
+        case .unique:
             // Hashing a normal form (whole doubles as integers, as `==` sees
             // them) keeps this linear; a pairwise scan was quadratic.
             var seen = Set<JSON>()
             var kept: [JSON] = []
             for item in try list(0) where seen.insert(item.equalityKey).inserted { kept.append(item) }
             return .array(kept)
-        case "tally":
+        case .tally:
             var counts = JSONObject()
             for item in try list(0) { counts[item.interpolationText] = .int((counts[item.interpolationText]?.intValue ?? 0) + 1) }
             return .object(counts)
-        case "first": return try list(0).first ?? .null
-        case "last": return try list(0).last ?? .null
-        case "reverse": return .array(try list(0).reversed())
-        case "lower": return .string(try string(0).lowercased())
-        case "upper": return .string(try string(0).uppercased())
-        case "trim": return .string(String(try string(0).trimmingSpaces))
-        case "string": return .string(a[0].interpolationText)
-        case "int":
+        case .first: return try list(0).first ?? .null
+        case .last: return try list(0).last ?? .null
+        case .reverse: return .array(try list(0).reversed())
+        case .lower: return .string(try string(0).lowercased())
+        case .upper: return .string(try string(0).uppercased())
+        case .trim: return .string(String(try string(0).trimmingSpaces))
+        case .string: return .string(a[0].interpolationText)
+        case .int:
             switch a[0] {
             case .int: return a[0]
             case .double(let d): return abs(d) < 9.0e15 ? .int(Int(d.rounded(.towardZero))) : .null
@@ -273,7 +298,7 @@ extension Evaluator {
             case .bool(let b): return .int(b ? 1 : 0)
             default: return .null
             }
-        case "number":
+        case .number:
             switch a[0] {
             case .int, .double: return a[0]
             case .string(let s):
@@ -281,7 +306,7 @@ extension Evaluator {
                 return Double(s.trimmingSpaces).map { .double($0) } ?? .null
             default: return .null
             }
-        case "matches":
+        case .matches:
             // The linear-time matcher: the pattern or the text may come from the request.
             let text = try string(0), pattern = try string(1)
             do {
@@ -289,13 +314,37 @@ extension Evaluator {
             } catch {
                 throw EvaluationError("matches(): unusable pattern '\(pattern)': \(error.message)")
             }
-        case "starts_with": return .bool(try string(0).hasPrefix(try string(1)))
-        case "ends_with": return .bool(try string(0).hasSuffix(try string(1)))
-        case "split": return .array(try string(0).components(separatedBy: try string(1)).map { .string($0) })
-        case "join": return .string(try list(0).map(\.interpolationText).joined(separator: try string(1)))
-        case "replace": return .string(try string(0).replacingOccurrences(of: try string(1), with: try string(2)))
-        case "base64": return .string(Data(try string(0).utf8).base64EncodedString())
-        default: throw EvaluationError("unknown function \(name)()")
+        case .startsWith: return .bool(try string(0).hasPrefix(try string(1)))
+        case .endsWith: return .bool(try string(0).hasSuffix(try string(1)))
+        case .split: return .array(try string(0).components(separatedBy: try string(1)).map { .string($0) })
+        case .join: return .string(try list(0).map(\.interpolationText).joined(separator: try string(1)))
+        case .replace: return .string(try string(0).replacingOccurrences(of: try string(1), with: try string(2)))
+        case .base64: return .string(Data(try string(0).utf8).base64EncodedString())
+        default: throw EvaluationError("\(name)() is not a function of its values")
+        }
+    }
+
+    /// A random (version 4) UUID in lower case, written here without
+    /// Foundation's `UUID().uuidString`, which formats through `printf` and
+    /// then needs `lowercased()`.
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+
+    static func randomUUID() -> String {
+        var generator = SystemRandomNumberGenerator()
+        var bytes = (generator.next() as UInt64, generator.next() as UInt64)
+        return withUnsafeMutableBytes(of: &bytes) { raw in
+            raw[6] = raw[6] & 0x0F | 0x40  // version 4
+            raw[8] = raw[8] & 0x3F | 0x80  // RFC 4122 variant
+            return String(unsafeUninitializedCapacity: 36) { out in
+                var i = 0
+                for (index, byte) in raw.enumerated() {
+                    if index == 4 || index == 6 || index == 8 || index == 10 { out[i] = UInt8(ascii: "-"); i += 1 }
+                    out[i] = hexDigits[Int(byte >> 4)]
+                    out[i + 1] = hexDigits[Int(byte & 0xF)]
+                    i += 2
+                }
+                return i
+            }
         }
     }
 }

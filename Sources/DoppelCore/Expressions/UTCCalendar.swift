@@ -48,16 +48,33 @@ public enum UTCCalendar {
     /// `2025-01-01T00:00:00Z` for an instant in seconds since 1970.
     public static func format(epoch: Double) -> String {
         let c = components(epoch: epoch)
-        func pad(_ n: Int, _ width: Int = 2) -> String {
-            let s = String(n)
-            return s.count >= width ? s : String(repeating: "0", count: width - s.count) + s
+        // Written digit by digit: this runs for every `clock.now` and `now()`.
+        return String(unsafeUninitializedCapacity: 20) { buffer in
+            var i = 0
+            func put(_ byte: UInt8) { buffer[i] = byte; i += 1 }
+            // Every field fits its width: years are 1...9999 (`supported`).
+            func digits(_ n: Int, _ width: Int) {
+                var n = n
+                for k in stride(from: width - 1, through: 0, by: -1) {
+                    buffer[i + k] = UInt8(48 + n % 10)
+                    n /= 10
+                }
+                i += width
+            }
+            digits(c.year, 4); put(UInt8(ascii: "-")); digits(c.month, 2); put(UInt8(ascii: "-")); digits(c.day, 2)
+            put(UInt8(ascii: "T")); digits(c.hour, 2); put(UInt8(ascii: ":")); digits(c.minute, 2); put(UInt8(ascii: ":")); digits(c.second, 2)
+            put(UInt8(ascii: "Z"))
+            return i
         }
-        return "\(pad(c.year, 4))-\(pad(c.month))-\(pad(c.day))T\(pad(c.hour)):\(pad(c.minute)):\(pad(c.second))Z"
     }
 
     /// Parses `YYYY-MM-DD`, `YYYY-MM-DDTHH:MM[:SS[.fff]]` with `Z` or `±HH:MM`.
     public static func parse(_ text: String) -> Double? {
-        let chars = Array(text.utf8)
+        var text = text
+        return text.withUTF8 { parse(utf8: $0) }
+    }
+
+    private static func parse(utf8 chars: UnsafeBufferPointer<UInt8>) -> Double? {
         var i = 0
         func number(_ width: Int) -> Int? {
             guard i + width <= chars.count else { return nil }

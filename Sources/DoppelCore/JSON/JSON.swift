@@ -1,3 +1,5 @@
+import OrderedCollections
+
 /// A JSON value with object keys kept in their written order.
 ///
 /// Integers and fractional numbers are kept apart so that a body written as
@@ -13,51 +15,73 @@ public enum JSON: Sendable, Hashable {
 }
 
 /// An ordered JSON object: lookups by key, iteration in insertion order.
+///
+/// Backed by swift-collections' `OrderedDictionary`: objects of up to 15
+/// members (most request and response bodies) are searched linearly with no
+/// hashing at all, iteration reads the stored pairs without lookups, and
+/// larger objects (collections of records) get a hash table. Equality and
+/// hashing ignore member order, as JSON's do.
 public struct JSONObject: Sendable, Hashable {
-    public private(set) var keys: [String] = []
-    private var storage: [String: JSON] = [:]
+    private var members: OrderedDictionary<String, JSON>
 
-    public init() {}
+    public init() { members = [:] }
 
     public init(_ pairs: [(String, JSON)]) {
-        for (key, value) in pairs { self[key] = value }
+        members = OrderedDictionary(minimumCapacity: pairs.count)
+        for (key, value) in pairs { members[key] = value }
     }
 
-    public var count: Int { keys.count }
-    public var isEmpty: Bool { keys.isEmpty }
+    /// Keys in insertion order.
+    public var keys: [String] { members.keys.elements }
+    public var count: Int { members.count }
+    public var isEmpty: Bool { members.isEmpty }
 
     public subscript(key: String) -> JSON? {
-        get { storage[key] }
-        set {
-            if let newValue {
-                if storage.updateValue(newValue, forKey: key) == nil { keys.append(key) }
-            } else if storage.removeValue(forKey: key) != nil {
-                keys.removeAll { $0 == key }
-            }
-        }
+        get { members[key] }
+        set { members[key] = newValue }
     }
 
     /// Moves a member's value out, leaving null in its place (the key keeps its
     /// position), so the caller holds the only reference and can change it in
     /// place; nil when there is no such member (nothing is added).
     mutating func take(_ key: String) -> JSON? {
-        guard storage[key] != nil else { return nil }
-        return storage.updateValue(.null, forKey: key)
+        guard let index = members.index(forKey: key) else { return nil }
+        return swap(&members.values[index], .null)
     }
 
-    /// The key/value pairs in insertion order.
-    public var pairs: [(key: String, value: JSON)] { keys.map { ($0, storage[$0]!) } }
+    /// Reserves room for `count` members in all.
+    mutating func reserveCapacity(_ count: Int) { members.reserveCapacity(count) }
 
-    /// The values in insertion order.
-    public var values: [JSON] { keys.map { storage[$0]! } }
+    /// The key/value pairs in insertion order.
+    public var pairs: OrderedDictionary<String, JSON>.Elements { members.elements }
+
+    /// The values in insertion order (the stored array, not a copy).
+    public var values: [JSON] { members.values.elements }
 
     public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
-        lhs.storage == rhs.storage
+        guard lhs.members.count == rhs.members.count else { return false }
+        for (key, value) in lhs.members where rhs.members[key] != value { return false }
+        return true
     }
 
     public func hash(into hasher: inout Hasher) {
-        hasher.combine(storage)
+        // Order-independent, like `Dictionary`'s: members combined commutatively.
+        var combined = 0
+        for (key, value) in members {
+            var member = Hasher()
+            member.combine(key)
+            member.combine(value)
+            combined ^= member.finalize()
+        }
+        hasher.combine(members.count)
+        hasher.combine(combined)
     }
+}
+
+private func swap(_ slot: inout JSON, _ replacement: JSON) -> JSON {
+    let old = slot
+    slot = replacement
+    return old
 }
 
 extension JSON {

@@ -254,7 +254,7 @@ extension ContractLoader {
         var bindings: [(String, ValueTemplate)] = []
         var visible = roots
         for entry in MappingReader.entries(of: node, context: "'let' of \(context)", diagnostics: &diagnostics) {
-            if Self.requestRoots.contains(entry.name) || entry.name == "errors" || entry.name == "it" {
+            if Roots.Slot(name: entry.name) != nil || entry.name == "it" {
                 diagnostics.error("'\(entry.name)' is a built-in name and cannot be bound by let", at: entry.keyNode.location)
                 continue
             }

@@ -60,7 +60,7 @@ enum EffectParser {
                 steps.insert(.index(Expression(source: "", root: index)), at: 0)
                 node = base
                 continue
-            case .name("state", _):
+            case .name("state", _, _):
                 break
             default:
                 return .failure(Failure(message: "an effect can only change state: write 'state.<name>'", offset: targetOffset))
