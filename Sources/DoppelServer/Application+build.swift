@@ -20,7 +20,8 @@ public func buildApplication(
         hangLimit: configuration.hangLimit, adminToken: configuration.adminToken, scenarios: scenarios)
     let limits = ConnectionGuard.Limits(header: configuration.headerTimeout, body: configuration.bodyTimeout, maxBodySize: configuration.maxBodySize)
     let server = HTTPServerBuilder { handler in
-        DoppelHTTP1Channel(responder: handler, limits: limits, idleTimeout: configuration.idleTimeout, maxHeaderSize: configuration.maxHeaderSize)
+        DoppelHTTP1Channel(responder: handler, limits: limits, idleTimeout: configuration.idleTimeout, maxHeaderSize: configuration.maxHeaderSize,
+                           direct: responder)
     }
     return Application(
         responder: responder,

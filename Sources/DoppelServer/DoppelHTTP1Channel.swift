@@ -18,6 +18,8 @@ struct DoppelHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
     let idleTimeout: Double
     /// Largest header block of a request, in bytes.
     let maxHeaderSize: Int
+    /// The responder `DirectResponder` answers plain engine requests with on the event loop.
+    let direct: DoppelResponder?
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
@@ -34,6 +36,7 @@ struct DoppelHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
             try sync.addHandler(ConnectionGuard.RequestWatcher(state: state))
             try sync.addHandler(HTTP1ToHTTPServerCodec(secure: false))
             try sync.addHandler(HTTPConnectionStateHandler(idleTimeout: .nanoseconds(Int64(idleTimeout * 1e9)), logger: logger))
+            if let direct { try sync.addHandler(DirectResponder(responder: direct)) }
             return try NIOAsyncChannel(wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
         }
     }

@@ -1,5 +1,6 @@
 import DoppelCore
 import HTTPTypes
+import HummingbirdCore
 import Hummingbird
 import NIOCore
 
@@ -27,13 +28,23 @@ public struct DoppelResponder: HTTPResponder {
 
     public func respond(to request: Request, context: Context) async throws -> Response {
         let started = ContinuousClock.now
-        let path = request.uri.path
-        let session = request.headers[Self.sessionField] ?? SessionStore.defaultID
+        // An answer `DirectResponder` already computed (with a delay, fault or
+        // stream to produce here); nil when this responder computes it.
+        let computed = try? await context.channel.pipeline.handler(type: DirectResponder.self).get().handoff.withLockedValue { pending in
+            pending.isEmpty ? nil : pending.removeFirst()
+        }
         let response: MockResponse
+        let recorded: RecordedRequest?
         switch await record(request, context: context) {
-        case .success(let recorded):
-            response = AdminAPI.handles(path) ? admin.respond(to: recorded) : engine.respond(to: recorded)
+        case .success(let request):
+            recorded = request
+            if let computed {
+                response = computed
+            } else {
+                response = AdminAPI.handles(request.path) ? admin.respond(to: request) : engine.respond(to: request)
+            }
         case .failure(let problem):
+            recorded = nil
             response = problem.response()
         }
         await faults.delay(response)
@@ -41,10 +52,20 @@ public struct DoppelResponder: HTTPResponder {
         if let fault = response.fault {
             written = await faults.apply(fault, to: written, body: response.body, channel: context.channel)
         }
-        let elapsed = ContinuousClock.now - started
-        log.request(method: request.method.rawValue, path: path, status: response.status, endpointID: response.endpointID, session: session,
-                    durationMicros: Int(elapsed.components.seconds) * 1_000_000 + Int(elapsed.components.attoseconds / 1_000_000_000_000))
+        logAnswer(method: request.method.rawValue, path: recorded?.path ?? request.uri.path, session: request.headers[Self.sessionField],
+                  response: response, started: started)
         return written
+    }
+
+    /// Writes a request's line to the request log.
+    func logAnswer(to request: RecordedRequest, session: String?, response: MockResponse, started: ContinuousClock.Instant) {
+        logAnswer(method: request.method, path: request.path, session: session, response: response, started: started)
+    }
+
+    private func logAnswer(method: String, path: String, session: String?, response: MockResponse, started: ContinuousClock.Instant) {
+        let elapsed = ContinuousClock.now - started
+        log.request(method: method, path: path, status: response.status, endpointID: response.endpointID, session: session ?? SessionStore.defaultID,
+                    durationMicros: Int(elapsed.components.seconds) * 1_000_000 + Int(elapsed.components.attoseconds / 1_000_000_000_000))
     }
 
     /// Reads the request, refusing bodies over the limit with 413 before or while reading them.
@@ -60,14 +81,18 @@ public struct DoppelResponder: HTTPResponder {
         } catch {
             return .failure(.unreadableBody("\(error)"))
         }
+        return .success(Self.recorded(request.head, body: Array(buffer.readableBytesView), remoteAddress: context.remoteAddress))
+    }
+
+    /// The engine's view of a request.
+    static func recorded(_ head: HTTPRequest, body: [UInt8], remoteAddress: String?) -> RecordedRequest {
+        let uri = URI(head.path ?? "")
         var headers: [(name: String, value: String)] = []
-        headers.reserveCapacity(request.headers.count)
-        for field in request.headers {
+        headers.reserveCapacity(head.headerFields.count)
+        for field in head.headerFields {
             headers.append((name: field.name.canonicalName, value: field.value))
         }
-        return .success(RecordedRequest(
-            method: request.method.rawValue, path: request.uri.path, query: request.uri.query, headers: headers,
-            body: Array(buffer.readableBytesView), remoteAddress: context.remoteAddress))
+        return RecordedRequest(method: head.method.rawValue, path: uri.path, query: uri.query, headers: headers, body: body, remoteAddress: remoteAddress)
     }
 
     static func response(from mock: MockResponse) -> Response {

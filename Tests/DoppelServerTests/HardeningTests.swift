@@ -228,6 +228,12 @@ struct HardeningTests {
 }
 
 @Suite struct HardeningUnitTests {
+    @Test func dateHeadersAreIMFFixdate() {
+        #expect(HTTPDate.format(epochSecond: 1_795_406_195) == "Mon, 23 Nov 2026 03:56:35 GMT")
+        #expect(HTTPDate.format(epochSecond: 1_709_164_809) == "Thu, 29 Feb 2024 00:00:09 GMT")
+        #expect(HTTPDate.format(epochSecond: 0) == "Thu, 01 Jan 1970 00:00:00 GMT")
+    }
+
     @Test func adminTokensCompareWholly() {
         #expect(AdminAPI.constantTimeEquals("secret", "secret"))
         #expect(!AdminAPI.constantTimeEquals("secreT", "secret"))

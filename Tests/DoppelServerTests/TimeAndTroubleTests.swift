@@ -122,6 +122,29 @@ struct TimeAndTroubleTests {
         }
     }
 
+    /// Plain answers are written on the event loop (`DirectResponder`);
+    /// delayed ones go through Hummingbird's responder with the answer the
+    /// engine already chose. Pipelined on one connection, a plain request
+    /// behind a delayed one is still answered second, and the engine runs
+    /// once per request.
+    @Test func pipelinedAnswersKeepTheirOrderBehindADelayedOne() async throws {
+        try await DoppelTestServer.with(contract: troubleContract) { server in
+            let port = server.port
+            let reply = try await RawSocket.run {
+                let socket = try RawSocket(port: port)
+                socket.send("GET /slow HTTP/1.1\r\nHost: x\r\n\r\nGET /fast HTTP/1.1\r\nHost: x\r\n\r\nGET /fast HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                return socket.receive(timeout: 10) { $0.components(separatedBy: #"{"fast":true}"#).count == 3 }
+            }
+            let slow = try #require(reply.text.range(of: #"{"slow":true}"#))
+            let fast = try #require(reply.text.range(of: #"{"fast":true}"#))
+            #expect(slow.lowerBound < fast.lowerBound)
+            #expect(reply.text.components(separatedBy: "HTTP/1.1 200 OK").count == 4)
+            #expect(reply.text.contains("Server: Doppel"))
+            #expect(reply.text.contains("Date: "))
+            #expect(server.engine.journal.entries.map(\.path) == ["/slow", "/fast", "/fast"])
+        }
+    }
+
     @Test func eachFaultIsSeenByARealClientAsItsClientSideError() async throws {
         var configuration = ServerConfiguration.testing
         configuration.hangLimit = 2
