@@ -35,7 +35,7 @@ final class DirectResponder: ChannelDuplexHandler, RemovableChannelHandler {
     private let responder: DoppelResponder
     private enum Mode {
         case idle
-        case collecting(HTTPRequest, ByteBuffer?, ContinuousClock.Instant)
+        case collecting(HTTPRequest, URI, ByteBuffer?, ContinuousClock.Instant)
         case passing
     }
     private var mode = Mode.idle
@@ -50,15 +50,16 @@ final class DirectResponder: ChannelDuplexHandler, RemovableChannelHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let head):
-            if passedOn == 0, isDirect(head) {
-                mode = .collecting(head, nil, .now)
+            let uri = URI(head.path ?? "")
+            if passedOn == 0, isDirect(head, uri: uri) {
+                mode = .collecting(head, uri, nil, .now)
             } else {
                 mode = .passing
                 passOn(head, computed: nil, context: context)
             }
         case .body(let chunk):
             switch mode {
-            case .collecting(let head, var body, let started):
+            case .collecting(let head, let uri, var body, let started):
                 if (body?.readableBytes ?? 0) + chunk.readableBytes > responder.maxBodySize {
                     // Too large: Hummingbird's responder answers it with its 413.
                     mode = .passing
@@ -67,16 +68,16 @@ final class DirectResponder: ChannelDuplexHandler, RemovableChannelHandler {
                     context.fireChannelRead(data)
                 } else {
                     if body == nil { body = chunk } else { body!.writeImmutableBuffer(chunk) }
-                    mode = .collecting(head, body, started)
+                    mode = .collecting(head, uri, body, started)
                 }
             case .passing, .idle:
                 context.fireChannelRead(data)
             }
         case .end:
             switch mode {
-            case .collecting(let head, let body, let started):
+            case .collecting(let head, let uri, let body, let started):
                 mode = .idle
-                answer(head, body: body, started: started, context: context)
+                answer(head, uri: uri, body: body, started: started, context: context)
             case .passing, .idle:
                 mode = .idle
                 context.fireChannelRead(data)
@@ -92,8 +93,8 @@ final class DirectResponder: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// Whether a request may be answered here: to the engine, without
     /// `Expect`, with a declared body length (if any) within the limit.
-    private func isDirect(_ head: HTTPRequest) -> Bool {
-        guard let path = head.path, !AdminAPI.handles(URI(path).path), head.headerFields[.expect] == nil else { return false }
+    private func isDirect(_ head: HTTPRequest, uri: URI) -> Bool {
+        guard head.path != nil, !AdminAPI.handles(uri.path), head.headerFields[.expect] == nil else { return false }
         if let length = head.headerFields[.contentLength] {
             guard let length = Int(length), length <= responder.maxBodySize else { return false }
         }
@@ -106,8 +107,8 @@ final class DirectResponder: ChannelDuplexHandler, RemovableChannelHandler {
         context.fireChannelRead(wrapInboundOut(.head(head)))
     }
 
-    private func answer(_ head: HTTPRequest, body: ByteBuffer?, started: ContinuousClock.Instant, context: ChannelHandlerContext) {
-        let recorded = DoppelResponder.recorded(head, body: body.map { Array($0.readableBytesView) } ?? [],
+    private func answer(_ head: HTTPRequest, uri: URI, body: ByteBuffer?, started: ContinuousClock.Instant, context: ChannelHandlerContext) {
+        let recorded = DoppelResponder.recorded(head, uri: uri, body: body.map { Array($0.readableBytesView) } ?? [],
                                                 remoteAddress: context.channel.remoteAddress?.ipAddress)
         let response = responder.engine.respond(to: recorded)
         if response.delay > 0 || response.fault != nil || response.stream != nil {
@@ -136,7 +137,8 @@ final class DirectResponder: ChannelDuplexHandler, RemovableChannelHandler {
         } else {
             context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
         }
-        responder.logAnswer(to: recorded, session: head.headerFields[DoppelResponder.sessionField], response: response, started: started)
+        responder.logAnswer(method: recorded.method, path: recorded.path, session: head.headerFields[DoppelResponder.sessionField],
+                            response: response, started: started)
     }
 
     /// The `Date` header (RFC 9110's IMF-fixdate), formatted once a second per connection.

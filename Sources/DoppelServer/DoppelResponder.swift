@@ -34,17 +34,14 @@ public struct DoppelResponder: HTTPResponder {
             pending.isEmpty ? nil : pending.removeFirst()
         }
         let response: MockResponse
-        let recorded: RecordedRequest?
         switch await record(request, context: context) {
-        case .success(let request):
-            recorded = request
+        case .success(let recorded):
             if let computed {
                 response = computed
             } else {
-                response = AdminAPI.handles(request.path) ? admin.respond(to: request) : engine.respond(to: request)
+                response = AdminAPI.handles(recorded.path) ? admin.respond(to: recorded) : engine.respond(to: recorded)
             }
         case .failure(let problem):
-            recorded = nil
             response = problem.response()
         }
         await faults.delay(response)
@@ -52,17 +49,13 @@ public struct DoppelResponder: HTTPResponder {
         if let fault = response.fault {
             written = await faults.apply(fault, to: written, body: response.body, channel: context.channel)
         }
-        logAnswer(method: request.method.rawValue, path: recorded?.path ?? request.uri.path, session: request.headers[Self.sessionField],
+        logAnswer(method: request.method.rawValue, path: request.uri.path, session: request.headers[Self.sessionField],
                   response: response, started: started)
         return written
     }
 
     /// Writes a request's line to the request log.
-    func logAnswer(to request: RecordedRequest, session: String?, response: MockResponse, started: ContinuousClock.Instant) {
-        logAnswer(method: request.method, path: request.path, session: session, response: response, started: started)
-    }
-
-    private func logAnswer(method: String, path: String, session: String?, response: MockResponse, started: ContinuousClock.Instant) {
+    func logAnswer(method: String, path: String, session: String?, response: MockResponse, started: ContinuousClock.Instant) {
         let elapsed = ContinuousClock.now - started
         log.request(method: method, path: path, status: response.status, endpointID: response.endpointID, session: session ?? SessionStore.defaultID,
                     durationMicros: Int(elapsed.components.seconds) * 1_000_000 + Int(elapsed.components.attoseconds / 1_000_000_000_000))
@@ -81,12 +74,11 @@ public struct DoppelResponder: HTTPResponder {
         } catch {
             return .failure(.unreadableBody("\(error)"))
         }
-        return .success(Self.recorded(request.head, body: Array(buffer.readableBytesView), remoteAddress: context.remoteAddress))
+        return .success(Self.recorded(request.head, uri: request.uri, body: Array(buffer.readableBytesView), remoteAddress: context.remoteAddress))
     }
 
     /// The engine's view of a request.
-    static func recorded(_ head: HTTPRequest, body: [UInt8], remoteAddress: String?) -> RecordedRequest {
-        let uri = URI(head.path ?? "")
+    static func recorded(_ head: HTTPRequest, uri: URI, body: [UInt8], remoteAddress: String?) -> RecordedRequest {
         var headers: [(name: String, value: String)] = []
         headers.reserveCapacity(head.headerFields.count)
         for field in head.headerFields {

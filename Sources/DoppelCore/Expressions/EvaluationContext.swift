@@ -48,22 +48,8 @@ public struct Roots: Sendable, ExpressibleByDictionaryLiteral {
 
         /// The slot of a built-in name, resolved when an expression is parsed.
         public init?(name: String) {
-            switch name {
-            case "request": self = .request
-            case "path": self = .path
-            case "query": self = .query
-            case "headers": self = .headers
-            case "body": self = .body
-            case "auth": self = .auth
-            case "session": self = .session
-            case "client": self = .client
-            case "data": self = .data
-            case "clock": self = .clock
-            case "state": self = .state
-            case "errors": self = .errors
-            case "retry_after": self = .retryAfter
-            default: return nil
-            }
+            guard let slot = Self.allCases.first(where: { $0.name == name }) else { return nil }
+            self = slot
         }
     }
 
