@@ -154,6 +154,9 @@ enum HTTPDate {
     private static let days = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"]  // 1970-01-01 was a Thursday
     private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 
+    /// The current time as a header value.
+    static func now() -> String { format(epochSecond: Int(Date().timeIntervalSince1970)) }
+
     /// `Mon, 23 Nov 2026 03:56:35 GMT` for seconds since 1970.
     static func format(epochSecond: Int) -> String {
         let c = UTCCalendar.components(epoch: Double(epochSecond))

@@ -1,8 +1,8 @@
+import AsyncHTTPClient
 import DoppelCore
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
+import NIOCore
+import NIOPosix
 
 /// Runs a scenario's steps over HTTP against a base URL and checks each
 /// response against its expectations.
@@ -93,7 +93,7 @@ public struct ScenarioRunner: Sendable {
                               details: ok ? [] : ["the clock change was refused: \(response?.json?["detail"]?.interpolationText ?? "no answer")"], seconds: 0)
         case .request(let template):
             let context = EvaluationContext(roots: captured, now: Date().timeIntervalSince1970)
-            let request: URLRequest
+            let request: OutgoingRequest
             let line: String
             do {
                 (request, line) = try build(template, scenario: scenario, session: session, context: context)
@@ -105,8 +105,9 @@ public struct ScenarioRunner: Sendable {
                 answer = try await send(request)
             } catch {
                 let expected = step.expectation.transportError
-                return StepResult(name: step.name, outcome: expected ? .passed : .failed, summary: "\(line) → \(error.localizedDescription)",
-                                  details: expected ? [] : ["expected a response, the request failed: \(error.localizedDescription)"], seconds: 0)
+                let reason = Self.describe(error, timeout: request.timeout)
+                return StepResult(name: step.name, outcome: expected ? .passed : .failed, summary: "\(line) → \(reason)",
+                                  details: expected ? [] : ["expected a response, the request failed: \(reason)"], seconds: 0)
             }
             var differences = Self.differences(step.expectation, answer, context: context)
             let roots: [String: JSON] = captured.merging(["status": .int(answer.status), "headers": answer.headersJSON, "body": answer.bodyJSON]) { $1 }
@@ -146,45 +147,44 @@ public struct ScenarioRunner: Sendable {
         return found
     }
 
-    private func build(_ template: RequestTemplate, scenario: Scenario, session: String, context: EvaluationContext) throws(EvaluationError) -> (URLRequest, String) {
+    private func build(_ template: RequestTemplate, scenario: Scenario, session: String, context: EvaluationContext) throws(EvaluationError) -> (OutgoingRequest, String) {
         var target = try template.path.render(in: context).interpolationText
         var query: [String] = []
         for (name, value) in template.query {
             query.append(Self.encode(name) + "=" + Self.encode(try value.render(in: context).interpolationText))
         }
         if !query.isEmpty { target += (target.contains("?") ? "&" : "?") + query.joined(separator: "&") }
-        guard let url = URL(string: baseURL.absoluteString.trimmingTrailingSlash + target) else {
+        guard URL(string: baseURL.absoluteString.trimmingTrailingSlash + target) != nil else {
             throw EvaluationError("'\(target)' is not a valid path")
         }
-        var request = URLRequest(url: url, timeoutInterval: template.timeout)
-        request.httpMethod = template.method
-        if isDoppel { request.setValue(session, forHTTPHeaderField: "Doppel-Session") }
-        for (name, value) in scenario.defaultHeaders { request.setValue(try value.render(in: context).interpolationText, forHTTPHeaderField: name) }
+        var request = OutgoingRequest(method: template.method, url: baseURL.absoluteString.trimmingTrailingSlash + target, timeout: template.timeout)
+        if isDoppel { request.setHeader("Doppel-Session", session) }
+        for (name, value) in scenario.defaultHeaders { request.setHeader(name, try value.render(in: context).interpolationText) }
         switch template.body {
         case .none:
             break
         case .json(let value):
-            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-            request.httpBody = Data(JSONWriter.encode(try value.render(in: context)))
+            request.setHeader("Content-Type", "application/json")
+            request.body = JSONWriter.encode(try value.render(in: context))
         case .text(let value, let type):
-            request.setValue(type, forHTTPHeaderField: "Content-Type")
-            request.httpBody = Data(try value.render(in: context).interpolationText.utf8)
+            request.setHeader("Content-Type", type)
+            request.body = Array(try value.render(in: context).interpolationText.utf8)
         case .form(let fields):
-            request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
+            request.setHeader("Content-Type", "application/x-www-form-urlencoded")
             var pairs: [String] = []
             for (name, value) in fields { pairs.append(Self.encode(name) + "=" + Self.encode(try value.render(in: context).interpolationText)) }
-            request.httpBody = Data(pairs.joined(separator: "&").utf8)
+            request.body = Array(pairs.joined(separator: "&").utf8)
         case .multipart(let parts):
             let boundary = "doppel-\(UUID().uuidString)"
-            request.setValue("multipart/form-data; boundary=\(boundary)", forHTTPHeaderField: "Content-Type")
+            request.setHeader("Content-Type", "multipart/form-data; boundary=\(boundary)")
             var rendered: [MultipartBody.Part] = []
             for part in parts {
                 rendered.append(.init(name: part.name, filename: part.filename, contentType: part.contentType,
                                       content: try part.content.render(in: context).interpolationText))
             }
-            request.httpBody = MultipartBody.encode(rendered, boundary: boundary)
+            request.body = Array(MultipartBody.encode(rendered, boundary: boundary))
         }
-        for (name, value) in template.headers { request.setValue(try value.render(in: context).interpolationText, forHTTPHeaderField: name) }
+        for (name, value) in template.headers { request.setHeader(name, try value.render(in: context).interpolationText) }
         return (request, "\(template.method) \(target)")
     }
 
@@ -206,30 +206,96 @@ public struct ScenarioRunner: Sendable {
         var headersJSON: JSON { .object(JSONObject(headers.map { ($0.key.lowercased(), .string($0.value)) }.sorted { $0.0 < $1.0 })) }
     }
 
-    /// Sends one request on a connection of its own. A client that reuses
-    /// connections may silently retry a request whose reused connection was
-    /// reset or closed without a reply, hiding the very fault a step forces.
-    func send(_ request: URLRequest) async throws -> HTTPAnswer {
-        let http = URLSession(configuration: .ephemeral)
-        defer { http.finishTasksAndInvalidate() }
-        return try await withCheckedThrowingContinuation { continuation in
-            http.dataTask(with: request) { data, response, error in
-                if let error { return continuation.resume(throwing: error) }
-                guard let response = response as? HTTPURLResponse else { return continuation.resume(throwing: URLError(.badServerResponse)) }
-                var headers: [String: String] = [:]
-                for (key, value) in response.allHeaderFields { headers["\(key)"] = "\(value)" }
-                continuation.resume(returning: HTTPAnswer(status: response.statusCode, headers: headers, body: data ?? Data()))
-            }.resume()
+    /// A request as the runner sends it.
+    struct OutgoingRequest {
+        var method: String
+        var url: String
+        var timeout: Double
+        var headers: [(name: String, value: String)] = []
+        var body: [UInt8]?
+
+        init(method: String, url: String, timeout: Double) {
+            self.method = method
+            self.url = url
+            self.timeout = timeout
+        }
+
+        /// Sets a header, replacing any earlier value of the same name.
+        mutating func setHeader(_ name: String, _ value: String) {
+            headers.removeAll { $0.name.lowercased() == name.lowercased() }
+            headers.append((name, value))
         }
     }
 
+    /// The most a response body may hold; a larger one fails the step.
+    static let maximumBodyBytes = 64 << 20
+
+    /// Sends one request on a connection of its own. A client that reuses
+    /// connections may silently retry a request whose reused connection was
+    /// reset or closed without a reply, hiding the very fault a step forces.
+    /// Redirects are not followed: a step sees the status the target gave.
+    func send(_ request: OutgoingRequest) async throws -> HTTPAnswer {
+        var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
+        configuration.maximumUsesPerConnection = 1
+        configuration.connectionPool.retryConnectionEstablishment = false
+        configuration.timeout = .init(connect: .milliseconds(Int64(min(request.timeout, 30) * 1000)))
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        do {
+            let answer = try await exchange(request, on: client)
+            try await client.shutdown()
+            return answer
+        } catch {
+            try? await client.shutdown()
+            throw error
+        }
+    }
+
+    private func exchange(_ request: OutgoingRequest, on client: HTTPClient) async throws -> HTTPAnswer {
+        var outgoing = HTTPClientRequest(url: request.url)
+        outgoing.method = .init(rawValue: request.method)
+        for (name, value) in request.headers { outgoing.headers.add(name: name, value: value) }
+        if let body = request.body { outgoing.body = .bytes(ByteBuffer(bytes: body)) }
+        let deadline = NIODeadline.now() + .milliseconds(Int64(request.timeout * 1000))
+        let response = try await client.execute(outgoing, deadline: deadline)
+        let body = try await response.body.collect(upTo: Self.maximumBodyBytes)
+        var headers: [String: String] = [:]
+        for field in response.headers {
+            // Repeated fields are joined as one, the way RFC 9110 allows.
+            headers[field.name] = headers[field.name].map { $0 + ", " + field.value } ?? field.value
+        }
+        return HTTPAnswer(status: Int(response.status.code), headers: headers, body: Data(buffer: body))
+    }
+
+    /// A transport failure in words, like `connection refused`.
+    static func describe(_ error: any Error, timeout: Double) -> String {
+        if let error = error as? HTTPClientError {
+            switch error {
+            case .deadlineExceeded, .readTimeout, .writeTimeout: return "no answer within \(formatSeconds(timeout))"
+            case .connectTimeout: return "could not connect within \(formatSeconds(min(timeout, 30)))"
+            case .remoteConnectionClosed: return "the connection was closed before a complete response"
+            case .bodyLengthMismatch: return "the body was shorter than its Content-Length"
+            case .invalidURL, .emptyHost, .emptyScheme: return "invalid URL (\(error))"
+            default: return "\(error)"
+            }
+        }
+        if let error = error as? NIOConnectionError {
+            return "could not connect to \(error.host):\(error.port)" + (error.connectionErrors.first.map { ": \($0.error)" } ?? "")
+        }
+        if let error = error as? IOError { return error.description }
+        if error is NIOTooManyBytesError { return "the response body is larger than \(maximumBodyBytes >> 20) MiB" }
+        return "\(error)"
+    }
+
+    private static func formatSeconds(_ seconds: Double) -> String {
+        seconds == seconds.rounded() ? "\(Int(seconds))s" : "\(seconds)s"
+    }
+
     func admin(_ method: String, _ path: String, body: JSON?, timeout: Double = 10) async throws -> HTTPAnswer {
-        var request = URLRequest(url: URL(string: baseURL.absoluteString.trimmingTrailingSlash + "/__doppel" + path)!, timeoutInterval: timeout)
-        request.httpMethod = method
-        if let adminToken { request.setValue(adminToken, forHTTPHeaderField: "Doppel-Admin-Token") }
+        var request = OutgoingRequest(method: method, url: baseURL.absoluteString.trimmingTrailingSlash + "/__doppel" + path, timeout: timeout)
+        if let adminToken { request.setHeader("Doppel-Admin-Token", adminToken) }
         if let body {
-            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-            request.httpBody = Data(JSONWriter.encode(body))
+            request.setHeader("Content-Type", "application/json")
+            request.body = JSONWriter.encode(body)
         }
         return try await send(request)
     }

@@ -110,7 +110,10 @@ public enum SourceReader {
     /// Parses one YAML document. Syntax errors become a diagnostic at their mark.
     public static func read(_ text: String, file: String) -> Result<SourceNode?, ContractError> {
         do {
-            guard let root = try Yams.compose(yaml: text) else { return .success(nil) }
+            // Scalars are typed by `resolvePlain`, so Yams need not tag them:
+            // its default resolver matches every scalar against Foundation
+            // regular expressions, which cost start-up time and pull in ICU.
+            guard let root = try Yams.compose(yaml: text, .basic) else { return .success(nil) }
             var converter = Converter(file: file)
             let node = converter.convert(root, depth: 0)
             if let problem = converter.problem { return .failure(ContractError(diagnostics: [problem])) }
