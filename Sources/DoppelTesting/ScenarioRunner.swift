@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import DoppelCore
 import Foundation
 import NIOCore
+import NIOHTTP1
 import NIOPosix
 
 /// Runs a scenario's steps over HTTP against a base URL and checks each
@@ -105,7 +106,7 @@ public struct ScenarioRunner: Sendable {
                 answer = try await send(request)
             } catch {
                 let expected = step.expectation.transportError
-                let reason = Self.describe(error, timeout: request.timeout)
+                let reason = Self.describe(error, for: request)
                 return StepResult(name: step.name, outcome: expected ? .passed : .failed, summary: "\(line) → \(reason)",
                                   details: expected ? [] : ["expected a response, the request failed: \(reason)"], seconds: 0)
             }
@@ -266,12 +267,14 @@ public struct ScenarioRunner: Sendable {
         return HTTPAnswer(status: Int(response.status.code), headers: headers, body: Data(buffer: body))
     }
 
-    /// A transport failure in words, like `connection refused`.
-    static func describe(_ error: any Error, timeout: Double) -> String {
+    /// A transport failure in words, like `could not connect to 127.0.0.1:8000: connection refused`.
+    static func describe(_ error: any Error, for request: OutgoingRequest) -> String {
+        let timeout = request.timeout
+        let address = URL(string: request.url).map { "\($0.host ?? "?"):\($0.port ?? ($0.scheme == "https" ? 443 : 80))" } ?? request.url
         if let error = error as? HTTPClientError {
             switch error {
             case .deadlineExceeded, .readTimeout, .writeTimeout: return "no answer within \(formatSeconds(timeout))"
-            case .connectTimeout: return "could not connect within \(formatSeconds(min(timeout, 30)))"
+            case .connectTimeout: return "could not connect to \(address) within \(formatSeconds(min(timeout, 30)))"
             case .remoteConnectionClosed: return "the connection was closed before a complete response"
             case .bodyLengthMismatch: return "the body was shorter than its Content-Length"
             case .invalidURL, .emptyHost, .emptyScheme: return "invalid URL (\(error))"
@@ -279,9 +282,20 @@ public struct ScenarioRunner: Sendable {
             }
         }
         if let error = error as? NIOConnectionError {
-            return "could not connect to \(error.host):\(error.port)" + (error.connectionErrors.first.map { ": \($0.error)" } ?? "")
+            return "could not connect to \(address)" + (error.connectionErrors.first.map { ": \($0.error)" } ?? "")
         }
-        if let error = error as? IOError { return error.description }
+        if let error = error as? IOError {
+            switch error.errnoCode {
+            case ECONNREFUSED: return "could not connect to \(address): connection refused"
+            case ECONNRESET: return "the connection was reset"
+            case ETIMEDOUT: return "could not connect to \(address): timed out"
+            default: return error.description
+            }
+        }
+        if let error = error as? HTTPParserError {
+            if error == .invalidEOFState { return "the connection closed before the body was complete" }
+            return "a malformed response: \(error)"
+        }
         if error is NIOTooManyBytesError { return "the response body is larger than \(maximumBodyBytes >> 20) MiB" }
         return "\(error)"
     }

@@ -33,6 +33,41 @@ struct ScenarioTests {
         }
     }
 
+    @Test func theRunnerSeesRedirectsAsAnsweredAndNamesTransportFailures() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("doppel-redirects-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let contractFile = folder.appendingPathComponent("redirects.yaml").path
+        try """
+            doppel: 1
+            endpoints:
+              old: { request: GET /old, responses: [ { status: 302, headers: { Location: /new } } ] }
+              new: { request: GET /new, responses: [ { status: 200, body: { where: new } } ] }
+            """.write(toFile: contractFile, atomically: true, encoding: .utf8)
+        let contract = try ContractLoader.load(file: contractFile)
+        let scenario = try ScenarioLoader.load(text: """
+            contract: redirects.yaml
+            steps:
+              - { request: GET /old, expect: { status: 302, headers: { Location: /new } } }
+              - { request: GET /new, expect: { status: 200, body: { where: new } } }
+            """, file: folder.appendingPathComponent("follow.yaml").path, contract: contract)
+        let server = try await DoppelTestServer.start(engine: MockEngine(contract: contract))
+        let answered = await ScenarioRunner(baseURL: server.baseURL, isDoppel: true).run(scenario, session: "redirects")
+        let closedPort = server.port
+        await server.stop()
+        #expect(answered.steps.map(\.outcome) == [.passed, .passed], "\(answered.steps.map(\.details))")
+
+        // The same steps against a port nothing listens on any more.
+        let refused = await ScenarioRunner(baseURL: URL(string: "http://127.0.0.1:\(closedPort)")!, isDoppel: false).run(scenario, session: "redirects")
+        #expect(refused.steps.map(\.outcome) == [.failed, .failed])
+        #expect(refused.steps.allSatisfy { $0.details.first?.contains("could not connect to 127.0.0.1:\(closedPort)") == true },
+                "\(refused.steps.map(\.details))")
+        let expectingFailure = try ScenarioLoader.load(text: "contract: redirects.yaml\nsteps:\n  - { request: GET /old, expect: { error: true } }\n",
+                                                       file: folder.appendingPathComponent("refused.yaml").path, contract: contract)
+        let expected = await ScenarioRunner(baseURL: URL(string: "http://127.0.0.1:\(closedPort)")!, isDoppel: false).run(expectingFailure, session: "x")
+        #expect(expected.steps.map(\.outcome) == [.passed])
+    }
+
     @Test func verificationAndCoverageAfterTheMonthlyLimitPath() async throws {
         try await DoppelTestServer.with(contract: contractPath("tales.yaml")) { server in
             let client = TestClient(base: server.baseURL)
