@@ -25,7 +25,8 @@ if ((${#missing[@]})); then
     apt-get update -qq && apt-get install -y -qq "${missing[@]/nginx/nginx-light}" >/dev/null
 fi
 
-swift build -c release --product doppel >/dev/null
+# The build's output is shown only when it fails.
+if ! build_log=$(swift build -c release --product doppel 2>&1); then echo "$build_log" >&2; exit 1; fi
 DOPPEL=.build/release/doppel
 WORK=$(mktemp -d)
 chmod 755 "$WORK"  # nginx's workers run as an unprivileged user
