@@ -138,7 +138,7 @@ public struct ResponseSelector: Sendable {
         data.stateSize += delta
         if delta > 0, data.stateSize > SessionData.maximumStateSize {
             throw EvaluationError("""
-                effect '\(change.effect.source)' would grow the session's state past \(SessionData.maximumStateSize >> 20) MiB; \
+                it would grow the session's state past \(SessionData.maximumStateSize >> 20) MiB; \
                 reset the session (POST /__doppel/reset) or send less
                 """, exceedsBudget: true)
         }

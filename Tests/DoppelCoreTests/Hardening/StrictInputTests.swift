@@ -126,6 +126,10 @@ import Testing
         // 16 MiB holds 33 records of half a megabyte; the rest are refused and change nothing.
         #expect(statuses == [201: 33, 413: 7])
         #expect(engine.sessions.existing("s")?.snapshot["notes"]?.objectValue?.count == 33)
+        // The refusal names the effect once and says what to do.
+        let detail = engine.send("POST", "/notes", json: record, session: "s").json?["detail"]?.stringValue ?? ""
+        #expect(detail.components(separatedBy: "effect '").count == 2, "\(detail)")
+        #expect(detail.contains("would grow the session's state past 16 MiB; reset the session"), "\(detail)")
         // Removing records frees the budget again.
         #expect(engine.send("DELETE", "/notes", session: "s").status == 204)
         #expect(engine.send("POST", "/notes", json: record, session: "s").status == 201)
