@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
 
 let package = Package(
@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "DoppelCore", targets: ["DoppelCore"]),
         .library(name: "DoppelServer", targets: ["DoppelServer"]),
         .library(name: "DoppelTesting", targets: ["DoppelTesting"]),
+        .library(name: "DoppelOpenAPI", targets: ["DoppelOpenAPI"]),
         .executable(name: "doppel", targets: ["doppel"]),
     ],
     dependencies: [
@@ -21,6 +22,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        // Without its ExternalLoading trait, which Doppel does not use and which builds much slower.
+        .package(url: "https://github.com/mattpolzin/OpenAPIKit.git", from: "6.4.0", traits: []),
     ],
     targets: [
         .target(
@@ -47,6 +50,14 @@ let package = Package(
             ]
         ),
         .target(
+            name: "DoppelOpenAPI",
+            dependencies: [
+                "DoppelCore",
+                .product(name: "OpenAPIKit", package: "OpenAPIKit"),
+                .product(name: "Yams", package: "Yams"),
+            ]
+        ),
+        .target(
             name: "DoppelTesting",
             dependencies: [
                 "DoppelServer",
@@ -67,6 +78,7 @@ let package = Package(
                 "DoppelServer",
                 "DoppelCore",
                 "DoppelTesting",
+                "DoppelOpenAPI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -75,6 +87,10 @@ let package = Package(
         .testTarget(
             name: "DoppelCoreTests",
             dependencies: ["DoppelCore"]
+        ),
+        .testTarget(
+            name: "DoppelOpenAPITests",
+            dependencies: ["DoppelOpenAPI", "DoppelCore", .product(name: "Yams", package: "Yams")]
         ),
         .testTarget(
             name: "DoppelServerTests",

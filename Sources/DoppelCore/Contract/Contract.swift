@@ -169,6 +169,10 @@ public struct ResponseDefinition: Sendable {
     public var stream: StreamDefinition? = nil
     /// A list to answer from in turn, instead of this response's own body.
     public var sequence: SequenceDefinition? = nil
+    /// The schema the body keeps, when the contract gives one.
+    public var schema: Schema? = nil
+    /// Text for people.
+    public var description: String? = nil
 }
 
 /// The body a response sends.

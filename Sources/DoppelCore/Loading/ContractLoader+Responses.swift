@@ -73,14 +73,18 @@ extension ContractLoader {
         }
         let explicitType = reader.string("content_type", diagnostics: &diagnostics)
         let body = readBody(reader, roots: renderRoots, explicitType: explicitType, context: context)
-        if let schemaNode = reader["schema"], let schema = readSchema(schemaNode, context: "schema of \(context)") {
+        var schema: Schema?
+        if let schemaNode = reader["schema"], let read = readSchema(schemaNode, context: "schema of \(context)") {
+            schema = read
             if case .json(let template, _, _) = body, let value = template.constantValue {
-                pendingExamples.append((value, schema, reader["body"]?.location ?? node.location, "the body of \(context)"))
+                pendingExamples.append((value, read, reader["body"]?.location ?? node.location, "the body of \(context)"))
             }
         }
         var response = ResponseDefinition(
             name: name, when: when, status: status, headers: headers, body: body, bindings: bindings,
             effects: effects, location: node.location)
+        response.schema = schema
+        response.description = reader.string("description", diagnostics: &diagnostics)
         response.stream = readStream(reader, roots: renderRoots, explicitType: explicitType, context: context)
         response.delay = readDelay(reader["delay"])
         response.fault = readFault(reader["fault"])

@@ -1,0 +1,366 @@
+import DoppelCore
+
+/// Describes a contract as an OpenAPI 3.1 document: every endpoint with its
+/// parameters, request body and security, and every status it can answer
+/// (its responses, `documented`, `on_invalid`, its auth scheme's failures,
+/// the rate limits that cover it, and Doppel's 422 when it validates input
+/// and has no `on_invalid`).
+///
+/// The document is built as a `JSON` value in the shape OpenAPI 3.1 gives
+/// it; `OpenAPIDocumentWriter` has OpenAPIKit read it back, validate it and
+/// write it. Nothing is invented: a response's schema is the one the
+/// contract gives, else what its body's constant parts show (a placeholder
+/// is any value), and only constant bodies become examples.
+public enum OpenAPIExporter {
+    public static func document(for contract: Contract) -> JSON {
+        var document = JSONObject()
+        document["openapi"] = "3.1.0"
+        var info = JSONObject([("title", .string(contract.info.title)), ("version", .string(contract.info.version))])
+        if let description = contract.info.description { info["description"] = .string(description) }
+        document["info"] = .object(info)
+        document["servers"] = [.object(JSONObject([("url", .string(contract.basePath.isEmpty ? "/" : contract.basePath))]))]
+
+        var paths = JSONObject()
+        for endpoint in contract.endpoints {
+            let path = relativePath(endpoint.path.template, basePath: contract.basePath)
+            var item = paths[path]?.objectValue ?? JSONObject()
+            let method = endpoint.method.lowercased()
+            // Routing takes the first endpoint of a method and path; a later
+            // one (told apart by `match`) shares its operation.
+            guard item[method] == nil else { continue }
+            item[method] = .object(operation(endpoint, in: contract))
+            paths[path] = .object(item)
+        }
+        document["paths"] = .object(paths)
+
+        var components = JSONObject()
+        if !contract.schemas.isEmpty {
+            var schemas = JSONObject()
+            for name in contract.schemas.keys.sorted() { schemas[name] = schemaJSON(contract.schemas[name]!) }
+            components["schemas"] = .object(schemas)
+        }
+        var schemes = JSONObject()
+        for name in contract.authSchemes.keys.sorted() {
+            for (key, scheme) in securitySchemes(contract.authSchemes[name]!) { schemes[key] = scheme }
+        }
+        if !schemes.isEmpty { components["securitySchemes"] = .object(schemes) }
+        if !components.isEmpty { document["components"] = .object(components) }
+        return .object(document)
+    }
+
+    /// `/api/v1/children/{id}` below `/api/v1` is `/children/{id}`.
+    static func relativePath(_ template: String, basePath: String) -> String {
+        guard !basePath.isEmpty, template.hasPrefix(basePath) else { return template }
+        let rest = String(template.dropFirst(basePath.count))
+        return rest.isEmpty ? "/" : rest
+    }
+
+    // MARK: Operations
+
+    static func operation(_ endpoint: Endpoint, in contract: Contract) -> JSONObject {
+        var operation = JSONObject()
+        operation["operationId"] = .string(endpoint.id)
+        if let summary = endpoint.summary { operation["summary"] = .string(summary) }
+        let parameters = self.parameters(endpoint, in: contract)
+        if !parameters.isEmpty { operation["parameters"] = .array(parameters) }
+        if let body = endpoint.body { operation["requestBody"] = requestBody(body) }
+        if let auth = endpoint.auth, let scheme = contract.authSchemes[auth] {
+            operation["security"] = .array(securitySchemes(scheme).map { .object(JSONObject([($0.name, .array([]))])) })
+        } else {
+            operation["security"] = []
+        }
+        operation["responses"] = .object(responses(endpoint, in: contract))
+        return operation
+    }
+
+    /// Headers that OpenAPI describes elsewhere and tells tools to ignore as parameters.
+    static let reservedHeaders: Set<String> = ["accept", "content-type", "authorization"]
+
+    static func parameters(_ endpoint: Endpoint, in contract: Contract) -> [JSON] {
+        var parameters: [JSON] = []
+        for name in endpoint.path.parameterNames {
+            parameters.append(.object(JSONObject([
+                ("name", .string(name)), ("in", "path"), ("required", true), ("schema", .object(JSONObject([("type", "string")]))),
+            ])))
+        }
+        let schemeHeaders: Set<String> = endpoint.auth.flatMap { contract.authSchemes[$0] }.map { scheme in
+            if case .apiKey(let header?, _) = scheme.kind { return [header.lowercased()] }
+            return []
+        } ?? []
+        for (location, schema) in [("query", endpoint.query), ("header", endpoint.headers)] {
+            guard let schema else { continue }
+            for (name, property) in schema.properties {
+                if location == "header", reservedHeaders.contains(name.lowercased()) || schemeHeaders.contains(name.lowercased()) { continue }
+                var parameter = JSONObject([("name", .string(name)), ("in", .string(location))])
+                if schema.required.contains(name) { parameter["required"] = true }
+                parameter["schema"] = schemaJSON(property)
+                parameters.append(.object(parameter))
+            }
+        }
+        return parameters
+    }
+
+    static func requestBody(_ body: BodySpec) -> JSON {
+        var content = JSONObject()
+        for type in body.contentTypes.isEmpty ? ["application/json"] : body.contentTypes {
+            content[type] = .object(JSONObject([("schema", body.schema.map(schemaJSON) ?? .object(JSONObject()))]))
+        }
+        return .object(JSONObject([("required", .bool(body.required)), ("content", .object(content))]))
+    }
+
+    // MARK: Responses
+
+    /// Every response the endpoint can give, by status in the order the
+    /// contract lists them.
+    static func responses(_ endpoint: Endpoint, in contract: Contract) -> JSONObject {
+        var byStatus: [(status: Int, responses: [ResponseDefinition])] = []
+        func add(_ response: ResponseDefinition) {
+            if let index = byStatus.firstIndex(where: { $0.status == response.status }) {
+                byStatus[index].responses.append(response)
+            } else {
+                byStatus.append((response.status, [response]))
+            }
+        }
+        endpoint.documentedResponses.forEach(add)
+        if let auth = endpoint.auth, let scheme = contract.authSchemes[auth] {
+            add(scheme.failure)
+            if let expired = scheme.expired { add(expired) }
+        }
+        let limits = contract.rateLimits.filter { $0.covers(endpoint.id) }
+        limits.map(\.response).forEach(add)
+        let validates = endpoint.query != nil || endpoint.headers != nil || endpoint.body?.schema != nil
+        var builtIn: [Int: String] = [:]
+        if validates, endpoint.onInvalid == nil, !byStatus.contains(where: { $0.status == 422 }) {
+            byStatus.append((422, []))
+            builtIn[422] = "The request does not match the contract (a problem listing every failing field)"
+        }
+
+        var responses = JSONObject()
+        for (status, definitions) in byStatus {
+            var response = JSONObject()
+            response["description"] = .string(definitions.lazy.compactMap(\.description).first ?? builtIn[status] ?? reasonPhrase(status))
+            var headers = JSONObject()
+            for definition in definitions {
+                for (name, _) in definition.headers where name.lowercased() != "content-type" && headers[name] == nil {
+                    headers[name] = .object(JSONObject([("schema", .object(JSONObject([("type", "string")])))]))
+                }
+            }
+            if status == 429 {
+                for name in ["Retry-After", "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"] where headers[name] == nil {
+                    headers[name] = .object(JSONObject([("schema", .object(JSONObject([("type", "string")])))]))
+                }
+            }
+            if !headers.isEmpty { response["headers"] = .object(headers) }
+            if definitions.isEmpty, builtIn[status] != nil {
+                response["content"] = .object(JSONObject([("application/problem+json", .object(JSONObject([("schema", problemSchema)])))]))
+            } else if let content = content(of: definitions) {
+                response["content"] = .object(content)
+            }
+            responses[String(status)] = .object(response)
+        }
+        return responses
+    }
+
+    /// The content of one status: a schema and examples per media type.
+    static func content(of definitions: [ResponseDefinition]) -> JSONObject? {
+        var content = JSONObject()
+        var examples: [String: JSONObject] = [:]
+        for definition in definitions {
+            let leaves = definition.sequence.map { $0.responses } ?? [definition]
+            for leaf in leaves {
+                guard let type = leaf.body.contentType ?? leaf.stream?.contentType else { continue }
+                var media = content[type]?.objectValue ?? JSONObject()
+                if media["schema"] == nil || leaf.schema != nil && media["x-schema-from-contract"] == nil {
+                    if let schema = leaf.schema {
+                        media["schema"] = schemaJSON(schema)
+                        media["x-schema-from-contract"] = true
+                    } else {
+                        media["schema"] = inferredSchema(leaf.body)
+                    }
+                }
+                if let example = example(of: leaf.body) {
+                    examples[type, default: JSONObject()][exampleName(leaf.name)] = .object(JSONObject([("value", example)]))
+                }
+                content[type] = .object(media)
+            }
+        }
+        guard !content.isEmpty else { return nil }
+        for type in content.keys {
+            guard var media = content[type]?.objectValue else { continue }
+            media["x-schema-from-contract"] = nil
+            if let named = examples[type], !named.isEmpty { media["examples"] = .object(named) }
+            content[type] = .object(media)
+        }
+        return content
+    }
+
+    /// `tales[0]` is not a valid component key everywhere; `tales-0` is.
+    static func exampleName(_ name: String) -> String {
+        let mapped = String(name.map { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == "." ? $0 : "-" })
+        return String(mapped.drop { $0 == "-" }.reversed().drop { $0 == "-" }.reversed())
+    }
+
+    /// A body's value when nothing in it is computed.
+    static func example(of body: ResponseBody) -> JSON? {
+        switch body {
+        case .json(let template, _, _): template.constantValue
+        case .text(let template, _): template.constantValue
+        case .empty, .bytes: nil
+        }
+    }
+
+    /// What a body without a declared schema shows of its shape: constant
+    /// parts typed, objects with their members, placeholders as any value.
+    static func inferredSchema(_ body: ResponseBody) -> JSON {
+        switch body {
+        case .json(let template, _, _): inferredSchema(template)
+        case .text: .object(JSONObject([("type", "string")]))
+        case .bytes: .object(JSONObject([("type", "string"), ("contentEncoding", "base64")]))
+        case .empty: .object(JSONObject())
+        }
+    }
+
+    static func inferredSchema(_ template: ValueTemplate) -> JSON {
+        switch template {
+        case .constant(let value): inferredSchema(value)
+        case .expression: .object(JSONObject())
+        case .interpolated: .object(JSONObject([("type", "string")]))
+        case .array(let items):
+            .object(JSONObject([("type", "array"), ("items", items.first.map(inferredSchema) ?? .object(JSONObject()))]))
+        case .object(let pairs):
+            .object(JSONObject([
+                ("type", "object"),
+                ("properties", .object(JSONObject(pairs.map { ($0.0, inferredSchema($0.1)) }))),
+                ("required", .array(pairs.map { .string($0.0) })),
+            ]))
+        }
+    }
+
+    static func inferredSchema(_ value: JSON) -> JSON {
+        switch value {
+        case .null: return .object(JSONObject([("type", "null")]))
+        case .bool: return .object(JSONObject([("type", "boolean")]))
+        case .int: return .object(JSONObject([("type", "integer")]))
+        case .double: return .object(JSONObject([("type", "number")]))
+        case .string: return .object(JSONObject([("type", "string")]))
+        case .array(let items):
+            return .object(JSONObject([("type", "array"), ("items", items.first.map(inferredSchema) ?? .object(JSONObject()))]))
+        case .object(let object):
+            return .object(JSONObject([
+                ("type", "object"),
+                ("properties", .object(JSONObject(object.pairs.map { ($0.key, inferredSchema($0.value)) }))),
+                ("required", .array(object.keys.map { .string($0) })),
+            ]))
+        }
+    }
+
+    /// Doppel's own problem bodies (RFC 9457).
+    static let problemSchema: JSON = .object(JSONObject([
+        ("type", "object"),
+        ("properties", .object(JSONObject([
+            ("type", .object(JSONObject([("type", "string")]))),
+            ("title", .object(JSONObject([("type", "string")]))),
+            ("status", .object(JSONObject([("type", "integer")]))),
+            ("detail", .object(JSONObject([("type", "string")]))),
+        ]))),
+        ("required", ["type", "title", "status", "detail"]),
+    ]))
+
+    // MARK: Security
+
+    /// An auth scheme as OpenAPI security schemes: one, or two for an API
+    /// key accepted in a header or a query parameter (either satisfies).
+    static func securitySchemes(_ scheme: AuthScheme) -> [(name: String, scheme: JSON)] {
+        switch scheme.kind {
+        case .bearer:
+            return [(scheme.name, .object(JSONObject([("type", "http"), ("scheme", "bearer")])))]
+        case .apiKey(let header, let query):
+            var schemes: [(name: String, scheme: JSON)] = []
+            if let header {
+                schemes.append((scheme.name, .object(JSONObject([("type", "apiKey"), ("in", "header"), ("name", .string(header))]))))
+            }
+            if let query {
+                schemes.append((header == nil ? scheme.name : scheme.name + "-query",
+                                .object(JSONObject([("type", "apiKey"), ("in", "query"), ("name", .string(query))]))))
+            }
+            return schemes
+        }
+    }
+
+    // MARK: Schemas
+
+    /// A contract schema as OpenAPI 3.1 (JSON Schema 2020-12) means it.
+    public static func schemaJSON(_ schema: Schema) -> JSON {
+        if let ref = schema.ref { return .object(JSONObject([("$ref", .string("#/components/schemas/\(ref)"))])) }
+        var object = JSONObject()
+        if var types = schema.types {
+            if schema.nullable, !types.contains("null") { types.append("null") }
+            object["type"] = types.count == 1 ? .string(types[0]) : .array(types.map { .string($0) })
+        } else if schema.nullable, schema.enumValues == nil, schema.constValue == nil {
+            // `nullable` without a type adds nothing: any value, null included.
+        }
+        if let values = schema.enumValues {
+            object["enum"] = .array(schema.nullable && !values.contains(.null) ? values + [.null] : values)
+        }
+        if let value = schema.constValue { object["const"] = value }
+        if let value = schema.minimum { object["minimum"] = number(value) }
+        if let value = schema.maximum { object["maximum"] = number(value) }
+        if let value = schema.exclusiveMinimum { object["exclusiveMinimum"] = number(value) }
+        if let value = schema.exclusiveMaximum { object["exclusiveMaximum"] = number(value) }
+        if let value = schema.minLength { object["minLength"] = .int(value) }
+        if let value = schema.maxLength { object["maxLength"] = .int(value) }
+        if let pattern = schema.pattern { object["pattern"] = .string(pattern.source) }
+        if let format = schema.format { object["format"] = .string(format) }
+        if !schema.properties.isEmpty {
+            object["properties"] = .object(JSONObject(schema.properties.map { ($0.0, schemaJSON($0.1)) }))
+        }
+        if !schema.required.isEmpty { object["required"] = .array(schema.required.map { .string($0) }) }
+        if let additional = schema.additionalProperties {
+            object["additionalProperties"] = additional.map(schemaJSON) ?? .bool(false)
+        }
+        if let items = schema.items { object["items"] = schemaJSON(items) }
+        if let value = schema.minItems { object["minItems"] = .int(value) }
+        if let value = schema.maxItems { object["maxItems"] = .int(value) }
+        if schema.uniqueItems { object["uniqueItems"] = true }
+        if !schema.allOf.isEmpty { object["allOf"] = .array(schema.allOf.map(schemaJSON)) }
+        if !schema.anyOf.isEmpty { object["anyOf"] = .array(schema.anyOf.map(schemaJSON)) }
+        if !schema.oneOf.isEmpty { object["oneOf"] = .array(schema.oneOf.map(schemaJSON)) }
+        if let not = schema.not { object["not"] = schemaJSON(not) }
+        if let value = schema.defaultValue { object["default"] = value }
+        return .object(object)
+    }
+
+    /// Whole numbers as integers: `minimum: 1`, not `1.0`.
+    static func number(_ value: Double) -> JSON {
+        value == value.rounded() && abs(value) < 1e15 ? .int(Int(value)) : .double(value)
+    }
+
+    static func reasonPhrase(_ status: Int) -> String {
+        switch status {
+        case 200: "OK"
+        case 201: "Created"
+        case 202: "Accepted"
+        case 204: "No Content"
+        case 301: "Moved Permanently"
+        case 302: "Found"
+        case 304: "Not Modified"
+        case 400: "Bad Request"
+        case 401: "Unauthorized"
+        case 402: "Payment Required"
+        case 403: "Forbidden"
+        case 404: "Not Found"
+        case 405: "Method Not Allowed"
+        case 409: "Conflict"
+        case 410: "Gone"
+        case 413: "Content Too Large"
+        case 415: "Unsupported Media Type"
+        case 422: "Unprocessable Content"
+        case 429: "Too Many Requests"
+        case 500: "Internal Server Error"
+        case 502: "Bad Gateway"
+        case 503: "Service Unavailable"
+        case 504: "Gateway Timeout"
+        default: "Status \(status)"
+        }
+    }
+}

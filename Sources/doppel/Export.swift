@@ -1,0 +1,47 @@
+import ArgumentParser
+import DoppelCore
+import DoppelOpenAPI
+import Foundation
+
+struct Export: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Write a contract as an OpenAPI 3.1 document.",
+        discussion: """
+            Every endpoint with its parameters, request body and security, and every \
+            status it can answer, with the contract's schemas and its constant bodies \
+            as examples. See docs/openapi.md.
+            """)
+
+    @Argument(help: "The contract file (YAML).")
+    var contract: String
+
+    @Option(name: .shortAndLong, help: "Where to write the document; standard output when not given.")
+    var output: String?
+
+    @Option(help: "yaml or json; by default the output file's extension decides (YAML unless .json).")
+    var format: OpenAPIDocumentWriter.Format?
+
+    func run() throws {
+        let contract = try loadContractOrExit(self.contract)
+        let format = self.format ?? output.map(OpenAPIDocumentWriter.Format.init(path:)) ?? .yaml
+        let text: String
+        do {
+            text = try OpenAPIDocumentWriter.write(OpenAPIExporter.document(for: contract), as: format)
+        } catch {
+            FileHandle.standardError.write(Data("\(self.contract): error: \(error.description)\n".utf8))
+            throw ExitCode(1)
+        }
+        guard let output else {
+            print(text, terminator: "")
+            return
+        }
+        do {
+            try text.write(toFile: output, atomically: true, encoding: .utf8)
+        } catch {
+            FileHandle.standardError.write(Data("\(output): error: cannot write the document: \(error.localizedDescription)\n".utf8))
+            throw ExitCode(1)
+        }
+    }
+}
+
+extension OpenAPIDocumentWriter.Format: ExpressibleByArgument {}

@@ -1,0 +1,145 @@
+import DoppelCore
+import DoppelOpenAPI
+import Foundation
+import Testing
+import Yams
+
+private let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+private func contract(_ name: String) throws -> Contract {
+    try ContractLoader.load(file: repositoryRoot.appendingPathComponent("contracts/\(name)").path)
+}
+
+@Suite("OpenAPI export")
+struct OpenAPIExportTests {
+    static let bundled = try! FileManager.default.contentsOfDirectory(atPath: repositoryRoot.appendingPathComponent("contracts").path)
+        .filter { $0.hasSuffix(".yaml") }.sorted()
+
+    @Test(arguments: bundled)
+    func everyBundledContractExportsAsValidOpenAPI(name: String) throws {
+        let contract = try contract(name)
+        let document = OpenAPIExporter.document(for: contract)
+        // OpenAPIKit reads and validates the document, then writes it.
+        let yaml = try OpenAPIDocumentWriter.write(document, as: .yaml)
+        let json = try OpenAPIDocumentWriter.write(document, as: .json)
+        #expect(yaml.hasPrefix("openapi: 3.1.0"))
+        #expect(json.contains("\"openapi\" : \"3.1.0\"") || json.contains("\"openapi\": \"3.1.0\""))
+        // Every endpoint is an operation.
+        let paths = try #require(document["paths"]?.objectValue)
+        let operationIDs = paths.values.flatMap { $0.objectValue?.values.compactMap { $0["operationId"]?.stringValue } ?? [] }
+        let firstOfEachRoute = Dictionary(grouping: contract.endpoints, by: { "\($0.method) \($0.path.template)" }).values.compactMap(\.first).map(\.id)
+        #expect(Set(operationIDs) == Set(firstOfEachRoute))
+    }
+
+    @Test func theTalesGenerateOperationDocumentsEveryStatusItCanAnswer() throws {
+        let document = OpenAPIExporter.document(for: try contract("tales.yaml"))
+        #expect(document["servers"] == [["url": "/api/v1"]])
+        let generate = try #require(document["paths"]?["/stories/generate"]?["post"])
+        #expect(generate["operationId"] == "generate-story")
+        #expect(generate["security"] == [["bearer": []]])
+        #expect(document["components"]?["securitySchemes"]?["bearer"] == ["type": "http", "scheme": "bearer"])
+        let responses = try #require(generate["responses"]?.objectValue)
+        // Its responses, `documented` (500), the auth failure (401) and Doppel's validation problem (422).
+        #expect(responses.keys == ["400", "404", "402", "200", "500", "401", "422"])
+        let limit = try #require(responses["402"]?["content"]?["application/json"])
+        #expect(limit["schema"]?["properties"]?["limit_info"]?["type"] == "object")
+        #expect(responses["422"]?["content"]?["application/problem+json"]?["schema"]?["required"] == ["type", "title", "status", "detail"])
+        #expect(generate["requestBody"]?["content"]?["application/json"]?["schema"] == ["$ref": "#/components/schemas/GenerateStoryRequest"])
+    }
+
+    @Test func queryParametersComeFromTheQuerySchema() throws {
+        let document = OpenAPIExporter.document(for: try contract("tales.yaml"))
+        let list = try #require(document["paths"]?["/free-stories"]?["get"])
+        #expect(list["security"] == [])
+        let parameters = try #require(list["parameters"]?.arrayValue)
+        #expect(parameters.map { $0["name"] } == ["age_category", "language", "limit"])
+        #expect(parameters.allSatisfy { $0["in"] == "query" && $0["required"] == nil })
+        #expect(parameters[2]["schema"] == ["type": "integer", "minimum": 1, "maximum": 1000])
+    }
+
+    @Test func schemasAreWrittenAsOpenAPI31MeansThem() throws {
+        let contract = try ContractLoader.load(text: """
+            doppel: 1
+            schemas:
+              Pet:
+                type: object
+                required: [name]
+                properties:
+                  name: { type: string, nullable: true, pattern: "^[a-z]+$" }
+                  age: { type: integer, exclusiveMinimum: 0 }
+                  kind: { enum: [cat, dog] }
+                  friends: { type: array, items: { $ref: Pet } }
+                additionalProperties: false
+            auth:
+              schemes:
+                key: { type: api_key, header: X-Api-Key, query: api_key }
+            endpoints:
+              pet:
+                request: GET /pets/{id}
+                auth: key
+                responses:
+                  - status: 200
+                    schema: Pet
+                    body: { name: rex, age: 3, kind: dog, friends: [] }
+            """, file: "pets.yaml")
+        let document = OpenAPIExporter.document(for: contract)
+        let pet = try #require(document["components"]?["schemas"]?["Pet"])
+        #expect(pet["properties"]?["name"] == ["type": ["string", "null"], "pattern": "^[a-z]+$"])
+        #expect(pet["properties"]?["age"] == ["type": "integer", "exclusiveMinimum": 0])
+        #expect(pet["properties"]?["friends"]?["items"] == ["$ref": "#/components/schemas/Pet"])
+        #expect(pet["additionalProperties"] == false)
+        let operation = try #require(document["paths"]?["/pets/{id}"]?["get"])
+        #expect(operation["parameters"] == [["name": "id", "in": "path", "required": true, "schema": ["type": "string"]]])
+        // An API key accepted in a header or the query: either scheme satisfies.
+        #expect(operation["security"] == [["key": []], ["key-query": []]])
+        let ok = try #require(operation["responses"]?["200"]?["content"]?["application/json"])
+        #expect(ok["schema"] == ["$ref": "#/components/schemas/Pet"])
+        #expect(ok["examples"]?["pet-0"]?["value"] == ["name": "rex", "age": 3, "kind": "dog", "friends": []])
+        _ = try OpenAPIDocumentWriter.write(document, as: .yaml)
+    }
+
+    @Test func aTemplatedBodyShowsOnlyWhatIsConstant() throws {
+        let contract = try ContractLoader.load(text: """
+            doppel: 1
+            state: { counters: { used: 0 } }
+            endpoints:
+              usage:
+                request: GET /usage
+                responses:
+                  - status: 200
+                    body: { used: "{{ state.used }}", plan: free, note: "used {{ state.used }}" }
+            """, file: "usage.yaml")
+        let ok = try #require(OpenAPIExporter.document(for: contract)["paths"]?["/usage"]?["get"]?["responses"]?["200"]?["content"]?["application/json"])
+        #expect(ok["schema"]?["properties"] == ["used": [:], "plan": ["type": "string"], "note": ["type": "string"]])
+        // Not constant, so no example is made up.
+        #expect(ok["examples"] == nil)
+    }
+
+    @Test func statusKeysStayStringsInYAML() throws {
+        let yaml = try OpenAPIDocumentWriter.write(OpenAPIExporter.document(for: try contract("tales.yaml")), as: .yaml)
+        #expect(yaml.contains("'200':"))
+        #expect(!yaml.contains("\n        200:"))
+        // Read back with YAML's usual typing, the keys are still strings.
+        let loaded = try #require(try Yams.load(yaml: yaml) as? [String: Any])
+        let paths = try #require(loaded["paths"] as? [String: Any])
+        let responses = try #require(((paths["/children"] as? [String: Any])?["post"] as? [String: Any])?["responses"] as? [String: Any])
+        #expect(responses["200"] != nil)
+    }
+
+    @Test func numbersAreWrittenAsYAML11ReadersReadThem() throws {
+        let contract = try ContractLoader.load(text: """
+            doppel: 1
+            endpoints:
+              e:
+                request: GET /e
+                query: { properties: { n: { type: number, minimum: 0, maximum: 0.5 } } }
+                responses: [ { status: 204 } ]
+            """, file: "numbers.yaml")
+        let yaml = try OpenAPIDocumentWriter.write(OpenAPIExporter.document(for: contract), as: .yaml)
+        #expect(yaml.contains("minimum: 0\n"), "\(yaml)")
+        // YAML 1.1 (PyYAML, openapi-spec-validator) needs a decimal point in a float.
+        let maximum = try #require(yaml.split(separator: "\n").first { $0.contains("maximum:") }).split(separator: " ").last.map(String.init)
+        #expect(maximum?.contains(".") == true && maximum.flatMap(Double.init) == 0.5, "\(maximum ?? "")")
+        #expect(!yaml.contains("e+0"))
+    }
+}
