@@ -40,7 +40,7 @@ public enum OpenAPIDocumentWriter {
         do {
             switch format {
             case .yaml:
-                return try quotingNumericKeys(YAMLEncoder().encode(parsed))
+                return try readableByYAML11(YAMLEncoder().encode(parsed))
             case .json:
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.prettyPrinted, .withoutEscapingSlashes]
@@ -68,7 +68,7 @@ public enum OpenAPIDocumentWriter {
     /// as the integer 200 to a YAML reader; such keys are quoted. It writes
     /// numbers like `0e+0`, which YAML 1.1 readers take for strings; they
     /// are written `0` (or with a decimal point).
-    static func quotingNumericKeys(_ yaml: String) throws -> String {
+    static func readableByYAML11(_ yaml: String) throws -> String {
         guard let root = try Yams.compose(yaml: yaml, .basic) else { return yaml }
         func quoted(_ node: Node) -> Node {
             switch node {

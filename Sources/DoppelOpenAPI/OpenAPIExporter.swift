@@ -73,6 +73,8 @@ public enum OpenAPIExporter {
         return operation
     }
 
+    static let stringSchema: JSON = ["type": "string"]
+
     /// Headers that OpenAPI describes elsewhere and tells tools to ignore as parameters.
     static let reservedHeaders: Set<String> = ["accept", "content-type", "authorization"]
 
@@ -80,7 +82,7 @@ public enum OpenAPIExporter {
         var parameters: [JSON] = []
         for name in endpoint.path.parameterNames {
             parameters.append(.object(JSONObject([
-                ("name", .string(name)), ("in", "path"), ("required", true), ("schema", .object(JSONObject([("type", "string")]))),
+                ("name", .string(name)), ("in", "path"), ("required", true), ("schema", stringSchema),
             ])))
         }
         let schemeHeaders: Set<String> = endpoint.auth.flatMap { contract.authSchemes[$0] }.map { scheme in
@@ -121,13 +123,7 @@ public enum OpenAPIExporter {
                 byStatus.append((response.status, [response]))
             }
         }
-        endpoint.documentedResponses.forEach(add)
-        if let auth = endpoint.auth, let scheme = contract.authSchemes[auth] {
-            add(scheme.failure)
-            if let expired = scheme.expired { add(expired) }
-        }
-        let limits = contract.rateLimits.filter { $0.covers(endpoint.id) }
-        limits.map(\.response).forEach(add)
+        contract.documentedResponses(of: endpoint).forEach(add)
         let validates = endpoint.query != nil || endpoint.headers != nil || endpoint.body?.schema != nil
         var builtIn: [Int: String] = [:]
         if validates, endpoint.onInvalid == nil, !byStatus.contains(where: { $0.status == 422 }) {
@@ -142,12 +138,12 @@ public enum OpenAPIExporter {
             var headers = JSONObject()
             for definition in definitions {
                 for (name, _) in definition.headers where name.lowercased() != "content-type" && headers[name] == nil {
-                    headers[name] = .object(JSONObject([("schema", .object(JSONObject([("type", "string")])))]))
+                    headers[name] = ["schema": stringSchema]
                 }
             }
             if status == 429 {
                 for name in ["Retry-After", "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"] where headers[name] == nil {
-                    headers[name] = .object(JSONObject([("schema", .object(JSONObject([("type", "string")])))]))
+                    headers[name] = ["schema": stringSchema]
                 }
             }
             if !headers.isEmpty { response["headers"] = .object(headers) }
@@ -163,32 +159,28 @@ public enum OpenAPIExporter {
 
     /// The content of one status: a schema and examples per media type.
     static func content(of definitions: [ResponseDefinition]) -> JSONObject? {
-        var content = JSONObject()
+        // Per media type: the first declared schema, else the first body's shape.
+        var schemas: [(type: String, schema: JSON, declared: Bool)] = []
         var examples: [String: JSONObject] = [:]
         for definition in definitions {
-            let leaves = definition.sequence.map { $0.responses } ?? [definition]
-            for leaf in leaves {
+            for leaf in definition.sequence.map(\.responses) ?? [definition] {
                 guard let type = leaf.body.contentType ?? leaf.stream?.contentType else { continue }
-                var media = content[type]?.objectValue ?? JSONObject()
-                if media["schema"] == nil || leaf.schema != nil && media["x-schema-from-contract"] == nil {
-                    if let schema = leaf.schema {
-                        media["schema"] = schemaJSON(schema)
-                        media["x-schema-from-contract"] = true
-                    } else {
-                        media["schema"] = inferredSchema(leaf.body)
-                    }
+                let schema = leaf.schema.map(schemaJSON) ?? inferredSchema(leaf.body)
+                if let index = schemas.firstIndex(where: { $0.type == type }) {
+                    if leaf.schema != nil, !schemas[index].declared { schemas[index] = (type, schema, true) }
+                } else {
+                    schemas.append((type, schema, leaf.schema != nil))
                 }
                 if let example = example(of: leaf.body) {
-                    examples[type, default: JSONObject()][exampleName(leaf.name)] = .object(JSONObject([("value", example)]))
+                    examples[type, default: JSONObject()][exampleName(leaf.name)] = ["value": example]
                 }
-                content[type] = .object(media)
             }
         }
-        guard !content.isEmpty else { return nil }
-        for type in content.keys {
-            guard var media = content[type]?.objectValue else { continue }
-            media["x-schema-from-contract"] = nil
-            if let named = examples[type], !named.isEmpty { media["examples"] = .object(named) }
+        guard !schemas.isEmpty else { return nil }
+        var content = JSONObject()
+        for (type, schema, _) in schemas {
+            var media = JSONObject([("schema", schema)])
+            if let named = examples[type] { media["examples"] = .object(named) }
             content[type] = .object(media)
         }
         return content
@@ -296,8 +288,6 @@ public enum OpenAPIExporter {
         if var types = schema.types {
             if schema.nullable, !types.contains("null") { types.append("null") }
             object["type"] = types.count == 1 ? .string(types[0]) : .array(types.map { .string($0) })
-        } else if schema.nullable, schema.enumValues == nil, schema.constValue == nil {
-            // `nullable` without a type adds nothing: any value, null included.
         }
         if let values = schema.enumValues {
             object["enum"] = .array(schema.nullable && !values.contains(.null) ? values + [.null] : values)

@@ -34,17 +34,23 @@ public struct Contract: Sendable {
         endpoints.first { $0.id == id }
     }
 
-    /// The statuses an endpoint documents, in order, without repeats: its
-    /// responses, its auth failures and the rate limits that cover it.
-    public func statuses(of endpoint: Endpoint) -> [Int] {
-        var statuses = endpoint.documentedResponses.map(\.status)
+    /// Every response the contract documents for an endpoint, in order: its
+    /// own (`documentedResponses`), its auth scheme's failures, and the
+    /// responses of the rate limits that cover it.
+    public func documentedResponses(of endpoint: Endpoint) -> [ResponseDefinition] {
+        var responses = endpoint.documentedResponses
         if let auth = endpoint.auth, let scheme = authSchemes[auth] {
-            statuses.append(scheme.failure.status)
-            if let expired = scheme.expired { statuses.append(expired.status) }
+            responses.append(scheme.failure)
+            if let expired = scheme.expired { responses.append(expired) }
         }
-        statuses += rateLimits.filter { $0.covers(endpoint.id) }.map(\.response.status)
+        responses += rateLimits.filter { $0.covers(endpoint.id) }.map(\.response)
+        return responses
+    }
+
+    /// The statuses an endpoint documents, in order, without repeats.
+    public func statuses(of endpoint: Endpoint) -> [Int] {
         var seen: Set<Int> = []
-        return statuses.filter { seen.insert($0).inserted }
+        return documentedResponses(of: endpoint).map(\.status).filter { seen.insert($0).inserted }
     }
 }
 
