@@ -54,6 +54,8 @@ let package = Package(
             dependencies: [
                 "DoppelCore",
                 .product(name: "OpenAPIKit", package: "OpenAPIKit"),
+                .product(name: "OpenAPIKit30", package: "OpenAPIKit"),
+                .product(name: "OpenAPIKitCompat", package: "OpenAPIKit"),
                 .product(name: "Yams", package: "Yams"),
             ]
         ),
@@ -62,6 +64,8 @@ let package = Package(
             dependencies: [
                 "DoppelServer",
                 "DoppelCore",
+                // Test servers serve OpenAPI documents as `doppel serve` does.
+                "DoppelOpenAPI",
                 // The runner's HTTP client. Foundation's URLSession would link
                 // libcurl and its TLS stack into every `doppel` process.
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -94,7 +98,7 @@ let package = Package(
         ),
         .testTarget(
             name: "DoppelServerTests",
-            dependencies: ["DoppelServer", "DoppelTesting", "DoppelCore"],
+            dependencies: ["DoppelServer", "DoppelTesting", "DoppelCore", "DoppelOpenAPI"],
             // Read by path from the repository, not as a bundle resource.
             exclude: ["Fixtures"]
         ),

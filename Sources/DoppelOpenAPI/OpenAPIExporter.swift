@@ -64,11 +64,10 @@ public enum OpenAPIExporter {
         let parameters = self.parameters(endpoint, in: contract)
         if !parameters.isEmpty { operation["parameters"] = .array(parameters) }
         if let body = endpoint.body { operation["requestBody"] = requestBody(body) }
-        if let auth = endpoint.auth, let scheme = contract.authSchemes[auth] {
-            operation["security"] = .array(securitySchemes(scheme).map { .object(JSONObject([($0.name, .array([]))])) })
-        } else {
-            operation["security"] = []
-        }
+        // Any one of the endpoint's schemes admits a request: one requirement each.
+        operation["security"] = .array(endpoint.auth.compactMap { contract.authSchemes[$0] }.flatMap(securitySchemes).map {
+            .object(JSONObject([($0.name, .array([]))]))
+        })
         operation["responses"] = .object(responses(endpoint, in: contract))
         return operation
     }
@@ -81,15 +80,16 @@ public enum OpenAPIExporter {
     static func parameters(_ endpoint: Endpoint, in contract: Contract) -> [JSON] {
         var parameters: [JSON] = []
         for name in endpoint.path.parameterNames {
+            let schema = endpoint.pathParameters?.property(name).map(schemaJSON) ?? stringSchema
             parameters.append(.object(JSONObject([
-                ("name", .string(name)), ("in", "path"), ("required", true), ("schema", stringSchema),
+                ("name", .string(name)), ("in", "path"), ("required", true), ("schema", schema),
             ])))
         }
-        let schemeHeaders: Set<String> = endpoint.auth.flatMap { contract.authSchemes[$0] }.map { scheme in
-            if case .apiKey(let header?, _) = scheme.kind { return [header.lowercased()] }
-            return []
-        } ?? []
-        for (location, schema) in [("query", endpoint.query), ("header", endpoint.headers)] {
+        let schemeHeaders: Set<String> = Set(endpoint.auth.compactMap { contract.authSchemes[$0] }.compactMap { scheme in
+            if case .apiKey(let header?, _, _) = scheme.kind { return header.lowercased() }
+            return nil
+        })
+        for (location, schema) in [("query", endpoint.query), ("header", endpoint.headers), ("cookie", endpoint.cookies)] {
             guard let schema else { continue }
             for (name, property) in schema.properties {
                 if location == "header", reservedHeaders.contains(name.lowercased()) || schemeHeaders.contains(name.lowercased()) { continue }
@@ -260,20 +260,21 @@ public enum OpenAPIExporter {
 
     // MARK: Security
 
-    /// An auth scheme as OpenAPI security schemes: one, or two for an API
-    /// key accepted in a header or a query parameter (either satisfies).
+    /// An auth scheme as OpenAPI security schemes: one, or one per place an
+    /// API key may be sent (header, query, cookie; any satisfies), the first
+    /// under the scheme's name and the others suffixed with their place.
     static func securitySchemes(_ scheme: AuthScheme) -> [(name: String, scheme: JSON)] {
         switch scheme.kind {
         case .bearer:
             return [(scheme.name, .object(JSONObject([("type", "http"), ("scheme", "bearer")])))]
-        case .apiKey(let header, let query):
+        case .basic:
+            return [(scheme.name, .object(JSONObject([("type", "http"), ("scheme", "basic")])))]
+        case .apiKey(let header, let query, let cookie):
             var schemes: [(name: String, scheme: JSON)] = []
-            if let header {
-                schemes.append((scheme.name, .object(JSONObject([("type", "apiKey"), ("in", "header"), ("name", .string(header))]))))
-            }
-            if let query {
-                schemes.append((header == nil ? scheme.name : scheme.name + "-query",
-                                .object(JSONObject([("type", "apiKey"), ("in", "query"), ("name", .string(query))]))))
+            for (place, name) in [("header", header), ("query", query), ("cookie", cookie)] {
+                guard let name else { continue }
+                schemes.append((schemes.isEmpty ? scheme.name : "\(scheme.name)-\(place)",
+                                .object(JSONObject([("type", "apiKey"), ("in", .string(place)), ("name", .string(name))]))))
             }
             return schemes
         }
@@ -283,8 +284,10 @@ public enum OpenAPIExporter {
 
     /// A contract schema as OpenAPI 3.1 (JSON Schema 2020-12) means it.
     public static func schemaJSON(_ schema: Schema) -> JSON {
-        if let ref = schema.ref { return .object(JSONObject([("$ref", .string("#/components/schemas/\(ref)"))])) }
+        if schema === Schema.never { return false }
         var object = JSONObject()
+        // JSON Schema 2020-12 keeps keywords beside `$ref`.
+        if let ref = schema.ref { object["$ref"] = .string("#/components/schemas/\(ref)") }
         if var types = schema.types {
             if schema.nullable, !types.contains("null") { types.append("null") }
             object["type"] = types.count == 1 ? .string(types[0]) : .array(types.map { .string($0) })
@@ -308,13 +311,24 @@ public enum OpenAPIExporter {
         if let additional = schema.additionalProperties {
             object["additionalProperties"] = additional.map(schemaJSON) ?? .bool(false)
         }
+        if !schema.prefixItems.isEmpty { object["prefixItems"] = .array(schema.prefixItems.map(schemaJSON)) }
         if let items = schema.items { object["items"] = schemaJSON(items) }
+        if let value = schema.minProperties { object["minProperties"] = .int(value) }
+        if let value = schema.maxProperties { object["maxProperties"] = .int(value) }
+        if let value = schema.multipleOf { object["multipleOf"] = number(value) }
         if let value = schema.minItems { object["minItems"] = .int(value) }
         if let value = schema.maxItems { object["maxItems"] = .int(value) }
         if schema.uniqueItems { object["uniqueItems"] = true }
         if !schema.allOf.isEmpty { object["allOf"] = .array(schema.allOf.map(schemaJSON)) }
         if !schema.anyOf.isEmpty { object["anyOf"] = .array(schema.anyOf.map(schemaJSON)) }
         if !schema.oneOf.isEmpty { object["oneOf"] = .array(schema.oneOf.map(schemaJSON)) }
+        if let discriminator = schema.discriminator {
+            var spec = JSONObject([("propertyName", .string(discriminator.propertyName))])
+            if !discriminator.mapping.isEmpty {
+                spec["mapping"] = .object(JSONObject(discriminator.mapping.map { ($0.0, .string("#/components/schemas/\($0.1)")) }))
+            }
+            object["discriminator"] = .object(spec)
+        }
         if let not = schema.not { object["not"] = schemaJSON(not) }
         if let value = schema.defaultValue { object["default"] = value }
         return .object(object)

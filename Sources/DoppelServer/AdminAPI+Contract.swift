@@ -21,9 +21,11 @@ extension AdminAPI {
 
     func routeList() -> JSON {
         .array(engine.contract.endpoints.map { endpoint in
-            JSON.object(JSONObject([
+            // `auth` names the scheme, or the schemes joined by " or " when any of several admits.
+            let auth: JSON = endpoint.auth.isEmpty ? .null : .string(endpoint.auth.joined(separator: " or "))
+            return JSON.object(JSONObject([
                 ("id", .string(endpoint.id)), ("method", .string(endpoint.method)), ("path", .string(endpoint.path.template)),
-                ("auth", endpoint.auth.map { .string($0) } ?? .null), ("summary", endpoint.summary.map { .string($0) } ?? .null),
+                ("auth", auth), ("summary", endpoint.summary.map { .string($0) } ?? .null),
                 ("statuses", .array(engine.contract.statuses(of: endpoint).map { .int($0) })),
             ]))
         })

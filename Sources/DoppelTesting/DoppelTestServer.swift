@@ -1,4 +1,5 @@
 import DoppelCore
+import DoppelOpenAPI
 import DoppelServer
 import Foundation
 import Logging
@@ -31,7 +32,7 @@ public final class DoppelTestServer: Sendable {
 
     /// Starts a server for a contract file.
     public static func start(contract file: String, configuration: ServerConfiguration = .testing) async throws -> DoppelTestServer {
-        try await start(engine: MockEngine(contract: ContractLoader.load(file: file), configuration: configuration), configuration: configuration)
+        try await start(engine: MockEngine(contract: ContractDocument.load(file: file), configuration: configuration), configuration: configuration)
     }
 
     /// Starts a server for an engine you built (a custom clock, a contract loaded from text).

@@ -1,4 +1,5 @@
 import DoppelCore
+import DoppelOpenAPI
 import DoppelServer
 import Foundation
 
@@ -38,7 +39,7 @@ public enum ScenarioSuite {
         }
         var collected: [(Int, String, ScenarioRunner.ScenarioResult)] = []
         for contractFile in order {
-            let contract = try ContractLoader.load(file: contractFile)
+            let contract = try ContractDocument.load(file: contractFile)
             let server = try await DoppelTestServer.start(engine: MockEngine(contract: contract))
             let runner = ScenarioRunner(baseURL: server.baseURL, isDoppel: true)
             for (index, label, scenario) in byContract[contractFile]! {

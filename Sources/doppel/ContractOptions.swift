@@ -1,11 +1,12 @@
 import ArgumentParser
 import DoppelCore
+import DoppelOpenAPI
 import Foundation
 
-/// Loads a contract for a command, printing every diagnostic and exiting 1 on errors.
+/// Loads a contract or OpenAPI document for a command, printing every diagnostic and exiting 1 on errors.
 func loadContractOrExit(_ path: String) throws -> Contract {
     do {
-        return try ContractLoader.load(file: path)
+        return try ContractDocument.load(file: path)
     } catch {
         printDiagnostics(error.diagnostics)
         throw ExitCode(1)

@@ -1,9 +1,10 @@
 import ArgumentParser
 import DoppelCore
+import DoppelOpenAPI
 
 struct Lint: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Check contracts and scenarios; report every problem as path:line:column: error: message.",
+        abstract: "Check contracts, OpenAPI documents and scenarios; report every problem as path:line:column: error: message.",
         discussion: "A file with a top-level 'contract' key is checked as a scenario (against its contract). Exits 1 when any file has an error, 0 when all are clean."
     )
 
@@ -17,7 +18,8 @@ struct Lint: ParsableCommand {
     func run() throws {
         var errors = 0
         for file in contracts {
-            let diagnostics = ScenarioLoader.isScenario(file: file) ? ScenarioLoader.lint(file: file) : ContractLoader.lint(file: file)
+            let diagnostics = ScenarioLoader.isScenario(file: file)
+                ? ScenarioLoader.lint(file: file, loadContract: ContractDocument.load) : ContractDocument.lint(file: file)
             printDiagnostics(diagnostics)
             let count = diagnostics.filter { $0.severity == .error }.count
             errors += count

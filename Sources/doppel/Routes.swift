@@ -24,7 +24,7 @@ enum RouteTable {
             let method = endpoint.method.padding(toLength: methodWidth, withPad: " ", startingAt: 0)
             let path = endpoint.path.template.padding(toLength: pathWidth, withPad: " ", startingAt: 0)
             let id = endpoint.id.padding(toLength: idWidth, withPad: " ", startingAt: 0)
-            return "\(method)  \(path)  \(id)  \(endpoint.auth.map { "auth: \($0)" } ?? "public")"
+            return "\(method)  \(path)  \(id)  \(endpoint.auth.isEmpty ? "public" : "auth: " + endpoint.auth.joined(separator: " or "))"
         }
     }
 }

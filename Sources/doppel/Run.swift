@@ -1,5 +1,6 @@
 import ArgumentParser
 import DoppelCore
+import DoppelOpenAPI
 import DoppelTesting
 import Foundation
 
@@ -47,7 +48,7 @@ struct Run: AsyncParsableCommand {
         for file in files {
             do {
                 let label = file.hasPrefix(here) ? String(file.dropFirst(here.count)) : file
-                loaded.append((label, try ScenarioLoader.load(file: file)))
+                loaded.append((label, try ScenarioLoader.load(file: file, loadContract: ContractDocument.load)))
             } catch {
                 problems += error.diagnostics
             }

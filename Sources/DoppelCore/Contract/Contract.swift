@@ -10,8 +10,8 @@ public struct Contract: Sendable {
     /// Named schemas, the targets of `$ref`.
     public let schemas: [String: Schema]
     public let authSchemes: [String: AuthScheme]
-    /// The scheme applied to endpoints that do not name one.
-    public let defaultAuth: String?
+    /// The schemes applied to endpoints that do not name theirs (any one suffices).
+    public let defaultAuth: [String]
     public let state: StateDeclaration
     /// Static lookup tables, visible to expressions as `data`.
     public let data: JSON
@@ -39,9 +39,12 @@ public struct Contract: Sendable {
     /// responses of the rate limits that cover it.
     public func documentedResponses(of endpoint: Endpoint) -> [ResponseDefinition] {
         var responses = endpoint.documentedResponses
-        if let auth = endpoint.auth, let scheme = authSchemes[auth] {
-            responses.append(scheme.failure)
-            if let expired = scheme.expired { responses.append(expired) }
+        // An endpoint's own `on_unauthorized` is among its documented responses already.
+        if endpoint.onUnauthorized == nil {
+            for scheme in endpoint.auth.compactMap({ authSchemes[$0] }) {
+                responses.append(scheme.failure)
+                if let expired = scheme.expired { responses.append(expired) }
+            }
         }
         responses += rateLimits.filter { $0.covers(endpoint.id) }.map(\.response)
         return responses
@@ -59,8 +62,10 @@ public struct AuthScheme: Sendable {
     public enum Kind: Sendable, Equatable {
         /// `Authorization: Bearer <token>`.
         case bearer
-        /// A key in a header and/or a query parameter (header names lowercased).
-        case apiKey(header: String?, query: String?)
+        /// A key in a header, a query parameter and/or a cookie (header names lowercased).
+        case apiKey(header: String?, query: String?, cookie: String?)
+        /// `Authorization: Basic <base64 of name:password>`.
+        case basic
     }
 
     public let name: String
@@ -105,17 +110,22 @@ public struct Endpoint: Sendable {
     /// The full path template, base path included.
     public let path: PathTemplate
     public let summary: String?
-    /// The auth scheme's name, or nil for a public endpoint.
-    public let auth: String?
+    /// The auth schemes that may admit a request, any one sufficing; empty for a public endpoint.
+    public let auth: [String]
     /// Conditions that must all hold for a request to be this endpoint's.
     public let match: [Condition]
     /// Endpoint-level `let` bindings, evaluated before a response is selected.
     public let bindings: [(String, ValueTemplate)]
+    /// An object schema for the path parameters, read by type like query parameters.
+    public let pathParameters: Schema?
     public let query: Schema?
     public let headers: Schema?
+    public let cookies: Schema?
     public let body: BodySpec?
     /// The response for a request that fails validation; nil gives the built-in 422.
     public let onInvalid: ResponseDefinition?
+    /// The response for a request no scheme admits, instead of the scheme's own `failure`.
+    public let onUnauthorized: ResponseDefinition?
     public let responses: [ResponseDefinition]
     /// Responses the API documents for this endpoint that no `when` chooses:
     /// scenarios force them, coverage counts them.
@@ -131,7 +141,12 @@ public struct Endpoint: Sendable {
         func flatten(_ response: ResponseDefinition) -> [ResponseDefinition] {
             response.sequence.map { $0.responses.flatMap(flatten) } ?? [response]
         }
-        return responses.flatMap(flatten) + documented + (onInvalid.map { [$0] } ?? [])
+        return responses.flatMap(flatten) + documented + (onInvalid.map { [$0] } ?? []) + (onUnauthorized.map { [$0] } ?? [])
+    }
+
+    /// The first response the endpoint documents with a name, and a status when given.
+    public func documentedResponse(named name: String, status: Int? = nil) -> ResponseDefinition? {
+        documentedResponses.first { $0.name == name && (status == nil || $0.status == status) }
     }
 
     /// The first response the endpoint documents with a status.
@@ -157,7 +172,7 @@ public struct BodySpec: Sendable {
 
 /// A response as the contract declares it (compare `MockResponse`, what is sent).
 public struct ResponseDefinition: Sendable {
-    /// The shared response's name, or `<endpoint>[<index>]`.
+    /// The response's `name`, the shared response's name, or `<endpoint>[<index>]`.
     public let name: String
     public let when: Expression?
     public let status: Int

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Stage 2: checks an endpoint's credentials.
 public struct Authenticator: Sendable {
     let schemes: [String: AuthScheme]
@@ -14,29 +16,73 @@ public struct Authenticator: Sendable {
         case rejected(ResponseDefinition)
     }
 
-    /// Checks the credential of `scheme`. Issued tokens are looked up in
+    /// Checks an endpoint's credentials: any one of its schemes admits the
+    /// request. When none does, the rejection is the endpoint's own
+    /// `on_unauthorized`, else that of the first scheme whose credential was
+    /// sent (an expired token's `expired`), else the first scheme's `failure`.
+    public func authenticate(_ request: RecordedRequest, queryItems: [(String, String)], endpoint: Endpoint, state: JSONObject, now: Double) -> Outcome {
+        guard !endpoint.auth.isEmpty else { return .accepted(.null) }
+        var rejection: (response: ResponseDefinition, sent: Bool)?
+        for name in endpoint.auth {
+            guard let scheme = schemes[name] else { continue }
+            switch check(request, queryItems: queryItems, scheme: scheme, state: state, now: now) {
+            case .accepted(let auth):
+                return .accepted(auth)
+            case .rejected(let response, let sent):
+                if rejection == nil || (sent && rejection?.sent == false) { rejection = (response, sent) }
+            }
+        }
+        guard let rejection else { return .accepted(.null) }
+        return .rejected(endpoint.onUnauthorized ?? rejection.response)
+    }
+
+    private enum Check {
+        case accepted(JSON)
+        /// `sent`: a credential for the scheme came with the request.
+        case rejected(ResponseDefinition, sent: Bool)
+    }
+
+    /// Checks one scheme's credential. Issued tokens are looked up in
     /// `state` and compared with `now`, the session's clock.
-    public func authenticate(_ request: RecordedRequest, queryItems: [(String, String)], scheme name: String?, state: JSONObject, now: Double) -> Outcome {
-        guard let name, let scheme = schemes[name] else { return .accepted(.null) }
+    private func check(_ request: RecordedRequest, queryItems: [(String, String)], scheme: AuthScheme, state: JSONObject, now: Double) -> Check {
         let credential: String?
+        var user: String?
         switch scheme.kind {
         case .bearer:
             credential = Self.bearerToken(request.header("authorization"))
-        case .apiKey(let header, let query):
+        case .basic:
+            credential = Self.basicCredential(request.header("authorization"))
+            user = credential.map { String($0.prefix { $0 != ":" }) }
+        case .apiKey(let header, let query, let cookie):
             let fromHeader = header.flatMap { request.header($0) }.flatMap { $0.isEmpty ? nil : $0 }
             let fromQuery = query.flatMap { name in queryItems.last { $0.0 == name }?.1 }.flatMap { $0.isEmpty ? nil : $0 }
-            credential = fromHeader ?? fromQuery
+            let fromCookie = cookie.flatMap { name in RequestValidator.cookies(request.header("cookie")).last { $0.0 == name }?.1 }
+                .flatMap { $0.isEmpty ? nil : $0 }
+            credential = fromHeader ?? fromQuery ?? fromCookie
         }
-        guard let credential, scheme.accepted?.contains(credential) ?? true else { return .rejected(scheme.failure) }
+        guard let credential else { return .rejected(scheme.failure, sent: false) }
+        guard scheme.accepted?.contains(credential) ?? true else { return .rejected(scheme.failure, sent: true) }
         var claims = JSON.null
         if let collection = scheme.issued {
-            guard let record = state[collection]?[credential] else { return .rejected(scheme.failure) }
+            guard let record = state[collection]?[credential] else { return .rejected(scheme.failure, sent: true) }
             if let expiry = Self.instant(record["expires_at"]), expiry <= now {
-                return .rejected(scheme.expired ?? scheme.failure)
+                return .rejected(scheme.expired ?? scheme.failure, sent: true)
             }
             claims = record
         }
-        return .accepted(.object(JSONObject([("scheme", .string(scheme.name)), ("token", .string(credential)), ("claims", claims)])))
+        var auth = JSONObject([("scheme", .string(scheme.name)), ("token", .string(credential)), ("claims", claims)])
+        if let user { auth["user"] = .string(user) }
+        return .accepted(.object(auth))
+    }
+
+    /// `name:password` of `Basic <base64>`; nil when missing or malformed.
+    public static func basicCredential(_ header: String?) -> String? {
+        guard let header else { return nil }
+        let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+        guard parts.count == 2, parts[0].lowercased() == "basic",
+              let data = Data(base64Encoded: String(parts[1].trimmingSpaces)),
+              let text = String(data: data, encoding: .utf8), text.contains(":") else { return nil }
+        return text
     }
 
     /// An expiry written as an ISO 8601 string or as seconds since 1970.

@@ -9,9 +9,50 @@ public struct EndpointRouter: Sendable {
     }
 
     let endpoints: [Endpoint]
+    /// Endpoints by segment count, then by their text at one chosen segment,
+    /// so that routing cost does not grow with the number of endpoints.
+    let buckets: [Int: Bucket]
+
+    /// The endpoints with one segment count. `position` is the segment whose
+    /// literal text tells them apart best; `byText` lists, for each text
+    /// there, the endpoints that can match it (those with that literal and
+    /// those with a parameter there), in contract order; `others` the
+    /// endpoints that can match any other text.
+    struct Bucket: Sendable {
+        let position: Int
+        let byText: [String: [Int]]
+        let others: [Int]
+
+        func candidates(_ segments: [Substring]) -> [Int] {
+            byText[String(segments[position])] ?? others
+        }
+    }
 
     public init(endpoints: [Endpoint]) {
         self.endpoints = endpoints
+        var grouped: [Int: [Int]] = [:]
+        for (index, endpoint) in endpoints.enumerated() { grouped[endpoint.path.segments.count, default: []].append(index) }
+        var buckets: [Int: Bucket] = [:]
+        for (count, members) in grouped {
+            func literal(_ index: Int, at position: Int) -> String? {
+                let parts = endpoints[index].path.segments[position]
+                if parts.count == 1, case .literal(let text) = parts[0] { return text }
+                return nil
+            }
+            // The position with the most distinct literal texts discriminates best.
+            let position = (0..<count).max { a, b in
+                Set(members.compactMap { literal($0, at: a) }).count < Set(members.compactMap { literal($0, at: b) }).count
+            } ?? 0
+            let others = members.filter { count == 0 || literal($0, at: position) == nil }
+            var byText: [String: [Int]] = [:]
+            if count > 0 {
+                for text in Set(members.compactMap({ literal($0, at: position) })) {
+                    byText[text] = members.filter { literal($0, at: position) == text || literal($0, at: position) == nil }
+                }
+            }
+            buckets[count] = Bucket(position: position, byText: byText, others: others)
+        }
+        self.buckets = buckets
     }
 
     /// Routes a request. `conditions` evaluates an endpoint's `match`
@@ -20,7 +61,8 @@ public struct EndpointRouter: Sendable {
         let segments = Self.segments(of: path)
         var allowed: [String] = []
         var conditionMisses: [NearMiss] = []
-        for endpoint in endpoints {
+        for index in buckets[segments.count]?.candidates(segments) ?? [] {
+            let endpoint = endpoints[index]
             guard let parameters = endpoint.path.match(segments) else { continue }
             guard endpoint.method == method || (method == "HEAD" && endpoint.method == "GET") else {
                 if !allowed.contains(endpoint.method) { allowed.append(endpoint.method) }

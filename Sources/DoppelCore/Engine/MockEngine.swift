@@ -19,9 +19,10 @@ import Foundation
 ///    endpoints are counted per key; over the limit gets the documented 429
 ///    with `Retry-After`. Then the validation verdict: `on_invalid`, or a
 ///    422/415/400 problem.
-/// 5. **Select** and **apply effects** (`ResponseSelector`): the active
-///    scenario's override for this call, else the first response whose
-///    `when` holds (the next of a sequence), and its effects.
+/// 5. **Select** and **apply effects** (`ResponseSelector`): the response
+///    the request's `Prefer` header names (`code=`, `example=`), else the
+///    active scenario's override for this call, else the first response
+///    whose `when` holds (the next of a sequence), and its effects.
 ///
 /// After the transaction:
 /// 6. **Render** (`ResponseRenderer`): templates filled, body encoded or
@@ -124,9 +125,11 @@ public final class MockEngine: Sendable {
             return endpoint.match.filter { !((try? $0.expression.test(in: matchContext!)) ?? false) }.map(\.expression.source)
         }
         let endpoint: Endpoint
+        let pathParameters: [String: String]
         switch route {
         case .matched(let found, let parameters):
             endpoint = found
+            pathParameters = parameters
             context.roots[.path] = Self.object(parameters)
         case .methodNotAllowed(let allowed):
             return Problem.methodNotAllowed(method: request.method, path: request.path, allowed: allowed).response()
@@ -136,7 +139,7 @@ public final class MockEngine: Sendable {
 
         // 2. Validate: reads only the request, so it runs outside the
         // session's lock; its verdict is applied in order inside it.
-        let validation = validator.validate(request, queryItems: queryItems, for: endpoint)
+        let validation = validator.validate(request, queryItems: queryItems, pathParameters: pathParameters, for: endpoint)
 
         // 3–5. Decide, in one transaction on the session.
         let decision: Decision
@@ -202,7 +205,8 @@ public final class MockEngine: Sendable {
     /// failure), the rate limit (its 429; only authenticated requests are
     /// counted, valid or not, as a gateway in front of the API would), the
     /// validation verdict (`on_invalid`, or a 422/415/400 problem), then the
-    /// active scenario's override, then the contract's own choice.
+    /// request's `Prefer`, then the active scenario's override, then the
+    /// contract's own choice.
     private func decide(_ request: RecordedRequest, queryItems: [(String, String)], endpoint: Endpoint, validation: RequestValidator.Outcome,
                         context base: EvaluationContext, data: inout SessionData, now: Double) throws(Failure) -> Decision {
         var context = base
@@ -221,7 +225,7 @@ public final class MockEngine: Sendable {
         }
 
         // 3. Authenticate, against this transaction's state.
-        switch authenticator.authenticate(request, queryItems: queryItems, scheme: endpoint.auth, state: data.state, now: now) {
+        switch authenticator.authenticate(request, queryItems: queryItems, endpoint: endpoint, state: data.state, now: now) {
         case .accepted(let auth): context.roots[.auth] = auth
         case .rejected(let failure): return try respond(failure, rateHeaders: [])
         }
@@ -256,7 +260,15 @@ public final class MockEngine: Sendable {
             return .problem(problem, rateHeaders: rateHeaders)
         }
 
-        // 5. A scenario's forced response stands in for the contract's choice.
+        // 5. The request's own `Prefer`, else a scenario's forced response,
+        // stands in for the contract's choice.
+        if let preference = Preference(header: request.header("prefer")) {
+            let documented = contract.documentedResponses(of: endpoint)
+            guard let preferred = preference.response(in: documented) else {
+                return .problem(Problem.unknownPreference(preference, endpointID: endpoint.id, documented: documented), rateHeaders: rateHeaders)
+            }
+            return try respond(preferred, rateHeaders: rateHeaders)
+        }
         return try respond(override?.response, rateHeaders: rateHeaders)
     }
 

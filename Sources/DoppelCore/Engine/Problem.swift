@@ -59,6 +59,15 @@ public struct Problem: Sendable, Error {
         Problem(status: 400, type: urn("malformed-multipart"), title: "Malformed multipart body", detail: "The multipart body cannot be read: \(reason).")
     }
 
+    /// 400: `Prefer` asks for a response the endpoint does not document.
+    public static func unknownPreference(_ preference: Preference, endpointID: String, documented: [ResponseDefinition]) -> Problem {
+        var seen: Set<String> = []
+        let offered = documented.map { "\($0.status) \($0.name)" }.filter { seen.insert($0).inserted }
+        return Problem(status: 400, type: urn("unknown-preference"), title: "No such documented response",
+                       detail: "Prefer asks for \(preference.description), which endpoint \(endpointID) does not document; it documents \(offered.joined(separator: ", ")).",
+                       extra: [("documented", .array(documented.map { .object(JSONObject([("status", .int($0.status)), ("name", .string($0.name))])) }))])
+    }
+
     /// 415: the endpoint does not accept this content type.
     public static func unsupportedMediaType(_ received: String?, accepted: [String]) -> Problem {
         Problem(status: 415, type: urn("unsupported-media-type"), title: "Unsupported media type",

@@ -9,6 +9,8 @@ public struct RequestValidator: Sendable {
 
     /// The request's parts as expressions see them.
     public struct ValidatedRequest: Sendable {
+        /// Path parameters read by the endpoint's `path` schema; nil when it has none.
+        public var path: JSON?
         public var query: JSON
         /// Headers read by the endpoint's header schema; nil when it has none
         /// and they are the request's as they came.
@@ -24,8 +26,17 @@ public struct RequestValidator: Sendable {
         case rejected(Problem)
     }
 
-    public func validate(_ request: RecordedRequest, queryItems: [(String, String)], for endpoint: Endpoint) -> Outcome {
+    public func validate(_ request: RecordedRequest, queryItems: [(String, String)], pathParameters: [String: String] = [:], for endpoint: Endpoint) -> Outcome {
         var issues: [ValidationIssue] = []
+        var path: JSON?
+        if let schema = endpoint.pathParameters {
+            let (raw, pathIssues) = validator.coerceParameters(pathParameters.sorted { $0.key < $1.key }, by: schema)
+            issues += pathIssues.map { ValidationIssue(pointer: "/path" + $0.pointer, message: $0.message) }
+            let unreadable = Set(pathIssues.map(\.pointer))
+            issues += validator.validate(raw, against: schema).filter { !unreadable.contains($0.pointer) }
+                .map { ValidationIssue(pointer: "/path" + $0.pointer, message: $0.message) }
+            path = raw
+        }
         let (rawQuery, queryIssues) = validator.coerceParameters(queryItems, by: endpoint.query)
         issues += queryIssues.map { ValidationIssue(pointer: "/query" + $0.pointer, message: $0.message) }
         var query = validator.applyingDefaults(to: rawQuery, schema: endpoint.query)
@@ -34,6 +45,15 @@ public struct RequestValidator: Sendable {
             let (rawHeaders, headerIssues) = validator.coerceParameters(request.headers.map { ($0.name, $0.value) }, by: schema, caseInsensitive: true)
             issues += headerIssues.map { ValidationIssue(pointer: "/headers" + $0.pointer, message: $0.message) }
             headers = validator.applyingDefaults(to: rawHeaders, schema: lowercasedProperties(schema))
+        }
+
+        if let schema = endpoint.cookies {
+            let (rawCookies, cookieIssues) = validator.coerceParameters(Self.cookies(request.header("cookie")), by: schema)
+            issues += cookieIssues.map { ValidationIssue(pointer: "/cookies" + $0.pointer, message: $0.message) }
+            let unreadable = Set(cookieIssues.map(\.pointer))
+            issues += validator.validate(validator.applyingDefaults(to: rawCookies, schema: schema), against: schema)
+                .filter { !unreadable.contains($0.pointer) }
+                .map { ValidationIssue(pointer: "/cookies" + $0.pointer, message: $0.message) }
         }
 
         // A parameter that could not be read as its type is reported once, not
@@ -90,7 +110,7 @@ public struct RequestValidator: Sendable {
             }
         }
         if query.objectValue == nil { query = .object(JSONObject()) }
-        let validated = ValidatedRequest(query: query, headers: headers, body: body)
+        let validated = ValidatedRequest(path: path, query: query, headers: headers, body: body)
         return issues.isEmpty ? .valid(validated) : .invalid(issues, validated)
     }
 
@@ -124,6 +144,16 @@ public struct RequestValidator: Sendable {
             object[name] = list.count == 1 && !wantsList ? list[0] : .array(list)
         }
         return (.object(object), issues)
+    }
+
+    /// The name-value pairs of a `Cookie` header (`a=1; b=2`), in order.
+    static func cookies(_ header: String?) -> [(String, String)] {
+        guard let header else { return [] }
+        return header.split(separator: ";").compactMap { part in
+            let pair = part.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard pair.count == 2 else { return nil }
+            return (String(pair[0].trimmingSpaces), String(pair[1].trimmingSpaces))
+        }
     }
 
     /// Header schemas are written with any case; requests arrive lowercased.

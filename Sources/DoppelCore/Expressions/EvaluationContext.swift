@@ -20,6 +20,7 @@ public struct EvaluationContext: Sendable {
 extension EvaluationContext {
     /// Makes validated request parts (typed query, headers and body) visible to expressions.
     mutating func use(_ parts: RequestValidator.ValidatedRequest) {
+        if let path = parts.path { roots[.path] = path }
         roots[.query] = parts.query
         if let headers = parts.headers { roots[.headers] = headers }
         roots[.body] = parts.body

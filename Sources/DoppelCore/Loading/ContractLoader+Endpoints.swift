@@ -1,10 +1,11 @@
 extension ContractLoader {
     static let endpointKeys: Set<String> = [
-        "request", "summary", "description", "auth", "match", "let", "query", "headers", "body", "on_invalid", "responses", "documented",
+        "request", "summary", "description", "auth", "match", "let", "path", "query", "headers", "cookies", "body", "on_invalid",
+        "on_unauthorized", "responses", "documented",
     ]
     static let methods: Set<String> = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 
-    mutating func readEndpoints(_ node: SourceNode?, basePath: String, defaultAuth: String?) -> [Endpoint] {
+    mutating func readEndpoints(_ node: SourceNode?, basePath: String, defaultAuth: [String]) -> [Endpoint] {
         guard let node else {
             diagnostics.error("the contract needs 'endpoints'", at: SourceLocation(file: file, line: 1, column: 1))
             return []
@@ -18,7 +19,7 @@ extension ContractLoader {
         return endpoints
     }
 
-    private mutating func readEndpoint(_ id: String, _ node: SourceNode, basePath: String, defaultAuth: String?) -> Endpoint? {
+    private mutating func readEndpoint(_ id: String, _ node: SourceNode, basePath: String, defaultAuth: [String]) -> Endpoint? {
         let context = "endpoint '\(id)'"
         guard let reader = MappingReader(node, allowed: Self.endpointKeys, context: context, diagnostics: &diagnostics) else { return nil }
         guard let requestNode = reader.required("request", diagnostics: &diagnostics), let request = requestNode.scalarText else { return nil }
@@ -44,16 +45,7 @@ extension ContractLoader {
                               at: requestNode.contentLocation.advanced(by: parts[0].count + 1))
         }
 
-        var auth = defaultAuth
-        if let authNode = reader["auth"], let name = authNode.scalarText {
-            if name == "none" {
-                auth = nil
-            } else if authSchemes[name] != nil {
-                auth = name
-            } else {
-                diagnostics.error("undefined auth scheme '\(name)'\(Suggestion.hint(for: name, in: Array(authSchemes.keys) + ["none"]))", at: authNode.location)
-            }
-        }
+        let auth = reader["auth"].map { readSchemeNames($0, context: "auth of \(context)") } ?? defaultAuth
 
         var match: [Condition] = []
         if let matchNode = reader["match"] {
@@ -65,8 +57,15 @@ extension ContractLoader {
             }
         }
 
+        let pathParameters = reader["path"].flatMap { readSchema($0, context: "path of \(context)") }
+        if let pathParameters, let pathNode = reader["path"] {
+            for (name, _) in pathParameters.properties where !path.parameterNames.contains(name) {
+                diagnostics.error("path parameter '\(name)' of \(context) is not in its path \(path.template)\(Suggestion.hint(for: name, in: path.parameterNames))", at: pathNode.location)
+            }
+        }
         let query = reader["query"].flatMap { readSchema($0, context: "query of \(context)") }
         let headers = reader["headers"].flatMap { readSchema($0, context: "headers of \(context)") }
+        let cookies = reader["cookies"].flatMap { readSchema($0, context: "cookies of \(context)") }
         let body = reader["body"].flatMap { readBodySpec($0, context: context) }
 
         let endpointBindings = readBindings(reader["let"], roots: Self.requestRoots, context: context)
@@ -74,6 +73,13 @@ extension ContractLoader {
         var onInvalid: ResponseDefinition?
         if let invalidNode = reader["on_invalid"] {
             onInvalid = readResponseReference(invalidNode, name: "\(id).on_invalid", scope: Self.requestRoots.union(["errors"]), endpointLets: [])
+        }
+        var onUnauthorized: ResponseDefinition?
+        if let node = reader["on_unauthorized"] {
+            if auth.isEmpty {
+                diagnostics.warning("'on_unauthorized' of public \(context) is never sent", at: node.location)
+            }
+            onUnauthorized = readResponseReference(node, name: "\(id).on_unauthorized", scope: Self.requestRoots, endpointLets: [])
         }
         var responses: [ResponseDefinition] = []
         if let responsesNode = reader.required("responses", diagnostics: &diagnostics) {
@@ -100,8 +106,9 @@ extension ContractLoader {
         }
         return Endpoint(
             id: id, method: method, path: path, summary: reader.string("summary", diagnostics: &diagnostics), auth: auth,
-            match: match, bindings: endpointBindings, query: query, headers: headers, body: body, onInvalid: onInvalid,
-            responses: responses, documented: documented, location: node.location)
+            match: match, bindings: endpointBindings, pathParameters: pathParameters, query: query, headers: headers, cookies: cookies,
+            body: body, onInvalid: onInvalid, onUnauthorized: onUnauthorized, responses: responses, documented: documented,
+            location: node.location)
     }
 
     private mutating func readBodySpec(_ node: SourceNode, context: String) -> BodySpec? {

@@ -2,10 +2,10 @@ import Foundation
 
 extension ContractLoader {
     static let responseKeys: Set<String> = [
-        "when", "ref", "status", "description", "headers", "body", "text", "base64", "file", "chunks", "interval", "events",
-        "content_type", "let", "effects", "schema", "delay", "fault",
+        "when", "ref", "name", "status", "description", "headers", "body", "text", "base64", "file", "chunks", "interval", "events",
+        "content_type", "let", "effects", "schema", "body_from_schema", "delay", "fault",
     ]
-    static let referenceKeys: Set<String> = ["when", "ref", "description", "let", "effects", "delay", "fault"]
+    static let referenceKeys: Set<String> = ["when", "ref", "name", "description", "let", "effects", "delay", "fault"]
     static let sequenceKeys: Set<String> = ["when", "sequence", "then", "per", "description"]
 
     /// A response given either as the name of a shared response or inline.
@@ -48,7 +48,7 @@ extension ContractLoader {
             }
             effects = shared.effects + effects
             var response = ResponseDefinition(
-                name: refName, when: when, status: shared.status, headers: shared.headers, body: shared.body,
+                name: reader.string("name", diagnostics: &diagnostics) ?? refName, when: when, status: shared.status, headers: shared.headers, body: shared.body,
                 bindings: bindings + shared.bindings, effects: effects, location: node.location)
             response.stream = shared.stream
             response.delay = readDelay(reader["delay"]) ?? shared.delay
@@ -72,16 +72,36 @@ extension ContractLoader {
             }
         }
         let explicitType = reader.string("content_type", diagnostics: &diagnostics)
-        let body = readBody(reader, roots: renderRoots, explicitType: explicitType, context: context)
+        var body = readBody(reader, roots: renderRoots, explicitType: explicitType, context: context)
         var schema: Schema?
         if let schemaNode = reader["schema"], let read = readSchema(schemaNode, context: "schema of \(context)") {
             schema = read
+            if reader.bool("body_from_schema", diagnostics: &diagnostics) == true {
+                if case .empty = body {
+                    // Generated once, here: the same value for every request.
+                    let value = SchemaSampler(registry: schemas).sample(read)
+                    body = .json(.constant(value), encoded: JSONWriter.encode(value), contentType: explicitType ?? "application/json")
+                } else {
+                    diagnostics.error("'body_from_schema' of \(context) stands for a body; give one or the other", at: reader["body_from_schema"]!.location)
+                }
+            }
             if case .json(let template, _, _) = body, let value = template.constantValue {
                 pendingExamples.append((value, read, reader["body"]?.location ?? node.location, "the body of \(context)"))
             }
         }
+        var ownName = name
+        if let nameNode = reader["name"] {
+            if let text = nameNode.scalarText, nameNode.mappingPairs == nil, !text.isEmpty {
+                ownName = text
+            } else {
+                diagnostics.error("'name' of \(context) must be a non-empty string", at: nameNode.location)
+            }
+        }
+        if reader.has("body_from_schema"), reader["schema"] == nil {
+            diagnostics.error("'body_from_schema' of \(context) needs a 'schema' to generate the body from", at: reader["body_from_schema"]!.location)
+        }
         var response = ResponseDefinition(
-            name: name, when: when, status: status, headers: headers, body: body, bindings: bindings,
+            name: ownName, when: when, status: status, headers: headers, body: body, bindings: bindings,
             effects: effects, location: node.location)
         response.schema = schema
         response.description = reader.string("description", diagnostics: &diagnostics)

@@ -17,6 +17,8 @@ extension ContractLoader {
 
     /// Compiles a schema node; reports every unknown keyword and bad value.
     mutating func readSchema(_ node: SourceNode, context: String) -> Schema? {
+        // `true` and `false` are schemas in JSON Schema 2020-12: anything, nothing.
+        if case .bool(let allows) = node.json { return allows ? Schema() : Schema.never }
         if let name = node.scalarText, node.mappingPairs == nil {
             // A bare name is shorthand for `$ref: name`.
             return reference(name, at: node.location)
@@ -86,6 +88,26 @@ extension ContractLoader {
             }
             return items.enumerated().compactMap { readSchema($1, context: "\(key)[\($0)] of \(context)") }
         }
+        var discriminator: Schema.Discriminator?
+        if let discriminatorNode = reader["discriminator"],
+           let spec = MappingReader(discriminatorNode, allowed: ["propertyName", "mapping"], context: "discriminator of \(context)", diagnostics: &diagnostics),
+           let property = spec.required("propertyName", diagnostics: &diagnostics)?.scalarText {
+            var mapping: [(String, String)] = []
+            for entry in spec.entries("mapping", diagnostics: &diagnostics) {
+                if let target = entry.value.scalarText, let named = reference(target, at: entry.value.location)?.ref {
+                    mapping.append((entry.name, named))
+                }
+            }
+            if reader["oneOf"] == nil, reader["anyOf"] == nil {
+                diagnostics.warning("discriminator of \(context) has no oneOf or anyOf to choose from; it is not checked", at: discriminatorNode.location)
+            }
+            discriminator = Schema.Discriminator(propertyName: property, mapping: mapping)
+        }
+        var multipleOf = reader.number("multipleOf", diagnostics: &diagnostics)
+        if let value = multipleOf, value <= 0 {
+            diagnostics.error("'multipleOf' in \(context) must be greater than 0", at: reader["multipleOf"]!.location)
+            multipleOf = nil
+        }
         var ref: String?
         if let refNode = reader["$ref"], let text = refNode.scalarText {
             ref = reference(text, at: refNode.location)?.ref
@@ -107,15 +129,21 @@ extension ContractLoader {
             required: required,
             additionalProperties: additional,
             items: reader["items"].flatMap { readSchema($0, context: "items of \(context)") },
+            prefixItems: list("prefixItems"),
             minItems: reader.int("minItems", diagnostics: &diagnostics),
             maxItems: reader.int("maxItems", diagnostics: &diagnostics),
             uniqueItems: reader.bool("uniqueItems", diagnostics: &diagnostics) ?? false,
+            minProperties: reader.int("minProperties", diagnostics: &diagnostics),
+            maxProperties: reader.int("maxProperties", diagnostics: &diagnostics),
+            multipleOf: multipleOf,
             allOf: list("allOf"),
             anyOf: list("anyOf"),
             oneOf: list("oneOf"),
+            discriminator: discriminator,
             not: reader["not"].flatMap { readSchema($0, context: "not of \(context)") },
             ref: ref,
-            defaultValue: reader["default"]?.json
+            defaultValue: reader["default"]?.json,
+            example: reader["example"]?.json ?? reader["examples"]?.sequenceItems?.first?.json
         )
     }
 

@@ -60,7 +60,6 @@ public struct ContractLoader {
 
     /// Loads and validates contract text; `file` names it in diagnostics and anchors relative body files.
     public static func load(text: String, file: String) throws(ContractError) -> Contract {
-        var loader = ContractLoader(file: file)
         let root: SourceNode?
         switch SourceReader.read(text, file: file) {
         case .success(let node): root = node
@@ -69,11 +68,30 @@ public struct ContractLoader {
         guard let root else {
             throw ContractError(diagnostics: [Diagnostic(at: SourceLocation(file: file, line: 1, column: 1), "the contract is empty")])
         }
+        if root["openapi"] != nil, root["doppel"] == nil {
+            throw ContractError(diagnostics: [Diagnostic(at: root.location, "this is an OpenAPI document, not a Doppel contract; the doppel command serves it as it is (DoppelOpenAPI's ContractDocument loads it from Swift)")])
+        }
+        return try load(root: root, file: file)
+    }
+
+    /// Loads a contract from a tree already read (another front end's, such
+    /// as an OpenAPI document converted); `warnings` are reported with the
+    /// contract's own diagnostics.
+    public static func load(root: SourceNode, file: String, warnings: [Diagnostic] = []) throws(ContractError) -> Contract {
+        var loader = ContractLoader(file: file)
+        loader.diagnostics.append(contentsOf: warnings)
         let contract = loader.build(root)
         if loader.diagnostics.hasErrors || contract == nil {
             throw ContractError(diagnostics: loader.diagnostics.diagnostics)
         }
         return contract!
+    }
+
+    /// The diagnostics of a load, warnings included, also when it succeeds.
+    public static func diagnostics(root: SourceNode, file: String) -> [Diagnostic] {
+        var loader = ContractLoader(file: file)
+        _ = loader.build(root)
+        return loader.diagnostics.diagnostics
     }
 
     /// Every diagnostic for a contract file, errors and warnings; empty when clean.
@@ -192,12 +210,12 @@ public struct ContractLoader {
         return StateDeclaration(initial: initial, kinds: kinds, collectionKeys: keys)
     }
 
-    /// Reads `auth`; returns the default scheme's name.
-    mutating func readAuth(_ node: SourceNode?) -> String? {
-        guard let node, let reader = MappingReader(node, allowed: ["default", "schemes"], context: "auth", diagnostics: &diagnostics) else { return nil }
+    /// Reads `auth`; returns the default schemes' names (any one admits a request).
+    mutating func readAuth(_ node: SourceNode?) -> [String] {
+        guard let node, let reader = MappingReader(node, allowed: ["default", "schemes"], context: "auth", diagnostics: &diagnostics) else { return [] }
         for entry in reader.entries("schemes", diagnostics: &diagnostics) {
             let context = "auth scheme '\(entry.name)'"
-            guard let spec = MappingReader(entry.value, allowed: ["type", "header", "query", "tokens", "keys", "issued", "failure", "expired", "description"], context: context, diagnostics: &diagnostics) else { continue }
+            guard let spec = MappingReader(entry.value, allowed: ["type", "header", "query", "cookie", "tokens", "keys", "users", "issued", "failure", "expired", "description"], context: context, diagnostics: &diagnostics) else { continue }
             guard entry.name != "none" else {
                 diagnostics.error("'none' is reserved for public endpoints; name the scheme otherwise", at: entry.keyNode.location)
                 continue
@@ -206,27 +224,35 @@ public struct ContractLoader {
             switch spec.string("type", diagnostics: &diagnostics) {
             case "bearer":
                 kind = .bearer
+            case "basic":
+                kind = .basic
             case "api_key":
                 let header = spec.string("header", diagnostics: &diagnostics)
                 let query = spec.string("query", diagnostics: &diagnostics)
-                guard header != nil || query != nil else {
-                    diagnostics.error("\(context) needs 'header' and/or 'query': where the key is sent", at: entry.value.location)
+                let cookie = spec.string("cookie", diagnostics: &diagnostics)
+                guard header != nil || query != nil || cookie != nil else {
+                    diagnostics.error("\(context) needs 'header', 'query' and/or 'cookie': where the key is sent", at: entry.value.location)
                     continue
                 }
-                kind = .apiKey(header: header?.lowercased(), query: query)
+                kind = .apiKey(header: header?.lowercased(), query: query, cookie: cookie)
             case let other?:
-                diagnostics.error("unknown auth type '\(other)' in \(context)\(Suggestion.hint(for: other, in: ["bearer", "api_key"]))", at: spec["type"]!.location)
+                diagnostics.error("unknown auth type '\(other)' in \(context)\(Suggestion.hint(for: other, in: ["bearer", "basic", "api_key"]))", at: spec["type"]!.location)
                 continue
             case nil:
-                diagnostics.error("\(context) needs 'type': bearer or api_key", at: entry.value.location)
+                diagnostics.error("\(context) needs 'type': bearer, basic or api_key", at: entry.value.location)
                 continue
             }
             var accepted: Set<String>?
-            for listKey in ["tokens", "keys"] {
+            for listKey in ["tokens", "keys", "users"] {
                 guard let listNode = spec[listKey] else { continue }
                 guard let items = listNode.sequenceItems?.compactMap(\.scalarText) else {
                     diagnostics.error("'\(listKey)' of \(context) must be a list of strings", at: listNode.location)
                     continue
+                }
+                if listKey == "users", kind == .basic {
+                    for item in listNode.sequenceItems ?? [] where !(item.scalarText?.contains(":") ?? false) {
+                        diagnostics.error("a user of \(context) is written 'name:password'", at: item.location)
+                    }
                 }
                 accepted = (accepted ?? []).union(items)
             }
@@ -235,7 +261,7 @@ public struct ContractLoader {
                 guard let response = readResponseReference(failureNode, name: "\(entry.name).failure", scope: Self.requestRoots, endpointLets: []) else { continue }
                 failure = response
             } else {
-                failure = Self.defaultUnauthorized(at: entry.value.location)
+                failure = Self.defaultUnauthorized(at: entry.value.location, challenge: kind == .basic ? "Basic" : "Bearer")
             }
             var issued: String?
             if let issuedNode = spec["issued"], let collection = issuedNode.scalarText {
@@ -251,21 +277,40 @@ public struct ContractLoader {
             }
             authSchemes[entry.name] = AuthScheme(name: entry.name, kind: kind, accepted: accepted, issued: issued, failure: failure, expired: expired)
         }
-        guard let defaultNode = reader["default"], let name = defaultNode.scalarText else { return nil }
-        if name == "none" { return nil }
-        guard authSchemes[name] != nil else {
-            diagnostics.error("auth default '\(name)' is not a declared scheme\(Suggestion.hint(for: name, in: authSchemes.keys))", at: defaultNode.location)
-            return nil
+        guard let defaultNode = reader["default"] else { return [] }
+        return readSchemeNames(defaultNode, context: "auth default")
+    }
+
+    /// `auth:` of an endpoint or the contract's default: a scheme's name, a
+    /// list of names (any one admits a request), or `none`.
+    mutating func readSchemeNames(_ node: SourceNode, context: String) -> [String] {
+        let items = node.sequenceItems ?? [node]
+        var names: [String] = []
+        for item in items {
+            guard let name = item.scalarText, item.mappingPairs == nil else {
+                diagnostics.error("\(context) must be a scheme's name, a list of them, or none", at: item.location)
+                continue
+            }
+            if name == "none" {
+                if items.count > 1 { diagnostics.error("'none' cannot be listed with schemes: an endpoint is public or it is not", at: item.location) }
+                continue
+            }
+            guard authSchemes[name] != nil else {
+                let hint = Suggestion.hint(for: name, in: Array(authSchemes.keys) + ["none"])
+                diagnostics.error(context == "auth default" ? "auth default '\(name)' is not a declared scheme\(hint)" : "undefined auth scheme '\(name)'\(hint)", at: item.location)
+                continue
+            }
+            if !names.contains(name) { names.append(name) }
         }
-        return name
+        return names
     }
 
     /// The built-in 401 for a scheme that declares no `failure`.
-    static func defaultUnauthorized(at location: SourceLocation) -> ResponseDefinition {
+    static func defaultUnauthorized(at location: SourceLocation, challenge: String = "Bearer") -> ResponseDefinition {
         let body: JSON = ["type": "urn:doppel:problem:unauthorized", "title": "Unauthorized", "status": 401,
                           "detail": "missing or invalid credentials"]
         return ResponseDefinition(
-            name: "unauthorized", when: nil, status: 401, headers: [("WWW-Authenticate", .constant("Bearer"))],
+            name: "unauthorized", when: nil, status: 401, headers: [("WWW-Authenticate", .constant(.string(challenge)))],
             body: .json(.constant(body), encoded: JSONWriter.encode(body), contentType: "application/problem+json"),
             bindings: [], effects: [], location: location)
     }

@@ -16,23 +16,29 @@ public enum ScenarioLoader {
         ScenarioCatalog.contractReference(of: URL(fileURLWithPath: file)) != nil
     }
 
+    /// Loads the contract a scenario names; another front end (an OpenAPI
+    /// document's) passes its own.
+    public typealias ContractLoading = (String) throws(ContractError) -> Contract
+
     /// Every diagnostic for a scenario file; empty when it is clean.
-    public static func lint(file: String) -> [Diagnostic] {
-        ContractError.diagnostics { () throws(ContractError) in _ = try load(file: file) }
+    public static func lint(file: String, loadContract: ContractLoading = { (file: String) throws(ContractError) in try ContractLoader.load(file: file) }) -> [Diagnostic] {
+        ContractError.diagnostics { () throws(ContractError) in _ = try load(file: file, loadContract: loadContract) }
     }
 
     /// Loads a scenario file; `contract` skips loading the contract again when the caller has it.
-    public static func load(file: String, contract: Contract? = nil) throws(ContractError) -> Scenario {
+    public static func load(file: String, contract: Contract? = nil,
+                            loadContract: ContractLoading = { (file: String) throws(ContractError) in try ContractLoader.load(file: file) }) throws(ContractError) -> Scenario {
         let text: String
         switch SourceReader.readFile(file, what: "scenario") {
         case .success(let read): text = read
         case .failure(let error): throw error
         }
-        return try load(text: text, file: file, contract: contract)
+        return try load(text: text, file: file, contract: contract, loadContract: loadContract)
     }
 
     /// Loads scenario text; `file` names it in diagnostics and anchors the relative contract path.
-    public static func load(text: String, file: String, contract: Contract? = nil) throws(ContractError) -> Scenario {
+    public static func load(text: String, file: String, contract: Contract? = nil,
+                            loadContract: ContractLoading = { (file: String) throws(ContractError) in try ContractLoader.load(file: file) }) throws(ContractError) -> Scenario {
         let root: SourceNode
         switch SourceReader.read(text, file: file) {
         case .success(let node?): root = node
@@ -53,7 +59,7 @@ public enum ScenarioLoader {
             loaded = contract
         } else {
             do {
-                loaded = try ContractLoader.load(file: contractFile)
+                loaded = try loadContract(contractFile)
             } catch {
                 let problem = error.diagnostics.first { $0.severity == .error }.map { ": \($0)" } ?? ""
                 diagnostics.error("the contract '\(contractText)' does not load\(problem)", at: contractNode.location)
@@ -150,7 +156,7 @@ public enum ScenarioLoader {
         }
         var overrides: [Override] = []
         for item in items {
-            guard let reader = MappingReader(item, allowed: ["endpoint", "call", "response", "status", "delay", "fault"], context: "an override", diagnostics: &loader.diagnostics),
+            guard let reader = MappingReader(item, allowed: ["endpoint", "call", "response", "status", "example", "delay", "fault"], context: "an override", diagnostics: &loader.diagnostics),
                   let endpointNode = reader.required("endpoint", diagnostics: &loader.diagnostics), let id = endpointNode.scalarText
             else { continue }
             guard let endpoint = contract.endpoint(id: id) else {
@@ -165,22 +171,28 @@ public enum ScenarioLoader {
             if let responseNode = reader["response"] {
                 response = loader.readResponseReference(responseNode, name: "override of \(id)", scope: ContractLoader.requestRoots, endpointLets: [])
             }
-            if let statusNode = reader["status"] {
+            if reader.has("status") || reader.has("example") {
+                let status = reader.int("status", diagnostics: &loader.diagnostics)
+                let example = reader.string("example", diagnostics: &loader.diagnostics)
+                let at = (reader["example"] ?? reader["status"])!.location
                 if response != nil {
-                    loader.diagnostics.error("give an override 'response' or 'status', not both", at: statusNode.location)
-                } else if let status = reader.int("status", diagnostics: &loader.diagnostics) {
-                    response = endpoint.documentedResponse(status: status)
+                    loader.diagnostics.error("give an override 'response', or 'status' and/or 'example', not both", at: at)
+                } else if status != nil || example != nil {
+                    response = example.map { endpoint.documentedResponse(named: $0, status: status) } ?? status.flatMap { endpoint.documentedResponse(status: $0) }
                     if response == nil {
-                        var seen: Set<Int> = []
-                        let statuses = endpoint.documentedResponses.map(\.status).filter { seen.insert($0).inserted }.map(String.init)
-                        loader.diagnostics.error("endpoint '\(id)' documents no \(status) response; it has \(statuses.joined(separator: ", "))", at: statusNode.location)
+                        let wanted = [status.map { "\($0)" }, example.map { "'\($0)'" }].compactMap { $0 }.joined(separator: " ")
+                        var seen: Set<String> = []
+                        // By status alone, the statuses; with an example's name, the names too.
+                        let offered = endpoint.documentedResponses.map { example == nil ? "\($0.status)" : "\($0.status) \($0.name)" }
+                            .filter { seen.insert($0).inserted }
+                        loader.diagnostics.error("endpoint '\(id)' documents no \(wanted) response; it has \(offered.joined(separator: ", "))", at: at)
                     }
                 }
             }
             let delay = loader.readDelay(reader["delay"])
             let fault = loader.readFault(reader["fault"])
-            if !["response", "status", "delay", "fault"].contains(where: reader.has) {
-                loader.diagnostics.error("an override needs a response, status, delay or fault", at: item.location)
+            if !["response", "status", "example", "delay", "fault"].contains(where: reader.has) {
+                loader.diagnostics.error("an override needs a response, status, example, delay or fault", at: item.location)
                 continue
             }
             overrides.append(Override(endpointID: id, call: call, response: response, delay: delay, fault: fault))

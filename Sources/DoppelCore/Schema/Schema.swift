@@ -6,9 +6,11 @@ import Foundation
 /// `additionalProperties`, `enum`, `const`, `nullable`, `minimum`, `maximum`,
 /// `exclusiveMinimum`, `exclusiveMaximum`, `minLength`, `maxLength`, `pattern`,
 /// `format` (`uuid`, `date-time`, `date`, `email`, `uri`), `items`,
-/// `minItems`, `maxItems`, `uniqueItems`, `allOf`, `anyOf`, `oneOf`, `not`,
-/// `$ref` to a named schema, and `default` (filled in for missing top-level
-/// properties of query, headers and body).
+/// `minItems`, `maxItems`, `uniqueItems`, `prefixItems`, `minProperties`,
+/// `maxProperties`, `multipleOf`, `allOf`, `anyOf`, `oneOf` (with OpenAPI's
+/// `discriminator`), `not`, `$ref` to a named schema (beside other keywords,
+/// as JSON Schema 2020-12 allows), `true`/`false` as schemas, and `default`
+/// (filled in for missing top-level properties of query, headers and body).
 public final class Schema: Sendable {
     public let types: [String]?
     public let nullable: Bool
@@ -27,16 +29,45 @@ public final class Schema: Sendable {
     /// nil: any extra property allowed; `.some(nil)`: none allowed; `.some(schema)`: each must match.
     public let additionalProperties: Schema??
     public let items: Schema?
+    /// Schemas of the first items, in order (`prefixItems`); `items` covers the rest.
+    public let prefixItems: [Schema]
     public let minItems: Int?
     public let maxItems: Int?
     public let uniqueItems: Bool
+    public let minProperties: Int?
+    public let maxProperties: Int?
+    public let multipleOf: Double?
     public let allOf: [Schema]
     public let anyOf: [Schema]
     public let oneOf: [Schema]
+    /// OpenAPI's `discriminator`: the member whose value names the `oneOf`/`anyOf` branch to check.
+    public let discriminator: Discriminator?
     public let not: Schema?
     /// The named schema this one refers to.
     public let ref: String?
     public let defaultValue: JSON?
+    /// The `example`, or the first of `examples`: an annotation, never checked against, used for generated samples.
+    public let example: JSON?
+
+    /// The member that names a polymorphic value's schema, and the names it may take.
+    public struct Discriminator: Sendable {
+        public let propertyName: String
+        /// Value to schema name; a value without an entry names the schema of that name.
+        public let mapping: [(String, String)]
+
+        public init(propertyName: String, mapping: [(String, String)] = []) {
+            self.propertyName = propertyName
+            self.mapping = mapping
+        }
+
+        /// The schema a discriminator value names.
+        public func schemaName(for value: String) -> String {
+            mapping.first { $0.0 == value }?.1 ?? value
+        }
+    }
+
+    /// `false` as a schema: no value passes.
+    public static let never = Schema(not: Schema())
 
     /// A compiled `pattern`, matched in linear time (`LinearRegex`).
     public struct Pattern: Sendable {
@@ -59,9 +90,10 @@ public final class Schema: Sendable {
         minimum: Double? = nil, maximum: Double? = nil, exclusiveMinimum: Double? = nil, exclusiveMaximum: Double? = nil,
         minLength: Int? = nil, maxLength: Int? = nil, pattern: Pattern? = nil, format: String? = nil,
         properties: [(String, Schema)] = [], required: [String] = [], additionalProperties: Schema?? = nil,
-        items: Schema? = nil, minItems: Int? = nil, maxItems: Int? = nil, uniqueItems: Bool = false,
-        allOf: [Schema] = [], anyOf: [Schema] = [], oneOf: [Schema] = [], not: Schema? = nil,
-        ref: String? = nil, defaultValue: JSON? = nil
+        items: Schema? = nil, prefixItems: [Schema] = [], minItems: Int? = nil, maxItems: Int? = nil, uniqueItems: Bool = false,
+        minProperties: Int? = nil, maxProperties: Int? = nil, multipleOf: Double? = nil,
+        allOf: [Schema] = [], anyOf: [Schema] = [], oneOf: [Schema] = [], discriminator: Discriminator? = nil, not: Schema? = nil,
+        ref: String? = nil, defaultValue: JSON? = nil, example: JSON? = nil
     ) {
         self.types = types
         self.nullable = nullable
@@ -79,15 +111,21 @@ public final class Schema: Sendable {
         self.required = required
         self.additionalProperties = additionalProperties
         self.items = items
+        self.prefixItems = prefixItems
         self.minItems = minItems
         self.maxItems = maxItems
         self.uniqueItems = uniqueItems
+        self.minProperties = minProperties
+        self.maxProperties = maxProperties
+        self.multipleOf = multipleOf
         self.allOf = allOf
         self.anyOf = anyOf
         self.oneOf = oneOf
+        self.discriminator = discriminator
         self.not = not
         self.ref = ref
         self.defaultValue = defaultValue
+        self.example = example
     }
 
     /// The schema of a named property.
@@ -99,8 +137,9 @@ public final class Schema: Sendable {
     public static let keywords: Set<String> = [
         "type", "properties", "required", "additionalProperties", "enum", "const", "nullable", "minimum", "maximum",
         "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength", "pattern", "format", "items", "minItems",
-        "maxItems", "uniqueItems", "allOf", "anyOf", "oneOf", "not", "$ref", "default", "description", "title",
-        "example", "examples", "deprecated", "readOnly", "writeOnly",
+        "maxItems", "uniqueItems", "prefixItems", "minProperties", "maxProperties", "multipleOf", "allOf", "anyOf", "oneOf",
+        "discriminator", "not", "$ref", "default", "description", "title", "example", "examples", "deprecated", "readOnly",
+        "writeOnly", "$comment",
     ]
 
     /// The formats `format` understands.

@@ -153,8 +153,14 @@ public struct SchemaValidator: Sendable {
             if schema.uniqueItems, Set(items).count != items.count {
                 run.add("items must be unique")
             }
+            for (i, (item, itemSchema)) in zip(items, schema.prefixItems).enumerated() {
+                run.path.append(.index(i))
+                validate(item, itemSchema, depth: depth + 1, run: &run)
+                run.path.removeLast()
+                if run.done { return }
+            }
             if let itemSchema = schema.items {
-                for (i, item) in items.enumerated() {
+                for (i, item) in items.enumerated().dropFirst(schema.prefixItems.count) {
                     run.path.append(.index(i))
                     validate(item, itemSchema, depth: depth + 1, run: &run)
                     run.path.removeLast()
@@ -165,13 +171,19 @@ public struct SchemaValidator: Sendable {
             for name in schema.required where object[name] == nil {
                 run.add("is required", child: name)
             }
+            if let min = schema.minProperties, object.count < min {
+                run.add("must have at least \(min) propert\(min == 1 ? "y" : "ies"), has \(object.count)")
+            }
+            if let max = schema.maxProperties, object.count > max {
+                run.add("must have at most \(max) propert\(max == 1 ? "y" : "ies"), has \(object.count)")
+            }
             for pair in object.pairs {
                 if run.done { return }
                 let memberSchema: Schema
                 if let own = schema.property(pair.key) {
                     memberSchema = own
                 } else if case .some(let additional) = schema.additionalProperties {
-                    guard let additional else {
+                    guard let additional, additional !== Schema.never else {
                         run.add("is not an allowed property", child: pair.key)
                         continue
                     }
@@ -190,6 +202,12 @@ public struct SchemaValidator: Sendable {
             if run.done { return }
             validate(value, sub, depth: depth + 1, run: &run)
         }
+        if let discriminator = schema.discriminator, !(schema.oneOf.isEmpty && schema.anyOf.isEmpty) {
+            // OpenAPI: the discriminator's value names the one branch to check,
+            // even where the branches' shapes would overlap.
+            validateDiscriminated(value, schema, discriminator, depth: depth, run: &run)
+            return
+        }
         if !schema.anyOf.isEmpty, !run.done {
             var any = false
             for option in schema.anyOf where passes(value, option, depth: depth + 1, run: &run) {
@@ -206,6 +224,31 @@ public struct SchemaValidator: Sendable {
             }
             if passing != 1 { run.add("must match exactly one allowed shape (oneOf), matches \(passing)") }
         }
+        if let negated = schema.not, !run.done, passes(value, negated, depth: depth + 1, run: &run), !run.exhausted {
+            run.add(schema === Schema.never ? "no value is allowed here (the schema is false)" : "must not match the 'not' schema")
+        }
+    }
+
+    /// Checks a polymorphic value against the branch its discriminator names.
+    private func validateDiscriminated(_ value: JSON, _ schema: Schema, _ discriminator: Schema.Discriminator, depth: Int, run: inout Run) {
+        guard case .object(let object) = value else { return }
+        let property = discriminator.propertyName
+        guard let named = object[property] else {
+            run.add("is required (the discriminator)", child: property)
+            return
+        }
+        guard case .string(let name) = named else {
+            run.add("expected string, got \(named.typeName)", child: property)
+            return
+        }
+        let target = discriminator.schemaName(for: name)
+        let branches = schema.oneOf + schema.anyOf
+        guard let branch = branches.first(where: { $0.ref == target }) ?? registry[target].flatMap({ _ in Schema(ref: target) }) else {
+            let known = discriminator.mapping.map(\.0) + branches.compactMap(\.ref).filter { ref in !discriminator.mapping.contains { $0.1 == ref } }
+            run.add("'\(name)' names none of the allowed shapes (\(known.joined(separator: ", ")))", child: property)
+            return
+        }
+        validate(value, branch, depth: depth + 1, run: &run)
         if let negated = schema.not, !run.done, passes(value, negated, depth: depth + 1, run: &run), !run.exhausted {
             run.add("must not match the 'not' schema")
         }
@@ -224,6 +267,12 @@ public struct SchemaValidator: Sendable {
         }
         if let max = schema.exclusiveMaximum, n >= max {
             run.add("must be less than \(text(max)), got \(text(n))")
+        }
+        if let factor = schema.multipleOf {
+            let quotient = n / factor
+            if quotient.rounded() != quotient || !quotient.isFinite {
+                run.add("must be a multiple of \(text(factor)), got \(text(n))")
+            }
         }
     }
 
@@ -323,9 +372,7 @@ extension SchemaValidator {
         let resolved = schema.map(resolve)
         for key in order {
             let values = grouped[key]!
-            let propertySchema = resolved.flatMap { s in
-                caseInsensitive ? s.properties.first { $0.0.lowercased() == key }?.1 : s.property(key)
-            }.map(resolve)
+            let propertySchema = resolved.flatMap { property(key, of: $0, caseInsensitive: caseInsensitive, depth: 0) }.map(resolve)
             let pointer = "/" + Self.escape(key)
             if let propertySchema, propertySchema.types?.contains("array") == true {
                 let itemSchema = propertySchema.items.map(resolve)
@@ -347,6 +394,19 @@ extension SchemaValidator {
         if types.contains("null"), text == "null" || text.isEmpty { return .null }
         issues.append(ValidationIssue(pointer: pointer, message: "expected \(types.joined(separator: " or ")), got '\(text)'"))
         return .string(text)
+    }
+
+    /// The schema of a named property: the schema's own, else the first
+    /// `allOf`/`oneOf`/`anyOf` branch's that declares it (a form field of a
+    /// polymorphic body is read by the type its branches give it).
+    func property(_ name: String, of schema: Schema, caseInsensitive: Bool, depth: Int) -> Schema? {
+        let own = caseInsensitive ? schema.properties.first { $0.0.lowercased() == name }?.1 : schema.property(name)
+        if let own { return own }
+        guard depth < 8 else { return nil }
+        for branch in schema.allOf + schema.oneOf + schema.anyOf {
+            if let found = property(name, of: resolve(branch), caseInsensitive: caseInsensitive, depth: depth + 1) { return found }
+        }
+        return nil
     }
 
     /// Follows `$ref`s to the schema they name.

@@ -1,0 +1,109 @@
+import DoppelCore
+import Foundation
+import OpenAPIKit
+import OpenAPIKit30
+import OpenAPIKitCompat
+import Yams
+
+/// Loads what `doppel` serves: a Doppel contract, or an OpenAPI 3.0/3.1
+/// document (YAML or JSON, told apart by its top-level `openapi` key),
+/// which is converted in memory into the same `Contract`.
+///
+/// An OpenAPI document goes through two stages:
+/// 1. **Read**: OpenAPIKit decodes and validates it (3.0 through
+///    OpenAPIKit30, converted to 3.1); its errors are located at the line
+///    and column their coding path leads to.
+/// 2. **Import** (`OpenAPIImporter`): the document as a contract tree, then
+///    the contract loader as for any contract.
+public enum ContractDocument {
+    /// Loads a contract or OpenAPI document file.
+    public static func load(file: String) throws(ContractError) -> Contract {
+        let (root, diagnostics) = try contractTree(file: file)
+        if diagnostics.contains(where: { $0.severity == .error }) { throw ContractError(diagnostics: diagnostics) }
+        return try ContractLoader.load(root: root, file: file, warnings: diagnostics)
+    }
+
+    /// Every diagnostic for a contract or OpenAPI document; empty when it loads.
+    public static func lint(file: String) -> [Diagnostic] {
+        ContractError.diagnostics { () throws(ContractError) in _ = try load(file: file) }
+    }
+
+    /// Whether a file is an OpenAPI document.
+    public static func isOpenAPI(file: String) -> Bool {
+        guard case .success(let text) = SourceReader.readFile(file, what: "document"),
+              case .success(let root?) = SourceReader.read(text, file: file) else { return false }
+        return OpenAPIImporter.isOpenAPI(root)
+    }
+
+    /// The contract tree of a file: the contract as written, or an OpenAPI
+    /// document converted, with the conversion's diagnostics.
+    public static func contractTree(file: String) throws(ContractError) -> (SourceNode, [Diagnostic]) {
+        let text: String
+        switch SourceReader.readFile(file, what: "contract") {
+        case .success(let read): text = read
+        case .failure(let error): throw error
+        }
+        let root: SourceNode
+        switch SourceReader.read(text, file: file) {
+        case .success(let node?): root = node
+        case .success(nil): throw ContractError(diagnostics: [Diagnostic(at: SourceLocation(file: file, line: 1, column: 1), "the contract is empty")])
+        case .failure(let error): throw error
+        }
+        guard OpenAPIImporter.isOpenAPI(root) else { return (root, []) }
+        let problems = read(text, root: root, file: file)
+        if problems.contains(where: { $0.severity == .error }) { throw ContractError(diagnostics: problems) }
+        let (contract, diagnostics) = OpenAPIImporter.contract(from: root, file: file)
+        return (contract, problems + diagnostics)
+    }
+
+    /// Stage 1: decodes and validates the document with OpenAPIKit; its
+    /// problems located in the document.
+    static func read(_ text: String, root: SourceNode, file: String) -> [Diagnostic] {
+        let version = root["openapi"]?.scalarText ?? ""
+        guard version.hasPrefix("3.0") || version.hasPrefix("3.1") else {
+            return [Diagnostic(at: root["openapi"]?.location ?? root.location, "OpenAPI \(version) is not supported; Doppel reads OpenAPI 3.0 and 3.1 documents")]
+        }
+        let document: OpenAPIKit.OpenAPI.Document
+        do {
+            if version.hasPrefix("3.0") {
+                document = try YAMLDecoder().decode(OpenAPIKit30.OpenAPI.Document.self, from: text).convert(to: .v3_1_1)
+            } else {
+                document = try YAMLDecoder().decode(OpenAPIKit.OpenAPI.Document.self, from: text)
+            }
+        } catch {
+            let problem = OpenAPIKit.OpenAPI.Error(from: error)
+            let keys = problem.codingPath.map(\.stringValue)
+            if keys.contains("schema") || keys.starts(with: ["components", "schemas"]) {
+                // OpenAPIKit's schema model does not take every JSON Schema
+                // 2020-12 form (`items: false`); Doppel's own schema loader
+                // checks schemas, so this is only a note.
+                return [Diagnostic(.warning, at: locate(problem.codingPath, in: root),
+                                   "OpenAPIKit cannot read this schema (\(problem.localizedDescription)); Doppel checks it with its own validator, and the rest of the document is not checked by OpenAPIKit")]
+            }
+            return [Diagnostic(at: locate(problem.codingPath, in: root), "not a valid OpenAPI \(version) document: \(problem.localizedDescription)")]
+        }
+        do {
+            try document.validate(strict: false)
+        } catch let collection as OpenAPIKit.ValidationErrorCollection {
+            return collection.values.map { Diagnostic(at: locate($0.codingPath, in: root), "invalid OpenAPI document: \($0.reason)") }
+        } catch {
+            return [Diagnostic(at: root.location, "invalid OpenAPI document: \(error)")]
+        }
+        return []
+    }
+
+    /// The node a coding path leads to, as far as it goes.
+    static func locate(_ path: [any CodingKey], in root: SourceNode) -> SourceLocation {
+        var node = root
+        for key in path {
+            if let index = key.intValue, let items = node.sequenceItems, index < items.count {
+                node = items[index]
+            } else if let pair = node.mappingPairs?.first(where: { $0.key.scalarText == key.stringValue }) {
+                node = pair.value
+            } else {
+                break
+            }
+        }
+        return node.location
+    }
+}

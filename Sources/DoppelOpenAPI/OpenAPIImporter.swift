@@ -1,0 +1,562 @@
+import DoppelCore
+import Foundation
+
+/// Converts an OpenAPI 3.0 or 3.1 document into a Doppel contract, as a tree
+/// of the contract format whose nodes keep the document's lines and columns.
+///
+/// The document has been read and validated by OpenAPIKit first
+/// (`ContractDocument`); this stage takes what it serves from the document's
+/// own nodes, so that every later diagnostic (a bad schema, an example that
+/// breaks its schema) points into the document, and JSON Schema reaches
+/// Doppel's validator as written rather than through a model that would
+/// drop keywords (`prefixItems`, `$ref` siblings) or the order of members.
+///
+/// How each OpenAPI feature maps is listed in `docs/openapi.md`.
+public struct OpenAPIImporter {
+    let root: SourceNode
+    let file: String
+    /// 3.0 documents say `nullable` and boolean `exclusiveMinimum`.
+    let isVersion30: Bool
+    var warnings = DiagnosticCollector()
+    var errors = DiagnosticCollector()
+    /// Endpoint ids given so far, to keep them unique.
+    var ids: Set<String> = []
+
+    /// Whether a parsed file is an OpenAPI document (a top-level `openapi` key).
+    public static func isOpenAPI(_ root: SourceNode) -> Bool {
+        root["openapi"] != nil && root["doppel"] == nil
+    }
+
+    /// The contract tree for a document, with warnings for what it cannot
+    /// serve faithfully and errors for what it cannot serve at all.
+    public static func contract(from root: SourceNode, file: String) -> (contract: SourceNode, diagnostics: [Diagnostic]) {
+        var importer = OpenAPIImporter(root: root, file: file, isVersion30: root["openapi"]?.scalarText?.hasPrefix("3.0") ?? false)
+        let contract = importer.convert()
+        return (contract, importer.errors.diagnostics + importer.warnings.diagnostics)
+    }
+
+    // MARK: The contract
+
+    static let methods = ["get", "put", "post", "delete", "options", "head", "patch", "trace"]
+
+    mutating func convert() -> SourceNode {
+        var top: [(String, SourceNode)] = [("doppel", ContractNode.plain("1", at: root.location))]
+        if let info = root["info"] {
+            var fields: [(String, SourceNode)] = []
+            for key in ["title", "version", "description"] {
+                if let value = info[key], let text = value.scalarText { fields.append((key, ContractNode.string(text, at: value.location))) }
+            }
+            top.append(("info", ContractNode.map(fields, at: info.location)))
+        }
+        if let basePath = basePath() { top.append(("base_path", basePath)) }
+
+        let schemes = securitySchemes()
+        if !schemes.isEmpty {
+            var auth: [(String, SourceNode)] = []
+            if let security = root["security"], let names = requirement(security, known: schemes) {
+                auth.append(("default", names))
+            }
+            auth.append(("schemes", ContractNode.map(schemes.map { ($0.name, $0.node) }, at: root["components"]?["securitySchemes"]?.location ?? root.location)))
+            top.append(("auth", ContractNode.map(auth, at: root.location)))
+        }
+        if let schemas = resolved(root["components"]?["schemas"]) {
+            var converted: [(String, SourceNode)] = []
+            for (key, value) in schemas.mappingPairs ?? [] {
+                if let name = key.scalarText { converted.append((name, schema(value))) }
+            }
+            if !converted.isEmpty { top.append(("schemas", ContractNode.map(converted, at: schemas.location))) }
+        }
+
+        var endpoints: [(String, SourceNode)] = []
+        let paths = root["paths"]
+        for (pathKey, rawItem) in paths?.mappingPairs ?? [] {
+            guard let path = pathKey.scalarText, let item = resolved(rawItem) else { continue }
+            let shared = item["parameters"]?.sequenceItems ?? []
+            for (methodKey, operation) in item.mappingPairs ?? [] {
+                guard let method = methodKey.scalarText, Self.methods.contains(method) else { continue }
+                if method == "trace" {
+                    warnings.warning("TRACE \(path) is not served: Doppel does not answer TRACE", at: methodKey.location)
+                    continue
+                }
+                if let endpoint = endpoint(method: method, path: path, operation: operation, sharedParameters: shared, schemes: schemes) {
+                    endpoints.append(endpoint)
+                }
+            }
+        }
+        top.append(("endpoints", ContractNode.map(endpoints, at: paths?.location ?? root.location)))
+        return ContractNode.map(top, at: root.location)
+    }
+
+    /// The path of the first server's URL (`https://api.example.com/v1` gives
+    /// `/v1`), its variables replaced by their defaults.
+    mutating func basePath() -> SourceNode? {
+        guard let server = root["servers"]?.sequenceItems?.first, let urlNode = server["url"], var url = urlNode.scalarText else { return nil }
+        for (key, variable) in server["variables"]?.mappingPairs ?? [] {
+            if let name = key.scalarText, let value = variable["default"]?.scalarText {
+                url = url.replacingOccurrences(of: "{\(name)}", with: value)
+            }
+        }
+        if let scheme = url.range(of: "://") {
+            let rest = url[scheme.upperBound...]
+            url = rest.firstIndex(of: "/").map { String(rest[$0...]) } ?? ""
+        }
+        if let end = url.firstIndex(where: { $0 == "?" || $0 == "#" }) { url = String(url[..<end]) }
+        while url.hasSuffix("/") { url.removeLast() }
+        guard !url.isEmpty else { return nil }
+        if !url.hasPrefix("/") { url = "/" + url }
+        return ContractNode.string(url, at: urlNode.location)
+    }
+
+    // MARK: Security
+
+    struct Scheme {
+        let name: String
+        let node: SourceNode
+    }
+
+    /// `components.securitySchemes` as auth schemes. OAuth 2 and OpenID
+    /// Connect send their tokens as `Bearer`, so they are bearer schemes.
+    mutating func securitySchemes() -> [Scheme] {
+        guard let schemes = resolved(root["components"]?["securitySchemes"]) else { return [] }
+        var result: [Scheme] = []
+        for (key, raw) in schemes.mappingPairs ?? [] {
+            guard let name = key.scalarText, let spec = resolved(raw) else { continue }
+            let at = spec.location
+            var fields: [(String, SourceNode)] = []
+            switch (spec["type"]?.scalarText, spec["scheme"]?.scalarText?.lowercased()) {
+            case ("http", "bearer"?), ("oauth2", _), ("openIdConnect", _):
+                fields.append(("type", ContractNode.string("bearer", at: at)))
+            case ("http", "basic"?):
+                fields.append(("type", ContractNode.string("basic", at: at)))
+            case ("apiKey", _):
+                guard let place = spec["in"]?.scalarText, ["header", "query", "cookie"].contains(place), let keyName = spec["name"]?.scalarText else {
+                    errors.error("security scheme '\(name)' of type apiKey needs 'in' (header, query or cookie) and 'name'", at: at)
+                    continue
+                }
+                fields.append(("type", ContractNode.string("api_key", at: at)))
+                fields.append((place, ContractNode.string(keyName, at: spec["name"]!.location)))
+            case (let type, let scheme):
+                let what = [type, scheme].compactMap { $0 }.joined(separator: " ")
+                warnings.warning("security scheme '\(name)' (\(what)) is not supported; operations that require only it are served without a credential check", at: at)
+                continue
+            }
+            if let description = spec["description"]?.scalarText { fields.append(("description", ContractNode.string(description, at: at))) }
+            result.append(Scheme(name: name, node: ContractNode.map(fields, at: at)))
+        }
+        return result
+    }
+
+    /// A `security` list as `auth`: each requirement is an alternative; an
+    /// empty requirement (`{}`) or list makes the operation public. A
+    /// requirement of several schemes at once is served as its first.
+    mutating func requirement(_ security: SourceNode, known: [Scheme]) -> SourceNode? {
+        guard let items = security.sequenceItems else { return nil }
+        var names: [SourceNode] = []
+        for item in items {
+            let pairs = item.mappingPairs ?? []
+            if pairs.isEmpty { return ContractNode.string("none", at: item.location) }
+            if pairs.count > 1 {
+                warnings.warning("a security requirement of several schemes at once is served as its first scheme alone", at: item.location)
+            }
+            guard let name = pairs[0].key.scalarText else { continue }
+            if known.contains(where: { $0.name == name }) {
+                if !names.contains(where: { $0.scalarText == name }) { names.append(ContractNode.string(name, at: pairs[0].key.location)) }
+            } else if resolved(root["components"]?["securitySchemes"])?[name] == nil {
+                errors.error("security requirement names '\(name)', which components.securitySchemes does not declare", at: pairs[0].key.location)
+            }
+        }
+        if names.isEmpty { return items.isEmpty ? ContractNode.string("none", at: security.location) : nil }
+        return ContractNode.list(names, at: security.location)
+    }
+
+    // MARK: Operations
+
+    mutating func endpoint(method: String, path: String, operation: SourceNode, sharedParameters: [SourceNode], schemes: [Scheme]) -> (String, SourceNode)? {
+        let at = operation.location
+        var fields: [(String, SourceNode)] = [("request", ContractNode.string("\(method.uppercased()) \(path)", at: at))]
+        let id = uniqueID(operation["operationId"]?.scalarText ?? Self.slug(method: method, path: path))
+        for key in ["summary", "description"] {
+            if let value = operation[key], let text = value.scalarText { fields.append((key, ContractNode.string(text, at: value.location))) }
+        }
+        var secured = root["security"].map { requirement($0, known: schemes) } ?? nil
+        if let own = operation["security"] {
+            secured = requirement(own, known: schemes) ?? ContractNode.string("none", at: own.location)
+            fields.append(("auth", secured!))
+        }
+        let isPublic = secured == nil || secured?.scalarText == "none"
+
+        for (key, schema) in parameters(operation["parameters"]?.sequenceItems ?? [], shared: sharedParameters, at: at) {
+            fields.append((key, schema))
+        }
+        if let body = requestBody(operation["requestBody"]) { fields.append(("body", body)) }
+
+        // Responses: the first 2xx is served; every other status and example is documented.
+        var served: [SourceNode] = []
+        var documented: [SourceNode] = []
+        var onInvalid: SourceNode?
+        var onUnauthorized: SourceNode?
+        let responsesNode = operation["responses"]
+        var statuses: [(status: Int, responses: [SourceNode])] = []
+        for (key, raw) in responsesNode?.mappingPairs ?? [] {
+            guard let code = key.scalarText, let response = resolved(raw) else { continue }
+            let status: Int
+            if code == "default" {
+                status = 0
+            } else if let number = Int(code), (100...599).contains(number) {
+                status = number
+            } else if code.count == 3, code.hasSuffix("XX"), let first = Int(code.prefix(1)), (1...5).contains(first) {
+                status = first * 100
+            } else {
+                errors.error("response status '\(code)' is not an HTTP status, a range like 4XX, or default", at: key.location)
+                continue
+            }
+            statuses.append((status, self.responses(response, status: status, at: key.location)))
+        }
+        // `default` stands for any status the others do not name: 200 when no 2xx is documented, else it is documented as 500.
+        let hasSuccess = statuses.contains { (200...299).contains($0.status) }
+        for index in statuses.indices where statuses[index].status == 0 {
+            let status = hasSuccess ? 500 : 200
+            statuses[index].responses = statuses[index].responses.map { ContractNode.setting("status", ContractNode.plain(String(status), at: $0.location), in: $0) }
+            statuses[index].status = status
+        }
+        let servedStatus = statuses.first { (200...299).contains($0.status) }?.status ?? statuses.first?.status
+        for (status, responses) in statuses {
+            for response in responses {
+                if status == servedStatus, served.isEmpty {
+                    served.append(response)
+                } else if (status == 400 || status == 422), onInvalid == nil, !(statuses.contains { $0.status == 400 } && status == 422) {
+                    onInvalid = response
+                } else if !isPublic, status == 401 || (status == 403 && !statuses.contains { $0.status == 401 }), onUnauthorized == nil {
+                    onUnauthorized = response
+                } else {
+                    documented.append(response)
+                }
+            }
+        }
+        if served.isEmpty {
+            warnings.warning("\(method.uppercased()) \(path) documents no response; it is served as an empty 200", at: responsesNode?.location ?? at)
+            served.append(ContractNode.map([("status", ContractNode.plain("200", at: at))], at: at))
+        }
+        if let onInvalid { fields.append(("on_invalid", onInvalid)) }
+        if let onUnauthorized { fields.append(("on_unauthorized", onUnauthorized)) }
+        fields.append(("responses", ContractNode.list(served, at: responsesNode?.location ?? at)))
+        if !documented.isEmpty { fields.append(("documented", ContractNode.list(documented, at: responsesNode?.location ?? at))) }
+        return (id, ContractNode.map(fields, at: at))
+    }
+
+    mutating func uniqueID(_ base: String) -> String {
+        var id = base
+        var counter = 2
+        while ids.contains(id) {
+            id = "\(base)-\(counter)"
+            counter += 1
+        }
+        ids.insert(id)
+        return id
+    }
+
+    /// `get-pets-petId` for `GET /pets/{petId}`.
+    static func slug(method: String, path: String) -> String {
+        let words = path.split(whereSeparator: { !$0.isLetter && !$0.isNumber && $0 != "_" }).map(String.init)
+        return ([method] + words).joined(separator: "-")
+    }
+
+    /// Parameters as the endpoint's `path`, `query`, `headers` and `cookies`
+    /// object schemas; the operation's own override the path item's by name and place.
+    mutating func parameters(_ own: [SourceNode], shared: [SourceNode], at: SourceLocation) -> [(String, SourceNode)] {
+        var byPlace: [String: [(name: String, required: Bool, schema: SourceNode, at: SourceLocation)]] = [:]
+        var seen: Set<String> = []
+        for raw in own + shared {
+            guard let parameter = resolved(raw), let name = parameter["name"]?.scalarText, let place = parameter["in"]?.scalarText else { continue }
+            guard seen.insert("\(place) \(name)").inserted else { continue }
+            // OpenAPI says these headers are described elsewhere and ignored as parameters.
+            if place == "header", ["accept", "content-type", "authorization"].contains(name.lowercased()) { continue }
+            if let style = parameter["style"]?.scalarText, !["simple", "form"].contains(style) {
+                warnings.warning("parameter '\(name)' has style \(style); Doppel reads parameters as form (query, cookie) and simple (path, header) values", at: parameter["style"]!.location)
+            }
+            var schemaNode = parameter["schema"]
+            if schemaNode == nil, let content = parameter["content"]?.mappingPairs?.first?.value { schemaNode = content["schema"] }
+            let schema = schemaNode.map { self.schema($0) } ?? ContractNode.map([], at: parameter.location)
+            let required = place == "path" || parameter["required"]?.json == .bool(true)
+            byPlace[place, default: []].append((name, required, schema, parameter.location))
+        }
+        var result: [(String, SourceNode)] = []
+        for (place, key) in [("path", "path"), ("query", "query"), ("header", "headers"), ("cookie", "cookies")] {
+            guard let list = byPlace[place], !list.isEmpty else { continue }
+            var object: [(String, SourceNode)] = [("type", ContractNode.string("object", at: list[0].at))]
+            let required = list.filter(\.required).map { ContractNode.string($0.name, at: $0.at) }
+            if !required.isEmpty { object.append(("required", ContractNode.list(required, at: list[0].at))) }
+            object.append(("properties", ContractNode.map(list.map { ($0.name, $0.schema) }, at: list[0].at)))
+            result.append((key, ContractNode.map(object, at: list[0].at)))
+        }
+        return result
+    }
+
+    /// `requestBody` as the endpoint's `body`: every media type accepted,
+    /// checked by the schema of the first JSON one (else the first).
+    mutating func requestBody(_ raw: SourceNode?) -> SourceNode? {
+        guard let raw, let body = resolved(raw), let content = body["content"]?.mappingPairs, !content.isEmpty else { return nil }
+        let at = body.location
+        let types = content.compactMap { $0.key.scalarText }
+        let chosen = content.first { $0.key.scalarText.map(Self.isJSON) ?? false } ?? content[0]
+        var fields: [(String, SourceNode)] = [("content_type", ContractNode.list(content.map { ContractNode.string($0.key.scalarText ?? "", at: $0.key.location) }, at: at))]
+        if let schemaNode = chosen.value["schema"] { fields.append(("schema", schema(schemaNode))) }
+        fields.append(("required", ContractNode.plain(body["required"]?.json == .bool(true) ? "true" : "false", at: body["required"]?.location ?? at)))
+        if let example = examples(of: chosen.value).first, types.isEmpty == false, Self.isJSON(chosen.key.scalarText ?? "") {
+            fields.append(("example", example.value))
+        }
+        if let description = body["description"]?.scalarText { fields.append(("description", ContractNode.string(description, at: at))) }
+        return ContractNode.map(fields, at: at)
+    }
+
+    static func isJSON(_ type: String) -> Bool {
+        let essence = type.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+        return essence == "application/json" || essence.hasSuffix("+json") || essence == "*/*"
+    }
+
+    // MARK: Responses
+
+    /// A documented response as one contract response per example (the
+    /// first named after nothing, the rest by their example names), or one
+    /// whose body is generated from the schema when it has no example.
+    mutating func responses(_ response: SourceNode, status: Int, at: SourceLocation) -> [SourceNode] {
+        var base: [(String, SourceNode)] = []
+        if status != 0 { base.append(("status", ContractNode.plain(String(status), at: at))) }
+        if let description = response["description"]?.scalarText { base.append(("description", ContractNode.string(description, at: response.location))) }
+        var headers: [(String, SourceNode)] = []
+        for (key, raw) in response["headers"]?.mappingPairs ?? [] {
+            guard let name = key.scalarText, name.lowercased() != "content-type", let header = resolved(raw) else { continue }
+            let value = header["example"] ?? header["examples"]?.mappingPairs?.first.flatMap { resolved($0.value)?["value"] }
+                ?? header["schema"].flatMap { resolved($0) }.flatMap { $0["example"] ?? $0["default"] ?? $0["enum"]?.sequenceItems?.first }
+            guard let value, let text = value.scalarText else { continue }
+            headers.append((name, ContractNode.string(Self.escaped(text), at: value.location)))
+        }
+        if !headers.isEmpty { base.append(("headers", ContractNode.map(headers, at: response.location))) }
+
+        guard let content = response["content"]?.mappingPairs, let (typeKey, media) = content.first(where: { $0.key.scalarText.map(Self.isJSON) ?? false }) ?? content.first,
+              let type = typeKey.scalarText else {
+            return [ContractNode.map(base, at: response.location)]
+        }
+        let json = Self.isJSON(type)
+        if type.lowercased() != "application/json" && type != "*/*" { base.append(("content_type", ContractNode.string(type, at: typeKey.location))) }
+        var schemaField: [(String, SourceNode)] = []
+        if json, let schemaNode = media["schema"] { schemaField.append(("schema", schema(schemaNode))) }
+        let examples = self.examples(of: media)
+        guard !examples.isEmpty else {
+            // No example: a value generated from the schema, the same every time.
+            if json, !schemaField.isEmpty {
+                return [ContractNode.map(base + schemaField + [("body_from_schema", ContractNode.plain("true", at: typeKey.location))], at: response.location)]
+            }
+            return [ContractNode.map(base, at: response.location)]
+        }
+        return examples.enumerated().map { index, example in
+            var fields = base
+            if let name = example.name { fields.insert(("name", ContractNode.string(name, at: example.value.location)), at: 0) }
+            if json {
+                fields.append(("body", Self.escapedTemplates(example.value)))
+            } else if let text = example.value.scalarText {
+                fields.append(("text", ContractNode.string(Self.escaped(text), at: example.value.location)))
+            }
+            _ = index
+            return ContractNode.map(fields + schemaField, at: response.location)
+        }
+    }
+
+    /// A media type's examples in order: `example`, else each of `examples`
+    /// (by name), else the schema's own `example` or first of `examples`.
+    mutating func examples(of media: SourceNode) -> [(name: String?, value: SourceNode)] {
+        if let example = media["example"] { return [(nil, example)] }
+        if let named = media["examples"]?.mappingPairs, !named.isEmpty {
+            var list: [(name: String?, value: SourceNode)] = []
+            for (key, raw) in named {
+                guard let name = key.scalarText, let example = resolved(raw) else { continue }
+                if let value = example["value"] {
+                    list.append((name, value))
+                } else if example["externalValue"] != nil {
+                    warnings.warning("example '\(name)' is an externalValue, which Doppel does not fetch; it is left out", at: example.location)
+                }
+            }
+            return list
+        }
+        return []
+    }
+
+    // MARK: Schemas
+
+    /// Keywords that only annotate, dropped without a word.
+    static let annotations: Set<String> = [
+        "xml", "externalDocs", "contentMediaType", "contentEncoding", "contentSchema", "$schema", "$id", "$anchor", "$defs",
+        "definitions", "$dynamicAnchor", "$vocabulary",
+    ]
+    /// Keywords Doppel's validator does not check yet, dropped with a warning.
+    static let unchecked: Set<String> = [
+        "patternProperties", "propertyNames", "if", "then", "else", "dependentRequired", "dependentSchemas", "dependencies",
+        "unevaluatedProperties", "unevaluatedItems", "contains", "minContains", "maxContains", "$dynamicRef",
+    ]
+
+    /// A schema as the contract format writes it: `$ref`s to component
+    /// schemas by name, 3.0's boolean `exclusiveMinimum` as 3.1's number,
+    /// annotation keywords and formats Doppel does not check left out.
+    mutating func schema(_ node: SourceNode) -> SourceNode {
+        guard let pairs = node.mappingPairs else { return node }
+        var fields: [(String, SourceNode)] = []
+        for (key, value) in pairs {
+            guard let name = key.scalarText else { continue }
+            if name.hasPrefix("x-") || Self.annotations.contains(name) { continue }
+            if Self.unchecked.contains(name) {
+                warnings.warning("schema keyword '\(name)' is not checked by Doppel yet; it is left out", at: key.location)
+                continue
+            }
+            switch name {
+            case "$ref":
+                if let target = schemaReference(value) { fields.append((name, target)) }
+            case "properties", "patternProperties":
+                fields.append((name, ContractNode.map((value.mappingPairs ?? []).compactMap { pair in pair.key.scalarText.map { ($0, schema(pair.value)) } }, at: value.location)))
+            case "items", "additionalProperties", "not":
+                fields.append((name, value.sequenceItems != nil ? ContractNode.list(value.sequenceItems!.map { schema($0) }, at: value.location) : schema(value)))
+            case "allOf", "anyOf", "oneOf", "prefixItems":
+                fields.append((name, ContractNode.list((value.sequenceItems ?? []).map { schema($0) }, at: value.location)))
+            case "format":
+                if let format = value.scalarText, Schema.formats.contains(format) { fields.append((name, value)) }
+            case "exclusiveMinimum", "exclusiveMaximum" where isVersion30 || value.json == .bool(true) || value.json == .bool(false):
+                // 3.0: a flag on minimum/maximum; 3.1: the bound itself.
+                if value.json == .bool(true), let bound = node[name == "exclusiveMinimum" ? "minimum" : "maximum"] {
+                    fields.append((name, bound))
+                } else if case .bool = value.json {
+                    continue
+                } else {
+                    fields.append((name, value))
+                }
+            case "minimum", "maximum":
+                let flag = name == "minimum" ? "exclusiveMinimum" : "exclusiveMaximum"
+                if node[flag]?.json == .bool(true) { continue }
+                fields.append((name, value))
+            case "discriminator":
+                fields.append((name, discriminator(value)))
+            default:
+                fields.append((name, value))
+            }
+        }
+        return ContractNode.map(fields, at: node.location)
+    }
+
+    /// `#/components/schemas/Pet` as `Pet`; any other `$ref` is an error.
+    mutating func schemaReference(_ node: SourceNode) -> SourceNode? {
+        guard let text = node.scalarText else { return nil }
+        let prefix = "#/components/schemas/"
+        guard text.hasPrefix(prefix), !text.dropFirst(prefix.count).contains("/") else {
+            errors.error("$ref '\(text)' is not a schema of components.schemas; Doppel follows schema references to '\(prefix)NAME' only", at: node.location)
+            return nil
+        }
+        let name = Self.unescape(String(text.dropFirst(prefix.count)))
+        guard resolved(root["components"]?["schemas"])?[name] != nil else {
+            errors.error("unresolved $ref '\(text)': components.schemas has no '\(name)'", at: node.location)
+            return nil
+        }
+        return ContractNode.string(name, at: node.location)
+    }
+
+    mutating func discriminator(_ node: SourceNode) -> SourceNode {
+        var fields: [(String, SourceNode)] = []
+        if let property = node["propertyName"] { fields.append(("propertyName", property)) }
+        if let mapping = node["mapping"]?.mappingPairs {
+            var entries: [(String, SourceNode)] = []
+            for (key, value) in mapping {
+                guard let name = key.scalarText, let target = value.scalarText else { continue }
+                entries.append((name, target.hasPrefix("#") ? (schemaReference(value) ?? value) : value))
+            }
+            fields.append(("mapping", ContractNode.map(entries, at: node.location)))
+        }
+        return ContractNode.map(fields, at: node.location)
+    }
+
+    // MARK: References
+
+    /// The node, or the node a `$ref` at it points to within the document
+    /// (followed through chains, at most 32 hops); nil, with an error, when
+    /// it points nowhere or outside the document.
+    mutating func resolved(_ node: SourceNode?) -> SourceNode? {
+        guard var current = node else { return nil }
+        for _ in 0..<32 {
+            guard let refNode = current["$ref"], let ref = refNode.scalarText else { return current }
+            guard ref.hasPrefix("#/") || ref == "#" else {
+                errors.error("$ref '\(ref)' points outside the document; Doppel reads one file", at: refNode.location)
+                return nil
+            }
+            var target: SourceNode? = root
+            for token in ref.dropFirst(2).split(separator: "/", omittingEmptySubsequences: false) {
+                let key = Self.unescape(String(token))
+                if let index = Int(key), let items = target?.sequenceItems {
+                    target = index < items.count ? items[index] : nil
+                } else {
+                    target = target?[key]
+                }
+            }
+            guard let target else {
+                errors.error("unresolved $ref '\(ref)': the document has nothing there", at: refNode.location)
+                return nil
+            }
+            current = target
+        }
+        errors.error("$ref chain longer than 32 hops (a cycle?)", at: current.location)
+        return nil
+    }
+
+    /// A JSON pointer token: `~1` is `/`, `~0` is `~`, and percent-escapes decoded.
+    static func unescape(_ token: String) -> String {
+        let decoded = token.removingPercentEncoding ?? token
+        return decoded.replacingOccurrences(of: "~1", with: "/").replacingOccurrences(of: "~0", with: "~")
+    }
+
+    // MARK: Literal values
+
+    /// Example values are sent as they are: any `{{` in their strings is
+    /// written as a placeholder that produces `{{`, so no template runs.
+    static func escapedTemplates(_ node: SourceNode) -> SourceNode {
+        switch node.kind {
+        case .scalar(let text, let plain):
+            guard text.contains("{{") else { return node }
+            return SourceNode(kind: .scalar(escaped(text), plain: plain), location: node.location, contentOffset: node.contentOffset)
+        case .sequence(let items):
+            return SourceNode(kind: .sequence(items.map(escapedTemplates)), location: node.location)
+        case .mapping(let pairs):
+            return SourceNode(kind: .mapping(pairs.map { ($0.key, escapedTemplates($0.value)) }), location: node.location)
+        }
+    }
+
+    static func escaped(_ text: String) -> String {
+        text.replacingOccurrences(of: "{{", with: "{{ '{{' }}")
+    }
+}
+
+/// Building contract nodes located in the document.
+enum ContractNode {
+    static func map(_ pairs: [(String, SourceNode)], at location: SourceLocation) -> SourceNode {
+        SourceNode(kind: .mapping(pairs.map { (key: string($0.0, at: $0.1.location), value: $0.1) }), location: location)
+    }
+
+    static func list(_ items: [SourceNode], at location: SourceLocation) -> SourceNode {
+        SourceNode(kind: .sequence(items), location: location)
+    }
+
+    /// A string, whatever it looks like.
+    static func string(_ text: String, at location: SourceLocation) -> SourceNode {
+        SourceNode(kind: .scalar(text, plain: false), location: location)
+    }
+
+    /// A plain scalar, typed as YAML types it (numbers, booleans).
+    static func plain(_ text: String, at location: SourceLocation) -> SourceNode {
+        SourceNode(kind: .scalar(text, plain: true), location: location)
+    }
+
+    /// A mapping with one key set (replaced or added).
+    static func setting(_ key: String, _ value: SourceNode, in node: SourceNode) -> SourceNode {
+        var pairs = node.mappingPairs ?? []
+        if let index = pairs.firstIndex(where: { $0.key.scalarText == key }) {
+            pairs[index].value = value
+        } else {
+            pairs.insert((key: string(key, at: value.location), value: value), at: 0)
+        }
+        return SourceNode(kind: .mapping(pairs), location: node.location)
+    }
+}

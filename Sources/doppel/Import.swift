@@ -1,0 +1,62 @@
+import ArgumentParser
+import DoppelCore
+import DoppelOpenAPI
+import Foundation
+
+struct Import: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "import",
+        abstract: "Write an OpenAPI 3.0/3.1 document as a Doppel contract, ready for state to be added.",
+        discussion: """
+            Every operation with its parameters, request body and security, and every \
+            documented response: the first 2xx under 'responses', the rest under \
+            'documented', 'on_invalid' (400/422) and 'on_unauthorized' (401/403); each \
+            example a response named after it. Serving the contract answers as serving \
+            the document does. See docs/openapi.md.
+            """)
+
+    @Argument(help: "The OpenAPI document (YAML or JSON).")
+    var document: String
+
+    @Option(name: .shortAndLong, help: "Where to write the contract; standard output when not given.")
+    var output: String?
+
+    func run() throws {
+        guard ContractDocument.isOpenAPI(file: document) else {
+            FileHandle.standardError.write(Data("\(document): error: not an OpenAPI document (it has no top-level 'openapi' key)\n".utf8))
+            throw ExitCode(1)
+        }
+        let tree: SourceNode
+        do {
+            let (root, diagnostics) = try ContractDocument.contractTree(file: document)
+            // The same checks as serving: an import that would not load is not written.
+            _ = try ContractLoader.load(root: root, file: document, warnings: diagnostics)
+            printDiagnostics(diagnostics)
+            tree = root
+        } catch {
+            printDiagnostics(error.diagnostics)
+            throw ExitCode(1)
+        }
+        let name = URL(fileURLWithPath: document).lastPathComponent
+        let text: String
+        do {
+            text = try ContractWriter.yaml(tree, header: """
+                Imported from \(name) by `doppel import`. A response with
+                `body_from_schema: true` answers with a value generated from its schema.
+                """)
+        } catch {
+            FileHandle.standardError.write(Data("\(document): error: cannot write the contract: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+        guard let output else {
+            print(text, terminator: "")
+            return
+        }
+        do {
+            try text.write(toFile: output, atomically: true, encoding: .utf8)
+        } catch {
+            FileHandle.standardError.write(Data("\(output): error: cannot write the contract: \(error.localizedDescription)\n".utf8))
+            throw ExitCode(1)
+        }
+    }
+}
