@@ -18,8 +18,8 @@ import Yams
 public enum ContractDocument {
     /// Loads a contract or OpenAPI document file.
     public static func load(file: String) throws(ContractError) -> Contract {
+        // The conversion's problems are reported with the contract loader's, all at once.
         let (root, diagnostics) = try contractTree(file: file)
-        if diagnostics.contains(where: { $0.severity == .error }) { throw ContractError(diagnostics: diagnostics) }
         return try ContractLoader.load(root: root, file: file, warnings: diagnostics)
     }
 
@@ -77,8 +77,9 @@ public enum ContractDocument {
                 // OpenAPIKit's schema model does not take every JSON Schema
                 // 2020-12 form (`items: false`); Doppel's own schema loader
                 // checks schemas, so this is only a note.
+                let reason = problem.localizedDescription.split(separator: "\n").first.map(String.init) ?? ""
                 return [Diagnostic(.warning, at: locate(problem.codingPath, in: root),
-                                   "OpenAPIKit cannot read this schema (\(problem.localizedDescription)); Doppel checks it with its own validator, and the rest of the document is not checked by OpenAPIKit")]
+                                   "OpenAPIKit cannot read this schema (\(reason)); Doppel checks it with its own validator, and the rest of the document is not checked by OpenAPIKit")]
             }
             return [Diagnostic(at: locate(problem.codingPath, in: root), "not a valid OpenAPI \(version) document: \(problem.localizedDescription)")]
         }

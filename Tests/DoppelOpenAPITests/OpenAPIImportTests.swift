@@ -1,0 +1,192 @@
+import DoppelCore
+import DoppelOpenAPI
+import Foundation
+import Testing
+
+/// Writes `text` to a temporary document and returns every diagnostic of loading it.
+private func diagnostics(_ text: String, name: String = "api.yaml") throws -> [String] {
+    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("doppel-openapi-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: folder) }
+    let file = folder.appendingPathComponent(name).path
+    try text.write(toFile: file, atomically: true, encoding: .utf8)
+    return ContractDocument.lint(file: file).map { $0.description.replacingOccurrences(of: folder.path + "/", with: "") }
+}
+
+@Suite("OpenAPI import")
+struct OpenAPIImportTests {
+    @Test func everyProblemInADocumentIsLocatedInIt() throws {
+        let found = try diagnostics("""
+            openapi: 3.1.0
+            info: { title: Broken, version: "1" }
+            paths:
+              /a:
+                get:
+                  responses:
+                    "200":
+                      description: ok
+                      content:
+                        application/json:
+                          schema: { $ref: "#/components/schemas/Missing" }
+              /b:
+                post:
+                  requestBody:
+                    content:
+                      application/json:
+                        schema: { $ref: "#/components/schemas/Item" }
+                        example: { count: "three" }
+                  responses:
+                    "201":
+                      description: created
+                      content:
+                        application/json:
+                          schema: { $ref: "#/components/schemas/Item" }
+                          example: { count: -1 }
+            components:
+              schemas:
+                Item:
+                  type: object
+                  properties:
+                    count: { type: integer, minimum: 0 }
+                    label: { type: strin }
+            """)
+        #expect(found.filter { $0.contains(": error: ") } == [
+            "api.yaml:11:31: error: unresolved $ref '#/components/schemas/Missing': components.schemas has no 'Missing'",
+            "api.yaml:18:22: error: the example body of endpoint 'post-b' breaks its schema at /count: expected integer, got string",
+            "api.yaml:25:24: error: the body of response post-b[0] breaks its schema at /count: must be at least 0, got -1",
+            "api.yaml:32:24: error: unknown type 'strin' in property 'label' of schema 'Item' (did you mean 'string'?)",
+        ])
+        // OpenAPIKit's own reading stops at the bad type; it says so once.
+        #expect(found.filter { $0.contains(": warning: OpenAPIKit cannot read this schema") }.count == 1)
+    }
+
+    @Test func structuralProblemsComeFromOpenAPIKitAtTheirPlace() throws {
+        let found = try diagnostics("""
+            openapi: 3.1.0
+            info: { title: Broken, version: "1" }
+            paths:
+              /a:
+                get:
+                  responses:
+                    "200": { description: ok }
+                  parameters:
+                    - { name: q, in: nowhere, schema: { type: string } }
+            """)
+        #expect(found.count == 1)
+        #expect(found.first?.hasPrefix("api.yaml:9:") == true || found.first?.hasPrefix("api.yaml:8:") == true, "\(found)")
+        #expect(found.first?.contains("not a valid OpenAPI 3.1.0 document") == true)
+
+        let version = try diagnostics("openapi: 2.0.0\ninfo: { title: Old, version: '1' }\npaths: {}\n")
+        #expect(version == ["api.yaml:1:10: error: OpenAPI 2.0.0 is not supported; Doppel reads OpenAPI 3.0 and 3.1 documents"])
+    }
+
+    @Test func referencesThatLeaveTheDocumentOrLoopAreRefused() throws {
+        let found = try diagnostics("""
+            openapi: 3.1.0
+            info: { title: Refs, version: "1" }
+            paths:
+              /a:
+                get:
+                  parameters:
+                    - $ref: "other.yaml#/components/parameters/Q"
+                  responses:
+                    "200": { $ref: "#/components/responses/Loop" }
+            components:
+              responses:
+                Loop: { $ref: "#/components/responses/Loop" }
+            """)
+        #expect(found.contains { $0.contains("points outside the document; Doppel reads one file") })
+        #expect(found.contains { $0.contains("$ref chain longer than 32 hops") })
+    }
+
+    @Test func unsupportedFeaturesAreNamedNotSilentlyDropped() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("doppel-openapi-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("api.yaml").path
+        try """
+            openapi: 3.1.0
+            info: { title: Partial, version: "1" }
+            paths:
+              /a:
+                get:
+                  security: [{ digest: [] }]
+                  parameters:
+                    - { name: filter, in: query, style: deepObject, schema: { type: object } }
+                  responses:
+                    "200":
+                      description: ok
+                      content:
+                        application/json:
+                          schema: { type: object, patternProperties: { "^x": { type: string } } }
+                trace:
+                  responses: { "200": { description: ok } }
+            components:
+              securitySchemes:
+                digest: { type: http, scheme: digest }
+            """.write(toFile: file, atomically: true, encoding: .utf8)
+        let (_, found) = try ContractDocument.contractTree(file: file)
+        let messages = found.map(\.message)
+        #expect(messages.contains { $0.contains("security scheme 'digest' (http digest) is not supported") })
+        #expect(messages.contains { $0.contains("style deepObject") })
+        #expect(messages.contains { $0.contains("'patternProperties' is not checked by Doppel yet") })
+        #expect(messages.contains { $0.contains("TRACE /a is not served") })
+        #expect(found.allSatisfy { $0.severity == .warning })
+        // Still served: the unsupported parts are named, the rest works.
+        let contract = try ContractDocument.load(file: file)
+        #expect(contract.endpoints.map(\.id) == ["get-a"])
+    }
+
+    @Test func aSchemaSampleKeepsItsSchema() throws {
+        let contract = try ContractLoader.load(text: """
+            doppel: 1
+            schemas:
+              Node:
+                type: object
+                required: [id, kind, children]
+                properties:
+                  id: { type: string, format: uuid }
+                  kind: { enum: [leaf, branch] }
+                  weight: { type: number, exclusiveMinimum: 0.5, multipleOf: 0.25 }
+                  size: { type: integer, minimum: 3, maximum: 9 }
+                  code: { type: string, minLength: 12, maxLength: 12 }
+                  children: { type: array, items: { $ref: Node } }
+                  pair: { type: array, prefixItems: [{ type: string }, { type: boolean }], items: false }
+              Shape:
+                oneOf: [{ $ref: Node }, { type: string }]
+            endpoints:
+              get:
+                request: GET /node
+                responses:
+                  - { schema: Shape, body_from_schema: true }
+            """, file: "sample.yaml")
+        let response = MockEngine(contract: contract).respond(to: RecordedRequest(method: "GET", target: "/node"))
+        let value = try JSONReader.parse(response.body)
+        let validator = SchemaValidator(registry: contract.schemas)
+        #expect(validator.validate(value, against: Schema(ref: "Shape")).isEmpty, "\(value)")
+        #expect(value["pair"] == ["string", true])
+        #expect(value["size"] == 3)
+        #expect(value["weight"] == 1.5)
+    }
+
+    @Test func bodyFromSchemaNeedsASchemaAndNoBody() throws {
+        let found = ContractError.diagnostics { () throws(ContractError) in
+            _ = try ContractLoader.load(text: """
+                doppel: 1
+                endpoints:
+                  a:
+                    request: GET /a
+                    responses:
+                      - { body_from_schema: true }
+                  b:
+                    request: GET /b
+                    responses:
+                      - { schema: { type: string }, body: x, body_from_schema: true }
+                """, file: "c.yaml")
+        }.map(\.description)
+        #expect(found == [
+            "c.yaml:6:29: error: 'body_from_schema' of response a[0] needs a 'schema' to generate the body from",
+            "c.yaml:10:64: error: 'body_from_schema' of response b[0] stands for a body; give one or the other",
+        ])
+    }
+}
