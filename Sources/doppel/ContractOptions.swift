@@ -4,9 +4,10 @@ import DoppelOpenAPI
 import Foundation
 
 /// Loads a contract or OpenAPI document for a command, printing every diagnostic and exiting 1 on errors.
-func loadContractOrExit(_ path: String) throws -> Contract {
+/// `checkingWithOpenAPIKit`: see `ContractDocument.load`.
+func loadContractOrExit(_ path: String, checkingWithOpenAPIKit: Bool = true) throws -> Contract {
     do {
-        return try ContractDocument.load(file: path)
+        return try ContractDocument.load(file: path, checkingWithOpenAPIKit: checkingWithOpenAPIKit)
     } catch {
         printDiagnostics(error.diagnostics)
         throw ExitCode(1)

@@ -19,7 +19,7 @@ struct Lint: ParsableCommand {
         var errors = 0
         for file in contracts {
             let diagnostics = ScenarioLoader.isScenario(file: file)
-                ? ScenarioLoader.lint(file: file, loadContract: ContractDocument.load) : ContractDocument.lint(file: file)
+                ? ScenarioLoader.lint(file: file, loadContract: { (file: String) throws(ContractError) in try ContractDocument.load(file: file) }) : ContractDocument.lint(file: file)
             printDiagnostics(diagnostics)
             let count = diagnostics.filter { $0.severity == .error }.count
             errors += count

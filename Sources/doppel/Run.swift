@@ -48,7 +48,7 @@ struct Run: AsyncParsableCommand {
         for file in files {
             do {
                 let label = file.hasPrefix(here) ? String(file.dropFirst(here.count)) : file
-                loaded.append((label, try ScenarioLoader.load(file: file, loadContract: ContractDocument.load)))
+                loaded.append((label, try ScenarioLoader.load(file: file, loadContract: { (file: String) throws(ContractError) in try ContractDocument.load(file: file) })))
             } catch {
                 problems += error.diagnostics
             }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import DoppelCore
+import DoppelOpenAPI
 import DoppelServer
 import Foundation
 import Logging
@@ -98,7 +99,12 @@ struct Serve: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let contract = try loadContractOrExit(self.contract)
+        // An OpenAPI document is served at once; OpenAPIKit's check of it
+        // (a second for 1,000 operations) runs beside the server and prints
+        // what it finds. `doppel lint` runs it before anything else.
+        let contract = try loadContractOrExit(self.contract, checkingWithOpenAPIKit: false)
+        let file = self.contract
+        Task.detached(priority: .background) { printDiagnostics(ContractDocument.openAPIKitProblems(file: file)) }
         var configuration = ServerConfiguration(
             host: host, port: port, maxBodySize: ByteSize.parse(maxBodySize)!, logFormat: RequestLog.Format(rawValue: logFormat)!,
             journalCapacity: journalSize, defaultDelay: delay.flatMap(Delay.parse), hangLimit: Self.seconds(hangLimit)!)

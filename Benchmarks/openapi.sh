@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# OpenAPI benchmark: a generated document of 1,000 operations.
+#  - `doppel routes` on it against `doppel routes contracts/tales.yaml` (hyperfine);
+#  - requests to its first and its last operation (wrk, loopback), as req/s.
+# Usage: bash Benchmarks/openapi.sh   (DURATION=4s by default)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DURATION=${DURATION:-4s}
+PORT=${PORT:-18931}
+work=$(mktemp -d)
+trap 'kill $server 2>/dev/null || true; rm -rf "$work"' EXIT
+server=
+swift build -c release --product doppel >"$work/build.log" 2>&1 || { cat "$work/build.log"; exit 1; }
+doppel=.build/release/doppel
+python3 Benchmarks/openapi-document.py 1000 >"$work/api.yaml"
+
+hyperfine -N --warmup 3 --runs 20 --export-json "$work/routes.json" \
+  "$doppel routes contracts/tales.yaml" "$doppel routes $work/api.yaml" >/dev/null
+python3 - "$work/routes.json" <<'PY'
+import json, sys
+results = json.load(open(sys.argv[1]))["results"]
+tales, api = (r["mean"] * 1000 for r in results)
+print(f"doppel routes: tales {tales:.1f} ms, 1,000 operations {api:.1f} ms ({api / tales:.2f}x; target <= 3x)")
+PY
+
+"$doppel" serve "$work/api.yaml" --host 127.0.0.1 --port "$PORT" --log-format none >"$work/serve.log" 2>&1 &
+server=$!
+for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$PORT/__doppel/health" && break; sleep 0.1; done
+rate() { wrk -t2 -c32 -d"$DURATION" -H "Authorization: Bearer t" "$1" | awk '/Requests\/sec/ {print $2}'; }
+first=$(rate "http://127.0.0.1:$PORT/api/v1/things0/1")
+last=$(rate "http://127.0.0.1:$PORT/api/v1/things499/1")
+python3 -c "f, l = float('$first'), float('$last'); print(f'routing: first operation {f:.0f} req/s, last {l:.0f} req/s (last/first {l / f:.2f}; target >= 0.90)')"
