@@ -17,13 +17,23 @@ import Yams
 ///    the contract loader as for any contract.
 public enum ContractDocument {
     /// Loads a contract or OpenAPI document file. `checkingWithOpenAPIKit`
-    /// false skips stage 1 for an OpenAPI document: OpenAPIKit takes about a
-    /// second over a document of 1,000 operations, so `doppel serve` starts
-    /// without it and runs it in the background (`openAPIKitProblems`).
+    /// false skips stage 1 for an OpenAPI document (OpenAPIKit takes about a
+    /// second over a document of 1,000 operations).
     public static func load(file: String, checkingWithOpenAPIKit: Bool = true) throws(ContractError) -> Contract {
-        // The conversion's problems are reported with the contract loader's, all at once.
-        let (root, diagnostics) = try contractTree(file: file, checkingWithOpenAPIKit: checkingWithOpenAPIKit)
-        return try ContractLoader.load(root: root, file: file, warnings: diagnostics)
+        try load(contractTree(file: file, checkingWithOpenAPIKit: checkingWithOpenAPIKit), file: file)
+    }
+
+    /// Loads a file without waiting for OpenAPIKit, as `doppel serve` does:
+    /// the check, when the file is an OpenAPI document, is returned to be run
+    /// beside the server, on the tree already read.
+    public static func loadDeferringCheck(file: String) throws(ContractError) -> (contract: Contract, check: (@Sendable () -> [Diagnostic])?) {
+        let source = try contractTree(file: file, checkingWithOpenAPIKit: false)
+        return (try load(source, file: file), source.deferredCheck)
+    }
+
+    /// The conversion's problems are reported with the contract loader's, all at once.
+    private static func load(_ source: Source, file: String) throws(ContractError) -> Contract {
+        try ContractLoader.load(root: source.tree, file: file, warnings: source.diagnostics)
     }
 
     /// Every diagnostic for a contract or OpenAPI document; empty when it loads.
@@ -31,16 +41,20 @@ public enum ContractDocument {
         ContractError.diagnostics { () throws(ContractError) in _ = try load(file: file) }
     }
 
-    /// Whether a file is an OpenAPI document.
-    public static func isOpenAPI(file: String) -> Bool {
-        guard case .success(let text) = SourceReader.readFile(file, what: "document"),
-              case .success(let root?) = SourceReader.read(text, file: file) else { return false }
-        return OpenAPIImporter.isOpenAPI(root)
+    /// A file read as a contract tree.
+    public struct Source: Sendable {
+        /// The contract as written, or an OpenAPI document converted.
+        public let tree: SourceNode
+        /// The conversion's and OpenAPIKit's warnings and errors.
+        public let diagnostics: [Diagnostic]
+        /// Whether the file is an OpenAPI document rather than a contract.
+        public let isOpenAPI: Bool
+        /// OpenAPIKit's check of an OpenAPI document, when it was skipped.
+        public let deferredCheck: (@Sendable () -> [Diagnostic])?
     }
 
-    /// The contract tree of a file: the contract as written, or an OpenAPI
-    /// document converted, with the conversion's diagnostics.
-    public static func contractTree(file: String, checkingWithOpenAPIKit: Bool = true) throws(ContractError) -> (SourceNode, [Diagnostic]) {
+    /// The contract tree of a file, read once.
+    public static func contractTree(file: String, checkingWithOpenAPIKit: Bool = true) throws(ContractError) -> Source {
         let text: String
         switch SourceReader.readFile(file, what: "contract") {
         case .success(let read): text = read
@@ -52,18 +66,13 @@ public enum ContractDocument {
         case .success(nil): throw ContractError(diagnostics: [Diagnostic(at: SourceLocation(file: file, line: 1, column: 1), "the contract is empty")])
         case .failure(let error): throw error
         }
-        guard OpenAPIImporter.isOpenAPI(root) else { return (root, []) }
+        guard OpenAPIImporter.isOpenAPI(root) else { return Source(tree: root, diagnostics: [], isOpenAPI: false, deferredCheck: nil) }
         let problems = checkingWithOpenAPIKit ? read(root: root, file: file) : []
         if problems.contains(where: { $0.severity == .error }) { throw ContractError(diagnostics: problems) }
         let (contract, diagnostics) = OpenAPIImporter.contract(from: root, file: file)
-        return (contract, problems + diagnostics)
-    }
-
-    /// What OpenAPIKit finds in a file that is an OpenAPI document; empty for a contract.
-    public static func openAPIKitProblems(file: String) -> [Diagnostic] {
-        guard case .success(let text) = SourceReader.readFile(file, what: "document"),
-              case .success(let root?) = SourceReader.read(text, file: file), OpenAPIImporter.isOpenAPI(root) else { return [] }
-        return read(root: root, file: file)
+        var check: (@Sendable () -> [Diagnostic])?
+        if !checkingWithOpenAPIKit { check = { read(root: root, file: file) } }
+        return Source(tree: contract, diagnostics: problems + diagnostics, isOpenAPI: true, deferredCheck: check)
     }
 
     /// Stage 1: decodes and validates the document with OpenAPIKit; its

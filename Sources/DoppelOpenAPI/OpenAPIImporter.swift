@@ -297,21 +297,20 @@ public struct OpenAPIImporter {
     mutating func requestBody(_ raw: SourceNode?) -> SourceNode? {
         guard let raw, let body = resolved(raw), let content = body["content"]?.mappingPairs, !content.isEmpty else { return nil }
         let at = body.location
-        let types = content.compactMap { $0.key.scalarText }
         let chosen = content.first { $0.key.scalarText.map(Self.isJSON) ?? false } ?? content[0]
         var fields: [(String, SourceNode)] = [("content_type", ContractNode.list(content.map { ContractNode.string($0.key.scalarText ?? "", at: $0.key.location) }, at: at))]
         if let schemaNode = chosen.value["schema"] { fields.append(("schema", schema(schemaNode))) }
         fields.append(("required", ContractNode.plain(body["required"]?.json == .bool(true) ? "true" : "false", at: body["required"]?.location ?? at)))
-        if let example = examples(of: chosen.value).first, types.isEmpty == false, Self.isJSON(chosen.key.scalarText ?? "") {
+        if let example = examples(of: chosen.value).first, Self.isJSON(chosen.key.scalarText ?? "") {
             fields.append(("example", example.value))
         }
         if let description = body["description"]?.scalarText { fields.append(("description", ContractNode.string(description, at: at))) }
         return ContractNode.map(fields, at: at)
     }
 
+    /// JSON as the engine reads it, or any type (`*/*`), whose examples are JSON values.
     static func isJSON(_ type: String) -> Bool {
-        let essence = type.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
-        return essence == "application/json" || essence.hasSuffix("+json") || essence == "*/*"
+        MediaTypes.isJSON(type) || type.trimmingCharacters(in: .whitespaces).hasPrefix("*/*")
     }
 
     // MARK: Responses
@@ -349,7 +348,7 @@ public struct OpenAPIImporter {
             }
             return [ContractNode.map(base, at: response.location)]
         }
-        return examples.enumerated().map { index, example in
+        return examples.map { example in
             var fields = base
             if let name = example.name { fields.insert(("name", ContractNode.string(name, at: example.value.location)), at: 0) }
             if json {

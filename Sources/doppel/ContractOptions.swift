@@ -20,3 +20,18 @@ func printDiagnostics(_ diagnostics: [Diagnostic]) {
         FileHandle.standardError.write(Data((diagnostic.description + "\n").utf8))
     }
 }
+
+/// Writes a command's output to `path`, or to standard output when there is
+/// none; a file that cannot be written is an error naming it, and exit 1.
+func writeOutput(_ text: String, to path: String?, what: String) throws {
+    guard let path else {
+        print(text, terminator: "")
+        return
+    }
+    do {
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+    } catch {
+        FileHandle.standardError.write(Data("\(path): error: cannot write the \(what): \(error.localizedDescription)\n".utf8))
+        throw ExitCode(1)
+    }
+}

@@ -31,16 +31,7 @@ struct Export: ParsableCommand {
             FileHandle.standardError.write(Data("\(self.contract): error: \(error.description)\n".utf8))
             throw ExitCode(1)
         }
-        guard let output else {
-            print(text, terminator: "")
-            return
-        }
-        do {
-            try text.write(toFile: output, atomically: true, encoding: .utf8)
-        } catch {
-            FileHandle.standardError.write(Data("\(output): error: cannot write the document: \(error.localizedDescription)\n".utf8))
-            throw ExitCode(1)
-        }
+        try writeOutput(text, to: output, what: "document")
     }
 }
 

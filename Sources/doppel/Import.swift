@@ -22,18 +22,18 @@ struct Import: ParsableCommand {
     var output: String?
 
     func run() throws {
-        guard ContractDocument.isOpenAPI(file: document) else {
-            FileHandle.standardError.write(Data("\(document): error: not an OpenAPI document (it has no top-level 'openapi' key)\n".utf8))
-            throw ExitCode(1)
-        }
         let tree: SourceNode
         do {
-            let (root, diagnostics) = try ContractDocument.contractTree(file: document)
+            let source = try ContractDocument.contractTree(file: document)
+            guard source.isOpenAPI else {
+                FileHandle.standardError.write(Data("\(document): error: not an OpenAPI document (it has no top-level 'openapi' key)\n".utf8))
+                throw ExitCode(1)
+            }
             // The same checks as serving: an import that would not load is not written.
-            _ = try ContractLoader.load(root: root, file: document, warnings: diagnostics)
-            printDiagnostics(diagnostics)
-            tree = root
-        } catch {
+            _ = try ContractLoader.load(root: source.tree, file: document, warnings: source.diagnostics)
+            printDiagnostics(source.diagnostics)
+            tree = source.tree
+        } catch let error as ContractError {
             printDiagnostics(error.diagnostics)
             throw ExitCode(1)
         }
@@ -48,15 +48,6 @@ struct Import: ParsableCommand {
             FileHandle.standardError.write(Data("\(document): error: cannot write the contract: \(error)\n".utf8))
             throw ExitCode(1)
         }
-        guard let output else {
-            print(text, terminator: "")
-            return
-        }
-        do {
-            try text.write(toFile: output, atomically: true, encoding: .utf8)
-        } catch {
-            FileHandle.standardError.write(Data("\(output): error: cannot write the contract: \(error.localizedDescription)\n".utf8))
-            throw ExitCode(1)
-        }
+        try writeOutput(text, to: output, what: "contract")
     }
 }

@@ -102,9 +102,15 @@ struct Serve: AsyncParsableCommand {
         // An OpenAPI document is served at once; OpenAPIKit's check of it
         // (a second for 1,000 operations) runs beside the server and prints
         // what it finds. `doppel lint` runs it before anything else.
-        let contract = try loadContractOrExit(self.contract, checkingWithOpenAPIKit: false)
-        let file = self.contract
-        Task.detached(priority: .background) { printDiagnostics(ContractDocument.openAPIKitProblems(file: file)) }
+        let contract: Contract
+        do {
+            let loaded = try ContractDocument.loadDeferringCheck(file: self.contract)
+            contract = loaded.contract
+            if let check = loaded.check { Task.detached(priority: .background) { printDiagnostics(check()) } }
+        } catch {
+            printDiagnostics(error.diagnostics)
+            throw ExitCode(1)
+        }
         var configuration = ServerConfiguration(
             host: host, port: port, maxBodySize: ByteSize.parse(maxBodySize)!, logFormat: RequestLog.Format(rawValue: logFormat)!,
             journalCapacity: journalSize, defaultDelay: delay.flatMap(Delay.parse), hangLimit: Self.seconds(hangLimit)!)

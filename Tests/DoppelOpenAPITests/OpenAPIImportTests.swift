@@ -3,14 +3,21 @@ import DoppelOpenAPI
 import Foundation
 import Testing
 
-/// Writes `text` to a temporary document and returns every diagnostic of loading it.
-private func diagnostics(_ text: String, name: String = "api.yaml") throws -> [String] {
+/// Writes `text` to `api.yaml` in a temporary folder, runs `body` on its path and folder, then removes the folder.
+private func withDocument<T>(_ text: String, _ body: (_ file: String, _ folder: String) throws -> T) throws -> T {
     let folder = FileManager.default.temporaryDirectory.appendingPathComponent("doppel-openapi-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: folder) }
-    let file = folder.appendingPathComponent(name).path
+    let file = folder.appendingPathComponent("api.yaml").path
     try text.write(toFile: file, atomically: true, encoding: .utf8)
-    return ContractDocument.lint(file: file).map { $0.description.replacingOccurrences(of: folder.path + "/", with: "") }
+    return try body(file, folder.path)
+}
+
+/// Every diagnostic of loading `text` as a document named `api.yaml`.
+private func diagnostics(_ text: String) throws -> [String] {
+    try withDocument(text) { file, folder in
+        ContractDocument.lint(file: file).map { $0.description.replacingOccurrences(of: folder + "/", with: "") }
+    }
 }
 
 @Suite("OpenAPI import")
@@ -100,11 +107,7 @@ struct OpenAPIImportTests {
     }
 
     @Test func unsupportedFeaturesAreNamedNotSilentlyDropped() throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("doppel-openapi-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let file = folder.appendingPathComponent("api.yaml").path
-        try """
+        try withDocument("""
             openapi: 3.1.0
             info: { title: Partial, version: "1" }
             paths:
@@ -124,17 +127,18 @@ struct OpenAPIImportTests {
             components:
               securitySchemes:
                 digest: { type: http, scheme: digest }
-            """.write(toFile: file, atomically: true, encoding: .utf8)
-        let (_, found) = try ContractDocument.contractTree(file: file)
-        let messages = found.map(\.message)
-        #expect(messages.contains { $0.contains("security scheme 'digest' (http digest) is not supported") })
-        #expect(messages.contains { $0.contains("style deepObject") })
-        #expect(messages.contains { $0.contains("'patternProperties' is not checked by Doppel yet") })
-        #expect(messages.contains { $0.contains("TRACE /a is not served") })
-        #expect(found.allSatisfy { $0.severity == .warning })
-        // Still served: the unsupported parts are named, the rest works.
-        let contract = try ContractDocument.load(file: file)
-        #expect(contract.endpoints.map(\.id) == ["get-a"])
+            """) { file, _ in
+            let found = try ContractDocument.contractTree(file: file).diagnostics
+            let messages = found.map(\.message)
+            #expect(messages.contains { $0.contains("security scheme 'digest' (http digest) is not supported") })
+            #expect(messages.contains { $0.contains("style deepObject") })
+            #expect(messages.contains { $0.contains("'patternProperties' is not checked by Doppel yet") })
+            #expect(messages.contains { $0.contains("TRACE /a is not served") })
+            #expect(found.allSatisfy { $0.severity == .warning })
+            // Still served: the unsupported parts are named, the rest works.
+            let contract = try ContractDocument.load(file: file)
+            #expect(contract.endpoints.map(\.id) == ["get-a"])
+        }
     }
 
     @Test func aSchemaSampleKeepsItsSchema() throws {

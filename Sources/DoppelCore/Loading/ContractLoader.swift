@@ -87,13 +87,6 @@ public struct ContractLoader {
         return contract!
     }
 
-    /// The diagnostics of a load, warnings included, also when it succeeds.
-    public static func diagnostics(root: SourceNode, file: String) -> [Diagnostic] {
-        var loader = ContractLoader(file: file)
-        _ = loader.build(root)
-        return loader.diagnostics.diagnostics
-    }
-
     /// Every diagnostic for a contract file, errors and warnings; empty when clean.
     public static func lint(file: String) -> [Diagnostic] {
         ContractError.diagnostics { () throws(ContractError) in _ = try load(file: file) }
