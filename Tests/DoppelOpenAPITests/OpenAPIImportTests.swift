@@ -173,6 +173,37 @@ struct OpenAPIImportTests {
         #expect(value["weight"] == 1.5)
     }
 
+    @Test func aSampleOfAnExplosiveSchemaStopsAtItsBound() throws {
+        // Ten required members at each of eight levels would be 10^8 values;
+        // a minLength of a billion, a gigabyte of text.
+        var schemas = ""
+        for level in 0..<8 {
+            let names = (0..<10).map { "m\($0)" }
+            let members = names.map { "\($0): { $ref: L\(level + 1) }" }.joined(separator: ", ")
+            schemas += "  L\(level): { type: object, required: [\(names.joined(separator: ", "))], properties: { \(members) } }\n"
+        }
+        schemas += "  L8: { type: string, minLength: 1000000000 }\n"
+        let text = "doppel: 1\nschemas:\n" + schemas + """
+            endpoints:
+              big:
+                request: GET /big
+                responses:
+                  - { schema: L0, body_from_schema: true }
+              short:
+                request: GET /short
+                responses:
+                  - { schema: { type: object, properties: { a: { type: string, minLength: 1000000000 }, b: { type: integer } } }, body_from_schema: true }
+            """
+        let found = ContractError.diagnostics { () throws(ContractError) in _ = try ContractLoader.load(text: text, file: "big.yaml") }
+        #expect(found.map(\.description) == [
+            "big.yaml:16:41: error: no body can be generated from the schema of response big[0]: a value would recurse without end or hold more than 100000 values and characters; write the body instead",
+        ])
+        // Without the explosive endpoint, the optional member that cannot be sampled within the bound is left out.
+        let engine = MockEngine(contract: try ContractLoader.load(text: text.replacingOccurrences(of: "schema: L0, body_from_schema: true", with: "schema: { type: string }, body: x, description: y"), file: "big.yaml"))
+        let short = engine.respond(to: RecordedRequest(method: "GET", target: "/short"))
+        #expect(try JSONReader.parse(short.body) == ["b": 0])
+    }
+
     @Test func bodyFromSchemaNeedsASchemaAndNoBody() throws {
         let found = ContractError.diagnostics { () throws(ContractError) in
             _ = try ContractLoader.load(text: """

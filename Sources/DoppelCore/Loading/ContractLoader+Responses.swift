@@ -79,8 +79,11 @@ extension ContractLoader {
             if reader.bool("body_from_schema", diagnostics: &diagnostics) == true {
                 if case .empty = body {
                     // Generated once, here: the same value for every request.
-                    let value = SchemaSampler(registry: schemas).sample(read)
-                    body = .json(.constant(value), encoded: JSONWriter.encode(value), contentType: explicitType ?? "application/json")
+                    if let value = SchemaSampler(registry: schemas).sample(read) {
+                        body = .json(.constant(value), encoded: JSONWriter.encode(value), contentType: explicitType ?? "application/json")
+                    } else {
+                        diagnostics.error("no body can be generated from the schema of \(context): a value would recurse without end or hold more than \(SchemaSampler.maximumSize) values and characters; write the body instead", at: reader["body_from_schema"]!.location)
+                    }
                 } else {
                     diagnostics.error("'body_from_schema' of \(context) stands for a body; give one or the other", at: reader["body_from_schema"]!.location)
                 }

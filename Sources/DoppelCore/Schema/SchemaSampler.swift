@@ -13,44 +13,61 @@ public struct SchemaSampler: Sendable {
 
     /// How deep a sample may nest before optional members are left out and lists left empty.
     public static let maximumDepth = 8
+    /// The most a sample may hold, counting each value and each character of
+    /// its strings: a schema of many members that each refer to many others,
+    /// or a `minLength` of a billion, gives up (an optional member is left
+    /// out; a required one leaves its parent without a sample) rather than
+    /// filling memory while the contract loads.
+    public static let maximumSize = 100_000
+
+    /// The state of one sample: the named schemas being expanded, and the size so far.
+    private struct Run {
+        var visiting: [String] = []
+        var size = 0
+    }
 
     public init(registry: [String: Schema]) {
         self.registry = registry
     }
 
-    public func sample(_ schema: Schema) -> JSON {
-        var visiting: [String] = []
-        return sample(schema, depth: 0, visiting: &visiting) ?? .null
+    /// A value that keeps `schema`; nil when none can be made within the
+    /// bounds (a required member that recurses without end, or a value
+    /// larger than `maximumSize`).
+    public func sample(_ schema: Schema) -> JSON? {
+        var run = Run()
+        return sample(schema, depth: 0, run: &run)
     }
 
     /// nil when no value can be made within the depth (a required member that recurses forever).
-    private func sample(_ schema: Schema, depth: Int, visiting: inout [String]) -> JSON? {
+    private func sample(_ schema: Schema, depth: Int, run: inout Run) -> JSON? {
+        run.size += 1
+        guard run.size <= Self.maximumSize else { return nil }
         if let constant = schema.constValue { return constant }
         if let value = schema.defaultValue { return value }
         if let example = schema.example { return example }
         if let first = schema.enumValues?.first { return first }
         if let ref = schema.ref, let target = registry[ref] {
-            guard depth < Self.maximumDepth, visiting.filter({ $0 == ref }).count < 2 else { return nil }
-            visiting.append(ref)
-            defer { visiting.removeLast() }
-            if schema.types == nil, schema.properties.isEmpty, schema.allOf.isEmpty { return sample(target, depth: depth + 1, visiting: &visiting) }
-            return merge(sample(target, depth: depth + 1, visiting: &visiting), own(schema, depth: depth, visiting: &visiting))
+            guard depth < Self.maximumDepth, run.visiting.filter({ $0 == ref }).count < 2 else { return nil }
+            run.visiting.append(ref)
+            defer { run.visiting.removeLast() }
+            if schema.types == nil, schema.properties.isEmpty, schema.allOf.isEmpty { return sample(target, depth: depth + 1, run: &run) }
+            return merge(sample(target, depth: depth + 1, run: &run), own(schema, depth: depth, run: &run))
         }
         if !schema.allOf.isEmpty {
-            var merged: JSON? = own(schema, depth: depth, visiting: &visiting)
+            var merged: JSON? = own(schema, depth: depth, run: &run)
             for branch in schema.allOf {
-                merged = merge(merged, sample(branch, depth: depth + 1, visiting: &visiting))
+                merged = merge(merged, sample(branch, depth: depth + 1, run: &run))
             }
             return merged
         }
         if let first = schema.oneOf.first ?? schema.anyOf.first {
-            return sample(first, depth: depth + 1, visiting: &visiting)
+            return sample(first, depth: depth + 1, run: &run)
         }
-        return own(schema, depth: depth, visiting: &visiting)
+        return own(schema, depth: depth, run: &run)
     }
 
     /// A value of the schema's own type, ignoring combinators.
-    private func own(_ schema: Schema, depth: Int, visiting: inout [String]) -> JSON? {
+    private func own(_ schema: Schema, depth: Int, run: inout Run) -> JSON? {
         let type = schema.types?.first { $0 != "null" } ?? (schema.properties.isEmpty ? (schema.items != nil ? "array" : schema.types == nil ? nil : "null") : "object")
         switch type {
         case "object":
@@ -58,7 +75,7 @@ public struct SchemaSampler: Sendable {
             for (name, property) in schema.properties {
                 let required = schema.required.contains(name)
                 guard required || depth < Self.maximumDepth / 2 else { continue }
-                if let value = sample(property, depth: depth + 1, visiting: &visiting) {
+                if let value = sample(property, depth: depth + 1, run: &run) {
                     object[name] = value
                 } else if required {
                     return nil
@@ -71,7 +88,7 @@ public struct SchemaSampler: Sendable {
             for index in 0..<count {
                 let itemSchema = index < schema.prefixItems.count ? schema.prefixItems[index] : schema.items
                 guard let itemSchema else { items.append(.null); continue }
-                guard let value = sample(itemSchema, depth: depth + 1, visiting: &visiting) else {
+                guard let value = sample(itemSchema, depth: depth + 1, run: &run) else {
                     if (schema.minItems ?? 0) > index { return nil }
                     break
                 }
@@ -80,6 +97,10 @@ public struct SchemaSampler: Sendable {
             if schema.uniqueItems, Set(items).count != items.count { items = Array(items.prefix(1)) }
             return .array(items)
         case "string":
+            // The longest text a sample starts from is a UUID, 36 characters.
+            let length = max(schema.minLength ?? 0, 36)
+            guard run.size + length <= Self.maximumSize else { return nil }
+            run.size += length
             return .string(string(schema))
         case "integer":
             return .int(Int(number(schema, integer: true)))
