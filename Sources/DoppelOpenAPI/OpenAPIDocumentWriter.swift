@@ -1,6 +1,7 @@
 import DoppelCore
 import Foundation
 import OpenAPIKit
+import OpenAPIKit30
 import Yams
 
 /// Writes an OpenAPI document built as `JSON` through OpenAPIKit: it is
@@ -20,20 +21,41 @@ public enum OpenAPIDocumentWriter {
         }
     }
 
+    /// The OpenAPI version written: the exporter builds 3.1, and
+    /// `OpenAPI30Downgrade` rewrites it for 3.0.
+    public enum Version: String, Sendable, CaseIterable {
+        case v3_1 = "3.1"
+        case v3_0 = "3.0"
+    }
+
     public struct Failure: Error, CustomStringConvertible {
         public let description: String
     }
 
-    /// The document as text, after OpenAPIKit has read and validated it.
-    public static func write(_ document: JSON, as format: Format) throws(Failure) -> String {
-        let parsed: OpenAPI.Document
+    /// The document as text, after OpenAPIKit has read and validated it as
+    /// the given version (a 3.1 document is first rewritten for 3.0).
+    public static func write(_ document: JSON, as format: Format, version: Version = .v3_1) throws(Failure) -> String {
+        switch version {
+        case .v3_1:
+            return try write(OpenAPIKit.OpenAPI.Document.self, from: document, as: format) { try $0.validate() }
+        case .v3_0:
+            return try write(OpenAPIKit30.OpenAPI.Document.self, from: OpenAPI30Downgrade.document(document), as: format) {
+                try $0.validate()
+            }
+        }
+    }
+
+    static func write<Document: Codable>(
+        _: Document.Type, from document: JSON, as format: Format, validate: (Document) throws -> Void
+    ) throws(Failure) -> String {
+        let parsed: Document
         do {
-            parsed = try YAMLDecoder().decode(OpenAPI.Document.self, from: node(document))
+            parsed = try YAMLDecoder().decode(Document.self, from: node(document))
         } catch {
             throw Failure(description: "OpenAPIKit cannot read the document: \(error)")
         }
         do {
-            _ = try parsed.validate()
+            try validate(parsed)
         } catch {
             throw Failure(description: "the document is not valid OpenAPI: \(error)")
         }

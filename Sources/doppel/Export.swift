@@ -5,11 +5,12 @@ import Foundation
 
 struct Export: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Write a contract as an OpenAPI 3.1 document.",
+        abstract: "Write a contract as an OpenAPI 3.1 (or 3.0) document.",
         discussion: """
             Every endpoint with its parameters, request body and security, and every \
             status it can answer, with the contract's schemas and its constant bodies \
-            as examples. See docs/openapi.md.
+            as examples. `--openapi-version 3.0` writes OpenAPI 3.0.3 for tools that read \
+            no 3.1. See docs/openapi.md.
             """)
 
     @Argument(help: "The contract file (YAML).")
@@ -21,12 +22,15 @@ struct Export: ParsableCommand {
     @Option(help: "yaml or json; by default the output file's extension decides (YAML unless .json).")
     var format: OpenAPIDocumentWriter.Format?
 
+    @Option(name: .customLong("openapi-version"), help: "3.1 (the default) or 3.0.")
+    var version: OpenAPIDocumentWriter.Version = .v3_1
+
     func run() throws {
         let contract = try loadContractOrExit(self.contract)
         let format = self.format ?? output.map(OpenAPIDocumentWriter.Format.init(path:)) ?? .yaml
         let text: String
         do {
-            text = try OpenAPIDocumentWriter.write(OpenAPIExporter.document(for: contract), as: format)
+            text = try OpenAPIDocumentWriter.write(OpenAPIExporter.document(for: contract), as: format, version: version)
         } catch {
             FileHandle.standardError.write(Data("\(self.contract): error: \(error.description)\n".utf8))
             throw ExitCode(1)
@@ -36,3 +40,4 @@ struct Export: ParsableCommand {
 }
 
 extension OpenAPIDocumentWriter.Format: ExpressibleByArgument {}
+extension OpenAPIDocumentWriter.Version: ExpressibleByArgument {}

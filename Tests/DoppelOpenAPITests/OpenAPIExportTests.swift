@@ -142,4 +142,58 @@ struct OpenAPIExportTests {
         #expect(maximum?.contains(".") == true && maximum.flatMap(Double.init) == 0.5, "\(maximum ?? "")")
         #expect(!yaml.contains("e+0"))
     }
+
+    // MARK: OpenAPI 3.0
+
+    @Test(arguments: bundled)
+    func everyBundledContractExportsAsOpenAPI30ThatReadsBackToTheSameOperations(name: String) throws {
+        let contract = try contract(name)
+        // OpenAPIKit30 reads and validates the 3.0 document before it is written.
+        let yaml = try OpenAPIDocumentWriter.write(OpenAPIExporter.document(for: contract), as: .yaml, version: .v3_0)
+        #expect(yaml.hasPrefix("openapi: 3.0.3"))
+        #expect(!yaml.contains("prefixItems") && !yaml.contains("const:"))
+
+        // Served as a document again (through OpenAPIKit30 and its 3.1
+        // converter), it has the same operations answering the same statuses.
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("doppel-export30-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent(name).path
+        try yaml.write(toFile: file, atomically: true, encoding: .utf8)
+        let served = try ContractDocument.load(file: file)
+        var expected: [String: [Int]] = [:]
+        for item in try #require(OpenAPIExporter.document(for: contract)["paths"]?.objectValue).values {
+            for operation in item.objectValue?.values ?? [] {
+                let id = try #require(operation["operationId"]?.stringValue)
+                expected[id] = (operation["responses"]?.objectValue?.keys ?? []).compactMap { Int($0) }.sorted()
+            }
+        }
+        let actual = Dictionary(uniqueKeysWithValues: served.endpoints.map { ($0.id, served.statuses(of: $0).sorted()) })
+        #expect(actual == expected)
+    }
+
+    static let schemaCases: [(String, JSON, JSON)] = [
+        ("type list with null", ["type": ["string", "null"]], ["type": "string", "nullable": true]),
+        ("null alone", ["type": "null"], ["enum": [nil], "nullable": true]),
+        ("several types", ["type": ["string", "integer"]], ["anyOf": [["type": "string"], ["type": "integer"]]]),
+        ("const", ["const": "cat"], ["enum": ["cat"]]),
+        ("numeric exclusive bounds", ["type": "integer", "exclusiveMinimum": 0, "exclusiveMaximum": 10],
+         ["type": "integer", "minimum": 0, "exclusiveMinimum": true, "maximum": 10, "exclusiveMaximum": true]),
+        ("the tighter bound wins", ["minimum": 5, "exclusiveMinimum": 0], ["minimum": 5]),
+        ("$ref with siblings", ["$ref": "#/components/schemas/Pet", "description": "the pet"],
+         ["description": "the pet", "allOf": [["$ref": "#/components/schemas/Pet"]]]),
+        ("$ref alone", ["$ref": "#/components/schemas/Pet"], ["$ref": "#/components/schemas/Pet"]),
+        ("closed tuple", ["type": "array", "prefixItems": [["type": "string"], ["type": "integer"]], "items": false],
+         ["type": "array", "items": ["anyOf": [["type": "string"], ["type": "integer"]]], "maxItems": 2]),
+        ("array without items", ["type": "array"], ["type": "array", "items": [:]]),
+        ("boolean schemas inside", ["properties": ["a": true, "b": false]], ["properties": ["a": [:], "b": ["not": [:]]]]),
+        ("nested", ["type": "object", "properties": ["tags": ["type": "array", "items": ["type": ["string", "null"]]]]],
+         ["type": "object", "properties": ["tags": ["type": "array", "items": ["type": "string", "nullable": true]]]]),
+        ("base64 bytes", ["type": "string", "contentEncoding": "base64"], ["type": "string", "format": "byte"]),
+    ]
+
+    @Test(arguments: schemaCases)
+    func schemasAreRewrittenAsOpenAPI30SaysThem(name: String, schema: JSON, expected: JSON) {
+        #expect(OpenAPI30Downgrade.schema(schema) == expected, "\(name)")
+    }
 }
