@@ -4,13 +4,16 @@ import OpenAPIKit
 import OpenAPIKit30
 import Yams
 
-/// Writes an OpenAPI document built as `JSON` through OpenAPIKit: it is
-/// decoded into OpenAPIKit's model, validated there, and encoded as YAML or
-/// JSON. A document OpenAPIKit cannot read or finds invalid is an error.
+/// Writes an OpenAPI document built as `JSON`: OpenAPIKit reads it into its
+/// model of the version written and validates it there, and the document is
+/// then written as built, in YAML or JSON. A document OpenAPIKit cannot read
+/// or finds invalid is an error.
 ///
-/// The document is decoded from a YAML node tree rather than JSON text:
-/// Yams's decoder lists a mapping's keys in their order, so paths,
-/// properties and responses keep the contract's order.
+/// OpenAPIKit checks but does not write: its model holds example values in
+/// unordered dictionaries, and it folds a `null` branch of `anyOf` into the
+/// whole schema's nullability, which it then writes as `type: 'null'` beside
+/// the `anyOf` (admitting null alone). Written as built, every member keeps
+/// the contract's order and every schema means what the exporter made it.
 public enum OpenAPIDocumentWriter {
     public enum Format: String, Sendable, CaseIterable {
         case yaml, json
@@ -45,7 +48,7 @@ public enum OpenAPIDocumentWriter {
         }
     }
 
-    static func write<Document: Codable>(
+    static func write<Document: Decodable>(
         _: Document.Type, from document: JSON, as format: Format, validate: (Document) throws -> Void
     ) throws(Failure) -> String {
         let parsed: Document
@@ -59,17 +62,15 @@ public enum OpenAPIDocumentWriter {
         } catch {
             throw Failure(description: "the document is not valid OpenAPI: \(error)")
         }
-        do {
-            switch format {
-            case .yaml:
-                return try readableByYAML11(YAMLEncoder().encode(parsed))
-            case .json:
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = [.prettyPrinted, .withoutEscapingSlashes]
-                return String(decoding: try encoder.encode(parsed), as: UTF8.self) + "\n"
+        switch format {
+        case .yaml:
+            do {
+                return try Yams.serialize(node: readableNode(document), width: -1, allowUnicode: true)
+            } catch {
+                throw Failure(description: "cannot write the document as YAML: \(error)")
             }
-        } catch {
-            throw Failure(description: "OpenAPIKit cannot write the document: \(error)")
+        case .json:
+            return JSONWriter.encodePretty(document) + "\n"
         }
     }
 
@@ -86,38 +87,31 @@ public enum OpenAPIDocumentWriter {
         }
     }
 
-    /// Yams writes mapping keys plain, so the status `"200"` would come back
-    /// as the integer 200 to a YAML reader; such keys are quoted. It writes
-    /// numbers like `0e+0`, which YAML 1.1 readers take for strings; they
-    /// are written `0` (or with a decimal point).
-    static func readableByYAML11(_ yaml: String) throws -> String {
-        guard let root = try Yams.compose(yaml: yaml, .basic) else { return yaml }
-        func quoted(_ node: Node) -> Node {
-            switch node {
-            case .mapping(let mapping):
-                return .mapping(.init(mapping.map { pair in
-                    var key = pair.key
-                    if case .scalar(var scalar) = key, scalar.style == .plain, looksTyped(scalar.string) {
-                        scalar.style = .singleQuoted
-                        key = .scalar(scalar)
-                    }
-                    return (key, quoted(pair.value))
-                }, mapping.tag, mapping.style))
-            case .sequence(let sequence):
-                return .sequence(.init(sequence.map(quoted), sequence.tag, sequence.style))
-            case .scalar(var scalar):
-                guard scalar.style == .plain, Int(scalar.string) == nil, let number = Double(scalar.string), number.isFinite else { return node }
-                if number == number.rounded(), abs(number) < 1e15 {
-                    scalar.string = String(Int(number))
-                } else if !scalar.string.contains("."), let exponent = scalar.string.firstIndex(where: { $0 == "e" || $0 == "E" }) {
-                    scalar.string.insert(contentsOf: ".0", at: exponent)
-                }
-                return .scalar(scalar)
-            case .alias:
-                return node
+    /// A JSON value as a YAML node for people and every YAML reader: strings
+    /// plain where no reader would take them for another type (`'200'`,
+    /// `'yes'` and `''` are quoted, as YAML 1.1 readers such as PyYAML would
+    /// read them as numbers, booleans or null), and numbers as YAML 1.1 reads
+    /// them (`1.0e+20`, never `1e+20`).
+    static func readableNode(_ value: JSON) -> Node {
+        switch value {
+        case .null: return .scalar(.init("null", Tag(.null), .plain))
+        case .bool(let flag): return .scalar(.init(flag ? "true" : "false", Tag(.bool), .plain))
+        case .int(let number): return .scalar(.init(String(number), Tag(.int), .plain))
+        case .double(let number):
+            var text = number.isFinite ? String(number) : "null"
+            if number.isFinite, !text.contains("."), let exponent = text.firstIndex(where: { $0 == "e" || $0 == "E" }) {
+                text.insert(contentsOf: ".0", at: exponent)
             }
+            return .scalar(.init(text, Tag(number.isFinite ? .float : .null), .plain))
+        case .string(let text): return string(text)
+        case .array(let items): return .sequence(.init(items.map(readableNode)))
+        case .object(let object): return .mapping(.init(object.pairs.map { (string($0.key), readableNode($0.value)) }))
         }
-        return try Yams.serialize(node: quoted(root))
+    }
+
+    static func string(_ text: String) -> Node {
+        let ambiguous = looksTyped(text) || text != text.trimmingCharacters(in: .whitespaces)
+        return .scalar(.init(text, Tag(.str), ambiguous ? .singleQuoted : .any))
     }
 
     /// Whether a plain YAML scalar would be read as something other than a string.

@@ -286,8 +286,16 @@ public enum OpenAPIExporter {
     public static func schemaJSON(_ schema: Schema) -> JSON {
         if schema === Schema.never { return false }
         var object = JSONObject()
-        // JSON Schema 2020-12 keeps keywords beside `$ref`.
-        if let ref = schema.ref { object["$ref"] = .string("#/components/schemas/\(ref)") }
+        // JSON Schema 2020-12 keeps keywords beside `$ref`. A nullable
+        // reference with no type of its own admits null as a second branch.
+        if let ref = schema.ref {
+            let target: JSON = .string("#/components/schemas/\(ref)")
+            if schema.nullable, schema.types == nil, schema.enumValues == nil {
+                object["anyOf"] = [["$ref": target], ["type": "null"]]
+            } else {
+                object["$ref"] = target
+            }
+        }
         if var types = schema.types {
             if schema.nullable, !types.contains("null") { types.append("null") }
             object["type"] = types.count == 1 ? .string(types[0]) : .array(types.map { .string($0) })
@@ -320,7 +328,15 @@ public enum OpenAPIExporter {
         if let value = schema.maxItems { object["maxItems"] = .int(value) }
         if schema.uniqueItems { object["uniqueItems"] = true }
         if !schema.allOf.isEmpty { object["allOf"] = .array(schema.allOf.map(schemaJSON)) }
-        if !schema.anyOf.isEmpty { object["anyOf"] = .array(schema.anyOf.map(schemaJSON)) }
+        if !schema.anyOf.isEmpty {
+            let branches: JSON = .array(schema.anyOf.map(schemaJSON))
+            if let nullableReference = object["anyOf"] {
+                object["allOf"] = .array((object["allOf"]?.arrayValue ?? []) + [["anyOf": nullableReference], ["anyOf": branches]])
+                object["anyOf"] = nil
+            } else {
+                object["anyOf"] = branches
+            }
+        }
         if !schema.oneOf.isEmpty { object["oneOf"] = .array(schema.oneOf.map(schemaJSON)) }
         if let discriminator = schema.discriminator {
             var spec = JSONObject([("propertyName", .string(discriminator.propertyName))])

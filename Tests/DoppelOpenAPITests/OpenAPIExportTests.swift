@@ -42,7 +42,11 @@ struct OpenAPIExportTests {
         // Its responses, `documented` (500), the auth failure (401) and Doppel's validation problem (422).
         #expect(responses.keys == ["400", "404", "402", "200", "500", "401", "422"])
         let limit = try #require(responses["402"]?["content"]?["application/json"])
-        #expect(limit["schema"]?["properties"]?["limit_info"]?["type"] == "object")
+        // The document's printed models: a client generator decodes a typed 402.
+        #expect(limit["schema"] == ["$ref": "#/components/schemas/APIError"])
+        let schemas = try #require(document["components"]?["schemas"])
+        #expect(schemas["APIError"]?["properties"]?["limit_info"] == ["$ref": "#/components/schemas/LimitInfo"])
+        #expect(schemas["LimitInfo"]?["properties"]?["stories_used"] == ["type": "integer"])
         #expect(responses["422"]?["content"]?["application/problem+json"]?["schema"]?["required"] == ["type", "title", "status", "detail"])
         #expect(generate["requestBody"]?["content"]?["application/json"]?["schema"] == ["$ref": "#/components/schemas/GenerateStoryRequest"])
     }
@@ -141,6 +145,40 @@ struct OpenAPIExportTests {
         let maximum = try #require(yaml.split(separator: "\n").first { $0.contains("maximum:") }).split(separator: " ").last.map(String.init)
         #expect(maximum?.contains(".") == true && maximum.flatMap(Double.init) == 0.5, "\(maximum ?? "")")
         #expect(!yaml.contains("e+0"))
+    }
+
+    @Test func aNullableReferenceAdmitsNullAsASecondBranchAndIsWrittenAsBuilt() throws {
+        let contract = try ContractLoader.load(text: """
+            doppel: 1
+            schemas:
+              Hero: { type: object, properties: { name: { type: string } } }
+              Story:
+                type: object
+                properties:
+                  hero: { $ref: Hero, nullable: true }
+            endpoints:
+              story:
+                request: GET /story
+                responses:
+                  - status: 200
+                    schema: Story
+                    body: { zebra: 1, apple: 2, hero: null }
+            """, file: "story.yaml")
+        let document = OpenAPIExporter.document(for: contract)
+        let hero = try #require(document["components"]?["schemas"]?["Story"]?["properties"]?["hero"])
+        #expect(hero == ["anyOf": [["$ref": "#/components/schemas/Hero"], ["type": "null"]]])
+        let yaml = try OpenAPIDocumentWriter.write(document, as: .yaml)
+        // Written as built: no `type: 'null'` beside the anyOf (which would
+        // admit null alone), and the example's members in the contract's order.
+        let written = try #require(try Yams.load(yaml: yaml) as? [String: Any])
+        let components = try #require(written["components"] as? [String: Any])
+        let story = try #require((components["schemas"] as? [String: Any])?["Story"] as? [String: Any])
+        let writtenHero = try #require((story["properties"] as? [String: Any])?["hero"] as? [String: Any])
+        #expect(Set(writtenHero.keys) == ["anyOf"])
+        let zebra = try #require(yaml.range(of: "zebra: 1")), apple = try #require(yaml.range(of: "apple: 2"))
+        #expect(zebra.lowerBound < apple.lowerBound)
+        let json = try OpenAPIDocumentWriter.write(document, as: .json)
+        #expect(try JSONReader.parse(Array(json.utf8)) == document)
     }
 
     // MARK: OpenAPI 3.0

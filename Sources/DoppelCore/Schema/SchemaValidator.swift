@@ -117,6 +117,8 @@ public struct SchemaValidator: Sendable {
             run.exhausted = true
             return
         }
+        // `nullable` admits null whatever else the schema says, a `$ref` included.
+        if value.isNull, schema.nullable { return }
         if let ref = schema.ref {
             guard let target = registry[ref] else {
                 run.add("unknown schema '\(ref)'")
@@ -125,7 +127,6 @@ public struct SchemaValidator: Sendable {
             validate(value, target, depth: depth + 1, run: &run)
             if run.done { return }
         }
-        if value.isNull, schema.nullable { return }
         if let types = schema.types, !types.contains(where: { Self.value(value, hasType: $0) }) {
             run.add("expected \(types.joined(separator: " or ")), got \(value.typeName)")
             return

@@ -43,6 +43,7 @@ import Testing
             One: { oneOf: [ { type: number }, { type: integer } ] }
             Both: { allOf: [ { $ref: Length }, { exclusiveMaximum: 10 } ] }
             Maybe: { type: string, nullable: true }
+            MaybeLength: { $ref: Length, nullable: true }
             Fixed: { const: v1 }
             Email: { type: string, format: email }
             When: { type: string, format: date-time }
@@ -55,6 +56,9 @@ import Testing
         #expect(validator.validate(3, against: schemas["One"]!).map(\.message) == ["must match exactly one allowed shape (oneOf), matches 2"])
         #expect(validator.validate(12, against: schemas["Both"]!).map(\.message) == ["must be less than 10, got 12"])
         #expect(validator.validate(nil, against: schemas["Maybe"]!).isEmpty)
+        // `nullable` beside a `$ref` admits null; other values still meet the reference.
+        #expect(validator.validate(nil, against: schemas["MaybeLength"]!).isEmpty)
+        #expect(validator.validate(31, against: schemas["MaybeLength"]!).map(\.message) == ["must be at most 30, got 31"])
         #expect(validator.validate("v2", against: schemas["Fixed"]!).map(\.message) == [#"must be "v1""#])
         #expect(validator.validate("a@b.co", against: schemas["Email"]!).isEmpty)
         #expect(validator.validate("a@b", against: schemas["Email"]!).count == 1)
