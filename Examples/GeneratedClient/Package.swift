@@ -9,7 +9,8 @@ let package = Package(
     name: "GeneratedClient",
     platforms: [.macOS(.v14)],
     dependencies: [
-        .package(path: "../.."),
+        // Named, so that it does not depend on the name of the folder Doppel is cloned into.
+        .package(name: "Doppel", path: "../.."),
         .package(url: "https://github.com/apple/swift-openapi-generator.git", from: "1.14.3"),
         .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
         .package(url: "https://github.com/apple/swift-openapi-urlsession.git", from: "1.4.0"),

@@ -417,7 +417,7 @@ public struct OpenAPIImporter {
                 fields.append((name, ContractNode.list((value.sequenceItems ?? []).map { schema($0) }, at: value.location)))
             case "format":
                 if let format = value.scalarText, Schema.formats.contains(format) { fields.append((name, value)) }
-            case "exclusiveMinimum", "exclusiveMaximum" where isVersion30 || value.json == .bool(true) || value.json == .bool(false):
+            case "exclusiveMinimum", "exclusiveMaximum":
                 // 3.0: a flag on minimum/maximum; 3.1: the bound itself.
                 if value.json == .bool(true), let bound = node[name == "exclusiveMinimum" ? "minimum" : "maximum"] {
                     fields.append((name, bound))
