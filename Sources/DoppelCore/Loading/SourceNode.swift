@@ -1,5 +1,10 @@
 import Foundation
-import Yams
+// libyaml, as Yams carries it. Doppel reads its events directly: Yams's
+// `compose` builds a tree of its own `Node`s (with a duplicate-key pass that
+// hashes every key of every mapping) that would then be copied into
+// `SourceNode`s, which took three quarters of the time to read a large
+// document. Reading events builds each `SourceNode` once.
+internal import CYaml
 
 /// A YAML node with the place it was written, so that every later problem can
 /// be reported at its line and column.
@@ -109,20 +114,10 @@ public enum SourceReader {
 
     /// Parses one YAML document. Syntax errors become a diagnostic at their mark.
     public static func read(_ text: String, file: String) -> Result<SourceNode?, ContractError> {
-        do {
-            // Scalars are typed by `resolvePlain`, so Yams need not tag them:
-            // its default resolver matches every scalar against Foundation
-            // regular expressions, which cost start-up time and pull in ICU.
-            guard let root = try Yams.compose(yaml: text, .basic) else { return .success(nil) }
-            var converter = Converter(file: file)
-            let node = converter.convert(root, depth: 0)
-            if let problem = converter.problem { return .failure(ContractError(diagnostics: [problem])) }
-            return .success(node)
-        } catch let error as YamlError {
-            return .failure(ContractError(diagnostics: [diagnostic(for: error, file: file)]))
-        } catch {
-            return .failure(ContractError(diagnostics: [Diagnostic(at: SourceLocation(file: file, line: 1, column: 1), "\(error)")]))
-        }
+        var builder = TreeBuilder(file: file)
+        let root = builder.read(text)
+        if let problem = builder.problem { return .failure(ContractError(diagnostics: [problem])) }
+        return .success(root)
     }
 
     /// Reads a contract or scenario file as UTF-8 text, with a clear diagnostic
@@ -187,67 +182,184 @@ public enum SourceReader {
         return String(validating: slice, as: UTF8.self) == nil ? 0 : length
     }
 
-    static func diagnostic(for error: YamlError, file: String) -> Diagnostic {
-        func at(_ mark: Mark) -> SourceLocation { SourceLocation(file: file, line: mark.line, column: mark.column) }
-        switch error {
-        case .scanner(let context, let problem, let mark, _), .parser(let context, let problem, let mark, _),
-             .composer(let context, let problem, let mark, _):
-            if problem.contains("Maximum nesting level") || context?.text.contains("Maximum nesting level") == true {
-                return Diagnostic(at: at(mark), "YAML nests deeper than the parser allows (1000 levels; Doppel reads at most \(maximumDepth))")
-            }
-            let prefix = context.map { "\($0.text) " } ?? ""
-            return Diagnostic(at: at(mark), "YAML syntax: \(prefix)\(problem)")
-        case .reader(let problem, _, _, _):
-            return Diagnostic(at: SourceLocation(file: file, line: 1, column: 1), "YAML: \(problem)")
-        default:
-            return Diagnostic(at: SourceLocation(file: file, line: 1, column: 1), "YAML: \(error)")
-        }
-    }
-
-    /// Turns Yams nodes into `SourceNode`s, expanding aliases within the node budget.
-    private struct Converter {
+    /// Builds `SourceNode`s from libyaml's events: scalars with their style
+    /// and place, mappings and lists, anchors and aliases (an alias is a copy
+    /// of its anchor's node, counted against the node budget as expanded).
+    private struct TreeBuilder {
         let file: String
         var nodes = 0
         var problem: Diagnostic?
+        var anchors: [String: (node: SourceNode, count: Int)] = [:]
+
+        /// A mapping or list being read. A class, so that adding to the one on
+        /// top of the stack changes it in place rather than copying its members.
+        final class Frame {
+            let isMapping: Bool
+            let location: SourceLocation
+            let anchor: String?
+            /// `nodes` when the container started, to count an anchor's size.
+            let start: Int
+            var items: [SourceNode] = []
+            var pairs: [(key: SourceNode, value: SourceNode)] = []
+            var key: SourceNode?
+            /// The keys of a larger mapping, to find duplicates without a scan.
+            var keys: Set<String>?
+
+            init(isMapping: Bool, location: SourceLocation, anchor: String?, start: Int) {
+                self.isMapping = isMapping
+                self.location = location
+                self.anchor = anchor
+                self.start = start
+            }
+        }
+
+        var stack: [Frame] = []
+        var root: SourceNode?
+        var documents = 0
 
         init(file: String) { self.file = file }
 
-        mutating func convert(_ node: Node, depth: Int) -> SourceNode {
-            let mark = node.mark
-            let location = SourceLocation(file: file, line: mark?.line ?? 1, column: mark?.column ?? 1)
-            let empty = SourceNode(kind: .scalar("", plain: true), location: location)
-            guard problem == nil else { return empty }
-            nodes += 1
-            if nodes > SourceReader.maximumNodes {
-                problem = Diagnostic(at: location, "the YAML expands to more than \(SourceReader.maximumNodes) nodes (aliases of aliases?); Doppel reads at most that many")
-                return empty
+        func location(_ mark: yaml_mark_t) -> SourceLocation {
+            SourceLocation(file: file, line: Int(mark.line) + 1, column: Int(mark.column) + 1)
+        }
+
+        mutating func fail(_ message: String, at location: SourceLocation) {
+            if problem == nil { problem = Diagnostic(at: location, message) }
+        }
+
+        mutating func read(_ text: String) -> SourceNode? {
+            var parser = yaml_parser_t()
+            guard yaml_parser_initialize(&parser) == 1 else {
+                fail("YAML: the parser could not start (out of memory)", at: SourceLocation(file: file, line: 1, column: 1))
+                return nil
             }
-            if depth > SourceReader.maximumDepth {
-                problem = Diagnostic(at: location, "YAML nests deeper than \(SourceReader.maximumDepth) levels")
-                return empty
-            }
-            switch node {
-            case .scalar(let scalar):
-                let plain = scalar.style == .plain
-                let quoted = scalar.style == .singleQuoted || scalar.style == .doubleQuoted
-                return SourceNode(kind: .scalar(scalar.string, plain: plain), location: location, contentOffset: quoted ? 1 : 0)
-            case .mapping(let mapping):
-                var pairs: [(key: SourceNode, value: SourceNode)] = []
-                for (key, value) in mapping {
-                    pairs.append((key: convert(key, depth: depth + 1), value: convert(value, depth: depth + 1)))
-                    if problem != nil { break }
+            defer { yaml_parser_delete(&parser) }
+            yaml_parser_set_encoding(&parser, YAML_UTF8_ENCODING)
+            var bytes = Array(text.utf8)
+            bytes.withUnsafeMutableBufferPointer { buffer in
+                yaml_parser_set_input_string(&parser, buffer.baseAddress, buffer.count)
+                var event = yaml_event_t()
+                while problem == nil {
+                    guard yaml_parser_parse(&parser, &event) == 1 else {
+                        syntaxError(parser)
+                        return
+                    }
+                    let done = event.type == YAML_STREAM_END_EVENT
+                    handle(&event)
+                    yaml_event_delete(&event)
+                    if done { return }
                 }
-                return SourceNode(kind: .mapping(pairs), location: location)
-            case .sequence(let sequence):
-                var items: [SourceNode] = []
-                for item in sequence {
-                    items.append(convert(item, depth: depth + 1))
-                    if problem != nil { break }
-                }
-                return SourceNode(kind: .sequence(items), location: location)
-            case .alias:
-                return empty
             }
+            return problem == nil ? root : nil
+        }
+
+        mutating func syntaxError(_ parser: yaml_parser_t) {
+            let problemText = parser.problem.map { String(cString: $0) } ?? "unknown error"
+            let contextText = parser.context.map { String(cString: $0) }
+            let at = location(parser.problem_mark)
+            switch parser.error {
+            case YAML_READER_ERROR:
+                fail("YAML: \(problemText)", at: SourceLocation(file: file, line: 1, column: 1))
+            case YAML_MEMORY_ERROR:
+                fail("YAML: out of memory", at: SourceLocation(file: file, line: 1, column: 1))
+            default:
+                if problemText.contains("Maximum nesting level") || contextText?.contains("Maximum nesting level") == true {
+                    fail("YAML nests deeper than the parser allows (1000 levels; Doppel reads at most \(maximumDepth))", at: at)
+                } else {
+                    fail("YAML syntax: \(contextText.map { "\($0) " } ?? "")\(problemText)", at: at)
+                }
+            }
+        }
+
+        static func string(_ pointer: UnsafeMutablePointer<yaml_char_t>?) -> String? {
+            pointer.map { String(cString: UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self)) }
+        }
+
+        /// Counts a node against the budget and the depth limit; false when one is exceeded.
+        mutating func admit(_ count: Int, at location: SourceLocation) -> Bool {
+            nodes += count
+            if nodes > maximumNodes {
+                fail("the YAML expands to more than \(maximumNodes) nodes (aliases of aliases?); Doppel reads at most that many", at: location)
+                return false
+            }
+            if stack.count > maximumDepth {
+                fail("YAML nests deeper than \(maximumDepth) levels", at: location)
+                return false
+            }
+            return true
+        }
+
+        mutating func handle(_ event: inout yaml_event_t) {
+            switch event.type {
+            case YAML_DOCUMENT_START_EVENT:
+                documents += 1
+                if documents > 1 {
+                    fail("YAML syntax: expected a single document in the stream, but found another document", at: location(event.start_mark))
+                }
+            case YAML_SCALAR_EVENT:
+                let here = location(event.start_mark)
+                guard admit(1, at: here) else { return }
+                let scalar = event.data.scalar
+                let text = scalar.value.map {
+                    String(decoding: UnsafeBufferPointer(start: $0, count: Int(scalar.length)), as: UTF8.self)
+                } ?? ""
+                let quoted = scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE || scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE
+                let node = SourceNode(kind: .scalar(text, plain: scalar.style == YAML_PLAIN_SCALAR_STYLE), location: here, contentOffset: quoted ? 1 : 0)
+                if let anchor = Self.string(scalar.anchor) { anchors[anchor] = (node, 1) }
+                add(node)
+            case YAML_ALIAS_EVENT:
+                let here = location(event.start_mark)
+                let name = Self.string(event.data.alias.anchor) ?? ""
+                guard let anchored = anchors[name] else {
+                    fail("YAML syntax: found undefined alias", at: here)
+                    return
+                }
+                guard admit(anchored.count, at: here) else { return }
+                add(anchored.node)
+            case YAML_MAPPING_START_EVENT, YAML_SEQUENCE_START_EVENT:
+                let here = location(event.start_mark)
+                guard admit(1, at: here) else { return }
+                let isMapping = event.type == YAML_MAPPING_START_EVENT
+                let anchor = Self.string(isMapping ? event.data.mapping_start.anchor : event.data.sequence_start.anchor)
+                stack.append(Frame(isMapping: isMapping, location: here, anchor: anchor, start: nodes))
+            case YAML_MAPPING_END_EVENT, YAML_SEQUENCE_END_EVENT:
+                guard let frame = stack.popLast() else { return }
+                let node = SourceNode(kind: frame.isMapping ? .mapping(frame.pairs) : .sequence(frame.items), location: frame.location)
+                // The container itself was counted when it started.
+                if let anchor = frame.anchor { anchors[anchor] = (node, nodes - frame.start + 1) }
+                add(node)
+            default:
+                break
+            }
+        }
+
+        /// Puts a finished node into the container being read, or makes it the root.
+        mutating func add(_ node: SourceNode) {
+            guard let top = stack.last else {
+                root = node
+                return
+            }
+            guard top.isMapping else {
+                top.items.append(node)
+                return
+            }
+            guard let key = top.key else {
+                top.key = node
+                return
+            }
+            top.key = nil
+            if let name = key.scalarText {
+                // Small mappings are searched; larger ones keep a set of their keys.
+                let duplicate: Bool
+                if top.pairs.count < 16 {
+                    duplicate = top.pairs.contains { $0.key.scalarText == name }
+                } else {
+                    if top.keys == nil { top.keys = Set(top.pairs.compactMap(\.key.scalarText)) }
+                    duplicate = !top.keys!.insert(name).inserted
+                }
+                if duplicate { fail("YAML: duplicate key '\(name)' in a mapping", at: key.location) }
+            }
+            top.pairs.append((key: key, value: node))
         }
     }
 }
