@@ -514,7 +514,7 @@ public struct OpenAPIImporter {
     static func escapedTemplates(_ node: SourceNode) -> SourceNode {
         switch node.kind {
         case .scalar(let text, let plain):
-            guard text.contains("{{") else { return node }
+            guard text.includes("{{") else { return node }
             return SourceNode(kind: .scalar(escaped(text), plain: plain), location: node.location, contentOffset: node.contentOffset)
         case .sequence(let items):
             return SourceNode(kind: .sequence(items.map(escapedTemplates)), location: node.location)

@@ -43,7 +43,7 @@ public struct PathTemplate: Sendable, CustomStringConvertible {
                     parts.append(.parameter(name))
                     rest = rest[rest.index(after: close)...]
                 } else {
-                    if rest.contains("}") { throw TemplateError(message: "'}' without '{' in path") }
+                    if rest.includes("}") { throw TemplateError(message: "'}' without '{' in path") }
                     parts.append(.literal(String(rest)))
                     rest = rest[rest.endIndex...]
                 }

@@ -9,7 +9,7 @@ public struct Preference: Sendable, Equatable {
     /// The preference in a `Prefer` header; nil when it asks for neither a code nor an example.
     /// A `code` that is not a status (`code=abc`) is kept as an impossible 0, so it is refused, not ignored.
     public init?(header: String?) {
-        guard let header, header.contains("=") else { return nil }
+        guard let header, header.includes("=") else { return nil }
         for item in header.split(whereSeparator: { $0 == "," || $0 == ";" }) {
             let pair = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             guard pair.count == 2 else { continue }

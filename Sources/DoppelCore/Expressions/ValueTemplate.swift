@@ -80,7 +80,7 @@ public enum TemplateParser {
     /// Splits a string into text and parsed expressions. Returns nil segments
     /// when the string has no placeholder at all.
     public static func segments(of text: String) throws(Failure) -> [TemplateSegment]? {
-        guard text.contains("{{") else { return nil }
+        guard text.includes("{{") else { return nil }
         let chars = Array(text)
         var segments: [TemplateSegment] = []
         var literal = ""

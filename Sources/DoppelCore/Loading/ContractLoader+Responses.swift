@@ -321,10 +321,10 @@ extension ContractLoader {
         switch node.kind {
         case .scalar(let text, let plain):
             // In `let`, a scalar is an expression however it is quoted, as in `when`.
-            if bareExpression, !text.contains("{{") {
+            if bareExpression, !text.includes("{{") {
                 return compileExpression(node, roots: roots).map { .expression($0) }
             }
-            guard plain || text.contains("{{") else { return .constant(node.json) }
+            guard plain || text.includes("{{") else { return .constant(node.json) }
             guard case .string = node.json else { return .constant(node.json) }
             do {
                 let template = try TemplateParser.compile(text)

@@ -3,8 +3,11 @@
 struct MappingReader {
     let node: SourceNode
     let context: String
-    private var values: [String: SourceNode] = [:]
-    private(set) var keyNodes: [String: SourceNode] = [:]
+    /// The mapping's known keys with their values, in order. Contract
+    /// mappings have a few keys each, so they are searched, not hashed.
+    private var fields: [(name: String, value: SourceNode)] = []
+    /// The keys of a large mapping, for finding duplicates.
+    private var names: Set<String>?
 
     /// Reads `node` as a mapping with the given keys; nil (and a diagnostic) when it is not a mapping.
     init?(_ node: SourceNode, allowed: Set<String>, context: String, diagnostics: inout DiagnosticCollector) {
@@ -24,7 +27,7 @@ struct MappingReader {
                 diagnostics.error("keys in \(context) must be plain strings", at: pair.key.location)
                 continue
             }
-            if keyNodes[key] != nil {
+            if isDuplicate(key) {
                 diagnostics.error("duplicate key '\(key)' in \(context)", at: pair.key.location)
                 continue
             }
@@ -32,24 +35,32 @@ struct MappingReader {
                 diagnostics.error("unknown key '\(key)' in \(context)\(Suggestion.hint(for: key, in: allowed))", at: pair.key.location)
                 continue
             }
-            keyNodes[key] = pair.key
-            values[key] = pair.value
+            fields.append((key, pair.value))
         }
     }
 
-    subscript(key: String) -> SourceNode? { values[key] }
+    private mutating func isDuplicate(_ key: String) -> Bool {
+        if fields.count < 32 { return fields.contains { $0.name == key } }
+        if names == nil { names = Set(fields.map(\.name)) }
+        return !names!.insert(key).inserted
+    }
 
-    func has(_ key: String) -> Bool { values[key] != nil }
+    subscript(key: String) -> SourceNode? {
+        for field in fields where field.name == key { return field.value }
+        return nil
+    }
+
+    func has(_ key: String) -> Bool { self[key] != nil }
 
     /// A required key; reports its absence.
     func required(_ key: String, diagnostics: inout DiagnosticCollector) -> SourceNode? {
-        if let value = values[key] { return value }
+        if let value = self[key] { return value }
         diagnostics.error("\(context) needs '\(key)'", at: node.location)
         return nil
     }
 
     func string(_ key: String, diagnostics: inout DiagnosticCollector) -> String? {
-        guard let value = values[key] else { return nil }
+        guard let value = self[key] else { return nil }
         guard let text = value.scalarText else {
             diagnostics.error("'\(key)' in \(context) must be a string, not \(value.kindDescription)", at: value.location)
             return nil
@@ -58,7 +69,7 @@ struct MappingReader {
     }
 
     func int(_ key: String, diagnostics: inout DiagnosticCollector) -> Int? {
-        guard let value = values[key] else { return nil }
+        guard let value = self[key] else { return nil }
         guard case .int(let i) = value.json else {
             diagnostics.error("'\(key)' in \(context) must be an integer", at: value.location)
             return nil
@@ -67,7 +78,7 @@ struct MappingReader {
     }
 
     func number(_ key: String, diagnostics: inout DiagnosticCollector) -> Double? {
-        guard let value = values[key] else { return nil }
+        guard let value = self[key] else { return nil }
         guard let n = value.json.numberValue else {
             diagnostics.error("'\(key)' in \(context) must be a number", at: value.location)
             return nil
@@ -76,7 +87,7 @@ struct MappingReader {
     }
 
     func bool(_ key: String, diagnostics: inout DiagnosticCollector) -> Bool? {
-        guard let value = values[key] else { return nil }
+        guard let value = self[key] else { return nil }
         guard case .bool(let b) = value.json else {
             diagnostics.error("'\(key)' in \(context) must be true or false", at: value.location)
             return nil
@@ -86,7 +97,7 @@ struct MappingReader {
 
     /// The entries of a mapping-valued key, in order.
     func entries(_ key: String, diagnostics: inout DiagnosticCollector) -> [(name: String, keyNode: SourceNode, value: SourceNode)] {
-        guard let value = values[key] else { return [] }
+        guard let value = self[key] else { return [] }
         return MappingReader.entries(of: value, context: "'\(key)' in \(context)", diagnostics: &diagnostics)
     }
 

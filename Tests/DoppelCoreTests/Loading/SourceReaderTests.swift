@@ -51,3 +51,13 @@ import Testing
         #expect(problems("a: 1\n---\nb: 2\n").first?.hasPrefix("doc.yaml:2:1: error: YAML syntax: expected a single document") == true)
     }
 }
+
+@Suite struct StringSearchTests {
+    @Test(arguments: [
+        ("a {{ b }}", "{{", true), ("{", "{{", false), ("x{{", "{{", true), ("", "{{", false),
+        ("abc", "", true), ("ééa=b", "=", true), ("aab", "ab", true), ("abab", "abb", false),
+    ])
+    func findsTextByteForByte(text: String, needle: String, expected: Bool) {
+        #expect(text.includes(needle) == expected)
+    }
+}
