@@ -15,8 +15,7 @@ public enum ContractWriter {
         switch source.kind {
         case .scalar(let text, let plain):
             if plain { return .scalar(.init(text, Tag(.implicit), .plain)) }
-            let ambiguous = OpenAPIDocumentWriter.looksTyped(text) || text.contains("\n") == false && text != text.trimmingCharacters(in: .whitespaces)
-            return .scalar(.init(text, Tag(.str), ambiguous ? .doubleQuoted : .any))
+            return .scalar(.init(text, Tag(.str), OpenAPIDocumentWriter.needsQuotes(text) ? .doubleQuoted : .any))
         case .sequence(let items):
             return .sequence(.init(items.map(node)))
         case .mapping(let pairs):

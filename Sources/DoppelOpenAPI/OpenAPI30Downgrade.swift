@@ -122,18 +122,17 @@ public enum OpenAPI30Downgrade {
                 out["enum"] = value
             case "exclusiveMinimum", "exclusiveMaximum":
                 let inclusive = key == "exclusiveMinimum" ? "minimum" : "maximum"
-                guard value.isNumber else { out[key] = value; break }
+                guard let bound = value.numberValue else { out[key] = value; break }
                 // The tighter of the two bounds wins.
-                if let other = source[inclusive], other.isNumber,
-                   key == "exclusiveMinimum" ? other.number > value.number : other.number < value.number {
+                if let other = source[inclusive]?.numberValue, key == "exclusiveMinimum" ? other > bound : other < bound {
                     break
                 }
                 out[inclusive] = value
                 out[key] = true
             case "minimum", "maximum":
                 let exclusive = key == "minimum" ? "exclusiveMinimum" : "exclusiveMaximum"
-                if let other = source[exclusive], other.isNumber,
-                   key == "minimum" ? other.number >= value.number : other.number <= value.number {
+                if let other = source[exclusive]?.numberValue, let bound = value.numberValue,
+                   key == "minimum" ? other >= bound : other <= bound {
                     break
                 }
                 out[key] = value
@@ -181,22 +180,5 @@ public enum OpenAPI30Downgrade {
             out["allOf"] = .array([target] + (out["allOf"]?.arrayValue ?? []))
         }
         return out
-    }
-}
-
-extension JSON {
-    fileprivate var isNumber: Bool {
-        switch self {
-        case .int, .double: true
-        default: false
-        }
-    }
-
-    fileprivate var number: Double {
-        switch self {
-        case .int(let value): Double(value)
-        case .double(let value): value
-        default: .nan
-        }
     }
 }
