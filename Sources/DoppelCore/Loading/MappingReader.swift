@@ -6,8 +6,6 @@ struct MappingReader {
     /// The mapping's known keys with their values, in order. Contract
     /// mappings have a few keys each, so they are searched, not hashed.
     private var fields: [(name: String, value: SourceNode)] = []
-    /// The keys of a large mapping, for finding duplicates.
-    private var names: Set<String>?
 
     /// Reads `node` as a mapping with the given keys; nil (and a diagnostic) when it is not a mapping.
     init?(_ node: SourceNode, allowed: Set<String>, context: String, diagnostics: inout DiagnosticCollector) {
@@ -22,27 +20,22 @@ struct MappingReader {
         }
         self.node = node
         self.context = context
+        var seen = SeenKeys()
         for pair in pairs {
             guard let key = pair.key.scalarText else {
                 diagnostics.error("keys in \(context) must be plain strings", at: pair.key.location)
-                continue
-            }
-            if isDuplicate(key) {
-                diagnostics.error("duplicate key '\(key)' in \(context)", at: pair.key.location)
                 continue
             }
             if !allowed.contains(key) {
                 diagnostics.error("unknown key '\(key)' in \(context)\(Suggestion.hint(for: key, in: allowed))", at: pair.key.location)
                 continue
             }
+            guard seen.insert(key) else {
+                diagnostics.error("duplicate key '\(key)' in \(context)", at: pair.key.location)
+                continue
+            }
             fields.append((key, pair.value))
         }
-    }
-
-    private mutating func isDuplicate(_ key: String) -> Bool {
-        if fields.count < 32 { return fields.contains { $0.name == key } }
-        if names == nil { names = Set(fields.map(\.name)) }
-        return !names!.insert(key).inserted
     }
 
     subscript(key: String) -> SourceNode? {
@@ -107,14 +100,14 @@ struct MappingReader {
             diagnostics.error("\(context) must be a mapping, not \(node.kindDescription)", at: node.location)
             return []
         }
-        var seen: Set<String> = []
+        var seen = SeenKeys()
         var result: [(String, SourceNode, SourceNode)] = []
         for pair in pairs {
             guard let name = pair.key.scalarText else {
                 diagnostics.error("keys in \(context) must be plain strings", at: pair.key.location)
                 continue
             }
-            guard seen.insert(name).inserted else {
+            guard seen.insert(name) else {
                 diagnostics.error("duplicate key '\(name)' in \(context)", at: pair.key.location)
                 continue
             }

@@ -202,8 +202,7 @@ public enum SourceReader {
             var items: [SourceNode] = []
             var pairs: [(key: SourceNode, value: SourceNode)] = []
             var key: SourceNode?
-            /// The keys of a larger mapping, to find duplicates without a scan.
-            var keys: Set<String>?
+            var keys = SeenKeys()
 
             init(isMapping: Bool, location: SourceLocation, anchor: String?, start: Int) {
                 self.isMapping = isMapping
@@ -348,16 +347,8 @@ public enum SourceReader {
                 return
             }
             top.key = nil
-            if let name = key.scalarText {
-                // Small mappings are searched; larger ones keep a set of their keys.
-                let duplicate: Bool
-                if top.pairs.count < 16 {
-                    duplicate = top.pairs.contains { $0.key.scalarText == name }
-                } else {
-                    if top.keys == nil { top.keys = Set(top.pairs.compactMap(\.key.scalarText)) }
-                    duplicate = !top.keys!.insert(name).inserted
-                }
-                if duplicate { fail("YAML: duplicate key '\(name)' in a mapping", at: key.location) }
+            if let name = key.scalarText, !top.keys.insert(name) {
+                fail("YAML: duplicate key '\(name)' in a mapping", at: key.location)
             }
             top.pairs.append((key: key, value: node))
         }
