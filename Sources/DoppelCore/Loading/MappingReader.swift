@@ -5,7 +5,7 @@ struct MappingReader {
     let context: String
     /// The mapping's known keys with their values, in order. Contract
     /// mappings have a few keys each, so they are searched, not hashed.
-    private var fields: [(name: String, value: SourceNode)] = []
+    private var fields: [(key: SourceNode, value: SourceNode)] = []
 
     /// Reads `node` as a mapping with the given keys; nil (and a diagnostic) when it is not a mapping.
     init?(_ node: SourceNode, allowed: Set<String>, context: String, diagnostics: inout DiagnosticCollector) {
@@ -20,7 +20,22 @@ struct MappingReader {
         }
         self.node = node
         self.context = context
-        var seen = SeenKeys()
+        // Most mappings are clean, and then their own pairs are the fields.
+        var repeated = RepeatedKeys()
+        var clean = true
+        for index in pairs.indices {
+            guard let key = pairs[index].key.scalarText, allowed.contains(key),
+                  !repeated.isRepeated(key, count: index, key: { pairs[$0].key.scalarText }) else {
+                clean = false
+                break
+            }
+        }
+        if clean {
+            fields = pairs
+            return
+        }
+        var kept: [(key: SourceNode, value: SourceNode)] = []
+        repeated = RepeatedKeys()
         for pair in pairs {
             guard let key = pair.key.scalarText else {
                 diagnostics.error("keys in \(context) must be plain strings", at: pair.key.location)
@@ -30,16 +45,17 @@ struct MappingReader {
                 diagnostics.error("unknown key '\(key)' in \(context)\(Suggestion.hint(for: key, in: allowed))", at: pair.key.location)
                 continue
             }
-            guard seen.insert(key) else {
+            guard !repeated.isRepeated(key, count: kept.count, key: { kept[$0].key.scalarText }) else {
                 diagnostics.error("duplicate key '\(key)' in \(context)", at: pair.key.location)
                 continue
             }
-            fields.append((key, pair.value))
+            kept.append(pair)
         }
+        fields = kept
     }
 
     subscript(key: String) -> SourceNode? {
-        for field in fields where field.name == key { return field.value }
+        for index in fields.indices where fields[index].key.scalarText?.isSameKey(as: key) == true { return fields[index].value }
         return nil
     }
 
@@ -100,14 +116,15 @@ struct MappingReader {
             diagnostics.error("\(context) must be a mapping, not \(node.kindDescription)", at: node.location)
             return []
         }
-        var seen = SeenKeys()
+        var repeated = RepeatedKeys()
         var result: [(String, SourceNode, SourceNode)] = []
+        result.reserveCapacity(pairs.count)
         for pair in pairs {
             guard let name = pair.key.scalarText else {
                 diagnostics.error("keys in \(context) must be plain strings", at: pair.key.location)
                 continue
             }
-            guard seen.insert(name) else {
+            guard !repeated.isRepeated(name, count: result.count, key: { result[$0].0 }) else {
                 diagnostics.error("duplicate key '\(name)' in \(context)", at: pair.key.location)
                 continue
             }

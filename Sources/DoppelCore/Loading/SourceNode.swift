@@ -8,7 +8,7 @@ internal import CYaml
 
 /// A YAML node with the place it was written, so that every later problem can
 /// be reported at its line and column.
-public struct SourceNode: Sendable {
+public final class SourceNode: Sendable {
     public enum Kind: Sendable {
         /// A scalar; `plain` is false for quoted and block scalars, which are always strings.
         case scalar(String, plain: Bool)
@@ -16,11 +16,11 @@ public struct SourceNode: Sendable {
         case sequence([SourceNode])
     }
 
-    public var kind: Kind
-    public var location: SourceLocation
+    public let kind: Kind
+    public let location: SourceLocation
     /// Columns between the mark and the first character of a scalar's text
     /// (1 for a quoted scalar), used to point inside expressions.
-    public var contentOffset: Int
+    public let contentOffset: Int
 
     public init(kind: Kind, location: SourceLocation, contentOffset: Int = 0) {
         self.kind = kind
@@ -46,7 +46,11 @@ public struct SourceNode: Sendable {
 
     /// The value under a scalar key of a mapping.
     public subscript(key: String) -> SourceNode? {
-        mappingPairs?.first { $0.key.scalarText == key }?.value
+        guard case .mapping(let pairs) = kind else { return nil }
+        for index in pairs.indices {
+            if case .scalar(let text, _) = pairs[index].key.kind, text.isSameKey(as: key) { return pairs[index].value }
+        }
+        return nil
     }
 
     /// What the node is, for messages: "a mapping", "a list", "a string".
@@ -95,6 +99,16 @@ public struct SourceNode: Sendable {
             }
         }
         return .string(text)
+    }
+}
+
+extension String {
+    /// Whether two mapping keys are the same: lengths first, since most keys
+    /// looked up are not the one compared against, and String's equality
+    /// otherwise compares the bytes of every pair that differ.
+    @inline(__always)
+    func isSameKey(as other: String) -> Bool {
+        utf8.count == other.utf8.count && self == other
     }
 }
 
@@ -191,28 +205,26 @@ public enum SourceReader {
         var problem: Diagnostic?
         var anchors: [String: (node: SourceNode, count: Int)] = [:]
 
-        /// A mapping or list being read. A class, so that adding to the one on
-        /// top of the stack changes it in place rather than copying its members.
-        final class Frame {
+        /// A mapping or list being read. Its finished members wait on
+        /// `members`, the one stack all open containers share, and become one
+        /// array of exactly their count when it ends: no array per container
+        /// growing as it is read.
+        struct Frame {
             let isMapping: Bool
             let location: SourceLocation
             let anchor: String?
             /// `nodes` when the container started, to count an anchor's size.
             let start: Int
-            var items: [SourceNode] = []
-            var pairs: [(key: SourceNode, value: SourceNode)] = []
-            var key: SourceNode?
-            var keys = SeenKeys()
-
-            init(isMapping: Bool, location: SourceLocation, anchor: String?, start: Int) {
-                self.isMapping = isMapping
-                self.location = location
-                self.anchor = anchor
-                self.start = start
-            }
+            /// Where its members start on `members`.
+            let first: Int
+            /// To find a key the mapping has already.
+            var keys = RepeatedKeys()
         }
 
         var stack: [Frame] = []
+        /// The finished members of every open container, innermost last; a
+        /// mapping's keys and values alternate.
+        var members: [SourceNode] = []
         var root: SourceNode?
         var documents = 0
 
@@ -320,10 +332,24 @@ public enum SourceReader {
                 guard admit(1, at: here) else { return }
                 let isMapping = event.type == YAML_MAPPING_START_EVENT
                 let anchor = Self.string(isMapping ? event.data.mapping_start.anchor : event.data.sequence_start.anchor)
-                stack.append(Frame(isMapping: isMapping, location: here, anchor: anchor, start: nodes))
+                stack.append(Frame(isMapping: isMapping, location: here, anchor: anchor, start: nodes, first: members.count))
             case YAML_MAPPING_END_EVENT, YAML_SEQUENCE_END_EVENT:
                 guard let frame = stack.popLast() else { return }
-                let node = SourceNode(kind: frame.isMapping ? .mapping(frame.pairs) : .sequence(frame.items), location: frame.location)
+                let kind: SourceNode.Kind
+                if frame.isMapping {
+                    var pairs: [(key: SourceNode, value: SourceNode)] = []
+                    pairs.reserveCapacity((members.count - frame.first) / 2)
+                    var index = frame.first
+                    while index + 1 < members.count {
+                        pairs.append((key: members[index], value: members[index + 1]))
+                        index += 2
+                    }
+                    kind = .mapping(pairs)
+                } else {
+                    kind = .sequence(Array(members[frame.first...]))
+                }
+                members.removeSubrange(frame.first...)
+                let node = SourceNode(kind: kind, location: frame.location)
                 // The container itself was counted when it started.
                 if let anchor = frame.anchor { anchors[anchor] = (node, nodes - frame.start + 1) }
                 add(node)
@@ -334,23 +360,22 @@ public enum SourceReader {
 
         /// Puts a finished node into the container being read, or makes it the root.
         mutating func add(_ node: SourceNode) {
-            guard let top = stack.last else {
+            guard let top = stack.indices.last else {
                 root = node
                 return
             }
-            guard top.isMapping else {
-                top.items.append(node)
-                return
+            let count = members.count - stack[top].first
+            if stack[top].isMapping, count % 2 == 0, let name = node.scalarText {
+                let first = stack[top].first
+                // Taken out of the frame while it is searched, so that its
+                // set (when it has one) is not copied to grow.
+                var keys = stack[top].keys
+                stack[top].keys = RepeatedKeys()
+                let repeated = keys.isRepeated(name, count: count / 2) { members[first + 2 * $0].scalarText }
+                stack[top].keys = keys
+                if repeated { fail("YAML: duplicate key '\(name)' in a mapping", at: node.location) }
             }
-            guard let key = top.key else {
-                top.key = node
-                return
-            }
-            top.key = nil
-            if let name = key.scalarText, !top.keys.insert(name) {
-                fail("YAML: duplicate key '\(name)' in a mapping", at: key.location)
-            }
-            top.pairs.append((key: key, value: node))
+            members.append(node)
         }
     }
 }

@@ -44,6 +44,21 @@ import Testing
         #expect(problems(many) == ["doc.yaml:41:1: error: YAML: duplicate key 'k7' in a mapping"])
     }
 
+    @Test func nestedContainersKeepTheirOwnMembers() throws {
+        // Members of every open container wait on one stack: each container
+        // must get exactly its own, however deep and however many.
+        let keys = (0..<20).map { "k\($0): [\($0), { inner: \($0) }]" }.joined(separator: "\n")
+        let text = "outer:\n  a: { x: 1, y: { z: [1, [2, 3], {}] } }\n  b: []\n  c: [{ a: 1 }, { a: 2 }]\n" + keys + "\nlast: 1\n"
+        let root = try #require(try read(text).get())
+        #expect(root["outer"]?.json == ["a": ["x": 1, "y": ["z": [1, [2, 3], [:]]]], "b": [], "c": [["a": 1], ["a": 2]]])
+        #expect(root.mappingPairs?.count == 22)
+        #expect(root["k19"]?.json == [19, ["inner": 19]])
+        #expect(root["last"]?.json == 1)
+        // The same key in sibling mappings is no repeat; in one mapping it is.
+        #expect(problems("a: { k: 1 }\nb: { k: 2 }\nk: 3\n").isEmpty)
+        #expect(problems("a: [{ k: 1, j: { k: 2 }, k: 3 }]\n") == ["doc.yaml:1:26: error: YAML: duplicate key 'k' in a mapping"])
+    }
+
     @Test func syntaxErrorsUndefinedAliasesAndSecondDocumentsAreLocated() {
         #expect(problems("a: [1, 2\nb: 3\n").first?.hasPrefix("doc.yaml:2:") == true)
         #expect(problems("a: [1, 2\nb: 3\n").first?.contains("error: YAML syntax:") == true)
