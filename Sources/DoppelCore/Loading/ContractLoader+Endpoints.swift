@@ -10,11 +10,31 @@ extension ContractLoader {
             diagnostics.error("the contract needs 'endpoints'", at: SourceLocation(file: file, line: 1, column: 1))
             return []
         }
-        var endpoints: [Endpoint] = []
-        for entry in MappingReader.entries(of: node, context: "endpoints", diagnostics: &diagnostics) {
-            if let endpoint = readEndpoint(entry.name, entry.value, basePath: basePath, defaultAuth: defaultAuth) {
-                endpoints.append(endpoint)
+        let entries = MappingReader.entries(of: node, context: "endpoints", diagnostics: &diagnostics)
+        // Endpoints are read independently of each other, so a large
+        // contract's are read in slices on all cores, each by a copy of this
+        // loader whose diagnostics and pending examples are then gathered
+        // in order.
+        var template = self
+        template.diagnostics = DiagnosticCollector()
+        template.pendingExamples = []
+        let blank = template
+        let slices = Parallel.mapSlices(entries, minimumPerSlice: 100) { slice in
+            var loader = blank
+            var endpoints: [Endpoint] = []
+            for entry in slice {
+                if let endpoint = loader.readEndpoint(entry.name, entry.value, basePath: basePath, defaultAuth: defaultAuth) {
+                    endpoints.append(endpoint)
+                }
             }
+            return (endpoints: endpoints, diagnostics: loader.diagnostics.diagnostics, pendingExamples: loader.pendingExamples)
+        }
+        var endpoints: [Endpoint] = []
+        endpoints.reserveCapacity(entries.count)
+        for slice in slices {
+            endpoints += slice.endpoints
+            diagnostics.append(contentsOf: slice.diagnostics)
+            pendingExamples += slice.pendingExamples
         }
         return endpoints
     }
@@ -127,10 +147,15 @@ extension ContractLoader {
     /// Flags endpoints that can never be reached because an earlier one with
     /// the same method and path has no `match` condition.
     mutating func checkReachability(_ endpoints: [Endpoint]) {
-        for (i, later) in endpoints.enumerated() {
-            for earlier in endpoints[..<i] where earlier.method == later.method && earlier.path.template == later.path.template && earlier.match.isEmpty {
-                diagnostics.error("endpoint '\(later.id)' is unreachable: '\(earlier.id)' has the same request (\(later.signature)) and no 'match' condition", at: later.location)
-                break
+        // The first endpoint without a `match` for each method and path:
+        // one lookup per endpoint, not a scan of all those before it.
+        var unconditional: [String: Int] = [:]
+        for index in endpoints.indices {
+            let key = endpoints[index].method + " " + endpoints[index].path.template
+            if let earlier = unconditional[key] {
+                diagnostics.error("endpoint '\(endpoints[index].id)' is unreachable: '\(endpoints[earlier].id)' has the same request (\(endpoints[index].signature)) and no 'match' condition", at: endpoints[index].location)
+            } else if endpoints[index].match.isEmpty {
+                unconditional[key] = index
             }
         }
     }

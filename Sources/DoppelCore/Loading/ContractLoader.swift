@@ -14,7 +14,7 @@ import Foundation
 ///
 /// Problems never stop the load early: every stage records diagnostics and
 /// goes on, so `doppel lint` reports them all at once.
-public struct ContractLoader {
+public struct ContractLoader: Sendable {
     var diagnostics = DiagnosticCollector()
     let file: String
     let directory: URL

@@ -129,6 +129,45 @@ import Testing
         ])
     }
 
+    @Test func anEndpointIsUnreachableBehindTheFirstWithoutAMatch() {
+        let text = """
+            doppel: 1
+            endpoints:
+              gated: { request: GET /a, match: "query.x == '1'", responses: [ { status: 200 } ] }
+              open: { request: GET /a, responses: [ { status: 201 } ] }
+              shadowed: { request: GET /a, match: "query.x == '2'", responses: [ { status: 202 } ] }
+              other: { request: POST /a, responses: [ { status: 203 } ] }
+            """
+        #expect(diagnostics(of: text, file: "u.yaml").map(\.description) == [
+            "u.yaml:5:13: error: endpoint 'shadowed' is unreachable: 'open' has the same request (GET /a) and no 'match' condition",
+        ])
+    }
+
+    @Test func aLargeContractReadInSlicesKeepsEveryEndpointAndProblemInOrder() throws {
+        // Enough endpoints to be read on several threads.
+        let count = 450
+        func contract(_ endpoint: (Int) -> String) -> String {
+            "doppel: 1\nendpoints:\n" + (0..<count).map { "  e\($0): " + endpoint($0) }.joined(separator: "\n") + "\n"
+        }
+        let clean = try loadContract(contract { "{ request: GET /e\($0), responses: [ { status: 200, body: { n: \($0) } } ] }" })
+        #expect(clean.endpoints.map(\.id) == (0..<count).map { "e\($0)" })
+        // An unknown key in each, and a request example that breaks its schema
+        // (checked after all endpoints are read) in every tenth.
+        let broken = contract {
+            $0 % 10 == 0
+                ? "{ request: POST /e\($0), body: { schema: { type: object, required: [n] }, example: {} }, responses: [ { status: 200 } ] }"
+                : "{ request: GET /e\($0), respnses: [] }"
+        }
+        let found = diagnostics(of: broken, file: "big.yaml")
+        let misspelt = found.filter { $0.message.hasPrefix("unknown key 'respnses'") }
+        let unanswered = found.filter { $0.message.hasSuffix("needs 'responses'") }
+        let breaking = found.filter { $0.message.contains("breaks its schema") }
+        #expect(found.count == misspelt.count + unanswered.count + breaking.count)
+        #expect(misspelt.map(\.location.line) == (0..<count).filter { $0 % 10 != 0 }.map { $0 + 3 })
+        #expect(unanswered.map(\.location.line) == misspelt.map(\.location.line))
+        #expect(breaking.map(\.location.line) == (0..<count).filter { $0 % 10 == 0 }.map { $0 + 3 })
+    }
+
     @Test func bodyFilesMayNotLeaveTheContractFolder() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("doppel-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder.appendingPathComponent("bodies"), withIntermediateDirectories: true)

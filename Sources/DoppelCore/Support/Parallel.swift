@@ -1,0 +1,27 @@
+import Dispatch
+import Foundation
+
+/// Work split across the machine's cores, for loading large contracts: a
+/// document of 1,000 operations has 1,000 endpoints, each read on its own.
+public enum Parallel {
+    /// `body` applied to contiguous slices of `items`, on up to one thread
+    /// per core (the calling thread among them), the results in the order
+    /// of the slices. Fewer than `minimumPerSlice` items per slice run as
+    /// one slice on the calling thread: threads cost more than small work.
+    public static func mapSlices<Item: Sendable, Result>(
+        _ items: [Item], minimumPerSlice: Int, _ body: @Sendable (ArraySlice<Item>) -> Result
+    ) -> [Result] {
+        let count = min(ProcessInfo.processInfo.activeProcessorCount, items.count / max(minimumPerSlice, 1))
+        guard count > 1 else { return [body(items[...])] }
+        let bounds = (0...count).map { items.count * $0 / count }
+        var results = [Result?](repeating: nil, count: count)
+        results.withUnsafeMutableBufferPointer { slots in
+            // Each iteration writes only its own slot.
+            nonisolated(unsafe) let slots = slots
+            DispatchQueue.concurrentPerform(iterations: count) { index in
+                slots[index] = body(items[bounds[index]..<bounds[index + 1]])
+            }
+        }
+        return results.map { $0! }
+    }
+}

@@ -1,0 +1,16 @@
+@testable import DoppelCore
+import Foundation
+import Testing
+
+@Suite struct ParallelTests {
+    @Test(arguments: [0, 1, 99, 100, 199, 200, 201, 1_000, 1_001])
+    func slicesCoverEveryItemOnceInOrder(count: Int) {
+        let items = Array(0..<count)
+        let slices = Parallel.mapSlices(items, minimumPerSlice: 100) { Array($0) }
+        #expect(slices.flatMap { $0 } == items)
+        #expect(slices.allSatisfy { !$0.isEmpty } || count == 0)
+        #expect(slices.count <= max(1, ProcessInfo.processInfo.activeProcessorCount))
+        // Fewer than two slices' worth runs as one.
+        if count < 200 { #expect(slices.count == 1) }
+    }
+}
