@@ -21,6 +21,9 @@ public struct OpenAPIImporter {
     var errors = DiagnosticCollector()
     /// Endpoint ids given so far, to keep them unique.
     var ids: Set<String> = []
+    /// The names under `components.schemas`, found once: every `$ref` to a
+    /// schema is checked against them.
+    var componentSchemaNames: Set<String> = []
 
     /// Whether a parsed file is an OpenAPI document (a top-level `openapi` key).
     public static func isOpenAPI(_ root: SourceNode) -> Bool {
@@ -59,7 +62,9 @@ public struct OpenAPIImporter {
             auth.append(("schemes", ContractNode.map(schemes.map { ($0.name, $0.node) }, at: root["components"]?["securitySchemes"]?.location ?? root.location)))
             top.append(("auth", ContractNode.map(auth, at: root.location)))
         }
-        if let schemas = resolved(root["components"]?["schemas"]) {
+        let components = resolved(root["components"]?["schemas"])
+        componentSchemaNames = Set(components?.mappingPairs?.compactMap(\.key.scalarText) ?? [])
+        if let schemas = components {
             var converted: [(String, SourceNode)] = []
             for (key, value) in schemas.mappingPairs ?? [] {
                 if let name = key.scalarText { converted.append((name, schema(value))) }
@@ -310,7 +315,7 @@ public struct OpenAPIImporter {
 
     /// JSON as the engine reads it, or any type (`*/*`), whose examples are JSON values.
     static func isJSON(_ type: String) -> Bool {
-        MediaTypes.isJSON(type) || type.trimmingCharacters(in: .whitespaces).hasPrefix("*/*")
+        MediaTypes.isJSON(type) || type.drop(while: { $0 == " " || $0 == "\t" }).hasPrefix("*/*")
     }
 
     // MARK: Responses
@@ -448,7 +453,7 @@ public struct OpenAPIImporter {
             return nil
         }
         let name = Self.unescape(String(text.dropFirst(prefix.count)))
-        guard resolved(root["components"]?["schemas"])?[name] != nil else {
+        guard componentSchemaNames.contains(name) else {
             errors.error("unresolved $ref '\(text)': components.schemas has no '\(name)'", at: node.location)
             return nil
         }
@@ -503,6 +508,8 @@ public struct OpenAPIImporter {
 
     /// A JSON pointer token: `~1` is `/`, `~0` is `~`, and percent-escapes decoded.
     static func unescape(_ token: String) -> String {
+        // Most tokens are plain names; Foundation's rewrites bridge to NSString.
+        guard token.utf8.contains(where: { $0 == UInt8(ascii: "~") || $0 == UInt8(ascii: "%") }) else { return token }
         let decoded = token.removingPercentEncoding ?? token
         return decoded.replacingOccurrences(of: "~1", with: "/").replacingOccurrences(of: "~0", with: "~")
     }
@@ -512,6 +519,7 @@ public struct OpenAPIImporter {
     /// Example values are sent as they are: any `{{` in their strings is
     /// written as a placeholder that produces `{{`, so no template runs.
     static func escapedTemplates(_ node: SourceNode) -> SourceNode {
+        guard hasTemplate(node) else { return node }
         switch node.kind {
         case .scalar(let text, let plain):
             guard text.includes("{{") else { return node }
@@ -520,6 +528,16 @@ public struct OpenAPIImporter {
             return SourceNode(kind: .sequence(items.map(escapedTemplates)), location: node.location)
         case .mapping(let pairs):
             return SourceNode(kind: .mapping(pairs.map { ($0.key, escapedTemplates($0.value)) }), location: node.location)
+        }
+    }
+
+    /// Whether any string in a value has `{{` in it, so that most examples
+    /// are kept as they are rather than copied.
+    static func hasTemplate(_ node: SourceNode) -> Bool {
+        switch node.kind {
+        case .scalar(let text, _): text.includes("{{")
+        case .sequence(let items): items.contains(where: hasTemplate)
+        case .mapping(let pairs): pairs.contains { hasTemplate($0.value) }
         }
     }
 

@@ -411,17 +411,23 @@ public enum MediaTypes {
     /// Compared byte by byte: it runs for every request with a body, and
     /// Foundation's trimming bridges to `NSString`.
     public static func isJSON(_ type: String) -> Bool {
-        var essence = type.utf8[...]
-        if let semicolon = essence.firstIndex(of: UInt8(ascii: ";")) { essence = essence[..<semicolon] }
-        while let first = essence.first, first == 0x20 || first == 0x09 { essence = essence.dropFirst() }
-        while let last = essence.last, last == 0x20 || last == 0x09 { essence = essence.dropLast() }
-        func endsWith(_ suffix: String) -> Bool {
-            let tail = suffix.utf8
-            guard essence.count >= tail.count else { return false }
-            return zip(essence.suffix(tail.count), tail).allSatisfy { byte, expected in
-                (byte >= 65 && byte <= 90 ? byte + 32 : byte) == expected
+        var type = type
+        return type.withUTF8 { bytes in
+            var end = bytes.firstIndex(of: UInt8(ascii: ";")) ?? bytes.count
+            var start = 0
+            while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
+            while end > start, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 { end -= 1 }
+            func endsWith(_ suffix: StaticString) -> Bool {
+                let count = suffix.utf8CodeUnitCount
+                guard end - start >= count else { return false }
+                let tail = suffix.utf8Start
+                for offset in 0..<count {
+                    let byte = bytes[end - count + offset]
+                    if (byte >= 65 && byte <= 90 ? byte + 32 : byte) != tail[offset] { return false }
+                }
+                return true
             }
+            return endsWith("+json") || (end - start == 16 && endsWith("application/json"))
         }
-        return endsWith("+json") || (essence.count == 16 && endsWith("application/json"))
     }
 }
