@@ -5,9 +5,9 @@ import Foundation
 
 /// Loads a contract or OpenAPI document for a command, printing every diagnostic and exiting 1 on errors.
 /// `checkingWithOpenAPIKit`: see `ContractDocument.load`.
-func loadContractOrExit(_ path: String, checkingWithOpenAPIKit: Bool = true) throws -> Contract {
+func loadContractOrExit(_ path: String, checkingWithOpenAPIKit: Bool = true, release: ContractDocument.TreeRelease = .inBackground) throws -> Contract {
     do {
-        return try ContractDocument.load(file: path, checkingWithOpenAPIKit: checkingWithOpenAPIKit)
+        return try ContractDocument.load(file: path, checkingWithOpenAPIKit: checkingWithOpenAPIKit, release: release)
     } catch {
         printDiagnostics(error.diagnostics)
         throw ExitCode(1)

@@ -9,8 +9,9 @@ struct Routes: ParsableCommand {
     var contract: String
 
     func run() throws {
-        let contract = try loadContractOrExit(self.contract, checkingWithOpenAPIKit: false)
-        for line in RouteTable.lines(for: contract) { print(line) }
+        let contract = try loadContractOrExit(self.contract, checkingWithOpenAPIKit: false, release: .atExit)
+        let lines = RouteTable.lines(for: contract)
+        if !lines.isEmpty { print(lines.joined(separator: "\n")) }
     }
 }
 
@@ -20,11 +21,15 @@ enum RouteTable {
         let methodWidth = contract.endpoints.map(\.method.count).max() ?? 0
         let pathWidth = contract.endpoints.map(\.path.template.count).max() ?? 0
         let idWidth = contract.endpoints.map(\.id.count).max() ?? 0
+        // Padded by hand: Foundation's `padding(toLength:)` bridges to NSString.
+        func padded(_ text: String, to width: Int) -> String {
+            let count = text.count
+            return count >= width ? text : text + String(repeating: " ", count: width - count)
+        }
         return contract.endpoints.map { endpoint in
-            let method = endpoint.method.padding(toLength: methodWidth, withPad: " ", startingAt: 0)
-            let path = endpoint.path.template.padding(toLength: pathWidth, withPad: " ", startingAt: 0)
-            let id = endpoint.id.padding(toLength: idWidth, withPad: " ", startingAt: 0)
-            return "\(method)  \(path)  \(id)  \(endpoint.auth.isEmpty ? "public" : "auth: " + endpoint.auth.joined(separator: " or "))"
+            let auth = endpoint.auth.isEmpty ? "public" : "auth: " + endpoint.auth.joined(separator: " or ")
+            return padded(endpoint.method, to: methodWidth) + "  " + padded(endpoint.path.template, to: pathWidth) + "  "
+                + padded(endpoint.id, to: idWidth) + "  " + auth
         }
     }
 }
