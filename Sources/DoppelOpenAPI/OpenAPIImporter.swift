@@ -12,7 +12,7 @@ import Foundation
 /// drop keywords (`prefixItems`, `$ref` siblings) or the order of members.
 ///
 /// How each OpenAPI feature maps is listed in `docs/openapi.md`.
-public struct OpenAPIImporter {
+public struct OpenAPIImporter: Sendable {
     let root: SourceNode
     let file: String
     /// 3.0 documents say `nullable` and boolean `exclusiveMinimum`.
@@ -72,7 +72,10 @@ public struct OpenAPIImporter {
             if !converted.isEmpty { top.append(("schemas", ContractNode.map(converted, at: schemas.location))) }
         }
 
-        var endpoints: [(String, SourceNode)] = []
+        // The operations in order, each with its endpoint id (unique among
+        // all); then each converted on its own, a large document's in slices
+        // on every core, their diagnostics gathered in order.
+        var operations: [Operation] = []
         let paths = root["paths"]
         for (pathKey, rawItem) in paths?.mappingPairs ?? [] {
             guard let path = pathKey.scalarText, let item = resolved(rawItem) else { continue }
@@ -83,10 +86,24 @@ public struct OpenAPIImporter {
                     warnings.warning("TRACE \(path) is not served: Doppel does not answer TRACE", at: methodKey.location)
                     continue
                 }
-                if let endpoint = endpoint(method: method, path: path, operation: operation, sharedParameters: shared, schemes: schemes) {
-                    endpoints.append(endpoint)
-                }
+                let id = uniqueID(operation["operationId"]?.scalarText ?? Self.slug(method: method, path: path))
+                operations.append(Operation(id: id, method: method, path: path, node: operation, sharedParameters: shared))
             }
+        }
+        var template = self
+        template.warnings = DiagnosticCollector()
+        template.errors = DiagnosticCollector()
+        let blank = template
+        let slices = Parallel.mapSlices(operations, minimumPerSlice: 100) { slice in
+            var importer = blank
+            let endpoints = slice.compactMap { importer.endpoint($0, schemes: schemes) }
+            return (endpoints: endpoints, warnings: importer.warnings.diagnostics, errors: importer.errors.diagnostics)
+        }
+        var endpoints: [(String, SourceNode)] = []
+        for slice in slices {
+            endpoints += slice.endpoints
+            warnings.append(contentsOf: slice.warnings)
+            errors.append(contentsOf: slice.errors)
         }
         top.append(("endpoints", ContractNode.map(endpoints, at: paths?.location ?? root.location)))
         return ContractNode.map(top, at: root.location)
@@ -114,7 +131,7 @@ public struct OpenAPIImporter {
 
     // MARK: Security
 
-    struct Scheme {
+    struct Scheme: Sendable {
         let name: String
         let node: SourceNode
     }
@@ -176,10 +193,20 @@ public struct OpenAPIImporter {
 
     // MARK: Operations
 
-    mutating func endpoint(method: String, path: String, operation: SourceNode, sharedParameters: [SourceNode], schemes: [Scheme]) -> (String, SourceNode)? {
+    /// An operation of `paths`, with the endpoint id it is given.
+    struct Operation: Sendable {
+        let id: String
+        let method: String
+        let path: String
+        let node: SourceNode
+        let sharedParameters: [SourceNode]
+    }
+
+    mutating func endpoint(_ operation: Operation, schemes: [Scheme]) -> (String, SourceNode)? {
+        let (id, method, path, sharedParameters) = (operation.id, operation.method, operation.path, operation.sharedParameters)
+        let operation = operation.node
         let at = operation.location
         var fields: [(String, SourceNode)] = [("request", ContractNode.string("\(method.uppercased()) \(path)", at: at))]
-        let id = uniqueID(operation["operationId"]?.scalarText ?? Self.slug(method: method, path: path))
         for key in ["summary", "description"] {
             if let value = operation[key], let text = value.scalarText { fields.append((key, ContractNode.string(text, at: value.location))) }
         }

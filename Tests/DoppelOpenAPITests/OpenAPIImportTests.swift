@@ -67,6 +67,34 @@ struct OpenAPIImportTests {
         #expect(found.filter { $0.contains(": warning: OpenAPIKit cannot read this schema") }.count == 1)
     }
 
+    @Test func aLargeDocumentConvertedInSlicesKeepsEveryOperationIdAndProblem() throws {
+        // Enough operations to be converted on several threads. Every
+        // third repeats an operationId (ids stay unique, in document
+        // order); every seventh has a status that is not one.
+        let count = 420
+        var text = "openapi: 3.1.0\ninfo: { title: Many, version: \"1\" }\npaths:\n"
+        for index in 0..<count {
+            let id = index % 3 == 0 ? "same" : "op\(index)"
+            let status = index % 7 == 0 ? "\"2x0\"" : "\"200\""
+            text += "  /p\(index):\n    get:\n      operationId: \(id)\n      responses: { \(status): { description: ok } }\n"
+        }
+        let source = try withDocument(text) { file, _ in try ContractDocument.contractTree(file: file, checkingWithOpenAPIKit: false) }
+        let ids = source.tree["endpoints"]?.mappingPairs?.compactMap(\.key.scalarText) ?? []
+        var expected: [String] = []
+        var repeats = 0
+        for index in 0..<count {
+            if index % 3 == 0 {
+                repeats += 1
+                expected.append(repeats == 1 ? "same" : "same-\(repeats)")
+            } else {
+                expected.append("op\(index)")
+            }
+        }
+        #expect(ids == expected)
+        let statuses = source.diagnostics.filter { $0.message.hasPrefix("response status '2x0'") }
+        #expect(statuses.map(\.location.line) == (0..<count).filter { $0 % 7 == 0 }.map { 4 * $0 + 7 })
+    }
+
     @Test func structuralProblemsComeFromOpenAPIKitAtTheirPlace() throws {
         let found = try diagnostics("""
             openapi: 3.1.0
