@@ -42,7 +42,8 @@ public struct DoppelResponder: HTTPResponder {
                 response = AdminAPI.handles(recorded.path) ? admin.respond(to: recorded) : engine.respond(to: recorded)
             }
         case .failure(let problem):
-            response = problem.response()
+            let refused = Self.recorded(request.head, uri: request.uri, body: [], remoteAddress: context.remoteAddress)
+            response = engine.respond(refusing: refused, with: problem)
         }
         await faults.delay(response)
         var written = Self.response(from: response)

@@ -21,6 +21,8 @@ public struct Contract: Sendable {
     public let endpoints: [Endpoint]
     /// Rate limits, checked in this order.
     public let rateLimits: [RateLimit]
+    /// The contract's own answers in place of Doppel's problems (`fallbacks:`).
+    public var fallbacks: [Fallback: ResponseDefinition] = [:]
 
     /// Title, version and description of the API.
     public struct Info: Sendable {
@@ -175,7 +177,7 @@ public struct ResponseDefinition: Sendable {
     /// The response's `name`, the shared response's name, or `<endpoint>[<index>]`.
     public let name: String
     public let when: Expression?
-    public let status: Int
+    public var status: Int
     public let headers: [(String, ValueTemplate)]
     public let body: ResponseBody
     /// Values computed after selection, visible to effects and templates by name.
@@ -233,4 +235,46 @@ public struct Effect: Sendable, CustomStringConvertible {
     }
 
     public var description: String { source }
+}
+
+/// The answers Doppel gives on its own, which a contract's `fallbacks:` can
+/// replace with its API's documented bodies.
+public enum Fallback: String, CaseIterable, Sendable, Hashable {
+    /// 404: no endpoint has the path.
+    case notFound = "not_found"
+    /// 405: the path exists, the method does not.
+    case methodNotAllowed = "method_not_allowed"
+    /// 400: a JSON or multipart body that cannot be read.
+    case malformedBody = "malformed_body"
+    /// 415: a body of a type the endpoint does not take.
+    case unsupportedMediaType = "unsupported_media_type"
+    /// 413: a body over the server's limit.
+    case payloadTooLarge = "payload_too_large"
+    /// 422: a request that breaks its schemas, at an endpoint without `on_invalid`.
+    case validationFailed = "validation_failed"
+
+    /// The status Doppel's own answer has, and a fallback without one.
+    public var status: Int {
+        switch self {
+        case .notFound: 404
+        case .methodNotAllowed: 405
+        case .malformedBody: 400
+        case .unsupportedMediaType: 415
+        case .payloadTooLarge: 413
+        case .validationFailed: 422
+        }
+    }
+
+    /// The fallback that stands in for one of Doppel's problems, if any does.
+    public init?(problem: Problem) {
+        switch problem.type {
+        case Problem.urn("no-matching-endpoint"): self = .notFound
+        case Problem.urn("method-not-allowed"): self = .methodNotAllowed
+        case Problem.urn("malformed-json"), Problem.urn("malformed-multipart"): self = .malformedBody
+        case Problem.urn("unsupported-media-type"): self = .unsupportedMediaType
+        case Problem.urn("payload-too-large"): self = .payloadTooLarge
+        case Problem.urn("validation-failed"): self = .validationFailed
+        default: return nil
+        }
+    }
 }

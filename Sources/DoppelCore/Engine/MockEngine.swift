@@ -105,6 +105,20 @@ public final class MockEngine: Sendable {
         return response
     }
 
+    /// Answers a request the server refused before the engine saw it (a
+    /// body over the size limit, 413): the contract's fallback for the
+    /// problem, else the problem itself.
+    public func respond(refusing request: RecordedRequest, with problem: Problem) -> MockResponse {
+        let sessionID = request.header(Self.sessionHeader) ?? SessionStore.defaultID
+        guard let kind = Fallback(problem: problem), contract.fallbacks[kind] != nil, SessionStore.isValid(id: sessionID) else {
+            return problem.response()
+        }
+        let session = sessions.session(sessionID)
+        let now = session.now(real: clock())
+        let context = EvaluationContext(roots: baseRoots(request, query: Self.object(request.queryItems), sessionID: session.id, now: now), now: now)
+        return fallback(for: problem, context: context, session: session)
+    }
+
     private func answer(_ request: RecordedRequest, session: Session, now: Double) -> MockResponse {
         let queryItems = request.queryItems
         // Query values are strings until validation reads them by their schema.
@@ -132,9 +146,9 @@ public final class MockEngine: Sendable {
             pathParameters = parameters
             context.roots[.path] = Self.object(parameters)
         case .methodNotAllowed(let allowed):
-            return Problem.methodNotAllowed(method: request.method, path: request.path, allowed: allowed).response()
+            return fallback(for: Problem.methodNotAllowed(method: request.method, path: request.path, allowed: allowed), context: context, session: session)
         case .notFound(let nearMisses):
-            return Problem.noMatchingEndpoint(method: request.method, path: request.path, nearMisses: nearMisses).response()
+            return fallback(for: Problem.noMatchingEndpoint(method: request.method, path: request.path, nearMisses: nearMisses), context: context, session: session)
         }
 
         // 2. Validate: reads only the request, so it runs outside the
@@ -166,6 +180,30 @@ public final class MockEngine: Sendable {
                 // Effects are already committed; the message says which template failed.
                 return Problem.evaluationFailed(error, endpointID: endpoint.id, response: selection.response.name).response(endpointID: endpoint.id)
             }
+        }
+    }
+
+    /// Doppel's own answer to a request no endpoint takes, or the contract's
+    /// fallback for it: selected and rendered as any response is (in a
+    /// transaction, for its effects and sequences), seeing `problem`, with
+    /// the problem's headers (`Allow`) it does not set itself.
+    private func fallback(for problem: Problem, context base: EvaluationContext, session: Session) -> MockResponse {
+        guard let kind = Fallback(problem: problem), let definition = contract.fallbacks[kind] else { return problem.response() }
+        var context = base
+        context.roots[.problem] = problem.json
+        do {
+            let selection = try session.transact { (data: inout SessionData) throws(ResponseSelector.Failure) -> ResponseSelector.Selection in
+                try selector.select(from: [definition], forced: definition, endpointBindings: [], context: context, data: &data, sequenceScope: "fallbacks")
+            }
+            var response = try renderer.render(selection.response, in: selection.context, endpointID: nil).adding(problem.headers)
+            response.delay = (selection.response.delay ?? defaultDelay)?.sample() ?? 0
+            return response
+        } catch let failure as ResponseSelector.Failure {
+            return Failure.selection(failure).problem(endpointID: "fallbacks").response()
+        } catch let error as EvaluationError {
+            return Problem.evaluationFailed(error, endpointID: "fallbacks", response: definition.name).response()
+        } catch {
+            return problem.response()
         }
     }
 
@@ -252,12 +290,16 @@ public final class MockEngine: Sendable {
         case .valid(let parts):
             context.use(parts)
         case .invalid(let issues, let parts):
-            guard let onInvalid = endpoint.onInvalid else { return .problem(Problem.validationFailed(issues), rateHeaders: rateHeaders) }
+            let problem = Problem.validationFailed(issues)
+            guard let onInvalid = endpoint.onInvalid ?? contract.fallbacks[.validationFailed] else { return .problem(problem, rateHeaders: rateHeaders) }
             context.use(parts)
             context.roots[.errors] = .array(issues.map(\.json))
+            context.roots[.problem] = problem.json
             return try respond(onInvalid, rateHeaders: rateHeaders)
         case .rejected(let problem):
-            return .problem(problem, rateHeaders: rateHeaders)
+            guard let kind = Fallback(problem: problem), let fallback = contract.fallbacks[kind] else { return .problem(problem, rateHeaders: rateHeaders) }
+            context.roots[.problem] = problem.json
+            return try respond(fallback, rateHeaders: rateHeaders)
         }
 
         // 5. The request's own `Prefer`, else a scenario's forced response,
@@ -304,10 +346,14 @@ public final class MockEngine: Sendable {
 
 extension MockResponse {
     /// The response with more headers.
+    /// The response with `extra` headers, but not those it sets itself (a
+    /// contract's 429 that writes its own `Retry-After` sends that one alone).
     func adding(_ extra: [(name: String, value: String)]) -> MockResponse {
         guard !extra.isEmpty else { return self }
         var copy = self
-        copy.headers += extra
+        for header in extra where !headers.contains(where: { $0.name.caseInsensitiveEquals(header.name) }) {
+            copy.headers.append(header)
+        }
         return copy
     }
 }

@@ -18,14 +18,19 @@ public struct Problem: Sendable, Error {
         self.headers = headers
     }
 
-    /// The problem as a response.
-    public func response(endpointID: String? = nil) -> MockResponse {
+    /// The problem+json body, also what a fallback's templates see as `problem`.
+    public var json: JSON {
         var object = JSONObject([("type", .string(type)), ("title", .string(title)), ("status", .int(status)), ("detail", .string(detail))])
         for (key, value) in extra { object[key] = value }
-        return MockResponse(
+        return .object(object)
+    }
+
+    /// The problem as a response.
+    public func response(endpointID: String? = nil) -> MockResponse {
+        MockResponse(
             status: status,
             headers: [(name: "Content-Type", value: "application/problem+json")] + headers,
-            body: JSONWriter.encode(.object(object)),
+            body: JSONWriter.encode(json),
             endpointID: endpointID,
             responseName: "doppel:" + (type.split(separator: ":").last.map(String.init) ?? "problem"))
     }

@@ -37,7 +37,7 @@ extension EvaluationContext {
 public struct Roots: Sendable, ExpressibleByDictionaryLiteral {
     /// The built-in roots, one slot each.
     public enum Slot: Int, CaseIterable, Sendable {
-        case request, path, query, headers, body, auth, session, client, data, clock, state, errors, retryAfter
+        case request, path, query, headers, body, auth, session, client, data, clock, state, errors, retryAfter, problem
 
         /// The name expressions use.
         public var name: String {

@@ -28,7 +28,7 @@ public struct ContractLoader: Sendable {
     /// Request examples and static bodies to check against schemas once all schemas are known.
     var pendingExamples: [(value: JSON, schema: Schema, location: SourceLocation, what: String)] = []
 
-    static let topLevelKeys: Set<String> = ["doppel", "info", "base_path", "auth", "schemas", "state", "data", "responses", "rate_limits", "endpoints"]
+    static let topLevelKeys: Set<String> = ["doppel", "info", "base_path", "auth", "schemas", "state", "data", "responses", "fallbacks", "rate_limits", "endpoints"]
     /// Names every expression may start from.
     static let requestRoots: Set<String> = ["request", "path", "query", "headers", "body", "auth", "session", "state", "data", "clock", "client"]
 
@@ -117,10 +117,11 @@ public struct ContractLoader: Sendable {
         let state = readState(top["state"])
 
         for entry in top.entries("responses", diagnostics: &diagnostics) {
-            if let response = readResponse(entry.value, name: entry.name, scope: Self.requestRoots.union(["errors", "retry_after"]), endpointLets: []) {
+            if let response = readResponse(entry.value, name: entry.name, scope: Self.requestRoots.union(["errors", "retry_after", "problem"]), endpointLets: []) {
                 namedResponses[entry.name] = response
             }
         }
+        let fallbacks = readFallbacks(top["fallbacks"])
         let defaultAuth = readAuth(top["auth"])
         let endpoints = readEndpoints(top["endpoints"], basePath: basePath, defaultAuth: defaultAuth)
         let rateLimits = readRateLimits(top["rate_limits"], endpointIDs: Set(endpoints.map(\.id)))
@@ -130,8 +131,30 @@ public struct ContractLoader: Sendable {
         return Contract(
             file: file, info: info, basePath: basePath, schemas: schemas, authSchemes: authSchemes,
             defaultAuth: defaultAuth, state: state, data: data, responses: namedResponses, endpoints: endpoints,
-            rateLimits: rateLimits
+            rateLimits: rateLimits, fallbacks: fallbacks
         )
+    }
+
+    /// `fallbacks:`: for each of Doppel's own answers, the response to give
+    /// instead, a shared one by name or one written here. Its templates see
+    /// `problem` (Doppel's problem: `status`, `title`, `detail`, ...), and
+    /// `errors` for `validation_failed`; written here without a `status`, it
+    /// keeps Doppel's.
+    mutating func readFallbacks(_ node: SourceNode?) -> [Fallback: ResponseDefinition] {
+        guard let node else { return [:] }
+        let kinds = Set(Fallback.allCases.map(\.rawValue))
+        guard let reader = MappingReader(node, allowed: kinds, context: "fallbacks", diagnostics: &diagnostics) else { return [:] }
+        var fallbacks: [Fallback: ResponseDefinition] = [:]
+        for kind in Fallback.allCases {
+            guard let entry = reader[kind.rawValue] else { continue }
+            let scope = Self.requestRoots.union(kind == .validationFailed ? ["problem", "errors"] : ["problem"])
+            guard var response = readResponseReference(entry, name: "fallbacks.\(kind.rawValue)", scope: scope, endpointLets: []) else { continue }
+            if entry.mappingPairs != nil, entry["status"] == nil, entry["ref"] == nil, entry["sequence"] == nil {
+                response.status = kind.status
+            }
+            fallbacks[kind] = response
+        }
+        return fallbacks
     }
 
     mutating func readInfo(_ node: SourceNode?) -> Contract.Info {

@@ -30,6 +30,25 @@ import Testing
         #expect(call("a").status == 200)
     }
 
+    @Test func aLimitsOwnRetryAfterIsTheOnlyOneSent() throws {
+        let engine = try engine("""
+            doppel: 1
+            responses:
+              too-many:
+                status: 429
+                headers: { Retry-After: "{{ retry_after }}" }
+                body: { detail: slow down }
+            rate_limits:
+              s: { key: session, limit: 1, window: 1m, response: too-many }
+            endpoints:
+              e: { request: GET /e, responses: [ { status: 200 } ] }
+            """)
+        #expect(engine.send("GET", "/e").status == 200)
+        let refused = engine.send("GET", "/e")
+        #expect(refused.status == 429)
+        #expect(refused.headers.filter { $0.name.lowercased() == "retry-after" }.map(\.value) == ["60"])
+    }
+
     @Test func slidingWindowsFreeOneSlotAtATime() throws {
         let engine = try engine("""
             doppel: 1

@@ -168,6 +168,28 @@ import Testing
         #expect(breaking.map(\.location.line) == (0..<count).filter { $0 % 10 == 0 }.map { $0 + 3 })
     }
 
+    @Test func fallbacksAreCheckedLikeResponses() {
+        let text = """
+            doppel: 1
+            fallbacks:
+              not_fund: { body: {} }
+              method_not_allowed: missing
+              malformed_body: { body: { detail: "{{ errors }}" } }
+              validation_failed: { body: { detail: "{{ errors[0].message }}", status: "{{ problem.status }}" } }
+            endpoints:
+              a: { request: GET /a, responses: [ { status: 200 } ] }
+            """
+        #expect(diagnostics(of: text, file: "f.yaml").map(\.description) == [
+            "f.yaml:3:3: error: unknown key 'not_fund' in fallbacks (did you mean 'not_found'?)",
+            "f.yaml:4:23: error: undefined response 'missing'",
+            "f.yaml:5:41: error: unknown name 'errors'",
+        ])
+        // Without a status, a fallback keeps Doppel's.
+        let contract = try? loadContract("doppel: 1\nfallbacks:\n  not_found: { body: {} }\n  payload_too_large: { status: 400 }\nendpoints:\n  a: { request: GET /a, responses: [ { status: 200 } ] }\n")
+        #expect(contract?.fallbacks[.notFound]?.status == 404)
+        #expect(contract?.fallbacks[.payloadTooLarge]?.status == 400)
+    }
+
     @Test func bodyFilesMayNotLeaveTheContractFolder() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("doppel-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder.appendingPathComponent("bodies"), withIntermediateDirectories: true)
