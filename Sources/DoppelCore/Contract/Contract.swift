@@ -81,6 +81,17 @@ public struct AuthScheme: Sendable {
     public let failure: ResponseDefinition
     /// The response for an issued token past its expiry; nil uses `failure`.
     public let expired: ResponseDefinition?
+    /// The shape a token must have (`format: jwt`); nil takes any.
+    public var format: TokenFormat? = nil
+    /// A pattern the credential must match (searched, as in schemas: anchor it with `^` and `$`).
+    public var pattern: Schema.Pattern? = nil
+
+    /// A token's shape.
+    public enum TokenFormat: String, Sendable {
+        /// A JSON Web Token: three base64url parts, the first two JSON
+        /// objects; a numeric `exp` claim is its expiry.
+        case jwt
+    }
 }
 
 /// The state every session starts with: variables, counters and collections.

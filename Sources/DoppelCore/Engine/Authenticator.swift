@@ -62,7 +62,15 @@ public struct Authenticator: Sendable {
         }
         guard let credential else { return .rejected(scheme.failure, sent: false) }
         guard scheme.accepted?.contains(credential) ?? true else { return .rejected(scheme.failure, sent: true) }
+        if let pattern = scheme.pattern, !pattern.matches(credential) { return .rejected(scheme.failure, sent: true) }
         var claims = JSON.null
+        if scheme.format == .jwt {
+            guard let payload = Self.jwtPayload(credential) else { return .rejected(scheme.failure, sent: true) }
+            if let expiry = payload["exp"]?.numberValue, expiry <= now {
+                return .rejected(scheme.expired ?? scheme.failure, sent: true)
+            }
+            claims = .object(payload)
+        }
         if let collection = scheme.issued {
             guard let record = state[collection]?[credential] else { return .rejected(scheme.failure, sent: true) }
             if let expiry = Self.instant(record["expires_at"]), expiry <= now {
@@ -83,6 +91,27 @@ public struct Authenticator: Sendable {
               let data = Data(base64Encoded: String(parts[1].trimmingSpaces)),
               let text = String(data: data, encoding: .utf8), text.contains(":") else { return nil }
         return text
+    }
+
+    /// The payload of a JSON Web Token: three base64url parts (the
+    /// signature may be empty, and is not checked), the first two JSON
+    /// objects; nil for anything else.
+    public static func jwtPayload(_ token: String) -> JSONObject? {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[2].utf8.allSatisfy(isBase64URL) else { return nil }
+        func object(_ part: Substring) -> JSONObject? {
+            guard !part.isEmpty, part.utf8.allSatisfy(isBase64URL) else { return nil }
+            var text = part.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+            text += String(repeating: "=", count: (4 - text.utf8.count % 4) % 4)
+            guard let data = Data(base64Encoded: text), let value = try? JSONReader.parse([UInt8](data)) else { return nil }
+            return value.objectValue
+        }
+        guard object(parts[0]) != nil else { return nil }
+        return object(parts[1])
+    }
+
+    private static func isBase64URL(_ b: UInt8) -> Bool {
+        (b >= 48 && b <= 57) || (b >= 65 && b <= 90) || (b >= 97 && b <= 122) || b == UInt8(ascii: "-") || b == UInt8(ascii: "_")
     }
 
     /// An expiry written as an ISO 8601 string or as seconds since 1970.

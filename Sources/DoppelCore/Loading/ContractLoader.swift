@@ -231,7 +231,7 @@ public struct ContractLoader: Sendable {
         guard let node, let reader = MappingReader(node, allowed: ["default", "schemes"], context: "auth", diagnostics: &diagnostics) else { return [] }
         for entry in reader.entries("schemes", diagnostics: &diagnostics) {
             let context = "auth scheme '\(entry.name)'"
-            guard let spec = MappingReader(entry.value, allowed: ["type", "header", "query", "cookie", "tokens", "keys", "users", "issued", "failure", "expired", "description"], context: context, diagnostics: &diagnostics) else { continue }
+            guard let spec = MappingReader(entry.value, allowed: ["type", "header", "query", "cookie", "tokens", "keys", "users", "issued", "failure", "expired", "format", "pattern", "description"], context: context, diagnostics: &diagnostics) else { continue }
             guard entry.name != "none" else {
                 diagnostics.error("'none' is reserved for public endpoints; name the scheme otherwise", at: entry.keyNode.location)
                 continue
@@ -287,11 +287,36 @@ public struct ContractLoader: Sendable {
                     diagnostics.error("'issued' of \(context) must name a state collection of issued tokens\(Suggestion.hint(for: collection, in: kindsOfState.filter { $0.value == .collection }.keys))", at: issuedNode.location)
                 }
             }
-            let expired = spec["expired"].flatMap { readResponseReference($0, name: "\(entry.name).expired", scope: Self.requestRoots, endpointLets: []) }
-            if expired != nil, issued == nil, let node = spec["expired"] {
-                diagnostics.error("'expired' of \(context) needs 'issued': only issued tokens expire", at: node.location)
+            var format: AuthScheme.TokenFormat?
+            if let formatNode = spec["format"] {
+                if let text = formatNode.scalarText, let known = AuthScheme.TokenFormat(rawValue: text), kind == .bearer {
+                    format = known
+                } else if kind != .bearer {
+                    diagnostics.error("'format' of \(context) is for bearer tokens", at: formatNode.location)
+                } else {
+                    diagnostics.error("unknown token format '\(formatNode.scalarText ?? "")' in \(context)\(Suggestion.hint(for: formatNode.scalarText ?? "", in: ["jwt"])); Doppel knows jwt", at: formatNode.location)
+                }
             }
-            authSchemes[entry.name] = AuthScheme(name: entry.name, kind: kind, accepted: accepted, issued: issued, failure: failure, expired: expired)
+            var pattern: Schema.Pattern?
+            if let patternNode = spec["pattern"] {
+                if kind == .basic {
+                    diagnostics.error("'pattern' of \(context) is for bearer tokens and API keys", at: patternNode.location)
+                } else if let source = patternNode.scalarText {
+                    do {
+                        pattern = try Schema.Pattern(source)
+                    } catch {
+                        diagnostics.error("unusable 'pattern' in \(context): \(error.message)", at: patternNode.location)
+                    }
+                }
+            }
+            let expired = spec["expired"].flatMap { readResponseReference($0, name: "\(entry.name).expired", scope: Self.requestRoots, endpointLets: []) }
+            if expired != nil, issued == nil, format != .jwt, let node = spec["expired"] {
+                diagnostics.error("'expired' of \(context) needs 'issued' or 'format: jwt': only issued tokens and JWTs expire", at: node.location)
+            }
+            var scheme = AuthScheme(name: entry.name, kind: kind, accepted: accepted, issued: issued, failure: failure, expired: expired)
+            scheme.format = format
+            scheme.pattern = pattern
+            authSchemes[entry.name] = scheme
         }
         guard let defaultNode = reader["default"] else { return [] }
         return readSchemeNames(defaultNode, context: "auth default")
