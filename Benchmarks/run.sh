@@ -68,9 +68,9 @@ NGINX
 # Sessions for the stateful endpoint: premium, so every generate succeeds
 # and the 200 path (validation, let, a 15-field template, effects) is timed.
 session() {  # session ID -> a child id in a premium session
-    curl -s -X POST -H 'Authorization: Bearer bench' -H "Doppel-Session: $1" \
+    curl -s -X POST -H 'Authorization: Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIzZjJiOGMxZS03ZDRhLTRlNTktOWIxYy0yYTZmMGU4ZDRjNzEiLCJyb2xlIjoiYXV0aGVudGljYXRlZCJ9.c2lnbmF0dXJl' -H "Doppel-Session: $1" \
         "$BASE/api/v1/subscription/purchase?plan_tier=premium&billing_cycle=monthly&payment_method=card" >/dev/null
-    curl -s -H 'Authorization: Bearer bench' -H "Doppel-Session: $1" -H 'Content-Type: application/json' \
+    curl -s -H 'Authorization: Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIzZjJiOGMxZS03ZDRhLTRlNTktOWIxYy0yYTZmMGU4ZDRjNzEiLCJyb2xlIjoiYXV0aGVudGljYXRlZCJ9.c2lnbmF0dXJl' -H "Doppel-Session: $1" -H 'Content-Type: application/json' \
         -d '{"name":"Bench","age_category":"5-7","gender":"male","interests":["x"]}' "$BASE/api/v1/children" \
         | sed -E 's/.*"id":"([^"]+)".*/\1/'
 }
@@ -84,7 +84,7 @@ local counter = 0
 request = function()
     counter = counter + 1
     local s = spread and sessions[(counter % #sessions) + 1] or sessions[1]
-    local headers = { ["Authorization"] = "Bearer bench", ["Doppel-Session"] = s[1], ["Content-Type"] = "application/json" }
+    local headers = { ["Authorization"] = "Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIzZjJiOGMxZS03ZDRhLTRlNTktOWIxYy0yYTZmMGU4ZDRjNzEiLCJyb2xlIjoiYXV0aGVudGljYXRlZCJ9.c2lnbmF0dXJl", ["Doppel-Session"] = s[1], ["Content-Type"] = "application/json" }
     return wrk.format("POST", nil, headers, '{"language":"ru","child_id":"' .. s[2] .. '","story_type":"child"}')
 end
 LUA
@@ -92,7 +92,7 @@ LUA
 
 curl -s "$FIXED/fixed" > "$WORK/www/fixed.json"
 curl -s "$BASE/api/v1/free-stories?language=en" > "$WORK/www/free-stories.json"
-curl -s -H 'Authorization: Bearer bench' -H 'Doppel-Session: bench-0' -H 'Content-Type: application/json' \
+curl -s -H 'Authorization: Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIzZjJiOGMxZS03ZDRhLTRlNTktOWIxYy0yYTZmMGU4ZDRjNzEiLCJyb2xlIjoiYXV0aGVudGljYXRlZCJ9.c2lnbmF0dXJl' -H 'Doppel-Session: bench-0' -H 'Content-Type: application/json' \
     -d "{\"language\":\"ru\",\"child_id\":\"$(sed -n 's/.*{"bench-0", "\([^"]*\)"}.*/\1/p' "$WORK/generate.lua")\",\"story_type\":\"child\"}" \
     "$BASE/api/v1/stories/generate" > "$WORK/www/generate.json"
 nginx -c "$WORK/nginx.conf"

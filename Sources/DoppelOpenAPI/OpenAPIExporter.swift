@@ -126,9 +126,15 @@ public enum OpenAPIExporter {
         contract.documentedResponses(of: endpoint).forEach(add)
         let validates = endpoint.query != nil || endpoint.headers != nil || endpoint.body?.schema != nil
         var builtIn: [Int: String] = [:]
-        if validates, endpoint.onInvalid == nil, !byStatus.contains(where: { $0.status == 422 }) {
-            byStatus.append((422, []))
-            builtIn[422] = "The request does not match the contract (a problem listing every failing field)"
+        // The contract's fallbacks where they answer for this endpoint.
+        if endpoint.body != nil, let malformed = contract.fallbacks[.malformedBody] { add(malformed) }
+        if validates, endpoint.onInvalid == nil {
+            if let invalid = contract.fallbacks[.validationFailed] {
+                add(invalid)
+            } else if !byStatus.contains(where: { $0.status == 422 }) {
+                byStatus.append((422, []))
+                builtIn[422] = "The request does not match the contract (a problem listing every failing field)"
+            }
         }
 
         var responses = JSONObject()
@@ -266,7 +272,9 @@ public enum OpenAPIExporter {
     static func securitySchemes(_ scheme: AuthScheme) -> [(name: String, scheme: JSON)] {
         switch scheme.kind {
         case .bearer:
-            return [(scheme.name, .object(JSONObject([("type", "http"), ("scheme", "bearer")])))]
+            var object = JSONObject([("type", "http"), ("scheme", "bearer")])
+            if scheme.format == .jwt { object["bearerFormat"] = "JWT" }
+            return [(scheme.name, .object(object))]
         case .basic:
             return [(scheme.name, .object(JSONObject([("type", "http"), ("scheme", "basic")])))]
         case .apiKey(let header, let query, let cookie):

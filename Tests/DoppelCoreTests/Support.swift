@@ -26,7 +26,7 @@ func diagnostics(of text: String, file: String = "test.yaml") -> [Diagnostic] {
 
 extension MockEngine {
     /// Sends a JSON request through the whole pipeline.
-    func send(_ method: String, _ target: String, json: JSON? = nil, token: String? = "test-token", session: String? = nil,
+    func send(_ method: String, _ target: String, json: JSON? = nil, token: String? = sampleJWT, session: String? = nil,
               headers: [(name: String, value: String)] = [], body raw: [UInt8]? = nil) -> MockResponse {
         var all = headers
         if let token { all.append((name: "Authorization", value: "Bearer \(token)")) }
@@ -47,3 +47,6 @@ final class TestClock: Sendable {
     var now: Double { value.withLock { $0 } }
     func advance(seconds: Double) { value.withLock { $0 += seconds } }
 }
+
+/// A JWT for bearer schemes (tales takes only JWTs): `{"sub": "3f2b8c1e-...", "role": "authenticated"}`, no expiry, signature unchecked.
+let sampleJWT = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIzZjJiOGMxZS03ZDRhLTRlNTktOWIxYy0yYTZmMGU4ZDRjNzEiLCJyb2xlIjoiYXV0aGVudGljYXRlZCJ9.c2lnbmF0dXJl"

@@ -37,18 +37,31 @@ struct OpenAPIExportTests {
         let generate = try #require(document["paths"]?["/stories/generate"]?["post"])
         #expect(generate["operationId"] == "generate-story")
         #expect(generate["security"] == [["bearer": []]])
-        #expect(document["components"]?["securitySchemes"]?["bearer"] == ["type": "http", "scheme": "bearer"])
+        #expect(document["components"]?["securitySchemes"]?["bearer"] == ["type": "http", "scheme": "bearer", "bearerFormat": "JWT"])
         let responses = try #require(generate["responses"]?.objectValue)
-        // Its responses, `documented` (500), the auth failure (401) and Doppel's validation problem (422).
-        #expect(responses.keys == ["400", "404", "402", "200", "500", "401", "422"])
+        // Its responses, `documented` (500) and the auth failure (401); a
+        // malformed or invalid request gets the contract's fallback, a 400
+        // in the document's shape, not Doppel's 422.
+        #expect(responses.keys == ["400", "404", "402", "200", "500", "401"])
+        #expect(responses["400"]?["content"]?["application/json"]?["schema"]?["required"] == ["detail"])
         let limit = try #require(responses["402"]?["content"]?["application/json"])
         // The document's printed models: a client generator decodes a typed 402.
         #expect(limit["schema"] == ["$ref": "#/components/schemas/APIError"])
         let schemas = try #require(document["components"]?["schemas"])
         #expect(schemas["APIError"]?["properties"]?["limit_info"] == ["$ref": "#/components/schemas/LimitInfo"])
         #expect(schemas["LimitInfo"]?["properties"]?["stories_used"] == ["type": "integer"])
-        #expect(responses["422"]?["content"]?["application/problem+json"]?["schema"]?["required"] == ["type", "title", "status", "detail"])
         #expect(generate["requestBody"]?["content"]?["application/json"]?["schema"] == ["$ref": "#/components/schemas/GenerateStoryRequest"])
+    }
+
+    @Test func withoutFallbacksAValidatingEndpointDocumentsDoppelsProblem() throws {
+        let document = OpenAPIExporter.document(for: try ContractLoader.load(text: """
+            doppel: 1
+            endpoints:
+              e: { request: POST /e, body: { schema: { type: object } }, responses: [ { status: 201 } ] }
+            """, file: "e.yaml"))
+        let responses = try #require(document["paths"]?["/e"]?["post"]?["responses"]?.objectValue)
+        #expect(responses.keys == ["201", "422"])
+        #expect(responses["422"]?["content"]?["application/problem+json"]?["schema"]?["required"] == ["type", "title", "status", "detail"])
     }
 
     @Test func queryParametersComeFromTheQuerySchema() throws {

@@ -79,8 +79,14 @@ struct LiveServerTests {
         let client = TestClient(base: server.baseURL)
 
         let malformed = try await client.send("POST", "/api/v1/children", headers: ["Content-Type": "application/json"], body: Data("{\"name\": ".utf8))
+        // The document's 400 shape, from the contract's fallbacks.
         #expect(malformed.status == 400)
-        #expect(malformed.json?["type"] == "urn:doppel:problem:malformed-json")
+        #expect(malformed.header("content-type") == "application/json")
+        #expect(malformed.json?["detail"]?.stringValue?.hasPrefix("The request body is not valid JSON") == true)
+
+        let notAJWT = try await client.send("GET", "/api/v1/users/subscription", token: "dev-token")
+        #expect(notAJWT.status == 401)
+        #expect(notAJWT.json == ["detail": "Not authenticated"])
 
         let wrongType = try await client.send("POST", "/api/v1/children", headers: ["Content-Type": "text/plain"], body: Data("name".utf8))
         #expect(wrongType.status == 415)

@@ -51,11 +51,11 @@ struct SeedModelDecodingTests {
         decode(M.ChildInfo.self, engine.send("POST", "/api/v1/children", json: ["name": "B", "age_category": "3-5", "gender": "male", "interests": ["x"]]), status: 200)
         for (method, target, json, tokenValue, status) in [
             ("GET", "/api/v1/users/subscription", nil, nil, 401),
-            ("POST", "/api/v1/children", ["name": "A", "age_category": "9", "gender": "male", "interests": ["x"]], "t", 400),
-            ("POST", "/api/v1/children", ["name": "C", "age_category": "3-5", "gender": "male", "interests": ["x"]], "t", 402),
-            ("POST", "/api/v1/stories/generate", ["language": "ru", "child_id": .string(child.id), "story_type": "hero"], "t", 400),
-            ("POST", "/api/v1/stories/generate", ["language": "ru", "child_id": "123e4567-e89b-12d3-a456-426614174000"], "t", 404),
-            ("POST", "/api/v1/subscription/purchase?plan_tier=gold&billing_cycle=monthly&payment_method=card", nil, "t", 400),
+            ("POST", "/api/v1/children", ["name": "A", "age_category": "9", "gender": "male", "interests": ["x"]], sampleJWT, 400),
+            ("POST", "/api/v1/children", ["name": "C", "age_category": "3-5", "gender": "male", "interests": ["x"]], sampleJWT, 402),
+            ("POST", "/api/v1/stories/generate", ["language": "ru", "child_id": .string(child.id), "story_type": "hero"], sampleJWT, 400),
+            ("POST", "/api/v1/stories/generate", ["language": "ru", "child_id": "123e4567-e89b-12d3-a456-426614174000"], sampleJWT, 404),
+            ("POST", "/api/v1/subscription/purchase?plan_tier=gold&billing_cycle=monthly&payment_method=card", nil, sampleJWT, 400),
         ] as [(String, String, JSON?, String?, Int)] {
             decode(M.APIError.self, engine.send(method, target, json: json, token: tokenValue), status: status)
         }

@@ -37,7 +37,7 @@ struct TestClient: Sendable {
         self.session = URLSession(configuration: configuration)
     }
 
-    func send(_ method: String, _ target: String, json: JSON? = nil, token: String? = "test-token", session sessionID: String? = nil,
+    func send(_ method: String, _ target: String, json: JSON? = nil, token: String? = sampleJWT, session sessionID: String? = nil,
               headers: [String: String] = [:], body: Data? = nil) async throws -> HTTPResult {
         var request = URLRequest(url: URL(string: base.absoluteString + target)!)
         request.httpMethod = method
@@ -143,3 +143,6 @@ func connectLoopback(port: Int) throws -> Int32 {
     }
     return fd
 }
+
+/// A JWT for bearer schemes (tales takes only JWTs): `{"sub": "3f2b8c1e-...", "role": "authenticated"}`, no expiry, signature unchecked.
+let sampleJWT = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIzZjJiOGMxZS03ZDRhLTRlNTktOWIxYy0yYTZmMGU4ZDRjNzEiLCJyb2xlIjoiYXV0aGVudGljYXRlZCJ9.c2lnbmF0dXJl"
