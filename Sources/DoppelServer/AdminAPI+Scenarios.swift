@@ -42,10 +42,12 @@ extension AdminAPI {
 
     private func resolveScenario(_ body: JSONObject) -> Result<Scenario, Problem> {
         if let name = body["name"]?.stringValue {
-            guard let scenario = catalog.withLock({ $0[name] }) else {
+            guard var scenario = catalog.withLock({ $0[name] }) else {
                 let names = catalog.withLock { $0.names }
                 return .failure(.unknownScenario(name, known: names))
             }
+            // Known by the name it was asked for (`tales/monthly-limit`), as the catalogue lists it.
+            scenario.name = name
             return .success(scenario)
         }
         guard body["given"] != nil || body["overrides"] != nil else {

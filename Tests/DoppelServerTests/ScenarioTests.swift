@@ -123,7 +123,9 @@ struct ScenarioTests {
         #expect(catalog.names.contains("tales/monthly-limit"))
         let server = try await DoppelTestServer.start(engine: MockEngine(contract: contract), scenarios: catalog)
         let client = TestClient(base: server.baseURL)
-        #expect(try await client.send("PUT", "/__doppel/scenario?session=a", json: ["name": "tales/monthly-limit"]).json == ["session": "a", "scenario": "monthly-limit"])
+        // The scenario keeps the name it was asked by, as the catalogue lists it.
+        #expect(try await client.send("PUT", "/__doppel/scenario?session=a", json: ["name": "tales/monthly-limit"]).json == ["session": "a", "scenario": "tales/monthly-limit"])
+        #expect(try await client.send("GET", "/__doppel/scenario?session=a").json == ["session": "a", "scenario": "tales/monthly-limit"])
         #expect(try await client.send("PUT", "/__doppel/scenario?session=b", json: ["name": "tales/upgrade-lifts-limit"]).status == 200)
         let a = try #require(try await client.send("GET", "/__doppel/state?session=a").json)
         let b = try #require(try await client.send("GET", "/__doppel/state?session=b").json)

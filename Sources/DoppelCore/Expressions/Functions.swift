@@ -11,7 +11,7 @@ import Foundation
 /// `if(condition, then, else)` evaluates only the branch it returns.
 enum Function: String, CaseIterable, Sendable {
     case uuid, now, date, epoch, dateAdd = "date_add", monthStart = "month_start"
-    case len, round, floor, ceil, abs, min, max, sum
+    case len, byteLen = "byte_len", round, floor, ceil, abs, min, max, sum
     case values, keys, slice, merge, pick, first, last, reverse
     case filter, map, find, count, any, all, sortBy = "sort_by", mapValues = "map_values", findIndex = "find_index"
     case lower, upper, string, int, number, matches, startsWith = "starts_with", endsWith = "ends_with"
@@ -221,6 +221,12 @@ extension Evaluator {
             case .object(let o): return .int(o.count)
             case .null: return .int(0)
             default: throw EvaluationError("len() needs a string, list or object, not \(a[0].typeName)")
+            }
+        case .byteLen:
+            switch a[0] {
+            case .string(let s): return .int(s.utf8.count)
+            case .null: return .int(0)
+            default: throw EvaluationError("byte_len() needs a string, not \(a[0].typeName)")
             }
         case .round:
             let digits = a.count > 1 ? try count(1) : 0

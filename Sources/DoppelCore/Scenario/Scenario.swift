@@ -4,7 +4,7 @@ public struct Scenario: Sendable {
     /// The scenario file.
     public let file: String
     /// The scenario's name: its `name`, or its file name without `.yaml`.
-    public let name: String
+    public var name: String
     public let description: String?
     /// The contract file it applies to, resolved from the scenario's folder.
     public let contractFile: String

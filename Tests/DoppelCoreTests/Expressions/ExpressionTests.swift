@@ -27,6 +27,9 @@ import Testing
         ("'txn_' + 12", "txn_12"),
         ("body.tags[-1]", "b"),
         ("len(body.tags) + len('héllo')", 7),
+        ("byte_len('héllo')", 6),
+        ("byte_len('ёж') - len('ёж')", 2),
+        ("byte_len(body.missing)", 0),
         ("round(2.345, 2)", 2.35),
         ("round(2.5)", 3),
         ("count(items, it.s == 'done')", 2),
@@ -98,7 +101,7 @@ import Testing
         "slice([1], 0, -1e300)", "date(1e30)", "date(-1e30)", "epoch('9999-12-31T23:59:59Z') + 1", "date_add(now(), '999999999999y')",
         "date_add(now(), '1000y')", "date_add('9999-12-31T00:00:00Z', '1mo')", "month_start(now(), 1e12)", "abs(-9223372036854775807 - 1)",
         "-(-9223372036854775807 - 1)", "(-9223372036854775807 - 1) / -1", "(-9223372036854775807 - 1) % -1", "9223372036854775807 * 9223372036854775807",
-        "9223372036854775807 + 1", "floor(1e300)", "ceil(-1e300)", "len(1)", "map(1, it)", "min([])", "sum(['a', 1])",
+        "9223372036854775807 + 1", "floor(1e300)", "ceil(-1e300)", "len(1)", "byte_len([1])", "map(1, it)", "min([])", "sum(['a', 1])",
     ])
     func extremeInputsEvaluateOrFailCleanly(text: String) throws {
         let expression = try Expression.parse(text)
