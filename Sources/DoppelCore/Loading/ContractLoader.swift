@@ -274,8 +274,10 @@ public struct ContractLoader: Sendable {
             }
             let failure: ResponseDefinition
             if let failureNode = spec["failure"] {
-                guard let response = readResponseReference(failureNode, name: "\(entry.name).failure", scope: Self.requestRoots, endpointLets: []) else { continue }
-                failure = response
+                // An undefined one is reported here; the scheme is still
+                // declared, so that endpoints naming it are not also wrong.
+                failure = readResponseReference(failureNode, name: "\(entry.name).failure", scope: Self.requestRoots, endpointLets: [])
+                    ?? Self.defaultUnauthorized(at: entry.value.location, challenge: kind == .basic ? "Basic" : "Bearer")
             } else {
                 failure = Self.defaultUnauthorized(at: entry.value.location, challenge: kind == .basic ? "Basic" : "Bearer")
             }

@@ -168,6 +168,24 @@ import Testing
         #expect(breaking.map(\.location.line) == (0..<count).filter { $0 % 10 == 0 }.map { $0 + 3 })
     }
 
+    @Test func anUndefinedFailureIsTheOnlyErrorAndUndefinedSchemesAreNamedAtOnce() {
+        let text = """
+            doppel: 1
+            auth:
+              default: bearer
+              schemes:
+                bearer: { type: bearer, failure: nope }
+            endpoints:
+              a: { request: GET /a, responses: [ { status: 200 } ] }
+              b: { request: GET /b, auth: [bearer, other, third], responses: [ { status: 200 } ] }
+            """
+        #expect(diagnostics(of: text, file: "a.yaml").map(\.description) == [
+            "a.yaml:5:38: error: undefined response 'nope'",
+            "a.yaml:8:40: error: undefined auth scheme 'other'",
+            "a.yaml:8:47: error: undefined auth scheme 'third'",
+        ])
+    }
+
     @Test func fallbacksAreCheckedLikeResponses() {
         let text = """
             doppel: 1
