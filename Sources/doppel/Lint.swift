@@ -1,6 +1,8 @@
 import ArgumentParser
 import DoppelCore
 import DoppelOpenAPI
+import DoppelTesting
+import Foundation
 
 struct Lint: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -8,7 +10,7 @@ struct Lint: ParsableCommand {
         discussion: "A file with a top-level 'contract' key is checked as a scenario (against its contract). Exits 1 when any file has an error, 0 when all are clean."
     )
 
-    @Argument(help: "Contract or scenario files to check.")
+    @Argument(help: "Contract or scenario files to check, or folders to check every YAML file below.")
     var contracts: [String]
 
     func validate() throws {
@@ -17,7 +19,14 @@ struct Lint: ParsableCommand {
 
     func run() throws {
         var errors = 0
-        for file in contracts {
+        let files = ScenarioSuite.files(contracts)
+        guard !files.isEmpty else {
+            FileHandle.standardError.write(Data("no YAML files found in \(contracts.joined(separator: ", "))\n".utf8))
+            throw ExitCode(1)
+        }
+        let here = FileManager.default.currentDirectoryPath + "/"
+        for found in files {
+            let file = found.hasPrefix(here) ? String(found.dropFirst(here.count)) : found
             let diagnostics = ScenarioLoader.isScenario(file: file)
                 ? ScenarioLoader.lint(file: file, loadContract: { (file: String) throws(ContractError) in try ContractDocument.load(file: file) }) : ContractDocument.lint(file: file)
             printDiagnostics(diagnostics)

@@ -90,6 +90,22 @@ struct CommandLineTests {
         #expect(broken.errors == "\(file.path):2:26: error: the contract has no endpoint 'generate-stroy' (did you mean 'generate-story'?)\n")
     }
 
+    @Test func lintOfAFolderChecksEveryContractAndScenarioBelowIt() throws {
+        let all = try run(["lint", "contracts", "scenarios"])
+        #expect(all.status == 0, "\(all.errors)")
+        let lines = all.output.split(separator: "\n")
+        #expect(lines.contains("contracts/tales.yaml: ok"))
+        #expect(lines.contains("scenarios/tales/monthly-limit.yaml: ok"))
+        #expect(lines.count == (try FileManager.default.subpathsOfDirectory(atPath: repositoryRoot.appendingPathComponent("contracts").path)
+            + FileManager.default.subpathsOfDirectory(atPath: repositoryRoot.appendingPathComponent("scenarios").path)).filter { $0.hasSuffix(".yaml") }.count)
+        let empty = FileManager.default.temporaryDirectory.appendingPathComponent("empty-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: empty, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: empty) }
+        let none = try run(["lint", empty.path])
+        #expect(none.status == 1)
+        #expect(none.errors == "no YAML files found in \(empty.path)\n")
+    }
+
     @Test func badOptionsExitWithUsageErrors() throws {
         let result = try run(["serve", "contracts/tales.yaml", "--port", "70000"])
         #expect(result.status == 64)
