@@ -22,7 +22,9 @@ public enum OpenAPIExporter {
 
         var paths = JSONObject()
         for endpoint in contract.endpoints {
-            let path = relativePath(endpoint.path.template, basePath: contract.basePath)
+            // OpenAPI has no parameter for the rest of a path: `{name...}` is
+            // written `{name}` (a client must then encode its slashes).
+            let path = relativePath(endpoint.path.template, basePath: contract.basePath).replacingOccurrences(of: "...}", with: "}")
             var item = paths[path]?.objectValue ?? JSONObject()
             let method = endpoint.method.lowercased()
             // Routing takes the first endpoint of a method and path; a later

@@ -1,6 +1,9 @@
 /// A path like `/children/{id}` or `/v1beta/models/{model}:predict`, matched
 /// segment by segment. A parameter matches at least one character and never a
-/// `/`; literal text may stand before and after it within a segment.
+/// `/`; literal text may stand before and after it within a segment. A last
+/// segment `{name...}` takes the rest of the path: one segment or more,
+/// slashes included (`/files/{path...}` gives `path` = `a/b.txt` for
+/// `/files/a/b.txt`).
 public struct PathTemplate: Sendable, CustomStringConvertible {
     enum Part: Sendable, Equatable {
         case literal(String)
@@ -11,6 +14,9 @@ public struct PathTemplate: Sendable, CustomStringConvertible {
     var segments: [[Part]]
     /// Names of the parameters in order.
     public let parameterNames: [String]
+    /// The `{name...}` parameter that takes the rest of the path, if any;
+    /// `segments` are those before it.
+    public private(set) var restParameter: String?
 
     public var description: String { template }
 
@@ -22,7 +28,22 @@ public struct PathTemplate: Sendable, CustomStringConvertible {
         guard template.hasPrefix("/") else { throw TemplateError(message: "a path must start with '/'") }
         var segments: [[Part]] = []
         var names: [String] = []
-        for raw in template.split(separator: "/", omittingEmptySubsequences: false).dropFirst() {
+        var rest: String?
+        let raws = template.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+        for (index, raw) in zip(raws.indices, raws) {
+            if raw.includes("...}") {
+                let name = raw.hasPrefix("{") && raw.hasSuffix("...}") ? String(raw.dropFirst().dropLast(4)) : ""
+                guard index == raws.indices.last, !name.isEmpty, !name.includes("{"), !name.includes("}") else {
+                    throw TemplateError(message: "a '{name...}' parameter, which takes the rest of the path, must be the whole last segment")
+                }
+                guard name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }) else {
+                    throw TemplateError(message: "invalid parameter name '\(name)' in path")
+                }
+                guard !names.contains(name) else { throw TemplateError(message: "parameter '\(name)' appears twice") }
+                names.append(name)
+                rest = name
+                continue
+            }
             var parts: [Part] = []
             var rest = Substring(raw)
             while !rest.isEmpty {
@@ -53,6 +74,7 @@ public struct PathTemplate: Sendable, CustomStringConvertible {
         self.template = template
         self.segments = segments
         self.parameterNames = names
+        self.restParameter = rest
     }
 
     public struct TemplateError: Error, Sendable {
@@ -61,10 +83,16 @@ public struct PathTemplate: Sendable, CustomStringConvertible {
 
     /// The parameters when `path` (already split into segments) matches; nil otherwise.
     public func match(_ pathSegments: [Substring]) -> [String: String]? {
-        guard pathSegments.count == segments.count else { return nil }
+        guard restParameter == nil ? pathSegments.count == segments.count : pathSegments.count > segments.count else { return nil }
         var captured: [String: String] = [:]
         for (parts, segment) in zip(segments, pathSegments) {
             guard Self.match(parts[...], segment, &captured) else { return nil }
+        }
+        if let restParameter {
+            let rest = pathSegments[segments.count...]
+            // At least one character: `/files/` has no path to give.
+            guard rest.contains(where: { !$0.isEmpty }) else { return nil }
+            captured[restParameter] = rest.map { PercentDecoding.decode($0, keepingEncodedSlashes: true) }.joined(separator: "/")
         }
         return captured
     }

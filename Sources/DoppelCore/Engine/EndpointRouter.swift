@@ -12,6 +12,9 @@ public struct EndpointRouter: Sendable {
     /// Endpoints by segment count, then by their text at one chosen segment,
     /// so that routing cost does not grow with the number of endpoints.
     let buckets: [Int: Bucket]
+    /// Endpoints whose path ends in `{name...}`, which take paths of any
+    /// length past their fixed segments; tried with the bucket's, in order.
+    let rest: [Int]
 
     /// The endpoints with one segment count. `position` is the segment whose
     /// literal text tells them apart best; `byText` lists, for each text
@@ -31,7 +34,10 @@ public struct EndpointRouter: Sendable {
     public init(endpoints: [Endpoint]) {
         self.endpoints = endpoints
         var grouped: [Int: [Int]] = [:]
-        for (index, endpoint) in endpoints.enumerated() { grouped[endpoint.path.segments.count, default: []].append(index) }
+        for (index, endpoint) in endpoints.enumerated() where endpoint.path.restParameter == nil {
+            grouped[endpoint.path.segments.count, default: []].append(index)
+        }
+        rest = endpoints.indices.filter { endpoints[$0].path.restParameter != nil }
         var buckets: [Int: Bucket] = [:]
         for (count, members) in grouped {
             func literal(_ index: Int, at position: Int) -> String? {
@@ -61,7 +67,12 @@ public struct EndpointRouter: Sendable {
         let segments = Self.segments(of: path)
         var allowed: [String] = []
         var conditionMisses: [NearMiss] = []
-        for index in buckets[segments.count]?.candidates(segments) ?? [] {
+        var candidates = buckets[segments.count]?.candidates(segments) ?? []
+        if !rest.isEmpty {
+            let longer = rest.filter { endpoints[$0].path.segments.count < segments.count }
+            if !longer.isEmpty { candidates = (candidates + longer).sorted() }
+        }
+        for index in candidates {
             let endpoint = endpoints[index]
             guard let parameters = endpoint.path.match(segments) else { continue }
             guard endpoint.method == method || (method == "HEAD" && endpoint.method == "GET") else {
@@ -104,7 +115,11 @@ public struct EndpointRouter: Sendable {
         var reasons: [String] = []
         if endpoint.method != method { reasons.append("method is \(endpoint.method), not \(method)") }
         let expected = endpoint.path.segments
-        if expected.count != segments.count {
+        if endpoint.path.restParameter != nil {
+            if segments.count <= expected.count {
+                reasons.append("path has \(segments.count) segment\(segments.count == 1 ? "" : "s"), \(endpoint.path.template) needs more than \(expected.count)")
+            }
+        } else if expected.count != segments.count {
             reasons.append("path has \(segments.count) segment\(segments.count == 1 ? "" : "s"), \(endpoint.path.template) has \(expected.count)")
         }
         for (index, (parts, segment)) in zip(expected, segments).enumerated() {

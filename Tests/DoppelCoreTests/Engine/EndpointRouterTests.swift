@@ -1,4 +1,4 @@
-import DoppelCore
+@testable import DoppelCore
 import Testing
 
 @Suite struct EndpointRouterTests {
@@ -81,5 +81,40 @@ import Testing
         #expect(notAllowed.header("allow") == "GET, HEAD")
         let predicted = engine.send("POST", "/v1beta/models/m1:predict")
         #expect(predicted.json == ["model": "m1"])
+    }
+}
+
+@Suite struct RestOfPathTests {
+    @Test func aTrailingRestParameterTakesTheRestOfThePath() throws {
+        let template = try PathTemplate("/files/{bucket}/{path...}")
+        #expect(template.parameterNames == ["bucket", "path"])
+        #expect(template.match(EndpointRouter.segments(of: "/files/b1/a/b.txt")) == ["bucket": "b1", "path": "a/b.txt"])
+        #expect(template.match(EndpointRouter.segments(of: "/files/b1/one")) == ["bucket": "b1", "path": "one"])
+        #expect(template.match(EndpointRouter.segments(of: "/files/b1/x%20y/z%2Fw")) == ["bucket": "b1", "path": "x y/z%2Fw"])
+        #expect(template.match(EndpointRouter.segments(of: "/files/b1")) == nil)
+        #expect(template.match(EndpointRouter.segments(of: "/files/b1/")) == nil)
+    }
+
+    @Test(arguments: ["/files/{path...}/meta", "/files/x{path...}", "/files/{a}/{a...}", "/files/{...}"])
+    func aRestParameterMustBeTheWholeLastSegment(template: String) {
+        #expect(throws: PathTemplate.TemplateError.self) { try PathTemplate(template) }
+    }
+
+    @Test func routingKeepsContractOrderWithRestEndpoints() throws {
+        let contract = try loadContract("""
+            doppel: 1
+            endpoints:
+              meta: { request: "GET /files/{id}/meta", responses: [ { status: 200, body: meta } ] }
+              any: { request: "GET /files/{path...}", responses: [ { status: 200, body: "{{ path.path }}" } ] }
+              late: { request: GET /files/a/b, responses: [ { status: 200, body: late } ] }
+              other: { request: GET /other, responses: [ { status: 200 } ] }
+            """)
+        let engine = MockEngine(contract: contract)
+        #expect(engine.send("GET", "/files/7/meta").json == "meta")
+        #expect(engine.send("GET", "/files/a/b").json == "a/b")
+        #expect(engine.send("GET", "/files/deep/er/still.txt").json == "deep/er/still.txt")
+        #expect(engine.send("GET", "/files").status == 404)
+        #expect(engine.send("POST", "/files/x").status == 405)
+        #expect(engine.send("GET", "/other").status == 200)
     }
 }
