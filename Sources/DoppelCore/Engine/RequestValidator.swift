@@ -81,7 +81,7 @@ public struct RequestValidator: Sendable {
                     return .rejected(.malformedJSON(error.description))
                 }
             } else if essence == "application/x-www-form-urlencoded" {
-                let (form, formIssues) = validator.coerceParameters(FormBody.urlEncodedPairs(request.body), by: endpoint.body?.schema)
+                let (form, formIssues) = validator.coerceParameters(FormBody.urlEncodedPairs(request.body), by: endpoint.body?.schema, repeatedAsList: true)
                 body = form
                 issues += formIssues.map { ValidationIssue(pointer: "/body" + $0.pointer, message: $0.message) }
             } else if essence == "multipart/form-data" {
@@ -118,7 +118,7 @@ public struct RequestValidator: Sendable {
     /// type, files as `{filename, content_type, size}`; repeated names become lists.
     private func multipartObject(_ parts: [FormBody.Part], schema: Schema?) -> (JSON, [ValidationIssue]) {
         let fields = parts.filter { !$0.isFile }.map { ($0.name, String(decoding: $0.content, as: UTF8.self)) }
-        let (coerced, issues) = validator.coerceParameters(fields, by: schema)
+        let (coerced, issues) = validator.coerceParameters(fields, by: schema, repeatedAsList: true)
         var object = coerced.objectValue ?? JSONObject()
         let resolved = schema.map(validator.resolve)
         // Files are gathered per name first and stored once: appending to a

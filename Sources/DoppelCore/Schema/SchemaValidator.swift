@@ -360,7 +360,10 @@ extension SchemaValidator {
     /// schema: `"10"` becomes `10` for an integer property, repeated names
     /// become a list for an array property. Issues are for values that cannot
     /// be read as their declared type.
-    public func coerceParameters(_ parameters: [(String, String)], by schema: Schema?, caseInsensitive: Bool = false) -> (JSON, [ValidationIssue]) {
+    /// `repeatedAsList`: a name sent more than once gives a list of its
+    /// values (form bodies), rather than its last value (query, headers).
+    public func coerceParameters(_ parameters: [(String, String)], by schema: Schema?, caseInsensitive: Bool = false,
+                                 repeatedAsList: Bool = false) -> (JSON, [ValidationIssue]) {
         var grouped: [String: [String]] = [:]
         var order: [String] = []
         for (name, value) in parameters {
@@ -379,6 +382,8 @@ extension SchemaValidator {
                 let itemSchema = propertySchema.items.map(resolve)
                 let items = values.flatMap { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }
                 object[key] = .array(items.enumerated().map { i, v in coerce(v, itemSchema, pointer + "/\(i)", &issues) })
+            } else if repeatedAsList, values.count > 1 {
+                object[key] = .array(values.enumerated().map { i, v in coerce(v, propertySchema, pointer + "/\(i)", &issues) })
             } else {
                 object[key] = coerce(values[values.count - 1], propertySchema, pointer, &issues)
             }

@@ -154,3 +154,29 @@ import Testing
         ])
     }
 }
+
+@Suite struct RepeatedFormFieldTests {
+    @Test func aRepeatedTextFieldGivesAListInBothKindsOfForm() throws {
+        let engine = MockEngine(contract: try loadContract("""
+            doppel: 1
+            endpoints:
+              form:
+                request: POST /form
+                body:
+                  content_type: [application/x-www-form-urlencoded, multipart/form-data]
+                  schema: { type: object, properties: { n: { type: integer }, one: { type: string } } }
+                responses: [ { status: 200, body: "{{ body }}" } ]
+            """))
+        let urlencoded = engine.send("POST", "/form", token: nil, headers: [(name: "Content-Type", value: "application/x-www-form-urlencoded")],
+                                     body: Array("tag=a&tag=b&n=1&one=x".utf8))
+        #expect(urlencoded.json == ["tag": ["a", "b"], "n": 1, "one": "x"])
+        let multipart = "--b\r\nContent-Disposition: form-data; name=\"tag\"\r\n\r\na\r\n--b\r\nContent-Disposition: form-data; name=\"tag\"\r\n\r\nb\r\n"
+            + "--b\r\nContent-Disposition: form-data; name=\"one\"\r\n\r\nx\r\n--b--\r\n"
+        let parts = engine.send("POST", "/form", token: nil, headers: [(name: "Content-Type", value: "multipart/form-data; boundary=b")], body: Array(multipart.utf8))
+        #expect(parts.json == ["tag": ["a", "b"], "one": "x"])
+        // A repeated field whose schema wants one value is a validation failure, not its last value.
+        let twice = engine.send("POST", "/form", token: nil, headers: [(name: "Content-Type", value: "application/x-www-form-urlencoded")],
+                                body: Array("one=x&one=y".utf8))
+        #expect(twice.status == 422)
+    }
+}
