@@ -75,6 +75,25 @@ extension AdminAPI {
         }
     }
 
+    /// Starts a session's sequences over: `?endpoint=ID` for one endpoint's,
+    /// else all of them; the session's state and clock are kept.
+    func resetSequences(_ request: RecordedRequest) -> MockResponse {
+        let id: String
+        switch sessionID(request) {
+        case .success(let found): id = found
+        case .failure(let problem): return problem.response()
+        }
+        let endpoint = parameter("endpoint", of: request)
+        if let endpoint, endpoint != "fallbacks", engine.contract.endpoint(id: endpoint) == nil {
+            let ids = engine.contract.endpoints.map(\.id)
+            return Problem.invalidVerification(["the contract has no endpoint '\(endpoint)'\(Suggestion.hint(for: endpoint, in: ids))"]).response()
+        }
+        let dropped = engine.sessions.existing(id)?.resetSequences(of: endpoint) ?? 0
+        return json(200, .object(JSONObject([
+            ("session", .string(id)), ("endpoint", endpoint.map { .string($0) } ?? .null), ("reset", .int(dropped)),
+        ])))
+    }
+
     /// Reads or changes one session's virtual clock: `advance`, `set`, `freeze`, `reset`.
     func clock(_ request: RecordedRequest) -> MockResponse {
         let body: JSONObject, id: String

@@ -35,7 +35,7 @@ public struct AdminAPI: Sendable {
     public static let calls = [
         "GET /health", "GET /contract", "GET /routes", "GET /sessions", "GET /state", "PUT /state", "POST /reset",
         "GET /clock", "POST /clock", "GET /scenarios", "GET /scenario", "PUT /scenario", "DELETE /scenario",
-        "GET /journal", "DELETE /journal", "POST /verify", "GET /coverage",
+        "GET /journal", "DELETE /journal", "POST /verify", "GET /coverage", "DELETE /sequences",
     ]
 
     public func respond(to request: RecordedRequest) -> MockResponse {
@@ -60,6 +60,7 @@ public struct AdminAPI: Sendable {
             return json(200, ["cleared": true])
         case ("POST", "/verify"): return verify(request)
         case ("GET", "/coverage"): return coverage(request)
+        case ("DELETE", "/sequences"): return resetSequences(request)
         default:
             return Problem.unknownAdminCall(method: request.method, path: request.path, known: Self.calls.map { call in
                 call.replacingOccurrences(of: " /", with: " \(Self.prefix)/")

@@ -84,3 +84,41 @@ struct FallbackTests {
         }
     }
 }
+
+@Suite("Sequences over loopback")
+struct SequenceResetTests {
+    @Test func anAdminCallStartsAnEndpointsSequenceOver() async throws {
+        let contract = try ContractLoader.load(text: """
+            doppel: 1
+            endpoints:
+              flaky:
+                request: GET /flaky
+                responses:
+                  - sequence: [ { status: 503 }, { status: 503 }, { status: 200 } ]
+              other:
+                request: GET /other
+                responses:
+                  - sequence: [ { status: 500 }, { status: 204 } ]
+            """, file: "s.yaml")
+        try await DoppelTestServer.with(engine: MockEngine(contract: contract)) { server in
+            let client = TestClient(base: server.baseURL)
+            func statuses(_ path: String, _ count: Int) async throws -> [Int] {
+                var result: [Int] = []
+                for _ in 0..<count { result.append(try await client.send("GET", path, session: "s").status) }
+                return result
+            }
+            #expect(try await statuses("/flaky", 3) == [503, 503, 200])
+            #expect(try await statuses("/other", 2) == [500, 204])
+            let reset = try await client.send("DELETE", "/__doppel/sequences?session=s&endpoint=flaky")
+            #expect(reset.json == ["session": "s", "endpoint": "flaky", "reset": 1])
+            #expect(try await statuses("/flaky", 3) == [503, 503, 200])
+            // Only that endpoint's: the other stays where it was.
+            #expect(try await statuses("/other", 1) == [204])
+            #expect(try await client.send("DELETE", "/__doppel/sequences?session=s").json?["reset"] == 2)
+            #expect(try await statuses("/other", 1) == [500])
+            let unknown = try await client.send("DELETE", "/__doppel/sequences?session=s&endpoint=flakey")
+            #expect(unknown.status == 400)
+            #expect(unknown.json?["detail"]?.stringValue?.contains("did you mean 'flaky'?") == true)
+        }
+    }
+}

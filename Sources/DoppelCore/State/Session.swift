@@ -88,6 +88,17 @@ public final class Session: Sendable {
         }
     }
 
+    /// Starts sequences over: those of one endpoint (its responses' and its
+    /// `per` keys'), or, for nil, every one the session has moved; the
+    /// fallbacks' are `fallbacks`. Returns how many positions were dropped.
+    public func resetSequences(of endpointID: String?) -> Int {
+        data.withLock { data in
+            let keys = data.sequencePositions.keys.filter { key in endpointID.map { key.hasPrefix($0 + "|") } ?? true }
+            for key in keys { data.sequencePositions[key] = nil }
+            return keys.count
+        }
+    }
+
     /// The active scenario's name, if any.
     public var scenarioName: String? { data.withLock { $0.scenario?.name } }
 
