@@ -15,10 +15,14 @@ public struct ExpressionChecker: Sendable {
     /// Top-level keys of `data`.
     public var dataNames: Set<String>
 
-    public init(roots: Set<String>, stateNames: Set<String>, dataNames: Set<String>) {
+    /// The path parameters `path` has, where an endpoint's path is known.
+    let pathNames: [String]?
+
+    public init(roots: Set<String>, stateNames: Set<String>, dataNames: Set<String>, pathNames: [String]? = nil) {
         self.roots = roots
         self.stateNames = stateNames
         self.dataNames = dataNames
+        self.pathNames = pathNames
     }
 
     public func check(_ expression: Expression) -> [Problem] {
@@ -44,6 +48,9 @@ public struct ExpressionChecker: Sendable {
                 problems.append(Problem(message: "state has no '\(name)'\(Suggestion.hint(for: name, in: stateNames))", offset: offset))
             } else if case .name("data", _, _) = base, !dataNames.contains(name) {
                 problems.append(Problem(message: "data has no '\(name)'\(Suggestion.hint(for: name, in: dataNames))", offset: offset))
+            } else if case .name("path", _, _) = base, let pathNames, !pathNames.contains(name) {
+                let has = pathNames.isEmpty ? "the endpoint's path has no parameters" : "it has \(pathNames.map { "'\($0)'" }.joined(separator: ", "))"
+                problems.append(Problem(message: "path has no '\(name)'\(Suggestion.hint(for: name, in: pathNames)); \(has)", offset: offset))
             }
             check(base, insideIteration: insideIteration, into: &problems)
         case .index(let base, let index):

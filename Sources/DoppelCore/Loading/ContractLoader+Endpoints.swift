@@ -66,6 +66,8 @@ extension ContractLoader {
         }
 
         let auth = reader["auth"].map { readSchemeNames($0, context: "auth of \(context)") } ?? defaultAuth
+        pathNames = path.parameterNames
+        defer { pathNames = nil }
 
         var match: [Condition] = []
         if let matchNode = reader["match"] {

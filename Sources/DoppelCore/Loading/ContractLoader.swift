@@ -25,6 +25,9 @@ public struct ContractLoader: Sendable {
     var dataNames: Set<String> = []
     var namedResponses: [String: ResponseDefinition] = [:]
     var authSchemes: [String: AuthScheme] = [:]
+    /// The path parameters of the endpoint being read (nil outside one), so
+    /// that `path.name` is checked against its template.
+    var pathNames: [String]?
     /// Request examples and static bodies to check against schemas once all schemas are known.
     var pendingExamples: [(value: JSON, schema: Schema, location: SourceLocation, what: String)] = []
 

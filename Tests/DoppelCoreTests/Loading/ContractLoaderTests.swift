@@ -186,6 +186,27 @@ import Testing
         ])
     }
 
+    @Test func aPathNameTheTemplateDoesNotCaptureIsAnError() {
+        let text = """
+            doppel: 1
+            endpoints:
+              todo:
+                request: GET /todos/{id}
+                match: path.idd != '0'
+                responses:
+                  - status: 200
+                    body: { id: "{{ path.todo_id }}", fine: "{{ path.id }}" }
+              plain: { request: GET /all, responses: [ { status: 200, body: "{{ path.id }}" } ] }
+            responses:
+              shared: { status: 200, body: "{{ path.anything }}" }
+            """
+        #expect(diagnostics(of: text, file: "p.yaml").map(\.description) == [
+            "p.yaml:5:17: error: path has no 'idd' (did you mean 'id'?); it has 'id'",
+            "p.yaml:8:30: error: path has no 'todo_id'; it has 'id'",
+            "p.yaml:9:74: error: path has no 'id'; the endpoint's path has no parameters",
+        ])
+    }
+
     @Test func fallbacksAreCheckedLikeResponses() {
         let text = """
             doppel: 1
