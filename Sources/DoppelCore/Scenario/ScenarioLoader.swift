@@ -74,7 +74,7 @@ public enum ScenarioLoader {
         for entry in top.entries("headers", diagnostics: &diagnostics) {
             if let template = loader.compileTemplate(entry.value, roots: []) { defaultHeaders.append((entry.name, template)) }
         }
-        let steps = readSteps(top["steps"], loader: &loader)
+        let steps = readSteps(top["steps"], contract: loaded, loader: &loader)
         loader.diagnostics.append(contentsOf: diagnostics.diagnostics)
         if loader.diagnostics.hasErrors { throw ContractError(diagnostics: loader.diagnostics.diagnostics) }
         var setup = JSONObject()
@@ -200,7 +200,8 @@ public enum ScenarioLoader {
         return overrides
     }
 
-    static func readSteps(_ node: SourceNode?, loader: inout ContractLoader) -> [Step] {
+    static func readSteps(_ node: SourceNode?, contract: Contract, loader: inout ContractLoader) -> [Step] {
+        let router = EndpointRouter(endpoints: contract.endpoints)
         guard let node else { return [] }
         guard let items = node.sequenceItems else {
             loader.diagnostics.error("steps must be a list", at: node.location)
@@ -222,6 +223,21 @@ public enum ScenarioLoader {
             guard let request = readRequest(reader, roots: captured, loader: &loader) else {
                 if !reader.has("request") { loader.diagnostics.error("step \(index + 1) needs 'request' (or 'clock')", at: item.location) }
                 continue
+            }
+            // A fixed path the contract does not serve fails at run time:
+            // unless the step expects that 404 or 405, it is a mistake.
+            if case .string(let path)? = request.path.constantValue, let requestNode = reader["request"],
+               expectation.status != 404, expectation.status != 405, !expectation.transportError {
+                let target = path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? path
+                switch router.route(method: request.method, path: target, conditions: { _, _ in [] }) {
+                case .matched:
+                    break
+                case .methodNotAllowed(let allowed):
+                    loader.diagnostics.error("no endpoint of the contract takes \(request.method) \(target); it takes \(allowed.joined(separator: ", "))", at: requestNode.location)
+                case .notFound(let nearMisses):
+                    let hint = nearMisses.first.map { " (the nearest is \($0.endpointID): \($0.signature))" } ?? ""
+                    loader.diagnostics.error("no endpoint of the contract serves \(request.method) \(target)\(hint)", at: requestNode.location)
+                }
             }
             var captures: [(String, Expression)] = []
             for entry in reader.entries("capture", diagnostics: &loader.diagnostics) {
@@ -296,7 +312,12 @@ public enum ScenarioLoader {
             }
         }
         for entry in reader.entries("headers", diagnostics: &loader.diagnostics) {
-            if let template = loader.compileTemplate(entry.value, roots: roots) { expectation.headers.append((entry.name, template)) }
+            // A header's value is text: `RateLimit-Remaining: 9` expects "9".
+            var value = entry.value
+            if case .scalar(let text, plain: true) = value.kind, !value.json.isNull, value.json.stringValue == nil {
+                value = SourceNode(kind: .scalar(text, plain: false), location: value.location, contentOffset: value.contentOffset)
+            }
+            if let template = loader.compileTemplate(value, roots: roots) { expectation.headers.append((entry.name, template)) }
         }
         if let bodyNode = reader["body"] {
             expectation.body = loader.compileTemplate(bodyNode, roots: roots)
@@ -320,6 +341,15 @@ public enum ScenarioLoader {
                         loader.diagnostics.error("unknown matcher '\(key)'\(Suggestion.hint(for: key, in: BodyMatcher.keywords))", at: pair.key.location)
                     } else if key == "$regex", (try? Schema.Pattern(pair.value.scalarText ?? "")) == nil {
                         loader.diagnostics.error("invalid regular expression", at: pair.value.location)
+                    } else if key == "$type" {
+                        let known = ["string", "integer", "number", "boolean", "object", "array", "null"]
+                        for item in pair.value.sequenceItems ?? [pair.value] {
+                            let type = item.scalarText ?? ""
+                            if !known.contains(type) {
+                                let formats = ["uuid", "date-time", "date", "email", "uri"].contains(type) ? "; a format is checked with $regex" : ""
+                                loader.diagnostics.error("unknown $type '\(type)'\(Suggestion.hint(for: type, in: known)): a JSON type (\(known.joined(separator: ", ")))\(formats)", at: item.location)
+                            }
+                        }
                     }
                 } else {
                     checkMatchers(pair.value, loader: &loader)

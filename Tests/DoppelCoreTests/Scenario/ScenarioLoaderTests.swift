@@ -5,6 +5,45 @@ import Testing
 @Suite struct ScenarioLoaderTests {
     let tales = contractPath("tales.yaml")
 
+    @Test func stepsThatCouldNeverPassAreLintErrors() throws {
+        let text = """
+            contract: \(tales)
+            steps:
+              - request: GET /api/v1/free-storys
+                expect: { status: 200 }
+              - request: DELETE /api/v1/free-stories
+              - name: a 404 on purpose is fine
+                request: GET /api/v1/nowhere
+                expect: { status: 404 }
+              - request: GET /api/v1/free-stories
+                expect:
+                  body: [ { id: { $type: uuid } }, { id: { $type: [string, nul] } } ]
+            """
+        do {
+            _ = try ScenarioLoader.load(text: text, file: "s.yaml")
+            Issue.record("loaded")
+        } catch {
+            #expect(error.diagnostics.map(\.description) == [
+                "s.yaml:3:14: error: no endpoint of the contract serves GET /api/v1/free-storys (the nearest is list-free-stories: GET /api/v1/free-stories)",
+                "s.yaml:5:14: error: no endpoint of the contract takes DELETE /api/v1/free-stories; it takes GET, HEAD",
+                "s.yaml:11:30: error: unknown $type 'uuid': a JSON type (string, integer, number, boolean, object, array, null); a format is checked with $regex",
+                "s.yaml:11:64: error: unknown $type 'nul' (did you mean 'null'?): a JSON type (string, integer, number, boolean, object, array, null)",
+            ])
+        }
+    }
+
+    @Test func aNumberExpectedOfAHeaderIsItsText() throws {
+        let scenario = try ScenarioLoader.load(text: """
+            contract: \(tales)
+            steps:
+              - request: GET /api/v1/free-stories
+                expect: { headers: { X-Count: 9, X-Flag: true } }
+            """, file: "s.yaml")
+        let headers = scenario.steps.first?.expectation.headers.map { ($0.0, $0.1.constantValue) }
+        #expect(headers?.map(\.0) == ["X-Count", "X-Flag"])
+        #expect(headers?.map(\.1) == ["9", "true"])
+    }
+
     @Test func reportsEveryProblemAgainstTheContract() throws {
         let text = """
             contract: \(tales)
