@@ -17,12 +17,24 @@ public struct ExpressionChecker: Sendable {
 
     /// The path parameters `path` has, where an endpoint's path is known.
     let pathNames: [String]?
+    /// Where an endpoint is known: the query parameters its `query` schema
+    /// reads as numbers. Any other query value is text.
+    let numericQuery: Set<String>?
 
-    public init(roots: Set<String>, stateNames: Set<String>, dataNames: Set<String>, pathNames: [String]? = nil) {
+    public init(roots: Set<String>, stateNames: Set<String>, dataNames: Set<String>, pathNames: [String]? = nil, numericQuery: Set<String>? = nil) {
         self.roots = roots
         self.stateNames = stateNames
         self.dataNames = dataNames
         self.pathNames = pathNames
+        self.numericQuery = numericQuery
+    }
+
+    /// A problem when `node` is a query value used where only a number will
+    /// do, and the endpoint's query schema does not make it one: it arrives
+    /// as text, and the request would fail with a 500.
+    private func checkNumber(_ node: Expression.Node, for use: String, into problems: inout [Problem]) {
+        guard let numericQuery, case .member(.name("query", _, _), let name, let offset) = node, !numericQuery.contains(name) else { return }
+        problems.append(Problem(message: "query.\(name) is text unless the endpoint's query schema gives it type integer or number, so \(use) would fail; declare it, or write int(query.\(name))", offset: offset))
     }
 
     public func check(_ expression: Expression) -> [Problem] {
@@ -58,7 +70,14 @@ public struct ExpressionChecker: Sendable {
             check(index, insideIteration: insideIteration, into: &problems)
         case .not(let operand), .negate(let operand):
             check(operand, insideIteration: insideIteration, into: &problems)
-        case .binary(_, let left, let right), .and(let left, let right), .or(let left, let right), .coalesce(let left, let right):
+        case .binary(let op, let left, let right):
+            if [.subtract, .multiply, .divide, .remainder].contains(op) {
+                checkNumber(left, for: "'\(op.rawValue)'", into: &problems)
+                checkNumber(right, for: "'\(op.rawValue)'", into: &problems)
+            }
+            check(left, insideIteration: insideIteration, into: &problems)
+            check(right, insideIteration: insideIteration, into: &problems)
+        case .and(let left, let right), .or(let left, let right), .coalesce(let left, let right):
             check(left, insideIteration: insideIteration, into: &problems)
             check(right, insideIteration: insideIteration, into: &problems)
         case .array(let items):
@@ -77,6 +96,16 @@ public struct ExpressionChecker: Sendable {
                 }
             } else {
                 problems.append(Problem(message: "unknown function '\(name)'\(Suggestion.hint(for: name, in: Function.allCases.map(\.rawValue)))", offset: offset))
+            }
+            // Arguments only a number will do.
+            let numeric: [Int] = switch call.function {
+            case .slice: [1, 2]
+            case .round, .monthStart: [1]
+            case .abs, .floor, .ceil, .date: [0]
+            default: []
+            }
+            for index in numeric where index < arguments.count {
+                checkNumber(arguments[index], for: "\(name)()", into: &problems)
             }
             if call.function == .matches, call.pattern == nil, arguments.count == 2, case .literal(.string(let pattern)) = arguments[1] {
                 do {

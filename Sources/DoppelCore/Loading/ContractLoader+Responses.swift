@@ -377,7 +377,7 @@ extension ContractLoader {
 
     /// Reports names, functions and state members an expression gets wrong.
     mutating func check(_ expression: Expression, roots: Set<String>, at location: SourceLocation, offsetBase: Int, within text: String? = nil) {
-        let checker = ExpressionChecker(roots: roots, stateNames: stateNames, dataNames: dataNames, pathNames: pathNames)
+        let checker = ExpressionChecker(roots: roots, stateNames: stateNames, dataNames: dataNames, pathNames: pathNames, numericQuery: numericQuery)
         // Inside a template the expression's own offsets start after its '{{'.
         let base = text.flatMap { t in t.range(of: expression.source).map { t.distance(from: t.startIndex, to: $0.lowerBound) } } ?? offsetBase
         for problem in checker.check(expression) {

@@ -28,6 +28,8 @@ public struct ContractLoader: Sendable {
     /// The path parameters of the endpoint being read (nil outside one), so
     /// that `path.name` is checked against its template.
     var pathNames: [String]?
+    /// The query parameters the endpoint being read types as numbers (nil outside one).
+    var numericQuery: Set<String>?
     /// Request examples and static bodies to check against schemas once all schemas are known.
     var pendingExamples: [(value: JSON, schema: Schema, location: SourceLocation, what: String)] = []
 

@@ -207,6 +207,28 @@ import Testing
         ])
     }
 
+    @Test func aQueryValueUsedAsANumberNeedsItsType() throws {
+        func contract(query: String) -> String {
+            """
+            doppel: 1
+            data: { items: [1, 2, 3] }
+            endpoints:
+              list:
+                request: GET /items
+            \(query)
+                responses:
+                  - status: 200
+                    body: { page: "{{ slice(data.items, 0, query.limit) }}", pages: "{{ query.count - 1 }}", fine: "{{ slice(data.items, int(query.skip)) }}" }
+            """
+        }
+        #expect(diagnostics(of: contract(query: ""), file: "q.yaml").map(\.description) == [
+            "q.yaml:9:54: error: query.limit is text unless the endpoint's query schema gives it type integer or number, so slice() would fail; declare it, or write int(query.limit)",
+            "q.yaml:9:83: error: query.count is text unless the endpoint's query schema gives it type integer or number, so '-' would fail; declare it, or write int(query.count)",
+        ])
+        let typed = "    query: { properties: { limit: { type: integer }, count: { type: [number, \"null\"] } } }"
+        #expect(diagnostics(of: contract(query: typed), file: "q.yaml").isEmpty)
+    }
+
     @Test func fallbacksAreCheckedLikeResponses() {
         let text = """
             doppel: 1
