@@ -120,6 +120,12 @@ struct TalesContractTests {
         let paged = try #require(engine.send("GET", "/api/v1/subscription/purchases?limit=1&offset=1").json)
         #expect(paged["transactions"]?.arrayValue?.map { $0["to_plan"] } == ["basic"])
         #expect(engine.send("GET", "/api/v1/subscription/purchases?status=refunded").json?["total"] == 0)
+        // Every bad request of the purchase gets the document's 400 shape.
+        #expect(engine.send("POST", "/api/v1/subscription/purchase?plan_tier=basic&payment_method=card").json == ["detail": "billing_cycle is required"])
+        #expect(engine.send("POST", "/api/v1/subscription/purchase?plan_tier=basic&billing_cycle=monthly").json == ["detail": "payment_method is required"])
+        let weekly = engine.send("POST", "/api/v1/subscription/purchase?plan_tier=basic&billing_cycle=weekly&payment_method=card")
+        #expect(weekly.status == 400)
+        #expect(weekly.json == ["detail": "Invalid billing cycle: weekly"])
         let tooMany = engine.send("GET", "/api/v1/subscription/purchases?limit=500")
         #expect(tooMany.status == 400)
         #expect(tooMany.json == ["detail": "1 problem: /query/limit: must be at most 100, got 500"])
