@@ -97,17 +97,39 @@ public struct Authenticator: Sendable {
     /// signature may be empty, and is not checked), the first two JSON
     /// objects; nil for anything else.
     public static func jwtPayload(_ token: String) -> JSONObject? {
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, parts[2].utf8.allSatisfy(isBase64URL) else { return nil }
-        func object(_ part: Substring) -> JSONObject? {
-            guard !part.isEmpty, part.utf8.allSatisfy(isBase64URL) else { return nil }
-            var text = part.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-            text += String(repeating: "=", count: (4 - text.utf8.count % 4) % 4)
-            guard let data = Data(base64Encoded: text), let value = try? JSONReader.parse([UInt8](data)) else { return nil }
-            return value.objectValue
+        let parts = token.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[2].allSatisfy(isBase64URL),
+              let header = base64URLDecoded(parts[0]), (try? JSONReader.parse(header))?.objectValue != nil,
+              let payload = base64URLDecoded(parts[1]) else { return nil }
+        return (try? JSONReader.parse(payload))?.objectValue
+    }
+
+    /// Base64url without padding, decoded byte by byte: it runs on every
+    /// request to a JWT scheme, and Foundation's decoder wants a padded,
+    /// standard-alphabet copy first. Nil when empty or not base64url.
+    static func base64URLDecoded(_ text: Substring.UTF8View) -> [UInt8]? {
+        guard !text.isEmpty, text.count % 4 != 1 else { return nil }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(text.count * 3 / 4)
+        var buffer: UInt32 = 0, bits = 0
+        for character in text {
+            let value: UInt8
+            switch character {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"): value = character - UInt8(ascii: "A")
+            case UInt8(ascii: "a")...UInt8(ascii: "z"): value = character - UInt8(ascii: "a") + 26
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = character - UInt8(ascii: "0") + 52
+            case UInt8(ascii: "-"): value = 62
+            case UInt8(ascii: "_"): value = 63
+            default: return nil
+            }
+            buffer = buffer << 6 | UInt32(value)
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                bytes.append(UInt8(truncatingIfNeeded: buffer >> UInt32(bits)))
+            }
         }
-        guard object(parts[0]) != nil else { return nil }
-        return object(parts[1])
+        return bytes
     }
 
     private static func isBase64URL(_ b: UInt8) -> Bool {

@@ -1,4 +1,4 @@
-import DoppelCore
+@testable import DoppelCore
 import Foundation
 import Testing
 
@@ -85,5 +85,20 @@ import Testing
         #expect(found[1] == "t.yaml:5:48: error: 'format' of auth scheme 'b' is for bearer tokens")
         #expect(found[2] == "t.yaml:6:32: error: 'pattern' of auth scheme 'c' is for bearer tokens and API keys")
         #expect(found[3].hasPrefix("t.yaml:7:33: error: unusable 'pattern' in auth scheme 'd'"))
+    }
+}
+
+@Suite struct Base64URLTests {
+    @Test(arguments: ["", "f", "fo", "foo", "foob", "fooba", "foobar", "ёж\u{0}\u{FF}", String(repeating: "xyz?>~", count: 50)])
+    func decodesWhatFoundationEncodes(text: String) {
+        let encoded = Data(text.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+        let decoded = Authenticator.base64URLDecoded(Substring(encoded).utf8)
+        #expect(decoded == (text.isEmpty ? nil : Array(text.utf8)))
+    }
+
+    @Test(arguments: ["a", "abcde", "ab+c", "ab/c", "ab=c", "ab c"])
+    func refusesWhatIsNotBase64URL(text: String) {
+        #expect(Authenticator.base64URLDecoded(Substring(text).utf8) == nil)
     }
 }
