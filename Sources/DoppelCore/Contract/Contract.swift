@@ -31,6 +31,13 @@ public struct Contract: Sendable {
         public var description: String?
     }
 
+    /// The contract's response in place of one of Doppel's problems, if it
+    /// has one (most contracts have none, and their problems are not looked up).
+    public func fallback(for problem: Problem) -> ResponseDefinition? {
+        guard !fallbacks.isEmpty, let kind = Fallback(problem: problem) else { return nil }
+        return fallbacks[kind]
+    }
+
     /// The endpoint with an id.
     public func endpoint(id: String) -> Endpoint? {
         endpoints.first { $0.id == id }

@@ -110,7 +110,7 @@ public final class MockEngine: Sendable {
     /// problem, else the problem itself.
     public func respond(refusing request: RecordedRequest, with problem: Problem) -> MockResponse {
         let sessionID = request.header(Self.sessionHeader) ?? SessionStore.defaultID
-        guard let kind = Fallback(problem: problem), contract.fallbacks[kind] != nil, SessionStore.isValid(id: sessionID) else {
+        guard contract.fallback(for: problem) != nil, SessionStore.isValid(id: sessionID) else {
             return problem.response()
         }
         let session = sessions.session(sessionID)
@@ -170,16 +170,23 @@ public final class MockEngine: Sendable {
         case .problem(let problem, let rateHeaders):
             return problem.response(endpointID: endpoint.id).adding(rateHeaders)
         case .respond(let selection, let override, let rateHeaders):
-            do {
-                var definition = selection.response
-                if let fault = override?.fault { definition.fault = fault }
-                var response = try renderer.render(definition, in: selection.context, endpointID: endpoint.id).adding(rateHeaders)
-                response.delay = (override?.delay ?? definition.delay ?? defaultDelay)?.sample() ?? 0
-                return response
-            } catch {
-                // Effects are already committed; the message says which template failed.
-                return Problem.evaluationFailed(error, endpointID: endpoint.id, response: selection.response.name).response(endpointID: endpoint.id)
-            }
+            return render(selection, override: override, adding: rateHeaders, endpointID: endpoint.id)
+        }
+    }
+
+    /// Stage 6: a chosen response rendered, with `extra` headers it does not
+    /// set itself and its (or the override's) delay and fault.
+    private func render(_ selection: ResponseSelector.Selection, override: Override?, adding extra: [(name: String, value: String)],
+                        endpointID: String?) -> MockResponse {
+        do {
+            var definition = selection.response
+            if let fault = override?.fault { definition.fault = fault }
+            var response = try renderer.render(definition, in: selection.context, endpointID: endpointID).adding(extra)
+            response.delay = (override?.delay ?? definition.delay ?? defaultDelay)?.sample() ?? 0
+            return response
+        } catch {
+            // Effects are already committed; the message says which template failed.
+            return Problem.evaluationFailed(error, endpointID: endpointID ?? "fallbacks", response: selection.response.name).response(endpointID: endpointID)
         }
     }
 
@@ -188,22 +195,16 @@ public final class MockEngine: Sendable {
     /// transaction, for its effects and sequences), seeing `problem`, with
     /// the problem's headers (`Allow`) it does not set itself.
     private func fallback(for problem: Problem, context base: EvaluationContext, session: Session) -> MockResponse {
-        guard let kind = Fallback(problem: problem), let definition = contract.fallbacks[kind] else { return problem.response() }
+        guard let definition = contract.fallback(for: problem) else { return problem.response() }
         var context = base
         context.roots[.problem] = problem.json
-        do {
+        do throws(ResponseSelector.Failure) {
             let selection = try session.transact { (data: inout SessionData) throws(ResponseSelector.Failure) -> ResponseSelector.Selection in
                 try selector.select(from: [definition], forced: definition, endpointBindings: [], context: context, data: &data, sequenceScope: "fallbacks")
             }
-            var response = try renderer.render(selection.response, in: selection.context, endpointID: nil).adding(problem.headers)
-            response.delay = (selection.response.delay ?? defaultDelay)?.sample() ?? 0
-            return response
-        } catch let failure as ResponseSelector.Failure {
-            return Failure.selection(failure).problem(endpointID: "fallbacks").response()
-        } catch let error as EvaluationError {
-            return Problem.evaluationFailed(error, endpointID: "fallbacks", response: definition.name).response()
+            return render(selection, override: nil, adding: problem.headers, endpointID: nil)
         } catch {
-            return problem.response()
+            return Failure.selection(error).problem(endpointID: "fallbacks").response()
         }
     }
 
@@ -297,7 +298,7 @@ public final class MockEngine: Sendable {
             context.roots[.problem] = problem.json
             return try respond(onInvalid, rateHeaders: rateHeaders)
         case .rejected(let problem):
-            guard let kind = Fallback(problem: problem), let fallback = contract.fallbacks[kind] else { return .problem(problem, rateHeaders: rateHeaders) }
+            guard let fallback = contract.fallback(for: problem) else { return .problem(problem, rateHeaders: rateHeaders) }
             context.roots[.problem] = problem.json
             return try respond(fallback, rateHeaders: rateHeaders)
         }
@@ -345,7 +346,6 @@ public final class MockEngine: Sendable {
 }
 
 extension MockResponse {
-    /// The response with more headers.
     /// The response with `extra` headers, but not those it sets itself (a
     /// contract's 429 that writes its own `Retry-After` sends that one alone).
     func adding(_ extra: [(name: String, value: String)]) -> MockResponse {
