@@ -17,11 +17,12 @@ public struct ExpressionChecker: Sendable {
 
     /// The path parameters `path` has, where an endpoint's path is known.
     let pathNames: [String]?
-    /// Where an endpoint is known: the query parameters its `query` schema
-    /// reads as numbers. Any other query value is text.
-    let numericQuery: Set<String>?
+    /// Where an endpoint is known: whether its `query` schema reads a query
+    /// parameter as a number. Any other query value is text.
+    let numericQuery: (@Sendable (String) -> Bool)?
 
-    public init(roots: Set<String>, stateNames: Set<String>, dataNames: Set<String>, pathNames: [String]? = nil, numericQuery: Set<String>? = nil) {
+    public init(roots: Set<String>, stateNames: Set<String>, dataNames: Set<String>, pathNames: [String]? = nil,
+                numericQuery: (@Sendable (String) -> Bool)? = nil) {
         self.roots = roots
         self.stateNames = stateNames
         self.dataNames = dataNames
@@ -33,7 +34,7 @@ public struct ExpressionChecker: Sendable {
     /// do, and the endpoint's query schema does not make it one: it arrives
     /// as text, and the request would fail with a 500.
     private func checkNumber(_ node: Expression.Node, for use: String, into problems: inout [Problem]) {
-        guard let numericQuery, case .member(.name("query", _, _), let name, let offset) = node, !numericQuery.contains(name) else { return }
+        guard let numericQuery, case .member(.name("query", _, _), let name, let offset) = node, !numericQuery(name) else { return }
         problems.append(Problem(message: "query.\(name) is text unless the endpoint's query schema gives it type integer or number, so \(use) would fail; declare it, or write int(query.\(name))", offset: offset))
     }
 

@@ -86,10 +86,8 @@ extension ContractLoader {
             }
         }
         let query = reader["query"].flatMap { readSchema($0, context: "query of \(context)") }
-        numericQuery = Set((query.map { resolvedForQuery($0).properties } ?? []).compactMap { name, schema in
-            let types = resolvedForQuery(schema).types ?? []
-            return types.contains("integer") || types.contains("number") ? name : nil
-        })
+        let validator = SchemaValidator(registry: schemas)
+        numericQuery = { validator.readsAsNumber($0, by: query) }
         defer { numericQuery = nil }
         let headers = reader["headers"].flatMap { readSchema($0, context: "headers of \(context)") }
         let cookies = reader["cookies"].flatMap { readSchema($0, context: "cookies of \(context)") }
@@ -136,16 +134,6 @@ extension ContractLoader {
             match: match, bindings: endpointBindings, pathParameters: pathParameters, query: query, headers: headers, cookies: cookies,
             body: body, onInvalid: onInvalid, onUnauthorized: onUnauthorized, responses: responses, documented: documented,
             location: node.location)
-    }
-
-    /// A query schema, or a property's, with a `$ref` followed to its named schema.
-    func resolvedForQuery(_ schema: Schema) -> Schema {
-        var current = schema
-        for _ in 0..<8 {
-            guard let ref = current.ref, let named = schemas[ref] else { break }
-            current = named
-        }
-        return current
     }
 
     private mutating func readBodySpec(_ node: SourceNode, context: String) -> BodySpec? {

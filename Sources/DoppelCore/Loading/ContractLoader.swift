@@ -28,8 +28,8 @@ public struct ContractLoader: Sendable {
     /// The path parameters of the endpoint being read (nil outside one), so
     /// that `path.name` is checked against its template.
     var pathNames: [String]?
-    /// The query parameters the endpoint being read types as numbers (nil outside one).
-    var numericQuery: Set<String>?
+    /// Whether the endpoint being read reads a query parameter as a number (nil outside one).
+    var numericQuery: (@Sendable (String) -> Bool)?
     /// Request examples and static bodies to check against schemas once all schemas are known.
     var pendingExamples: [(value: JSON, schema: Schema, location: SourceLocation, what: String)] = []
 
@@ -277,15 +277,10 @@ public struct ContractLoader: Sendable {
                 }
                 accepted = (accepted ?? []).union(items)
             }
-            let failure: ResponseDefinition
-            if let failureNode = spec["failure"] {
-                // An undefined one is reported here; the scheme is still
-                // declared, so that endpoints naming it are not also wrong.
-                failure = readResponseReference(failureNode, name: "\(entry.name).failure", scope: Self.requestRoots, endpointLets: [])
-                    ?? Self.defaultUnauthorized(at: entry.value.location, challenge: kind == .basic ? "Basic" : "Bearer")
-            } else {
-                failure = Self.defaultUnauthorized(at: entry.value.location, challenge: kind == .basic ? "Basic" : "Bearer")
-            }
+            // An undefined one is reported, and the scheme still declared, so
+            // that endpoints naming it are not also wrong.
+            let failure = spec["failure"].flatMap { readResponseReference($0, name: "\(entry.name).failure", scope: Self.requestRoots, endpointLets: []) }
+                ?? Self.defaultUnauthorized(at: entry.value.location, challenge: kind == .basic ? "Basic" : "Bearer")
             var issued: String?
             if let issuedNode = spec["issued"], let collection = issuedNode.scalarText {
                 if kindsOfState[collection] == .collection {

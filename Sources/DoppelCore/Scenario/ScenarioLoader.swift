@@ -201,12 +201,12 @@ public enum ScenarioLoader {
     }
 
     static func readSteps(_ node: SourceNode?, contract: Contract, loader: inout ContractLoader) -> [Step] {
-        let router = EndpointRouter(endpoints: contract.endpoints)
         guard let node else { return [] }
         guard let items = node.sequenceItems else {
             loader.diagnostics.error("steps must be a list", at: node.location)
             return []
         }
+        let router = EndpointRouter(endpoints: contract.endpoints)
         var steps: [Step] = []
         var captured: Set<String> = []
         for (index, item) in items.enumerated() {

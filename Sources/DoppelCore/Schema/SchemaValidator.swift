@@ -376,7 +376,7 @@ extension SchemaValidator {
         let resolved = schema.map(resolve)
         for key in order {
             let values = grouped[key]!
-            let propertySchema = resolved.flatMap { property(key, of: $0, caseInsensitive: caseInsensitive, depth: 0) }.map(resolve)
+            let propertySchema = resolved.flatMap { parameterSchema(key, of: $0, caseInsensitive: caseInsensitive) }
             let pointer = "/" + Self.escape(key)
             if let propertySchema, propertySchema.types?.contains("array") == true {
                 let itemSchema = propertySchema.items.map(resolve)
@@ -389,6 +389,20 @@ extension SchemaValidator {
             }
         }
         return (.object(object), issues)
+    }
+
+    /// The schema a parameter is read by: its property's (found as
+    /// `property` finds it), references followed.
+    private func parameterSchema(_ name: String, of resolved: Schema, caseInsensitive: Bool) -> Schema? {
+        property(name, of: resolved, caseInsensitive: caseInsensitive, depth: 0).map(resolve)
+    }
+
+    /// Whether `coerceParameters` reads a parameter of this name as a number
+    /// (one value, not a list); otherwise it stays text, or is a list or a
+    /// boolean.
+    public func readsAsNumber(_ name: String, by schema: Schema?) -> Bool {
+        guard let schema, let types = parameterSchema(name, of: resolve(schema), caseInsensitive: false)?.types else { return false }
+        return !types.contains("string") && !types.contains("array") && (types.contains("integer") || types.contains("number"))
     }
 
     private func coerce(_ text: String, _ schema: Schema?, _ pointer: String, _ issues: inout [ValidationIssue]) -> JSON {

@@ -227,6 +227,12 @@ import Testing
         ])
         let typed = "    query: { properties: { limit: { type: integer }, count: { type: [number, \"null\"] } } }"
         #expect(diagnostics(of: contract(query: typed), file: "q.yaml").isEmpty)
+        // Found as the request's query is read: through `allOf` branches; a
+        // type that also admits a string stays text.
+        let branched = "    query: { allOf: [ { properties: { limit: { type: integer } } } ], properties: { count: { type: [string, integer] } } }"
+        #expect(diagnostics(of: contract(query: branched), file: "q.yaml").map(\.message) == [
+            "query.count is text unless the endpoint's query schema gives it type integer or number, so '-' would fail; declare it, or write int(query.count)",
+        ])
     }
 
     @Test func fallbacksAreCheckedLikeResponses() {
