@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "DoppelCore", targets: ["DoppelCore"]),
         .library(name: "DoppelServer", targets: ["DoppelServer"]),
         .library(name: "DoppelTesting", targets: ["DoppelTesting"]),
+        .library(name: "DoppelRunner", targets: ["DoppelRunner"]),
         .library(name: "DoppelOpenAPI", targets: ["DoppelOpenAPI"]),
         .executable(name: "doppel", targets: ["doppel"]),
     ],
@@ -60,7 +61,7 @@ let package = Package(
             ]
         ),
         .target(
-            name: "DoppelTesting",
+            name: "DoppelRunner",
             dependencies: [
                 "DoppelServer",
                 "DoppelCore",
@@ -76,12 +77,20 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        .target(
+            // What a Swift test suite imports: test servers, sessions per test,
+            // verification as test issues, a Swift Testing trait. It links
+            // Testing and Foundation's URLSession, which the `doppel` binary
+            // (on DoppelRunner) does not.
+            name: "DoppelTesting",
+            dependencies: ["DoppelRunner", "DoppelServer", "DoppelCore", "DoppelOpenAPI"]
+        ),
         .executableTarget(
             name: "doppel",
             dependencies: [
                 "DoppelServer",
                 "DoppelCore",
-                "DoppelTesting",
+                "DoppelRunner",
                 "DoppelOpenAPI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -95,6 +104,11 @@ let package = Package(
         .testTarget(
             name: "DoppelOpenAPITests",
             dependencies: ["DoppelOpenAPI", "DoppelCore", .product(name: "Yams", package: "Yams")]
+        ),
+        .testTarget(
+            // Only DoppelTesting, as a package that depends on Doppel would have it.
+            name: "DoppelTestingTests",
+            dependencies: ["DoppelTesting"]
         ),
         .testTarget(
             name: "DoppelServerTests",

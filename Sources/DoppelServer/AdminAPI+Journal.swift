@@ -55,57 +55,14 @@ extension AdminAPI {
         }
         guard problems.isEmpty, let endpoint else { return Problem.invalidVerification(problems).response() }
 
-        let tally = engine.journal.tally
-        let actual = tally.count { $0.endpointID == endpoint && (status == nil || $0.status == status) && (session == nil || $0.session == session) }
-        let minimum = exactly ?? atLeast ?? (atMost == nil ? 1 : 0)
-        let maximum = exactly ?? atMost
-        let pass = actual >= minimum && (maximum.map { actual <= $0 } ?? true)
-        var expected = JSONObject()
-        if let exactly { expected["count"] = .int(exactly) } else {
-            expected["min"] = .int(minimum)
-            if let atMost { expected["max"] = .int(atMost) }
-        }
-        // Near matches: what the same endpoint answered otherwise, and what
-        // other sessions got, so a failure says where the requests went.
-        var near: [Journal.Tally.Key: Int] = [:]
-        for (key, count) in tally.counts where key.endpointID == endpoint {
-            let statusMatches = status == nil || key.status == status
-            let sessionMatches = session == nil || key.session == session
-            if statusMatches && sessionMatches { continue }
-            near[key, default: 0] += count
-        }
-        let nearMatches = near.sorted { ($0.key.session, $0.key.status) < ($1.key.session, $1.key.status) }.map { key, count in
-            JSON.object(JSONObject([("endpoint", .string(endpoint)), ("status", .int(key.status)), ("session", .string(key.session)), ("count", .int(count))]))
-        }
-        var criteria = JSONObject([("endpoint", .string(endpoint))])
-        if let status { criteria["status"] = .int(status) }
-        if let session { criteria["session"] = .string(session) }
-        return json(200, .object(JSONObject([
-            ("pass", .bool(pass)), ("criteria", .object(criteria)), ("expected", .object(expected)), ("actual", .int(actual)),
-            ("near_matches", .array(nearMatches)),
-        ])))
+        let expected: Verification.Expectation = exactly.map { .exactly($0) } ?? .between(min: atLeast ?? (atMost == nil ? 1 : 0), max: atMost)
+        let verification = Verification(.init(endpoint: endpoint, status: status, session: session), expected: expected, in: engine.journal)
+        return json(200, verification.json)
     }
 
     /// `GET /__doppel/coverage?session=`: each documented endpoint × status, reached or not.
     func coverage(_ request: RecordedRequest) -> MockResponse {
         let session = parameter("session", of: request)
-        let tally = engine.journal.tally
-        var reachedCount = 0, total = 0
-        var unreached: [JSON] = []
-        let endpoints = engine.contract.endpoints.map { endpoint -> JSON in
-            let statuses = engine.contract.statuses(of: endpoint).map { status -> JSON in
-                let count = tally.count { $0.endpointID == endpoint.id && $0.status == status && (session == nil || $0.session == session) }
-                total += 1
-                if count > 0 { reachedCount += 1 } else { unreached.append(.string("\(endpoint.id) \(status)")) }
-                return .object(JSONObject([("status", .int(status)), ("reached", .bool(count > 0)), ("count", .int(count))]))
-            }
-            return .object(JSONObject([
-                ("id", .string(endpoint.id)), ("request", .string(endpoint.signature)), ("statuses", .array(statuses)),
-            ]))
-        }
-        return json(200, .object(JSONObject([
-            ("session", session.map { .string($0) } ?? .null), ("reached", .int(reachedCount)), ("total", .int(total)),
-            ("unreached", .array(unreached)), ("endpoints", .array(endpoints)),
-        ])))
+        return json(200, Coverage(of: engine.contract, in: engine.journal, session: session).json)
     }
 }

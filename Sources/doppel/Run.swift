@@ -1,7 +1,7 @@
 import ArgumentParser
 import DoppelCore
 import DoppelOpenAPI
-import DoppelTesting
+import DoppelRunner
 import Foundation
 
 struct Run: AsyncParsableCommand {

@@ -94,7 +94,7 @@ struct Serve: AsyncParsableCommand {
     /// A duration option in seconds; nil when it is not a duration of seconds, minutes, hours or days.
     static func seconds(_ text: String) -> Double? {
         if text == "0" { return 0 }
-        guard let duration = Duration.parse(text), duration.months == 0 else { return nil }
+        guard let duration = CalendarDuration.parse(text), duration.months == 0 else { return nil }
         return duration.seconds
     }
 

@@ -19,12 +19,12 @@ public struct Delay: Sendable, Equatable {
     public static func parse(_ text: String) -> Delay? {
         for separator in ["..", "-"] where text.contains(separator) {
             let parts = text.components(separatedBy: separator)
-            guard parts.count == 2, let low = Duration.parse(parts[0]), let high = Duration.parse(parts[1]),
+            guard parts.count == 2, let low = CalendarDuration.parse(parts[0]), let high = CalendarDuration.parse(parts[1]),
                   low.months == 0, high.months == 0, high.seconds >= low.seconds
             else { return nil }
             return Delay(minimum: low.seconds, maximum: high.seconds)
         }
-        guard let duration = Duration.parse(text), duration.months == 0 else { return nil }
+        guard let duration = CalendarDuration.parse(text), duration.months == 0 else { return nil }
         return .fixed(duration.seconds)
     }
 }

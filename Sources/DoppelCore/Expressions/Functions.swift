@@ -203,7 +203,7 @@ extension Evaluator {
         case .date: return .string(UTCCalendar.format(epoch: try instant(0)))
         case .epoch: return whole(try instant(0))
         case .dateAdd:
-            guard let duration = Duration.parse(try string(1)) else {
+            guard let duration = CalendarDuration.parse(try string(1)) else {
                 throw EvaluationError("date_add(): '\(a[1].interpolationText)' is not a duration like 30s, 2h, 31d or 1mo")
             }
             let moved = duration.added(to: try instant(0))

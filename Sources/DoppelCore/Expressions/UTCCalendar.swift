@@ -157,8 +157,9 @@ public enum UTCCalendar {
     }
 }
 
-/// Durations written as `250ms`, `40s`, `5m`, `2h`, `31d`, `1w`, `1mo`, `1y`.
-public struct Duration: Sendable, Equatable {
+/// Durations as contracts and scenarios write them: `250ms`, `40s`, `5m`, `2h`, `31d`, `1w`, `1mo`, `1y`.
+/// (Not `Duration`: that would hide Swift's own in every file that imports DoppelTesting.)
+public struct CalendarDuration: Sendable, Equatable {
     public var seconds: Double
     public var months: Int
 
@@ -168,8 +169,8 @@ public struct Duration: Sendable, Equatable {
     }
 
     /// Parses one or more `<number><unit>` parts: `1h30m`, `250ms`, `1mo`.
-    public static func parse(_ text: String) -> Duration? {
-        var result = Duration()
+    public static func parse(_ text: String) -> CalendarDuration? {
+        var result = CalendarDuration()
         let chars = Array(text.trimmingSpaces)
         guard !chars.isEmpty else { return nil }
         var i = 0

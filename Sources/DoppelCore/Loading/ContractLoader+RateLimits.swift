@@ -17,9 +17,9 @@ extension ContractLoader {
             } else if !spec.has("limit") {
                 diagnostics.error("\(context) needs 'limit': how many requests a window allows", at: entry.value.location)
             }
-            var window: Duration?
+            var window: CalendarDuration?
             if let windowNode = spec.required("window", diagnostics: &diagnostics) {
-                window = windowNode.scalarText.flatMap(Duration.parse)
+                window = windowNode.scalarText.flatMap(CalendarDuration.parse)
                 if window == nil || window!.months != 0 || window!.seconds <= 0 {
                     diagnostics.error("'window' of \(context) must be a duration like 1m, 30s or 1h", at: windowNode.location)
                     window = nil

@@ -159,8 +159,8 @@ extension ContractLoader {
             return delay
         }
         guard let reader = MappingReader(node, allowed: ["min", "max"], context: "delay", diagnostics: &diagnostics),
-              let low = reader.string("min", diagnostics: &diagnostics).flatMap(Duration.parse),
-              let high = reader.string("max", diagnostics: &diagnostics).flatMap(Duration.parse),
+              let low = reader.string("min", diagnostics: &diagnostics).flatMap(CalendarDuration.parse),
+              let high = reader.string("max", diagnostics: &diagnostics).flatMap(CalendarDuration.parse),
               low.months == 0, high.months == 0, high.seconds >= low.seconds
         else {
             diagnostics.error("delay needs 'min' and 'max' durations, min no larger than max", at: node.location)
@@ -188,7 +188,7 @@ extension ContractLoader {
             let templates = items.compactMap { compileTemplate($0, roots: roots) }
             var interval = 0.0
             if let intervalNode = reader["interval"] {
-                guard let duration = intervalNode.scalarText.flatMap(Duration.parse), duration.months == 0 else {
+                guard let duration = intervalNode.scalarText.flatMap(CalendarDuration.parse), duration.months == 0 else {
                     diagnostics.error("'interval' in \(context) must be a duration like 100ms", at: intervalNode.location)
                     return nil
                 }

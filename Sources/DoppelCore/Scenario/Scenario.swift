@@ -48,11 +48,11 @@ public struct Given: Sendable {
 /// A change to a session's clock, as the admin API and scenarios write it.
 public struct ClockChange: Sendable, Equatable {
     public var set: Double?
-    public var advance: Duration?
+    public var advance: CalendarDuration?
     public var freeze: Bool?
     public var reset = false
 
-    public init(set: Double? = nil, advance: Duration? = nil, freeze: Bool? = nil, reset: Bool = false) {
+    public init(set: Double? = nil, advance: CalendarDuration? = nil, freeze: Bool? = nil, reset: Bool = false) {
         self.set = set
         self.advance = advance
         self.freeze = freeze
@@ -75,7 +75,7 @@ public struct ClockChange: Sendable, Equatable {
         }
         var change = ClockChange()
         if let value = object["advance"] {
-            guard let text = value.stringValue, let duration = Duration.parse(text) else {
+            guard let text = value.stringValue, let duration = CalendarDuration.parse(text) else {
                 return .failure(ClockChangeError(message: "'advance' must be a duration like 60s, 31d or 1mo"))
             }
             change.advance = duration

@@ -292,7 +292,7 @@ public enum ScenarioLoader {
         }
         var timeout = 30.0
         if let timeoutNode = reader["timeout"] {
-            if let duration = timeoutNode.scalarText.flatMap(Duration.parse), duration.months == 0, duration.seconds > 0 {
+            if let duration = timeoutNode.scalarText.flatMap(CalendarDuration.parse), duration.months == 0, duration.seconds > 0 {
                 timeout = duration.seconds
             } else {
                 loader.diagnostics.error("'timeout' must be a duration like 5s", at: timeoutNode.location)

@@ -160,7 +160,7 @@ public struct SessionClock: Sendable, Equatable {
     }
 
     /// Moves the clock forward (or back) by a duration.
-    public mutating func advance(by duration: Duration, real: Double) {
+    public mutating func advance(by duration: CalendarDuration, real: Double) {
         set(duration.added(to: now(real: real)), real: real)
     }
 

@@ -85,7 +85,7 @@ import Testing
               now: { request: GET /now, responses: [ { body: { now: "{{ clock.now }}" } } ] }
             """)
         let moved = try #require(engine.sessions.session("moved"))
-        _ = moved.adjustClock { $0.advance(by: Duration.parse("31d")!, real: clock.now) }
+        _ = moved.adjustClock { $0.advance(by: CalendarDuration.parse("31d")!, real: clock.now) }
         #expect(engine.send("GET", "/now", session: "moved").json == ["now": "2025-02-01T00:00:00Z"])
         #expect(engine.send("GET", "/now").json == ["now": "2025-01-01T00:00:00Z"])
         _ = moved.adjustClock { $0.freeze(true, real: clock.now) }

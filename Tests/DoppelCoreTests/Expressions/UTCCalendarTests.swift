@@ -24,10 +24,10 @@ import Testing
     }
 
     @Test func durations() {
-        #expect(Duration.parse("250ms") == Duration(seconds: 0.25))
-        #expect(Duration.parse("1h30m") == Duration(seconds: 5400))
-        #expect(Duration.parse("31d") == Duration(seconds: 31 * 86400))
-        #expect(Duration.parse("1y2mo") == Duration(months: 14))
-        #expect(Duration.parse("soon") == nil)
+        #expect(CalendarDuration.parse("250ms") == CalendarDuration(seconds: 0.25))
+        #expect(CalendarDuration.parse("1h30m") == CalendarDuration(seconds: 5400))
+        #expect(CalendarDuration.parse("31d") == CalendarDuration(seconds: 31 * 86400))
+        #expect(CalendarDuration.parse("1y2mo") == CalendarDuration(months: 14))
+        #expect(CalendarDuration.parse("soon") == nil)
     }
 }

@@ -1,0 +1,174 @@
+/// Did an endpoint answer with a status as often as expected? Counted from
+/// the journal's tally, which survives the journal's bound. The admin API's
+/// `POST /__doppel/verify` and `DoppelTesting`'s `verify` both answer with it.
+public struct Verification: Sendable, Equatable, CustomStringConvertible {
+    /// What was counted: an endpoint, and optionally one status and one session.
+    public struct Criteria: Sendable, Equatable {
+        public var endpoint: String
+        public var status: Int?
+        public var session: String?
+
+        public init(endpoint: String, status: Int? = nil, session: String? = nil) {
+            self.endpoint = endpoint
+            self.status = status
+            self.session = session
+        }
+    }
+
+    /// How often: exactly, or between a minimum and an optional maximum.
+    public enum Expectation: Sendable, Equatable {
+        case exactly(Int)
+        case between(min: Int, max: Int?)
+
+        /// At least once.
+        public static let atLeastOnce = Expectation.between(min: 1, max: nil)
+
+        func admits(_ count: Int) -> Bool {
+            switch self {
+            case .exactly(let n): count == n
+            case .between(let low, let high): count >= low && (high.map { count <= $0 } ?? true)
+            }
+        }
+
+        var text: String {
+            switch self {
+            case .exactly(let n): "exactly \(n)"
+            case .between(let low, nil): "at least \(low)"
+            case .between(let low, let high?): low == 0 ? "at most \(high)" : "between \(low) and \(high)"
+            }
+        }
+    }
+
+    /// Requests to the same endpoint that did not meet the criteria: another
+    /// status, or another session. They say where the requests went.
+    public struct NearMatch: Sendable, Equatable {
+        public let endpoint: String
+        public let status: Int
+        public let session: String
+        public let count: Int
+    }
+
+    public let criteria: Criteria
+    public let expected: Expectation
+    /// How many requests met the criteria.
+    public let actual: Int
+    public let nearMatches: [NearMatch]
+
+    public var passed: Bool { expected.admits(actual) }
+
+    /// Counts the journal's requests that meet `criteria`.
+    public init(_ criteria: Criteria, expected: Expectation = .atLeastOnce, in journal: Journal) {
+        let tally = journal.tally
+        self.criteria = criteria
+        self.expected = expected
+        actual = tally.count {
+            $0.endpointID == criteria.endpoint && (criteria.status == nil || $0.status == criteria.status)
+                && (criteria.session == nil || $0.session == criteria.session)
+        }
+        var near: [Journal.Tally.Key: Int] = [:]
+        for (key, count) in tally.counts where key.endpointID == criteria.endpoint {
+            let statusMatches = criteria.status == nil || key.status == criteria.status
+            let sessionMatches = criteria.session == nil || key.session == criteria.session
+            if statusMatches && sessionMatches { continue }
+            near[key, default: 0] += count
+        }
+        // The criteria's own session first: on a server shared by many tests, its answers say the most.
+        func rank(_ key: Journal.Tally.Key) -> Int { key.session == criteria.session ? 0 : 1 }
+        nearMatches = near.sorted { (rank($0.key), $0.key.session, $0.key.status) < (rank($1.key), $1.key.session, $1.key.status) }.map { key, count in
+            NearMatch(endpoint: criteria.endpoint, status: key.status, session: key.session, count: count)
+        }
+    }
+
+    /// The most near matches `description` lists; `json` has them all.
+    public static let shownNearMatches = 10
+
+    /// One line for a pass; for a failure, what was expected, what came, and the near matches.
+    public var description: String {
+        var subject = "'\(criteria.endpoint)'"
+        if let status = criteria.status { subject += " with \(status)" }
+        if let session = criteria.session { subject += " in session '\(session)'" }
+        let times = { (n: Int) in n == 1 ? "1 time" : "\(n) times" }
+        if passed { return "\(subject) answered \(times(actual)), \(expected.text) expected" }
+        var lines = ["\(subject) answered \(times(actual)); expected \(expected.text)"]
+        if nearMatches.isEmpty {
+            lines.append("no other answers from '\(criteria.endpoint)'")
+        } else {
+            lines.append("near matches:")
+            lines += nearMatches.prefix(Self.shownNearMatches).map { "  \($0.status) in session '\($0.session)': \(times($0.count))" }
+            if nearMatches.count > Self.shownNearMatches { lines.append("  and \(nearMatches.count - Self.shownNearMatches) more") }
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    public var json: JSON {
+        var expectedJSON = JSONObject()
+        switch expected {
+        case .exactly(let n): expectedJSON["count"] = .int(n)
+        case .between(let low, let high):
+            expectedJSON["min"] = .int(low)
+            if let high { expectedJSON["max"] = .int(high) }
+        }
+        var criteriaJSON = JSONObject([("endpoint", .string(criteria.endpoint))])
+        if let status = criteria.status { criteriaJSON["status"] = .int(status) }
+        if let session = criteria.session { criteriaJSON["session"] = .string(session) }
+        return .object(JSONObject([
+            ("pass", .bool(passed)), ("criteria", .object(criteriaJSON)), ("expected", .object(expectedJSON)), ("actual", .int(actual)),
+            ("near_matches", .array(nearMatches.map { near in
+                .object(JSONObject([("endpoint", .string(near.endpoint)), ("status", .int(near.status)), ("session", .string(near.session)),
+                                    ("count", .int(near.count))]))
+            })),
+        ]))
+    }
+}
+
+/// Each documented endpoint × status of a contract, reached or not, counted
+/// from the journal's tally (for one session, or all).
+public struct Coverage: Sendable, Equatable {
+    public struct Status: Sendable, Equatable {
+        public let status: Int
+        public let count: Int
+        public var reached: Bool { count > 0 }
+    }
+
+    public struct EndpointCoverage: Sendable, Equatable {
+        public let id: String
+        /// `METHOD /path`.
+        public let request: String
+        public let statuses: [Status]
+    }
+
+    public let session: String?
+    public let endpoints: [EndpointCoverage]
+
+    public var total: Int { endpoints.reduce(0) { $0 + $1.statuses.count } }
+    public var reached: Int { endpoints.reduce(0) { $0 + $1.statuses.filter(\.reached).count } }
+    /// `endpoint-id status` for every pair not reached.
+    public var unreached: [String] {
+        endpoints.flatMap { endpoint in endpoint.statuses.filter { !$0.reached }.map { "\(endpoint.id) \($0.status)" } }
+    }
+
+    public init(of contract: Contract, in journal: Journal, session: String? = nil) {
+        let tally = journal.tally
+        self.session = session
+        endpoints = contract.endpoints.map { endpoint in
+            EndpointCoverage(id: endpoint.id, request: endpoint.signature, statuses: contract.statuses(of: endpoint).map { status in
+                Status(status: status, count: tally.count { $0.endpointID == endpoint.id && $0.status == status && (session == nil || $0.session == session) })
+            })
+        }
+    }
+
+    public var json: JSON {
+        .object(JSONObject([
+            ("session", session.map { .string($0) } ?? .null), ("reached", .int(reached)), ("total", .int(total)),
+            ("unreached", .array(unreached.map { .string($0) })),
+            ("endpoints", .array(endpoints.map { endpoint in
+                .object(JSONObject([
+                    ("id", .string(endpoint.id)), ("request", .string(endpoint.request)),
+                    ("statuses", .array(endpoint.statuses.map { status in
+                        .object(JSONObject([("status", .int(status.status)), ("reached", .bool(status.reached)), ("count", .int(status.count))]))
+                    })),
+                ]))
+            })),
+        ]))
+    }
+}
