@@ -19,10 +19,13 @@ public final class DoppelTestServer: Sendable {
     public let port: Int
     /// The engine behind the server: its sessions and journal.
     public let engine: MockEngine
-    private let task: Task<Void, any Error>
-    private let group: ServiceGroup
+    private let task: Task<Void, any Error>?
+    private let group: ServiceGroup?
+    /// False for a server made by `unlistened(engine:baseURL:)`: no socket,
+    /// its engine answers only in-process.
+    public var isListening: Bool { task != nil }
 
-    private init(baseURL: URL, port: Int, engine: MockEngine, task: Task<Void, any Error>, group: ServiceGroup) {
+    private init(baseURL: URL, port: Int, engine: MockEngine, task: Task<Void, any Error>?, group: ServiceGroup?) {
         self.baseURL = baseURL
         self.port = port
         self.engine = engine
@@ -60,6 +63,12 @@ public final class DoppelTestServer: Sendable {
         return DoppelTestServer(baseURL: URL(string: "http://\(host):\(port)")!, port: port, engine: engine, task: task, group: group)
     }
 
+    /// A server that does not listen: `baseURL` only names it, and its
+    /// engine answers requests in-process (DoppelTesting's URLProtocol).
+    public static func unlistened(engine: MockEngine, baseURL: URL) -> DoppelTestServer {
+        DoppelTestServer(baseURL: baseURL, port: baseURL.port ?? 80, engine: engine, task: nil, group: nil)
+    }
+
     /// Runs `body` with a started server and stops it afterwards, even on error.
     public static func with<T: Sendable>(contract file: String, configuration: ServerConfiguration = .testing,
                                          _ body: (DoppelTestServer) async throws -> T) async throws -> T {
@@ -85,6 +94,7 @@ public final class DoppelTestServer: Sendable {
 
     /// Stops the server gracefully and waits for it to finish.
     public func stop() async {
+        guard let group, let task else { return }
         await group.triggerGracefulShutdown()
         _ = try? await task.value
     }

@@ -52,11 +52,18 @@ public struct DoppelSession: Sendable {
 
     /// `base` with this session's header added to every request, for code
     /// under test that builds its own `URLSession` from a configuration.
-    public func configuration(_ base: URLSessionConfiguration = .ephemeral) -> URLSessionConfiguration {
+    /// `inProcess` answers the requests from the engine through
+    /// `DoppelURLProtocol`, without a socket; it is the default (and the
+    /// only way) for a server made by `DoppelTestServer.inProcess(contract:)`.
+    public func configuration(_ base: URLSessionConfiguration = .ephemeral, inProcess: Bool? = nil) -> URLSessionConfiguration {
         let configuration = base
         var headers = configuration.httpAdditionalHeaders ?? [:]
         headers["Doppel-Session"] = id
         configuration.httpAdditionalHeaders = headers
+        if inProcess ?? !server.isListening {
+            if server.isListening { DoppelURLProtocol.register(server.engine, at: baseURL) }
+            configuration.protocolClasses = [DoppelURLProtocol.self] + (configuration.protocolClasses ?? [])
+        }
         return configuration
     }
 
@@ -74,7 +81,7 @@ public struct DoppelSession: Sendable {
         } else if let body {
             request.httpBody = body
         }
-        let session = URLSession(configuration: .ephemeral)
+        let session = URLSession(configuration: configuration())
         defer { session.finishTasksAndInvalidate() }
         let (data, response) = try await session.data(for: request)
         guard let http = response as? HTTPURLResponse else { throw TestServerError(message: "\(method) \(target) got no HTTP response") }
@@ -178,6 +185,9 @@ public struct DoppelSession: Sendable {
     @discardableResult
     public func run(scenario file: String, fileID: String = #fileID, filePath: StaticString = #filePath, line: UInt = #line,
                     column: UInt = #column) async throws -> ScenarioRunner.ScenarioResult {
+        guard server.isListening else {
+            throw TestServerError(message: "scenarios run over HTTP; start the server with DoppelTestServer.shared(contract:) to run '\(file)'")
+        }
         let scenario = try ScenarioLoader.load(file: TestFiles.resolve(file, relativeTo: "\(filePath)"), contract: server.engine.contract)
         let result = await ScenarioRunner(baseURL: baseURL, isDoppel: true).run(scenario, session: id)
         if !result.passed {
