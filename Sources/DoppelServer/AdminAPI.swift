@@ -11,7 +11,9 @@ public struct AdminAPI: Sendable {
     /// The path prefix of every admin call.
     public static let prefix = "/__doppel"
 
-    let engine: MockEngine
+    let slot: EngineSlot
+    /// The engine answering now.
+    var engine: MockEngine { slot.current }
     let token: String?
     let catalog: Locked<ScenarioCatalog>
     let startedAt: ContinuousClock.Instant
@@ -19,7 +21,11 @@ public struct AdminAPI: Sendable {
     let log: RequestLog?
 
     public init(engine: MockEngine, token: String? = nil, catalog: ScenarioCatalog = ScenarioCatalog(), log: RequestLog? = nil) {
-        self.engine = engine
+        self.init(slot: EngineSlot(engine), token: token, catalog: catalog, log: log)
+    }
+
+    public init(slot: EngineSlot, token: String? = nil, catalog: ScenarioCatalog = ScenarioCatalog(), log: RequestLog? = nil) {
+        self.slot = slot
         self.token = token
         self.log = log
         self.catalog = Locked(catalog)

@@ -18,10 +18,18 @@ public func buildApplication(
     engine: MockEngine, configuration: ServerConfiguration, log: RequestLog? = nil, scenarios: ScenarioCatalog = ScenarioCatalog(),
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) -> some Service {
+    buildApplication(slot: EngineSlot(engine), configuration: configuration, log: log, scenarios: scenarios, onServerRunning: onServerRunning)
+}
+
+/// As `buildApplication(engine:...)`, answering with whatever engine `slot` holds.
+public func buildApplication(
+    slot: EngineSlot, configuration: ServerConfiguration, log: RequestLog? = nil, scenarios: ScenarioCatalog = ScenarioCatalog(),
+    onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+) -> some Service {
     var logger = Logger(label: "doppel")
     logger.logLevel = .warning
     let responder = DoppelResponder(
-        engine: engine, log: log ?? RequestLog(format: configuration.logFormat), maxBodySize: configuration.maxBodySize,
+        slot: slot, log: log ?? RequestLog(format: configuration.logFormat), maxBodySize: configuration.maxBodySize,
         hangLimit: configuration.hangLimit, adminToken: configuration.adminToken, scenarios: scenarios)
     return DoppelService(responder: responder, configuration: configuration, logger: logger, onServerRunning: onServerRunning)
 }

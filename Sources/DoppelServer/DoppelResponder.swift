@@ -11,7 +11,9 @@ public struct DoppelResponder: HTTPResponder {
 
     static let sessionField = HTTPField.Name(MockEngine.sessionHeader)!
 
-    let engine: MockEngine
+    let slot: EngineSlot
+    /// The engine answering now (a request reads it once).
+    var engine: MockEngine { slot.current }
     let admin: AdminAPI
     let log: RequestLog
     let maxBodySize: Int
@@ -19,8 +21,13 @@ public struct DoppelResponder: HTTPResponder {
 
     public init(engine: MockEngine, log: RequestLog, maxBodySize: Int, hangLimit: Double = 30, adminToken: String? = nil,
                 scenarios: ScenarioCatalog = ScenarioCatalog()) {
-        self.engine = engine
-        self.admin = AdminAPI(engine: engine, token: adminToken, catalog: scenarios, log: log)
+        self.init(slot: EngineSlot(engine), log: log, maxBodySize: maxBodySize, hangLimit: hangLimit, adminToken: adminToken, scenarios: scenarios)
+    }
+
+    public init(slot: EngineSlot, log: RequestLog, maxBodySize: Int, hangLimit: Double = 30, adminToken: String? = nil,
+                scenarios: ScenarioCatalog = ScenarioCatalog()) {
+        self.slot = slot
+        self.admin = AdminAPI(slot: slot, token: adminToken, catalog: scenarios, log: log)
         self.log = log
         self.maxBodySize = maxBodySize
         self.faults = FaultInjector(hangLimit: hangLimit)

@@ -67,6 +67,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("max-connections"), help: "The most connections open at once; more wait to be accepted.")
     var maxConnections: Int = 10_000
 
+    @Flag(help: "Reload the contract when it or a body file it reads changes; sessions keep their state. A contract with errors is reported and the last good one keeps serving.")
+    var watch = false
+
     @Option(name: .customLong("shutdown-grace"), help: "On SIGTERM or SIGINT, how long in-flight responses may take before the server stops anyway, like 5s.")
     var shutdownGrace: String = "5s"
 
@@ -87,6 +90,25 @@ struct Serve: AsyncParsableCommand {
                                            ("--shutdown-grace", shutdownGrace, true)] {
             guard let seconds = Self.seconds(value), seconds > 0 || (zeroAllowed && seconds == 0) else {
                 throw ValidationError("\(name) must be a duration like 30s\(zeroAllowed ? " (or 0)" : "")")
+            }
+        }
+    }
+
+    /// Reloads the contract whenever its files change (`--watch`): a good
+    /// one replaces the engine, carrying sessions over; one with errors is
+    /// reported, and the last good one keeps serving.
+    static func watch(_ file: String, slot: EngineSlot, log: RequestLog) async {
+        await ContractWatcher(contractFile: file).run(bodyFiles: slot.current.contract.bodyFiles) {
+            do throws(ContractError) {
+                let contract = try ContractDocument.load(file: file)
+                slot.replace(with: MockEngine(contract: contract, carryingOn: slot.current))
+                log.line("Reloaded \(file): \(contract.endpoints.count) endpoint\(contract.endpoints.count == 1 ? "" : "s")")
+                for line in RouteTable.lines(for: contract) { log.line("  " + line) }
+                return contract.bodyFiles
+            } catch {
+                printDiagnostics(error.diagnostics)
+                log.line("doppel: \(file) has errors (above); still serving the last good contract")
+                return nil
             }
         }
     }
@@ -140,11 +162,15 @@ struct Serve: AsyncParsableCommand {
             throw ExitCode(1)
         }
         let log = RequestLog(format: configuration.logFormat)
-        let app = buildApplication(engine: engine, configuration: configuration, log: log, scenarios: catalog) { [host, scenario, catalog] port in
+        let slot = EngineSlot(engine)
+        let watcher = watch ? Task { [file = self.contract] in await Self.watch(file, slot: slot, log: log) } : nil
+        defer { watcher?.cancel() }
+        let app = buildApplication(slot: slot, configuration: configuration, log: log, scenarios: catalog) { [host, scenario, catalog] port in
             let address = host.contains(":") ? "[\(host)]" : host
             log.line("Doppel serving \(contract.info.title) \(contract.info.version) from \(self.contract)")
             if let scenario { log.line("Every session starts from scenario \(scenario)") }
             if !catalog.names.isEmpty { log.line("Scenarios: \(catalog.names.joined(separator: ", "))") }
+            if watch { log.line("Watching \(self.contract) and its body files for changes") }
             for line in RouteTable.lines(for: contract) { log.line("  " + line) }
             log.line("Listening on http://\(address):\(port) (admin API: http://\(address):\(port)/__doppel/health)")
         }

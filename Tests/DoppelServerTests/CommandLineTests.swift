@@ -134,6 +134,7 @@ struct CommandLineTests {
     struct Served {
         let process: Process
         let output: Pipe
+        let errors: Pipe
         let port: Int
         let banner: String
     }
@@ -145,9 +146,9 @@ struct CommandLineTests {
         process.executableURL = executable
         process.arguments = ["serve"] + arguments + ["--port", "0"]
         process.currentDirectoryURL = repositoryRoot
-        let out = Pipe()
+        let out = Pipe(), err = Pipe()
         process.standardOutput = out
-        process.standardError = Pipe()
+        process.standardError = err
         try process.run()
         var banner = ""
         while !banner.contains("Listening on") {
@@ -161,7 +162,7 @@ struct CommandLineTests {
             process.terminate()
             throw TestServerError(message: "doppel serve did not start: \(banner)")
         }
-        return Served(process: process, output: out, port: port, banner: banner)
+        return Served(process: process, output: out, errors: err, port: port, banner: banner)
     }
 
     @Test func serveListsRoutesAnswersAndStopsOnSIGTERM() async throws {

@@ -23,6 +23,8 @@ public struct Contract: Sendable {
     public let rateLimits: [RateLimit]
     /// The contract's own answers in place of Doppel's problems (`fallbacks:`).
     public var fallbacks: [Fallback: ResponseDefinition] = [:]
+    /// The body files the contract reads (`file:`), as absolute paths.
+    public var bodyFiles: [String] = []
 
     /// Title, version and description of the API.
     public struct Info: Sendable {

@@ -76,6 +76,23 @@ public final class MockEngine: Sendable {
         self.clock = clock
     }
 
+    /// An engine for a reloaded contract that carries on from `previous`:
+    /// the same sessions (their state kept as `SessionStore.redeclare`
+    /// says), journal, clock and default delay.
+    public init(contract: Contract, carryingOn previous: MockEngine) {
+        self.contract = contract
+        self.sessions = previous.sessions
+        self.journal = previous.journal
+        self.router = EndpointRouter(endpoints: contract.endpoints)
+        self.authenticator = Authenticator(schemes: contract.authSchemes)
+        self.rateLimiter = RateLimiter(limits: contract.rateLimits)
+        self.validator = RequestValidator(schemas: contract.schemas)
+        self.selector = ResponseSelector(state: contract.state)
+        self.defaultDelay = previous.defaultDelay
+        self.clock = previous.clock
+        sessions.redeclare(from: previous.contract.state, to: contract.state)
+    }
+
     /// Real time, as the engine's clock reads it.
     public var realNow: Double { clock() }
 

@@ -255,6 +255,7 @@ extension ContractLoader {
             diagnostics.error("body file '\(path)' resolves outside the contract's folder", at: location)
             return .empty
         }
+        bodyFiles.withLock { _ = $0.insert(url.path) }
         let bytes: [UInt8]
         switch SourceReader.readBytes(url.path, what: "body file") {
         case .success(let read): bytes = read

@@ -32,6 +32,8 @@ public struct ContractLoader: Sendable {
     var numericQuery: (@Sendable (String) -> Bool)?
     /// Request examples and static bodies to check against schemas once all schemas are known.
     var pendingExamples: [(value: JSON, schema: Schema, location: SourceLocation, what: String)] = []
+    /// Body files read, shared by the copies that read endpoints in parallel.
+    let bodyFiles = Locked<Set<String>>([])
 
     static let topLevelKeys: Set<String> = ["doppel", "info", "base_path", "auth", "schemas", "state", "data", "responses", "fallbacks", "rate_limits", "endpoints"]
     /// Names every expression may start from.
@@ -136,7 +138,7 @@ public struct ContractLoader: Sendable {
         return Contract(
             file: file, info: info, basePath: basePath, schemas: schemas, authSchemes: authSchemes,
             defaultAuth: defaultAuth, state: state, data: data, responses: namedResponses, endpoints: endpoints,
-            rateLimits: rateLimits, fallbacks: fallbacks
+            rateLimits: rateLimits, fallbacks: fallbacks, bodyFiles: bodyFiles.withLock { $0.sorted() }
         )
     }
 

@@ -67,6 +67,16 @@ public final class Session: Sendable {
         }
     }
 
+    /// Replaces the contract-visible state with what `transform` makes of it, in one step.
+    public func replace(using transform: (JSONObject) -> JSONObject) {
+        data.withLock { data in
+            let before = data.stateSize
+            data.state = transform(data.state)
+            data.stateSize = JSON.object(data.state).encodedSize
+            report(data.stateSize - before)
+        }
+    }
+
     /// The session's clock.
     public var clock: SessionClock { data.withLock { $0.clock } }
 

@@ -39,6 +39,8 @@ public final class SessionStore: Sendable {
 
     /// Sessions by id, threaded on a recency list (newest first) for O(1) eviction.
     private struct Table {
+        /// The contract's initial state, which a reloaded contract may change.
+        var initial: JSONObject
         var entries: [String: Entry] = [:]
         var newest: String?
         var oldest: String?
@@ -77,9 +79,9 @@ public final class SessionStore: Sendable {
         }
     }
 
-    private let table = Locked(Table())
+    private let table: Locked<Table>
     /// The contract's initial state.
-    public let initial: JSONObject
+    public var initial: JSONObject { table.withLock { $0.initial } }
     /// The most sessions held at once.
     public let limit: Int
     /// Seconds a session may go unused before it is evicted; nil keeps idle sessions.
@@ -101,7 +103,7 @@ public final class SessionStore: Sendable {
                 clock: @escaping @Sendable () -> Double = { 0 },
                 monotonic: @escaping @Sendable () -> Double = SessionStore.uptime) {
         self.budget = StateBudget(limit: stateLimit)
-        self.initial = initial
+        self.table = Locked(Table(initial: initial))
         self.limit = max(1, limit)
         self.idleLimit = idleLimit
         self.clock = clock
@@ -162,9 +164,9 @@ public final class SessionStore: Sendable {
                 table.evictions.forRoom += 1
                 evicted.append(victim)
             }
-            let session = Session(id: id, initial: initial, budget: budget)
+            let session = Session(id: id, initial: table.initial, budget: budget)
             if let scenario = baseScenario.withLock({ $0 }) {
-                session.restart(initial: initial, scenario: scenario, real: clock())
+                session.restart(initial: table.initial, scenario: scenario, real: clock())
             }
             table.entries[id] = Entry(session: session, lastUsed: now)
             table.pushNewest(id)
@@ -225,6 +227,32 @@ public final class SessionStore: Sendable {
         return counts
     }
 
+    /// Takes a reloaded contract's state declaration: new sessions start
+    /// from its initial state, and every session keeps its own value of each
+    /// name the old and new declarations both have, of the same kind (and,
+    /// for a collection, the same key field); other names take their new
+    /// initial values, and names no longer declared are dropped. Clocks,
+    /// call counts, sequences and scenarios are kept.
+    public func redeclare(from old: StateDeclaration, to new: StateDeclaration) {
+        let sessions = table.withLock { table -> [Session] in
+            table.initial = new.initial
+            return table.entries.values.map(\.session)
+        }
+        for session in sessions {
+            session.replace { Self.migrate($0, from: old, to: new) }
+        }
+    }
+
+    /// A session's state under a new declaration (see `redeclare`).
+    public static func migrate(_ state: JSONObject, from old: StateDeclaration, to new: StateDeclaration) -> JSONObject {
+        var migrated = JSONObject()
+        for (name, initialValue) in new.initial.pairs {
+            let kept = old.kinds[name] != nil && old.kinds[name] == new.kinds[name] && old.collectionKeys[name] == new.collectionKeys[name]
+            migrated[name] = kept ? (state[name] ?? initialValue) : initialValue
+        }
+        return migrated
+    }
+
     /// Forgets one session; its next request starts from the initial state.
     @discardableResult
     public func reset(_ id: String) -> Bool {
@@ -236,7 +264,7 @@ public final class SessionStore: Sendable {
         table.withLock { table in
             for entry in table.entries.values { entry.session.detach() }
             let evictions = table.evictions
-            table = Table()
+            table = Table(initial: table.initial)
             table.evictions = evictions
         }
     }
