@@ -1,4 +1,5 @@
 extension ContractLoader {
+    static let requestBodyKeys: Set<String> = ["schema", "content_type", "required", "example", "description"]
     static let endpointKeys: Set<String> = [
         "request", "summary", "description", "auth", "match", "let", "path", "query", "headers", "cookies", "body", "on_invalid",
         "on_unauthorized", "responses", "documented",
@@ -137,7 +138,7 @@ extension ContractLoader {
     }
 
     private mutating func readBodySpec(_ node: SourceNode, context: String) -> BodySpec? {
-        guard let reader = MappingReader(node, allowed: ["schema", "content_type", "required", "example", "description"], context: "body of \(context)", diagnostics: &diagnostics) else { return nil }
+        guard let reader = MappingReader(node, allowed: Self.requestBodyKeys, context: "body of \(context)", diagnostics: &diagnostics) else { return nil }
         let schema = reader["schema"].flatMap { readSchema($0, context: "body schema of \(context)") }
         var types = ["application/json"]
         if let typeNode = reader["content_type"] {

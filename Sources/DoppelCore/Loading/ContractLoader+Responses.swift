@@ -1,6 +1,8 @@
 import Foundation
 
 extension ContractLoader {
+    static let delayKeys: Set<String> = ["min", "max"]
+    static let eventKeys: Set<String> = ["event", "data", "id", "retry", "delay"]
     static let responseKeys: Set<String> = [
         "when", "ref", "name", "status", "description", "headers", "body", "text", "base64", "file", "chunks", "interval", "events",
         "content_type", "let", "effects", "schema", "body_from_schema", "delay", "fault",
@@ -158,7 +160,7 @@ extension ContractLoader {
             }
             return delay
         }
-        guard let reader = MappingReader(node, allowed: ["min", "max"], context: "delay", diagnostics: &diagnostics),
+        guard let reader = MappingReader(node, allowed: Self.delayKeys, context: "delay", diagnostics: &diagnostics),
               let low = reader.string("min", diagnostics: &diagnostics).flatMap(CalendarDuration.parse),
               let high = reader.string("max", diagnostics: &diagnostics).flatMap(CalendarDuration.parse),
               low.months == 0, high.months == 0, high.seconds >= low.seconds
@@ -206,7 +208,7 @@ extension ContractLoader {
         }
         var events: [EventDefinition] = []
         for item in items {
-            guard let event = MappingReader(item, allowed: ["event", "data", "id", "retry", "delay"], context: "an event of \(context)", diagnostics: &diagnostics),
+            guard let event = MappingReader(item, allowed: Self.eventKeys, context: "an event of \(context)", diagnostics: &diagnostics),
                   let dataNode = event.required("data", diagnostics: &diagnostics),
                   let data = compileTemplate(dataNode, roots: roots)
             else { continue }

@@ -1,4 +1,5 @@
 extension ContractLoader {
+    static let discriminatorKeys: Set<String> = ["propertyName", "mapping"]
     mutating func readSchemas(_ node: SourceNode?) {
         guard let node else { return }
         let entries = MappingReader.entries(of: node, context: "schemas", diagnostics: &diagnostics)
@@ -90,7 +91,7 @@ extension ContractLoader {
         }
         var discriminator: Schema.Discriminator?
         if let discriminatorNode = reader["discriminator"],
-           let spec = MappingReader(discriminatorNode, allowed: ["propertyName", "mapping"], context: "discriminator of \(context)", diagnostics: &diagnostics),
+           let spec = MappingReader(discriminatorNode, allowed: Self.discriminatorKeys, context: "discriminator of \(context)", diagnostics: &diagnostics),
            let property = spec.required("propertyName", diagnostics: &diagnostics)?.scalarText {
             var mapping: [(String, String)] = []
             for entry in spec.entries("mapping", diagnostics: &diagnostics) {

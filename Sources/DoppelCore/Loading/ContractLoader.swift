@@ -15,6 +15,11 @@ import Foundation
 /// Problems never stop the load early: every stage records diagnostics and
 /// goes on, so `doppel lint` reports them all at once.
 public struct ContractLoader: Sendable {
+    static let infoKeys: Set<String> = ["title", "version", "description"]
+    static let stateKeys: Set<String> = ["variables", "counters", "collections"]
+    static let collectionSpecKeys: Set<String> = ["key", "items"]
+    static let authKeys: Set<String> = ["default", "schemes"]
+    static let authSchemeKeys: Set<String> = ["type", "header", "query", "cookie", "tokens", "keys", "users", "issued", "failure", "expired", "format", "pattern", "description"]
     var diagnostics = DiagnosticCollector()
     let file: String
     let directory: URL
@@ -166,7 +171,7 @@ public struct ContractLoader: Sendable {
 
     mutating func readInfo(_ node: SourceNode?) -> Contract.Info {
         var info = Contract.Info(title: "Untitled API", version: "0", description: nil)
-        guard let node, let reader = MappingReader(node, allowed: ["title", "version", "description"], context: "info", diagnostics: &diagnostics) else {
+        guard let node, let reader = MappingReader(node, allowed: Self.infoKeys, context: "info", diagnostics: &diagnostics) else {
             return info
         }
         info.title = reader.string("title", diagnostics: &diagnostics) ?? info.title
@@ -176,7 +181,7 @@ public struct ContractLoader: Sendable {
     }
 
     mutating func readState(_ node: SourceNode?) -> StateDeclaration {
-        guard let node, let reader = MappingReader(node, allowed: ["variables", "counters", "collections"], context: "state", diagnostics: &diagnostics) else {
+        guard let node, let reader = MappingReader(node, allowed: Self.stateKeys, context: "state", diagnostics: &diagnostics) else {
             return .empty
         }
         var initial = JSONObject()
@@ -204,7 +209,7 @@ public struct ContractLoader: Sendable {
             var key = "id"
             var itemsNode: SourceNode? = entry.value
             if entry.value.mappingPairs != nil {
-                guard let spec = MappingReader(entry.value, allowed: ["key", "items"], context: "collection '\(entry.name)'", diagnostics: &diagnostics) else { continue }
+                guard let spec = MappingReader(entry.value, allowed: Self.collectionSpecKeys, context: "collection '\(entry.name)'", diagnostics: &diagnostics) else { continue }
                 key = spec.string("key", diagnostics: &diagnostics) ?? "id"
                 itemsNode = spec["items"]
             }
@@ -235,10 +240,10 @@ public struct ContractLoader: Sendable {
 
     /// Reads `auth`; returns the default schemes' names (any one admits a request).
     mutating func readAuth(_ node: SourceNode?) -> [String] {
-        guard let node, let reader = MappingReader(node, allowed: ["default", "schemes"], context: "auth", diagnostics: &diagnostics) else { return [] }
+        guard let node, let reader = MappingReader(node, allowed: Self.authKeys, context: "auth", diagnostics: &diagnostics) else { return [] }
         for entry in reader.entries("schemes", diagnostics: &diagnostics) {
             let context = "auth scheme '\(entry.name)'"
-            guard let spec = MappingReader(entry.value, allowed: ["type", "header", "query", "cookie", "tokens", "keys", "users", "issued", "failure", "expired", "format", "pattern", "description"], context: context, diagnostics: &diagnostics) else { continue }
+            guard let spec = MappingReader(entry.value, allowed: Self.authSchemeKeys, context: context, diagnostics: &diagnostics) else { continue }
             guard entry.name != "none" else {
                 diagnostics.error("'none' is reserved for public endpoints; name the scheme otherwise", at: entry.keyNode.location)
                 continue

@@ -68,8 +68,11 @@ public struct ClockChange: Sendable, Equatable {
     }
 
     /// Reads `{"set": ISO, "advance": "31d", "freeze": bool, "reset": bool}`; the error says what is wrong.
+    /// The keys of a clock change.
+    static let keys: Set<String> = ["set", "advance", "freeze", "reset"]
+
     public static func parse(_ object: JSONObject, allowing extra: Set<String> = []) -> Result<ClockChange, ClockChangeError> {
-        let known: Set<String> = ["set", "advance", "freeze", "reset"]
+        let known = keys
         if let unknown = object.keys.first(where: { !known.contains($0) && !extra.contains($0) }) {
             return .failure(ClockChangeError(message: "unknown key '\(unknown)'\(Suggestion.hint(for: unknown, in: known)); use advance, set, freeze or reset"))
         }

@@ -8,6 +8,10 @@ import Foundation
 /// captured by earlier steps, expectations, captures). Every problem is
 /// reported, as for contracts, as `path:line:column: error: message`.
 public enum ScenarioLoader {
+    static let givenKeys: Set<String> = ["state", "clock"]
+    static let overrideKeys: Set<String> = ["endpoint", "call", "response", "status", "example", "delay", "fault"]
+    static let partKeys: Set<String> = ["name", "filename", "content_type", "content"]
+    static let expectKeys: Set<String> = ["status", "headers", "body", "error"]
     static let topKeys: Set<String> = ["contract", "name", "description", "given", "overrides", "headers", "steps"]
     static let stepKeys: Set<String> = ["name", "request", "query", "headers", "json", "text", "form", "multipart", "content_type", "timeout", "expect", "capture", "clock"]
 
@@ -85,7 +89,7 @@ public enum ScenarioLoader {
     }
 
     static func readGiven(_ node: SourceNode?, contract: Contract, loader: inout ContractLoader) -> Given {
-        guard let node, let reader = MappingReader(node, allowed: ["state", "clock"], context: "given", diagnostics: &loader.diagnostics) else { return Given() }
+        guard let node, let reader = MappingReader(node, allowed: Self.givenKeys, context: "given", diagnostics: &loader.diagnostics) else { return Given() }
         var given = Given()
         for entry in reader.entries("state", diagnostics: &loader.diagnostics) {
             guard let kind = contract.state.kinds[entry.name] else {
@@ -156,7 +160,7 @@ public enum ScenarioLoader {
         }
         var overrides: [Override] = []
         for item in items {
-            guard let reader = MappingReader(item, allowed: ["endpoint", "call", "response", "status", "example", "delay", "fault"], context: "an override", diagnostics: &loader.diagnostics),
+            guard let reader = MappingReader(item, allowed: Self.overrideKeys, context: "an override", diagnostics: &loader.diagnostics),
                   let endpointNode = reader.required("endpoint", diagnostics: &loader.diagnostics), let id = endpointNode.scalarText
             else { continue }
             guard let endpoint = contract.endpoint(id: id) else {
@@ -278,7 +282,7 @@ public enum ScenarioLoader {
         } else if let partsNode = reader["multipart"] {
             var parts: [RequestTemplate.MultipartPart] = []
             for item in partsNode.sequenceItems ?? [] {
-                guard let part = MappingReader(item, allowed: ["name", "filename", "content_type", "content"], context: "a multipart part", diagnostics: &loader.diagnostics),
+                guard let part = MappingReader(item, allowed: Self.partKeys, context: "a multipart part", diagnostics: &loader.diagnostics),
                       let name = part.required("name", diagnostics: &loader.diagnostics)?.scalarText,
                       let contentNode = part.required("content", diagnostics: &loader.diagnostics),
                       let content = loader.compileTemplate(contentNode, roots: roots)
@@ -303,7 +307,7 @@ public enum ScenarioLoader {
 
     static func readExpectation(_ node: SourceNode?, roots: Set<String>, loader: inout ContractLoader) -> Expectation {
         var expectation = Expectation()
-        guard let node, let reader = MappingReader(node, allowed: ["status", "headers", "body", "error"], context: "expect", diagnostics: &loader.diagnostics) else {
+        guard let node, let reader = MappingReader(node, allowed: Self.expectKeys, context: "expect", diagnostics: &loader.diagnostics) else {
             return expectation
         }
         if let status = reader.int("status", diagnostics: &loader.diagnostics) {
