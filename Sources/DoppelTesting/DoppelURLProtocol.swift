@@ -28,6 +28,8 @@ public final class DoppelURLProtocol: URLProtocol {
     private let cancelled = Locked(false)
     /// The longest a `no_answer` fault holds a request, in seconds.
     public static let hangLimit: Double = 30
+    /// The largest request body taken, as `doppel serve`'s default `--max-body-size`; larger ones get its 413.
+    public static let maxBodySize = 1 << 20
 
     /// Registers `engine` to answer requests to `baseURL`.
     public static func register(_ engine: MockEngine, at baseURL: URL) {
@@ -68,9 +70,12 @@ public final class DoppelURLProtocol: URLProtocol {
         if !headers.contains(where: { $0.name.lowercased() == "host" }), let host = url.host {
             headers.append((name: "host", value: url.port.map { "\(host):\($0)" } ?? host))
         }
+        let body = Self.body(of: request)
         let recorded = RecordedRequest(method: request.httpMethod ?? "GET", path: path, query: components?.percentEncodedQuery,
-                                       headers: headers, body: Self.body(of: request), remoteAddress: "in-process")
-        let response = engine.respond(to: recorded)
+                                       headers: headers, body: body.count > Self.maxBodySize ? [] : body, remoteAddress: "in-process")
+        let response = body.count > Self.maxBodySize
+            ? engine.respond(refusing: recorded, with: .payloadTooLarge(limit: Self.maxBodySize))
+            : engine.respond(to: recorded)
         after(response.delay) { self.deliver(response, to: url) }
     }
 
@@ -150,7 +155,8 @@ public final class DoppelURLProtocol: URLProtocol {
         DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { work() }
     }
 
-    /// The body, whether set as data or as a stream (as URLSession does for uploads).
+    /// The body, whether set as data or as a stream (as URLSession does for
+    /// uploads); a stream is read to one byte past `maxBodySize` at most.
     private static func body(of request: URLRequest) -> [UInt8] {
         if let data = request.httpBody { return Array(data) }
         guard let stream = request.httpBodyStream else { return [] }
@@ -158,7 +164,7 @@ public final class DoppelURLProtocol: URLProtocol {
         defer { stream.close() }
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 16 * 1024)
-        while stream.hasBytesAvailable {
+        while stream.hasBytesAvailable, bytes.count <= maxBodySize {
             let read = stream.read(&buffer, maxLength: buffer.count)
             if read <= 0 { break }
             bytes += buffer[0..<read]

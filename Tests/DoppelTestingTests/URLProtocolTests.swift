@@ -81,3 +81,16 @@ struct URLProtocolTests {
         #expect(DoppelURLProtocol.canInit(with: URLRequest(url: url.appendingPathComponent("anything"))))
     }
 }
+
+extension URLProtocolTests {
+    @Test func aBodyOverTheLimitGetsTheServers413() async throws {
+        let doppel = try DoppelTestServer.inProcess(contract: "contracts/tales.yaml").session()
+        let big = String(repeating: "x", count: DoppelURLProtocol.maxBodySize + 1)
+        let refused = try await doppel.send("POST", "/api/v1/children", headers: bearer, json: #"{"name":"\#(big)"}"#)
+        #expect(refused.status == 413)
+        var request = doppel.request("/api/v1/children", method: "POST")
+        request.httpBodyStream = InputStream(data: Data(big.utf8))
+        let (_, streamed) = try await doppel.urlSession.data(for: request)
+        #expect((streamed as? HTTPURLResponse)?.statusCode == 413)
+    }
+}
