@@ -48,6 +48,8 @@ let package = Package(
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                // Forwarding to the upstream of `doppel serve --proxy`.
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]
         ),
         .target(
@@ -112,7 +114,9 @@ let package = Package(
         ),
         .testTarget(
             name: "DoppelServerTests",
-            dependencies: ["DoppelServer", "DoppelTesting", "DoppelCore", "DoppelOpenAPI"],
+            dependencies: ["DoppelServer", "DoppelTesting", "DoppelCore", "DoppelOpenAPI",
+                           // The upstream server of the proxy tests.
+                           .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HTTPTypes", package: "swift-http-types")],
             // Read by path from the repository, not as a bundle resource.
             exclude: ["Fixtures"]
         ),

@@ -30,7 +30,8 @@ public func buildApplication(
     logger.logLevel = .warning
     let responder = DoppelResponder(
         slot: slot, log: log ?? RequestLog(format: configuration.logFormat), maxBodySize: configuration.maxBodySize,
-        hangLimit: configuration.hangLimit, adminToken: configuration.adminToken, scenarios: scenarios)
+        hangLimit: configuration.hangLimit, adminToken: configuration.adminToken, scenarios: scenarios,
+        proxy: configuration.proxy, proxyTimeout: configuration.proxyTimeout)
     return DoppelService(responder: responder, configuration: configuration, logger: logger, onServerRunning: onServerRunning)
 }
 
@@ -81,7 +82,13 @@ struct DoppelService: Service {
         } onServerRunning: { [configuration, onServerRunning] channel in
             await onServerRunning(channel.localAddress?.port ?? configuration.port)
         }
-        try await server.run()
+        do {
+            try await server.run()
+        } catch {
+            await responder.upstream?.shutdown()
+            throw error
+        }
+        await responder.upstream?.shutdown()
     }
 
     struct ParseErrorWhileWriting: Error {}

@@ -111,8 +111,8 @@ final class DirectResponder: ChannelDuplexHandler, RemovableChannelHandler {
         let recorded = DoppelResponder.recorded(head, uri: uri, body: body.map { Array($0.readableBytesView) } ?? [],
                                                 remoteAddress: context.channel.remoteAddress?.ipAddress)
         let response = responder.engine.respond(to: recorded)
-        if response.delay > 0 || response.fault != nil || response.stream != nil {
-            // Hummingbird's responder waits, breaks or streams it.
+        if response.delay > 0 || response.fault != nil || response.stream != nil || response.forward {
+            // Hummingbird's responder waits, breaks, streams or forwards it.
             passOn(head, computed: response, context: context)
             if let body { context.fireChannelRead(wrapInboundOut(.body(body))) }
             context.fireChannelRead(wrapInboundOut(.end(nil)))

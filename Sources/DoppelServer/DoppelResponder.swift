@@ -1,4 +1,5 @@
 import DoppelCore
+import Foundation
 import HTTPTypes
 import HummingbirdCore
 import Hummingbird
@@ -24,9 +25,13 @@ public struct DoppelResponder: HTTPResponder {
         self.init(slot: EngineSlot(engine), log: log, maxBodySize: maxBodySize, hangLimit: hangLimit, adminToken: adminToken, scenarios: scenarios)
     }
 
+    /// The server behind Doppel (`--proxy`), if any.
+    let upstream: Upstream?
+
     public init(slot: EngineSlot, log: RequestLog, maxBodySize: Int, hangLimit: Double = 30, adminToken: String? = nil,
-                scenarios: ScenarioCatalog = ScenarioCatalog()) {
+                scenarios: ScenarioCatalog = ScenarioCatalog(), proxy: URL? = nil, proxyTimeout: Double = 30) {
         self.slot = slot
+        self.upstream = proxy.map { Upstream(base: $0, timeout: proxyTimeout) }
         self.admin = AdminAPI(slot: slot, token: adminToken, catalog: scenarios, log: log)
         self.log = log
         self.maxBodySize = maxBodySize
@@ -40,13 +45,16 @@ public struct DoppelResponder: HTTPResponder {
         let computed = try? await context.channel.pipeline.handler(type: DirectResponder.self).get().handoff.withLockedValue { pending in
             pending.isEmpty ? nil : pending.removeFirst()
         }
-        let response: MockResponse
+        var response: MockResponse
         switch await record(request, context: context) {
         case .success(let recorded):
             if let computed {
                 response = computed
             } else {
                 response = AdminAPI.handles(recorded.path) ? admin.respond(to: recorded) : engine.respond(to: recorded)
+            }
+            if response.forward {
+                response = await forward(recorded, endpointID: response.endpointID, started: started)
             }
         case .failure(let problem):
             let refused = Self.recorded(request.head, uri: request.uri, body: [], remoteAddress: context.remoteAddress)
@@ -60,6 +68,17 @@ public struct DoppelResponder: HTTPResponder {
         logAnswer(method: request.method.rawValue, path: request.uri.path, session: request.headers[Self.sessionField],
                   response: response, started: started)
         return written
+    }
+
+    /// The upstream's answer to a forwarded request, journaled as proxied.
+    private func forward(_ request: RecordedRequest, endpointID: String?, started: ContinuousClock.Instant) async -> MockResponse {
+        var answer = await upstream?.forward(request)
+            ?? Problem.badGateway(upstream: "(none)", reason: "no upstream is configured (--proxy)").response()
+        answer.endpointID = endpointID
+        let elapsed = ContinuousClock.now - started
+        engine.recordForwarded(request, status: answer.status, endpointID: endpointID,
+                               durationMicros: Int(elapsed.components.seconds) * 1_000_000 + Int(elapsed.components.attoseconds / 1_000_000_000_000))
+        return answer
     }
 
     /// Writes a request's line to the request log.

@@ -1,3 +1,4 @@
+import Foundation
 import DoppelCore
 
 /// How a Doppel server listens and behaves. Every limit's default is listed
@@ -33,6 +34,11 @@ public struct ServerConfiguration: Sendable {
     public var bodyTimeout: Double = 30
     /// The most connections open at once; more wait in the listen backlog.
     public var maxConnections: Int = 10_000
+    /// The upstream server requests no endpoint takes are forwarded to
+    /// (`--proxy`), with `proxy: true` endpoints' requests; nil forwards nothing.
+    public var proxy: URL?
+    /// How long the upstream may take to connect, and to answer, in seconds.
+    public var proxyTimeout: Double = 30
 
     public init(host: String = "127.0.0.1", port: Int = 8000, maxBodySize: Int = 1 << 20, logFormat: RequestLog.Format = .text,
                 journalCapacity: Int = 10_000, sessionLimit: Int = 10_000, defaultDelay: Delay? = nil, hangLimit: Double = 30,
@@ -59,6 +65,7 @@ extension MockEngine {
     /// what `doppel serve` and `DoppelTestServer` both build.
     public convenience init(contract: Contract, configuration: ServerConfiguration) {
         self.init(contract: contract, journalCapacity: configuration.journalCapacity, sessionLimit: configuration.sessionLimit,
-                  sessionIdleLimit: configuration.sessionIdleLimit, defaultDelay: configuration.defaultDelay)
+                  sessionIdleLimit: configuration.sessionIdleLimit, defaultDelay: configuration.defaultDelay,
+                  forwardsUnmatched: configuration.proxy != nil)
     }
 }

@@ -67,6 +67,12 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("max-connections"), help: "The most connections open at once; more wait to be accepted.")
     var maxConnections: Int = 10_000
 
+    @Option(help: "Forward requests no endpoint takes, and those of `proxy: true` endpoints, to this server (http or https URL).")
+    var proxy: String?
+
+    @Option(name: .customLong("proxy-timeout"), help: "How long the --proxy server may take to connect and to answer before a 504, like 30s.")
+    var proxyTimeout: String = "30s"
+
     @Flag(help: "Reload the contract when it or a body file it reads changes; sessions keep their state. A contract with errors is reported and the last good one keeps serving.")
     var watch = false
 
@@ -83,11 +89,17 @@ struct Serve: AsyncParsableCommand {
         if let delay, Delay.parse(delay) == nil {
             throw ValidationError("--delay must be a duration like 200ms or a range like 100ms-300ms")
         }
+        if let proxy {
+            guard let url = URL(string: proxy), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host?.isEmpty == false,
+                  url.query == nil else {
+                throw ValidationError("--proxy must be an http or https URL like http://127.0.0.1:9000 or https://staging.example.com/api")
+            }
+        }
         guard maxSessions > 0 else { throw ValidationError("--max-sessions must be at least 1") }
         guard maxConnections > 0 else { throw ValidationError("--max-connections must be at least 1") }
         for (name, value, zeroAllowed) in [("--hang-limit", hangLimit, false), ("--session-idle", sessionIdle, true), ("--idle-timeout", idleTimeout, false),
                                            ("--header-timeout", headerTimeout, false), ("--body-timeout", bodyTimeout, false),
-                                           ("--shutdown-grace", shutdownGrace, true)] {
+                                           ("--shutdown-grace", shutdownGrace, true), ("--proxy-timeout", proxyTimeout, false)] {
             guard let seconds = Self.seconds(value), seconds > 0 || (zeroAllowed && seconds == 0) else {
                 throw ValidationError("\(name) must be a duration like 30s\(zeroAllowed ? " (or 0)" : "")")
             }
@@ -144,6 +156,8 @@ struct Serve: AsyncParsableCommand {
         configuration.headerTimeout = Self.seconds(headerTimeout)!
         configuration.bodyTimeout = Self.seconds(bodyTimeout)!
         configuration.maxConnections = maxConnections
+        configuration.proxy = proxy.flatMap { URL(string: $0) }
+        configuration.proxyTimeout = Self.seconds(proxyTimeout)!
         let engine = MockEngine(contract: contract, configuration: configuration)
         var catalog = ScenarioCatalog()
         do {
@@ -170,6 +184,7 @@ struct Serve: AsyncParsableCommand {
             log.line("Doppel serving \(contract.info.title) \(contract.info.version) from \(self.contract)")
             if let scenario { log.line("Every session starts from scenario \(scenario)") }
             if !catalog.names.isEmpty { log.line("Scenarios: \(catalog.names.joined(separator: ", "))") }
+            if let proxy { log.line("Forwarding to \(proxy): requests no endpoint takes, and those of proxy: true endpoints") }
             if watch { log.line("Watching \(self.contract) and its body files for changes") }
             for line in RouteTable.lines(for: contract) { log.line("  " + line) }
             log.line("Listening on http://\(address):\(port) (admin API: http://\(address):\(port)/__doppel/health)")

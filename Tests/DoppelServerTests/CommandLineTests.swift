@@ -119,6 +119,12 @@ struct CommandLineTests {
         let idle = try run(["serve", "contracts/tales.yaml", "--session-idle", "soon"])
         #expect(idle.status == 64)
         #expect(idle.errors.contains("--session-idle must be a duration like 30s (or 0)"))
+        let proxy = try run(["serve", "contracts/tales.yaml", "--proxy", "ftp://example.com"])
+        #expect(proxy.status == 64)
+        #expect(proxy.errors.contains("--proxy must be an http or https URL like http://127.0.0.1:9000"))
+        let proxyTimeout = try run(["serve", "contracts/tales.yaml", "--proxy", "http://127.0.0.1:9", "--proxy-timeout", "0"])
+        #expect(proxyTimeout.status == 64)
+        #expect(proxyTimeout.errors.contains("--proxy-timeout must be a duration like 30s"))
         // An address of the documentation range is on no interface here: the bind fails, after the warning.
         let exposed = try run(["serve", "contracts/tales.yaml", "--host", "192.0.2.1", "--port", "0"])
         #expect(exposed.status == 1)

@@ -76,7 +76,8 @@ extension CommandLineTests {
         // A broken edit: reported as path:line:column, and the last good contract serves on.
         try Self.watchedContract(version: "three", method: "FETCH").write(to: contract, atomically: true, encoding: .utf8)
         var reported = ""
-        _ = try await eventually(within: 3) {
+        // (Generous deadlines from here on: what they wait for is not a timing promise.)
+        _ = try await eventually(within: 10) {
             reported += String(decoding: served.output.fileHandleForReading.availableData, as: UTF8.self)
             return reported.contains("has errors (above); still serving the last good contract")
         }
@@ -89,7 +90,7 @@ extension CommandLineTests {
 
         // Fixed again: served, the count carried on.
         try Self.watchedContract(version: "four").write(to: contract, atomically: true, encoding: .utf8)
-        let fixed = try await eventually(within: 3) {
+        let fixed = try await eventually(within: 10) {
             let probe = try await client.send("POST", "/hit", token: nil, session: "probe").json
             return probe?["version"] == "four"
         }

@@ -153,6 +153,9 @@ public struct Endpoint: Sendable {
     /// scenarios force them, coverage counts them.
     public let documented: [ResponseDefinition]
     public let location: SourceLocation
+    /// `proxy: true`: requests go to the server's upstream (`doppel serve
+    /// --proxy`) unless a scenario override or `Prefer` picks a response.
+    public var proxy = false
 
     /// `POST /api/v1/stories/generate`.
     public var signature: String { "\(method) \(path.template)" }

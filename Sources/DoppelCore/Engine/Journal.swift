@@ -15,6 +15,8 @@ public final class Journal: Sendable {
         public let responseName: String?
         /// Time spent answering, in microseconds.
         public let durationMicros: Int
+        /// Answered by the upstream server (`doppel serve --proxy`), not the contract.
+        public var proxied = false
 
         /// The entry as JSON, for the admin API.
         public var json: JSON {
@@ -23,6 +25,7 @@ public final class Journal: Sendable {
                 ("method", .string(method)), ("path", .string(path)), ("query", query.map { .string($0) } ?? .null),
                 ("status", .int(status)), ("endpoint", endpointID.map { .string($0) } ?? .null),
                 ("response", responseName.map { .string($0) } ?? .null), ("duration_us", .int(durationMicros)),
+                ("proxied", .bool(proxied)),
             ]))
         }
     }
@@ -72,12 +75,12 @@ public final class Journal: Sendable {
     /// Records a request; returns its sequence number.
     @discardableResult
     public func record(time: Double, session: String, method: String, path: String, query: String?, status: Int,
-                       endpointID: String?, responseName: String?, durationMicros: Int) -> Int {
+                       endpointID: String?, responseName: String?, durationMicros: Int, proxied: Bool = false) -> Int {
         ring.withLock { ring in
             ring.sequence += 1
             ring.entries[ring.next] = Entry(
                 sequence: ring.sequence, time: time, session: session, method: method, path: path, query: query,
-                status: status, endpointID: endpointID, responseName: responseName, durationMicros: durationMicros)
+                status: status, endpointID: endpointID, responseName: responseName, durationMicros: durationMicros, proxied: proxied)
             ring.next = (ring.next + 1) % capacity
             ring.count = min(ring.count + 1, capacity)
             ring.tally[session, default: [:]][Tally.Outcome(endpointID: endpointID, status: status), default: 0] += 1

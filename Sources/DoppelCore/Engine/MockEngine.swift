@@ -46,6 +46,9 @@ public final class MockEngine: Sendable {
     let clock: @Sendable () -> Double
     /// The delay of responses that declare none.
     public let defaultDelay: Delay?
+    /// Whether a request no endpoint takes (404 or 405) is forwarded to the
+    /// upstream (`doppel serve --proxy`) rather than answered.
+    public let forwardsUnmatched: Bool
 
     /// The header that names a request's session.
     public static let sessionHeader = "doppel-session"
@@ -59,7 +62,7 @@ public final class MockEngine: Sendable {
     ///   - clock: real time in seconds since 1970; sessions move their own
     ///     virtual clocks relative to it.
     public init(contract: Contract, journalCapacity: Int = 10_000, sessionLimit: Int = 10_000, sessionIdleLimit: Double? = 3600,
-                stateLimit: Int = StateBudget.defaultLimit, defaultDelay: Delay? = nil,
+                stateLimit: Int = StateBudget.defaultLimit, defaultDelay: Delay? = nil, forwardsUnmatched: Bool = false,
                 clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
         self.contract = contract
         self.sessions = SessionStore(initial: contract.state.initial, limit: sessionLimit, idleLimit: sessionIdleLimit,
@@ -73,6 +76,7 @@ public final class MockEngine: Sendable {
         self.validator = RequestValidator(schemas: contract.schemas)
         self.selector = ResponseSelector(state: contract.state)
         self.defaultDelay = defaultDelay
+        self.forwardsUnmatched = forwardsUnmatched
         self.clock = clock
     }
 
@@ -89,6 +93,7 @@ public final class MockEngine: Sendable {
         self.validator = RequestValidator(schemas: contract.schemas)
         self.selector = ResponseSelector(state: contract.state)
         self.defaultDelay = previous.defaultDelay
+        self.forwardsUnmatched = previous.forwardsUnmatched
         self.clock = previous.clock
         sessions.redeclare(from: previous.contract.state, to: contract.state)
     }
@@ -114,12 +119,25 @@ public final class MockEngine: Sendable {
             response.body = []
             response.stream = nil
         }
+        // A forwarded request is journaled by the transport, with the upstream's status.
+        if response.forward { return response }
         let elapsed = ContinuousClock.now - started
         let micros = Int(elapsed.components.seconds) * 1_000_000 + Int(elapsed.components.attoseconds / 1_000_000_000_000)
         // An invalid id is never kept: it may be any size, and each distinct one would be a new key.
         journal.record(time: now, session: valid ? sessionID : Journal.invalidSession, method: request.method, path: request.path, query: request.query,
                        status: response.status, endpointID: response.endpointID, responseName: response.responseName, durationMicros: micros)
         return response
+    }
+
+    /// Journals a request the transport forwarded (`MockResponse.forward`)
+    /// with the upstream's status, marked proxied.
+    public func recordForwarded(_ request: RecordedRequest, status: Int, endpointID: String?, durationMicros: Int) {
+        let sessionID = request.header(Self.sessionHeader) ?? SessionStore.defaultID
+        let valid = SessionStore.isValid(id: sessionID)
+        let now = valid ? sessions.session(sessionID).now(real: clock()) : clock()
+        journal.record(time: now, session: valid ? sessionID : Journal.invalidSession, method: request.method, path: request.path,
+                       query: request.query, status: status, endpointID: endpointID, responseName: nil, durationMicros: durationMicros,
+                       proxied: true)
     }
 
     /// Answers a request the server refused before the engine saw it (a
@@ -162,6 +180,8 @@ public final class MockEngine: Sendable {
             endpoint = found
             pathParameters = parameters
             context.roots[.path] = Self.object(parameters)
+        case .methodNotAllowed where forwardsUnmatched, .notFound where forwardsUnmatched:
+            return .forwarding(endpointID: nil)
         case .methodNotAllowed(let allowed):
             return fallback(for: Problem.methodNotAllowed(method: request.method, path: request.path, allowed: allowed), context: context, session: session)
         case .notFound(let nearMisses):
@@ -184,6 +204,8 @@ public final class MockEngine: Sendable {
 
         // 6. Render.
         switch decision {
+        case .forward:
+            return .forwarding(endpointID: endpoint.id)
         case .problem(let problem, let rateHeaders):
             return problem.response(endpointID: endpoint.id).adding(rateHeaders)
         case .respond(let selection, let override, let rateHeaders):
@@ -227,6 +249,8 @@ public final class MockEngine: Sendable {
 
     /// What a request's transaction decided.
     enum Decision {
+        /// A `proxy: true` endpoint's request that no override or `Prefer` answers: the upstream's to answer.
+        case forward
         /// A problem of Doppel's own (a validation failure without `on_invalid`, an unreadable body).
         case problem(Problem, rateHeaders: [(name: String, value: String)])
         /// A response chosen (and its effects applied) to render.
@@ -268,6 +292,8 @@ public final class MockEngine: Sendable {
         var context = base
         let call = data.countCall(to: endpoint.id)
         let override = data.scenario?.overrides.first { $0.endpointID == endpoint.id && $0.applies(toCall: call) }
+        // A proxied endpoint is mocked only where a scenario or the client asks for a response.
+        if endpoint.proxy, override == nil, request.header("prefer") == nil { return .forward }
 
         func respond(_ forced: ResponseDefinition?, rateHeaders: [(name: String, value: String)]) throws(Failure) -> Decision {
             do {

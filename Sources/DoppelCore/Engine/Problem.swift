@@ -92,6 +92,19 @@ public struct Problem: Sendable, Error {
                 detail: "The request body is larger than the limit of \(limit) bytes.", extra: [("limit", .int(limit))])
     }
 
+    /// 502: the upstream server (`doppel serve --proxy`) could not be reached or gave no usable answer.
+    public static func badGateway(upstream: String, reason: String) -> Problem {
+        Problem(status: 502, type: urn("bad-gateway"), title: "Bad gateway",
+                detail: "The upstream \(upstream) gave no answer: \(reason).", extra: [("upstream", .string(upstream))])
+    }
+
+    /// 504: the upstream server did not answer in time.
+    public static func gatewayTimeout(upstream: String, seconds: Double) -> Problem {
+        Problem(status: 504, type: urn("gateway-timeout"), title: "Gateway timeout",
+                detail: "The upstream \(upstream) did not answer within \(seconds.formatted())s (--proxy-timeout).",
+                extra: [("upstream", .string(upstream))])
+    }
+
     /// 400: the request body could not be read from the connection.
     public static func unreadableBody(_ reason: String) -> Problem {
         Problem(status: 400, type: urn("unreadable-body"), title: "Unreadable body", detail: "The request body could not be read: \(reason).")

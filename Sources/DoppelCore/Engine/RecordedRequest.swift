@@ -62,6 +62,17 @@ public struct MockResponse: Sendable {
     public var fault: Fault?
     /// A body to send in parts over time instead of `body`.
     public var stream: [StreamPart]?
+    /// The request is to be forwarded to the upstream server (`doppel serve
+    /// --proxy`), whose answer is sent instead; the transport journals it.
+    public var forward = false
+
+    /// The engine's answer to a request it forwards: a 502 for a transport
+    /// that has no upstream.
+    public static func forwarding(endpointID: String?) -> MockResponse {
+        var response = MockResponse(status: 502, endpointID: endpointID)
+        response.forward = true
+        return response
+    }
 
     public init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = [], endpointID: String? = nil, responseName: String? = nil) {
         self.status = status

@@ -2,7 +2,7 @@ extension ContractLoader {
     static let requestBodyKeys: Set<String> = ["schema", "content_type", "required", "example", "description"]
     static let endpointKeys: Set<String> = [
         "request", "summary", "description", "auth", "match", "let", "path", "query", "headers", "cookies", "body", "on_invalid",
-        "on_unauthorized", "responses", "documented",
+        "on_unauthorized", "responses", "documented", "proxy",
     ]
     static let methods: Set<String> = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 
@@ -108,7 +108,9 @@ extension ContractLoader {
             onUnauthorized = readResponseReference(node, name: "\(id).on_unauthorized", scope: Self.requestRoots, endpointLets: [])
         }
         var responses: [ResponseDefinition] = []
-        if let responsesNode = reader.required("responses", diagnostics: &diagnostics) {
+        // A proxied endpoint forwards what no override or `Prefer` answers, so it may have no responses of its own.
+        let proxy = reader.bool("proxy", diagnostics: &diagnostics) ?? false
+        if let responsesNode = proxy ? reader["responses"] : reader.required("responses", diagnostics: &diagnostics) {
             guard let items = responsesNode.sequenceItems, !items.isEmpty else {
                 diagnostics.error("'responses' of \(context) must be a non-empty list", at: responsesNode.location)
                 return nil
@@ -134,7 +136,7 @@ extension ContractLoader {
             id: id, method: method, path: path, summary: reader.string("summary", diagnostics: &diagnostics), auth: auth,
             match: match, bindings: endpointBindings, pathParameters: pathParameters, query: query, headers: headers, cookies: cookies,
             body: body, onInvalid: onInvalid, onUnauthorized: onUnauthorized, responses: responses, documented: documented,
-            location: node.location)
+            location: node.location, proxy: proxy)
     }
 
     private mutating func readBodySpec(_ node: SourceNode, context: String) -> BodySpec? {
