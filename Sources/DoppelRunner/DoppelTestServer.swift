@@ -14,7 +14,7 @@ import ServiceLifecycle
 /// }
 /// ```
 public final class DoppelTestServer: Sendable {
-    /// `http://127.0.0.1:<port>`.
+    /// `http://127.0.0.1:<port>` (`https` when the configuration serves TLS).
     public let baseURL: URL
     public let port: Int
     /// The engine behind the server: its sessions and journal.
@@ -60,7 +60,7 @@ public final class DoppelTestServer: Sendable {
             throw TestServerError(message: "the server stopped before it started listening")
         }
         let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
-        return DoppelTestServer(baseURL: URL(string: "http://\(host):\(port)")!, port: port, engine: engine, task: task, group: group)
+        return DoppelTestServer(baseURL: URL(string: "\(configuration.scheme)://\(host):\(port)")!, port: port, engine: engine, task: task, group: group)
     }
 
     /// A server that does not listen: `baseURL` only names it, and its

@@ -2,6 +2,7 @@ import DoppelCore
 import Foundation
 import Hummingbird
 import HummingbirdCore
+import HummingbirdTLS
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -50,9 +51,13 @@ struct DoppelService: Service {
 
     func run() async throws {
         let limits = ConnectionGuard.Limits(header: configuration.headerTimeout, body: configuration.bodyTimeout, maxBodySize: configuration.maxBodySize)
-        let builder = HTTPServerBuilder { [configuration, responder] handler in
-            DoppelHTTP1Channel(responder: handler, limits: limits, idleTimeout: configuration.idleTimeout, maxHeaderSize: configuration.maxHeaderSize,
-                               direct: responder)
+        let builder = HTTPServerBuilder { [configuration, responder] handler -> any ServerChildChannel in
+            let channel = DoppelHTTP1Channel(responder: handler, limits: limits, idleTimeout: configuration.idleTimeout,
+                                             maxHeaderSize: configuration.maxHeaderSize, direct: responder)
+            // HTTPS: TLS in front of the same channel. (HTTP/2 is Hummingbird's own
+            // channel, which would bypass Doppel's limits and direct answers.)
+            guard let tls = configuration.tls else { return channel }
+            return try TLSChannel(channel, tlsConfiguration: tls)
         }
         let server = try builder.buildServer(
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Doppel",

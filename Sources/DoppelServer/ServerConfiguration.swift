@@ -1,5 +1,6 @@
-import Foundation
 import DoppelCore
+import Foundation
+import NIOSSL
 
 /// How a Doppel server listens and behaves. Every limit's default is listed
 /// in `docs/limits.md`, with the `doppel serve` option that changes it.
@@ -39,6 +40,19 @@ public struct ServerConfiguration: Sendable {
     public var proxy: URL?
     /// How long the upstream may take to connect, and to answer, in seconds.
     public var proxyTimeout: Double = 30
+    /// Serve HTTPS (HTTP/1.1 over TLS) with this configuration; nil serves plain HTTP.
+    public var tls: TLSConfiguration?
+
+    /// `https` when serving TLS, else `http`.
+    public var scheme: String { tls == nil ? "http" : "https" }
+
+    /// A TLS server configuration from PEM text: the certificate (and any
+    /// intermediates after it) and its private key.
+    public static func tls(certificatePEM: String, keyPEM: String) throws -> TLSConfiguration {
+        let chain = try NIOSSLCertificate.fromPEMBytes(Array(certificatePEM.utf8)).map { NIOSSLCertificateSource.certificate($0) }
+        let key = try NIOSSLPrivateKey(bytes: Array(keyPEM.utf8), format: .pem)
+        return TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(key))
+    }
 
     public init(host: String = "127.0.0.1", port: Int = 8000, maxBodySize: Int = 1 << 20, logFormat: RequestLog.Format = .text,
                 journalCapacity: Int = 10_000, sessionLimit: Int = 10_000, defaultDelay: Delay? = nil, hangLimit: Double = 30,

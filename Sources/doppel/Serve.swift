@@ -73,6 +73,18 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("proxy-timeout"), help: "How long the --proxy server may take to connect and to answer before a 504, like 30s.")
     var proxyTimeout: String = "30s"
 
+    @Option(name: .customLong("tls-cert"), help: "Serve HTTPS with this certificate (PEM; intermediates after it), with --tls-key.")
+    var tlsCert: String?
+
+    @Option(name: .customLong("tls-key"), help: "The private key (PEM) of --tls-cert.")
+    var tlsKey: String?
+
+    @Option(help: "self-signed: serve HTTPS with a certificate for localhost and this machine's names, signed by a local authority kept in --tls-dir; prints how to trust it.")
+    var tls: String?
+
+    @Option(name: .customLong("tls-dir"), help: "Where --tls self-signed keeps its authority and certificate (default ~/.doppel/tls).")
+    var tlsDir: String?
+
     @Flag(help: "Reload the contract when it or a body file it reads changes; sessions keep their state. A contract with errors is reported and the last good one keeps serving.")
     var watch = false
 
@@ -89,6 +101,10 @@ struct Serve: AsyncParsableCommand {
         if let delay, Delay.parse(delay) == nil {
             throw ValidationError("--delay must be a duration like 200ms or a range like 100ms-300ms")
         }
+        if let tls, tls != "self-signed" { throw ValidationError("--tls takes self-signed; give your own certificate with --tls-cert and --tls-key") }
+        if (tlsCert == nil) != (tlsKey == nil) { throw ValidationError("--tls-cert and --tls-key go together") }
+        if tls != nil, tlsCert != nil { throw ValidationError("give --tls self-signed or --tls-cert and --tls-key, not both") }
+        if tlsDir != nil, tls == nil { throw ValidationError("--tls-dir is for --tls self-signed") }
         if let proxy {
             guard let url = URL(string: proxy), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host?.isEmpty == false,
                   url.query == nil else {
@@ -104,6 +120,19 @@ struct Serve: AsyncParsableCommand {
                 throw ValidationError("\(name) must be a duration like 30s\(zeroAllowed ? " (or 0)" : "")")
             }
         }
+    }
+
+    /// What `--tls self-signed` prints: where the authority is and how to trust it.
+    static func trustNote(files: LocalCertificates.Files, names: [String], newAuthority: Bool) -> [String] {
+        let authority = files.authority.path
+        return [
+            "HTTPS certificate for \(names.joined(separator: ", ")): \(files.certificate.path)",
+            "signed by Doppel's local authority\(newAuthority ? ", made now" : ""): \(authority). Trust that file once:",
+            "  iOS simulator: xcrun simctl keychain booted add-root-cert \(authority)",
+            "  iPhone or iPad: send it to the device, install the profile, then turn it on in Settings > General > About > Certificate Trust Settings",
+            "  macOS: security add-trusted-cert -r trustRoot -k ~/Library/Keychains/login.keychain-db \(authority)",
+            "  curl: curl --cacert \(authority) ...",
+        ]
     }
 
     /// Reloads the contract whenever its files change (`--watch`): a good
@@ -157,6 +186,23 @@ struct Serve: AsyncParsableCommand {
         configuration.bodyTimeout = Self.seconds(bodyTimeout)!
         configuration.maxConnections = maxConnections
         configuration.proxy = proxy.flatMap { URL(string: $0) }
+        var trustNote: [String] = []
+        do {
+            if let tlsCert, let tlsKey {
+                configuration.tls = try ServerConfiguration.tls(certificatePEM: String(contentsOfFile: tlsCert, encoding: .utf8),
+                                                                keyPEM: String(contentsOfFile: tlsKey, encoding: .utf8))
+            } else if tls != nil {
+                let folder = tlsDir.map { URL(fileURLWithPath: $0) }
+                    ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".doppel/tls")
+                let files = LocalCertificates.Files(folder: folder)
+                let (certificates, newAuthority) = try LocalCertificates.loadOrMake(in: files, names: LocalCertificates.machineNames())
+                configuration.tls = try ServerConfiguration.tls(certificatePEM: certificates.certificatePEM, keyPEM: certificates.keyPEM)
+                trustNote = Self.trustNote(files: files, names: certificates.names, newAuthority: newAuthority)
+            }
+        } catch {
+            FileHandle.standardError.write(Data("doppel: cannot serve HTTPS: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
         configuration.proxyTimeout = Self.seconds(proxyTimeout)!
         let engine = MockEngine(contract: contract, configuration: configuration)
         var catalog = ScenarioCatalog()
@@ -179,7 +225,7 @@ struct Serve: AsyncParsableCommand {
         let slot = EngineSlot(engine)
         let watcher = watch ? Task { [file = self.contract] in await Self.watch(file, slot: slot, log: log) } : nil
         defer { watcher?.cancel() }
-        let app = buildApplication(slot: slot, configuration: configuration, log: log, scenarios: catalog) { [host, scenario, catalog] port in
+        let app = buildApplication(slot: slot, configuration: configuration, log: log, scenarios: catalog) { [host, scenario, catalog, trustNote, configuration] port in
             let address = host.contains(":") ? "[\(host)]" : host
             log.line("Doppel serving \(contract.info.title) \(contract.info.version) from \(self.contract)")
             if let scenario { log.line("Every session starts from scenario \(scenario)") }
@@ -187,7 +233,9 @@ struct Serve: AsyncParsableCommand {
             if let proxy { log.line("Forwarding to \(proxy): requests no endpoint takes, and those of proxy: true endpoints") }
             if watch { log.line("Watching \(self.contract) and its body files for changes") }
             for line in RouteTable.lines(for: contract) { log.line("  " + line) }
-            log.line("Listening on http://\(address):\(port) (admin API: http://\(address):\(port)/__doppel/health)")
+            for line in trustNote { log.line(line) }
+            let scheme = configuration.scheme
+            log.line("Listening on \(scheme)://\(address):\(port) (admin API: \(scheme)://\(address):\(port)/__doppel/health)")
         }
         if adminToken == nil, !configuration.bindsLoopbackOnly {
             FileHandle.standardError.write(Data("""
