@@ -23,16 +23,17 @@ public func buildApplication(
 }
 
 /// As `buildApplication(engine:...)`, answering with whatever engine `slot` holds.
+/// `recorder` keeps every exchange forwarded to the upstream (`doppel record`).
 public func buildApplication(
     slot: EngineSlot, configuration: ServerConfiguration, log: RequestLog? = nil, scenarios: ScenarioCatalog = ScenarioCatalog(),
-    onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    recorder: Recorder? = nil, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) -> some Service {
     var logger = Logger(label: "doppel")
     logger.logLevel = .warning
     let responder = DoppelResponder(
         slot: slot, log: log ?? RequestLog(format: configuration.logFormat), maxBodySize: configuration.maxBodySize,
         hangLimit: configuration.hangLimit, adminToken: configuration.adminToken, scenarios: scenarios,
-        proxy: configuration.proxy, proxyTimeout: configuration.proxyTimeout)
+        proxy: configuration.proxy, proxyTimeout: configuration.proxyTimeout, recorder: recorder)
     return DoppelService(responder: responder, configuration: configuration, logger: logger, onServerRunning: onServerRunning)
 }
 

@@ -27,10 +27,13 @@ public struct DoppelResponder: HTTPResponder {
 
     /// The server behind Doppel (`--proxy`), if any.
     let upstream: Upstream?
+    /// Keeps what the upstream answered (`doppel record`), if anything does.
+    let recorder: Recorder?
 
     public init(slot: EngineSlot, log: RequestLog, maxBodySize: Int, hangLimit: Double = 30, adminToken: String? = nil,
-                scenarios: ScenarioCatalog = ScenarioCatalog(), proxy: URL? = nil, proxyTimeout: Double = 30) {
+                scenarios: ScenarioCatalog = ScenarioCatalog(), proxy: URL? = nil, proxyTimeout: Double = 30, recorder: Recorder? = nil) {
         self.slot = slot
+        self.recorder = recorder
         self.upstream = proxy.map { Upstream(base: $0, timeout: proxyTimeout) }
         self.admin = AdminAPI(slot: slot, token: adminToken, catalog: scenarios, log: log)
         self.log = log
@@ -72,8 +75,9 @@ public struct DoppelResponder: HTTPResponder {
 
     /// The upstream's answer to a forwarded request, journaled as proxied.
     private func forward(_ request: RecordedRequest, endpointID: String?, started: ContinuousClock.Instant) async -> MockResponse {
-        var answer = await upstream?.forward(request)
-            ?? Problem.badGateway(upstream: "(none)", reason: "no upstream is configured (--proxy)").response()
+        var (answer, answered) = await upstream?.forward(request)
+            ?? (Problem.badGateway(upstream: "(none)", reason: "no upstream is configured (--proxy)").response(), false)
+        if answered { recorder?.record(request, answer) }
         answer.endpointID = endpointID
         let elapsed = ContinuousClock.now - started
         engine.recordForwarded(request, status: answer.status, endpointID: endpointID,

@@ -31,8 +31,8 @@ final class Upstream: Sendable {
         self.client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }
 
-    /// The upstream's answer to a request, or Doppel's 502/504 problem.
-    func forward(_ request: RecordedRequest) async -> MockResponse {
+    /// The upstream's answer to a request, or Doppel's 502/504 problem (`answered` false).
+    func forward(_ request: RecordedRequest) async -> (response: MockResponse, answered: Bool) {
         var outgoing = HTTPClientRequest(url: base + request.path + (request.query.map { "?" + $0 } ?? ""))
         outgoing.method = HTTPMethod(rawValue: request.method)
         for header in request.headers where !Self.hopByHop.contains(header.name) {
@@ -46,13 +46,13 @@ final class Upstream: Sendable {
             let body = try await response.body.collect(upTo: Self.maxBodySize)
             var answer = MockResponse(status: Int(response.status.code), body: Array(body.readableBytesView))
             answer.headers = response.headers.filter { !Self.hopByHop.contains($0.name.lowercased()) }.map { (name: $0.name, value: $0.value) }
-            return answer
+            return (answer, true)
         } catch let error as HTTPClientError where [.deadlineExceeded, .readTimeout, .connectTimeout].contains(error) {
-            return Problem.gatewayTimeout(upstream: base, seconds: timeout).response()
+            return (Problem.gatewayTimeout(upstream: base, seconds: timeout).response(), false)
         } catch is NIOTooManyBytesError {
-            return Problem.badGateway(upstream: base, reason: "its response body is larger than \(Self.maxBodySize) bytes").response()
+            return (Problem.badGateway(upstream: base, reason: "its response body is larger than \(Self.maxBodySize) bytes").response(), false)
         } catch {
-            return Problem.badGateway(upstream: base, reason: Self.describe(error)).response()
+            return (Problem.badGateway(upstream: base, reason: Self.describe(error)).response(), false)
         }
     }
 

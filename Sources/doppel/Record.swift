@@ -1,0 +1,102 @@
+import ArgumentParser
+import DoppelCore
+import DoppelServer
+import Foundation
+import Logging
+import ServiceLifecycle
+
+struct Record: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Record a client's exchanges with a server into a contract and a scenario.",
+        discussion: """
+            A recording proxy: point the client at it, use the app, then stop it with Ctrl-C (SIGINT) or SIGTERM. \
+            It writes DIR/contract.yaml (one endpoint per method and path, ids, UUIDs and numbers made parameters; \
+            each status seen a response with its recorded body) and DIR/scenario.yaml (the exchanges as steps expecting \
+            their recorded statuses). Authorization, cookies and body fields named like tokens or passwords are never written.
+            """
+    )
+
+    @Option(help: "The server to record (http or https URL).")
+    var target: String
+
+    @Option(name: .shortAndLong, help: "The folder to write contract.yaml and scenario.yaml into.")
+    var output: String
+
+    @Option(help: "The address to listen on.")
+    var host: String = "127.0.0.1"
+
+    @Option(help: "The port to listen on (0 picks a free one).")
+    var port: Int = 8000
+
+    @Option(name: .customLong("keep-header"), help: "Write this header too, though it may be a secret (repeatable).")
+    var keepHeader: [String] = []
+
+    @Option(name: .customLong("proxy-timeout"), help: "How long the target may take to connect and to answer before a 504, like 30s.")
+    var proxyTimeout: String = "30s"
+
+    @Option(name: .customLong("max-exchanges"), help: "The most exchanges recorded; later ones are still forwarded.")
+    var maxExchanges: Int = 10_000
+
+    @Option(name: .customLong("log-format"), help: "Request log lines: text, json or none.")
+    var logFormat: String = "text"
+
+    var contractFile: URL { URL(fileURLWithPath: output).appendingPathComponent("contract.yaml") }
+    var scenarioFile: URL { URL(fileURLWithPath: output).appendingPathComponent("scenario.yaml") }
+
+    func validate() throws {
+        guard let url = URL(string: target), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host?.isEmpty == false, url.query == nil else {
+            throw ValidationError("--target must be an http or https URL like http://127.0.0.1:9000 or https://staging.example.com/api")
+        }
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be from 0 to 65535") }
+        guard maxExchanges > 0 else { throw ValidationError("--max-exchanges must be at least 1") }
+        guard RequestLog.Format(rawValue: logFormat) != nil else { throw ValidationError("--log-format must be text, json or none") }
+        guard let timeout = Serve.seconds(proxyTimeout), timeout > 0 else { throw ValidationError("--proxy-timeout must be a duration like 30s") }
+        for file in [contractFile, scenarioFile] where FileManager.default.fileExists(atPath: file.path) {
+            throw ValidationError("\(file.path) exists already; choose another --output folder, or move it away")
+        }
+    }
+
+    func run() async throws {
+        // An empty contract: every request goes to the target.
+        let contract: Contract
+        do {
+            contract = try ContractLoader.load(text: "doppel: 1\nendpoints: {}\n", file: "recording.yaml")
+        } catch {
+            printDiagnostics(error.diagnostics)
+            throw ExitCode(1)
+        }
+        var configuration = ServerConfiguration(host: host, port: port, logFormat: RequestLog.Format(rawValue: logFormat)!)
+        configuration.proxy = URL(string: target)
+        configuration.proxyTimeout = Serve.seconds(proxyTimeout)!
+        let recorder = Recorder(limit: maxExchanges)
+        let log = RequestLog(format: configuration.logFormat)
+        let app = buildApplication(slot: EngineSlot(MockEngine(contract: contract, configuration: configuration)), configuration: configuration,
+                                   log: log, recorder: recorder) { [host, target, output] port in
+            let address = host.contains(":") ? "[\(host)]" : host
+            log.line("Recording \(target) on http://\(address):\(port); stop with Ctrl-C to write \(output)/contract.yaml and \(output)/scenario.yaml")
+        }
+        ShutdownSignals.exitOnSecondSignal { log.flush(timeout: 0.5) }
+        do {
+            var group = ServiceGroupConfiguration(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: Logger(label: "doppel"))
+            group.maximumGracefulShutdownDuration = .seconds(5)
+            group.maximumCancellationDuration = .seconds(2)
+            try await ServiceGroup(configuration: group).run()
+        } catch {
+            FileHandle.standardError.write(Data("doppel: cannot record on \(host):\(port): \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+        let exchanges = recorder.exchanges
+        let written = RecordingWriter.write(exchanges, target: target, contractFile: "contract.yaml", keepHeaders: Set(keepHeader))
+        do {
+            try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
+            try Data(written.contract.utf8).write(to: contractFile, options: .atomic)
+            try Data(written.scenario.utf8).write(to: scenarioFile, options: .atomic)
+        } catch {
+            FileHandle.standardError.write(Data("doppel: cannot write the recording into \(output): \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+        log.line("Recorded \(exchanges.count) exchange\(exchanges.count == 1 ? "" : "s") (\(written.endpoints) endpoint\(written.endpoints == 1 ? "" : "s")) into \(contractFile.path) and \(scenarioFile.path)"
+                 + (recorder.dropped > 0 ? "; \(recorder.dropped) more were forwarded past --max-exchanges and not recorded" : ""))
+        log.flush()
+    }
+}
