@@ -35,3 +35,11 @@ func writeOutput(_ text: String, to path: String?, what: String) throws {
         throw ExitCode(1)
     }
 }
+
+/// The URL of a server to forward to (`serve --proxy`, `record --target`):
+/// http or https, with a host and no query; nil otherwise.
+func upstreamURL(_ text: String) -> URL? {
+    guard let url = URL(string: text), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host?.isEmpty == false,
+          url.query == nil else { return nil }
+    return url
+}

@@ -44,7 +44,7 @@ struct Record: AsyncParsableCommand {
     var scenarioFile: URL { URL(fileURLWithPath: output).appendingPathComponent("scenario.yaml") }
 
     func validate() throws {
-        guard let url = URL(string: target), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host?.isEmpty == false, url.query == nil else {
+        guard upstreamURL(target) != nil else {
             throw ValidationError("--target must be an http or https URL like http://127.0.0.1:9000 or https://staging.example.com/api")
         }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be from 0 to 65535") }
@@ -66,7 +66,7 @@ struct Record: AsyncParsableCommand {
             throw ExitCode(1)
         }
         var configuration = ServerConfiguration(host: host, port: port, logFormat: RequestLog.Format(rawValue: logFormat)!)
-        configuration.proxy = URL(string: target)
+        configuration.proxy = upstreamURL(target)
         configuration.proxyTimeout = Serve.seconds(proxyTimeout)!
         let recorder = Recorder(limit: maxExchanges)
         let log = RequestLog(format: configuration.logFormat)

@@ -106,8 +106,7 @@ struct Serve: AsyncParsableCommand {
         if tls != nil, tlsCert != nil { throw ValidationError("give --tls self-signed or --tls-cert and --tls-key, not both") }
         if tlsDir != nil, tls == nil { throw ValidationError("--tls-dir is for --tls self-signed") }
         if let proxy {
-            guard let url = URL(string: proxy), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host?.isEmpty == false,
-                  url.query == nil else {
+            guard upstreamURL(proxy) != nil else {
                 throw ValidationError("--proxy must be an http or https URL like http://127.0.0.1:9000 or https://staging.example.com/api")
             }
         }
@@ -185,7 +184,7 @@ struct Serve: AsyncParsableCommand {
         configuration.headerTimeout = Self.seconds(headerTimeout)!
         configuration.bodyTimeout = Self.seconds(bodyTimeout)!
         configuration.maxConnections = maxConnections
-        configuration.proxy = proxy.flatMap { URL(string: $0) }
+        configuration.proxy = proxy.flatMap(upstreamURL)
         var trustNote: [String] = []
         do {
             if let tlsCert, let tlsKey {

@@ -61,15 +61,32 @@ public final class MockEngine: Sendable {
     ///   - defaultDelay: the delay of responses that declare none.
     ///   - clock: real time in seconds since 1970; sessions move their own
     ///     virtual clocks relative to it.
-    public init(contract: Contract, journalCapacity: Int = 10_000, sessionLimit: Int = 10_000, sessionIdleLimit: Double? = 3600,
-                stateLimit: Int = StateBudget.defaultLimit, defaultDelay: Delay? = nil, forwardsUnmatched: Bool = false,
-                clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
-        self.contract = contract
-        self.sessions = SessionStore(initial: contract.state.initial, limit: sessionLimit, idleLimit: sessionIdleLimit,
-                                     stateLimit: stateLimit, clock: clock)
-        self.journal = Journal(capacity: journalCapacity)
+    public convenience init(contract: Contract, journalCapacity: Int = 10_000, sessionLimit: Int = 10_000, sessionIdleLimit: Double? = 3600,
+                            stateLimit: Int = StateBudget.defaultLimit, defaultDelay: Delay? = nil, forwardsUnmatched: Bool = false,
+                            clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
+        let sessions = SessionStore(initial: contract.state.initial, limit: sessionLimit, idleLimit: sessionIdleLimit,
+                                    stateLimit: stateLimit, clock: clock)
+        let journal = Journal(capacity: journalCapacity)
         // An evicted session's counts go with it, so the tally stays bounded by the session limit.
         sessions.onEviction { [journal] id in journal.forget(session: id) }
+        self.init(contract: contract, sessions: sessions, journal: journal, defaultDelay: defaultDelay, forwardsUnmatched: forwardsUnmatched, clock: clock)
+    }
+
+    /// An engine for a reloaded contract that carries on from `previous`:
+    /// the same sessions (their state kept as `SessionStore.redeclare`
+    /// says), journal, clock and default delay.
+    public convenience init(contract: Contract, carryingOn previous: MockEngine) {
+        self.init(contract: contract, sessions: previous.sessions, journal: previous.journal, defaultDelay: previous.defaultDelay,
+                  forwardsUnmatched: previous.forwardsUnmatched, clock: previous.clock)
+        sessions.redeclare(from: previous.contract.state, to: contract.state)
+    }
+
+    /// The stages built for `contract`, around sessions and a journal.
+    private init(contract: Contract, sessions: SessionStore, journal: Journal, defaultDelay: Delay?, forwardsUnmatched: Bool,
+                 clock: @escaping @Sendable () -> Double) {
+        self.contract = contract
+        self.sessions = sessions
+        self.journal = journal
         self.router = EndpointRouter(endpoints: contract.endpoints)
         self.authenticator = Authenticator(schemes: contract.authSchemes)
         self.rateLimiter = RateLimiter(limits: contract.rateLimits)
@@ -78,24 +95,6 @@ public final class MockEngine: Sendable {
         self.defaultDelay = defaultDelay
         self.forwardsUnmatched = forwardsUnmatched
         self.clock = clock
-    }
-
-    /// An engine for a reloaded contract that carries on from `previous`:
-    /// the same sessions (their state kept as `SessionStore.redeclare`
-    /// says), journal, clock and default delay.
-    public init(contract: Contract, carryingOn previous: MockEngine) {
-        self.contract = contract
-        self.sessions = previous.sessions
-        self.journal = previous.journal
-        self.router = EndpointRouter(endpoints: contract.endpoints)
-        self.authenticator = Authenticator(schemes: contract.authSchemes)
-        self.rateLimiter = RateLimiter(limits: contract.rateLimits)
-        self.validator = RequestValidator(schemas: contract.schemas)
-        self.selector = ResponseSelector(state: contract.state)
-        self.defaultDelay = previous.defaultDelay
-        self.forwardsUnmatched = previous.forwardsUnmatched
-        self.clock = previous.clock
-        sessions.redeclare(from: previous.contract.state, to: contract.state)
     }
 
     /// Real time, as the engine's clock reads it.
@@ -123,9 +122,8 @@ public final class MockEngine: Sendable {
         if response.forward { return response }
         let elapsed = ContinuousClock.now - started
         let micros = Int(elapsed.components.seconds) * 1_000_000 + Int(elapsed.components.attoseconds / 1_000_000_000_000)
-        // An invalid id is never kept: it may be any size, and each distinct one would be a new key.
-        journal.record(time: now, session: valid ? sessionID : Journal.invalidSession, method: request.method, path: request.path, query: request.query,
-                       status: response.status, endpointID: response.endpointID, responseName: response.responseName, durationMicros: micros)
+        record(request, sessionID: sessionID, valid: valid, time: now, status: response.status, endpointID: response.endpointID,
+               responseName: response.responseName, durationMicros: micros)
         return response
     }
 
@@ -135,9 +133,17 @@ public final class MockEngine: Sendable {
         let sessionID = request.header(Self.sessionHeader) ?? SessionStore.defaultID
         let valid = SessionStore.isValid(id: sessionID)
         let now = valid ? sessions.session(sessionID).now(real: clock()) : clock()
-        journal.record(time: now, session: valid ? sessionID : Journal.invalidSession, method: request.method, path: request.path,
-                       query: request.query, status: status, endpointID: endpointID, responseName: nil, durationMicros: durationMicros,
-                       proxied: true)
+        record(request, sessionID: sessionID, valid: valid, time: now, status: status, endpointID: endpointID, responseName: nil,
+               durationMicros: durationMicros, proxied: true)
+    }
+
+    /// Stage 7: the request's journal entry.
+    private func record(_ request: RecordedRequest, sessionID: String, valid: Bool, time: Double, status: Int, endpointID: String?,
+                        responseName: String?, durationMicros: Int, proxied: Bool = false) {
+        // An invalid id is never kept: it may be any size, and each distinct one would be a new key.
+        journal.record(time: time, session: valid ? sessionID : Journal.invalidSession, method: request.method, path: request.path,
+                       query: request.query, status: status, endpointID: endpointID, responseName: responseName,
+                       durationMicros: durationMicros, proxied: proxied)
     }
 
     /// Answers a request the server refused before the engine saw it (a
