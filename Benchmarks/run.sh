@@ -51,7 +51,10 @@ FIXED="http://127.0.0.1:$FIXED_PORT"
 wait_for "$BASE/__doppel/health"
 wait_for "$FIXED/fixed"
 
-# nginx serves, for every Doppel request measured, the bytes Doppel answers it with.
+# nginx serves, at the very path of every Doppel request measured, the
+# bytes Doppel answers it with, so both servers get the same requests from
+# the same wrk command line and script: `error_page 405 =200` makes nginx
+# answer a POST to a static file with the file, as it answers the GET.
 mkdir -p "$WORK/www"
 cat > "$WORK/nginx.conf" <<NGINX
 worker_processes 2;
@@ -61,48 +64,65 @@ events { worker_connections 1024; }
 http {
     access_log off;
     default_type application/json;
-    server { listen 127.0.0.1:$NGINX_PORT; root $WORK/www; }
+    server { listen 127.0.0.1:$NGINX_PORT; root $WORK/www; error_page 405 =200 \$uri; }
 }
 NGINX
 
+TOKEN='Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIzZjJiOGMxZS03ZDRhLTRlNTktOWIxYy0yYTZmMGU4ZDRjNzEiLCJyb2xlIjoiYXV0aGVudGljYXRlZCJ9.c2lnbmF0dXJl'
 # Sessions for the stateful endpoint: premium, so every generate succeeds
 # and the 200 path (validation, let, a 15-field template, effects) is timed.
 session() {  # session ID -> a child id in a premium session
-    curl -s -X POST -H 'Authorization: Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIzZjJiOGMxZS03ZDRhLTRlNTktOWIxYy0yYTZmMGU4ZDRjNzEiLCJyb2xlIjoiYXV0aGVudGljYXRlZCJ9.c2lnbmF0dXJl' -H "Doppel-Session: $1" \
+    curl -s -X POST -H "Authorization: $TOKEN" -H "Doppel-Session: $1" \
         "$BASE/api/v1/subscription/purchase?plan_tier=premium&billing_cycle=monthly&payment_method=card" >/dev/null
-    curl -s -H 'Authorization: Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIzZjJiOGMxZS03ZDRhLTRlNTktOWIxYy0yYTZmMGU4ZDRjNzEiLCJyb2xlIjoiYXV0aGVudGljYXRlZCJ9.c2lnbmF0dXJl' -H "Doppel-Session: $1" -H 'Content-Type: application/json' \
+    curl -s -H "Authorization: $TOKEN" -H "Doppel-Session: $1" -H 'Content-Type: application/json' \
         -d '{"name":"Bench","age_category":"5-7","gender":"male","interests":["x"]}' "$BASE/api/v1/children" \
         | sed -E 's/.*"id":"([^"]+)".*/\1/'
 }
+# Two wrk scripts with the same POST: one session (a static request, built
+# once by wrk), and 32 sessions (one prepared request per session, taken in
+# turn). Both load nginx and Doppel alike.
+CHILDREN=()
+for i in $(seq 0 31); do CHILDREN+=("$(session "bench-$i")"); done
+body() { echo "{\"language\":\"ru\",\"child_id\":\"$1\",\"story_type\":\"child\"}"; }
+cat > "$WORK/generate.lua" <<LUA
+wrk.method = "POST"
+wrk.headers["Authorization"] = "$TOKEN"
+wrk.headers["Doppel-Session"] = "bench-0"
+wrk.headers["Content-Type"] = "application/json"
+wrk.body = '$(body "${CHILDREN[0]}")'
+LUA
 {
     echo 'local sessions = {'
-    for i in $(seq 0 31); do echo "  {\"bench-$i\", \"$(session "bench-$i")\"},"; done
+    for i in $(seq 0 31); do echo "  {\"bench-$i\", '$(body "${CHILDREN[$i]}")'},"; done
     echo '}'
-    cat <<'LUA'
-local spread = os.getenv("SPREAD") == "1"
-local counter = 0
+    cat <<LUA
+local requests, counter = {}, 0
+init = function(args)
+    for i, s in ipairs(sessions) do
+        requests[i] = wrk.format("POST", nil, { ["Authorization"] = "$TOKEN", ["Doppel-Session"] = s[1], ["Content-Type"] = "application/json" }, s[2])
+    end
+end
 request = function()
-    counter = counter + 1
-    local s = spread and sessions[(counter % #sessions) + 1] or sessions[1]
-    local headers = { ["Authorization"] = "Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIzZjJiOGMxZS03ZDRhLTRlNTktOWIxYy0yYTZmMGU4ZDRjNzEiLCJyb2xlIjoiYXV0aGVudGljYXRlZCJ9.c2lnbmF0dXJl", ["Doppel-Session"] = s[1], ["Content-Type"] = "application/json" }
-    return wrk.format("POST", nil, headers, '{"language":"ru","child_id":"' .. s[2] .. '","story_type":"child"}')
+    counter = counter % #requests + 1
+    return requests[counter]
 end
 LUA
-} > "$WORK/generate.lua"
+} > "$WORK/generate-spread.lua"
 
-curl -s "$FIXED/fixed" > "$WORK/www/fixed.json"
-curl -s "$BASE/api/v1/free-stories?language=en" > "$WORK/www/free-stories.json"
-curl -s -H 'Authorization: Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIzZjJiOGMxZS03ZDRhLTRlNTktOWIxYy0yYTZmMGU4ZDRjNzEiLCJyb2xlIjoiYXV0aGVudGljYXRlZCJ9.c2lnbmF0dXJl' -H 'Doppel-Session: bench-0' -H 'Content-Type: application/json' \
-    -d "{\"language\":\"ru\",\"child_id\":\"$(sed -n 's/.*{"bench-0", "\([^"]*\)"}.*/\1/p' "$WORK/generate.lua")\",\"story_type\":\"child\"}" \
-    "$BASE/api/v1/stories/generate" > "$WORK/www/generate.json"
+mkdir -p "$WORK/www/api/v1/stories"
+curl -s "$FIXED/fixed" > "$WORK/www/fixed"
+curl -s "$BASE/api/v1/free-stories?language=en" > "$WORK/www/api/v1/free-stories"
+curl -s -H "Authorization: $TOKEN" -H 'Doppel-Session: bench-0' -H 'Content-Type: application/json' \
+    -d "$(body "${CHILDREN[0]}")" "$BASE/api/v1/stories/generate" > "$WORK/www/api/v1/stories/generate"
 nginx -c "$WORK/nginx.conf"
 NGINX="http://127.0.0.1:$NGINX_PORT"
-wait_for "$NGINX/fixed.json"
-for file in fixed.json free-stories.json generate.json; do
-    # The comparison only means something if nginx answers 200 with the same bytes.
-    status=$(curl -s -o "$WORK/check" -w '%{http_code}' "$NGINX/$file")
-    if [ "$status" != 200 ] || ! cmp -s "$WORK/check" "$WORK/www/$file"; then
-        echo "nginx does not serve $file as Doppel does (status $status)" >&2; exit 1
+wait_for "$NGINX/fixed"
+for path in /fixed "/api/v1/free-stories?language=en" /api/v1/stories/generate; do
+    # The comparison only means something if nginx answers the same request 200 with the same bytes.
+    if [ "$path" = /api/v1/stories/generate ]; then post=(-H "Authorization: $TOKEN" -H 'Content-Type: application/json' -d "$(body "${CHILDREN[0]}")"); else post=(); fi
+    status=$(curl -s "${post[@]}" -o "$WORK/check" -w '%{http_code}' "$NGINX$path")
+    if [ "$status" != 200 ] || ! cmp -s "$WORK/check" "$WORK/www${path%%\?*}"; then
+        echo "nginx does not answer $path as Doppel does (status $status)" >&2; exit 1
     fi
 done
 
@@ -115,18 +135,16 @@ load() {  # load URL [wrk args...] -> "requests/s p99"
 echo "Throughput ($DURATION each, $CONNECTIONS connections, 2 wrk threads), as ratios to nginx serving the same bytes"
 printf '  %-48s %10s %9s %8s %8s %9s\n' request "req/s" p99 "/nginx" "/health" "nginx p99"
 read -r health _ <<<"$(load "$BASE/__doppel/health")"
-row() {  # row LABEL NGINX_FILE DOPPEL_URL [wrk args...]
-    local label=$1 file=$2 url=$3; shift 3
-    read -r rps p99 <<<"$(load "$url" "$@")"
-    read -r nrps np99 <<<"$(load "$NGINX/$file")"
+row() {  # row LABEL DOPPEL_BASE PATH [wrk args...]: the same request to Doppel and to nginx
+    local label=$1 base=$2 path=$3; shift 3
+    read -r rps p99 <<<"$(load "$base$path" "$@")"
+    read -r nrps np99 <<<"$(load "$NGINX$path" "$@")"
     printf '  %-48s %10s %9s %8.2f %8.2f %9s\n' "$label" "$rps" "$p99" "$(echo "$rps / $nrps" | bc -l)" "$(echo "$rps / $health" | bc -l)" "$np99"
 }
-row "GET /fixed (constant body)" fixed.json "$FIXED/fixed"
-row "GET /api/v1/free-stories (filter over data)" free-stories.json "$BASE/api/v1/free-stories?language=en"
-row "POST /api/v1/stories/generate, one session" generate.json "$BASE/api/v1/stories/generate" -s "$WORK/generate.lua"
-export SPREAD=1  # the Lua script spreads requests over the 32 sessions
-row "POST /api/v1/stories/generate, 32 sessions" generate.json "$BASE/api/v1/stories/generate" -s "$WORK/generate.lua"
-unset SPREAD
+row "GET /fixed (constant body)" "$FIXED" /fixed
+row "GET /api/v1/free-stories (filter over data)" "$BASE" "/api/v1/free-stories?language=en"
+row "POST /api/v1/stories/generate, one session" "$BASE" /api/v1/stories/generate -s "$WORK/generate.lua"
+row "POST /api/v1/stories/generate, 32 sessions" "$BASE" /api/v1/stories/generate -s "$WORK/generate-spread.lua"
 printf '  %-48s %10s\n' "GET /__doppel/health (the older baseline)" "$health"
 echo "Resident memory of the tales server after the load: $(awk '/VmRSS/ { printf "%.1f MB", $2 / 1024 }' /proc/$TALES_PID/status)"
 
@@ -157,7 +175,7 @@ conf = os.path.join(work, "startup.conf")
 with open(conf, "w") as f:
     f.write(f"worker_processes 1; pid {work}/startup.pid; error_log {work}/startup.err; daemon off;\n"
             f"events {{}} http {{ access_log off; server {{ listen 127.0.0.1:{port}; root {work}/www; }} }}\n")
-nginx = statistics.median(first_200(["nginx", "-c", conf], "/fixed.json") for _ in range(15))
+nginx = statistics.median(first_200(["nginx", "-c", conf], "/fixed") for _ in range(15))
 tales = statistics.median(first_200([doppel, "serve", "contracts/tales.yaml", "--port", str(port), "--log-format", "none"], "/api/v1/free-stories")
                           for _ in range(15))
 print(f"  {'nginx':<48} {nginx * 1000:8.1f} ms  1.00")
