@@ -51,10 +51,10 @@ struct DoppelService: Service {
     let onServerRunning: @Sendable (Int) async -> Void
 
     func run() async throws {
-        let limits = ConnectionGuard.Limits(header: configuration.headerTimeout, body: configuration.bodyTimeout, maxBodySize: configuration.maxBodySize)
+        let limits = ConnectionGuard.Limits(header: configuration.headerTimeout, body: configuration.bodyTimeout, maxBodySize: configuration.maxBodySize,
+                                            idle: configuration.idleTimeout)
         let builder = HTTPServerBuilder { [configuration, responder] handler -> any ServerChildChannel in
-            let channel = DoppelHTTP1Channel(responder: handler, limits: limits, idleTimeout: configuration.idleTimeout,
-                                             maxHeaderSize: configuration.maxHeaderSize, direct: responder)
+            let channel = DoppelHTTP1Channel(responder: handler, limits: limits, maxHeaderSize: configuration.maxHeaderSize, direct: responder)
             // HTTPS: TLS in front of the same channel. (HTTP/2 is Hummingbird's own
             // channel, which would bypass Doppel's limits and direct answers.)
             guard let tls = configuration.tls else { return channel }

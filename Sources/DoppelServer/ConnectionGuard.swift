@@ -4,7 +4,10 @@ import NIOHTTP1
 
 /// Deadlines and HTTP/1 manners for one connection, which Hummingbird's own
 /// HTTP/1 channel does not have: a header deadline, a body deadline, closing
-/// after an HTTP/1.0 request without keep-alive, and `100 Continue`.
+/// after an HTTP/1.0 request without keep-alive, and `100 Continue`; and the
+/// idle deadline, which is kept here rather than by Hummingbird's connection
+/// state handler because requests `DirectResponder` answers never reach that
+/// handler.
 ///
 /// Two handlers share one `ConnectionGuard.State`, both on the connection's
 /// event loop: `ByteWatcher` sits first in the pipeline and sees raw bytes (so
@@ -21,6 +24,8 @@ enum ConnectionGuard {
         var body: Double
         /// Largest request body; a larger `Expect: 100-continue` request gets no `100 Continue`.
         var maxBodySize: Int
+        /// How long a connection may sit with no request in progress.
+        var idle: Double
     }
 
     final class State {
@@ -31,23 +36,43 @@ enum ConnectionGuard {
         var awaitingRequest = true
         /// When the current wait runs out; nil when nothing is awaited.
         var deadline: NIODeadline?
-        /// The one timer of the connection. Moving the deadline does not
-        /// reschedule it (that would cost an allocation per request part):
-        /// when it fires early it sleeps again until the deadline.
+        /// Whether the current wait is the idle one, which ends in a quiet close rather than a 408.
+        var waitingIdle = false
+        /// Requests whose head was read and whose response is not written yet.
+        var requestsInProgress = 0
+        /// The one timer of the connection. Moving the deadline later does
+        /// not reschedule it (that would cost an allocation per request
+        /// part): when it fires early it sleeps again until the deadline.
+        /// Moving it earlier (the idle wait ending in a request's first
+        /// byte, whose header deadline is shorter) does.
         var timer: Scheduled<Void>?
+        /// When `timer` fires.
+        var timerAt: NIODeadline?
         /// Close once the current response is written (HTTP/1.0 without keep-alive).
         var closeAfterResponse = false
 
         init(limits: Limits) { self.limits = limits }
 
-        func arm(seconds: Double, on loop: any EventLoop) {
+        func arm(seconds: Double, on loop: any EventLoop, idle: Bool = false) {
             let at = NIODeadline.now() + .nanoseconds(Int64(seconds * 1e9))
             deadline = at
+            waitingIdle = idle
+            if let timerAt, timerAt > at {
+                timer?.cancel()
+                timer = nil
+            }
             if timer == nil { schedule(at: at, on: loop) }
         }
 
         func disarm() {
             deadline = nil
+        }
+
+        /// A response was written to its end: with nothing else in progress
+        /// and no next request begun, the idle wait starts.
+        func responseWritten(on loop: any EventLoop) {
+            requestsInProgress = max(0, requestsInProgress - 1)
+            if requestsInProgress == 0, awaitingRequest { arm(seconds: limits.idle, on: loop, idle: true) }
         }
 
         func stop() {
@@ -57,6 +82,7 @@ enum ConnectionGuard {
         }
 
         private func schedule(at instant: NIODeadline, on loop: any EventLoop) {
+            timerAt = instant
             timer = loop.scheduleTask(deadline: instant) { [self] in self.fire(on: loop) }
         }
 
@@ -70,10 +96,15 @@ enum ConnectionGuard {
             }
         }
 
-        /// Answers 408 on the raw connection and closes it.
+        /// Answers 408 on the raw connection and closes it; an idle
+        /// connection is closed without a word.
         func expire() {
             deadline = nil
             guard let context = rawContext, context.channel.isActive else { return }
+            if waitingIdle {
+                context.close(promise: nil)
+                return
+            }
             // Written past the HTTP encoder (a request may be half-read), so the head is spelled out here.
             let problem = Problem.requestTimeout().response()
             var head = "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n"
@@ -96,7 +127,15 @@ enum ConnectionGuard {
 
         init(state: State) { self.state = state }
 
-        func handlerAdded(context: ChannelHandlerContext) { state.rawContext = context }
+        func handlerAdded(context: ChannelHandlerContext) {
+            state.rawContext = context
+            if context.channel.isActive { state.arm(seconds: state.limits.idle, on: context.eventLoop, idle: true) }
+        }
+
+        func channelActive(context: ChannelHandlerContext) {
+            state.arm(seconds: state.limits.idle, on: context.eventLoop, idle: true)
+            context.fireChannelActive()
+        }
 
         func handlerRemoved(context: ChannelHandlerContext) {
             state.stop()
@@ -131,6 +170,7 @@ enum ConnectionGuard {
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             switch unwrapInboundIn(data) {
             case .head(var head):
+                state.requestsInProgress += 1
                 state.arm(seconds: state.limits.body, on: context.eventLoop)
                 if !head.isKeepAlive {
                     // Hummingbird closes after the response when the request says `Connection: close`.
@@ -150,17 +190,23 @@ enum ConnectionGuard {
             case .end:
                 state.disarm()
                 state.awaitingRequest = true
+                // Answered before its body ended (a 413): idle from here.
+                if state.requestsInProgress == 0 { state.arm(seconds: state.limits.idle, on: context.eventLoop, idle: true) }
                 context.fireChannelRead(data)
             }
         }
 
         func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-            if state.closeAfterResponse, case .head(var head) = unwrapOutboundIn(data) {
+            switch unwrapOutboundIn(data) {
+            case .head(var head) where state.closeAfterResponse:
                 head.headers.replaceOrAdd(name: "connection", value: "close")
                 context.write(wrapOutboundOut(.head(head)), promise: promise)
-                return
+            case .end:
+                state.responseWritten(on: context.eventLoop)
+                context.write(data, promise: promise)
+            case .head, .body:
+                context.write(data, promise: promise)
             }
-            context.write(data, promise: promise)
         }
     }
 }

@@ -1,20 +1,21 @@
 import DoppelCore
 import Foundation
-import HTTPTypes
-import HummingbirdCore
 import NIOConcurrencyHelpers
 import NIOCore
-import NIOHTTPTypes
+import NIOHTTP1
 
 /// Answers the common request on the connection's event loop.
 ///
 /// Hummingbird hands each request to an async task and writes the answer
 /// back through an async writer: two thread hops and several allocations
 /// per request, more than the engine itself costs for most endpoints. This
-/// handler sits between Hummingbird's connection-state handler and its
-/// async channel. A request to the engine (not the admin API, with a body
-/// within the limit) whose answer is plain (no delay, fault or stream) is
-/// answered here, synchronously, in the same event-loop turn that read it.
+/// handler sits right after Doppel's `RequestWatcher`, ahead of the
+/// conversion to HTTP types and of Hummingbird's connection-state handler.
+/// A request to the engine (not the admin API, with a body within the
+/// limit) whose answer is plain (no delay, fault or stream) is answered
+/// here, synchronously, in the same event-loop turn that read it, and its
+/// response is written as bytes at the raw end of the pipeline
+/// (`DirectResponse`).
 ///
 /// Everything else is passed on to Hummingbird and `DoppelResponder` as
 /// before: admin calls, oversized bodies (its 413), and answers with a
@@ -22,62 +23,75 @@ import NIOHTTPTypes
 /// request through `handoff` (the engine runs once per request). While a
 /// passed-on request is unanswered, later requests on the connection are
 /// passed on too, so answers keep their order.
+///
+/// Since Hummingbird's connection-state handler never sees the requests
+/// answered here, the idle deadline is `ConnectionGuard`'s, and a graceful
+/// shutdown's quiesce event is held back while a request's body is being
+/// read here, then passed on once it is answered.
 final class DirectResponder: ChannelDuplexHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPRequestPart
-    typealias InboundOut = HTTPRequestPart
-    typealias OutboundIn = HTTPResponsePart
-    typealias OutboundOut = HTTPResponsePart
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
+    typealias OutboundOut = HTTPServerResponsePart
 
     /// Responses computed here for requests passed on, in request order; nil
     /// where `DoppelResponder` is to compute the answer itself.
     let handoff = NIOLockedValueBox<[MockResponse?]>([])
 
     private let responder: DoppelResponder
+    private let connection: ConnectionGuard.State
     private enum Mode {
         case idle
-        case collecting(HTTPRequest, URI, ByteBuffer?, ContinuousClock.Instant)
+        case collecting(HTTPRequestHead, ByteBuffer?, ContinuousClock.Instant)
         case passing
     }
     private var mode = Mode.idle
     /// Requests passed on whose answer has not been written yet.
     private var passedOn = 0
+    /// A graceful shutdown's request to close, held while a request is read here.
+    private var heldQuiesce: Any?
+    /// The engine this connection last answered with, and the slot's version it came from.
+    private var engine: (version: Int, engine: MockEngine)?
+    private var remoteAddress: String??
     private var date = (second: 0, text: "")
 
-    init(responder: DoppelResponder) {
+    init(responder: DoppelResponder, connection: ConnectionGuard.State) {
         self.responder = responder
+        self.connection = connection
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let head):
-            let uri = URI(head.path ?? "")
-            if passedOn == 0, isDirect(head, uri: uri) {
-                mode = .collecting(head, uri, nil, .now)
+            if passedOn == 0, isDirect(head) {
+                mode = .collecting(head, nil, .now)
             } else {
                 mode = .passing
                 passOn(head, computed: nil, context: context)
             }
         case .body(let chunk):
             switch mode {
-            case .collecting(let head, let uri, var body, let started):
+            case .collecting(let head, var body, let started):
                 if (body?.readableBytes ?? 0) + chunk.readableBytes > responder.maxBodySize {
                     // Too large: Hummingbird's responder answers it with its 413.
                     mode = .passing
                     passOn(head, computed: nil, context: context)
                     if let body { context.fireChannelRead(wrapInboundOut(.body(body))) }
                     context.fireChannelRead(data)
+                    releaseQuiesce(context: context)
                 } else {
                     if body == nil { body = chunk } else { body!.writeImmutableBuffer(chunk) }
-                    mode = .collecting(head, uri, body, started)
+                    mode = .collecting(head, body, started)
                 }
             case .passing, .idle:
                 context.fireChannelRead(data)
             }
         case .end:
             switch mode {
-            case .collecting(let head, let uri, let body, let started):
+            case .collecting(let head, let body, let started):
                 mode = .idle
-                answer(head, uri: uri, body: body, started: started, context: context)
+                answer(head, body: body, started: started, context: context)
+                releaseQuiesce(context: context)
             case .passing, .idle:
                 mode = .idle
                 context.fireChannelRead(data)
@@ -85,32 +99,68 @@ final class DirectResponder: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is ChannelShouldQuiesceEvent, case .collecting = mode {
+            heldQuiesce = event
+        } else {
+            context.fireUserInboundEventTriggered(event)
+        }
+    }
+
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        // Only Hummingbird's answers come through here; ours are written past this handler.
-        if case .end = unwrapOutboundIn(data) { passedOn -= 1 }
+        // Only Hummingbird's answers come through here; ours are written at the raw end.
+        if case .end = unwrapOutboundIn(data) { passedOn = max(0, passedOn - 1) }
         context.write(data, promise: promise)
     }
 
-    /// Whether a request may be answered here: to the engine, without
-    /// `Expect`, with a declared body length (if any) within the limit.
-    private func isDirect(_ head: HTTPRequest, uri: URI) -> Bool {
-        guard head.path != nil, !AdminAPI.handles(uri.path), head.headerFields[.expect] == nil else { return false }
-        if let length = head.headerFields[.contentLength] {
+    private func releaseQuiesce(context: ChannelHandlerContext) {
+        guard let event = heldQuiesce else { return }
+        heldQuiesce = nil
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    /// Whether a request may be answered here: an origin-form target to the
+    /// engine, without `Expect`, with a declared body length (if any) within the limit.
+    private func isDirect(_ head: HTTPRequestHead) -> Bool {
+        guard head.uri.utf8.first == UInt8(ascii: "/"), !head.uri.utf8.contains(UInt8(ascii: "#")),
+              !AdminAPI.handles(Self.split(head.uri).path), connection.rawContext != nil, !head.headers.contains(name: "expect") else { return false }
+        if let length = head.headers.first(name: "content-length") {
             guard let length = Int(length), length <= responder.maxBodySize else { return false }
         }
         return true
     }
 
-    private func passOn(_ head: HTTPRequest, computed: MockResponse?, context: ChannelHandlerContext) {
+    /// A request target's path and query.
+    private static func split(_ target: String) -> (path: String, query: String?) {
+        guard let mark = target.utf8.firstIndex(of: UInt8(ascii: "?")) else { return (target, nil) }
+        return (String(target[..<mark]), String(target[target.index(after: mark)...]))
+    }
+
+    private func passOn(_ head: HTTPRequestHead, computed: MockResponse?, context: ChannelHandlerContext) {
         handoff.withLockedValue { $0.append(computed) }
         passedOn += 1
         context.fireChannelRead(wrapInboundOut(.head(head)))
     }
 
-    private func answer(_ head: HTTPRequest, uri: URI, body: ByteBuffer?, started: ContinuousClock.Instant, context: ChannelHandlerContext) {
-        let recorded = DoppelResponder.recorded(head, uri: uri, body: body.map { Array($0.readableBytesView) } ?? [],
-                                                remoteAddress: context.channel.remoteAddress?.ipAddress)
-        let response = responder.engine.respond(to: recorded)
+    /// The engine answering now: the slot is read once per request, through
+    /// its version number, so a connection takes its lock only after a reload.
+    private func currentEngine() -> MockEngine {
+        let version = responder.slot.version
+        if let engine, engine.version == version { return engine.engine }
+        let current = responder.slot.versioned
+        engine = current
+        return current.engine
+    }
+
+    private func answer(_ head: HTTPRequestHead, body: ByteBuffer?, started: ContinuousClock.Instant, context: ChannelHandlerContext) {
+        if remoteAddress == nil { remoteAddress = .some(context.channel.remoteAddress?.ipAddress) }
+        let (path, query) = Self.split(head.uri)
+        var headers: [(name: String, value: String)] = []
+        headers.reserveCapacity(head.headers.count)
+        for (name, value) in head.headers { headers.append((name, value)) }
+        let recorded = RecordedRequest(method: head.method.rawValue, path: path, query: query, headers: headers,
+                                       body: body.map { Array($0.readableBytesView) } ?? [], remoteAddress: remoteAddress!)
+        let response = currentEngine().respond(to: recorded)
         if response.delay > 0 || response.fault != nil || response.stream != nil || response.forward {
             // Hummingbird's responder waits, breaks, streams or forwards it.
             passOn(head, computed: response, context: context)
@@ -119,25 +169,16 @@ final class DirectResponder: ChannelDuplexHandler, RemovableChannelHandler {
             context.fireChannelReadComplete()
             return
         }
-        var fields = HTTPFields()
-        fields.reserveCapacity(response.headers.count + 3)
-        for header in response.headers {
-            if let name = HTTPField.Name(header.name) { fields.append(HTTPField(name: name, value: header.value)) }
-        }
-        fields[.contentLength] = String(response.body.count)
-        fields[.date] = currentDate()
-        fields[.server] = "Doppel"
-        context.write(wrapOutboundOut(.head(HTTPResponse(status: .init(code: response.status), headerFields: fields))), promise: nil)
-        if !response.body.isEmpty {
-            context.write(wrapOutboundOut(.body(context.channel.allocator.buffer(bytes: response.body))), promise: nil)
-        }
-        if head.headerFields[.connection]?.lowercased() == "close" {
-            // As Hummingbird does: no more requests on this connection.
-            context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in context.close(promise: nil) }
+        guard let raw = connection.rawContext else { return }
+        let closing = connection.closeAfterResponse
+        let bytes = DirectResponse.encode(response, date: currentDate(), close: closing, allocator: context.channel.allocator)
+        connection.responseWritten(on: context.eventLoop)
+        if closing {
+            raw.writeAndFlush(NIOAny(bytes)).whenComplete { _ in raw.close(promise: nil) }
         } else {
-            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+            raw.writeAndFlush(NIOAny(bytes), promise: nil)
         }
-        responder.logAnswer(method: recorded.method, path: recorded.path, session: head.headerFields[DoppelResponder.sessionField],
+        responder.logAnswer(method: recorded.method, path: recorded.path, session: recorded.header(MockEngine.sessionHeader),
                             response: response, started: started)
     }
 
@@ -146,6 +187,66 @@ final class DirectResponder: ChannelDuplexHandler, RemovableChannelHandler {
         let second = Int(Date().timeIntervalSince1970)
         if second != date.second { date = (second, HTTPDate.format(epochSecond: second)) }
         return date.text
+    }
+}
+
+/// A plain engine answer as HTTP/1.1 bytes: status line, the response's
+/// headers, `Content-Length`, `Date`, `Server` (and `Connection: close` when
+/// the connection ends with it), then the body, in one buffer.
+///
+/// Written here rather than by NIO's response encoder because the answer is
+/// written at the raw end of the pipeline, past the encoder; the headers are
+/// checked as HTTP types would check them: a name that is not a token is
+/// left out, and a value's control characters become spaces.
+enum DirectResponse {
+    /// Headers the server sets itself, which a response's own are not to repeat.
+    private static let serverSet: Set<String> = ["content-length", "date", "server", "connection", "transfer-encoding", "keep-alive"]
+
+    static func encode(_ response: MockResponse, date: String, close: Bool, allocator: ByteBufferAllocator) -> ByteBuffer {
+        var buffer = allocator.buffer(capacity: 160 + response.headers.count * 48 + response.body.count)
+        buffer.writeStaticString("HTTP/1.1 ")
+        buffer.writeString(String(response.status))
+        buffer.writeInteger(UInt8(ascii: " "))
+        buffer.writeString(HTTPResponseStatus(statusCode: response.status).reasonPhrase)
+        buffer.writeStaticString("\r\n")
+        for header in response.headers where isToken(header.name) && !serverSet.contains(header.name.lowercased()) {
+            buffer.writeString(header.name)
+            buffer.writeStaticString(": ")
+            writeValue(header.value, into: &buffer)
+            buffer.writeStaticString("\r\n")
+        }
+        buffer.writeStaticString("Content-Length: ")
+        buffer.writeString(String(response.body.count))
+        buffer.writeStaticString("\r\nDate: ")
+        buffer.writeString(date)
+        buffer.writeStaticString("\r\nServer: Doppel\r\n")
+        if close { buffer.writeStaticString("Connection: close\r\n") }
+        buffer.writeStaticString("\r\n")
+        buffer.writeBytes(response.body)
+        return buffer
+    }
+
+    /// RFC 9110's token: the characters a field name may have.
+    static func isToken(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+                return true
+            default:
+                return "!#$%&'*+-.^_`|~".utf8.contains(byte)
+            }
+        }
+    }
+
+    /// A field value with surrounding whitespace trimmed and control characters (CR, LF, NUL among them) as spaces.
+    private static func writeValue(_ value: String, into buffer: inout ByteBuffer) {
+        let bytes = value.utf8
+        if bytes.allSatisfy({ $0 >= 0x20 && $0 != 0x7F }), bytes.first != 0x20, bytes.last != 0x20 {
+            buffer.writeString(value)
+            return
+        }
+        let trimmed = value.trimmingCharacters(in: .whitespacesAndNewlines)
+        buffer.writeBytes(trimmed.utf8.map { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F ? 0x20 : $0 })
     }
 }
 

@@ -13,9 +13,8 @@ struct DoppelHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
     typealias Value = NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
 
     let responder: HTTPChannelHandler.Responder
+    /// Deadlines (the idle one among them) and the body limit.
     let limits: ConnectionGuard.Limits
-    /// Seconds a connection may sit with no request in progress.
-    let idleTimeout: Double
     /// Largest header block of a request, in bytes.
     let maxHeaderSize: Int
     /// The responder `DirectResponder` answers plain engine requests with on the event loop.
@@ -34,9 +33,10 @@ struct DoppelHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
                 withPipeliningAssistance: false, withErrorHandling: false, withOutboundHeaderValidation: false,
                 withEncoderConfiguration: .init(), withDecoderLimitConfiguration: decoderLimits)
             try sync.addHandler(ConnectionGuard.RequestWatcher(state: state))
+            if let direct { try sync.addHandler(DirectResponder(responder: direct, connection: state)) }
             try sync.addHandler(HTTP1ToHTTPServerCodec(secure: false))
-            try sync.addHandler(HTTPConnectionStateHandler(idleTimeout: .nanoseconds(Int64(idleTimeout * 1e9)), logger: logger))
-            if let direct { try sync.addHandler(DirectResponder(responder: direct)) }
+            // The idle deadline is the connection guard's (see `ConnectionGuard`); this handler closes on graceful shutdown.
+            try sync.addHandler(HTTPConnectionStateHandler(idleTimeout: nil, logger: logger))
             return try NIOAsyncChannel(wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
         }
     }

@@ -203,6 +203,35 @@ struct HardeningTests {
         #expect(server.process.terminationStatus == 0)
     }
 
+    @Test func idleConnectionsAreClosedQuietlyAndBusyOnesKept() async throws {
+        let server = try Server(["--idle-timeout", "1s"])
+        let port = server.port
+        // A connection that never sends a byte, and one idle after its answer: closed, with no 408.
+        let silent = try await server.raw("", timeout: 5)
+        #expect(silent.closed)
+        #expect(silent.text.isEmpty)
+        let answered = try await server.raw("GET /ok HTTP/1.1\r\nHost: x\r\n\r\n", timeout: 5)
+        #expect(answered.text.hasPrefix("HTTP/1.1 200 OK"))
+        #expect(!answered.text.contains("408"))
+        #expect(answered.closed)
+        // A connection asking every 0.3s for 2.4s (over twice the idle timeout) stays open throughout.
+        let busy = try await RawSocket.run {
+            let socket = try RawSocket(port: port)
+            var answers: [(text: String, closed: Bool)] = []
+            for _ in 0..<8 {
+                socket.send("GET /ok HTTP/1.1\r\nHost: x\r\n\r\n")
+                answers.append(socket.receive(timeout: 2) { $0.contains(#"{"ok":true}"#) })
+                Thread.sleep(forTimeInterval: 0.3)
+            }
+            return answers
+        }
+        #expect(busy.count == 8)
+        for answer in busy {
+            #expect(answer.text.hasPrefix("HTTP/1.1 200 OK"))
+            #expect(!answer.closed)
+        }
+    }
+
     @Test func aSecondSignalExitsAtOnce() async throws {
         let server = try Server(["--shutdown-grace", "60s", "--body-timeout", "60s"])
         // A request whose body never finishes keeps graceful shutdown waiting.
@@ -228,6 +257,27 @@ struct HardeningTests {
 }
 
 @Suite struct HardeningUnitTests {
+    @Test func directAnswersAreEncodedWithCheckedHeaders() {
+        var response = MockResponse(status: 402, headers: [
+            (name: "Content-Type", value: "application/json"),
+            (name: "X-Echo", value: "a\r\nX-Injected: 1"),
+            (name: "Bad Name", value: "dropped"),
+            (name: "content-length", value: "999"),
+            (name: "Server", value: "other"),
+        ], body: Array(#"{"error":"limit"}"#.utf8))
+        let text = { (close: Bool) in
+            var buffer = DirectResponse.encode(response, date: "Mon, 23 Nov 2026 03:56:35 GMT", close: close, allocator: .init())
+            return buffer.readString(length: buffer.readableBytes)!
+        }
+        #expect(text(false) == "HTTP/1.1 402 Payment Required\r\nContent-Type: application/json\r\nX-Echo: a  X-Injected: 1\r\n"
+            + "Content-Length: 17\r\nDate: Mon, 23 Nov 2026 03:56:35 GMT\r\nServer: Doppel\r\n\r\n{\"error\":\"limit\"}")
+        #expect(text(true).contains("\r\nConnection: close\r\n\r\n"))
+        response.status = 299
+        response.headers = []
+        response.body = []
+        #expect(text(false).hasPrefix("HTTP/1.1 299 \r\nContent-Length: 0\r\n"))
+    }
+
     @Test func dateHeadersAreIMFFixdate() {
         #expect(HTTPDate.format(epochSecond: 1_795_406_195) == "Mon, 23 Nov 2026 03:56:35 GMT")
         #expect(HTTPDate.format(epochSecond: 1_709_164_809) == "Thu, 29 Feb 2024 00:00:09 GMT")
