@@ -97,10 +97,13 @@ public struct Authenticator: Sendable {
     /// signature may be empty, and is not checked), the first two JSON
     /// objects; nil for anything else.
     public static func jwtPayload(_ token: String) -> JSONObject? {
-        let parts = token.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
-        guard parts.count == 3, parts[2].allSatisfy(isBase64URL),
-              let header = base64URLDecoded(parts[0]), (try? JSONReader.parse(header))?.objectValue != nil,
-              let payload = base64URLDecoded(parts[1]) else { return nil }
+        let utf8 = token.utf8
+        guard let firstDot = utf8.firstIndex(of: UInt8(ascii: ".")),
+              let secondDot = utf8[utf8.index(after: firstDot)...].firstIndex(of: UInt8(ascii: ".")) else { return nil }
+        let signature = utf8[utf8.index(after: secondDot)...]
+        guard signature.allSatisfy(isBase64URL),
+              let header = base64URLDecoded(utf8[..<firstDot]), (try? JSONReader.parse(header))?.objectValue != nil,
+              let payload = base64URLDecoded(utf8[utf8.index(after: firstDot)..<secondDot]) else { return nil }
         return (try? JSONReader.parse(payload))?.objectValue
     }
 
@@ -148,19 +151,32 @@ public struct Authenticator: Sendable {
     /// The token of `Bearer <token>`; nil when missing or malformed (RFC 6750 token68).
     public static func bearerToken(_ header: String?) -> String? {
         guard let header else { return nil }
-        let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
-        let token = String(parts[1].trimmingSpaces)
-        let allowed = token.utf8.allSatisfy(isToken68)
-        return token.isEmpty || !allowed ? nil : token
+        // `Bearer`, any case, then spaces, then the token, then optional spaces: read on UTF-8 bytes.
+        let utf8 = header.utf8
+        var index = utf8.startIndex
+        while index < utf8.endIndex, utf8[index] == UInt8(ascii: " ") { index = utf8.index(after: index) }
+        for expected in "bearer".utf8 {
+            guard index < utf8.endIndex, utf8[index] | 0x20 == expected else { return nil }
+            index = utf8.index(after: index)
+        }
+        guard index < utf8.endIndex, utf8[index] == UInt8(ascii: " ") else { return nil }
+        while index < utf8.endIndex, utf8[index] == UInt8(ascii: " ") { index = utf8.index(after: index) }
+        var end = utf8.endIndex
+        while end > index, utf8[utf8.index(before: end)] == UInt8(ascii: " ") || utf8[utf8.index(before: end)] == UInt8(ascii: "\t") {
+            end = utf8.index(before: end)
+        }
+        let token = utf8[index..<end]
+        guard !token.isEmpty, token.allSatisfy(isToken68) else { return nil }
+        return String(Substring(token))
     }
 
-    private static let token68Punctuation: Set<UInt8> = Set("-._~+/=".utf8)
-
     private static func isToken68(_ b: UInt8) -> Bool {
-        if b >= 48 && b <= 57 { return true }
-        if b >= 65 && b <= 90 { return true }
-        if b >= 97 && b <= 122 { return true }
-        return token68Punctuation.contains(b)
+        switch b {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+             UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "+"), UInt8(ascii: "/"), UInt8(ascii: "="):
+            true
+        default:
+            false
+        }
     }
 }

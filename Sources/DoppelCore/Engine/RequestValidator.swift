@@ -58,7 +58,7 @@ public struct RequestValidator: Sendable {
 
         // A parameter that could not be read as its type is reported once, not
         // again by the schema check of the same field.
-        let unreadable = Set(issues.map(\.pointer))
+        let unreadable = issues.isEmpty ? [] : Set(issues.map(\.pointer))
         if let schema = endpoint.query {
             issues += validator.validate(query, against: schema).map { ValidationIssue(pointer: "/query" + $0.pointer, message: $0.message) }
                 .filter { !unreadable.contains($0.pointer) }
@@ -70,10 +70,10 @@ public struct RequestValidator: Sendable {
         var body: JSON = .null
         let contentType = request.header("content-type")
         if !request.body.isEmpty {
-            if let spec = endpoint.body, !Self.accepts(spec.contentTypes, contentType) {
+            let essence = contentType.map(Self.essence) ?? ""
+            if let spec = endpoint.body, contentType == nil || !Self.accepts(spec.contentTypes, essence: essence) {
                 return .rejected(.unsupportedMediaType(contentType, accepted: spec.contentTypes))
             }
-            let essence = contentType.map { $0.split(separator: ";").first.map { String($0.trimmingSpaces).lowercased() } ?? "" } ?? ""
             if let contentType, MediaTypes.isJSON(contentType) {
                 do {
                     body = try JSONReader.parse(request.body)
@@ -103,9 +103,12 @@ public struct RequestValidator: Sendable {
             if request.body.isEmpty {
                 if spec.required { issues.append(ValidationIssue(pointer: "/body", message: "a request body is required")) }
             } else if let schema = spec.schema {
-                let unreadableFields = Set(issues.map(\.pointer))
-                issues += validator.validate(body, against: schema).map { ValidationIssue(pointer: "/body" + $0.pointer, message: $0.message) }
-                    .filter { !unreadableFields.contains($0.pointer) }
+                let bodyIssues = validator.validate(body, against: schema)
+                if !bodyIssues.isEmpty {
+                    let unreadableFields = Set(issues.map(\.pointer))
+                    issues += bodyIssues.map { ValidationIssue(pointer: "/body" + $0.pointer, message: $0.message) }
+                        .filter { !unreadableFields.contains($0.pointer) }
+                }
                 body = validator.applyingDefaults(to: body, schema: schema)
             }
         }
@@ -168,12 +171,30 @@ public struct RequestValidator: Sendable {
     /// Whether a request's Content-Type is one the endpoint accepts (parameters ignored).
     static func accepts(_ accepted: [String], _ contentType: String?) -> Bool {
         guard let contentType else { return false }
-        let essence: String = contentType.split(separator: ";").first.map { String($0.trimmingSpaces).lowercased() } ?? ""
+        return accepts(accepted, essence: essence(contentType))
+    }
+
+    /// Whether a media type's essence (`essence(_:)`) is one the endpoint accepts.
+    static func accepts(_ accepted: [String], essence: String) -> Bool {
         for type in accepted {
             if type == "*/*" || type == essence { return true }
             if type.hasSuffix("/*"), essence.hasPrefix(String(type.dropLast())) { return true }
             if type == "application/json", essence.hasSuffix("+json") { return true }
         }
         return false
+    }
+
+    /// A Content-Type's essence: the type and subtype before any parameter,
+    /// without surrounding whitespace, in lower case. Read on UTF-8 bytes:
+    /// it runs on every request with a body.
+    static func essence(_ contentType: String) -> String {
+        let utf8 = contentType.utf8
+        var end = utf8.firstIndex(of: UInt8(ascii: ";")) ?? utf8.endIndex
+        var start = utf8.startIndex
+        func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 }
+        while start < end, isSpace(utf8[start]) { start = utf8.index(after: start) }
+        while end > start, isSpace(utf8[utf8.index(before: end)]) { end = utf8.index(before: end) }
+        let essence = Substring(utf8[start..<end])
+        return essence.utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) ? essence.lowercased() : String(essence)
     }
 }

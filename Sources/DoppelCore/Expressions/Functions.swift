@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The functions expressions may call. A call names its function when the
 /// expression is parsed, so evaluation dispatches on this enum, never on text.
@@ -336,8 +337,7 @@ extension Evaluator {
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
     static func randomUUID() -> String {
-        var generator = SystemRandomNumberGenerator()
-        var bytes = (generator.next() as UInt64, generator.next() as UInt64)
+        var bytes = (UUIDBits.next(), UUIDBits.next())
         return withUnsafeMutableBytes(of: &bytes) { raw in
             raw[6] = raw[6] & 0x0F | 0x40  // version 4
             raw[8] = raw[8] & 0x3F | 0x80  // RFC 4122 variant
@@ -352,5 +352,27 @@ extension Evaluator {
                 return i
             }
         }
+    }
+}
+
+/// Random bits for `uuid()`: SplitMix64 over an atomic counter, seeded once
+/// from the system's generator. Written here because the system generator
+/// makes a `getrandom` system call per value (visible in profiles of
+/// templated endpoints); this is one atomic add. Values are distinct for the
+/// life of the process (the mix is a bijection of the counter) and well
+/// spread, though not unpredictable, which a mock's identifiers need not be.
+enum UUIDBits {
+    private static let seed: UInt64 = {
+        var generator = SystemRandomNumberGenerator()
+        return generator.next()
+    }()
+    private static let counter = Atomic<UInt64>(0)
+
+    static func next() -> UInt64 {
+        let n = counter.wrappingAdd(1, ordering: .relaxed).newValue
+        var z = seed &+ n &* 0x9E37_79B9_7F4A_7C15
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }

@@ -103,4 +103,19 @@ import Testing
         #expect(ids.allSatisfy(pattern.matches))
         #expect(Set(ids).count == ids.count)
     }
+
+    @Test func uuidsFromManyThreadsAtOnceAreAllDistinctAndSpread() async {
+        let batches = await withTaskGroup(of: [String].self) { group in
+            for _ in 0..<8 { group.addTask { (0..<5_000).map { _ in Evaluator.randomUUID() } } }
+            return await group.reduce(into: []) { $0 += $1 }
+        }
+        #expect(batches.count == 40_000)
+        #expect(Set(batches).count == 40_000)
+        // Every hex digit position varies (a counter shown as it is would not):
+        // each of the 30 random positions of the first 1,000 takes at least 8 values.
+        let sample = batches.prefix(1_000).map { Array($0.utf8) }
+        for position in [0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 15, 16, 17, 20, 21, 22, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35] {
+            #expect(Set(sample.map { $0[position] }).count >= 8, "position \(position)")
+        }
+    }
 }
