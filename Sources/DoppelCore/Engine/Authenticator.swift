@@ -16,16 +16,46 @@ public struct Authenticator: Sendable {
         case rejected(ResponseDefinition)
     }
 
+    /// An endpoint's credentials as the request presents them, one per
+    /// scheme, read from the request alone (headers, query, cookies, a JWT's
+    /// payload), so that it runs outside the session's lock; `authenticate`
+    /// then checks them against the session's state.
+    public struct Presented: Sendable {
+        fileprivate var credentials: [Credential]
+    }
+
+    fileprivate struct Credential: Sendable {
+        let scheme: AuthScheme
+        /// What the request sent for the scheme; nil when nothing.
+        let value: String?
+        let user: String?
+        /// Sent, but not a credential the scheme can accept (not listed, not matching, not a JWT).
+        let malformed: Bool
+        /// A JWT's payload.
+        let payload: JSONObject?
+    }
+
+    /// Reads the credentials of each of the endpoint's schemes from the request.
+    public func present(_ request: RecordedRequest, queryItems: [(String, String)], endpoint: Endpoint) -> Presented {
+        Presented(credentials: endpoint.auth.compactMap { name in
+            schemes[name].map { read(request, queryItems: queryItems, scheme: $0) }
+        })
+    }
+
     /// Checks an endpoint's credentials: any one of its schemes admits the
     /// request. When none does, the rejection is the endpoint's own
     /// `on_unauthorized`, else that of the first scheme whose credential was
     /// sent (an expired token's `expired`), else the first scheme's `failure`.
     public func authenticate(_ request: RecordedRequest, queryItems: [(String, String)], endpoint: Endpoint, state: JSONObject, now: Double) -> Outcome {
+        authenticate(present(request, queryItems: queryItems, endpoint: endpoint), endpoint: endpoint, state: state, now: now)
+    }
+
+    /// As `authenticate(_:queryItems:endpoint:state:now:)`, with the credentials already read.
+    public func authenticate(_ presented: Presented, endpoint: Endpoint, state: JSONObject, now: Double) -> Outcome {
         guard !endpoint.auth.isEmpty else { return .accepted(.null) }
         var rejection: (response: ResponseDefinition, sent: Bool)?
-        for name in endpoint.auth {
-            guard let scheme = schemes[name] else { continue }
-            switch check(request, queryItems: queryItems, scheme: scheme, state: state, now: now) {
+        for credential in presented.credentials {
+            switch check(credential, state: state, now: now) {
             case .accepted(let auth):
                 return .accepted(auth)
             case .rejected(let response, let sent):
@@ -42,9 +72,8 @@ public struct Authenticator: Sendable {
         case rejected(ResponseDefinition, sent: Bool)
     }
 
-    /// Checks one scheme's credential. Issued tokens are looked up in
-    /// `state` and compared with `now`, the session's clock.
-    private func check(_ request: RecordedRequest, queryItems: [(String, String)], scheme: AuthScheme, state: JSONObject, now: Double) -> Check {
+    /// Reads one scheme's credential from the request.
+    private func read(_ request: RecordedRequest, queryItems: [(String, String)], scheme: AuthScheme) -> Credential {
         let credential: String?
         var user: String?
         switch scheme.kind {
@@ -60,12 +89,26 @@ public struct Authenticator: Sendable {
                 .flatMap { $0.isEmpty ? nil : $0 }
             credential = fromHeader ?? fromQuery ?? fromCookie
         }
-        guard let credential else { return .rejected(scheme.failure, sent: false) }
-        guard scheme.accepted?.contains(credential) ?? true else { return .rejected(scheme.failure, sent: true) }
-        if let pattern = scheme.pattern, !pattern.matches(credential) { return .rejected(scheme.failure, sent: true) }
-        var claims = JSON.null
+        guard let credential else { return Credential(scheme: scheme, value: nil, user: nil, malformed: false, payload: nil) }
+        func malformed() -> Credential { Credential(scheme: scheme, value: credential, user: user, malformed: true, payload: nil) }
+        guard scheme.accepted?.contains(credential) ?? true else { return malformed() }
+        if let pattern = scheme.pattern, !pattern.matches(credential) { return malformed() }
+        var payload: JSONObject?
         if scheme.format == .jwt {
-            guard let payload = Self.jwtPayload(credential) else { return .rejected(scheme.failure, sent: true) }
+            guard let decoded = Self.jwtPayload(credential) else { return malformed() }
+            payload = decoded
+        }
+        return Credential(scheme: scheme, value: credential, user: user, malformed: false, payload: payload)
+    }
+
+    /// Checks one scheme's credential. Expiry is compared with `now`, the
+    /// session's clock; issued tokens are looked up in `state`.
+    private func check(_ presented: Credential, state: JSONObject, now: Double) -> Check {
+        let scheme = presented.scheme
+        guard let credential = presented.value else { return .rejected(scheme.failure, sent: false) }
+        guard !presented.malformed else { return .rejected(scheme.failure, sent: true) }
+        var claims = JSON.null
+        if let payload = presented.payload {
             if let expiry = payload["exp"]?.numberValue, expiry <= now {
                 return .rejected(scheme.expired ?? scheme.failure, sent: true)
             }
@@ -79,7 +122,7 @@ public struct Authenticator: Sendable {
             claims = record
         }
         var auth = JSONObject([("scheme", .string(scheme.name)), ("token", .string(credential)), ("claims", claims)])
-        if let user { auth["user"] = .string(user) }
+        if let user = presented.user { auth["user"] = .string(user) }
         return .accepted(.object(auth))
     }
 

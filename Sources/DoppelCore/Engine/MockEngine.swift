@@ -14,7 +14,8 @@ import Foundation
 /// step completes:
 /// 3. **Authenticate** (`Authenticator`): the endpoint's scheme, issued
 ///    tokens checked in this transaction's state against the session's
-///    clock; failures get the contract's documented 401.
+///    clock; failures get the contract's documented 401. (The credentials
+///    are read from the request, `Authenticator.present`, before the lock.)
 /// 4. **Rate-limit** (`RateLimiter`): authenticated requests to covered
 ///    endpoints are counted per key; over the limit gets the documented 429
 ///    with `Retry-After`. Then the validation verdict: `on_invalid`, or a
@@ -197,12 +198,14 @@ public final class MockEngine: Sendable {
         // 2. Validate: reads only the request, so it runs outside the
         // session's lock; its verdict is applied in order inside it.
         let validation = validator.validate(request, queryItems: queryItems, pathParameters: pathParameters, for: endpoint)
+        // The credentials are read from the request here too; only their check against state waits for the lock.
+        let credentials = authenticator.present(request, queryItems: queryItems, endpoint: endpoint)
 
         // 3–5. Decide, in one transaction on the session.
         let decision: Decision
         do throws(Failure) {
             decision = try session.transact { (data: inout SessionData) throws(Failure) -> Decision in
-                try decide(request, queryItems: queryItems, endpoint: endpoint, validation: validation, context: context, data: &data, now: now)
+                try decide(request, credentials: credentials, endpoint: endpoint, validation: validation, context: context, data: &data, now: now)
             }
         } catch {
             return error.problem(endpointID: endpoint.id).response(endpointID: endpoint.id)
@@ -293,7 +296,7 @@ public final class MockEngine: Sendable {
     /// validation verdict (`on_invalid`, or a 422/415/400 problem), then the
     /// request's `Prefer`, then the active scenario's override, then the
     /// contract's own choice.
-    private func decide(_ request: RecordedRequest, queryItems: [(String, String)], endpoint: Endpoint, validation: RequestValidator.Outcome,
+    private func decide(_ request: RecordedRequest, credentials: Authenticator.Presented, endpoint: Endpoint, validation: RequestValidator.Outcome,
                         context base: EvaluationContext, data: inout SessionData, now: Double) throws(Failure) -> Decision {
         var context = base
         let call = data.countCall(to: endpoint.id)
@@ -313,7 +316,7 @@ public final class MockEngine: Sendable {
         }
 
         // 3. Authenticate, against this transaction's state.
-        switch authenticator.authenticate(request, queryItems: queryItems, endpoint: endpoint, state: data.state, now: now) {
+        switch authenticator.authenticate(credentials, endpoint: endpoint, state: data.state, now: now) {
         case .accepted(let auth): context.roots[.auth] = auth
         case .rejected(let failure): return try respond(failure, rateHeaders: [])
         }

@@ -33,6 +33,44 @@ import Testing
         #expect(engine.send("GET", "/public", token: nil).status == 200)
     }
 
+    @Test func credentialsAreReadBeforeTheLockAndCheckedAgainstStateInside() throws {
+        let contract = try ContractLoader.load(text: """
+            doppel: 1
+            info: { title: Auth stage, version: "1" }
+            state: { collections: { tokens: [] } }
+            auth:
+              default: bearer
+              schemes:
+                bearer: { type: bearer, issued: tokens, failure: denied }
+            responses:
+              denied: { status: 401, body: { detail: denied } }
+            endpoints:
+              me:
+                request: GET /me
+                responses: [ { status: 200, body: "{{ auth.claims }}" } ]
+            """, file: "auth.yaml")
+        let authenticator = Authenticator(schemes: contract.authSchemes)
+        let endpoint = try #require(contract.endpoints.first)
+        let request = RecordedRequest(method: "GET", target: "/me", headers: [(name: "Authorization", value: "Bearer abc")])
+        // Read once, from the request alone; then judged against two states.
+        let presented = authenticator.present(request, queryItems: [], endpoint: endpoint)
+        var issued = contract.state.initial
+        issued["tokens"] = .object(JSONObject([("abc", .object(JSONObject([("user", .int(1))])))]))
+        guard case .accepted(let auth) = authenticator.authenticate(presented, endpoint: endpoint, state: issued, now: 0) else {
+            Issue.record("an issued token is accepted"); return
+        }
+        #expect(auth["claims"]?["user"] == .int(1))
+        guard case .rejected(let response) = authenticator.authenticate(presented, endpoint: endpoint, state: contract.state.initial, now: 0) else {
+            Issue.record("a token revoked since it was read is refused"); return
+        }
+        #expect(response.status == 401)
+        // Nothing sent: refused with the scheme's failure too.
+        let bare = authenticator.present(RecordedRequest(method: "GET", target: "/me"), queryItems: [], endpoint: endpoint)
+        guard case .rejected = authenticator.authenticate(bare, endpoint: endpoint, state: issued, now: 0) else {
+            Issue.record("no credential is refused"); return
+        }
+    }
+
     @Test func validationFailuresListEveryFieldOrUseTheDocumentedResponse() throws {
         let contract = try loadContract("""
             doppel: 1
