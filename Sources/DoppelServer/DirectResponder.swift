@@ -42,9 +42,11 @@ final class DirectResponder: ChannelDuplexHandler, RemovableChannelHandler {
     private let connection: ConnectionGuard.State
     private enum Mode {
         case idle
-        case collecting(HTTPRequestHead, ByteBuffer?, ContinuousClock.Instant)
+        case collecting(HTTPRequestHead, Target, ByteBuffer?, ContinuousClock.Instant)
         case passing
     }
+    /// A request target's path and query.
+    private typealias Target = (path: String, query: String?)
     private var mode = Mode.idle
     /// Requests passed on whose answer has not been written yet.
     private var passedOn = 0
@@ -63,15 +65,16 @@ final class DirectResponder: ChannelDuplexHandler, RemovableChannelHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let head):
-            if passedOn == 0, isDirect(head) {
-                mode = .collecting(head, nil, .now)
+            let target = Self.split(head.uri)
+            if passedOn == 0, isDirect(head, path: target.path) {
+                mode = .collecting(head, target, nil, .now)
             } else {
                 mode = .passing
                 passOn(head, computed: nil, context: context)
             }
         case .body(let chunk):
             switch mode {
-            case .collecting(let head, var body, let started):
+            case .collecting(let head, let target, var body, let started):
                 if (body?.readableBytes ?? 0) + chunk.readableBytes > responder.maxBodySize {
                     // Too large: Hummingbird's responder answers it with its 413.
                     mode = .passing
@@ -81,16 +84,16 @@ final class DirectResponder: ChannelDuplexHandler, RemovableChannelHandler {
                     releaseQuiesce(context: context)
                 } else {
                     if body == nil { body = chunk } else { body!.writeImmutableBuffer(chunk) }
-                    mode = .collecting(head, body, started)
+                    mode = .collecting(head, target, body, started)
                 }
             case .passing, .idle:
                 context.fireChannelRead(data)
             }
         case .end:
             switch mode {
-            case .collecting(let head, let body, let started):
+            case .collecting(let head, let target, let body, let started):
                 mode = .idle
-                answer(head, body: body, started: started, context: context)
+                answer(head, target: target, body: body, started: started, context: context)
                 releaseQuiesce(context: context)
             case .passing, .idle:
                 mode = .idle
@@ -121,17 +124,16 @@ final class DirectResponder: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// Whether a request may be answered here: an origin-form target to the
     /// engine, without `Expect`, with a declared body length (if any) within the limit.
-    private func isDirect(_ head: HTTPRequestHead) -> Bool {
+    private func isDirect(_ head: HTTPRequestHead, path: String) -> Bool {
         guard head.uri.utf8.first == UInt8(ascii: "/"), !head.uri.utf8.contains(UInt8(ascii: "#")),
-              !AdminAPI.handles(Self.split(head.uri).path), connection.rawContext != nil, !head.headers.contains(name: "expect") else { return false }
+              !AdminAPI.handles(path), connection.rawContext != nil, !head.headers.contains(name: "expect") else { return false }
         if let length = head.headers.first(name: "content-length") {
             guard let length = Int(length), length <= responder.maxBodySize else { return false }
         }
         return true
     }
 
-    /// A request target's path and query.
-    private static func split(_ target: String) -> (path: String, query: String?) {
+    private static func split(_ target: String) -> Target {
         guard let mark = target.utf8.firstIndex(of: UInt8(ascii: "?")) else { return (target, nil) }
         return (String(target[..<mark]), String(target[target.index(after: mark)...]))
     }
@@ -152,9 +154,9 @@ final class DirectResponder: ChannelDuplexHandler, RemovableChannelHandler {
         return current.engine
     }
 
-    private func answer(_ head: HTTPRequestHead, body: ByteBuffer?, started: ContinuousClock.Instant, context: ChannelHandlerContext) {
+    private func answer(_ head: HTTPRequestHead, target: Target, body: ByteBuffer?, started: ContinuousClock.Instant, context: ChannelHandlerContext) {
         if remoteAddress == nil { remoteAddress = .some(context.channel.remoteAddress?.ipAddress) }
-        let (path, query) = Self.split(head.uri)
+        let (path, query) = target
         var headers: [(name: String, value: String)] = []
         headers.reserveCapacity(head.headers.count)
         for (name, value) in head.headers { headers.append((name, value)) }
