@@ -68,11 +68,16 @@ enum ConnectionGuard {
             deadline = nil
         }
 
+        /// Starts the idle wait: no request in progress.
+        func armIdle(on loop: any EventLoop) {
+            arm(seconds: limits.idle, on: loop, idle: true)
+        }
+
         /// A response was written to its end: with nothing else in progress
         /// and no next request begun, the idle wait starts.
         func responseWritten(on loop: any EventLoop) {
             requestsInProgress = max(0, requestsInProgress - 1)
-            if requestsInProgress == 0, awaitingRequest { arm(seconds: limits.idle, on: loop, idle: true) }
+            if requestsInProgress == 0, awaitingRequest { armIdle(on: loop) }
         }
 
         func stop() {
@@ -105,12 +110,8 @@ enum ConnectionGuard {
                 context.close(promise: nil)
                 return
             }
-            // Written past the HTTP encoder (a request may be half-read), so the head is spelled out here.
-            let problem = Problem.requestTimeout().response()
-            var head = "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n"
-            for header in problem.headers { head += "\(header.name): \(header.value)\r\n" }
-            var buffer = context.channel.allocator.buffer(string: head + "Content-Length: \(problem.body.count)\r\n\r\n")
-            buffer.writeBytes(problem.body)
+            // Written past the HTTP encoder (a request may be half-read), as `DirectResponder` writes its answers.
+            let buffer = DirectResponse.encode(Problem.requestTimeout().response(), date: HTTPDate.now(), close: true, allocator: context.channel.allocator)
             context.writeAndFlush(NIOAny(buffer), promise: nil)
             context.close(promise: nil)
         }
@@ -129,11 +130,11 @@ enum ConnectionGuard {
 
         func handlerAdded(context: ChannelHandlerContext) {
             state.rawContext = context
-            if context.channel.isActive { state.arm(seconds: state.limits.idle, on: context.eventLoop, idle: true) }
+            if context.channel.isActive { state.armIdle(on: context.eventLoop) }
         }
 
         func channelActive(context: ChannelHandlerContext) {
-            state.arm(seconds: state.limits.idle, on: context.eventLoop, idle: true)
+            state.armIdle(on: context.eventLoop)
             context.fireChannelActive()
         }
 
@@ -191,7 +192,7 @@ enum ConnectionGuard {
                 state.disarm()
                 state.awaitingRequest = true
                 // Answered before its body ended (a 413): idle from here.
-                if state.requestsInProgress == 0 { state.arm(seconds: state.limits.idle, on: context.eventLoop, idle: true) }
+                if state.requestsInProgress == 0 { state.armIdle(on: context.eventLoop) }
                 context.fireChannelRead(data)
             }
         }
