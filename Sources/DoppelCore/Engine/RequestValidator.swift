@@ -70,7 +70,7 @@ public struct RequestValidator: Sendable {
         var body: JSON = .null
         let contentType = request.header("content-type")
         if !request.body.isEmpty {
-            let essence = contentType.map(Self.essence) ?? ""
+            let essence = contentType.map(MediaTypes.essence) ?? ""
             if let spec = endpoint.body, contentType == nil || !Self.accepts(spec.contentTypes, essence: essence) {
                 return .rejected(.unsupportedMediaType(contentType, accepted: spec.contentTypes))
             }
@@ -168,13 +168,7 @@ public struct RequestValidator: Sendable {
             required: resolved.required.map { $0.lowercased() }, additionalProperties: resolved.additionalProperties)
     }
 
-    /// Whether a request's Content-Type is one the endpoint accepts (parameters ignored).
-    static func accepts(_ accepted: [String], _ contentType: String?) -> Bool {
-        guard let contentType else { return false }
-        return accepts(accepted, essence: essence(contentType))
-    }
-
-    /// Whether a media type's essence (`essence(_:)`) is one the endpoint accepts.
+    /// Whether a media type's essence (`MediaTypes.essence`) is one the endpoint accepts.
     static func accepts(_ accepted: [String], essence: String) -> Bool {
         for type in accepted {
             if type == "*/*" || type == essence { return true }
@@ -182,19 +176,5 @@ public struct RequestValidator: Sendable {
             if type == "application/json", essence.hasSuffix("+json") { return true }
         }
         return false
-    }
-
-    /// A Content-Type's essence: the type and subtype before any parameter,
-    /// without surrounding whitespace, in lower case. Read on UTF-8 bytes:
-    /// it runs on every request with a body.
-    static func essence(_ contentType: String) -> String {
-        let utf8 = contentType.utf8
-        var end = utf8.firstIndex(of: UInt8(ascii: ";")) ?? utf8.endIndex
-        var start = utf8.startIndex
-        func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 }
-        while start < end, isSpace(utf8[start]) { start = utf8.index(after: start) }
-        while end > start, isSpace(utf8[utf8.index(before: end)]) { end = utf8.index(before: end) }
-        let essence = Substring(utf8[start..<end])
-        return essence.utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) ? essence.lowercased() : String(essence)
     }
 }

@@ -416,21 +416,35 @@ public enum MediaTypes {
     public static func isJSON(_ type: String) -> Bool {
         var type = type
         return type.withUTF8 { bytes in
-            var end = bytes.firstIndex(of: UInt8(ascii: ";")) ?? bytes.count
-            var start = 0
-            while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
-            while end > start, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 { end -= 1 }
+            let range = essenceRange(bytes)
             func endsWith(_ suffix: StaticString) -> Bool {
                 let count = suffix.utf8CodeUnitCount
-                guard end - start >= count else { return false }
+                guard range.count >= count else { return false }
                 let tail = suffix.utf8Start
                 for offset in 0..<count {
-                    let byte = bytes[end - count + offset]
+                    let byte = bytes[range.upperBound - count + offset]
                     if (byte >= 65 && byte <= 90 ? byte + 32 : byte) != tail[offset] { return false }
                 }
                 return true
             }
-            return endsWith("+json") || (end - start == 16 && endsWith("application/json"))
+            return endsWith("+json") || (range.count == 16 && endsWith("application/json"))
         }
+    }
+
+    /// A Content-Type's essence: the type and subtype before any parameter,
+    /// without surrounding whitespace, in lower case.
+    public static func essence(_ type: String) -> String {
+        var type = type
+        let essence = type.withUTF8 { bytes in String(decoding: UnsafeBufferPointer(rebasing: bytes[essenceRange(bytes)]), as: UTF8.self) }
+        return essence.utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) ? essence.lowercased() : essence
+    }
+
+    /// Where a media type's essence lies in its bytes: before the first `;`, spaces and tabs around it left out.
+    private static func essenceRange(_ bytes: UnsafeBufferPointer<UInt8>) -> Range<Int> {
+        var end = bytes.firstIndex(of: UInt8(ascii: ";")) ?? bytes.count
+        var start = 0
+        while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
+        while end > start, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 { end -= 1 }
+        return start..<end
     }
 }
