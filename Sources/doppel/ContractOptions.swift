@@ -43,3 +43,26 @@ func upstreamURL(_ text: String) -> URL? {
           url.query == nil else { return nil }
     return url
 }
+
+/// Where a server command listens (`serve`, `record`).
+struct ListenOptions: ParsableArguments {
+    @Option(help: "The address to listen on.")
+    var host: String = "127.0.0.1"
+
+    @Option(help: "The port to listen on (0 picks a free one).")
+    var port: Int = 8000
+
+    func validate() throws {
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be from 0 to 65535") }
+    }
+
+    /// The host as it goes into a URL: an IPv6 address in brackets.
+    var urlHost: String { host.contains(":") ? "[\(host)]" : host }
+
+    /// Why the server could not listen, for `doppel: cannot … on HOST:PORT: REASON`.
+    static func failure(_ error: any Error) -> String {
+        "\(error)".contains("Address already in use")
+            ? "the address is already in use; stop the other server or choose another --port (0 picks a free one)"
+            : "\(error)"
+    }
+}

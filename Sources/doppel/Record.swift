@@ -22,11 +22,7 @@ struct Record: AsyncParsableCommand {
     @Option(name: .shortAndLong, help: "The folder to write contract.yaml and scenario.yaml into.")
     var output: String
 
-    @Option(help: "The address to listen on.")
-    var host: String = "127.0.0.1"
-
-    @Option(help: "The port to listen on (0 picks a free one).")
-    var port: Int = 8000
+    @OptionGroup var listen: ListenOptions
 
     @Option(name: .customLong("keep-header"), help: "Write this header too, though it may be a secret (repeatable).")
     var keepHeader: [String] = []
@@ -47,7 +43,6 @@ struct Record: AsyncParsableCommand {
         guard upstreamURL(target) != nil else {
             throw ValidationError("--target must be an http or https URL like http://127.0.0.1:9000 or https://staging.example.com/api")
         }
-        guard (0...65535).contains(port) else { throw ValidationError("--port must be from 0 to 65535") }
         guard maxExchanges > 0 else { throw ValidationError("--max-exchanges must be at least 1") }
         guard RequestLog.Format(rawValue: logFormat) != nil else { throw ValidationError("--log-format must be text, json or none") }
         guard let timeout = Serve.seconds(proxyTimeout), timeout > 0 else { throw ValidationError("--proxy-timeout must be a duration like 30s") }
@@ -65,14 +60,14 @@ struct Record: AsyncParsableCommand {
             printDiagnostics(error.diagnostics)
             throw ExitCode(1)
         }
-        var configuration = ServerConfiguration(host: host, port: port, logFormat: RequestLog.Format(rawValue: logFormat)!)
+        var configuration = ServerConfiguration(host: listen.host, port: listen.port, logFormat: RequestLog.Format(rawValue: logFormat)!)
         configuration.proxy = upstreamURL(target)
         configuration.proxyTimeout = Serve.seconds(proxyTimeout)!
         let recorder = Recorder(limit: maxExchanges)
         let log = RequestLog(format: configuration.logFormat)
         let app = buildApplication(slot: EngineSlot(MockEngine(contract: contract, configuration: configuration)), configuration: configuration,
-                                   log: log, recorder: recorder) { [host, target, output] port in
-            let address = host.contains(":") ? "[\(host)]" : host
+                                   log: log, recorder: recorder) { [listen, target, output] port in
+            let address = listen.urlHost
             log.line("Recording \(target) on http://\(address):\(port); stop with Ctrl-C to write \(output)/contract.yaml and \(output)/scenario.yaml")
         }
         ShutdownSignals.exitOnSecondSignal { log.flush(timeout: 0.5) }
@@ -82,7 +77,7 @@ struct Record: AsyncParsableCommand {
             group.maximumCancellationDuration = .seconds(2)
             try await ServiceGroup(configuration: group).run()
         } catch {
-            FileHandle.standardError.write(Data("doppel: cannot record on \(host):\(port): \(error)\n".utf8))
+            FileHandle.standardError.write(Data("doppel: cannot record on \(listen.host):\(listen.port): \(ListenOptions.failure(error))\n".utf8))
             throw ExitCode(1)
         }
         let exchanges = recorder.exchanges

@@ -19,11 +19,7 @@ struct Serve: AsyncParsableCommand {
     @Argument(help: "The contract file (YAML).")
     var contract: String
 
-    @Option(help: "The address to listen on.")
-    var host: String = "127.0.0.1"
-
-    @Option(help: "The port to listen on (0 picks a free one).")
-    var port: Int = 8000
+    @OptionGroup var listen: ListenOptions
 
     @Option(name: .customLong("log-format"), help: "Request log lines: text, json or none.")
     var logFormat: String = "text"
@@ -92,7 +88,6 @@ struct Serve: AsyncParsableCommand {
     var shutdownGrace: String = "5s"
 
     func validate() throws {
-        guard (0...65535).contains(port) else { throw ValidationError("--port must be from 0 to 65535") }
         guard RequestLog.Format(rawValue: logFormat) != nil else { throw ValidationError("--log-format must be text, json or none") }
         guard let size = ByteSize.parse(maxBodySize), size > 0 else {
             throw ValidationError("--max-body-size must be a size like 1MiB, 512KiB or 1048576")
@@ -174,7 +169,7 @@ struct Serve: AsyncParsableCommand {
             throw ExitCode(1)
         }
         var configuration = ServerConfiguration(
-            host: host, port: port, maxBodySize: ByteSize.parse(maxBodySize)!, logFormat: RequestLog.Format(rawValue: logFormat)!,
+            host: listen.host, port: listen.port, maxBodySize: ByteSize.parse(maxBodySize)!, logFormat: RequestLog.Format(rawValue: logFormat)!,
             journalCapacity: journalSize, defaultDelay: delay.flatMap(Delay.parse), hangLimit: Self.seconds(hangLimit)!)
         configuration.adminToken = adminToken
         configuration.sessionLimit = maxSessions
@@ -224,8 +219,8 @@ struct Serve: AsyncParsableCommand {
         let slot = EngineSlot(engine)
         let watcher = watch ? Task { [file = self.contract] in await Self.watch(file, slot: slot, log: log) } : nil
         defer { watcher?.cancel() }
-        let app = buildApplication(slot: slot, configuration: configuration, log: log, scenarios: catalog) { [host, scenario, catalog, trustNote, configuration] port in
-            let address = host.contains(":") ? "[\(host)]" : host
+        let app = buildApplication(slot: slot, configuration: configuration, log: log, scenarios: catalog) { [listen, scenario, catalog, trustNote, configuration] port in
+            let address = listen.urlHost
             log.line("Doppel serving \(contract.info.title) \(contract.info.version) from \(self.contract)")
             if let scenario { log.line("Every session starts from scenario \(scenario)") }
             if !catalog.names.isEmpty { log.line("Scenarios: \(catalog.names.joined(separator: ", "))") }
@@ -238,7 +233,7 @@ struct Serve: AsyncParsableCommand {
         }
         if adminToken == nil, !configuration.bindsLoopbackOnly {
             FileHandle.standardError.write(Data("""
-                doppel: warning: serving on \(host) without --admin-token: anyone who can reach this address can \
+                doppel: warning: serving on \(listen.host) without --admin-token: anyone who can reach this address can \
                 read and change every session's state through /__doppel/; set --admin-token to guard it
 
                 """.utf8))
@@ -255,10 +250,7 @@ struct Serve: AsyncParsableCommand {
             try await ServiceGroup(configuration: group).run()
             log.flush()
         } catch {
-            let reason = "\(error)".contains("Address already in use")
-                ? "the address is already in use; stop the other server or choose another --port (0 picks a free one)"
-                : "\(error)"
-            FileHandle.standardError.write(Data("doppel: cannot serve on \(host):\(port): \(reason)\n".utf8))
+            FileHandle.standardError.write(Data("doppel: cannot serve on \(listen.host):\(listen.port): \(ListenOptions.failure(error))\n".utf8))
             throw ExitCode(1)
         }
     }
