@@ -82,11 +82,15 @@ public struct PathTemplate: Sendable, CustomStringConvertible {
     }
 
     /// The parameters when `path` (already split into segments) matches; nil otherwise.
+    ///
+    /// Literal text is compared byte for byte, as RFC 3986 compares paths
+    /// (and without `String`'s Unicode-equivalence comparison, which costs
+    /// more than the rest of routing on every request).
     public func match(_ pathSegments: [Substring]) -> [String: String]? {
         guard restParameter == nil ? pathSegments.count == segments.count : pathSegments.count > segments.count else { return nil }
         var captured: [String: String] = [:]
         for (parts, segment) in zip(segments, pathSegments) {
-            guard Self.match(parts[...], segment, &captured) else { return nil }
+            guard Self.match(parts[...], segment.utf8, &captured) else { return nil }
         }
         if let restParameter {
             let rest = pathSegments[segments.count...]
@@ -97,25 +101,28 @@ public struct PathTemplate: Sendable, CustomStringConvertible {
         return captured
     }
 
-    private static func match(_ parts: ArraySlice<Part>, _ text: Substring, _ captured: inout [String: String]) -> Bool {
+    private static func match(_ parts: ArraySlice<Part>, _ text: Substring.UTF8View, _ captured: inout [String: String]) -> Bool {
         guard let first = parts.first else { return text.isEmpty }
         switch first {
         case .literal(let literal):
-            guard text.hasPrefix(literal) else { return false }
+            let literal = literal.utf8
+            guard text.starts(with: literal) else { return false }
             return match(parts.dropFirst(), text.dropFirst(literal.count), &captured)
         case .parameter(let name):
             let rest = parts.dropFirst()
             guard !text.isEmpty else { return false }
             if rest.isEmpty {
-                captured[name] = PercentDecoding.decode(text, keepingEncodedSlashes: true)
+                captured[name] = PercentDecoding.decode(Substring(text), keepingEncodedSlashes: true)
                 return true
             }
             // Try the shortest capture first so `{a}:b` splits at the first ':'.
+            // The literal after the parameter starts with a whole character's
+            // first byte, so a split can only succeed on a character boundary.
             var end = text.index(after: text.startIndex)
             while true {
                 var attempt = captured
                 if match(rest, text[end...], &attempt) {
-                    attempt[name] = PercentDecoding.decode(text[..<end], keepingEncodedSlashes: true)
+                    attempt[name] = PercentDecoding.decode(Substring(text[..<end]), keepingEncodedSlashes: true)
                     captured = attempt
                     return true
                 }
@@ -130,7 +137,7 @@ public struct PathTemplate: Sendable, CustomStringConvertible {
     func spellingCloseness(to pathSegments: [Substring]) -> Int {
         for (parts, segment) in zip(segments, pathSegments) {
             var ignored: [String: String] = [:]
-            if Self.match(parts[...], segment, &ignored) { continue }
+            if Self.match(parts[...], segment.utf8, &ignored) { continue }
             guard parts.count == 1, case .literal(let literal) = parts[0] else { return 0 }
             return Suggestion.editDistance(String(segment).lowercased(), literal.lowercased()) <= max(2, literal.count / 2) ? 1 : 0
         }
@@ -142,7 +149,7 @@ public struct PathTemplate: Sendable, CustomStringConvertible {
         var score = 0
         for (parts, segment) in zip(segments, pathSegments) {
             var ignored: [String: String] = [:]
-            if Self.match(parts[...], segment, &ignored) { score += 1 }
+            if Self.match(parts[...], segment.utf8, &ignored) { score += 1 }
         }
         return score - abs(segments.count - pathSegments.count)
     }

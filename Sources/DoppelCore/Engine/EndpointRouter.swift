@@ -93,8 +93,21 @@ public struct EndpointRouter: Sendable {
 
     /// The split path: `/a/b` gives `["a", "b"]`; `/` gives `[""]`.
     static func segments(of path: String) -> [Substring] {
-        let trimmed = path.hasPrefix("/") ? path.dropFirst() : Substring(path)
-        return trimmed.split(separator: "/", omittingEmptySubsequences: false)
+        // Split on the bytes: the generic `split` costs a closure call per character.
+        let utf8 = path.utf8
+        var start = utf8.first == UInt8(ascii: "/") ? utf8.index(after: utf8.startIndex) : utf8.startIndex
+        var segments: [Substring] = []
+        segments.reserveCapacity(8)
+        var index = start
+        while index < utf8.endIndex {
+            if utf8[index] == UInt8(ascii: "/") {
+                segments.append(Substring(utf8[start..<index]))
+                start = utf8.index(after: index)
+            }
+            index = utf8.index(after: index)
+        }
+        segments.append(Substring(utf8[start..<utf8.endIndex]))
+        return segments
     }
 
     /// Up to three endpoints ranked by how much of the path they share, each

@@ -38,12 +38,25 @@ public struct RecordedRequest: Sendable {
     /// The query string split into decoded name/value pairs.
     public var queryItems: [(String, String)] {
         guard let query, !query.isEmpty else { return [] }
-        return query.split(separator: "&", omittingEmptySubsequences: true).map { pair in
-            if let eq = pair.firstIndex(of: "=") {
-                return (PercentDecoding.decode(pair[..<eq], plusAsSpace: true), PercentDecoding.decode(pair[pair.index(after: eq)...], plusAsSpace: true))
+        // Read on the bytes: `&` and `=` are ASCII, and the generic `split`
+        // costs a closure call per character on every request.
+        let utf8 = query.utf8
+        var items: [(String, String)] = []
+        var start = utf8.startIndex
+        while start < utf8.endIndex {
+            let end = utf8[start...].firstIndex(of: UInt8(ascii: "&")) ?? utf8.endIndex
+            if start < end {
+                let pair = utf8[start..<end]
+                if let eq = pair.firstIndex(of: UInt8(ascii: "=")) {
+                    items.append((PercentDecoding.decode(Substring(pair[..<eq]), plusAsSpace: true),
+                                  PercentDecoding.decode(Substring(pair[utf8.index(after: eq)...]), plusAsSpace: true)))
+                } else {
+                    items.append((PercentDecoding.decode(Substring(pair), plusAsSpace: true), ""))
+                }
             }
-            return (PercentDecoding.decode(pair, plusAsSpace: true), "")
+            start = end < utf8.endIndex ? utf8.index(after: end) : end
         }
+        return items
     }
 }
 

@@ -84,6 +84,34 @@ import Testing
     }
 }
 
+@Suite struct PathBytesTests {
+    @Test func segmentsKeepEmptyOnesAndTheRootPath() {
+        #expect(EndpointRouter.segments(of: "/") == [""])
+        #expect(EndpointRouter.segments(of: "/a//b/") == ["a", "", "b", ""])
+        #expect(EndpointRouter.segments(of: "/сказки/7") == ["сказки", "7"])
+        #expect(EndpointRouter.segments(of: "") == [""])
+    }
+
+    @Test func literalsAreComparedByteForByteBesideParameters() throws {
+        let template = try PathTemplate("/сказки/{id}.ёж/{name}:x")
+        #expect(template.match(EndpointRouter.segments(of: "/сказки/7.ёж/a:b:x")) == ["id": "7", "name": "a:b"])
+        #expect(template.match(EndpointRouter.segments(of: "/сказки/щ.ёж.ёж/%D1%91:x")) == ["id": "щ.ёж", "name": "ё"])
+        #expect(template.match(EndpointRouter.segments(of: "/сказки/.ёж/a:x")) == nil)
+        #expect(template.match(EndpointRouter.segments(of: "/сказки/7.ёж/:x")) == nil)
+        // "é" written as e and a combining accent is not the same bytes as the literal's "é".
+        let accented = try PathTemplate("/caf\u{E9}")
+        #expect(accented.match(EndpointRouter.segments(of: "/caf\u{E9}")) == [:])
+        #expect(accented.match(EndpointRouter.segments(of: "/cafe\u{301}")) == nil)
+    }
+
+    @Test func queryItemsAreSplitAndDecoded() {
+        let request = RecordedRequest(method: "GET", target: "/x?a=1&&b=%20c+d&flag&=e&ж=%D0%B6&a=2")
+        #expect(request.queryItems.map { [$0.0, $0.1] } == [["a", "1"], ["b", " c d"], ["flag", ""], ["", "e"], ["ж", "ж"], ["a", "2"]])
+        #expect(RecordedRequest(method: "GET", target: "/x?").queryItems.isEmpty)
+        #expect(RecordedRequest(method: "GET", target: "/x?&&").queryItems.isEmpty)
+    }
+}
+
 @Suite struct RestOfPathTests {
     @Test func aTrailingRestParameterTakesTheRestOfThePath() throws {
         let template = try PathTemplate("/files/{bucket}/{path...}")
