@@ -126,7 +126,10 @@ public struct StateDeclaration: Sendable {
 }
 
 /// One endpoint: a method and path, its checks, and its ordered responses.
-public struct Endpoint: Sendable {
+/// A class, not a struct: the engine hands an endpoint from stage to stage
+/// on every request, and copying a struct of this many references would
+/// retain each of them, on memory shared by every event loop.
+public final class Endpoint: Sendable {
     public let id: String
     public let method: String
     /// The full path template, base path included.
@@ -155,7 +158,31 @@ public struct Endpoint: Sendable {
     public let location: SourceLocation
     /// `proxy: true`: requests go to the server's upstream (`doppel serve
     /// --proxy`) unless a scenario override or `Prefer` picks a response.
-    public var proxy = false
+    public let proxy: Bool
+
+    init(id: String, method: String, path: PathTemplate, summary: String?, auth: [String], match: [Condition],
+         bindings: [(String, ValueTemplate)], pathParameters: Schema?, query: Schema?, headers: Schema?, cookies: Schema?,
+         body: BodySpec?, onInvalid: ResponseDefinition?, onUnauthorized: ResponseDefinition?, responses: [ResponseDefinition],
+         documented: [ResponseDefinition], location: SourceLocation, proxy: Bool = false) {
+        self.id = id
+        self.method = method
+        self.path = path
+        self.summary = summary
+        self.auth = auth
+        self.match = match
+        self.bindings = bindings
+        self.pathParameters = pathParameters
+        self.query = query
+        self.headers = headers
+        self.cookies = cookies
+        self.body = body
+        self.onInvalid = onInvalid
+        self.onUnauthorized = onUnauthorized
+        self.responses = responses
+        self.documented = documented
+        self.location = location
+        self.proxy = proxy
+    }
 
     /// `POST /api/v1/stories/generate`.
     public var signature: String { "\(method) \(path.template)" }
