@@ -11,7 +11,8 @@ import Foundation
 ///
 /// Then one transaction on the session (`Session.transact`), so that all a
 /// request reads and changes there is one atomic step, kept only if the
-/// step completes:
+/// step completes; it reads the session's clock too, so a clock moved by a
+/// concurrent admin call is seen whole or not at all:
 /// 3. **Authenticate** (`Authenticator`): the endpoint's scheme, issued
 ///    tokens checked in this transaction's state against the session's
 ///    clock; failures get the contract's documented 401. (The credentials
@@ -109,9 +110,7 @@ public final class MockEngine: Sendable {
         var response: MockResponse
         let valid = SessionStore.isValid(id: sessionID)
         if valid {
-            let session = sessions.session(sessionID)
-            now = session.now(real: now)
-            response = answer(request, session: session, now: now)
+            (response, now) = answer(request, session: sessions.session(sessionID), real: now)
         } else {
             response = Problem.invalidSession(sessionID).response()
         }
@@ -156,15 +155,18 @@ public final class MockEngine: Sendable {
             return problem.response()
         }
         let session = sessions.session(sessionID)
-        let now = session.now(real: clock())
-        let context = EvaluationContext(roots: baseRoots(request, query: Self.object(request.queryItems), sessionID: session.id, now: now), now: now)
-        return fallback(for: problem, context: context, session: session)
+        let real = clock()
+        let context = EvaluationContext(roots: baseRoots(request, query: Self.object(request.queryItems), sessionID: session.id), now: real)
+        return fallback(for: problem, context: context, session: session).response
     }
 
-    private func answer(_ request: RecordedRequest, session: Session, now: Double) -> MockResponse {
+    /// Stages 1 to 6 for a request in a valid session; also returns the
+    /// instant on the session's clock the request was answered at.
+    private func answer(_ request: RecordedRequest, session: Session, real: Double) -> (MockResponse, now: Double) {
         let queryItems = request.queryItems
-        // Query values are strings until validation reads them by their schema.
-        var context = EvaluationContext(roots: baseRoots(request, query: Self.object(queryItems), sessionID: session.id, now: now), now: now)
+        // Query values are strings until validation reads them by their
+        // schema. `now` is real time until the transaction reads the session's clock.
+        var context = EvaluationContext(roots: baseRoots(request, query: Self.object(queryItems), sessionID: session.id), now: real)
 
         // 1. Route. `match` conditions see the request without state; the body
         // is parsed for them only when some endpoint has one.
@@ -172,6 +174,7 @@ public final class MockEngine: Sendable {
         let route = router.route(method: request.method, path: request.path) { endpoint, parameters in
             if matchContext == nil {
                 var base = context
+                base.now = session.now(real: real)
                 if let contentType = request.header("content-type"), MediaTypes.isJSON(contentType) {
                     base.roots[.body] = (try? JSONReader.parse(request.body)) ?? .null
                 }
@@ -188,7 +191,7 @@ public final class MockEngine: Sendable {
             pathParameters = parameters
             context.roots[.path] = Self.object(parameters)
         case .methodNotAllowed where forwardsUnmatched, .notFound where forwardsUnmatched:
-            return .forwarding(endpointID: nil)
+            return (.forwarding(endpointID: nil), session.now(real: real))
         case .methodNotAllowed(let allowed):
             return fallback(for: Problem.methodNotAllowed(method: request.method, path: request.path, allowed: allowed), context: context, session: session)
         case .notFound(let nearMisses):
@@ -201,24 +204,27 @@ public final class MockEngine: Sendable {
         // The credentials are read from the request here too; only their check against state waits for the lock.
         let credentials = authenticator.present(request, queryItems: queryItems, endpoint: endpoint)
 
-        // 3–5. Decide, in one transaction on the session.
+        // 3–5. Decide, in one transaction on the session, which reads its clock too.
         let decision: Decision
+        var now = real
         do throws(Failure) {
             decision = try session.transact { (data: inout SessionData) throws(Failure) -> Decision in
-                try decide(request, credentials: credentials, endpoint: endpoint, validation: validation, context: context, data: &data, now: now)
+                now = data.clock.now(real: real)
+                context.now = now
+                return try decide(request, credentials: credentials, endpoint: endpoint, validation: validation, context: context, data: &data, now: now)
             }
         } catch {
-            return error.problem(endpointID: endpoint.id).response(endpointID: endpoint.id)
+            return (error.problem(endpointID: endpoint.id).response(endpointID: endpoint.id), now)
         }
 
         // 6. Render.
         switch decision {
         case .forward:
-            return .forwarding(endpointID: endpoint.id)
+            return (.forwarding(endpointID: endpoint.id), now)
         case .problem(let problem, let rateHeaders):
-            return problem.response(endpointID: endpoint.id).adding(rateHeaders)
+            return (problem.response(endpointID: endpoint.id).adding(rateHeaders), now)
         case .respond(let selection, let override, let rateHeaders):
-            return render(selection, override: override, adding: rateHeaders, endpointID: endpoint.id)
+            return (render(selection, override: override, adding: rateHeaders, endpointID: endpoint.id), now)
         }
     }
 
@@ -242,17 +248,19 @@ public final class MockEngine: Sendable {
     /// fallback for it: selected and rendered as any response is (in a
     /// transaction, for its effects and sequences), seeing `problem`, with
     /// the problem's headers (`Allow`) it does not set itself.
-    private func fallback(for problem: Problem, context base: EvaluationContext, session: Session) -> MockResponse {
-        guard let definition = contract.fallback(for: problem) else { return problem.response() }
+    /// `base.now` is real time; the session's clock is read in the transaction.
+    private func fallback(for problem: Problem, context base: EvaluationContext, session: Session) -> (response: MockResponse, now: Double) {
+        guard let definition = contract.fallback(for: problem) else { return (problem.response(), session.now(real: base.now)) }
         var context = base
         context.roots[.problem] = problem.json
         do throws(ResponseSelector.Failure) {
             let selection = try session.transact { (data: inout SessionData) throws(ResponseSelector.Failure) -> ResponseSelector.Selection in
-                try selector.select(from: [definition], forced: definition, endpointBindings: [], context: context, data: &data, sequenceScope: "fallbacks")
+                context.now = data.clock.now(real: base.now)
+                return try selector.select(from: [definition], forced: definition, endpointBindings: [], context: context, data: &data, sequenceScope: "fallbacks")
             }
-            return render(selection, override: nil, adding: problem.headers, endpointID: nil)
+            return (render(selection, override: nil, adding: problem.headers, endpointID: nil), selection.context.now)
         } catch {
-            return Failure.selection(error).problem(endpointID: "fallbacks").response()
+            return (Failure.selection(error).problem(endpointID: "fallbacks").response(), context.now)
         }
     }
 
@@ -367,7 +375,7 @@ public final class MockEngine: Sendable {
         return try respond(override?.response, rateHeaders: rateHeaders)
     }
 
-    private func baseRoots(_ request: RecordedRequest, query: JSON, sessionID: String, now: Double) -> Roots {
+    private func baseRoots(_ request: RecordedRequest, query: JSON, sessionID: String) -> Roots {
         var headers = JSONObject()
         headers.reserveCapacity(request.headers.count)
         for header in request.headers { headers[header.name] = .string(header.value) }
@@ -382,7 +390,6 @@ public final class MockEngine: Sendable {
         roots[.session] = .string(sessionID)
         roots[.client] = .object(JSONObject([("address", request.remoteAddress.map { .string($0) } ?? .null)]))
         roots[.data] = contract.data
-        roots.setClock(now)
         return roots
     }
 

@@ -116,13 +116,22 @@ public struct Roots: Sendable, ExpressibleByDictionaryLiteral {
         }
     }
 
-    /// Makes `clock` (`clock.now`, `clock.epoch`) read `instant`.
-    public mutating func setClock(_ instant: Double) {
-        slots[Slot.clock.rawValue] = Self.clock(at: instant)
+    /// The `clock` root at an instant: `clock.now` and `clock.epoch`.
+    ///
+    /// It is never stored in a slot: the evaluator derives it from the
+    /// context's `now` where an expression reads it, so a request that reads
+    /// no clock formats none, and the session's clock can be read inside the
+    /// request's transaction, after its roots were built.
+    static func clock(at now: Double) -> JSON {
+        .object(JSONObject([("now", clock(member: "now", at: now)), ("epoch", clock(member: "epoch", at: now))]))
     }
 
-    static func clock(at now: Double) -> JSON {
-        .object(JSONObject([("now", .string(UTCCalendar.format(epoch: now))),
-                            ("epoch", now.rounded() == now && abs(now) < 9e15 ? .int(Int(now)) : .double(now))]))
+    /// One member of the `clock` root, without building the rest.
+    static func clock(member name: String, at now: Double) -> JSON {
+        switch name {
+        case "now": .string(UTCCalendar.format(epoch: now))
+        case "epoch": now.rounded() == now && abs(now) < 9e15 ? .int(Int(now)) : .double(now)
+        default: .null
+        }
     }
 }

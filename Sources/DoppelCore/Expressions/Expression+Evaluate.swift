@@ -90,11 +90,15 @@ struct Evaluator {
             return value
         case .name(let name, let slot, _):
             if !locals.isEmpty, let local = locals[name] { return local }
-            if let slot { return context.roots[slot] ?? .null }
+            if let slot { return slot == .clock ? Roots.clock(at: context.now) : context.roots[slot] ?? .null }
             if name == "it", let it { return it }
             if name == "key", let key { return key }
             return context.roots[bound: name] ?? .null
         case .member(let base, let name, _):
+            // `clock.now` formats the instant alone, not the whole clock.
+            if case .name(let root, .clock?, _) = base, locals.isEmpty || locals[root] == nil {
+                return Roots.clock(member: name, at: context.now)
+            }
             return try eval(base)[name] ?? .null
         case .index(let base, let indexNode):
             let container = try eval(base)
