@@ -3,7 +3,7 @@ public final class Journal: Sendable {
     /// One served request.
     public struct Entry: Sendable {
         /// Increasing number of the request since the server started.
-        public let sequence: Int
+        public internal(set) var sequence: Int
         /// When it arrived, on the session's clock (seconds since 1970).
         public let time: Double
         public let session: String
@@ -76,14 +76,21 @@ public final class Journal: Sendable {
     @discardableResult
     public func record(time: Double, session: String, method: String, path: String, query: String?, status: Int,
                        endpointID: String?, responseName: String?, durationMicros: Int, proxied: Bool = false) -> Int {
-        ring.withLock { ring in
+        // Built before the lock, which every event loop takes: inside it, only the number and the counts.
+        var entry = Entry(
+            sequence: 0, time: time, session: session, method: method, path: path, query: query,
+            status: status, endpointID: endpointID, responseName: responseName, durationMicros: durationMicros, proxied: proxied)
+        let outcome = Tally.Outcome(endpointID: endpointID, status: status)
+        var displaced: Entry?
+        return ring.withLock { ring in
             ring.sequence += 1
-            ring.entries[ring.next] = Entry(
-                sequence: ring.sequence, time: time, session: session, method: method, path: path, query: query,
-                status: status, endpointID: endpointID, responseName: responseName, durationMicros: durationMicros, proxied: proxied)
+            entry.sequence = ring.sequence
+            // The entry it replaces is released after the lock.
+            swap(&ring.entries[ring.next], &displaced)
+            ring.entries[ring.next] = entry
             ring.next = (ring.next + 1) % capacity
             ring.count = min(ring.count + 1, capacity)
-            ring.tally[session, default: [:]][Tally.Outcome(endpointID: endpointID, status: status), default: 0] += 1
+            ring.tally[session, default: [:]][outcome, default: 0] += 1
             return ring.sequence
         }
     }

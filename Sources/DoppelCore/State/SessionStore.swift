@@ -154,9 +154,12 @@ public final class SessionStore: Sendable {
             evicted = evictIdle(&table, now: now)
             evicted += evictForState(&table, keeping: id)
             if let existing = table.entries[id] {
-                table.unlink(id)
+                // Most requests come from the session that asked last: it stays where it is.
+                if table.newest != id {
+                    table.unlink(id)
+                    table.pushNewest(id)
+                }
                 table.entries[id]!.lastUsed = now
-                table.pushNewest(id)
                 return existing.session
             }
             if table.entries.count >= limit, let victim = table.evictionCandidate {

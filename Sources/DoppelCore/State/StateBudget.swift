@@ -1,28 +1,34 @@
+import Synchronization
+
 /// The state all sessions of a store hold together, as JSON size, against a
 /// limit: one session may hold at most `SessionData.maximumStateSize`, and
 /// without a shared budget ten thousand full sessions would hold 160 GiB.
 ///
 /// Sessions report each committed change of their size; the store evicts
 /// least recently used sessions while the total is over the limit.
+///
+/// The total is an atomic rather than a locked value: the store reads it on
+/// every request, and a read is then a plain load, with no lock for the
+/// event loops to pass between them.
 public final class StateBudget: Sendable {
     /// The most state all sessions may hold together.
     public static let defaultLimit = 512 << 20
 
     public let limit: Int
-    private let total = Locked(0)
+    private let total = Atomic<Int>(0)
 
     public init(limit: Int = StateBudget.defaultLimit) {
         self.limit = limit
     }
 
     /// What all sessions hold now.
-    public var used: Int { total.withLock { $0 } }
+    public var used: Int { total.load(ordering: .relaxed) }
 
     /// True while the sessions hold more than the limit.
     public var isOver: Bool { used > limit }
 
     func add(_ delta: Int) {
         guard delta != 0 else { return }
-        total.withLock { $0 += delta }
+        total.wrappingAdd(delta, ordering: .relaxed)
     }
 }
