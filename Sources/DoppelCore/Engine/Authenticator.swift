@@ -140,23 +140,26 @@ public struct Authenticator: Sendable {
     /// signature may be empty, and is not checked), the first two JSON
     /// objects; nil for anything else.
     public static func jwtPayload(_ token: String) -> JSONObject? {
-        let utf8 = token.utf8
-        guard let firstDot = utf8.firstIndex(of: UInt8(ascii: ".")),
-              let secondDot = utf8[utf8.index(after: firstDot)...].firstIndex(of: UInt8(ascii: ".")) else { return nil }
-        let signature = utf8[utf8.index(after: secondDot)...]
-        guard signature.allSatisfy(isBase64URL),
-              let header = base64URLDecoded(utf8[..<firstDot]), (try? JSONReader.parse(header))?.objectValue != nil,
-              let payload = base64URLDecoded(utf8[utf8.index(after: firstDot)..<secondDot]) else { return nil }
-        return (try? JSONReader.parse(payload))?.objectValue
+        var token = token
+        return token.withUTF8 { bytes -> JSONObject? in
+            guard let firstDot = bytes.firstIndex(of: UInt8(ascii: ".")),
+                  let secondDot = bytes[(firstDot + 1)...].firstIndex(of: UInt8(ascii: ".")) else { return nil }
+            guard bytes[(secondDot + 1)...].allSatisfy(isBase64URL),
+                  let header = base64URLDecoded(UnsafeBufferPointer(rebasing: bytes[..<firstDot])),
+                  (try? JSONReader.parse(header))?.objectValue != nil,
+                  let payload = base64URLDecoded(UnsafeBufferPointer(rebasing: bytes[(firstDot + 1)..<secondDot])) else { return nil }
+            return (try? JSONReader.parse(payload))?.objectValue
+        }
     }
 
     /// Base64url without padding, decoded byte by byte: it runs on every
     /// request to a JWT scheme, and Foundation's decoder wants a padded,
     /// standard-alphabet copy first. Nil when empty or not base64url.
-    static func base64URLDecoded(_ text: Substring.UTF8View) -> [UInt8]? {
-        guard !text.isEmpty, text.count % 4 != 1 else { return nil }
+    static func base64URLDecoded<Text: Collection<UInt8>>(_ text: Text) -> [UInt8]? {
+        let count = text.count
+        guard count > 0, count % 4 != 1 else { return nil }
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(text.count * 3 / 4)
+        bytes.reserveCapacity(count * 3 / 4)
         var buffer: UInt32 = 0, bits = 0
         for character in text {
             let value: UInt8

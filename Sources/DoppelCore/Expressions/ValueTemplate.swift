@@ -32,6 +32,7 @@ public indirect enum ValueTemplate: Sendable {
             return .array(values)
         case .object(let pairs):
             var object = JSONObject()
+            object.reserveCapacity(pairs.count)
             for (key, value) in pairs { object[key] = try value.render(in: context) }
             return .object(object)
         }
