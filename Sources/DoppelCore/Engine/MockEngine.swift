@@ -211,7 +211,7 @@ public final class MockEngine: Sendable {
             decision = try session.transact { (data: inout SessionData) throws(Failure) -> Decision in
                 now = data.clock.now(real: real)
                 context.now = now
-                return try decide(request, credentials: credentials, endpoint: endpoint, validation: validation, context: context, data: &data, now: now)
+                return try decide(request, credentials: credentials, endpoint: endpoint, validation: validation, context: &context, data: &data, now: now)
             }
         } catch {
             return (error.problem(endpointID: endpoint.id).response(endpointID: endpoint.id), now)
@@ -223,24 +223,24 @@ public final class MockEngine: Sendable {
             return (.forwarding(endpointID: endpoint.id), now)
         case .problem(let problem, let rateHeaders):
             return (problem.response(endpointID: endpoint.id).adding(rateHeaders), now)
-        case .respond(let selection, let override, let rateHeaders):
-            return (render(selection, override: override, adding: rateHeaders, endpointID: endpoint.id), now)
+        case .respond(let response, let override, let rateHeaders):
+            return (render(response, in: context, override: override, adding: rateHeaders, endpointID: endpoint.id), now)
         }
     }
 
     /// Stage 6: a chosen response rendered, with `extra` headers it does not
     /// set itself and its (or the override's) delay and fault.
-    private func render(_ selection: ResponseSelector.Selection, override: Override?, adding extra: [(name: String, value: String)],
-                        endpointID: String?) -> MockResponse {
+    private func render(_ chosen: ResponseDefinition, in context: EvaluationContext, override: Override?,
+                        adding extra: [(name: String, value: String)], endpointID: String?) -> MockResponse {
         do {
-            var definition = selection.response
+            var definition = chosen
             if let fault = override?.fault { definition.fault = fault }
-            var response = try renderer.render(definition, in: selection.context, endpointID: endpointID).adding(extra)
+            var response = try renderer.render(definition, in: context, endpointID: endpointID).adding(extra)
             response.delay = (override?.delay ?? definition.delay ?? defaultDelay)?.sample() ?? 0
             return response
         } catch {
             // Effects are already committed; the message says which template failed.
-            return Problem.evaluationFailed(error, endpointID: endpointID ?? "fallbacks", response: selection.response.name).response(endpointID: endpointID)
+            return Problem.evaluationFailed(error, endpointID: endpointID ?? "fallbacks", response: chosen.name).response(endpointID: endpointID)
         }
     }
 
@@ -254,11 +254,11 @@ public final class MockEngine: Sendable {
         var context = base
         context.roots[.problem] = problem.json
         do throws(ResponseSelector.Failure) {
-            let selection = try session.transact { (data: inout SessionData) throws(ResponseSelector.Failure) -> ResponseSelector.Selection in
+            let chosen = try session.transact { (data: inout SessionData) throws(ResponseSelector.Failure) -> ResponseDefinition in
                 context.now = data.clock.now(real: base.now)
-                return try selector.select(from: [definition], forced: definition, endpointBindings: [], context: context, data: &data, sequenceScope: "fallbacks")
+                return try selector.select(from: [definition], forced: definition, endpointBindings: [], context: &context, data: &data, sequenceScope: "fallbacks")
             }
-            return (render(selection, override: nil, adding: problem.headers, endpointID: nil), selection.context.now)
+            return (render(chosen, in: context, override: nil, adding: problem.headers, endpointID: nil), context.now)
         } catch {
             return (Failure.selection(error).problem(endpointID: "fallbacks").response(), context.now)
         }
@@ -270,8 +270,8 @@ public final class MockEngine: Sendable {
         case forward
         /// A problem of Doppel's own (a validation failure without `on_invalid`, an unreadable body).
         case problem(Problem, rateHeaders: [(name: String, value: String)])
-        /// A response chosen (and its effects applied) to render.
-        case respond(ResponseSelector.Selection, override: Override?, rateHeaders: [(name: String, value: String)])
+        /// A response chosen (and its effects applied) to render, in the context the transaction left.
+        case respond(ResponseDefinition, override: Override?, rateHeaders: [(name: String, value: String)])
     }
 
     /// Why a request's transaction was abandoned; nothing of it is kept.
@@ -305,8 +305,7 @@ public final class MockEngine: Sendable {
     /// request's `Prefer`, then the active scenario's override, then the
     /// contract's own choice.
     private func decide(_ request: RecordedRequest, credentials: Authenticator.Presented, endpoint: Endpoint, validation: RequestValidator.Outcome,
-                        context base: EvaluationContext, data: inout SessionData, now: Double) throws(Failure) -> Decision {
-        var context = base
+                        context: inout EvaluationContext, data: inout SessionData, now: Double) throws(Failure) -> Decision {
         let call = data.countCall(to: endpoint.id)
         let override = data.scenario?.overrides.first { $0.endpointID == endpoint.id && $0.applies(toCall: call) }
         // A proxied endpoint is mocked only where a scenario or the client asks for a response.
@@ -314,10 +313,10 @@ public final class MockEngine: Sendable {
 
         func respond(_ forced: ResponseDefinition?, rateHeaders: [(name: String, value: String)]) throws(Failure) -> Decision {
             do {
-                let selection = try selector.select(
+                let chosen = try selector.select(
                     from: endpoint.responses, forced: forced, endpointBindings: forced == nil ? endpoint.bindings : [],
-                    context: context, data: &data, sequenceScope: endpoint.id)
-                return .respond(selection, override: override, rateHeaders: rateHeaders)
+                    context: &context, data: &data, sequenceScope: endpoint.id)
+                return .respond(chosen, override: override, rateHeaders: rateHeaders)
             } catch {
                 throw .selection(error)
             }

@@ -7,13 +7,6 @@ public struct ResponseSelector: Sendable {
         self.kinds = state.kinds
     }
 
-    /// The chosen response and the context to render it in (bindings bound,
-    /// state as it is after the effects).
-    public struct Selection: Sendable {
-        public let response: ResponseDefinition
-        public let context: EvaluationContext
-    }
-
     /// Why selection failed; the session's state is unchanged.
     public enum Failure: Error, Sendable {
         case noResponseMatched
@@ -23,6 +16,9 @@ public struct ResponseSelector: Sendable {
 
     /// Selects among `candidates` (or takes `forced`, skipping `when`) and applies effects
     /// to `data`, which the caller holds for the whole request (`Session.transact`).
+    /// Returns the chosen response; `context` becomes the one to render it
+    /// in (bindings bound, state as it is after the effects). It is changed
+    /// in place: a copy would copy its roots on the first change.
     ///
     /// Reading a counter in one step and incrementing it in another would let
     /// two concurrent requests both see "4 of 5 used" and both succeed; running
@@ -34,9 +30,8 @@ public struct ResponseSelector: Sendable {
     /// `sequenceScope` (the endpoint) and the sequence's `per` key.
     public func select(
         from candidates: [ResponseDefinition], forced: ResponseDefinition? = nil,
-        endpointBindings: [(String, ValueTemplate)], context base: EvaluationContext, data: inout SessionData, sequenceScope: String = ""
-    ) throws(Failure) -> Selection {
-        var context = base
+        endpointBindings: [(String, ValueTemplate)], context: inout EvaluationContext, data: inout SessionData, sequenceScope: String = ""
+    ) throws(Failure) -> ResponseDefinition {
         context.roots[.state] = .object(data.state)
         try bind(endpointBindings, into: &context, response: "the endpoint's let")
         var chosen: ResponseDefinition
@@ -81,7 +76,7 @@ public struct ResponseSelector: Sendable {
             }
             context.roots[.state] = .object(data.state)
         }
-        return Selection(response: chosen, context: context)
+        return chosen
     }
 
     private func bind(_ bindings: [(String, ValueTemplate)], into context: inout EvaluationContext, response: String) throws(Failure) {

@@ -5,8 +5,13 @@ extension Expression {
     /// is `null`; a type error (`"a" - 1`) throws.
     public func evaluate(in context: EvaluationContext) throws(EvaluationError) -> JSON {
         if case .literal(let value) = root { return value }
-        var evaluator = Evaluator(context: context)
-        return try evaluator.eval(root)
+        // The evaluator reads the context in place, for this call only: a
+        // stored copy would retain and release each of its arrays on every
+        // evaluation, and a request makes dozens.
+        return try withUnsafePointer(to: context) { (context: UnsafePointer<EvaluationContext>) throws(EvaluationError) -> JSON in
+            var evaluator = Evaluator(context: context)
+            return try evaluator.eval(root)
+        }
     }
 
     /// Evaluates the expression as a condition, by its truthiness.
@@ -56,7 +61,8 @@ extension JSON {
 
 struct Evaluator {
     typealias Node = Expression.Node
-    let context: EvaluationContext
+    /// The context, valid for the evaluation only (see `Expression.evaluate(in:)`).
+    let contextPointer: UnsafePointer<EvaluationContext>
     /// The element bound by `filter`, `map` and friends.
     var it: JSON?
     /// The key bound by `map_values`.
@@ -66,7 +72,7 @@ struct Evaluator {
     /// What this evaluation has built so far, against `Expression.maximumBuild`.
     var built = 0
 
-    init(context: EvaluationContext) { self.context = context }
+    init(context: UnsafePointer<EvaluationContext>) { contextPointer = context }
 
     /// Counts `cost` against the budget, before the value is built.
     mutating func charge(_ cost: Int, for what: @autoclosure () -> String) throws(EvaluationError) {
@@ -90,14 +96,14 @@ struct Evaluator {
             return value
         case .name(let name, let slot, _):
             if !locals.isEmpty, let local = locals[name] { return local }
-            if let slot { return slot == .clock ? Roots.clock(at: context.now) : context.roots[slot] ?? .null }
+            if let slot { return slot == .clock ? Roots.clock(at: contextPointer.pointee.now) : contextPointer.pointee.roots[slot] ?? .null }
             if name == "it", let it { return it }
             if name == "key", let key { return key }
-            return context.roots[bound: name] ?? .null
+            return contextPointer.pointee.roots[bound: name] ?? .null
         case .member(let base, let name, _):
             // `clock.now` formats the instant alone, not the whole clock.
             if case .name(let root, .clock?, _) = base, locals.isEmpty || locals[root] == nil {
-                return Roots.clock(member: name, at: context.now)
+                return Roots.clock(member: name, at: contextPointer.pointee.now)
             }
             return try eval(base)[name] ?? .null
         case .index(let base, let indexNode):

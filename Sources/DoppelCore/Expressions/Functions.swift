@@ -56,7 +56,7 @@ extension Evaluator {
         args.reserveCapacity(arguments.count)
         for argument in arguments { args.append(try eval(argument)) }
         try chargeAhead(function, args)
-        let result = try Self.callEager(function, args, now: context.now)
+        let result = try Self.callEager(function, args, now: contextPointer.pointee.now)
         try charge(Self.shallowCost(result), for: "\(call.name)()")
         return result
     }
