@@ -223,29 +223,113 @@ public struct BodySpec: Sendable {
 }
 
 /// A response as the contract declares it (compare `MockResponse`, what is sent).
+///
+/// A value, with its fields behind one reference, copied when changed while
+/// shared: the engine hands the chosen response from stage to stage on every
+/// request, and copying fourteen fields retained each of their references.
 public struct ResponseDefinition: Sendable {
+    private final class Storage: @unchecked Sendable {
+        // Changed only while uniquely referenced (`fields`), so never while shared between threads.
+        let name: String
+        let when: Expression?
+        var status: Int
+        let headers: [(String, ValueTemplate)]
+        let body: ResponseBody
+        let bindings: [(String, ValueTemplate)]
+        let effects: [Effect]
+        let location: SourceLocation
+        var delay: Delay?
+        var fault: Fault?
+        var stream: StreamDefinition?
+        var sequence: SequenceDefinition?
+        var schema: Schema?
+        var description: String?
+
+        init(name: String, when: Expression?, status: Int, headers: [(String, ValueTemplate)], body: ResponseBody,
+             bindings: [(String, ValueTemplate)], effects: [Effect], location: SourceLocation, delay: Delay?, fault: Fault?,
+             stream: StreamDefinition?, sequence: SequenceDefinition?, schema: Schema?, description: String?) {
+            self.name = name
+            self.when = when
+            self.status = status
+            self.headers = headers
+            self.body = body
+            self.bindings = bindings
+            self.effects = effects
+            self.location = location
+            self.delay = delay
+            self.fault = fault
+            self.stream = stream
+            self.sequence = sequence
+            self.schema = schema
+            self.description = description
+        }
+
+        func copy() -> Storage {
+            Storage(name: name, when: when, status: status, headers: headers, body: body, bindings: bindings, effects: effects,
+                    location: location, delay: delay, fault: fault, stream: stream, sequence: sequence, schema: schema, description: description)
+        }
+    }
+
+    private var storage: Storage
+
+    public init(name: String, when: Expression?, status: Int, headers: [(String, ValueTemplate)], body: ResponseBody,
+                bindings: [(String, ValueTemplate)], effects: [Effect], location: SourceLocation, delay: Delay? = nil, fault: Fault? = nil,
+                stream: StreamDefinition? = nil, sequence: SequenceDefinition? = nil, schema: Schema? = nil, description: String? = nil) {
+        storage = Storage(name: name, when: when, status: status, headers: headers, body: body, bindings: bindings, effects: effects,
+                          location: location, delay: delay, fault: fault, stream: stream, sequence: sequence, schema: schema, description: description)
+    }
+
+    /// The storage, made this value's own before a change.
+    private var fields: Storage {
+        mutating get {
+            if !isKnownUniquelyReferenced(&storage) { storage = storage.copy() }
+            return storage
+        }
+    }
+
     /// The response's `name`, the shared response's name, or `<endpoint>[<index>]`.
-    public let name: String
-    public let when: Expression?
-    public var status: Int
-    public let headers: [(String, ValueTemplate)]
-    public let body: ResponseBody
+    public var name: String { storage.name }
+    public var when: Expression? { storage.when }
+    public var status: Int {
+        get { storage.status }
+        set { fields.status = newValue }
+    }
+    public var headers: [(String, ValueTemplate)] { storage.headers }
+    public var body: ResponseBody { storage.body }
     /// Values computed after selection, visible to effects and templates by name.
-    public let bindings: [(String, ValueTemplate)]
-    public let effects: [Effect]
-    public let location: SourceLocation
+    public var bindings: [(String, ValueTemplate)] { storage.bindings }
+    public var effects: [Effect] { storage.effects }
+    public var location: SourceLocation { storage.location }
     /// Time to wait before answering.
-    public var delay: Delay? = nil
+    public var delay: Delay? {
+        get { storage.delay }
+        set { fields.delay = newValue }
+    }
     /// A deliberate failure instead of (or while) answering.
-    public var fault: Fault? = nil
+    public var fault: Fault? {
+        get { storage.fault }
+        set { fields.fault = newValue }
+    }
     /// A body sent in parts over time.
-    public var stream: StreamDefinition? = nil
+    public var stream: StreamDefinition? {
+        get { storage.stream }
+        set { fields.stream = newValue }
+    }
     /// A list to answer from in turn, instead of this response's own body.
-    public var sequence: SequenceDefinition? = nil
+    public var sequence: SequenceDefinition? {
+        get { storage.sequence }
+        set { fields.sequence = newValue }
+    }
     /// The schema the body keeps, when the contract gives one.
-    public var schema: Schema? = nil
+    public var schema: Schema? {
+        get { storage.schema }
+        set { fields.schema = newValue }
+    }
     /// Text for people.
-    public var description: String? = nil
+    public var description: String? {
+        get { storage.description }
+        set { fields.description = newValue }
+    }
 }
 
 /// The body a response sends.
