@@ -22,8 +22,10 @@ public struct RecordedRequest: Sendable {
 
     /// Builds a request from a target like `/api/v1/children?limit=10`.
     public init(method: String, target: String, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
-        if let mark = target.firstIndex(of: "?") {
-            self.init(method: method, path: String(target[..<mark]), query: String(target[target.index(after: mark)...]), headers: headers, body: body)
+        let utf8 = target.utf8
+        if let mark = utf8.firstIndex(of: UInt8(ascii: "?")) {
+            self.init(method: method, path: String(Substring(utf8[..<mark])), query: String(Substring(utf8[utf8.index(after: mark)...])),
+                      headers: headers, body: body)
         } else {
             self.init(method: method, path: target, headers: headers, body: body)
         }

@@ -58,6 +58,15 @@ public struct JSONObject: Sendable, Hashable {
     /// The values in insertion order (the stored array, not a copy).
     public var values: [JSON] { members.values.elements }
 
+    /// Calls `body` with the keys and values in insertion order, read in
+    /// place: a writer that walks every member borrows them rather than
+    /// copying (and retaining) each one.
+    func withMembers<R>(_ body: (UnsafeBufferPointer<String>, UnsafeBufferPointer<JSON>) throws -> R) rethrows -> R {
+        try members.keys.elements.withUnsafeBufferPointer { keys in
+            try members.values.elements.withUnsafeBufferPointer { values in try body(keys, values) }
+        }
+    }
+
     public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
         guard lhs.members.count == rhs.members.count else { return false }
         for (key, value) in lhs.members where rhs.members[key] != value { return false }

@@ -38,22 +38,29 @@ public enum JSONWriter {
         case .int(let i): out.append(contentsOf: String(i).utf8)
         case .double(let d): writeDouble(d, into: &out)
         case .string(let s): writeString(s, into: &out)
+        // Members and elements are read in place, through buffer pointers:
+        // iterating would copy, and so retain and release, every one of
+        // them, and the values written are mostly shared by every event loop.
         case .array(let items):
             out.append(UInt8(ascii: "["))
-            for (i, item) in items.enumerated() {
-                if out.count > limit { return }
-                if i > 0 { out.append(UInt8(ascii: ",")) }
-                write(item, into: &out, limit: limit)
+            items.withUnsafeBufferPointer { items in
+                for i in items.indices {
+                    if out.count > limit { return }
+                    if i > 0 { out.append(UInt8(ascii: ",")) }
+                    write(items[i], into: &out, limit: limit)
+                }
             }
             out.append(UInt8(ascii: "]"))
         case .object(let object):
             out.append(UInt8(ascii: "{"))
-            for (i, pair) in object.pairs.enumerated() {
-                if out.count > limit { return }
-                if i > 0 { out.append(UInt8(ascii: ",")) }
-                writeString(pair.key, into: &out)
-                out.append(UInt8(ascii: ":"))
-                write(pair.value, into: &out, limit: limit)
+            object.withMembers { keys, values in
+                for i in keys.indices {
+                    if out.count > limit { return }
+                    if i > 0 { out.append(UInt8(ascii: ",")) }
+                    writeString(keys[i], into: &out)
+                    out.append(UInt8(ascii: ":"))
+                    write(values[i], into: &out, limit: limit)
+                }
             }
             out.append(UInt8(ascii: "}"))
         }
@@ -101,28 +108,37 @@ public enum JSONWriter {
 
     static func writeString(_ s: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        var s = s
-        s.withUTF8 { bytes in
-            // Runs of bytes that need no escape are copied whole.
-            var start = 0
-            for (i, byte) in bytes.enumerated() where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
-                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<i]))
-                start = i + 1
-                switch byte {
-                case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-                case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-                case 0x0A: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-                case 0x0D: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-                case 0x09: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-                default:
-                    out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")])
-                    out.append(hex[Int(byte >> 4)])
-                    out.append(hex[Int(byte & 0xF)])
-                }
-            }
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start...]))
+        // Read in place: `withUTF8` would need a mutable copy of the string.
+        if s.utf8.withContiguousStorageIfAvailable({ writeEscaped($0, into: &out) }) == nil {
+            var copy = s
+            copy.withUTF8 { writeEscaped($0, into: &out) }
         }
         out.append(UInt8(ascii: "\""))
+    }
+
+    private static func writeEscaped(_ bytes: UnsafeBufferPointer<UInt8>, into out: inout [UInt8]) {
+        // Runs of bytes that need no escape (nearly all of them) are copied whole.
+        var start = 0
+        var index = 0
+        while index < bytes.count {
+            let byte = bytes[index]
+            index += 1
+            guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<(index - 1)]))
+            start = index
+            switch byte {
+            case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
+            case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+            case 0x0A: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+            case 0x0D: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+            case 0x09: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+            default:
+                out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")])
+                out.append(hex[Int(byte >> 4)])
+                out.append(hex[Int(byte & 0xF)])
+            }
+        }
+        out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start...]))
     }
 }
 

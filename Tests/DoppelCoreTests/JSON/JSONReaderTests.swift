@@ -38,4 +38,19 @@ import Testing
     @Test func writerEscapesControlCharacters() {
         #expect(JSONWriter.encodeString(.string("a\"b\\c\u{01}")) == #""a\"b\\c\u0001""#)
     }
+
+    @Test(arguments: ["", "x", "\"", "\\\\", "\n\r\t\u{0}\u{1F}", "short ёж", "end\"", "\"start",
+                      String(repeating: "long text with \"quotes\" and\nlines, ёж 😀 ", count: 40)])
+    func writerRoundTripsStringsAsKeysAndValues(text: String) throws {
+        let value: JSON = .object(JSONObject([(text, .string(text)), ("list", .array([.string(text), .int(1), .null]))]))
+        let written = JSONWriter.encode(value)
+        #expect(try JSONReader.parse(written) == value)
+        #expect(!written.contains(where: { $0 < 0x20 }), "control characters are escaped")
+    }
+
+    @Test func writerStopsPastItsLimit() {
+        let value: JSON = .array(Array(repeating: .string(String(repeating: "x", count: 100)), count: 1_000))
+        #expect(JSONWriter.encode(value, limit: 1_000) == nil)
+        #expect(JSONWriter.encode(value, limit: 200_000) == JSONWriter.encode(value))
+    }
 }
