@@ -156,7 +156,7 @@ public final class MockEngine: Sendable {
         }
         let session = sessions.session(sessionID)
         let real = clock()
-        let context = EvaluationContext(roots: baseRoots(request, query: Self.object(request.queryItems), sessionID: session.id), now: real)
+        let context = EvaluationContext(roots: baseRoots(sessionID: session.id), now: real, request: request)
         return fallback(for: problem, context: context, session: session).response
     }
 
@@ -166,7 +166,7 @@ public final class MockEngine: Sendable {
         let queryItems = request.queryItems
         // Query values are strings until validation reads them by their
         // schema. `now` is real time until the transaction reads the session's clock.
-        var context = EvaluationContext(roots: baseRoots(request, query: Self.object(queryItems), sessionID: session.id), now: real)
+        var context = EvaluationContext(roots: baseRoots(sessionID: session.id), now: real, request: request)
 
         // 1. Route. `match` conditions see the request without state; the body
         // is parsed for them only when some endpoint has one.
@@ -374,32 +374,21 @@ public final class MockEngine: Sendable {
         return try respond(override?.response, rateHeaders: rateHeaders)
     }
 
-    private func baseRoots(_ request: RecordedRequest, query: JSON, sessionID: String) -> Roots {
-        var headers = JSONObject()
-        headers.reserveCapacity(request.headers.count)
-        for header in request.headers { headers[header.name] = .string(header.value) }
+    /// The roots every request starts with; `request`, `headers`, `client`
+    /// and `query` are derived from the request where they are read
+    /// (`EvaluationContext.request`).
+    private func baseRoots(sessionID: String) -> Roots {
         var roots = Roots()
-        roots[.request] = .object(JSONObject([("method", .string(request.method)), ("path", .string(request.path)),
-                                              ("query_string", request.query.map { .string($0) } ?? .null)]))
         roots[.path] = .object(JSONObject())
-        roots[.query] = query
-        roots[.headers] = .object(headers)
         roots[.body] = .null
         roots[.auth] = .null
         roots[.session] = .string(sessionID)
-        roots[.client] = .object(JSONObject([("address", request.remoteAddress.map { .string($0) } ?? .null)]))
         roots[.data] = contract.data
         return roots
     }
 
     static func object(_ pairs: [String: String]) -> JSON {
         .object(JSONObject(pairs.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) }))
-    }
-
-    static func object(_ pairs: [(String, String)]) -> JSON {
-        var object = JSONObject()
-        for (name, value) in pairs { object[name] = .string(value) }
-        return .object(object)
     }
 }
 

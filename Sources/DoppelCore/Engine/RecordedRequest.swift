@@ -62,6 +62,31 @@ public struct RecordedRequest: Sendable {
     }
 }
 
+extension RecordedRequest {
+    /// The request as the roots `request`, `headers`, `client` and `query`
+    /// show it: query values as text, header names lowercased (the last of
+    /// a repeated one wins, in its first place).
+    func root(_ slot: Roots.Slot) -> JSON {
+        switch slot {
+        case .request:
+            return .object(JSONObject([("method", .string(method)), ("path", .string(path)), ("query_string", query.map { .string($0) } ?? .null)]))
+        case .headers:
+            var object = JSONObject()
+            object.reserveCapacity(headers.count)
+            for header in headers { object[header.name] = .string(header.value) }
+            return .object(object)
+        case .client:
+            return .object(JSONObject([("address", remoteAddress.map { .string($0) } ?? .null)]))
+        case .query:
+            var object = JSONObject()
+            for (name, value) in queryItems { object[name] = .string(value) }
+            return .object(object)
+        default:
+            return .null
+        }
+    }
+}
+
 /// A response the engine decided to send (compare `ResponseDefinition`, what the contract declares).
 public struct MockResponse: Sendable {
     public var status: Int

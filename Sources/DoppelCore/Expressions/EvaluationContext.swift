@@ -5,10 +5,27 @@ public struct EvaluationContext: Sendable {
     public var roots: Roots
     /// The session clock's current instant, in seconds since 1970 (UTC).
     public var now: Double
+    /// The request the roots `request`, `headers`, `client` and `query` are
+    /// read from while no stage has set them (validation sets `query`, and
+    /// `headers` where the endpoint has a header schema). They are built
+    /// where an expression reads them: most requests read none, and building
+    /// four objects for each would cost more than routing it.
+    public var request: RecordedRequest?
 
-    public init(roots: Roots = [:], now: Double) {
+    public init(roots: Roots = [:], now: Double, request: RecordedRequest? = nil) {
         self.roots = roots
         self.now = now
+        self.request = request
+    }
+
+    /// A root's value: the one set, else the one derived from the clock or the request, else null.
+    func value(of slot: Roots.Slot) -> JSON {
+        if let value = roots[slot] { return value }
+        switch slot {
+        case .clock: return Roots.clock(at: now)
+        case .request, .headers, .client, .query: return request?.root(slot) ?? .null
+        default: return .null
+        }
     }
 
     /// A plain dictionary of roots, as scenario steps capture them.

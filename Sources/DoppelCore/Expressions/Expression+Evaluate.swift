@@ -96,13 +96,13 @@ struct Evaluator {
             return value
         case .name(let name, let slot, _):
             if !locals.isEmpty, let local = locals[name] { return local }
-            if let slot { return slot == .clock ? Roots.clock(at: contextPointer.pointee.now) : contextPointer.pointee.roots[slot] ?? .null }
+            if let slot { return contextPointer.pointee.value(of: slot) }
             if name == "it", let it { return it }
             if name == "key", let key { return key }
             return contextPointer.pointee.roots[bound: name] ?? .null
         case .member(let base, let name, _):
             // `clock.now` formats the instant alone, not the whole clock.
-            if case .name(let root, .clock?, _) = base, locals.isEmpty || locals[root] == nil {
+            if case .name(let root, .clock?, _) = base, contextPointer.pointee.roots[.clock] == nil, locals.isEmpty || locals[root] == nil {
                 return Roots.clock(member: name, at: contextPointer.pointee.now)
             }
             return try eval(base)[name] ?? .null

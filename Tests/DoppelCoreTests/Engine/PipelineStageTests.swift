@@ -260,3 +260,64 @@ import Testing
         #expect(entries.first?.endpointID == "e")
     }
 }
+
+/// The roots built from the request only where an expression reads them.
+@Suite struct RequestRootTests {
+    let engine: MockEngine
+
+    init() throws {
+        let contract = try loadContract("""
+            doppel: 1
+            endpoints:
+              echo:
+                request: GET /echo/{id}
+                responses:
+                  - body:
+                      method: "{{ request.method }}"
+                      path: "{{ request.path }}"
+                      query_string: "{{ request.query_string }}"
+                      tag: "{{ headers['x-tag'] }}"
+                      tags: "{{ len(keys(headers)) }}"
+                      client: "{{ client.address }}"
+                      raw: "{{ query.q }}"
+                      id: "{{ path.id }}"
+                      at: "{{ clock.now }}"
+                      epoch: "{{ clock.epoch }}"
+              typed:
+                request: GET /typed
+                query: { properties: { n: { type: integer } } }
+                headers: { properties: { x-count: { type: integer } } }
+                responses:
+                  - body: { n: "{{ query.n }}", count: "{{ headers['x-count'] }}", clock: "{{ clock }}" }
+              chosen:
+                request: GET /chosen
+                match: headers['x-pick'] == 'yes' and query.k == 'v' and request.method == 'GET'
+                responses: [ { body: picked } ]
+              other:
+                request: GET /chosen
+                responses: [ { body: other } ]
+            """)
+        engine = MockEngine(contract: contract, clock: { 86_400 })
+    }
+
+    @Test func requestHeadersClientAndRawQueryAreReadFromTheRequest() {
+        var request = RecordedRequest(method: "get", target: "/echo/a%20b?q=1&q=2&z", headers: [(name: "X-Tag", value: "one"), (name: "x-tag", value: "two")])
+        request.remoteAddress = "127.0.0.1"
+        let response = engine.respond(to: request)
+        #expect(response.json == [
+            "method": "GET", "path": "/echo/a%20b", "query_string": "q=1&q=2&z", "tag": "two", "tags": 1, "client": "127.0.0.1",
+            "raw": "2", "id": "a b", "at": "1970-01-02T00:00:00Z", "epoch": 86_400,
+        ])
+    }
+
+    @Test func whatValidationReadsByTypeTakesThePlaceOfTheRawRoots() {
+        let response = engine.send("GET", "/typed?n=7", token: nil, headers: [(name: "X-Count", value: "3")])
+        #expect(response.json == ["n": 7, "count": 3, "clock": ["now": "1970-01-02T00:00:00Z", "epoch": 86_400]])
+    }
+
+    @Test func matchConditionsReadTheRequestToo() {
+        #expect(engine.send("GET", "/chosen?k=v", token: nil, headers: [(name: "X-Pick", value: "yes")]).json == "picked")
+        #expect(engine.send("GET", "/chosen?k=v", token: nil).json == "other")
+        #expect(engine.send("GET", "/chosen", token: nil, headers: [(name: "X-Pick", value: "yes")]).json == "other")
+    }
+}
