@@ -13,6 +13,8 @@ import Foundation
 /// (filled in for missing top-level properties of query, headers and body).
 public final class Schema: Sendable {
     public let types: [String]?
+    /// `types` as a set of flags, read on every validation instead of comparing type names.
+    let typeSet: TypeSet
     public let nullable: Bool
     public let enumValues: [JSON]?
     public let constValue: JSON?
@@ -96,6 +98,7 @@ public final class Schema: Sendable {
         ref: String? = nil, defaultValue: JSON? = nil, example: JSON? = nil
     ) {
         self.types = types
+        self.typeSet = TypeSet(types ?? [])
         self.nullable = nullable
         self.enumValues = enumValues
         self.constValue = constValue
@@ -126,6 +129,46 @@ public final class Schema: Sendable {
         self.ref = ref
         self.defaultValue = defaultValue
         self.example = example
+    }
+
+    /// JSON type names as flags.
+    struct TypeSet: OptionSet, Sendable {
+        let rawValue: UInt8
+        static let null = TypeSet(rawValue: 1), boolean = TypeSet(rawValue: 2), integer = TypeSet(rawValue: 4), number = TypeSet(rawValue: 8)
+        static let string = TypeSet(rawValue: 16), array = TypeSet(rawValue: 32), object = TypeSet(rawValue: 64)
+
+        init(rawValue: UInt8) { self.rawValue = rawValue }
+
+        /// The flags of the names given; unknown names add none.
+        init(_ names: [String]) {
+            var set: TypeSet = []
+            for name in names {
+                switch name {
+                case "null": set.insert(.null)
+                case "boolean": set.insert(.boolean)
+                case "integer": set.insert(.integer)
+                case "number": set.insert(.number)
+                case "string": set.insert(.string)
+                case "array": set.insert(.array)
+                case "object": set.insert(.object)
+                default: break
+                }
+            }
+            self = set
+        }
+
+        /// Whether a value is of one of the types (a whole fractional number counts as an integer; any integer as a number).
+        func admits(_ value: JSON) -> Bool {
+            switch value {
+            case .null: contains(.null)
+            case .bool: contains(.boolean)
+            case .int: contains(.integer) || contains(.number)
+            case .double(let d): contains(.number) || (contains(.integer) && d.rounded() == d)
+            case .string: contains(.string)
+            case .array: contains(.array)
+            case .object: contains(.object)
+            }
+        }
     }
 
     /// The schema of a named property.

@@ -1,4 +1,5 @@
 import Foundation
+import OrderedCollections
 
 /// Validates JSON values against compiled schemas, collecting every failure.
 ///
@@ -127,7 +128,7 @@ public struct SchemaValidator: Sendable {
             validate(value, target, depth: depth + 1, run: &run)
             if run.done { return }
         }
-        if let types = schema.types, !types.contains(where: { Self.value(value, hasType: $0) }) {
+        if let types = schema.types, !schema.typeSet.admits(value) {
             run.add("expected \(types.joined(separator: " or ")), got \(value.typeName)")
             return
         }
@@ -293,15 +294,7 @@ public struct SchemaValidator: Sendable {
     }
 
     static func value(_ value: JSON, hasType type: String) -> Bool {
-        switch (type, value) {
-        case ("null", .null), ("boolean", .bool), ("string", .string), ("array", .array), ("object", .object),
-             ("integer", .int), ("number", .int), ("number", .double):
-            return true
-        case ("integer", .double(let d)):
-            return d.rounded() == d
-        default:
-            return false
-        }
+        Schema.TypeSet([type]).admits(value)
     }
 
     static func string(_ s: String, hasFormat format: String) -> Bool {
@@ -364,28 +357,28 @@ extension SchemaValidator {
     /// values (form bodies), rather than its last value (query, headers).
     public func coerceParameters(_ parameters: [(String, String)], by schema: Schema?, caseInsensitive: Bool = false,
                                  repeatedAsList: Bool = false) -> (JSON, [ValidationIssue]) {
-        var grouped: [String: [String]] = [:]
-        var order: [String] = []
+        // Values by name, names in the order they first came (searched
+        // without hashing while there are few, as most queries have).
+        var grouped = OrderedDictionary<String, [String]>()
         for (name, value) in parameters {
-            let key = caseInsensitive ? name.lowercased() : name
-            if grouped[key] == nil { order.append(key) }
-            grouped[key, default: []].append(value)
+            grouped[caseInsensitive ? name.lowercased() : name, default: []].append(value)
         }
         var object = JSONObject()
+        object.reserveCapacity(grouped.count)
         var issues: [ValidationIssue] = []
         let resolved = schema.map(resolve)
-        for key in order {
-            let values = grouped[key]!
+        for (key, values) in grouped {
             let propertySchema = resolved.flatMap { parameterSchema(key, of: $0, caseInsensitive: caseInsensitive) }
-            let pointer = "/" + Self.escape(key)
-            if let propertySchema, propertySchema.types?.contains("array") == true {
+            // Pointers are written only for an issue: a valid request builds none.
+            func pointer(_ index: Int? = nil) -> String { "/" + Self.escape(key) + (index.map { "/\($0)" } ?? "") }
+            if let propertySchema, propertySchema.typeSet.contains(.array) {
                 let itemSchema = propertySchema.items.map(resolve)
                 let items = values.flatMap { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }
-                object[key] = .array(items.enumerated().map { i, v in coerce(v, itemSchema, pointer + "/\(i)", &issues) })
+                object[key] = .array(items.enumerated().map { i, v in coerce(v, itemSchema, pointer(i), &issues) })
             } else if repeatedAsList, values.count > 1 {
-                object[key] = .array(values.enumerated().map { i, v in coerce(v, propertySchema, pointer + "/\(i)", &issues) })
+                object[key] = .array(values.enumerated().map { i, v in coerce(v, propertySchema, pointer(i), &issues) })
             } else {
-                object[key] = coerce(values[values.count - 1], propertySchema, pointer, &issues)
+                object[key] = coerce(values[values.count - 1], propertySchema, pointer(), &issues)
             }
         }
         return (.object(object), issues)
@@ -405,14 +398,15 @@ extension SchemaValidator {
         return !types.contains("string") && !types.contains("array") && (types.contains("integer") || types.contains("number"))
     }
 
-    private func coerce(_ text: String, _ schema: Schema?, _ pointer: String, _ issues: inout [ValidationIssue]) -> JSON {
-        guard let types = schema?.types else { return .string(text) }
-        if types.contains("string") { return .string(text) }
-        if types.contains("integer"), let i = Int(text) { return .int(i) }
-        if types.contains("number"), let d = Double(text) { return Int(text).map { .int($0) } ?? .double(d) }
-        if types.contains("boolean"), text == "true" || text == "false" { return .bool(text == "true") }
-        if types.contains("null"), text == "null" || text.isEmpty { return .null }
-        issues.append(ValidationIssue(pointer: pointer, message: "expected \(types.joined(separator: " or ")), got '\(text)'"))
+    private func coerce(_ text: String, _ schema: Schema?, _ pointer: @autoclosure () -> String, _ issues: inout [ValidationIssue]) -> JSON {
+        guard let schema, let types = schema.types else { return .string(text) }
+        let set = schema.typeSet
+        if set.contains(.string) { return .string(text) }
+        if set.contains(.integer), let i = Int(text) { return .int(i) }
+        if set.contains(.number), let d = Double(text) { return Int(text).map { .int($0) } ?? .double(d) }
+        if set.contains(.boolean), text == "true" || text == "false" { return .bool(text == "true") }
+        if set.contains(.null), text == "null" || text.isEmpty { return .null }
+        issues.append(ValidationIssue(pointer: pointer(), message: "expected \(types.joined(separator: " or ")), got '\(text)'"))
         return .string(text)
     }
 

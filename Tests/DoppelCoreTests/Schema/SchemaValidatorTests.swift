@@ -88,4 +88,27 @@ import Testing
         #expect(bad == [ValidationIssue(pointer: "/limit", message: "expected integer, got 'ten'")])
         #expect(validator.applyingDefaults(to: ["name": "x"], schema: schemas["Query"]) == ["name": "x", "limit": 50])
     }
+
+    @Test func parametersKeepTheirFirstOrderAndIssuesPointAtTheirItem() throws {
+        let (validator, schemas) = try validator("""
+            Query:
+              properties:
+                ids: { type: array, items: { type: integer } }
+                "a/b": { type: integer }
+                Count: { type: integer }
+            """)
+        let (value, issues) = validator.coerceParameters([("z", "1"), ("ids", "1,x"), ("a/b", "y"), ("z", "2"), ("ids", "z")], by: schemas["Query"])
+        #expect(value.objectValue?.keys == ["z", "ids", "a/b"])
+        #expect(value["z"] == "2")
+        #expect(issues == [
+            ValidationIssue(pointer: "/ids/1", message: "expected integer, got 'x'"),
+            ValidationIssue(pointer: "/ids/2", message: "expected integer, got 'z'"),
+            ValidationIssue(pointer: "/a~1b", message: "expected integer, got 'y'"),
+        ])
+        let (form, _) = validator.coerceParameters([("tag", "a"), ("tag", "b")], by: nil, repeatedAsList: true)
+        #expect(form == ["tag": ["a", "b"]])
+        let (headers, headerIssues) = validator.coerceParameters([("COUNT", "3"), ("count", "4")], by: schemas["Query"], caseInsensitive: true)
+        #expect(headers == ["count": 4])
+        #expect(headerIssues.isEmpty)
+    }
 }
