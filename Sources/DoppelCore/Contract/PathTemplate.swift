@@ -1,3 +1,5 @@
+import Foundation
+
 /// A path like `/children/{id}` or `/v1beta/models/{model}:predict`, matched
 /// segment by segment. A parameter matches at least one character and never a
 /// `/`; literal text may stand before and after it within a segment. A last
@@ -106,7 +108,7 @@ public struct PathTemplate: Sendable, CustomStringConvertible {
         switch first {
         case .literal(let literal):
             let literal = literal.utf8
-            guard text.starts(with: literal) else { return false }
+            guard hasPrefix(text, literal) else { return false }
             return match(parts.dropFirst(), text.dropFirst(literal.count), &captured)
         case .parameter(let name):
             let rest = parts.dropFirst()
@@ -130,6 +132,18 @@ public struct PathTemplate: Sendable, CustomStringConvertible {
                 end = text.index(after: end)
             }
         }
+    }
+
+    /// Whether `text` starts with `prefix`, compared as contiguous bytes
+    /// (the generic `starts(with:)` walks both views index by index).
+    private static func hasPrefix(_ text: Substring.UTF8View, _ prefix: String.UTF8View) -> Bool {
+        let count = prefix.count
+        guard count <= text.count else { return false }
+        guard count > 0 else { return true }
+        let same = text.withContiguousStorageIfAvailable { text in
+            prefix.withContiguousStorageIfAvailable { prefix in memcmp(text.baseAddress!, prefix.baseAddress!, count) == 0 }
+        }
+        return (same ?? nil) ?? text.starts(with: prefix)
     }
 
     /// 1 when the first literal segment that differs from the path is a near
