@@ -18,16 +18,6 @@ public struct EvaluationContext: Sendable {
         self.request = request
     }
 
-    /// A root's value: the one set, else the one derived from the clock or the request, else null.
-    func value(of slot: Roots.Slot) -> JSON {
-        if let value = roots[slot] { return value }
-        switch slot {
-        case .clock: return Roots.clock(at: now)
-        case .request, .headers, .client, .query: return request?.root(slot) ?? .null
-        default: return .null
-        }
-    }
-
     /// A plain dictionary of roots, as scenario steps capture them.
     public init(roots: [String: JSON], now: Double) {
         self.init(roots: Roots(roots), now: now)

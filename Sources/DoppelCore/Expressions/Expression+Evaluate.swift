@@ -74,6 +74,18 @@ struct Evaluator {
 
     init(context: UnsafePointer<EvaluationContext>) { contextPointer = context }
 
+    /// A root's value: the one set, else the one derived from the clock or
+    /// the request (`EvaluationContext.request`), else null. Read through the
+    /// pointer field by field: a method of the context would copy it whole.
+    private func root(_ slot: Roots.Slot) -> JSON {
+        if let value = contextPointer.pointee.roots[slot] { return value }
+        switch slot {
+        case .clock: return Roots.clock(at: contextPointer.pointee.now)
+        case .request, .headers, .client, .query: return contextPointer.pointee.request?.root(slot) ?? .null
+        default: return .null
+        }
+    }
+
     /// Counts `cost` against the budget, before the value is built.
     mutating func charge(_ cost: Int, for what: @autoclosure () -> String) throws(EvaluationError) {
         built += cost
@@ -96,7 +108,7 @@ struct Evaluator {
             return value
         case .name(let name, let slot, _):
             if !locals.isEmpty, let local = locals[name] { return local }
-            if let slot { return contextPointer.pointee.value(of: slot) }
+            if let slot { return root(slot) }
             if name == "it", let it { return it }
             if name == "key", let key { return key }
             return contextPointer.pointee.roots[bound: name] ?? .null
