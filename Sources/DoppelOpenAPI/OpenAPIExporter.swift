@@ -227,11 +227,11 @@ public enum OpenAPIExporter {
         case .interpolated: .object(JSONObject([("type", "string")]))
         case .array(let items):
             .object(JSONObject([("type", "array"), ("items", items.first.map(inferredSchema) ?? .object(JSONObject()))]))
-        case .object(let pairs):
+        case .object(let template):
             .object(JSONObject([
                 ("type", "object"),
-                ("properties", .object(JSONObject(pairs.map { ($0.0, inferredSchema($0.1)) }))),
-                ("required", .array(pairs.map { .string($0.0) })),
+                ("properties", .object(JSONObject(template.pairs.map { ($0.0, inferredSchema($0.1)) }))),
+                ("required", .array(template.pairs.map { .string($0.0) })),
             ]))
         }
     }

@@ -8,7 +8,7 @@ public indirect enum ValueTemplate: Sendable {
     case expression(Expression)
     case interpolated([TemplateSegment])
     case array([ValueTemplate])
-    case object([(String, ValueTemplate)])
+    case object(ObjectTemplate)
 
     /// The value when nothing in it needs rendering.
     public var constantValue: JSON? {
@@ -30,11 +30,11 @@ public indirect enum ValueTemplate: Sendable {
             values.reserveCapacity(items.count)
             for item in items { values.append(try item.render(in: context)) }
             return .array(values)
-        case .object(let pairs):
-            var object = JSONObject()
-            object.reserveCapacity(pairs.count)
-            for (key, value) in pairs { object[key] = try value.render(in: context) }
-            return .object(object)
+        case .object(let template):
+            var values = ContiguousArray<JSON>()
+            values.reserveCapacity(template.values.count)
+            for value in template.values { values.append(try value.render(in: context)) }
+            return .object(JSONObject(uniqueKeys: template.keys, values: values))
         }
     }
 
@@ -45,9 +45,40 @@ public indirect enum ValueTemplate: Sendable {
         case .expression(let e): [e]
         case .interpolated(let segments): segments.compactMap { if case .expression(let e) = $0 { e } else { nil } }
         case .array(let items): items.flatMap(\.expressions)
-        case .object(let pairs): pairs.flatMap(\.1.expressions)
+        case .object(let template): template.values.flatMap(\.expressions)
         }
     }
+}
+
+/// An object whose members may hold placeholders, its keys kept apart: a
+/// rendered object shares the one array of keys (no key is copied, searched
+/// or hashed per request).
+public struct ObjectTemplate: Sendable {
+    /// The keys, each once, in order.
+    let keys: ContiguousArray<String>
+    /// The members' templates, in the keys' order.
+    public let values: [ValueTemplate]
+
+    /// Members in order; a key given twice keeps its first place and its last template, as a JSON object would.
+    public init(_ pairs: [(String, ValueTemplate)]) {
+        var keys = ContiguousArray<String>()
+        var values: [ValueTemplate] = []
+        var positions: [String: Int] = [:]
+        for (key, value) in pairs {
+            if let position = positions[key] {
+                values[position] = value
+            } else {
+                positions[key] = keys.count
+                keys.append(key)
+                values.append(value)
+            }
+        }
+        self.keys = keys
+        self.values = values
+    }
+
+    /// The members in order.
+    public var pairs: [(String, ValueTemplate)] { Array(zip(keys, values)) }
 }
 
 /// A piece of an interpolated string: literal text or a placeholder.

@@ -31,6 +31,12 @@ public struct JSONObject: Sendable, Hashable {
         for (key, value) in pairs { members[key] = value }
     }
 
+    /// An object of `keys`, which must not repeat, and their `values`: the
+    /// keys' storage is shared, not copied, and not searched.
+    init(uniqueKeys keys: ContiguousArray<String>, values: ContiguousArray<JSON>) {
+        members = OrderedDictionary(uncheckedUniqueKeys: keys, values: values)
+    }
+
     /// Keys in insertion order.
     public var keys: [String] { members.keys.elements }
     public var count: Int { members.count }

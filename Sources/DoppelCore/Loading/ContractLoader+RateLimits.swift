@@ -54,10 +54,10 @@ extension ContractLoader {
 
     /// The built-in 429 for a rate limit that declares no `response`.
     static func defaultTooManyRequests(at location: SourceLocation) -> ResponseDefinition {
-        let body: ValueTemplate = .object([
+        let body: ValueTemplate = .object(ObjectTemplate([
             ("type", .constant("urn:doppel:problem:rate-limited")), ("title", .constant("Too many requests")), ("status", .constant(429)),
             ("detail", .interpolated([.text("Rate limit exceeded; retry in "), .expression(try! Expression.parse("retry_after")), .text(" s.")])),
-        ])
+        ]))
         return ResponseDefinition(
             name: "rate-limited", when: nil, status: 429, headers: [], body: .json(body, encoded: nil, contentType: "application/problem+json"),
             bindings: [], effects: [], location: location)

@@ -357,7 +357,7 @@ extension ContractLoader {
             }
             if failed { return nil }
             if templates.allSatisfy({ $0.1.constantValue != nil }) { return .constant(node.json) }
-            return .object(templates)
+            return .object(ObjectTemplate(templates))
         }
     }
 
