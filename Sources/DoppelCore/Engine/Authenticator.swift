@@ -196,24 +196,23 @@ public struct Authenticator: Sendable {
 
     /// The token of `Bearer <token>`; nil when missing or malformed (RFC 6750 token68).
     public static func bearerToken(_ header: String?) -> String? {
-        guard let header else { return nil }
-        // `Bearer`, any case, then spaces, then the token, then optional spaces: read on UTF-8 bytes.
-        let utf8 = header.utf8
-        var index = utf8.startIndex
-        while index < utf8.endIndex, utf8[index] == UInt8(ascii: " ") { index = utf8.index(after: index) }
-        for expected in "bearer".utf8 {
-            guard index < utf8.endIndex, utf8[index] | 0x20 == expected else { return nil }
-            index = utf8.index(after: index)
+        guard var header else { return nil }
+        // `Bearer`, any case, then spaces, then the token, then optional spaces: read on the contiguous UTF-8 bytes.
+        return header.withUTF8 { bytes -> String? in
+            var index = 0
+            while index < bytes.count, bytes[index] == UInt8(ascii: " ") { index += 1 }
+            for expected in "bearer".utf8 {
+                guard index < bytes.count, bytes[index] | 0x20 == expected else { return nil }
+                index += 1
+            }
+            guard index < bytes.count, bytes[index] == UInt8(ascii: " ") else { return nil }
+            while index < bytes.count, bytes[index] == UInt8(ascii: " ") { index += 1 }
+            var end = bytes.count
+            while end > index, bytes[end - 1] == UInt8(ascii: " ") || bytes[end - 1] == UInt8(ascii: "\t") { end -= 1 }
+            let token = UnsafeBufferPointer(rebasing: bytes[index..<end])
+            guard !token.isEmpty, token.allSatisfy(isToken68) else { return nil }
+            return String(decoding: token, as: UTF8.self)
         }
-        guard index < utf8.endIndex, utf8[index] == UInt8(ascii: " ") else { return nil }
-        while index < utf8.endIndex, utf8[index] == UInt8(ascii: " ") { index = utf8.index(after: index) }
-        var end = utf8.endIndex
-        while end > index, utf8[utf8.index(before: end)] == UInt8(ascii: " ") || utf8[utf8.index(before: end)] == UInt8(ascii: "\t") {
-            end = utf8.index(before: end)
-        }
-        let token = utf8[index..<end]
-        guard !token.isEmpty, token.allSatisfy(isToken68) else { return nil }
-        return String(Substring(token))
     }
 
     private static func isToken68(_ b: UInt8) -> Bool {

@@ -87,8 +87,9 @@ public enum UTCCalendar {
             i += width
             return n
         }
-        func take(_ c: Character) -> Bool {
-            if i < chars.count, chars[i] == c.asciiValue! { i += 1; return true }
+        // A byte, not a Character: this runs for every `month_start(clock.now)`.
+        func take(_ c: Unicode.Scalar) -> Bool {
+            if i < chars.count, chars[i] == UInt8(truncatingIfNeeded: c.value) { i += 1; return true }
             return false
         }
         guard let year = number(4), take("-"), let month = number(2), take("-"), let day = number(2),
