@@ -22,4 +22,19 @@ import Testing
     @Test func unclosedPlaceholderIsAnError() {
         #expect(throws: TemplateParser.Failure.self) { try TemplateParser.compile("a {{ b") }
     }
+
+    @Test func objectTemplatesKeepOrderAndAKeyOnce() throws {
+        let used = try TemplateParser.compile("{{ state.used }}")
+        let template = ObjectTemplate([("b", .constant(1)), ("a", used), ("b", .constant("last")), ("c", .constant(nil))])
+        #expect(template.pairs.map(\.0) == ["b", "a", "c"])
+        let rendered = try ValueTemplate.object(template).render(in: context)
+        #expect(rendered.objectValue?.keys == ["b", "a", "c"])
+        #expect(rendered == ["b": "last", "a": 5, "c": nil])
+        // A rendered object is an object like any other: it can change, and the template does not.
+        var changed = try #require(rendered.objectValue)
+        changed["d"] = 1
+        changed["a"] = nil
+        #expect(changed.keys == ["b", "c", "d"])
+        #expect(try ValueTemplate.object(template).render(in: context).objectValue?.keys == ["b", "a", "c"])
+    }
 }
