@@ -201,17 +201,26 @@ final class DirectResponder: ChannelDuplexHandler, RemovableChannelHandler {
 /// checked as HTTP types would check them: a name that is not a token is
 /// left out, and a value's control characters become spaces.
 enum DirectResponse {
-    /// Headers the server sets itself, which a response's own are not to repeat.
-    private static let serverSet: Set<String> = ["content-length", "date", "server", "connection", "transfer-encoding", "keep-alive"]
+    /// Headers the server sets itself, which a response's own are not to repeat (lowercase).
+    private static let serverSet = ["content-length", "date", "server", "connection", "transfer-encoding", "keep-alive"]
+
+    /// `HTTP/1.1 200 OK\r\n` and the like for every status from 100 to 599, made once.
+    private static let statusLines: [[UInt8]] = (100...599).map { status in
+        Array("HTTP/1.1 \(status) \(HTTPResponseStatus(statusCode: status).reasonPhrase)\r\n".utf8)
+    }
 
     static func encode(_ response: MockResponse, date: String, close: Bool, allocator: ByteBufferAllocator) -> ByteBuffer {
         var buffer = allocator.buffer(capacity: 160 + response.headers.count * 48 + response.body.count)
-        buffer.writeStaticString("HTTP/1.1 ")
-        buffer.writeString(String(response.status))
-        buffer.writeInteger(UInt8(ascii: " "))
-        buffer.writeString(HTTPResponseStatus(statusCode: response.status).reasonPhrase)
-        buffer.writeStaticString("\r\n")
-        for header in response.headers where isToken(header.name) && !serverSet.contains(header.name.lowercased()) {
+        if (100...599).contains(response.status) {
+            buffer.writeBytes(statusLines[response.status - 100])
+        } else {
+            buffer.writeStaticString("HTTP/1.1 ")
+            buffer.writeString(String(response.status))
+            buffer.writeInteger(UInt8(ascii: " "))
+            buffer.writeString(HTTPResponseStatus(statusCode: response.status).reasonPhrase)
+            buffer.writeStaticString("\r\n")
+        }
+        for header in response.headers where isToken(header.name) && !isServerSet(header.name) {
             buffer.writeString(header.name)
             buffer.writeStaticString(": ")
             writeValue(header.value, into: &buffer)
@@ -226,6 +235,13 @@ enum DirectResponse {
         buffer.writeStaticString("\r\n")
         buffer.writeBytes(response.body)
         return buffer
+    }
+
+    /// Whether a header name is one the server sets, compared without case on bytes (no lowercased copy per header).
+    private static func isServerSet(_ name: String) -> Bool {
+        serverSet.contains { own in
+            own.utf8.count == name.utf8.count && zip(own.utf8, name.utf8).allSatisfy { $0 == $1 | 0x20 }
+        }
     }
 
     /// RFC 9110's token: the characters a field name may have.

@@ -189,7 +189,7 @@ public final class MockEngine: Sendable {
         case .matched(let found, let parameters):
             endpoint = found
             pathParameters = parameters
-            context.roots[.path] = Self.object(parameters)
+            if !parameters.isEmpty { context.roots[.path] = Self.object(parameters) }
         case .methodNotAllowed where forwardsUnmatched, .notFound where forwardsUnmatched:
             return (.forwarding(endpointID: nil), session.now(real: real))
         case .methodNotAllowed(let allowed):
@@ -387,6 +387,7 @@ public final class MockEngine: Sendable {
         return roots
     }
 
+    /// Path parameters as the `path` root, in name order.
     static func object(_ pairs: [String: String]) -> JSON {
         .object(JSONObject(pairs.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) }))
     }
