@@ -62,7 +62,7 @@ struct DoppelService: Service {
         }
         let server = try builder.buildServer(
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Doppel",
-                                 availableConnectionsDelegate: MaximumAvailableConnections(configuration.maxConnections)),
+                                 availableConnectionsDelegate: IdleMemory(maxConnections: configuration.maxConnections)),
             eventLoopGroup: MultiThreadedEventLoopGroup.singleton,
             logger: logger
         ) { [responder, logger] request, responseWriter, channel in

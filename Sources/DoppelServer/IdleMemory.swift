@@ -1,0 +1,92 @@
+import Dispatch
+import HummingbirdCore
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Counts connections against `--max-connections` and, once the server has
+/// had none for a quarter of a second, returns the heap memory that the
+/// last load freed to the system.
+///
+/// Requests free what they allocate, but glibc's allocator keeps freed
+/// memory in its per-thread arenas for reuse: after a burst of load an idle
+/// server held several megabytes more than it did before it, and kept them
+/// until the next burst. `malloc_trim` hands back every whole free page.
+/// It runs off the event loops, at most once per quiet spell, never while
+/// a connection is open (a trim takes each arena's lock for a moment).
+/// Elsewhere than glibc it does nothing.
+struct IdleMemory: AvailableConnectionsDelegate {
+    private var limit: MaximumAvailableConnections
+    private let trimmer: Trimmer
+
+    /// - Parameter quiet: how long the server must have had no connection before memory is returned.
+    init(maxConnections: Int, quiet: DispatchTimeInterval = .milliseconds(250)) {
+        limit = MaximumAvailableConnections(maxConnections)
+        trimmer = Trimmer(quiet: quiet)
+    }
+
+    mutating func connectionOpened() {
+        limit.connectionOpened()
+        trimmer.opened()
+    }
+
+    mutating func connectionClosed() {
+        limit.connectionClosed()
+        trimmer.closed()
+    }
+
+    func isAcceptingNewConnections() -> Bool { limit.isAcceptingNewConnections() }
+
+    final class Trimmer: Sendable {
+        private let quiet: DispatchTimeInterval
+        private let open = Atomic<Int>(0)
+        /// Bumped by every open and close, so a check can tell whether the quiet spell was quiet.
+        private let activity = Atomic<Int>(0)
+        /// Whether a check is scheduled.
+        private let armed = Atomic<Bool>(false)
+        /// How many times memory has been returned.
+        let trims = Atomic<Int>(0)
+
+        init(quiet: DispatchTimeInterval) { self.quiet = quiet }
+
+        /// glibc's `malloc_trim`, looked up at run time (Glibc's module map
+        /// leaves out `malloc.h`); nil where the C library has none.
+        static let trimHeap: (@convention(c) (Int) -> Int32)? = {
+            #if canImport(Glibc)
+            guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") else { return nil }
+            return unsafeBitCast(symbol, to: (@convention(c) (Int) -> Int32).self)
+            #else
+            return nil
+            #endif
+        }()
+
+        func opened() {
+            open.wrappingAdd(1, ordering: .relaxed)
+            activity.wrappingAdd(1, ordering: .relaxed)
+        }
+
+        func closed() {
+            activity.wrappingAdd(1, ordering: .relaxed)
+            if open.wrappingSubtract(1, ordering: .relaxed).newValue == 0, !armed.exchange(true, ordering: .acquiringAndReleasing) {
+                schedule()
+            }
+        }
+
+        /// Checks after the quiet spell: trims if nothing happened in it, waits
+        /// another spell if connections came and went, stands down if one is open.
+        private func schedule() {
+            let seen = activity.load(ordering: .relaxed)
+            DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + quiet) { [self] in
+                guard open.load(ordering: .relaxed) == 0 else {
+                    armed.store(false, ordering: .releasing)
+                    return
+                }
+                guard activity.load(ordering: .relaxed) == seen else { return schedule() }
+                Self.trimHeap?(0)
+                trims.wrappingAdd(1, ordering: .relaxed)
+                armed.store(false, ordering: .releasing)
+            }
+        }
+    }
+}
