@@ -142,11 +142,18 @@ row() {  # row LABEL DOPPEL_BASE PATH [wrk args...]: the same request to Doppel 
     printf '  %-48s %10s %9s %8.2f %8.2f %9s\n' "$label" "$rps" "$p99" "$(echo "$rps / $nrps" | bc -l)" "$(echo "$rps / $health" | bc -l)" "$np99"
 }
 row "GET /fixed (constant body)" "$FIXED" /fixed
+# The tales server's resident memory is sampled every 0.2 s while it is loaded (the peak), and read again after.
+( peak=0; while kill -0 "$TALES_PID" 2>/dev/null; do
+    rss=$(awk '/VmRSS/ { print $2 }' /proc/$TALES_PID/status 2>/dev/null || echo 0)
+    [ "${rss:-0}" -gt "$peak" ] && { peak=$rss; echo "$peak" > "$WORK/peak-rss"; }
+    sleep 0.2
+  done ) & SAMPLER=$!; PIDS+=($SAMPLER)
 row "GET /api/v1/free-stories (filter over data)" "$BASE" "/api/v1/free-stories?language=en"
 row "POST /api/v1/stories/generate, one session" "$BASE" /api/v1/stories/generate -s "$WORK/generate.lua"
 row "POST /api/v1/stories/generate, 32 sessions" "$BASE" /api/v1/stories/generate -s "$WORK/generate-spread.lua"
+kill "$SAMPLER" 2>/dev/null || true
 printf '  %-48s %10s\n' "GET /__doppel/health (the older baseline)" "$health"
-echo "Resident memory of the tales server after the load: $(awk '/VmRSS/ { printf "%.1f MB", $2 / 1024 }' /proc/$TALES_PID/status)"
+echo "Resident memory of the tales server: $(awk '{ printf "%.1f MB", $1 / 1024 }' "$WORK/peak-rss") at most during the load, $(awk '/VmRSS/ { printf "%.1f MB", $2 / 1024 }' /proc/$TALES_PID/status) after it"
 
 echo "Start-up to the first 200 (median of 15)"
 python3 - "$DOPPEL" "$WORK" "$PORT" <<'PY'
