@@ -62,7 +62,8 @@ struct DoppelService: Service {
         }
         let server = try builder.buildServer(
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Doppel",
-                                 availableConnectionsDelegate: IdleMemory(maxConnections: configuration.maxConnections)),
+                                 availableConnectionsDelegate: IdleMemory(maxConnections: configuration.maxConnections,
+                                                                          returnsMemory: configuration.returnsIdleMemory)),
             eventLoopGroup: MultiThreadedEventLoopGroup.singleton,
             logger: logger
         ) { [responder, logger] request, responseWriter, channel in

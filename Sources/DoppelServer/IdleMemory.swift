@@ -5,9 +5,10 @@ import Synchronization
 import Glibc
 #endif
 
-/// Counts connections against `--max-connections` and, once the server has
-/// had none for a quarter of a second, returns the heap memory that the
-/// last load freed to the system.
+/// Counts connections against `--max-connections` and, where asked
+/// (`ServerConfiguration.returnsIdleMemory`, set by `doppel serve`), once the
+/// server has had none for a quarter of a second, returns the heap memory
+/// that the last load freed to the system.
 ///
 /// Requests free what they allocate, but glibc's allocator keeps freed
 /// memory in its per-thread arenas for reuse: after a burst of load an idle
@@ -18,28 +19,34 @@ import Glibc
 /// Elsewhere than glibc it does nothing.
 struct IdleMemory: AvailableConnectionsDelegate {
     private var limit: MaximumAvailableConnections
-    private let trimmer: Trimmer
+    private let trimmer: Trimmer?
 
-    /// - Parameter quiet: how long the server must have had no connection before memory is returned.
-    init(maxConnections: Int, quiet: DispatchTimeInterval = .milliseconds(250)) {
+    /// - Parameters:
+    ///   - returnsMemory: whether freed memory is returned at all.
+    ///   - quiet: how long the server must have had no connection before memory is returned.
+    init(maxConnections: Int, returnsMemory: Bool = true, quiet: DispatchTimeInterval = .milliseconds(250)) {
         limit = MaximumAvailableConnections(maxConnections)
-        trimmer = Trimmer(quiet: quiet)
+        trimmer = returnsMemory ? Trimmer(quiet: quiet) : nil
     }
 
     mutating func connectionOpened() {
         limit.connectionOpened()
-        trimmer.opened()
+        trimmer?.opened()
     }
 
     mutating func connectionClosed() {
         limit.connectionClosed()
-        trimmer.closed()
+        trimmer?.closed()
     }
 
     func isAcceptingNewConnections() -> Bool { limit.isAcceptingNewConnections() }
 
     final class Trimmer: Sendable {
+        /// Runs work after a delay (tests run it by hand).
+        typealias Scheduler = @Sendable (DispatchTimeInterval, @escaping @Sendable () -> Void) -> Void
         private let quiet: DispatchTimeInterval
+        private let after: Scheduler
+        private let trim: @Sendable () -> Void
         private let open = Atomic<Int>(0)
         /// Bumped by every open and close, so a check can tell whether the quiet spell was quiet.
         private let activity = Atomic<Int>(0)
@@ -48,7 +55,13 @@ struct IdleMemory: AvailableConnectionsDelegate {
         /// How many times memory has been returned.
         let trims = Atomic<Int>(0)
 
-        init(quiet: DispatchTimeInterval) { self.quiet = quiet }
+        init(quiet: DispatchTimeInterval,
+             after: @escaping Scheduler = { delay, work in DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + delay, execute: work) },
+             trim: @escaping @Sendable () -> Void = { _ = Trimmer.trimHeap?(0) }) {
+            self.quiet = quiet
+            self.after = after
+            self.trim = trim
+        }
 
         /// glibc's `malloc_trim`, looked up at run time (Glibc's module map
         /// leaves out `malloc.h`); nil where the C library has none.
@@ -77,13 +90,13 @@ struct IdleMemory: AvailableConnectionsDelegate {
         /// another spell if connections came and went, stands down if one is open.
         private func schedule() {
             let seen = activity.load(ordering: .relaxed)
-            DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + quiet) { [self] in
+            after(quiet) { [self] in
                 guard open.load(ordering: .relaxed) == 0 else {
                     armed.store(false, ordering: .releasing)
                     return
                 }
                 guard activity.load(ordering: .relaxed) == seen else { return schedule() }
-                Self.trimHeap?(0)
+                trim()
                 trims.wrappingAdd(1, ordering: .relaxed)
                 armed.store(false, ordering: .releasing)
             }

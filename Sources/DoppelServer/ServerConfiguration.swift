@@ -35,6 +35,12 @@ public struct ServerConfiguration: Sendable {
     public var bodyTimeout: Double = 30
     /// The most connections open at once; more wait in the listen backlog.
     public var maxConnections: Int = 10_000
+    /// Whether the process's freed heap memory is handed back to the system
+    /// once the server has had no connection for a moment (`IdleMemory`).
+    /// `doppel serve` does, being the process's only server; a test process
+    /// with several servers does not, since a trim of a large heap stalls
+    /// every thread that allocates meanwhile, the other servers' included.
+    public var returnsIdleMemory = false
     /// The upstream server requests no endpoint takes are forwarded to
     /// (`--proxy`), with `proxy: true` endpoints' requests; nil forwards nothing.
     public var proxy: URL?

@@ -179,6 +179,7 @@ struct Serve: AsyncParsableCommand {
         configuration.headerTimeout = Self.seconds(headerTimeout)!
         configuration.bodyTimeout = Self.seconds(bodyTimeout)!
         configuration.maxConnections = maxConnections
+        configuration.returnsIdleMemory = true
         configuration.proxy = proxy.flatMap(upstreamURL)
         var trustNote: [String] = []
         do {

@@ -1,40 +1,70 @@
+import DoppelCore
 @testable import DoppelServer
 import Foundation
 import Testing
 
 /// When the server returns freed heap memory: after a quiet spell without
-/// connections, once per spell, never while a connection is open.
+/// connections, once per spell, never while a connection is open. The
+/// spells are run by hand, so the tests do not depend on timing.
 @Suite struct IdleMemoryTests {
-    /// Waits long enough for a check scheduled now (and one rescheduled after it) to have run.
-    func settle() async throws { try await Task.sleep(for: .milliseconds(300)) }
+    /// Work scheduled for after a quiet spell, run when the test says the spell has passed.
+    final class Spells: Sendable {
+        private let pending = Locked<[@Sendable () -> Void]>([])
+        var count: Int { pending.withLock { $0.count } }
+        func schedule(_ delay: DispatchTimeInterval, _ work: @escaping @Sendable () -> Void) { pending.withLock { $0.append(work) } }
+        /// Ends the spells begun so far (work they schedule waits for the next call).
+        func pass() { for work in pending.withLock({ list in defer { list = [] }; return list }) { work() } }
+    }
 
-    @Test func trimsOnceAfterTheLastConnectionClosesAndNotWhileOneIsOpen() async throws {
-        let trimmer = IdleMemory.Trimmer(quiet: .milliseconds(50))
+    func trimmer(_ spells: Spells) -> IdleMemory.Trimmer {
+        IdleMemory.Trimmer(quiet: .milliseconds(250), after: { spells.schedule($0, $1) }, trim: {})
+    }
+
+    @Test func trimsOnceAfterTheLastConnectionClosesAndNotWhileOneIsOpen() {
+        let spells = Spells()
+        let trimmer = trimmer(spells)
         trimmer.opened()
         trimmer.opened()
         trimmer.closed()
-        try await settle()
-        #expect(trimmer.trims.load(ordering: .relaxed) == 0, "one connection is still open")
+        #expect(spells.count == 0, "one connection is still open")
         trimmer.closed()
-        try await settle()
+        #expect(spells.count == 1)
+        spells.pass()
         #expect(trimmer.trims.load(ordering: .relaxed) == 1)
-        try await settle()
-        #expect(trimmer.trims.load(ordering: .relaxed) == 1, "one trim per quiet spell")
+        #expect(spells.count == 0, "one trim per quiet spell")
         trimmer.opened()
         trimmer.closed()
-        try await settle()
+        spells.pass()
         #expect(trimmer.trims.load(ordering: .relaxed) == 2)
     }
 
-    @Test func connectionsComingAndGoingPutTheTrimOffUntilItIsQuiet() async throws {
-        let trimmer = IdleMemory.Trimmer(quiet: .milliseconds(100))
-        for _ in 0..<8 {
+    @Test func connectionsComingAndGoingPutTheTrimOffUntilItIsQuiet() {
+        let spells = Spells()
+        let trimmer = trimmer(spells)
+        trimmer.opened()
+        trimmer.closed()
+        for _ in 0..<3 {
             trimmer.opened()
             trimmer.closed()
-            try await Task.sleep(for: .milliseconds(30))
+            #expect(spells.count == 1, "one check at a time")
+            spells.pass()
+            #expect(trimmer.trims.load(ordering: .relaxed) == 0, "the spell was not quiet")
         }
-        #expect(trimmer.trims.load(ordering: .relaxed) == 0, "never quiet for 100 ms so far")
-        try await Task.sleep(for: .milliseconds(400))
+        spells.pass()
+        #expect(trimmer.trims.load(ordering: .relaxed) == 1)
+    }
+
+    @Test func aConnectionOpenWhenTheSpellEndsStandsTheCheckDown() {
+        let spells = Spells()
+        let trimmer = trimmer(spells)
+        trimmer.opened()
+        trimmer.closed()
+        trimmer.opened()
+        spells.pass()
+        #expect(trimmer.trims.load(ordering: .relaxed) == 0)
+        #expect(spells.count == 0)
+        trimmer.closed()
+        spells.pass()
         #expect(trimmer.trims.load(ordering: .relaxed) == 1)
     }
 
@@ -49,8 +79,8 @@ import Testing
     }
 
     #if canImport(Glibc)
-    @Test func glibcsTrimIsFound() {
-        #expect(IdleMemory.Trimmer.trimHeap != nil)
+    @Test func glibcsTrimIsFoundAndRuns() async throws {
+        #expect(IdleMemory.Trimmer.trimHeap?(0) != nil)
     }
     #endif
 }
