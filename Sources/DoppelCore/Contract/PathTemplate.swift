@@ -46,6 +46,11 @@ public struct PathTemplate: Sendable, CustomStringConvertible {
                 rest = name
                 continue
             }
+            // Most segments are plain text: found on the bytes, without the scan for parameters.
+            if !raw.isEmpty, !raw.utf8.contains(where: { $0 == UInt8(ascii: "{") || $0 == UInt8(ascii: "}") }) {
+                segments.append([.literal(String(raw))])
+                continue
+            }
             var parts: [Part] = []
             var rest = Substring(raw)
             while !rest.isEmpty {

@@ -4,23 +4,33 @@ extension StringProtocol {
     /// `contains(_:)` with a string argument resolves to Foundation's, which
     /// bridges to `NSString` on Linux; loading a large contract asks this of
     /// every scalar (is it a template?), where that bridging was visible in
-    /// profiles.
+    /// profiles. Both texts are read as contiguous bytes where they are
+    /// (native strings always are), not index by index through their views.
     public func includes(_ needle: String) -> Bool {
-        var needle = needle
-        return needle.withUTF8 { wanted in
-            guard let first = wanted.first else { return true }
-            let bytes = self.utf8
-            var index = bytes.startIndex
-            while let found = bytes[index...].firstIndex(of: first) {
-                var candidate = found, matched = true
-                for byte in wanted {
-                    guard candidate != bytes.endIndex, bytes[candidate] == byte else { matched = false; break }
-                    candidate = bytes.index(after: candidate)
-                }
-                if matched { return true }
-                index = bytes.index(after: found)
-            }
-            return false
+        let found = utf8.withContiguousStorageIfAvailable { text in
+            needle.utf8.withContiguousStorageIfAvailable { wanted in Self.search(text, for: wanted) }
         }
+        if let found = found ?? nil { return found }
+        return Self.search(Array(utf8), for: Array(needle.utf8))
+    }
+
+    private static func search(_ text: UnsafeBufferPointer<UInt8>, for wanted: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let first = wanted.first else { return true }
+        guard wanted.count <= text.count else { return false }
+        var start = 0
+        let last = text.count - wanted.count
+        while start <= last {
+            if text[start] == first {
+                var offset = 1
+                while offset < wanted.count, text[start + offset] == wanted[offset] { offset += 1 }
+                if offset == wanted.count { return true }
+            }
+            start += 1
+        }
+        return false
+    }
+
+    private static func search(_ text: [UInt8], for wanted: [UInt8]) -> Bool {
+        text.withUnsafeBufferPointer { text in wanted.withUnsafeBufferPointer { wanted in search(text, for: wanted) } }
     }
 }

@@ -71,8 +71,12 @@ import Testing
     @Test(arguments: [
         ("a {{ b }}", "{{", true), ("{", "{{", false), ("x{{", "{{", true), ("", "{{", false),
         ("abc", "", true), ("ééa=b", "=", true), ("aab", "ab", true), ("abab", "abb", false),
+        ("ab", "abc", false), ("a long text ending in the needle}}", "}}", true), ("short ёж", "ёж", true), ("ёж", "жё", false),
     ])
     func findsTextByteForByte(text: String, needle: String, expected: Bool) {
         #expect(text.includes(needle) == expected)
+        // A substring is searched within its bounds only.
+        let framed = "{{" + text + "{{"
+        #expect(framed.dropFirst(2).dropLast(2).includes(needle) == expected)
     }
 }
