@@ -220,7 +220,7 @@ enum DirectResponse {
             buffer.writeString(HTTPResponseStatus(statusCode: response.status).reasonPhrase)
             buffer.writeStaticString("\r\n")
         }
-        for header in response.headers where isToken(header.name) && !isServerSet(header.name) {
+        for header in response.headers where isToken(header.name) && !serverSet.contains(where: header.name.caseInsensitiveEquals) {
             buffer.writeString(header.name)
             buffer.writeStaticString(": ")
             writeValue(header.value, into: &buffer)
@@ -235,13 +235,6 @@ enum DirectResponse {
         buffer.writeStaticString("\r\n")
         buffer.writeBytes(response.body)
         return buffer
-    }
-
-    /// Whether a header name is one the server sets, compared without case on bytes (no lowercased copy per header).
-    private static func isServerSet(_ name: String) -> Bool {
-        serverSet.contains { own in
-            own.utf8.count == name.utf8.count && zip(own.utf8, name.utf8).allSatisfy { $0 == $1 | 0x20 }
-        }
     }
 
     /// RFC 9110's token: the characters a field name may have.

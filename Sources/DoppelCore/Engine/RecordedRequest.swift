@@ -132,8 +132,17 @@ public struct MockResponse: Sendable {
 }
 
 extension String {
-    func caseInsensitiveEquals(_ other: String) -> Bool {
-        utf8.count == other.utf8.count && lowercased() == other.lowercased()
+    /// Equal but for letter case. Text that is ASCII on both sides (header
+    /// names always are) is compared byte by byte, without lowercased copies:
+    /// this runs for headers of every response. Anything else is lowercased.
+    package func caseInsensitiveEquals(_ other: String) -> Bool {
+        guard utf8.count == other.utf8.count else { return false }
+        func lower(_ byte: UInt8) -> UInt8 { byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte }
+        for (a, b) in zip(utf8, other.utf8) {
+            guard a < 0x80, b < 0x80 else { return lowercased() == other.lowercased() }
+            if lower(a) != lower(b) { return false }
+        }
+        return true
     }
 }
 

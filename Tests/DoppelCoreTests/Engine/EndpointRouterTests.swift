@@ -104,6 +104,15 @@ import Testing
         #expect(accented.match(EndpointRouter.segments(of: "/cafe\u{301}")) == nil)
     }
 
+    @Test func namesCompareWithoutLetterCaseOnly() {
+        #expect("Content-Type".caseInsensitiveEquals("content-TYPE"))
+        #expect(!"content-type".caseInsensitiveEquals("content-typ"))
+        #expect(!"a@b".caseInsensitiveEquals("a`b"), "only letters fold")
+        #expect(!"x-1".caseInsensitiveEquals("x-2"))
+        #expect("ÉTÉ-Date".caseInsensitiveEquals("été-date"), "beyond ASCII, lowercased")
+        #expect(!"été".caseInsensitiveEquals("ete"))
+    }
+
     @Test func queryItemsAreSplitAndDecoded() {
         let request = RecordedRequest(method: "GET", target: "/x?a=1&&b=%20c+d&flag&=e&ж=%D0%B6&a=2")
         #expect(request.queryItems.map { [$0.0, $0.1] } == [["a", "1"], ["b", " c d"], ["flag", ""], ["", "e"], ["ж", "ж"], ["a", "2"]])
