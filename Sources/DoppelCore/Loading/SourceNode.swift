@@ -128,10 +128,16 @@ public enum SourceReader {
 
     /// Parses one YAML document. Syntax errors become a diagnostic at their mark.
     public static func read(_ text: String, file: String) -> Result<SourceNode?, ContractError> {
-        var builder = TreeBuilder(file: file)
-        let root = builder.read(text)
-        if let problem = builder.problem { return .failure(ContractError(diagnostics: [problem])) }
-        return .success(root)
+        var text = text
+        return text.withUTF8 { bytes in
+            if bytes.count >= SectionSplit.minimumFileSize, let root = readInSections(bytes, file: file, split: SectionSplit()) {
+                return .success(root)
+            }
+            var builder = TreeBuilder(file: file)
+            let root = builder.read(bytes)
+            if let problem = builder.problem { return .failure(ContractError(diagnostics: [problem])) }
+            return .success(root)
+        }
     }
 
     /// Reads a contract or scenario file as UTF-8 text, with a clear diagnostic
@@ -199,8 +205,14 @@ public enum SourceReader {
     /// Builds `SourceNode`s from libyaml's events: scalars with their style
     /// and place, mappings and lists, anchors and aliases (an alias is a copy
     /// of its anchor's node, counted against the node budget as expanded).
-    private struct TreeBuilder {
+    struct TreeBuilder {
         let file: String
+        /// Lines before the text read, when it is a section of a file.
+        var lineOffset = 0
+        /// Levels of nesting around the text read, when it is a section of a file.
+        var depthOffset = 0
+        /// Whether the root is a block mapping (not a flow `{...}` one).
+        var rootIsBlockMapping = false
         var nodes = 0
         var problem: Diagnostic?
         var anchors: [String: (node: SourceNode, count: Int)] = [:]
@@ -228,27 +240,33 @@ public enum SourceReader {
         var root: SourceNode?
         var documents = 0
 
-        init(file: String) { self.file = file }
+        init(file: String, lineOffset: Int = 0, depthOffset: Int = 0) {
+            self.file = file
+            self.lineOffset = lineOffset
+            self.depthOffset = depthOffset
+        }
 
         func location(_ mark: yaml_mark_t) -> SourceLocation {
-            SourceLocation(file: file, line: Int(mark.line) + 1, column: Int(mark.column) + 1)
+            SourceLocation(file: file, line: Int(mark.line) + 1 + lineOffset, column: Int(mark.column) + 1)
         }
 
         mutating func fail(_ message: String, at location: SourceLocation) {
             if problem == nil { problem = Diagnostic(at: location, message) }
         }
 
-        mutating func read(_ text: String) -> SourceNode? {
+        /// Reads UTF-8 YAML text (libyaml reads it in place).
+        mutating func read(_ bytes: UnsafeBufferPointer<UInt8>) -> SourceNode? {
             var parser = yaml_parser_t()
             guard yaml_parser_initialize(&parser) == 1 else {
-                fail("YAML: the parser could not start (out of memory)", at: SourceLocation(file: file, line: 1, column: 1))
+                fail("YAML: the parser could not start (out of memory)", at: SourceLocation(file: file, line: 1 + lineOffset, column: 1))
                 return nil
             }
             defer { yaml_parser_delete(&parser) }
             yaml_parser_set_encoding(&parser, YAML_UTF8_ENCODING)
-            var bytes = Array(text.utf8)
-            bytes.withUnsafeMutableBufferPointer { buffer in
-                yaml_parser_set_input_string(&parser, buffer.baseAddress, buffer.count)
+            // libyaml wants a pointer even for empty input.
+            let empty: [UInt8] = [0]
+            empty.withUnsafeBufferPointer { placeholder in
+                yaml_parser_set_input_string(&parser, bytes.baseAddress ?? placeholder.baseAddress, bytes.count)
                 var event = yaml_event_t()
                 while problem == nil {
                     guard yaml_parser_parse(&parser, &event) == 1 else {
@@ -293,7 +311,7 @@ public enum SourceReader {
                 fail("the YAML expands to more than \(maximumNodes) nodes (aliases of aliases?); Doppel reads at most that many", at: location)
                 return false
             }
-            if stack.count > maximumDepth {
+            if stack.count + depthOffset > maximumDepth {
                 fail("YAML nests deeper than \(maximumDepth) levels", at: location)
                 return false
             }
@@ -331,6 +349,7 @@ public enum SourceReader {
                 let here = location(event.start_mark)
                 guard admit(1, at: here) else { return }
                 let isMapping = event.type == YAML_MAPPING_START_EVENT
+                if stack.isEmpty, root == nil { rootIsBlockMapping = isMapping && event.data.mapping_start.style == YAML_BLOCK_MAPPING_STYLE }
                 let anchor = Self.string(isMapping ? event.data.mapping_start.anchor : event.data.sequence_start.anchor)
                 stack.append(Frame(isMapping: isMapping, location: here, anchor: anchor, start: nodes, first: members.count))
             case YAML_MAPPING_END_EVENT, YAML_SEQUENCE_END_EVENT:
