@@ -14,7 +14,10 @@ import Yams
 ///    OpenAPIKit30, converted to 3.1); its errors are located at the line
 ///    and column their coding path leads to.
 /// 2. **Import** (`OpenAPIImporter`): the document as a contract tree, then
-///    the contract loader as for any contract.
+///    the contract loader as for any contract. To serve it, the endpoints
+///    are not put in the tree: the loader makes each from its operation
+///    and reads it at once (`EndpointEntries`), so that no tree of every
+///    endpoint is built.
 public enum ContractDocument {
     /// Loads a contract or OpenAPI document file. `checkingWithOpenAPIKit`
     /// false skips stage 1 for an OpenAPI document (OpenAPIKit takes about a
@@ -24,7 +27,7 @@ public enum ContractDocument {
     /// 1,000 operations, whose freeing took a sixth of its load time) are
     /// freed as `release` says.
     public static func load(file: String, checkingWithOpenAPIKit: Bool = true, release: TreeRelease = .inBackground) throws(ContractError) -> Contract {
-        let source = try contractTree(file: file, check: checkingWithOpenAPIKit ? .now : .skipped)
+        let source = try contractTree(file: file, check: checkingWithOpenAPIKit ? .now : .skipped, endpointsInTree: false)
         let contract = try load(source, file: file)
         dispose(consume source, as: release)
         return contract
@@ -45,7 +48,7 @@ public enum ContractDocument {
     /// the check, when the file is an OpenAPI document, is returned to be run
     /// beside the server, on the tree already read.
     public static func loadDeferringCheck(file: String) throws(ContractError) -> (contract: Contract, check: (@Sendable () -> [Diagnostic])?) {
-        let source = try contractTree(file: file, check: .deferred)
+        let source = try contractTree(file: file, check: .deferred, endpointsInTree: false)
         let contract = try load(source, file: file)
         let check = source.deferredCheck
         dispose(consume source, as: .inBackground)
@@ -70,7 +73,7 @@ public enum ContractDocument {
 
     /// The conversion's problems are reported with the contract loader's, all at once.
     private static func load(_ source: Source, file: String) throws(ContractError) -> Contract {
-        try ContractLoader.load(root: source.tree, file: file, warnings: source.diagnostics)
+        try ContractLoader.load(root: source.tree, file: file, warnings: source.diagnostics, endpoints: source.endpoints)
     }
 
     /// Every diagnostic for a contract or OpenAPI document; empty when it loads.
@@ -82,6 +85,9 @@ public enum ContractDocument {
     public struct Source: Sendable {
         /// The contract as written, or an OpenAPI document converted.
         public let tree: SourceNode
+        /// An OpenAPI document's endpoints, when they are not in `tree` but
+        /// made as the loader reads them.
+        public let endpoints: EndpointEntries?
         /// The conversion's and OpenAPIKit's warnings and errors.
         public let diagnostics: [Diagnostic]
         /// Whether the file is an OpenAPI document rather than a contract.
@@ -92,9 +98,9 @@ public enum ContractDocument {
         let document: SourceNode?
     }
 
-    /// The contract tree of a file, read once.
+    /// The contract tree of a file, read once, with every endpoint in it.
     public static func contractTree(file: String, checkingWithOpenAPIKit: Bool = true) throws(ContractError) -> Source {
-        try contractTree(file: file, check: checkingWithOpenAPIKit ? .now : .deferred)
+        try contractTree(file: file, check: checkingWithOpenAPIKit ? .now : .deferred, endpointsInTree: true)
     }
 
     /// When OpenAPIKit checks an OpenAPI document.
@@ -107,7 +113,7 @@ public enum ContractDocument {
         case skipped
     }
 
-    static func contractTree(file: String, check: Check) throws(ContractError) -> Source {
+    static func contractTree(file: String, check: Check, endpointsInTree: Bool) throws(ContractError) -> Source {
         let text: String
         switch SourceReader.readFile(file, what: "contract") {
         case .success(let read): text = read
@@ -119,12 +125,16 @@ public enum ContractDocument {
         case .success(nil): throw ContractError(diagnostics: [Diagnostic(at: SourceLocation(file: file, line: 1, column: 1), "the contract is empty")])
         case .failure(let error): throw error
         }
-        guard OpenAPIImporter.isOpenAPI(root) else { return Source(tree: root, diagnostics: [], isOpenAPI: false, deferredCheck: nil, document: nil) }
+        guard OpenAPIImporter.isOpenAPI(root) else { return Source(tree: root, endpoints: nil, diagnostics: [], isOpenAPI: false, deferredCheck: nil, document: nil) }
         let problems = check == .now ? read(root: root, file: file) : []
         if problems.contains(where: { $0.severity == .error }) { throw ContractError(diagnostics: problems) }
-        let (contract, diagnostics) = OpenAPIImporter.contract(from: root, file: file)
         let deferredCheck: (@Sendable () -> [Diagnostic])? = check == .deferred ? { @Sendable in read(root: root, file: file) } : nil
-        return Source(tree: contract, diagnostics: problems + diagnostics, isOpenAPI: true, deferredCheck: deferredCheck, document: root)
+        if endpointsInTree {
+            let (contract, diagnostics) = OpenAPIImporter.contract(from: root, file: file)
+            return Source(tree: contract, endpoints: nil, diagnostics: problems + diagnostics, isOpenAPI: true, deferredCheck: deferredCheck, document: root)
+        }
+        let (contract, endpoints, diagnostics) = OpenAPIImporter.contractInParts(from: root, file: file)
+        return Source(tree: contract, endpoints: endpoints, diagnostics: problems + diagnostics, isOpenAPI: true, deferredCheck: deferredCheck, document: root)
     }
 
     /// Stage 1: decodes and validates the document with OpenAPIKit; its

@@ -38,11 +38,61 @@ public struct OpenAPIImporter: Sendable {
         return (contract, importer.errors.diagnostics + importer.warnings.diagnostics)
     }
 
+    /// The contract tree without its endpoints, and the endpoints for the
+    /// loader to make and read one at a time (`ContractLoader.load(root:file:warnings:endpoints:)`),
+    /// which serves the same contract as `contract(from:file:)` without
+    /// building a tree of every endpoint first.
+    public static func contractInParts(from root: SourceNode, file: String) -> (contract: SourceNode, endpoints: EndpointEntries, diagnostics: [Diagnostic]) {
+        var importer = OpenAPIImporter(root: root, file: file, isVersion30: root["openapi"]?.scalarText?.hasPrefix("3.0") ?? false)
+        let (top, operations, schemes) = importer.prepare()
+        let blank = importer.blank
+        let endpoints = EndpointEntries(count: operations.count) { range, read in
+            var importer = blank
+            for index in range {
+                if let (id, node) = importer.endpoint(operations[index], schemes: schemes) { read(id, node) }
+            }
+            return importer.errors.diagnostics + importer.warnings.diagnostics
+        }
+        return (ContractNode.map(top, at: root.location), endpoints, importer.errors.diagnostics + importer.warnings.diagnostics)
+    }
+
     // MARK: The contract
 
     static let methods = ["get", "put", "post", "delete", "options", "head", "patch", "trace"]
 
     mutating func convert() -> SourceNode {
+        let (prepared, operations, schemes) = prepare()
+        var top = prepared
+        // Each operation converted on its own, a large document's in slices
+        // on every core, their diagnostics gathered in order.
+        let blank = self.blank
+        let slices = Parallel.mapSlices(operations, minimumPerSlice: 100) { slice in
+            var importer = blank
+            let endpoints = slice.compactMap { importer.endpoint($0, schemes: schemes) }
+            return (endpoints: endpoints, warnings: importer.warnings.diagnostics, errors: importer.errors.diagnostics)
+        }
+        var endpoints: [(String, SourceNode)] = []
+        for slice in slices {
+            endpoints += slice.endpoints
+            warnings.append(contentsOf: slice.warnings)
+            errors.append(contentsOf: slice.errors)
+        }
+        top.append(("endpoints", ContractNode.map(endpoints, at: root["paths"]?.location ?? root.location)))
+        return ContractNode.map(top, at: root.location)
+    }
+
+    /// This importer without its diagnostics, to convert operations elsewhere.
+    var blank: OpenAPIImporter {
+        var copy = self
+        copy.warnings = DiagnosticCollector()
+        copy.errors = DiagnosticCollector()
+        return copy
+    }
+
+    /// Everything but the endpoints: the contract's top-level fields, the
+    /// operations in order, each with its endpoint id (unique among all),
+    /// and the security schemes.
+    mutating func prepare() -> (top: [(String, SourceNode)], operations: [Operation], schemes: [Scheme]) {
         var top: [(String, SourceNode)] = [("doppel", ContractNode.plain("1", at: root.location))]
         if let info = root["info"] {
             var fields: [(String, SourceNode)] = []
@@ -72,9 +122,6 @@ public struct OpenAPIImporter: Sendable {
             if !converted.isEmpty { top.append(("schemas", ContractNode.map(converted, at: schemas.location))) }
         }
 
-        // The operations in order, each with its endpoint id (unique among
-        // all); then each converted on its own, a large document's in slices
-        // on every core, their diagnostics gathered in order.
         var operations: [Operation] = []
         let paths = root["paths"]
         for (pathKey, rawItem) in paths?.mappingPairs ?? [] {
@@ -90,23 +137,7 @@ public struct OpenAPIImporter: Sendable {
                 operations.append(Operation(id: id, method: method, path: path, node: operation, sharedParameters: shared))
             }
         }
-        var template = self
-        template.warnings = DiagnosticCollector()
-        template.errors = DiagnosticCollector()
-        let blank = template
-        let slices = Parallel.mapSlices(operations, minimumPerSlice: 100) { slice in
-            var importer = blank
-            let endpoints = slice.compactMap { importer.endpoint($0, schemes: schemes) }
-            return (endpoints: endpoints, warnings: importer.warnings.diagnostics, errors: importer.errors.diagnostics)
-        }
-        var endpoints: [(String, SourceNode)] = []
-        for slice in slices {
-            endpoints += slice.endpoints
-            warnings.append(contentsOf: slice.warnings)
-            errors.append(contentsOf: slice.errors)
-        }
-        top.append(("endpoints", ContractNode.map(endpoints, at: paths?.location ?? root.location)))
-        return ContractNode.map(top, at: root.location)
+        return (top, operations, schemes)
     }
 
     /// The path of the first server's URL (`https://api.example.com/v1` gives

@@ -95,6 +95,44 @@ struct OpenAPIImportTests {
         #expect(statuses.map(\.location.line) == (0..<count).filter { $0 % 7 == 0 }.map { 4 * $0 + 7 })
     }
 
+    @Test func servingMakesEachEndpointAsItIsReadToTheSameContract() throws {
+        // Served, a document's endpoints are made one at a time as the
+        // loader reads them; imported, they are a tree first. Both give the
+        // same endpoints and the same problems, in slices on every core.
+        func document(broken: Bool) -> String {
+            var text = "openapi: 3.1.0\ninfo: { title: Many, version: \"1\" }\npaths:\n"
+            for index in 0..<420 {
+                let status = broken && index % 7 == 0 ? "\"2x0\"" : "\"200\""
+                let style = index % 5 == 0 ? "style: deepObject, " : ""
+                text += "  /p\(index)/{id}:\n    get:\n      operationId: \(index % 3 == 0 ? "same" : "op\(index)")\n"
+                text += "      parameters: [{ name: id, in: path, required: true, \(style)schema: { type: integer, minimum: \(index % 11 == 0 && broken ? "x" : "1") } }]\n"
+                text += "      responses: { \(status): { description: ok, content: { application/json: { example: { n: \(index) } } } } }\n"
+            }
+            return text
+        }
+        try withDocument(document(broken: false)) { file, _ in
+            let source = try ContractDocument.contractTree(file: file, checkingWithOpenAPIKit: false)
+            let whole = try ContractLoader.load(root: source.tree, file: file, warnings: source.diagnostics)
+            let inParts = try ContractDocument.load(file: file, checkingWithOpenAPIKit: false)
+            #expect(inParts.endpoints.count == 420)
+            #expect(inParts.endpoints.map(\.id) == whole.endpoints.map(\.id))
+            #expect(inParts.endpoints.map(\.path.template) == whole.endpoints.map(\.path.template))
+            #expect(inParts.endpoints.map { $0.responses.count } == whole.endpoints.map { $0.responses.count })
+        }
+        try withDocument(document(broken: true)) { file, _ in
+            let source = try ContractDocument.contractTree(file: file, checkingWithOpenAPIKit: false)
+            let whole = ContractError.diagnostics { () throws(ContractError) in
+                _ = try ContractLoader.load(root: source.tree, file: file, warnings: source.diagnostics)
+            }
+            let inParts = ContractError.diagnostics { () throws(ContractError) in
+                _ = try ContractDocument.load(file: file, checkingWithOpenAPIKit: false)
+            }
+            #expect(whole.filter { $0.severity == .error }.count == 60 + 39)
+            #expect(whole.filter { $0.message.contains("style deepObject") }.count == 84)
+            #expect(inParts.map(\.description) == whole.map(\.description))
+        }
+    }
+
     @Test func structuralProblemsComeFromOpenAPIKitAtTheirPlace() throws {
         let found = try diagnostics("""
             openapi: 3.1.0

@@ -40,6 +40,34 @@ extension ContractLoader {
         return endpoints
     }
 
+    /// Endpoints another front end makes one at a time, each read as soon as
+    /// it is made and its tree then dropped, in slices on every core.
+    mutating func readEndpoints(_ source: EndpointEntries, basePath: String, defaultAuth: [String]) -> [Endpoint] {
+        var template = self
+        template.diagnostics = DiagnosticCollector()
+        template.pendingExamples = []
+        template.endpointEntries = nil
+        let blank = template
+        let slices = Parallel.mapSlices(Array(0..<source.count), minimumPerSlice: 100) { slice in
+            var loader = blank
+            var endpoints: [Endpoint] = []
+            let made = source.make(slice.startIndex..<slice.endIndex) { name, node in
+                if let endpoint = loader.readEndpoint(name, node, basePath: basePath, defaultAuth: defaultAuth) {
+                    endpoints.append(endpoint)
+                }
+            }
+            return (endpoints: endpoints, diagnostics: made + loader.diagnostics.diagnostics, pendingExamples: loader.pendingExamples)
+        }
+        var endpoints: [Endpoint] = []
+        endpoints.reserveCapacity(source.count)
+        for slice in slices {
+            endpoints += slice.endpoints
+            diagnostics.append(contentsOf: slice.diagnostics)
+            pendingExamples += slice.pendingExamples
+        }
+        return endpoints
+    }
+
     private mutating func readEndpoint(_ id: String, _ node: SourceNode, basePath: String, defaultAuth: [String]) -> Endpoint? {
         let context = "endpoint '\(id)'"
         guard let reader = MappingReader(node, allowed: Self.endpointKeys, context: context, diagnostics: &diagnostics) else { return nil }
@@ -166,5 +194,23 @@ extension ContractLoader {
                 unconditional[key] = index
             }
         }
+    }
+}
+
+/// Endpoints made by another front end (an OpenAPI document's operations)
+/// for the loader to read one at a time: each endpoint's tree is dropped
+/// as soon as it is read, instead of a tree of all of them being built
+/// first, and making and reading share one pass on every core.
+public struct EndpointEntries: Sendable {
+    /// How many entries `make` can make; their names are unique.
+    public let count: Int
+    /// Makes the entries at `range` in order, handing each (its endpoint id
+    /// and its tree in the contract format) to `read`; returns the problems
+    /// found making them.
+    public let make: @Sendable (_ range: Range<Int>, _ read: (_ id: String, _ node: SourceNode) -> Void) -> [Diagnostic]
+
+    public init(count: Int, make: @escaping @Sendable (_ range: Range<Int>, _ read: (_ id: String, _ node: SourceNode) -> Void) -> [Diagnostic]) {
+        self.count = count
+        self.make = make
     }
 }

@@ -37,6 +37,8 @@ public struct ContractLoader: Sendable {
     var numericQuery: (@Sendable (String) -> Bool)?
     /// Request examples and static bodies to check against schemas once all schemas are known.
     var pendingExamples: [(value: JSON, schema: Schema, location: SourceLocation, what: String)] = []
+    /// The endpoints, when another front end makes them one at a time.
+    var endpointEntries: EndpointEntries?
     /// Body files read, shared by the copies that read endpoints in parallel.
     let bodyFiles = Locked<Set<String>>([])
 
@@ -89,9 +91,13 @@ public struct ContractLoader: Sendable {
     /// Loads a contract from a tree already read (another front end's, such
     /// as an OpenAPI document converted); `warnings` are reported with the
     /// contract's own diagnostics.
-    public static func load(root: SourceNode, file: String, warnings: [Diagnostic] = []) throws(ContractError) -> Contract {
+    ///
+    /// `endpoints`, when given, makes the endpoints instead of the tree's
+    /// `endpoints` key, one at a time as they are read (see `EndpointEntries`).
+    public static func load(root: SourceNode, file: String, warnings: [Diagnostic] = [], endpoints: EndpointEntries? = nil) throws(ContractError) -> Contract {
         var loader = ContractLoader(file: file)
         loader.diagnostics.append(contentsOf: warnings)
+        loader.endpointEntries = endpoints
         let contract = loader.build(root)
         if loader.diagnostics.hasErrors || contract == nil {
             throw ContractError(diagnostics: loader.diagnostics.diagnostics)
@@ -135,7 +141,8 @@ public struct ContractLoader: Sendable {
         }
         let fallbacks = readFallbacks(top["fallbacks"])
         let defaultAuth = readAuth(top["auth"])
-        let endpoints = readEndpoints(top["endpoints"], basePath: basePath, defaultAuth: defaultAuth)
+        let endpoints = endpointEntries.map { readEndpoints($0, basePath: basePath, defaultAuth: defaultAuth) }
+            ?? readEndpoints(top["endpoints"], basePath: basePath, defaultAuth: defaultAuth)
         let rateLimits = readRateLimits(top["rate_limits"], endpointIDs: Set(endpoints.map(\.id)))
         checkReachability(endpoints)
         checkExamples()
