@@ -112,6 +112,11 @@ extension String {
     }
 }
 
+/// The C library's `read`, which `SourceReader.read` hides inside the type.
+private func readPOSIX(_ descriptor: Int32, _ buffer: UnsafeMutablePointer<UInt8>, _ count: Int) -> Int {
+    read(descriptor, buffer, count)
+}
+
 /// Reads YAML text into a `SourceNode` tree, turning syntax errors into diagnostics.
 ///
 /// The tree is bounded (`docs/limits.md`): at most `maximumNodes` nodes once
@@ -174,16 +179,48 @@ public enum SourceReader {
     /// else (missing, a folder, a FIFO or device that would block or never end,
     /// too large, unreadable) is refused with the reason.
     public static func readBytes(_ file: String, what: String) -> Result<[UInt8], Unreadable> {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory) else { return .failure(Unreadable(message: "no such file")) }
-        if isDirectory.boolValue { return .failure(Unreadable(message: "it is a folder, not a file")) }
-        let attributes = try? FileManager.default.attributesOfItem(atPath: file)
-        guard attributes?[.type] as? FileAttributeType == .typeRegular else { return .failure(Unreadable(message: "not a regular file")) }
-        if let size = attributes?[.size] as? Int, size > maximumFileSize {
-            return .failure(Unreadable(message: "\(size) bytes is more than the \(maximumFileSize >> 20) MiB a \(what) may have"))
+        // POSIX calls rather than FileManager: its attribute dictionary and
+        // Data copy took 2 ms of the 50 ms a document of 1,000 operations
+        // takes to load. The file is looked at before it is opened (a FIFO
+        // or a device is never opened), and again once open.
+        var info = stat()
+        guard stat(file, &info) == 0 else {
+            return .failure(Unreadable(message: errno == EACCES ? "permission denied or unreadable" : "no such file"))
         }
-        guard let data = FileManager.default.contents(atPath: file) else { return .failure(Unreadable(message: "permission denied or unreadable")) }
-        return .success([UInt8](data))
+        if info.st_mode & S_IFMT == S_IFDIR { return .failure(Unreadable(message: "it is a folder, not a file")) }
+        guard info.st_mode & S_IFMT == S_IFREG else { return .failure(Unreadable(message: "not a regular file")) }
+        let tooLarge = { (size: Int) in Unreadable(message: "\(size) bytes is more than the \(maximumFileSize >> 20) MiB a \(what) may have") }
+        if Int(info.st_size) > maximumFileSize { return .failure(tooLarge(Int(info.st_size))) }
+        let descriptor = open(file, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard descriptor >= 0 else { return .failure(Unreadable(message: "permission denied or unreadable")) }
+        defer { close(descriptor) }
+        guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return .failure(Unreadable(message: "not a regular file")) }
+        if Int(info.st_size) > maximumFileSize { return .failure(tooLarge(Int(info.st_size))) }
+        // Read to the end, whatever the size said: a file may grow or shrink
+        // meanwhile; one byte more than the limit shows it is too large.
+        var bytes: [UInt8] = []
+        var chunk = max(Int(info.st_size) + 1, 4096)
+        while true {
+            let start = bytes.count
+            let wanted = min(chunk, maximumFileSize + 1 - start)
+            guard wanted > 0 else { return .failure(tooLarge(bytes.count)) }
+            bytes.reserveCapacity(start + wanted)
+            var failed = false
+            var got = 0
+            bytes.append(contentsOf: repeatElement(0, count: wanted))
+            bytes.withUnsafeMutableBufferPointer { buffer in
+                repeat {
+                    got = readPOSIX(descriptor, buffer.baseAddress! + start, wanted)
+                } while got < 0 && errno == EINTR
+                failed = got < 0
+            }
+            bytes.removeLast(wanted - max(got, 0))
+            if failed { return .failure(Unreadable(message: "permission denied or unreadable")) }
+            if got == 0 { break }
+            chunk = 16 << 10
+        }
+        if bytes.count > maximumFileSize { return .failure(tooLarge(bytes.count)) }
+        return .success(bytes)
     }
 
     /// The length of the valid UTF-8 sequence at `offset`, or 0 when it is not one.

@@ -123,6 +123,21 @@ import Testing
         #expect(message("/dev/null") == "/dev/null:1:1: error: cannot read contract: not a regular file")
         #expect(message(folder.path) == "\(folder.path):1:1: error: cannot read contract: it is a folder, not a file")
         #expect(message(folder.appendingPathComponent("none.yaml").path)?.hasSuffix("cannot read contract: no such file") == true)
+        // A FIFO is refused before it is opened (opening it would wait for a writer).
+        let fifo = folder.appendingPathComponent("fifo.yaml")
+        #expect(mkfifo(fifo.path, 0o600) == 0)
+        #expect(message(fifo.path) == "\(fifo.path):1:1: error: cannot read contract: not a regular file")
+        // One byte over the limit is too large; at the limit, the file is read whole.
+        let large = folder.appendingPathComponent("large.yaml")
+        let limit = SourceReader.maximumFileSize
+        try Data(repeating: UInt8(ascii: "#"), count: limit + 1).write(to: large)
+        #expect(message(large.path) == "\(large.path):1:1: error: cannot read contract: \(limit + 1) bytes is more than the 16 MiB a contract may have")
+        try Data(repeating: UInt8(ascii: "#"), count: limit).write(to: large)
+        guard case .success(let bytes) = SourceReader.readBytes(large.path, what: "contract") else {
+            Issue.record("a file at the limit was refused")
+            return
+        }
+        #expect(bytes.count == limit && bytes.allSatisfy { $0 == UInt8(ascii: "#") })
     }
 }
 
