@@ -34,54 +34,76 @@ public struct PathTemplate: Sendable, CustomStringConvertible {
         let raws = template.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
         for (index, raw) in zip(raws.indices, raws) {
             if raw.includes("...}") {
-                let name = raw.hasPrefix("{") && raw.hasSuffix("...}") ? String(raw.dropFirst().dropLast(4)) : ""
+                let name = raw.hasPrefix("{") && raw.hasSuffix("...}") ? raw.dropFirst().dropLast(4) : ""
                 guard index == raws.indices.last, !name.isEmpty, !name.includes("{"), !name.includes("}") else {
                     throw TemplateError(message: "a '{name...}' parameter, which takes the rest of the path, must be the whole last segment")
                 }
-                guard name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }) else {
+                guard Self.isParameterName(name) else {
                     throw TemplateError(message: "invalid parameter name '\(name)' in path")
                 }
-                guard !names.contains(name) else { throw TemplateError(message: "parameter '\(name)' appears twice") }
-                names.append(name)
-                rest = name
+                guard !names.contains(String(name)) else { throw TemplateError(message: "parameter '\(name)' appears twice") }
+                names.append(String(name))
+                rest = String(name)
                 continue
             }
-            // Most segments are plain text: found on the bytes, without the scan for parameters.
-            if !raw.isEmpty, !raw.utf8.contains(where: { $0 == UInt8(ascii: "{") || $0 == UInt8(ascii: "}") }) {
+            // Scanned as bytes: braces are ASCII, so every index found is
+            // also a character boundary of the segment.
+            let bytes = raw.utf8
+            if !raw.isEmpty, !bytes.contains(where: { $0 == UInt8(ascii: "{") || $0 == UInt8(ascii: "}") }) {
                 segments.append([.literal(String(raw))])
                 continue
             }
             var parts: [Part] = []
-            var rest = Substring(raw)
-            while !rest.isEmpty {
-                if let open = rest.firstIndex(of: "{") {
-                    if open > rest.startIndex { parts.append(.literal(String(rest[..<open]))) }
-                    guard let close = rest[open...].firstIndex(of: "}") else {
+            var position = bytes.startIndex
+            var literalStart = position
+            while position < bytes.endIndex {
+                switch bytes[position] {
+                case UInt8(ascii: "{"):
+                    if literalStart < position { parts.append(.literal(String(raw[literalStart..<position]))) }
+                    guard let close = bytes[position...].firstIndex(of: UInt8(ascii: "}")) else {
                         throw TemplateError(message: "'{' without '}' in path")
                     }
-                    let name = String(rest[rest.index(after: open)..<close])
-                    guard !name.isEmpty, name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }) else {
+                    let name = raw[bytes.index(after: position)..<close]
+                    guard Self.isParameterName(name) else {
                         throw TemplateError(message: "invalid parameter name '\(name)' in path")
                     }
                     if case .parameter = parts.last {
                         throw TemplateError(message: "two parameters side by side in one segment cannot be told apart")
                     }
-                    guard !names.contains(name) else { throw TemplateError(message: "parameter '\(name)' appears twice") }
-                    names.append(name)
-                    parts.append(.parameter(name))
-                    rest = rest[rest.index(after: close)...]
-                } else {
-                    if rest.includes("}") { throw TemplateError(message: "'}' without '{' in path") }
-                    parts.append(.literal(String(rest)))
-                    rest = rest[rest.endIndex...]
+                    guard !names.contains(String(name)) else { throw TemplateError(message: "parameter '\(name)' appears twice") }
+                    names.append(String(name))
+                    parts.append(.parameter(String(name)))
+                    position = bytes.index(after: close)
+                    literalStart = position
+                case UInt8(ascii: "}"):
+                    throw TemplateError(message: "'}' without '{' in path")
+                default:
+                    position = bytes.index(after: position)
                 }
             }
+            if literalStart < bytes.endIndex { parts.append(.literal(String(raw[literalStart...]))) }
             segments.append(parts)
         }
         self.template = template
         self.segments = segments
         self.parameterNames = names
         self.restParameter = rest
+    }
+
+    /// Letters, digits, `_` and `-`: checked on the bytes of an ASCII name,
+    /// by Unicode's properties otherwise.
+    static func isParameterName(_ name: Substring) -> Bool {
+        guard !name.isEmpty else { return false }
+        if name.utf8.allSatisfy({ $0 < 0x80 }) {
+            return name.utf8.allSatisfy { byte in
+                switch byte {
+                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                     UInt8(ascii: "_"), UInt8(ascii: "-"): true
+                default: false
+                }
+            }
+        }
+        return name.allSatisfy { $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }
     }
 
     public struct TemplateError: Error, Sendable {

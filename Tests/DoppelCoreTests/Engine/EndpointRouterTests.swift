@@ -104,6 +104,34 @@ import Testing
         #expect(accented.match(EndpointRouter.segments(of: "/cafe\u{301}")) == nil)
     }
 
+    @Test(arguments: [
+        ("/a/{id}", "id"),
+        ("/v1/{model}:predict/x{n}y", "model n"),
+        ("/{ñame}/{e\u{301}}/{_a-1}", "ñame e\u{301} _a-1"),
+        ("/files/{path...}", "path"),
+        ("/a//b/", ""),
+        ("/a/{id", "error: '{' without '}' in path"),
+        ("/a/id}", "error: '}' without '{' in path"),
+        ("/a/{x}}", "error: '}' without '{' in path"),
+        ("/a/{}", "error: invalid parameter name '' in path"),
+        ("/a/{a b}", "error: invalid parameter name 'a b' in path"),
+        ("/a/{a{b}", "error: invalid parameter name 'a{b' in path"),
+        ("/a/{x}{y}", "error: two parameters side by side in one segment cannot be told apart"),
+        ("/a/{x}/b/{x}", "error: parameter 'x' appears twice"),
+        ("/a/{x}/{x...}", "error: parameter 'x' appears twice"),
+        ("/a/{p...}/b", "error: a '{name...}' parameter, which takes the rest of the path, must be the whole last segment"),
+        ("/a/{p q...}", "error: invalid parameter name 'p q' in path"),
+        ("a/b", "error: a path must start with '/'"),
+    ])
+    func templatesNameTheirParametersOrSayWhatIsWrong(template: String, expected: String) {
+        do {
+            let parsed = try PathTemplate(template)
+            #expect(parsed.parameterNames.joined(separator: " ") == expected)
+        } catch {
+            #expect("error: " + error.message == expected)
+        }
+    }
+
     @Test func namesCompareWithoutLetterCaseOnly() {
         #expect("Content-Type".caseInsensitiveEquals("content-TYPE"))
         #expect(!"content-type".caseInsensitiveEquals("content-typ"))
