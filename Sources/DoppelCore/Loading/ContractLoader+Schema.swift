@@ -150,7 +150,9 @@ extension ContractLoader {
 
     /// A schema that refers to a named one: `Name`, `#/schemas/Name` or `#/components/schemas/Name`.
     mutating func reference(_ text: String, at location: SourceLocation) -> Schema? {
-        let name = text.split(separator: "/").last.map(String.init) ?? text
+        // A schema's own name (which may have a `/` in it: an OpenAPI
+        // document's `A~1B` is `A/B`), else the last part of a pointer.
+        let name = schemaNodes[text] != nil || schemas[text] != nil ? text : text.split(separator: "/").last.map(String.init) ?? text
         guard schemaNodes[name] != nil || schemas[name] != nil else {
             diagnostics.error("undefined schema '\(name)'\(Suggestion.hint(for: name, in: schemaNodes.keys))", at: location)
             return nil
