@@ -172,6 +172,37 @@ struct OpenAPIImportTests {
         #expect(found.contains { $0.contains("$ref chain longer than 32 hops") })
     }
 
+    @Test func schemaReferencesNameAComponentSchema() throws {
+        let found = try diagnostics("""
+            openapi: 3.1.0
+            info: { title: Refs, version: "1" }
+            paths:
+              /a:
+                get:
+                  responses:
+                    "200":
+                      description: ok
+                      content:
+                        application/json:
+                          schema:
+                            type: object
+                            properties:
+                              deep: { $ref: "#/components/schemas/Item/properties/id" }
+                              other: { $ref: "#/paths" }
+                              escaped: { $ref: "#/components/schemas/A~1B" }
+                              encoded: { $ref: "#/components/schemas/With%20Space" }
+            components:
+              schemas:
+                Item: { type: object, properties: { id: { type: integer } } }
+                A/B: { type: string }
+                With Space: { type: string }
+            """).filter { $0.contains(": error: ") }
+        #expect(found == [
+            "api.yaml:14:33: error: $ref '#/components/schemas/Item/properties/id' is not a schema of components.schemas; Doppel follows schema references to '#/components/schemas/NAME' only",
+            "api.yaml:15:34: error: $ref '#/paths' is not a schema of components.schemas; Doppel follows schema references to '#/components/schemas/NAME' only",
+        ])
+    }
+
     @Test func unsupportedFeaturesAreNamedNotSilentlyDropped() throws {
         try withDocument("""
             openapi: 3.1.0
