@@ -114,13 +114,8 @@ public enum ContractDocument {
     }
 
     static func contractTree(file: String, check: Check, endpointsInTree: Bool) throws(ContractError) -> Source {
-        let text: String
-        switch SourceReader.readFile(file, what: "contract") {
-        case .success(let read): text = read
-        case .failure(let error): throw error
-        }
         let root: SourceNode
-        switch SourceReader.read(text, file: file) {
+        switch SourceReader.readTree(file: file, what: "contract") {
         case .success(let node?): root = node
         case .success(nil): throw ContractError(diagnostics: [Diagnostic(at: SourceLocation(file: file, line: 1, column: 1), "the contract is empty")])
         case .failure(let error): throw error

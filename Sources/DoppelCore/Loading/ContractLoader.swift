@@ -64,21 +64,22 @@ public struct ContractLoader: Sendable {
 
     /// Loads and validates a contract file.
     public static func load(file: String) throws(ContractError) -> Contract {
-        let text: String
-        switch SourceReader.readFile(file, what: "contract") {
-        case .success(let read): text = read
+        switch SourceReader.readTree(file: file, what: "contract") {
+        case .success(let root): return try load(root, file: file)
         case .failure(let error): throw error
         }
-        return try load(text: text, file: file)
     }
 
     /// Loads and validates contract text; `file` names it in diagnostics and anchors relative body files.
     public static func load(text: String, file: String) throws(ContractError) -> Contract {
-        let root: SourceNode?
         switch SourceReader.read(text, file: file) {
-        case .success(let node): root = node
+        case .success(let root): return try load(root, file: file)
         case .failure(let error): throw error
         }
+    }
+
+    /// Loads a contract from the tree of its file as read.
+    private static func load(_ root: SourceNode?, file: String) throws(ContractError) -> Contract {
         guard let root else {
             throw ContractError(diagnostics: [Diagnostic(at: SourceLocation(file: file, line: 1, column: 1), "the contract is empty")])
         }

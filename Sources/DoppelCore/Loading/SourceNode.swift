@@ -134,31 +134,62 @@ public enum SourceReader {
     /// Parses one YAML document. Syntax errors become a diagnostic at their mark.
     public static func read(_ text: String, file: String) -> Result<SourceNode?, ContractError> {
         var text = text
-        return text.withUTF8 { bytes in
-            if bytes.count >= SectionSplit.minimumFileSize, let root = readInSections(bytes, file: file, split: SectionSplit()) {
-                return .success(root)
-            }
-            var builder = TreeBuilder(file: file)
-            let root = builder.read(bytes)
-            if let problem = builder.problem { return .failure(ContractError(diagnostics: [problem])) }
+        return text.withUTF8 { parse($0, file: file) }
+    }
+
+    /// Parses UTF-8 YAML where it is (libyaml reads it in place): a large
+    /// file in sections on every core when that reads as one pass would.
+    private static func parse(_ bytes: UnsafeBufferPointer<UInt8>, file: String) -> Result<SourceNode?, ContractError> {
+        if bytes.count >= SectionSplit.minimumFileSize, let root = readInSections(bytes, file: file, split: SectionSplit()) {
             return .success(root)
         }
+        var builder = TreeBuilder(file: file)
+        let root = builder.read(bytes)
+        if let problem = builder.problem { return .failure(ContractError(diagnostics: [problem])) }
+        return .success(root)
     }
 
     /// Reads a contract or scenario file as UTF-8 text, with a clear diagnostic
     /// for what is not one: a missing file, a folder, a device, an oversized
     /// file, or bytes that are not UTF-8 (located at the first bad byte).
     public static func readFile(_ file: String, what: String) -> Result<String, ContractError> {
-        func failure(_ message: String, line: Int = 1, column: Int = 1) -> Result<String, ContractError> {
-            .failure(ContractError(diagnostics: [Diagnostic(at: SourceLocation(file: file, line: line, column: column), message)]))
-        }
         let bytes: [UInt8]
         switch readBytes(file, what: what) {
         case .success(let read): bytes = read
-        case .failure(let reason): return failure("cannot read \(what): \(reason.message)")
+        case .failure(let reason): return .failure(ContractError(diagnostics: [unreadable(file, what: what, reason)]))
         }
         if let text = String(validating: bytes, as: UTF8.self) { return .success(text) }
-        // Locate the first byte that is not UTF-8, for the diagnostic.
+        return .failure(ContractError(diagnostics: [notUTF8(bytes, file: file, what: what)]))
+    }
+
+    /// Reads and parses a contract or scenario file: `readFile` and `read`
+    /// in one, with the same diagnostics, without making a String of the
+    /// whole text. libyaml refuses bytes that are not UTF-8 as it reads
+    /// them, and reads them all to finish, so the text is checked for UTF-8
+    /// only when it does not read.
+    public static func readTree(file: String, what: String) -> Result<SourceNode?, ContractError> {
+        let bytes: [UInt8]
+        switch readBytes(file, what: what) {
+        case .success(let read): bytes = read
+        case .failure(let reason): return .failure(ContractError(diagnostics: [unreadable(file, what: what, reason)]))
+        }
+        return bytes.withUnsafeBufferPointer { buffer in
+            let read = parse(buffer, file: file)
+            // Bytes that are not UTF-8 are reported first, wherever they are,
+            // as `readFile` reports them.
+            if case .failure = read, String(validating: buffer, as: UTF8.self) == nil {
+                return .failure(ContractError(diagnostics: [notUTF8(bytes, file: file, what: what)]))
+            }
+            return read
+        }
+    }
+
+    private static func unreadable(_ file: String, what: String, _ reason: Unreadable) -> Diagnostic {
+        Diagnostic(at: SourceLocation(file: file, line: 1, column: 1), "cannot read \(what): \(reason.message)")
+    }
+
+    /// The diagnostic for bytes that are not UTF-8, at the first bad byte.
+    private static func notUTF8(_ bytes: [UInt8], file: String, what: String) -> Diagnostic {
         var line = 1, lineStart = 0, offset = 0
         while offset < bytes.count {
             let length = utf8SequenceLength(bytes, at: offset)
@@ -167,7 +198,8 @@ public enum SourceReader {
             offset += length
         }
         let column = (String(decoding: bytes[lineStart..<offset], as: UTF8.self).count) + 1
-        return failure("the \(what) is not UTF-8 text: byte 0x\(String(bytes[offset], radix: 16, uppercase: true)) at byte offset \(offset)", line: line, column: column)
+        return Diagnostic(at: SourceLocation(file: file, line: line, column: column),
+                          "the \(what) is not UTF-8 text: byte 0x\(String(bytes[offset], radix: 16, uppercase: true)) at byte offset \(offset)")
     }
 
     /// Why a file could not be read, in a few words for a diagnostic.
@@ -198,28 +230,27 @@ public enum SourceReader {
         if Int(info.st_size) > maximumFileSize { return .failure(tooLarge(Int(info.st_size))) }
         // Read to the end, whatever the size said: a file may grow or shrink
         // meanwhile; one byte more than the limit shows it is too large.
+        // Each part is read into fresh capacity, not zeroed first.
         var bytes: [UInt8] = []
-        var chunk = max(Int(info.st_size) + 1, 4096)
+        var room = min(Int(info.st_size) + 1, maximumFileSize + 1)
         while true {
-            let start = bytes.count
-            let wanted = min(chunk, maximumFileSize + 1 - start)
-            guard wanted > 0 else { return .failure(tooLarge(bytes.count)) }
-            bytes.reserveCapacity(start + wanted)
             var failed = false
-            var got = 0
-            bytes.append(contentsOf: repeatElement(0, count: wanted))
-            bytes.withUnsafeMutableBufferPointer { buffer in
-                repeat {
-                    got = readPOSIX(descriptor, buffer.baseAddress! + start, wanted)
-                } while got < 0 && errno == EINTR
-                failed = got < 0
+            let part = [UInt8](unsafeUninitializedCapacity: room) { buffer, count in
+                count = 0
+                while count < buffer.count {
+                    let got = readPOSIX(descriptor, buffer.baseAddress! + count, buffer.count - count)
+                    if got < 0, errno == EINTR { continue }
+                    if got < 0 { failed = true }
+                    if got <= 0 { break }
+                    count += got
+                }
             }
-            bytes.removeLast(wanted - max(got, 0))
             if failed { return .failure(Unreadable(message: "permission denied or unreadable")) }
-            if got == 0 { break }
-            chunk = 16 << 10
+            if bytes.isEmpty { bytes = part } else { bytes += part }
+            if bytes.count > maximumFileSize { return .failure(tooLarge(bytes.count)) }
+            if part.count < room { break } // the end of the file
+            room = min(64 << 10, maximumFileSize + 1 - bytes.count)
         }
-        if bytes.count > maximumFileSize { return .failure(tooLarge(bytes.count)) }
         return .success(bytes)
     }
 

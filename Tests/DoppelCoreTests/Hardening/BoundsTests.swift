@@ -123,6 +123,23 @@ import Testing
         #expect(message("/dev/null") == "/dev/null:1:1: error: cannot read contract: not a regular file")
         #expect(message(folder.path) == "\(folder.path):1:1: error: cannot read contract: it is a folder, not a file")
         #expect(message(folder.appendingPathComponent("none.yaml").path)?.hasSuffix("cannot read contract: no such file") == true)
+        // Read and parsed without a String of the whole text, the bytes are
+        // still reported first: before a syntax error, and in a large file
+        // whose sections are read on every core.
+        let broken = folder.appendingPathComponent("broken.yaml")
+        try Data("doppel: 1\ninfo: [\n".utf8 + Data("x: caf".utf8) + [0xE9] + Data("\n".utf8)).write(to: broken)
+        #expect(message(broken.path) == "\(broken.path):3:7: error: the contract is not UTF-8 text: byte 0xE9 at byte offset 24")
+        var many = "doppel: 1\nendpoints:\n"
+        for index in 0..<3_000 { many += "  e\(index): { request: GET /e\(index), responses: [{ status: 200 }] }\n" }
+        let bad = folder.appendingPathComponent("bad.yaml")
+        let cut = many.utf8.count / 2
+        try Data(Array(many.utf8)[..<cut] + [0xFF] + Array(many.utf8)[cut...]).write(to: bad)
+        #expect(many.utf8.count > 128 << 10)
+        let line = many.utf8.prefix(cut).filter { $0 == 0x0A }.count + 1
+        #expect(message(bad.path)?.hasPrefix("\(bad.path):\(line):") == true)
+        #expect(message(bad.path)?.hasSuffix("not UTF-8 text: byte 0xFF at byte offset \(cut)") == true)
+        try many.write(to: bad, atomically: true, encoding: .utf8)
+        #expect(try ContractLoader.load(file: bad.path).endpoints.count == 3_000)
         // A FIFO is refused before it is opened (opening it would wait for a writer).
         let fifo = folder.appendingPathComponent("fifo.yaml")
         #expect(mkfifo(fifo.path, 0o600) == 0)
