@@ -16,6 +16,8 @@ extension ContractLoader {
         }
     }
 
+    static let typeNames: Set<String> = ["string", "integer", "number", "boolean", "object", "array", "null"]
+
     /// Compiles a schema node; reports every unknown keyword and bad value.
     mutating func readSchema(_ node: SourceNode, context: String) -> Schema? {
         // `true` and `false` are schemas in JSON Schema 2020-12: anything, nothing.
@@ -24,14 +26,18 @@ extension ContractLoader {
             // A bare name is shorthand for `$ref: name`.
             return reference(name, at: node.location)
         }
+        // `{ $ref: name }` alone, the commonest schema of a large document, is
+        // the same schema as the bare name.
+        if let pairs = node.mappingPairs, pairs.count == 1, pairs[0].key.scalarText == "$ref", let text = pairs[0].value.scalarText {
+            return reference(text, at: pairs[0].value.location)
+        }
         guard let reader = MappingReader(node, allowed: Schema.keywords, context: context, diagnostics: &diagnostics) else { return nil }
 
         var types: [String]?
         if let typeNode = reader["type"] {
             let names = typeNode.sequenceItems?.compactMap(\.scalarText) ?? typeNode.scalarText.map { [$0] } ?? []
-            let known: Set<String> = ["string", "integer", "number", "boolean", "object", "array", "null"]
-            for name in names where !known.contains(name) {
-                diagnostics.error("unknown type '\(name)' in \(context)\(Suggestion.hint(for: name, in: known))", at: typeNode.location)
+            for name in names where !Self.typeNames.contains(name) {
+                diagnostics.error("unknown type '\(name)' in \(context)\(Suggestion.hint(for: name, in: Self.typeNames))", at: typeNode.location)
             }
             types = names
         }
@@ -153,11 +159,14 @@ extension ContractLoader {
         // A schema's own name (which may have a `/` in it: an OpenAPI
         // document's `A~1B` is `A/B`), else the last part of a pointer.
         let name = schemaNodes[text] != nil || schemas[text] != nil ? text : text.split(separator: "/").last.map(String.init) ?? text
+        if let shared = referenceSchemas[name] { return shared }
         guard schemaNodes[name] != nil || schemas[name] != nil else {
             diagnostics.error("undefined schema '\(name)'\(Suggestion.hint(for: name, in: schemaNodes.keys))", at: location)
             return nil
         }
-        return Schema(ref: name)
+        let schema = Schema(ref: name)
+        referenceSchemas[name] = schema
+        return schema
     }
 
     /// Checks request examples and static response bodies against their schemas.

@@ -25,6 +25,9 @@ public struct ContractLoader: Sendable {
     let directory: URL
     var schemas: [String: Schema] = [:]
     var schemaNodes: [String: SourceNode] = [:]
+    /// One schema per name referred to, shared by every reference: an
+    /// OpenAPI document refers to its schemas thousands of times.
+    var referenceSchemas: [String: Schema] = [:]
     var stateNames: Set<String> = []
     var kindsOfState: [String: StateDeclaration.Kind] = [:]
     var dataNames: Set<String> = []

@@ -109,6 +109,36 @@ import Testing
         ])
     }
 
+    @Test func schemaReferencesAreCheckedAndShared() throws {
+        let text = """
+            doppel: 1
+            schemas:
+              Item: { type: object, properties: { id: { type: integer } } }
+            endpoints:
+              a:
+                request: POST /a
+                body: { schema: { $ref: Item } }
+                responses: [ { status: 200, schema: { $ref: "#/schemas/Item" }, body: { id: 1 } } ]
+                documented: [ { status: 201, schema: Item, body: { id: 2 } } ]
+              b:
+                request: POST /b
+                body: { schema: { $ref: Itme } }
+                responses: [ { status: 200, schema: { $ref: Item, description: with a sibling }, body: { id: "x" } } ]
+            """
+        #expect(diagnostics(of: text, file: "s.yaml").map(\.description) == [
+            "s.yaml:12:29: error: undefined schema 'Itme' (did you mean 'Item'?)",
+            "s.yaml:13:92: error: the body of response b[0] breaks its schema at /id: expected integer, got string",
+        ])
+        let contract = try ContractLoader.load(text: text.replacingOccurrences(of: "Itme", with: "Item").replacingOccurrences(of: "\"x\"", with: "3"), file: "s.yaml")
+        // Every bare reference to Item is one schema, and validates as Item.
+        let a = try #require(contract.endpoints.first)
+        let references = [a.body?.schema, a.responses[0].schema, a.documented[0].schema].compactMap { $0 }
+        #expect(references.count == 3 && references.allSatisfy { $0 === references[0] && $0.ref == "Item" })
+        let validator = SchemaValidator(registry: contract.schemas)
+        #expect(!validator.validate(["id": "no"], against: references[0]).isEmpty)
+        #expect(validator.validate(["id": 7], against: references[0]).isEmpty)
+    }
+
     @Test func unreachableEndpointsAndBadEffectsAreErrors() {
         let text = """
             doppel: 1
