@@ -4,14 +4,26 @@ import DoppelOpenAPI
 import Foundation
 
 /// Loads a contract or OpenAPI document for a command, printing every diagnostic and exiting 1 on errors.
-/// `checkingWithOpenAPIKit`: see `ContractDocument.load`.
+/// `checkingWithOpenAPIKit`: see `ContractDocument.load`. With `release:
+/// .atExit`, for a command that exits once it has printed, the contract too
+/// is kept until the process exits: freeing the model of 1,000 endpoints
+/// object by object took longer than listing them, and the system takes a
+/// process's memory back at exit all at once.
 func loadContractOrExit(_ path: String, checkingWithOpenAPIKit: Bool = true, release: ContractDocument.TreeRelease = .inBackground) throws -> Contract {
     do {
-        return try ContractDocument.load(file: path, checkingWithOpenAPIKit: checkingWithOpenAPIKit, release: release)
+        let contract = try ContractDocument.load(file: path, checkingWithOpenAPIKit: checkingWithOpenAPIKit, release: release)
+        if case .atExit = release { _ = Unmanaged.passRetained(KeptUntilExit(contract)) }
+        return contract
     } catch {
         printDiagnostics(error.diagnostics)
         throw ExitCode(1)
     }
+}
+
+/// A value never freed (see `loadContractOrExit`).
+private final class KeptUntilExit {
+    let value: Contract
+    init(_ value: Contract) { self.value = value }
 }
 
 /// Prints diagnostics to standard error, one `path:line:column: error: message` per line.
