@@ -31,11 +31,24 @@ public struct PathTemplate: Sendable, CustomStringConvertible {
         var segments: [[Part]] = []
         var names: [String] = []
         var rest: String?
-        let raws = template.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
-        for (index, raw) in zip(raws.indices, raws) {
+        // The segments after the leading `/`, split on the bytes (a
+        // Character split and a zip of indices were most of this init).
+        var raws: [Substring] = []
+        let utf8 = template.utf8
+        var segmentStart = utf8.index(after: utf8.startIndex)
+        var position = segmentStart
+        while position < utf8.endIndex {
+            if utf8[position] == UInt8(ascii: "/") {
+                raws.append(template[segmentStart..<position])
+                segmentStart = utf8.index(after: position)
+            }
+            position = utf8.index(after: position)
+        }
+        raws.append(template[segmentStart...])
+        for (index, raw) in raws.enumerated() {
             if raw.includes("...}") {
                 let name = raw.hasPrefix("{") && raw.hasSuffix("...}") ? raw.dropFirst().dropLast(4) : ""
-                guard index == raws.indices.last, !name.isEmpty, !name.includes("{"), !name.includes("}") else {
+                guard index == raws.count - 1, !name.isEmpty, !name.includes("{"), !name.includes("}") else {
                     throw TemplateError(message: "a '{name...}' parameter, which takes the rest of the path, must be the whole last segment")
                 }
                 guard Self.isParameterName(name) else {
