@@ -57,7 +57,7 @@ extension SourceReader {
         var copied = 0
         for section in sections {
             skeleton.append(contentsOf: bytes[copied..<section.bodyStart])
-            let lines = bytes[section.bodyStart..<section.bodyEnd].reduce(0) { $0 + ($1 == newline ? 1 : 0) }
+            let lines = newlines(in: bytes, section.bodyStart..<section.bodyEnd)
             skeleton.append(contentsOf: repeatElement(newline, count: lines))
             copied = section.bodyEnd
         }
@@ -149,6 +149,20 @@ extension SourceReader {
     /// The large top-level sections of a file worth reading in pieces; nil
     /// when the file must be read in one pass.
     static func plan(_ bytes: UnsafeBufferPointer<UInt8>, split: SectionSplit) -> [Section]? {
+        let count = bytes.count
+        // Line breaks libyaml counts and this does not: CR, NEL (C2 85), LS and PS (E2 80 A8/A9).
+        if find(UInt8(0x0D), in: bytes, from: 0) != nil { return nil }
+        var at = 0
+        while let lead = find(0xC2, in: bytes, from: at) {
+            if lead + 1 < count, bytes[lead + 1] == 0x85 { return nil }
+            at = lead + 1
+        }
+        at = 0
+        while let lead = find(0xE2, in: bytes, from: at) {
+            if lead + 2 < count, bytes[lead + 1] == 0x80, bytes[lead + 2] == 0xA8 || bytes[lead + 2] == 0xA9 { return nil }
+            at = lead + 1
+        }
+
         let space = UInt8(ascii: " "), hash = UInt8(ascii: "#"), colon = UInt8(ascii: ":"), tab = UInt8(ascii: "\t")
         var sections: [Section] = []
         var open: Section?
@@ -162,36 +176,26 @@ extension SourceReader {
         }
         var offset = 0
         var line = 0
-        let count = bytes.count
         while offset < count {
             let start = offset
             var indentation = 0
             while offset < count, bytes[offset] == space { offset += 1; indentation += 1 }
             let first: UInt8? = offset < count ? bytes[offset] : nil
-            // To the end of the line, refusing line breaks libyaml counts and this does not.
-            var colonAt = -1, commentAt = -1
-            while offset < count, bytes[offset] != newline {
-                switch bytes[offset] {
-                case 0x0D: return nil // CR
-                case 0xC2 where offset + 1 < count && bytes[offset + 1] == 0x85: return nil // NEL
-                case 0xE2 where offset + 2 < count && bytes[offset + 1] == 0x80 && (bytes[offset + 2] == 0xA8 || bytes[offset + 2] == 0xA9): return nil // LS, PS
-                case colon where colonAt < 0: colonAt = offset
-                case hash where commentAt < 0: commentAt = offset
-                default: break
-                }
-                offset += 1
-            }
-            let end = offset
-            offset += 1 // the LF
+            let end = find(newline, in: bytes, from: offset) ?? count
+            offset = end + 1 // past the LF
             defer { line += 1 }
             guard let first, first != newline, first != hash else { continue } // blank or comment
             if indentation == 0 {
-                // A top-level line ends the open section; `key:` alone opens one.
+                // A top-level line ends the open section; `key:` alone (or
+                // with a comment after a space) opens one.
                 close(at: start)
-                if isKeyCharacter(first, leading: true), colonAt > start,
-                   bytes[start..<colonAt].allSatisfy({ isKeyCharacter($0, leading: false) }),
-                   bytes[(colonAt + 1)..<(commentAt < 0 ? end : commentAt)].allSatisfy({ $0 == space || $0 == tab }),
-                   commentAt < 0 || commentAt > colonAt + 1 && (bytes[commentAt - 1] == space || bytes[commentAt - 1] == tab) {
+                guard isKeyCharacter(first, leading: true) else { continue }
+                var keyEnd = start + 1
+                while keyEnd < end, isKeyCharacter(bytes[keyEnd], leading: false) { keyEnd += 1 }
+                guard keyEnd < end, bytes[keyEnd] == colon else { continue }
+                var rest = keyEnd + 1
+                while rest < end, bytes[rest] == space || bytes[rest] == tab { rest += 1 }
+                if rest == end || bytes[rest] == hash && rest > keyEnd + 1 {
                     open = Section(keyLine: line, bodyStart: min(end + 1, count), bodyEnd: count)
                 }
                 continue
@@ -208,6 +212,24 @@ extension SourceReader {
         }
         close(at: count)
         return sections
+    }
+
+    /// The offset of the first `byte` at or after `from`, found by `memchr`.
+    static func find(_ byte: UInt8, in bytes: UnsafeBufferPointer<UInt8>, from: Int) -> Int? {
+        guard from < bytes.count, let base = bytes.baseAddress,
+              let found = memchr(base + from, Int32(byte), bytes.count - from) else { return nil }
+        return UnsafeRawPointer(found) - UnsafeRawPointer(base)
+    }
+
+    /// How many LFs there are in `range`.
+    static func newlines(in bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> Int {
+        var lines = 0
+        var at = range.lowerBound
+        while let found = find(newline, in: bytes, from: at), found < range.upperBound {
+            lines += 1
+            at = found + 1
+        }
+        return lines
     }
 
     /// Whether a line's first character, at the entries' indentation, starts

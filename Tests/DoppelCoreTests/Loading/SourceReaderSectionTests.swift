@@ -109,6 +109,7 @@ import Testing
         // Line breaks libyaml counts and the cut does not.
         "paths:\r\n  a: 1\r\n  b: 2\r\n",
         "paths:\n  a: x\u{2028}y\n  b: 2\n",
+        "paths:\n  a: x\u{85}y\n  b: 2\n",
         // A second document, directives, a flow mapping at the top.
         "paths:\n  a: 1\n  b: 2\n---\nc: 1\n",
         "%YAML 1.1\n---\npaths:\n  a: 1\n  b: 2\n",
@@ -124,6 +125,22 @@ import Testing
         if let pieces {
             #expect(same(pieces, onePass(text)), "\(text)")
         }
+    }
+
+    @Test func otherTextIsCutAsAnyOther() throws {
+        // Non-ASCII text, E2 and C2 bytes that are not line breaks, and
+        // comments after a section's key do not stop the cut.
+        for text in [
+            "paths:\n  a: café — “quoted” ±\n  b: ©\n",
+            "paths: # the operations\n  a: 1\n  b: 2\n",
+            "paths:\t\n  a: 1\n  b: 2\nnext: 1\n",
+        ] {
+            let pieces = try #require(inSections(text), "\(text)")
+            #expect(same(pieces, onePass(text)), "\(text)")
+        }
+        // A key with text after its colon is not a section.
+        #expect(inSections("paths: {}\n  a: 1\n") == nil)
+        #expect(inSections("paths:#x\n  a: 1\n  b: 2\n") == nil)
     }
 
     @Test func whatOnePassRefusesTheCutDoesNotRead() {
