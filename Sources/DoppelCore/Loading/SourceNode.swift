@@ -17,15 +17,37 @@ public final class SourceNode: Sendable {
     }
 
     public let kind: Kind
-    public let location: SourceLocation
+    // The place, packed into 16 bytes (see `SourceFiles`): a node takes a
+    // 64-byte block, where a `SourceLocation` made it 96.
+    let line: Int32
+    let column: Int32
+    let offset: Int32
+    let fileID: UInt32
+
+    /// Where the node starts.
+    public var location: SourceLocation {
+        SourceLocation(file: SourceFiles.name(fileID), line: Int(line), column: Int(column))
+    }
+
     /// Columns between the mark and the first character of a scalar's text
     /// (1 for a quoted scalar), used to point inside expressions.
-    public let contentOffset: Int
+    public var contentOffset: Int { Int(offset) }
 
     public init(kind: Kind, location: SourceLocation, contentOffset: Int = 0) {
         self.kind = kind
-        self.location = location
-        self.contentOffset = contentOffset
+        self.fileID = SourceFiles.id(location.file)
+        self.line = Int32(clamping: location.line)
+        self.column = Int32(clamping: location.column)
+        self.offset = Int32(clamping: contentOffset)
+    }
+
+    /// A node of the file numbered `fileID` in `SourceFiles`.
+    init(kind: Kind, fileID: UInt32, line: Int32, column: Int32, contentOffset: Int32 = 0) {
+        self.kind = kind
+        self.fileID = fileID
+        self.line = line
+        self.column = column
+        self.offset = contentOffset
     }
 
     /// The scalar's text, for any scalar.
@@ -275,6 +297,8 @@ public enum SourceReader {
     /// of its anchor's node, counted against the node budget as expanded).
     struct TreeBuilder {
         let file: String
+        /// The file's number in `SourceFiles`, for every node.
+        let fileID: UInt32
         /// Lines before the text read, when it is a section of a file.
         var lineOffset = 0
         /// Levels of nesting around the text read, when it is a section of a file.
@@ -291,7 +315,8 @@ public enum SourceReader {
         /// growing as it is read.
         struct Frame {
             let isMapping: Bool
-            let location: SourceLocation
+            let line: Int32
+            let column: Int32
             let anchor: String?
             /// `nodes` when the container started, to count an anchor's size.
             let start: Int
@@ -310,12 +335,18 @@ public enum SourceReader {
 
         init(file: String, lineOffset: Int = 0, depthOffset: Int = 0) {
             self.file = file
+            self.fileID = SourceFiles.id(file)
             self.lineOffset = lineOffset
             self.depthOffset = depthOffset
         }
 
         func location(_ mark: yaml_mark_t) -> SourceLocation {
             SourceLocation(file: file, line: Int(mark.line) + 1 + lineOffset, column: Int(mark.column) + 1)
+        }
+
+        /// A mark as a node's line and column.
+        func place(_ mark: yaml_mark_t) -> (line: Int32, column: Int32) {
+            (Int32(clamping: Int(mark.line) + 1 + lineOffset), Int32(clamping: Int(mark.column) + 1))
         }
 
         mutating func fail(_ message: String, at location: SourceLocation) {
@@ -373,14 +404,14 @@ public enum SourceReader {
         }
 
         /// Counts a node against the budget and the depth limit; false when one is exceeded.
-        mutating func admit(_ count: Int, at location: SourceLocation) -> Bool {
+        mutating func admit(_ count: Int, at mark: yaml_mark_t) -> Bool {
             nodes += count
             if nodes > maximumNodes {
-                fail("the YAML expands to more than \(maximumNodes) nodes (aliases of aliases?); Doppel reads at most that many", at: location)
+                fail("the YAML expands to more than \(maximumNodes) nodes (aliases of aliases?); Doppel reads at most that many", at: location(mark))
                 return false
             }
             if stack.count + depthOffset > maximumDepth {
-                fail("YAML nests deeper than \(maximumDepth) levels", at: location)
+                fail("YAML nests deeper than \(maximumDepth) levels", at: location(mark))
                 return false
             }
             return true
@@ -394,32 +425,31 @@ public enum SourceReader {
                     fail("YAML syntax: expected a single document in the stream, but found another document", at: location(event.start_mark))
                 }
             case YAML_SCALAR_EVENT:
-                let here = location(event.start_mark)
-                guard admit(1, at: here) else { return }
+                guard admit(1, at: event.start_mark) else { return }
+                let here = place(event.start_mark)
                 let scalar = event.data.scalar
                 let text = scalar.value.map {
                     String(decoding: UnsafeBufferPointer(start: $0, count: Int(scalar.length)), as: UTF8.self)
                 } ?? ""
                 let quoted = scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE || scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE
-                let node = SourceNode(kind: .scalar(text, plain: scalar.style == YAML_PLAIN_SCALAR_STYLE), location: here, contentOffset: quoted ? 1 : 0)
+                let node = SourceNode(kind: .scalar(text, plain: scalar.style == YAML_PLAIN_SCALAR_STYLE), fileID: fileID, line: here.line, column: here.column, contentOffset: quoted ? 1 : 0)
                 if let anchor = Self.string(scalar.anchor) { anchors[anchor] = (node, 1) }
                 add(node)
             case YAML_ALIAS_EVENT:
-                let here = location(event.start_mark)
                 let name = Self.string(event.data.alias.anchor) ?? ""
                 guard let anchored = anchors[name] else {
-                    fail("YAML syntax: found undefined alias", at: here)
+                    fail("YAML syntax: found undefined alias", at: location(event.start_mark))
                     return
                 }
-                guard admit(anchored.count, at: here) else { return }
+                guard admit(anchored.count, at: event.start_mark) else { return }
                 add(anchored.node)
             case YAML_MAPPING_START_EVENT, YAML_SEQUENCE_START_EVENT:
-                let here = location(event.start_mark)
-                guard admit(1, at: here) else { return }
+                guard admit(1, at: event.start_mark) else { return }
+                let here = place(event.start_mark)
                 let isMapping = event.type == YAML_MAPPING_START_EVENT
                 if stack.isEmpty, root == nil { rootIsBlockMapping = isMapping && event.data.mapping_start.style == YAML_BLOCK_MAPPING_STYLE }
                 let anchor = Self.string(isMapping ? event.data.mapping_start.anchor : event.data.sequence_start.anchor)
-                stack.append(Frame(isMapping: isMapping, location: here, anchor: anchor, start: nodes, first: members.count))
+                stack.append(Frame(isMapping: isMapping, line: here.line, column: here.column, anchor: anchor, start: nodes, first: members.count))
             case YAML_MAPPING_END_EVENT, YAML_SEQUENCE_END_EVENT:
                 guard let frame = stack.popLast() else { return }
                 let kind: SourceNode.Kind
@@ -436,7 +466,7 @@ public enum SourceReader {
                     kind = .sequence(Array(members[frame.first...]))
                 }
                 members.removeSubrange(frame.first...)
-                let node = SourceNode(kind: kind, location: frame.location)
+                let node = SourceNode(kind: kind, fileID: fileID, line: frame.line, column: frame.column)
                 // The container itself was counted when it started.
                 if let anchor = frame.anchor { anchors[anchor] = (node, nodes - frame.start + 1) }
                 add(node)

@@ -117,12 +117,12 @@ extension SourceReader {
         // The skeleton counted an empty value for each section.
         var nodes = reads[0].nodes - sections.count
         var pairsBySection = [[(key: SourceNode, value: SourceNode)]](repeating: [], count: sections.count)
-        var locationBySection = [SourceLocation?](repeating: nil, count: sections.count)
+        var rootBySection = [SourceNode?](repeating: nil, count: sections.count)
         for (index, piece) in pieces.enumerated() {
             let read = reads[index + 1]
             guard read.isBlockMapping, let root = read.root, let pairs = root.mappingPairs else { return nil }
-            if locationBySection[piece.section] == nil {
-                locationBySection[piece.section] = root.location
+            if rootBySection[piece.section] == nil {
+                rootBySection[piece.section] = root
             } else {
                 nodes -= 1 // Each piece counted a mapping; the section is one.
             }
@@ -136,12 +136,12 @@ extension SourceReader {
                 guard let key = pair.key.scalarText, keys.insert(key).inserted else { return nil }
             }
             // The skeleton reads `key:` with an empty value at the key's line, column 1.
-            guard let slot = top.firstIndex(where: { $0.key.location.line == section.keyLine + 1 && $0.key.location.column == 1 }),
+            guard let slot = top.firstIndex(where: { $0.key.line == section.keyLine + 1 && $0.key.column == 1 }),
                   case .scalar("", plain: true) = top[slot].value.kind,
-                  let location = locationBySection[index] else { return nil }
-            top[slot].value = SourceNode(kind: .mapping(pairsBySection[index]), location: location)
+                  let first = rootBySection[index] else { return nil }
+            top[slot].value = SourceNode(kind: .mapping(pairsBySection[index]), fileID: first.fileID, line: first.line, column: first.column)
         }
-        return SourceNode(kind: .mapping(top), location: skeletonRoot.location)
+        return SourceNode(kind: .mapping(top), fileID: skeletonRoot.fileID, line: skeletonRoot.line, column: skeletonRoot.column)
     }
 
     private static let newline = UInt8(ascii: "\n")
