@@ -27,7 +27,7 @@ extension SourceReader {
         /// Smaller sections are left to the pass over the rest of the file.
         var minimumSectionSize = 64 << 10
         /// Pieces per section: a few per core, so that cores finish together.
-        var pieces = max(2, ProcessInfo.processInfo.activeProcessorCount) * 3
+        var pieces = max(2, Parallel.cores) * 3
     }
 
     /// A top-level section whose value is a block mapping, found by `plan`.

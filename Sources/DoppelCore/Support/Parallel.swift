@@ -4,6 +4,10 @@ import Foundation
 /// Work split across the machine's cores, for loading large contracts: a
 /// document of 1,000 operations has 1,000 endpoints, each read on its own.
 public enum Parallel {
+    /// The cores this process may use, found once: Foundation reads the
+    /// cgroup's CPU quota from files each time it is asked.
+    public static let cores = max(1, ProcessInfo.processInfo.activeProcessorCount)
+
     /// `body` applied to contiguous slices of `items` (up to four a core),
     /// on up to one thread per core (the calling thread among them), the
     /// results in the order of the slices. Fewer than `minimumPerSlice` items per slice run as
@@ -14,7 +18,7 @@ public enum Parallel {
         // A few slices per core, handed out as threads come free, so that a
         // thread that starts late or a slice that takes longer does not keep
         // the others waiting.
-        let count = min(ProcessInfo.processInfo.activeProcessorCount * 4, items.count / max(minimumPerSlice, 1))
+        let count = min(cores * 4, items.count / max(minimumPerSlice, 1))
         guard count > 1 else { return [body(items[...])] }
         let bounds = (0...count).map { items.count * $0 / count }
         var results = [Result?](repeating: nil, count: count)
