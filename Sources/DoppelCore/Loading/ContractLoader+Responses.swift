@@ -346,7 +346,9 @@ extension ContractLoader {
                 if let t = compileTemplate(item, roots: roots) { templates.append(t) } else { failed = true }
             }
             if failed { return nil }
-            if templates.allSatisfy({ $0.constantValue != nil }) { return .constant(node.json) }
+            // A constant list is built from its items' values: `node.json`
+            // at every level walked each subtree once per level above it.
+            if templates.allSatisfy({ $0.constantValue != nil }) { return .constant(.array(templates.map { $0.constantValue! })) }
             return .array(templates)
         case .mapping(let pairs):
             var templates: [(String, ValueTemplate)] = []
@@ -356,7 +358,13 @@ extension ContractLoader {
                 if let t = compileTemplate(pair.value, roots: roots) { templates.append((key, t)) } else { failed = true }
             }
             if failed { return nil }
-            if templates.allSatisfy({ $0.1.constantValue != nil }) { return .constant(node.json) }
+            if templates.allSatisfy({ $0.1.constantValue != nil }) {
+                // Keys that are not scalars are left out of templates; `json` names them.
+                guard templates.count == pairs.count else { return .constant(node.json) }
+                var object = JSONObject()
+                for (key, template) in templates { object[key] = template.constantValue! }
+                return .constant(.object(object))
+            }
             return .object(ObjectTemplate(templates))
         }
     }

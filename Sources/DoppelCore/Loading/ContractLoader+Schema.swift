@@ -21,7 +21,10 @@ extension ContractLoader {
     /// Compiles a schema node; reports every unknown keyword and bad value.
     mutating func readSchema(_ node: SourceNode, context: String) -> Schema? {
         // `true` and `false` are schemas in JSON Schema 2020-12: anything, nothing.
-        if case .bool(let allows) = node.json { return allows ? Schema() : Schema.never }
+        // Only a plain scalar can be one (`json` of a mapping would convert the whole schema).
+        if case .scalar(let text, plain: true) = node.kind, case .bool(let allows) = SourceNode.resolvePlain(text) {
+            return allows ? Schema() : Schema.never
+        }
         if let name = node.scalarText, node.mappingPairs == nil {
             // A bare name is shorthand for `$ref: name`.
             return reference(name, at: node.location)

@@ -139,6 +139,60 @@ import Testing
         #expect(validator.validate(["id": 7], against: references[0]).isEmpty)
     }
 
+    @Test func constantBodiesAreTheirYAMLAsJSON() throws {
+        let body = """
+            { id: 1, ratio: 0.5, on: true, off: "false", none: null, tilde: ~, text: plain words,
+              list: [1, [2, [3, { deep: [true, "x", { deeper: [] }] }]], {}], nested: { a: { b: { c: [0x1F, 1e3, -2] } } },
+              braces: "{ not a template }", empty: "" }
+            """
+        let contract = try ContractLoader.load(text: """
+            doppel: 1
+            endpoints:
+              a:
+                request: GET /a
+                responses: [ { status: 200, body: \(body) } ]
+              b:
+                request: GET /b
+                responses: [ { status: 200, body: { list: [1, "{{ 1 + 1 }}", { n: 3 }], fixed: { k: [1, 2] } } } ]
+            """, file: "b.yaml")
+        let expected = try #require(try SourceReader.read(body, file: "x.yaml").get()).json
+        guard case .json(let template, let encoded, _) = contract.endpoints[0].responses[0].body else {
+            Issue.record("not a JSON body")
+            return
+        }
+        #expect(template.constantValue == expected)
+        #expect(encoded == JSONWriter.encode(expected))
+        // A body with a placeholder is a template, its constant parts constants.
+        guard case .json(let templated, let none, _) = contract.endpoints[1].responses[0].body, case .object(let object) = templated else {
+            Issue.record("not a templated object body")
+            return
+        }
+        #expect(none == nil)
+        #expect(object.pairs.map(\.0) == ["list", "fixed"])
+        #expect(object.values[1].constantValue == ["k": [1, 2]])
+        #expect(object.values[0].constantValue == nil)
+    }
+
+    @Test func booleanSchemasArePlainTrueAndFalse() throws {
+        let contract = try ContractLoader.load(text: """
+            doppel: 1
+            schemas:
+              Anything: true
+              Nothing: false
+              Open: { type: object, additionalProperties: true, properties: { never: false } }
+            endpoints:
+              a: { request: GET /a, responses: [ { status: 200 } ] }
+            """, file: "s.yaml")
+        let validator = SchemaValidator(registry: contract.schemas)
+        #expect(validator.validate(["any": [1]], against: try #require(contract.schemas["Anything"])).isEmpty)
+        #expect(!validator.validate(1, against: try #require(contract.schemas["Nothing"])).isEmpty)
+        #expect(validator.validate(["x": 1], against: try #require(contract.schemas["Open"])).isEmpty)
+        #expect(!validator.validate(["never": 1], against: try #require(contract.schemas["Open"])).isEmpty)
+        // Quoted, "true" is a name, not a schema that allows everything.
+        #expect(diagnostics(of: "doppel: 1\nschemas: { Q: \"true\" }\nendpoints: { a: { request: GET /a, responses: [ { status: 200 } ] } }\n", file: "q.yaml")
+            .map(\.description) == ["q.yaml:2:15: error: undefined schema 'true'"])
+    }
+
     @Test func unreachableEndpointsAndBadEffectsAreErrors() {
         let text = """
             doppel: 1
