@@ -327,30 +327,44 @@ public struct OpenAPIImporter: Sendable {
     /// Parameters as the endpoint's `path`, `query`, `headers` and `cookies`
     /// object schemas; the operation's own override the path item's by name and place.
     mutating func parameters(_ own: [SourceNode], shared: [SourceNode], at: SourceLocation) -> [(String, SourceNode)] {
-        var byPlace: [String: [(name: String, required: Bool, schema: SourceNode, at: SourceLocation)]] = [:]
-        var seen: Set<String> = []
+        // The four places in their order, each with its parameters; a few
+        // parameters an operation, so searched rather than hashed.
+        let places = [("path", "path"), ("query", "query"), ("header", "headers"), ("cookie", "cookies")]
+        // A fifth list for places OpenAPI does not have: their schemas are
+        // still checked, and they are left out.
+        var byPlace: [[(name: String, required: Bool, schema: SourceNode, at: SourceLocation)]] = [[], [], [], [], []]
+        var otherPlaces: [String] = []
         for raw in own + shared {
             guard let parameter = resolved(raw), let name = parameter["name"]?.scalarText, let place = parameter["in"]?.scalarText else { continue }
-            guard seen.insert("\(place) \(name)").inserted else { continue }
+            let slot = places.firstIndex(where: { $0.0 == place }) ?? 4
+            // The operation's own come first and win over the path item's.
+            if slot == 4 {
+                guard !otherPlaces.contains(place + " " + name) else { continue }
+                otherPlaces.append(place + " " + name)
+            } else {
+                guard !byPlace[slot].contains(where: { $0.name == name }) else { continue }
+            }
             // OpenAPI says these headers are described elsewhere and ignored as parameters.
-            if place == "header", ["accept", "content-type", "authorization"].contains(name.lowercased()) { continue }
-            if let style = parameter["style"]?.scalarText, !["simple", "form"].contains(style) {
+            if place == "header", ["accept", "content-type", "authorization"].contains(where: { name.caseInsensitiveEquals($0) }) { continue }
+            if let style = parameter["style"]?.scalarText, style != "simple", style != "form" {
                 warnings.warning("parameter '\(name)' has style \(style); Doppel reads parameters as form (query, cookie) and simple (path, header) values", at: parameter["style"]!.location)
             }
             var schemaNode = parameter["schema"]
             if schemaNode == nil, let content = parameter["content"]?.mappingPairs?.first?.value { schemaNode = content["schema"] }
             let schema = schemaNode.map { self.schema($0) } ?? ContractNode.map([], at: parameter.location)
             let required = place == "path" || parameter["required"]?.json == .bool(true)
-            byPlace[place, default: []].append((name, required, schema, parameter.location))
+            byPlace[slot].append((name, required, schema, parameter.location))
         }
         var result: [(String, SourceNode)] = []
-        for (place, key) in [("path", "path"), ("query", "query"), ("header", "headers"), ("cookie", "cookies")] {
-            guard let list = byPlace[place], !list.isEmpty else { continue }
-            var object: [(String, SourceNode)] = [("type", ContractNode.string("object", at: list[0].at))]
-            let required = list.filter(\.required).map { ContractNode.string($0.name, at: $0.at) }
-            if !required.isEmpty { object.append(("required", ContractNode.list(required, at: list[0].at))) }
-            object.append(("properties", ContractNode.map(list.map { ($0.name, $0.schema) }, at: list[0].at)))
-            result.append((key, ContractNode.map(object, at: list[0].at)))
+        for (slot, (_, key)) in places.enumerated() {
+            let list = byPlace[slot]
+            guard let first = list.first else { continue }
+            var object: [(String, SourceNode)] = [("type", ContractNode.string("object", at: first.at))]
+            var required: [SourceNode] = []
+            for parameter in list where parameter.required { required.append(ContractNode.string(parameter.name, at: parameter.at)) }
+            if !required.isEmpty { object.append(("required", ContractNode.list(required, at: first.at))) }
+            object.append(("properties", ContractNode.map(list.map { ($0.name, $0.schema) }, at: first.at)))
+            result.append((key, ContractNode.map(object, at: first.at)))
         }
         return result
     }

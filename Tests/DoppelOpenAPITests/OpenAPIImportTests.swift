@@ -133,6 +133,38 @@ struct OpenAPIImportTests {
         }
     }
 
+    @Test func parametersAreGroupedByPlaceTheOperationsOwnFirst() throws {
+        let text = """
+            openapi: 3.1.0
+            info: { title: Params, version: "1" }
+            paths:
+              /a/{id}:
+                parameters:
+                  - { name: id, in: path, schema: { type: string } }
+                  - { name: limit, in: query, required: true, schema: { type: string } }
+                  - { name: X-Trace, in: header, schema: { type: string } }
+                get:
+                  parameters:
+                    - { name: limit, in: query, schema: { type: integer } }
+                    - { name: Accept, in: header, schema: { type: string } }
+                    - { name: AUTHORIZATION, in: header, schema: { type: string } }
+                    - { name: session, in: cookie, required: true, schema: { type: string } }
+                    - { name: legacy, in: body, schema: { $ref: "#/components/schemas/Missing" } }
+                  responses: { "200": { description: ok } }
+            """
+        let source = try withDocument(text) { file, _ in try ContractDocument.contractTree(file: file, checkingWithOpenAPIKit: false) }
+        let endpoint = try #require(source.tree["endpoints"]?["get-a-id"])
+        #expect(endpoint["path"]?.json == ["type": "object", "required": ["id"], "properties": ["id": ["type": "string"]]])
+        // The operation's `limit` replaces the path item's, required or not.
+        #expect(endpoint["query"]?.json == ["type": "object", "properties": ["limit": ["type": "integer"]]])
+        // Accept and Authorization are described elsewhere in OpenAPI, in any case.
+        #expect(endpoint["headers"]?.json == ["type": "object", "properties": ["X-Trace": ["type": "string"]]])
+        #expect(endpoint["cookies"]?.json == ["type": "object", "required": ["session"], "properties": ["session": ["type": "string"]]])
+        // A place OpenAPI 3 does not have is left out, its schema still checked.
+        #expect(endpoint["body"] == nil)
+        #expect(source.diagnostics.map(\.message).contains("unresolved $ref '#/components/schemas/Missing': components.schemas has no 'Missing'"))
+    }
+
     @Test func structuralProblemsComeFromOpenAPIKitAtTheirPlace() throws {
         let found = try diagnostics("""
             openapi: 3.1.0
