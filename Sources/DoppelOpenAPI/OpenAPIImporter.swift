@@ -24,6 +24,8 @@ public struct OpenAPIImporter: Sendable {
     /// The names under `components.schemas`, found once: every `$ref` to a
     /// schema is checked against them.
     var componentSchemaNames: Set<String> = []
+    /// The document's `security` as `auth`, found once.
+    var defaultRequirement: SourceNode?
 
     /// Whether a parsed file is an OpenAPI document (a top-level `openapi` key).
     public static func isOpenAPI(_ root: SourceNode) -> Bool {
@@ -104,9 +106,12 @@ public struct OpenAPIImporter: Sendable {
         if let basePath = basePath() { top.append(("base_path", basePath)) }
 
         let schemes = securitySchemes()
+        // The document's own requirement, read once: every operation without
+        // one of its own has it (and its problems are reported once).
+        defaultRequirement = root["security"].flatMap { requirement($0, known: schemes) }
         if !schemes.isEmpty {
             var auth: [(String, SourceNode)] = []
-            if let security = root["security"], let names = requirement(security, known: schemes) {
+            if let names = defaultRequirement {
                 auth.append(("default", names))
             }
             auth.append(("schemes", ContractNode.map(schemes.map { ($0.name, $0.node) }, at: root["components"]?["securitySchemes"]?.location ?? root.location)))
@@ -241,7 +246,7 @@ public struct OpenAPIImporter: Sendable {
         for key in ["summary", "description"] {
             if let value = operation[key], let text = value.scalarText { fields.append((key, ContractNode.string(text, at: value.location))) }
         }
-        var secured = root["security"].map { requirement($0, known: schemes) } ?? nil
+        var secured = defaultRequirement
         if let own = operation["security"] {
             secured = requirement(own, known: schemes) ?? ContractNode.string("none", at: own.location)
             fields.append(("auth", secured!))
@@ -414,7 +419,7 @@ public struct OpenAPIImporter: Sendable {
             return [ContractNode.map(base, at: response.location)]
         }
         let json = Self.isJSON(type)
-        if type.lowercased() != "application/json" && type != "*/*" { base.append(("content_type", ContractNode.string(type, at: typeKey.location))) }
+        if !type.caseInsensitiveEquals("application/json") && type != "*/*" { base.append(("content_type", ContractNode.string(type, at: typeKey.location))) }
         var schemaField: [(String, SourceNode)] = []
         if json, let schemaNode = media["schema"] { schemaField.append(("schema", schema(schemaNode))) }
         let examples = self.examples(of: media)
@@ -433,7 +438,6 @@ public struct OpenAPIImporter: Sendable {
             } else if let text = example.value.scalarText {
                 fields.append(("text", ContractNode.string(Self.escaped(text), at: example.value.location)))
             }
-            _ = index
             return ContractNode.map(fields + schemaField, at: response.location)
         }
     }
@@ -626,8 +630,9 @@ public struct OpenAPIImporter: Sendable {
 
 /// Building contract nodes located in the document.
 enum ContractNode {
+    /// A mapping whose keys are placed where their values are.
     static func map(_ pairs: [(String, SourceNode)], at location: SourceLocation) -> SourceNode {
-        SourceNode(kind: .mapping(pairs.map { (key: string($0.0, at: $0.1.location), value: $0.1) }), location: location)
+        SourceNode(kind: .mapping(pairs.map { (key: SourceNode(kind: .scalar($0.0, plain: false), placedAs: $0.1), value: $0.1) }), location: location)
     }
 
     static func list(_ items: [SourceNode], at location: SourceLocation) -> SourceNode {
@@ -650,7 +655,7 @@ enum ContractNode {
         if let index = pairs.firstIndex(where: { $0.key.scalarText == key }) {
             pairs[index].value = value
         } else {
-            pairs.insert((key: string(key, at: value.location), value: value), at: 0)
+            pairs.insert((key: SourceNode(kind: .scalar(key, plain: false), placedAs: value), value: value), at: 0)
         }
         return SourceNode(kind: .mapping(pairs), location: node.location)
     }

@@ -165,6 +165,31 @@ struct OpenAPIImportTests {
         #expect(source.diagnostics.map(\.message).contains("unresolved $ref '#/components/schemas/Missing': components.schemas has no 'Missing'"))
     }
 
+    @Test func theDocumentsSecurityIsReadOnceForAllOperations() throws {
+        // Its problems are reported once, not once an operation; an
+        // operation without security of its own has it.
+        let text = """
+            openapi: 3.1.0
+            info: { title: Security, version: "1" }
+            security: [{ token: [], key: [] }, { ghost: [] }]
+            paths:
+              /a: { get: { responses: { "200": { description: ok } } } }
+              /b: { get: { responses: { "200": { description: ok } } } }
+              /c: { get: { security: [], responses: { "200": { description: ok } } } }
+            components:
+              securitySchemes:
+                token: { type: http, scheme: bearer }
+                key: { type: apiKey, in: header, name: X-Key }
+            """
+        let source = try withDocument(text) { file, _ in try ContractDocument.contractTree(file: file, checkingWithOpenAPIKit: false) }
+        let messages = source.diagnostics.map(\.message)
+        #expect(messages.filter { $0.contains("which components.securitySchemes does not declare") }.count == 1)
+        #expect(messages.filter { $0.contains("several schemes at once") }.count == 1)
+        #expect(source.tree["auth"]?["default"]?.json == ["token"])
+        #expect(source.tree["endpoints"]?["get-a"]?["auth"] == nil)
+        #expect(source.tree["endpoints"]?["get-c"]?["auth"]?.json == "none")
+    }
+
     @Test func structuralProblemsComeFromOpenAPIKitAtTheirPlace() throws {
         let found = try diagnostics("""
             openapi: 3.1.0

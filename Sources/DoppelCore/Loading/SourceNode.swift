@@ -41,6 +41,15 @@ public final class SourceNode: Sendable {
         self.offset = Int32(clamping: contentOffset)
     }
 
+    /// A node at the same place as `other` (without looking its file up again).
+    package init(kind: Kind, placedAs other: SourceNode, contentOffset: Int = 0) {
+        self.kind = kind
+        self.fileID = other.fileID
+        self.line = other.line
+        self.column = other.column
+        self.offset = Int32(clamping: contentOffset)
+    }
+
     /// A node of the file numbered `fileID` in `SourceFiles`.
     init(kind: Kind, fileID: UInt32, line: Int32, column: Int32, contentOffset: Int32 = 0) {
         self.kind = kind
