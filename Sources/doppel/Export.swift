@@ -26,6 +26,7 @@ struct Export: ParsableCommand {
     var version: OpenAPIDocumentWriter.Version = .v3_1
 
     func run() throws {
+        prepareHeapForOneShotCommand()
         let contract = try loadContractOrExit(self.contract, release: .atExit)
         let format = self.format ?? output.map(OpenAPIDocumentWriter.Format.init(path:)) ?? .yaml
         let text: String

@@ -22,6 +22,7 @@ struct Import: ParsableCommand {
     var output: String?
 
     func run() throws {
+        prepareHeapForOneShotCommand()
         let tree: SourceNode
         do {
             let source = try ContractDocument.contractTree(file: document)

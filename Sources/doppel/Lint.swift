@@ -18,6 +18,7 @@ struct Lint: ParsableCommand {
     }
 
     func run() throws {
+        prepareHeapForOneShotCommand()
         var errors = 0
         let files = ScenarioSuite.files(contracts)
         guard !files.isEmpty else {

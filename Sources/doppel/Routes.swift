@@ -9,6 +9,7 @@ struct Routes: ParsableCommand {
     var contract: String
 
     func run() throws {
+        prepareHeapForOneShotCommand()
         let contract = try loadContractOrExit(self.contract, checkingWithOpenAPIKit: false, release: .atExit)
         // One string, appended to in place (`joined` is a generic call
         // that took a millisecond for 1,000 endpoints).
