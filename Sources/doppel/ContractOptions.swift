@@ -81,10 +81,10 @@ struct ListenOptions: ParsableArguments {
 
 /// Readies the heap of a command that loads a contract, prints and exits
 /// (`routes`, `lint`, `export`, `import`): glibc grows the heap of every
-/// thread but the main one in steps of its top pad (128 KiB), each an
-/// `mprotect` that holds the address space while the other thread's page
-/// faults wait; a document of 1,000 operations took 450 of them. A pad of
-/// 64 MiB makes that a few. The pad is address space, not memory: pages
+/// thread but the main one a page at a time unless given a top pad, each
+/// page an `mprotect` that holds the address space while the other
+/// thread's page faults wait; a document of 1,000 operations took some 600
+/// of them. A pad of 64 MiB makes that a few. The pad is address space, not memory: pages
 /// are used only when written. `serve` keeps the default, so that a
 /// running server's heap is returned as before.
 func prepareHeapForOneShotCommand() {
