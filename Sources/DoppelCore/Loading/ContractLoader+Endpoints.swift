@@ -12,36 +12,19 @@ extension ContractLoader {
             return []
         }
         let entries = MappingReader.entries(of: node, context: "endpoints", diagnostics: &diagnostics)
-        // Endpoints are read independently of each other, so a large
-        // contract's are read in slices on all cores, each by a copy of this
-        // loader whose diagnostics and pending examples are then gathered
-        // in order.
-        var template = self
-        template.diagnostics = DiagnosticCollector()
-        template.pendingExamples = []
-        let blank = template
-        let slices = Parallel.mapSlices(entries, minimumPerSlice: 100) { slice in
-            var loader = blank
-            var endpoints: [Endpoint] = []
-            for entry in slice {
-                if let endpoint = loader.readEndpoint(entry.name, entry.value, basePath: basePath, defaultAuth: defaultAuth) {
-                    endpoints.append(endpoint)
-                }
-            }
-            return (endpoints: endpoints, diagnostics: loader.diagnostics.diagnostics, pendingExamples: loader.pendingExamples)
+        let written = EndpointEntries(count: entries.count) { range, read in
+            for entry in entries[range] { read(entry.name, entry.value) }
+            return []
         }
-        var endpoints: [Endpoint] = []
-        endpoints.reserveCapacity(entries.count)
-        for slice in slices {
-            endpoints += slice.endpoints
-            diagnostics.append(contentsOf: slice.diagnostics)
-            pendingExamples += slice.pendingExamples
-        }
-        return endpoints
+        return readEndpoints(written, basePath: basePath, defaultAuth: defaultAuth)
     }
 
-    /// Endpoints another front end makes one at a time, each read as soon as
-    /// it is made and its tree then dropped, in slices on every core.
+    /// Endpoints made one at a time (those written in the contract, or
+    /// another front end's, whose trees are dropped once read), each read as
+    /// soon as it is made. Endpoints are read independently of each other, so a
+    /// large contract's are read in slices on every core, each by a copy of
+    /// this loader whose diagnostics and pending examples are then gathered
+    /// in order.
     mutating func readEndpoints(_ source: EndpointEntries, basePath: String, defaultAuth: [String]) -> [Endpoint] {
         var template = self
         template.diagnostics = DiagnosticCollector()
