@@ -29,7 +29,6 @@ extension ContractLoader {
         var template = self
         template.diagnostics = DiagnosticCollector()
         template.pendingExamples = []
-        template.endpointEntries = nil
         let blank = template
         let slices = Parallel.mapSlices(Array(0..<source.count), minimumPerSlice: 100) { slice in
             var loader = blank
@@ -180,10 +179,11 @@ extension ContractLoader {
     }
 }
 
-/// Endpoints made by another front end (an OpenAPI document's operations)
-/// for the loader to read one at a time: each endpoint's tree is dropped
-/// as soon as it is read, instead of a tree of all of them being built
-/// first, and making and reading share one pass on every core.
+/// Endpoints for the loader to read one at a time: those written in a
+/// contract, or another front end's (an OpenAPI document's operations),
+/// whose trees are made as they are read and dropped once read instead of
+/// a tree of all of them being built first; making and reading share one
+/// pass on every core.
 public struct EndpointEntries: Sendable {
     /// How many entries `make` can make; their names are unique.
     public let count: Int

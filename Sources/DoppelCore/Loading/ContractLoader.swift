@@ -40,8 +40,6 @@ public struct ContractLoader: Sendable {
     var numericQuery: (@Sendable (String) -> Bool)?
     /// Request examples and static bodies to check against schemas once all schemas are known.
     var pendingExamples: [(value: JSON, schema: Schema, location: SourceLocation, what: String)] = []
-    /// The endpoints, when another front end makes them one at a time.
-    var endpointEntries: EndpointEntries?
     /// Body files read, shared by the copies that read endpoints in parallel.
     let bodyFiles = Locked<Set<String>>([])
 
@@ -101,8 +99,7 @@ public struct ContractLoader: Sendable {
     public static func load(root: SourceNode, file: String, warnings: [Diagnostic] = [], endpoints: EndpointEntries? = nil) throws(ContractError) -> Contract {
         var loader = ContractLoader(file: file)
         loader.diagnostics.append(contentsOf: warnings)
-        loader.endpointEntries = endpoints
-        let contract = loader.build(root)
+        let contract = loader.build(root, endpoints: endpoints)
         if loader.diagnostics.hasErrors || contract == nil {
             throw ContractError(diagnostics: loader.diagnostics.diagnostics)
         }
@@ -114,7 +111,8 @@ public struct ContractLoader: Sendable {
         ContractError.diagnostics { () throws(ContractError) in _ = try load(file: file) }
     }
 
-    mutating func build(_ root: SourceNode) -> Contract? {
+    /// The contract of a tree; `endpoints`, when given, instead of its `endpoints` key.
+    mutating func build(_ root: SourceNode, endpoints entries: EndpointEntries? = nil) -> Contract? {
         guard let top = MappingReader(root, allowed: Self.topLevelKeys, context: "the contract", diagnostics: &diagnostics) else { return nil }
         if let version = top.required("doppel", diagnostics: &diagnostics) {
             if version.json != .int(1) {
@@ -145,7 +143,7 @@ public struct ContractLoader: Sendable {
         }
         let fallbacks = readFallbacks(top["fallbacks"])
         let defaultAuth = readAuth(top["auth"])
-        let endpoints = endpointEntries.map { readEndpoints($0, basePath: basePath, defaultAuth: defaultAuth) }
+        let endpoints = entries.map { readEndpoints($0, basePath: basePath, defaultAuth: defaultAuth) }
             ?? readEndpoints(top["endpoints"], basePath: basePath, defaultAuth: defaultAuth)
         let rateLimits = readRateLimits(top["rate_limits"], endpointIDs: Set(endpoints.map(\.id)))
         checkReachability(endpoints)
