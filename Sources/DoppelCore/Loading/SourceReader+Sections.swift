@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 
 /// Reading a large YAML file on every core.
@@ -87,28 +86,23 @@ extension SourceReader {
             var nodes = 0
             var isBlockMapping = false
         }
-        var reads = [Read](repeating: Read(), count: pieces.count + 1)
         let cuts = pieces
-        skeleton.withUnsafeBufferPointer { skeleton in
+        let reads = skeleton.withUnsafeBufferPointer { skeleton in
             nonisolated(unsafe) let skeleton = skeleton
             nonisolated(unsafe) let bytes = bytes
-            reads.withUnsafeMutableBufferPointer { slots in
-                // Each task writes only its own slot.
-                nonisolated(unsafe) let slots = slots
-                DispatchQueue.concurrentPerform(iterations: cuts.count + 1) { task in
-                    var builder: TreeBuilder
-                    let root: SourceNode?
-                    if task == 0 {
-                        builder = TreeBuilder(file: file)
-                        root = builder.read(skeleton)
-                    } else {
-                        let piece = cuts[task - 1]
-                        builder = TreeBuilder(file: file, lineOffset: piece.line, depthOffset: 1)
-                        root = builder.read(UnsafeBufferPointer(rebasing: bytes[piece.start..<piece.end]))
-                    }
-                    guard builder.problem == nil else { return }
-                    slots[task] = Read(root: root, nodes: builder.nodes, isBlockMapping: builder.rootIsBlockMapping)
+            return Parallel.map(count: cuts.count + 1) { task -> Read in
+                var builder: TreeBuilder
+                let root: SourceNode?
+                if task == 0 {
+                    builder = TreeBuilder(file: file)
+                    root = builder.read(skeleton)
+                } else {
+                    let piece = cuts[task - 1]
+                    builder = TreeBuilder(file: file, lineOffset: piece.line, depthOffset: 1)
+                    root = builder.read(UnsafeBufferPointer(rebasing: bytes[piece.start..<piece.end]))
                 }
+                guard builder.problem == nil else { return Read() }
+                return Read(root: root, nodes: builder.nodes, isBlockMapping: builder.rootIsBlockMapping)
             }
         }
 

@@ -8,10 +8,25 @@ public enum Parallel {
     /// cgroup's CPU quota from files each time it is asked.
     public static let cores = max(1, ProcessInfo.processInfo.activeProcessorCount)
 
+    /// `body(0)` to `body(count - 1)`, each a task of its own handed to the
+    /// next thread free, on up to one thread per core (the calling thread
+    /// among them); the results in order.
+    public static func map<Result>(count: Int, _ body: @Sendable (Int) -> Result) -> [Result] {
+        var results = [Result?](repeating: nil, count: count)
+        results.withUnsafeMutableBufferPointer { slots in
+            // Each task writes only its own slot.
+            nonisolated(unsafe) let slots = slots
+            DispatchQueue.concurrentPerform(iterations: count) { index in
+                slots[index] = body(index)
+            }
+        }
+        return results.map { $0! }
+    }
+
     /// `body` applied to contiguous slices of `items` (up to four a core),
-    /// on up to one thread per core (the calling thread among them), the
-    /// results in the order of the slices. Fewer than `minimumPerSlice` items per slice run as
-    /// one slice on the calling thread: threads cost more than small work.
+    /// as `map(count:)` runs its tasks, the results in the order of the
+    /// slices. Fewer than `minimumPerSlice` items per slice run as one slice
+    /// on the calling thread: threads cost more than small work.
     public static func mapSlices<Item: Sendable, Result>(
         _ items: [Item], minimumPerSlice: Int, _ body: @Sendable (ArraySlice<Item>) -> Result
     ) -> [Result] {
@@ -21,14 +36,6 @@ public enum Parallel {
         let count = min(cores * 4, items.count / max(minimumPerSlice, 1))
         guard count > 1 else { return [body(items[...])] }
         let bounds = (0...count).map { items.count * $0 / count }
-        var results = [Result?](repeating: nil, count: count)
-        results.withUnsafeMutableBufferPointer { slots in
-            // Each iteration writes only its own slot.
-            nonisolated(unsafe) let slots = slots
-            DispatchQueue.concurrentPerform(iterations: count) { index in
-                slots[index] = body(items[bounds[index]..<bounds[index + 1]])
-            }
-        }
-        return results.map { $0! }
+        return map(count: count) { index in body(items[bounds[index]..<bounds[index + 1]]) }
     }
 }
