@@ -31,6 +31,17 @@ enum SourceFiles {
     /// file's nodes are made.
     private static let last = Atomic<UInt32>(UInt32.max)
 
+    /// Puts `name` in the next entry, its block allocated first if need
+    /// be, and returns its number; called with the table's lock held.
+    @discardableResult
+    private static func store(_ name: String, as table: inout (numbers: [String: UInt32], count: Int)) -> UInt32 {
+        let id = table.count
+        if blocks[id / blockSize] == nil { blocks[id / blockSize] = .allocate(capacity: blockSize) }
+        (blocks[id / blockSize]! + id % blockSize).initialize(to: name)
+        table.count += 1
+        return UInt32(id)
+    }
+
     /// The name with number `id`.
     @inline(__always)
     static func name(_ id: UInt32) -> String {
@@ -43,28 +54,13 @@ enum SourceFiles {
         if last != UInt32.max, name(last) == file { return last }
         let id = table.withLock { table -> UInt32 in
             if let id = table.numbers[file] { return id }
-            let id: UInt32
-            if table.count < capacity - 1 {
-                id = UInt32(table.count)
-                table.count += 1
-                table.numbers[file] = id
-                if blocks[Int(id) / blockSize] == nil {
-                    let block = UnsafeMutablePointer<String>.allocate(capacity: blockSize)
-                    blocks[Int(id) / blockSize] = block
-                }
-                (blocks[Int(id) / blockSize]! + Int(id) % blockSize).initialize(to: file)
-            } else {
-                // Past the capacity: one shared entry, which says so.
-                id = UInt32(capacity - 1)
-                if table.count == capacity - 1 {
-                    table.count += 1
-                    if blocks[Int(id) / blockSize] == nil {
-                        blocks[Int(id) / blockSize] = UnsafeMutablePointer<String>.allocate(capacity: blockSize)
-                    }
-                    (blocks[Int(id) / blockSize]! + Int(id) % blockSize).initialize(to: "(one of more than \(capacity) files read)")
-                }
+            // Past the capacity, one shared last entry, which says so.
+            guard table.count < capacity - 1 else {
+                if table.count == capacity - 1 { store("(one of more than \(capacity) files read)", as: &table) }
+                return UInt32(capacity - 1)
             }
-            return id
+            table.numbers[file] = UInt32(table.count)
+            return store(file, as: &table)
         }
         self.last.store(id, ordering: .releasing)
         return id

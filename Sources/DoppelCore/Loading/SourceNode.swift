@@ -42,12 +42,8 @@ public final class SourceNode: Sendable {
     }
 
     /// A node at the same place as `other` (without looking its file up again).
-    package init(kind: Kind, placedAs other: SourceNode, contentOffset: Int = 0) {
-        self.kind = kind
-        self.fileID = other.fileID
-        self.line = other.line
-        self.column = other.column
-        self.offset = Int32(clamping: contentOffset)
+    package convenience init(kind: Kind, placedAs other: SourceNode, contentOffset: Int = 0) {
+        self.init(kind: kind, fileID: other.fileID, line: other.line, column: other.column, contentOffset: Int32(clamping: contentOffset))
     }
 
     /// A node of the file numbered `fileID` in `SourceFiles`.
