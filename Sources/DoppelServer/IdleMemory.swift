@@ -1,9 +1,7 @@
 import Dispatch
+import DoppelCore
 import HummingbirdCore
 import Synchronization
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// Counts connections against `--max-connections` and, where asked
 /// (`ServerConfiguration.returnsIdleMemory`, set by `doppel serve`), once the
@@ -63,16 +61,8 @@ struct IdleMemory: AvailableConnectionsDelegate {
             self.trim = trim
         }
 
-        /// glibc's `malloc_trim`, looked up at run time (Glibc's module map
-        /// leaves out `malloc.h`); nil where the C library has none.
-        static let trimHeap: (@convention(c) (Int) -> Int32)? = {
-            #if canImport(Glibc)
-            guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") else { return nil }
-            return unsafeBitCast(symbol, to: (@convention(c) (Int) -> Int32).self)
-            #else
-            return nil
-            #endif
-        }()
+        /// glibc's `malloc_trim`; nil where the C library has none.
+        static let trimHeap = GlibcHeap.trim
 
         func opened() {
             open.wrappingAdd(1, ordering: .relaxed)

@@ -84,15 +84,9 @@ struct ListenOptions: ParsableArguments {
 /// thread but the main one a page at a time unless given a top pad, each
 /// page an `mprotect` that holds the address space while the other
 /// thread's page faults wait; a document of 1,000 operations took some 600
-/// of them. A pad of 64 MiB makes that a few. The pad is address space, not memory: pages
-/// are used only when written. `serve` keeps the default, so that a
-/// running server's heap is returned as before.
+/// of them. A pad of 64 MiB makes that a few. The pad is address space,
+/// not memory: pages are used only when written. `serve` keeps the
+/// default, so that a running server's heap is returned as before.
 func prepareHeapForOneShotCommand() {
-    #if canImport(Glibc)
-    // Looked up at run time: Glibc's module map leaves out `malloc.h`.
-    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "mallopt") else { return }
-    let mallopt = unsafeBitCast(symbol, to: (@convention(c) (Int32, Int32) -> Int32).self)
-    let topPad: Int32 = -2 // M_TOP_PAD
-    _ = mallopt(topPad, 64 << 20)
-    #endif
+    _ = GlibcHeap.setOption?(GlibcHeap.topPad, 64 << 20)
 }
