@@ -25,10 +25,11 @@ import Foundation
 ///    the request's `Prefer` header names (`code=`, `example=`), else the
 ///    active scenario's override for this call, else the first response
 ///    whose `when` holds (the next of a sequence), and its effects.
+/// 6. **Render** (`ResponseRenderer`): templates filled, body encoded or
+///    streamed, delay and fault attached for the transport. A template that
+///    fails abandons the transaction, effects included.
 ///
 /// After the transaction:
-/// 6. **Render** (`ResponseRenderer`): templates filled, body encoded or
-///    streamed, delay and fault attached for the transport.
 /// 7. **Journal** (`Journal`): one entry per request.
 ///
 /// ```swift
@@ -204,34 +205,38 @@ public final class MockEngine: Sendable {
         // The credentials are read from the request here too; only their check against state waits for the lock.
         let credentials = authenticator.present(request, queryItems: queryItems, endpoint: endpoint)
 
-        // 3–5. Decide, in one transaction on the session, which reads its clock too.
-        let decision: Decision
+        // 3–6. Decide and render, in one transaction on the session, which
+        // reads its clock too: a template that fails while rendering
+        // abandons the effects the response applied, as a failed `when` does.
         var now = real
         do throws(Failure) {
-            decision = try session.transact { (data: inout SessionData) throws(Failure) -> Decision in
+            let response = try session.transact { (data: inout SessionData) throws(Failure) -> MockResponse in
                 now = data.clock.now(real: real)
                 context.now = now
-                return try decide(request, credentials: credentials, endpoint: endpoint, validation: validation, context: &context, data: &data, now: now)
+                switch try decide(request, credentials: credentials, endpoint: endpoint, validation: validation, context: &context, data: &data, now: now) {
+                case .forward:
+                    return .forwarding(endpointID: endpoint.id)
+                case .problem(let problem, let rateHeaders):
+                    return problem.response(endpointID: endpoint.id).adding(rateHeaders)
+                case .respond(let chosen, let override, let rateHeaders):
+                    return try render(chosen, in: &context, override: override, adding: rateHeaders, endpointID: endpoint.id)
+                }
             }
+            return (response, now)
         } catch {
             return (error.problem(endpointID: endpoint.id).response(endpointID: endpoint.id), now)
         }
-
-        // 6. Render.
-        switch decision {
-        case .forward:
-            return (.forwarding(endpointID: endpoint.id), now)
-        case .problem(let problem, let rateHeaders):
-            return (problem.response(endpointID: endpoint.id).adding(rateHeaders), now)
-        case .respond(let response, let override, let rateHeaders):
-            return (render(response, in: context, override: override, adding: rateHeaders, endpointID: endpoint.id), now)
-        }
     }
 
-    /// Stage 6: a chosen response rendered, with `extra` headers it does not
-    /// set itself and its (or the override's) delay and fault.
-    private func render(_ chosen: ResponseDefinition, in context: EvaluationContext, override: Override?,
-                        adding extra: [(name: String, value: String)], endpointID: String?) -> MockResponse {
+    /// Stage 6, at the end of the request's transaction: a chosen response
+    /// rendered, with `extra` headers it does not set itself and its (or the
+    /// override's) delay and fault. A template that fails throws, so the
+    /// transaction keeps none of the request's changes. The context lets go
+    /// of the state it read, so the next write to the session's state does
+    /// not copy it.
+    private func render(_ chosen: ResponseDefinition, in context: inout EvaluationContext, override: Override?,
+                        adding extra: [(name: String, value: String)], endpointID: String?) throws(Failure) -> MockResponse {
+        defer { context.roots[.state] = nil }
         do {
             var definition = chosen
             if let fault = override?.fault { definition.fault = fault }
@@ -239,8 +244,7 @@ public final class MockEngine: Sendable {
             response.delay = (override?.delay ?? definition.delay ?? defaultDelay)?.sample() ?? 0
             return response
         } catch {
-            // Effects are already committed; the message says which template failed.
-            return Problem.evaluationFailed(error, endpointID: endpointID ?? "fallbacks", response: chosen.name).response(endpointID: endpointID)
+            throw .rendering(error, response: chosen.name)
         }
     }
 
@@ -253,14 +257,20 @@ public final class MockEngine: Sendable {
         guard let definition = contract.fallback(for: problem) else { return (problem.response(), session.now(real: base.now)) }
         var context = base
         context.roots[.problem] = problem.json
-        do throws(ResponseSelector.Failure) {
-            let chosen = try session.transact { (data: inout SessionData) throws(ResponseSelector.Failure) -> ResponseDefinition in
+        do throws(Failure) {
+            let response = try session.transact { (data: inout SessionData) throws(Failure) -> MockResponse in
                 context.now = data.clock.now(real: base.now)
-                return try selector.select(from: [definition], forced: definition, endpointBindings: [], context: &context, data: &data, sequenceScope: "fallbacks")
+                let chosen: ResponseDefinition
+                do throws(ResponseSelector.Failure) {
+                    chosen = try selector.select(from: [definition], forced: definition, endpointBindings: [], context: &context, data: &data, sequenceScope: "fallbacks")
+                } catch {
+                    throw .selection(error)
+                }
+                return try render(chosen, in: &context, override: nil, adding: problem.headers, endpointID: nil)
             }
-            return (render(chosen, in: context, override: nil, adding: problem.headers, endpointID: nil), context.now)
+            return (response, context.now)
         } catch {
-            return (Failure.selection(error).problem(endpointID: "fallbacks").response(), context.now)
+            return (error.problem(endpointID: "fallbacks").response(), context.now)
         }
     }
 
@@ -270,7 +280,7 @@ public final class MockEngine: Sendable {
         case forward
         /// A problem of Doppel's own (a validation failure without `on_invalid`, an unreadable body).
         case problem(Problem, rateHeaders: [(name: String, value: String)])
-        /// A response chosen (and its effects applied) to render, in the context the transaction left.
+        /// A response chosen (and its effects applied) for the transaction to render.
         case respond(ResponseDefinition, override: Override?, rateHeaders: [(name: String, value: String)])
     }
 
@@ -278,6 +288,8 @@ public final class MockEngine: Sendable {
     enum Failure: Error {
         case rateLimitKey(EvaluationError)
         case selection(ResponseSelector.Failure)
+        /// A template of the chosen response failed (`response` names it).
+        case rendering(EvaluationError, response: String)
 
         func problem(endpointID: String) -> Problem {
             switch self {
@@ -285,6 +297,8 @@ public final class MockEngine: Sendable {
                 return Problem.evaluationFailed(error, endpointID: endpointID, response: "rate limit key")
             case .selection(.noResponseMatched):
                 return Problem.noResponseMatched(endpointID: endpointID)
+            case .rendering(let error, let response):
+                return Problem.evaluationFailed(error, endpointID: endpointID, response: response)
             case .selection(.expressionFailed(let response, let message, let exceedsBudget)):
                 return Problem.evaluationFailed(EvaluationError(message, exceedsBudget: exceedsBudget), endpointID: endpointID, response: response)
             }

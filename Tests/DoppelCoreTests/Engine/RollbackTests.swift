@@ -72,4 +72,57 @@ import Testing
         let kept = session.transact { (data: inout SessionData) -> Int in data.stateSize }
         #expect(kept == JSON.object(session.snapshot).encodedSize)
     }
+    static let renderingContract = """
+        doppel: 1
+        state:
+          counters: { n: 0 }
+          collections: { items: [] }
+        rate_limits:
+          two: { key: session, limit: 2, window: 1h, endpoints: [divide] }
+        fallbacks:
+          not_found:
+            status: 404
+            effects: [ state.n += 1 ]
+            body: { n: "{{ 10 / (state.n - 1) }}" }
+        endpoints:
+          divide:
+            request: POST /divide
+            responses:
+              - sequence:
+                  - status: 200
+                    effects: [ state.n += 1, "state.items[uuid()] = {at: state.n}" ]
+                    body: { ratio: "{{ 10 / (state.n - body.by) }}", minus: "{{ body.word - 1 }}" }
+                  - { status: 201 }
+        """
+
+    /// Effects and rendering commit together: a template of the chosen
+    /// response that fails (a division by zero, text minus one) leaves the
+    /// counter, the collection, the sequence and the rate window as they were.
+    @Test func aTemplateThatFailsKeepsNoEffectSequenceOrRateWindow() throws {
+        let engine = MockEngine(contract: try loadContract(Self.renderingContract))
+        let before = engine.sessions.session("s").snapshot
+        for body: JSON in [["by": 1, "word": 1], ["by": 0, "word": "text"]] {
+            let failed = engine.send("POST", "/divide", json: body, session: "s")
+            #expect(failed.status == 500)
+            #expect(failed.json?["type"] == "urn:doppel:problem:expression-failed")
+            #expect(engine.sessions.existing("s")?.snapshot == before)
+        }
+        // The rate window counted neither failure, and the sequence is still at its first response.
+        let first = engine.send("POST", "/divide", json: ["by": 0, "word": 1], session: "s")
+        #expect(first.status == 200)
+        #expect(first.json?["ratio"] == 10)
+        #expect(first.headers.first { $0.name == "RateLimit-Remaining" }?.value == "1")
+        let after = try #require(engine.sessions.existing("s")?.snapshot)
+        #expect(after["n"] == 1)
+        #expect(after["items"]?.objectValue?.count == 1)
+        #expect(engine.send("POST", "/divide", json: ["by": 0, "word": 1], session: "s").status == 201)
+        #expect(engine.send("POST", "/divide", json: ["by": 0, "word": 1], session: "s").status == 429)
+    }
+
+    @Test func aFallbackWhoseTemplateFailsKeepsNoEffect() throws {
+        let engine = MockEngine(contract: try loadContract(Self.renderingContract))
+        // n goes 0 -> 1 and the body divides by n - 1 = 0: nothing is kept.
+        #expect(engine.send("GET", "/nowhere", session: "s").status == 500)
+        #expect(engine.sessions.existing("s")?.snapshot["n"] == 0)
+    }
 }
