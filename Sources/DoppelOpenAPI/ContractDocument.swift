@@ -76,9 +76,10 @@ public enum ContractDocument {
         try ContractLoader.load(root: source.tree, file: file, warnings: source.diagnostics, endpoints: source.endpoints)
     }
 
-    /// Every diagnostic for a contract or OpenAPI document; empty when it loads.
+    /// Every diagnostic for a contract or OpenAPI document, warnings
+    /// included; empty when it loads clean.
     public static func lint(file: String) -> [Diagnostic] {
-        ContractError.diagnostics { () throws(ContractError) in _ = try load(file: file) }
+        ContractError.diagnostics { () throws(ContractError) in try load(file: file).warnings }
     }
 
     /// A file read as a contract tree.

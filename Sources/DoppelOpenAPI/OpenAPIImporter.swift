@@ -573,7 +573,7 @@ public struct OpenAPIImporter: Sendable {
             for token in ref.dropFirst(2).split(separator: "/", omittingEmptySubsequences: false) {
                 let key = Self.unescape(String(token))
                 if let index = Int(key), let items = target?.sequenceItems {
-                    target = index < items.count ? items[index] : nil
+                    target = items.indices.contains(index) ? items[index] : nil
                 } else {
                     target = target?[key]
                 }

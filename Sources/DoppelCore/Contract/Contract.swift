@@ -25,6 +25,8 @@ public struct Contract: Sendable {
     public var fallbacks: [Fallback: ResponseDefinition] = [:]
     /// The body files the contract reads (`file:`), as absolute paths.
     public var bodyFiles: [String] = []
+    /// What loading found worth saying that did not stop it (`lint` prints these).
+    public var warnings: [Diagnostic] = []
 
     /// Title, version and description of the API.
     public struct Info: Sendable {

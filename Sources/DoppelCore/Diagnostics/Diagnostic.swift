@@ -56,9 +56,13 @@ public struct ContractError: Error, Sendable, CustomStringConvertible {
 
     /// The diagnostics a load reports; empty when it succeeds.
     public static func diagnostics(of load: () throws(ContractError) -> Void) -> [Diagnostic] {
+        diagnostics { () throws(ContractError) -> [Diagnostic] in try load(); return [] }
+    }
+
+    /// The diagnostics a load throws, or the warnings it returns when it succeeds.
+    public static func diagnostics(of load: () throws(ContractError) -> [Diagnostic]) -> [Diagnostic] {
         do {
-            try load()
-            return []
+            return try load()
         } catch {
             return error.diagnostics
         }

@@ -84,7 +84,8 @@ extension ContractLoader {
                     if let value = SchemaSampler(registry: schemas).sample(read) {
                         body = .json(.constant(value), encoded: JSONWriter.encode(value), contentType: explicitType ?? "application/json")
                     } else {
-                        diagnostics.error("no body can be generated from the schema of \(context): a value would recurse without end or hold more than \(SchemaSampler.maximumSize) values and characters; write the body instead", at: reader["body_from_schema"]!.location)
+                        // A warning: an OpenAPI document (whose responses all ask for one) is served despite it.
+                        diagnostics.warning("no body can be generated from the schema of \(context): a value would recurse without end or hold more than \(SchemaSampler.maximumSize) values and characters, so the response is sent without a body; write the body instead", at: reader["body_from_schema"]!.location)
                     }
                 } else {
                     diagnostics.error("'body_from_schema' of \(context) stands for a body; give one or the other", at: reader["body_from_schema"]!.location)

@@ -99,16 +99,16 @@ public struct ContractLoader: Sendable {
     public static func load(root: SourceNode, file: String, warnings: [Diagnostic] = [], endpoints: EndpointEntries? = nil) throws(ContractError) -> Contract {
         var loader = ContractLoader(file: file)
         loader.diagnostics.append(contentsOf: warnings)
-        let contract = loader.build(root, endpoints: endpoints)
-        if loader.diagnostics.hasErrors || contract == nil {
+        guard var contract = loader.build(root, endpoints: endpoints), !loader.diagnostics.hasErrors else {
             throw ContractError(diagnostics: loader.diagnostics.diagnostics)
         }
-        return contract!
+        contract.warnings = loader.diagnostics.diagnostics.sorted { $0.location < $1.location }
+        return contract
     }
 
     /// Every diagnostic for a contract file, errors and warnings; empty when clean.
     public static func lint(file: String) -> [Diagnostic] {
-        ContractError.diagnostics { () throws(ContractError) in _ = try load(file: file) }
+        ContractError.diagnostics { () throws(ContractError) in try load(file: file).warnings }
     }
 
     /// The contract of a tree; `endpoints`, when given, instead of its `endpoints` key.

@@ -84,6 +84,9 @@ public struct SchemaSampler: Sendable {
             return .object(object)
         case "array":
             let count = max(schema.minItems ?? 1, schema.prefixItems.count)
+            // Each item counts at least once against the size, so a huge `minItems` gives up here.
+            guard count <= Self.maximumSize - run.size else { return nil }
+            run.size += count
             var items: [JSON] = []
             for index in 0..<count {
                 let itemSchema = index < schema.prefixItems.count ? schema.prefixItems[index] : schema.items
@@ -99,13 +102,13 @@ public struct SchemaSampler: Sendable {
         case "string":
             // The longest text a sample starts from is a UUID, 36 characters.
             let length = max(schema.minLength ?? 0, 36)
-            guard run.size + length <= Self.maximumSize else { return nil }
+            guard length <= Self.maximumSize - run.size else { return nil }
             run.size += length
             return .string(string(schema))
-        case "integer":
-            return .int(Int(number(schema, integer: true)))
-        case "number":
-            let value = number(schema, integer: false)
+        case "integer", "number":
+            // Bounds past Int's range (`minimum: 1e300`) give a number written as a double; none past Double's.
+            let value = number(schema, integer: type == "integer")
+            guard value.isFinite else { return nil }
             return value.rounded() == value && abs(value) < 1e15 ? .int(Int(value)) : .double(value)
         case "boolean":
             return .bool(true)

@@ -23,6 +23,35 @@ import Testing
         #expect(found.contains { $0.hasPrefix("test.yaml:4:8: error: schema 'Cat' refers back to itself") && $0.contains("Cat → Pet → Cat") })
     }
 
+    /// Schemas whose bounds are past the integer range: a body made from
+    /// each is a number written as a double, or no sample, never a trap.
+    @Test(arguments: [
+        ("{ type: integer, minimum: 1e300 }", "1e+300"),
+        ("{ type: integer, maximum: -1e300 }", "-1e+300"),
+        ("{ type: string, minLength: 9223372036854775807 }", nil),
+        ("{ type: array, minItems: 9223372036854775807 }", nil),
+    ] as [(String, String?)])
+    func samplesOfSchemasPastTheIntegerRange(schema: String, body: String?) throws {
+        let text = """
+            doppel: 1
+            endpoints:
+              e: { request: GET /e, responses: [ { status: 200, schema: \(schema), body_from_schema: true } ] }
+            """
+        // No value within the sample's bounds: a located warning and no body, not a trap or a gigabyte string.
+        let engine = MockEngine(contract: try loadContract(text))
+        let answer = engine.send("GET", "/e")
+        #expect(answer.status == 200)
+        #expect(String(decoding: answer.body, as: UTF8.self) == body ?? "")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("doppel-bounds-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("test.yaml").path
+        try text.write(toFile: file, atomically: true, encoding: .utf8)
+        let warnings = ContractLoader.lint(file: file).filter { $0.message.contains("no body can be generated") }
+        #expect(warnings.count == (body == nil ? 1 : 0))
+        #expect(warnings.allSatisfy { $0.severity == .warning && $0.location.line == 3 })
+    }
+
     @Test func recursiveDataShapesLoadAndValidateDeepBodies() throws {
         let contract = try loadContract("""
             doppel: 1
