@@ -50,6 +50,14 @@ final class DirectResponder: ChannelDuplexHandler, RemovableChannelHandler {
     private var mode = Mode.idle
     /// Requests passed on whose answer has not been written yet.
     private var passedOn = 0
+    /// The methods of requests passed on whose answer's head is not written
+    /// yet, in order: an answer to a `HEAD` is written without its body.
+    /// (NIO's encoder would learn each request's method from the decoder,
+    /// but requests answered here never reach it, so that queue would drift
+    /// and grow; `DoppelHTTP1Channel` leaves the two unpaired.)
+    private var passedOnMethods = CircularBuffer<HTTPMethod>(initialCapacity: 2)
+    /// Whether the answer being written now is one to a `HEAD`.
+    private var answeringHead = false
     /// A graceful shutdown's request to close, held while a request is read here.
     private var heldQuiesce: Any?
     /// The engine this connection last answered with, and the slot's version it came from.
@@ -65,6 +73,15 @@ final class DirectResponder: ChannelDuplexHandler, RemovableChannelHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let head):
+            if head.method == .CONNECT || head.uri.utf8.first != UInt8(ascii: "/") {
+                // Refused before anything reads the target as a path: an
+                // upstream URL must never be built from it (`--proxy`).
+                mode = .passing
+                let problem = Problem.invalidTarget(method: head.method.rawValue, target: head.uri)
+                passOn(head, computed: currentEngine().respond(refusing: recorded(head, path: "/", query: nil, body: nil, context: context), with: problem),
+                       context: context)
+                return
+            }
             let target = Self.split(head.uri)
             if passedOn == 0, isDirect(head, path: target.path) {
                 mode = .collecting(head, target, nil, .now)
@@ -112,8 +129,26 @@ final class DirectResponder: ChannelDuplexHandler, RemovableChannelHandler {
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         // Only Hummingbird's answers come through here; ours are written at the raw end.
-        if case .end = unwrapOutboundIn(data) { passedOn = max(0, passedOn - 1) }
-        context.write(data, promise: promise)
+        switch unwrapOutboundIn(data) {
+        case .head(var head):
+            answeringHead = passedOnMethods.popFirst() == .HEAD
+            if answeringHead {
+                // No body follows; framed by its length so that the encoder adds no chunked terminator.
+                head.headers.remove(name: "transfer-encoding")
+                if !head.headers.contains(name: "content-length") { head.headers.add(name: "content-length", value: "0") }
+                context.write(wrapOutboundOut(.head(head)), promise: promise)
+            } else {
+                context.write(data, promise: promise)
+            }
+        case .body where answeringHead:
+            promise?.succeed(())
+        case .body:
+            context.write(data, promise: promise)
+        case .end:
+            answeringHead = false
+            passedOn = max(0, passedOn - 1)
+            context.write(data, promise: promise)
+        }
     }
 
     private func releaseQuiesce(context: ChannelHandlerContext) {
@@ -122,10 +157,11 @@ final class DirectResponder: ChannelDuplexHandler, RemovableChannelHandler {
         context.fireUserInboundEventTriggered(event)
     }
 
-    /// Whether a request may be answered here: an origin-form target to the
-    /// engine, without `Expect`, with a declared body length (if any) within the limit.
+    /// Whether a request (its target already known to be a path) may be
+    /// answered here: to the engine, without `Expect`, with a declared body
+    /// length (if any) within the limit.
     private func isDirect(_ head: HTTPRequestHead, path: String) -> Bool {
-        guard head.uri.utf8.first == UInt8(ascii: "/"), !head.uri.utf8.contains(UInt8(ascii: "#")),
+        guard !head.uri.utf8.contains(UInt8(ascii: "#")),
               !AdminAPI.handles(path), connection.rawContext != nil, !head.headers.contains(name: "expect") else { return false }
         if let length = head.headers.first(name: "content-length") {
             guard let length = Int(length), length <= responder.maxBodySize else { return false }
@@ -141,6 +177,7 @@ final class DirectResponder: ChannelDuplexHandler, RemovableChannelHandler {
     private func passOn(_ head: HTTPRequestHead, computed: MockResponse?, context: ChannelHandlerContext) {
         handoff.withLockedValue { $0.append(computed) }
         passedOn += 1
+        passedOnMethods.append(head.method)
         context.fireChannelRead(wrapInboundOut(.head(head)))
     }
 
@@ -154,14 +191,18 @@ final class DirectResponder: ChannelDuplexHandler, RemovableChannelHandler {
         return current.engine
     }
 
-    private func answer(_ head: HTTPRequestHead, target: Target, body: ByteBuffer?, started: ContinuousClock.Instant, context: ChannelHandlerContext) {
+    /// The engine's view of a request read here.
+    private func recorded(_ head: HTTPRequestHead, path: String, query: String?, body: ByteBuffer?, context: ChannelHandlerContext) -> RecordedRequest {
         if remoteAddress == nil { remoteAddress = .some(context.channel.remoteAddress?.ipAddress) }
-        let (path, query) = target
         var headers: [(name: String, value: String)] = []
         headers.reserveCapacity(head.headers.count)
         for (name, value) in head.headers { headers.append((name, value)) }
-        let recorded = RecordedRequest(method: head.method.rawValue, path: path, query: query, headers: headers,
-                                       body: body.map { Array($0.readableBytesView) } ?? [], remoteAddress: remoteAddress!)
+        return RecordedRequest(method: head.method.rawValue, path: path, query: query, headers: headers,
+                               body: body.map { Array($0.readableBytesView) } ?? [], remoteAddress: remoteAddress!)
+    }
+
+    private func answer(_ head: HTTPRequestHead, target: Target, body: ByteBuffer?, started: ContinuousClock.Instant, context: ChannelHandlerContext) {
+        let recorded = recorded(head, path: target.path, query: target.query, body: body, context: context)
         let response = currentEngine().respond(to: recorded)
         if response.delay > 0 || response.fault != nil || response.stream != nil || response.forward {
             // Hummingbird's responder waits, breaks, streams or forwards it.

@@ -29,9 +29,15 @@ struct DoppelHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
             let state = ConnectionGuard.State(limits: limits)
             let sync = channel.pipeline.syncOperations
             try sync.addHandler(ConnectionGuard.ByteWatcher(state: state))
-            try sync.configureHTTPServerPipeline(
-                withPipeliningAssistance: false, withErrorHandling: false, withOutboundHeaderValidation: false,
-                withEncoderConfiguration: .init(), withDecoderLimitConfiguration: decoderLimits)
+            // NIO's HTTP/1 codec as `configureHTTPServerPipeline` adds it, but
+            // with the decoder not feeding request methods to the encoder:
+            // answers `DirectResponder` writes itself never pass the encoder,
+            // so that queue would drift (an answer after a direct HEAD lost
+            // its body) and grow by one method a direct answer.
+            // `DirectResponder` writes answers to a passed-on HEAD without a body itself.
+            try sync.addHandler(HTTPResponseEncoder(configuration: .init()))
+            try sync.addHandler(ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes, informationalResponseStrategy: .drop,
+                                                                        limitConfiguration: decoderLimits)))
             try sync.addHandler(ConnectionGuard.RequestWatcher(state: state))
             if let direct { try sync.addHandler(DirectResponder(responder: direct, connection: state)) }
             try sync.addHandler(HTTP1ToHTTPServerCodec(secure: false))

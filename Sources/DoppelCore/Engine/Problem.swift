@@ -86,6 +86,16 @@ public struct Problem: Sendable, Error {
                 detail: "The request did not arrive in time; see docs/limits.md.")
     }
 
+    /// 400: a request target that is not a path (absolute-form, authority-form,
+    /// `*`), or a `CONNECT`: Doppel serves paths, and is no forward proxy.
+    public static func invalidTarget(method: String, target: String) -> Problem {
+        let shown = target.utf8.count > 200 ? String(decoding: target.utf8.prefix(200), as: UTF8.self) + "…" : target
+        return Problem(status: 400, type: urn("invalid-target"), title: "Request target is not a path",
+                       detail: method == "CONNECT"
+                           ? "CONNECT \(shown) is not served: Doppel serves the paths of its contract and is not a forward proxy."
+                           : "The request target '\(shown)' is not a path: send the path and query alone (origin form, starting with '/').")
+    }
+
     /// 413: the body is larger than the server's limit.
     public static func payloadTooLarge(limit: Int) -> Problem {
         Problem(status: 413, type: urn("payload-too-large"), title: "Payload too large",
