@@ -53,8 +53,8 @@ let package = Package(
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                // Forwarding to the upstream of `doppel serve --proxy`.
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                // The upstream client of `doppel serve --proxy` (see Upstream.swift for why not AsyncHTTPClient).
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "X509", package: "swift-certificates"),

@@ -1,0 +1,84 @@
+import DoppelTesting
+import Foundation
+import Testing
+
+/// `--proxy` against requests and upstreams that try to misuse it: targets
+/// that would reach another host, and status lines no HTTP server sends.
+@Suite struct ProxyHardeningTests {
+    static let contract = """
+        doppel: 1
+        info: { title: Proxied, version: "1" }
+        endpoints:
+          mocked:
+            request: GET /mocked
+            responses:
+              - body: { mocked: true }
+        """
+
+    func doppel(upstream: URL) async throws -> DoppelTestServer {
+        var configuration = ServerConfiguration.testing
+        configuration.proxy = upstream
+        configuration.proxyTimeout = 5
+        let contract = try ContractLoader.load(text: Self.contract, file: "proxied.yaml")
+        return try await DoppelTestServer.start(engine: MockEngine(contract: contract, configuration: configuration), configuration: configuration)
+    }
+
+    /// Sends `request` on a connection of its own and returns what came back within a few seconds.
+    static func exchange(_ request: String, port: Int) async throws -> String {
+        try await RawSocket.run {
+            let socket = try RawSocket(port: port)
+            socket.send(request)
+            return socket.receive(timeout: 5) { $0.contains("\r\n\r\n") && $0.hasSuffix("}") }.text
+        }
+    }
+
+    @Test func targetsThatAreNotPathsNeverReachAnyHost() async throws {
+        let upstream = try RawUpstream(answer: "HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nupstream")
+        let elsewhere = try RawUpstream(answer: "HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nelsewhere")
+        defer { upstream.stop(); elsewhere.stop() }
+        let server = try await doppel(upstream: upstream.url)
+        defer { Task { await server.stop() } }
+        let port = server.baseURL.port!
+        let host = "127.0.0.1:\(elsewhere.port)"
+        // CONNECT with a target glued onto the upstream URL as its user part
+        // once reached any host; absolute and asterisk forms are refused alike.
+        let refused = [
+            "CONNECT @\(host)/any?q HTTP/1.1", "CONNECT user:pw@\(host)/any HTTP/1.1", "CONNECT @localhost:\(elsewhere.port)/x HTTP/1.1",
+            "CONNECT @[::1]:\(elsewhere.port)/x HTTP/1.1", "CONNECT @2130706433:\(elsewhere.port)/x HTTP/1.1", "CONNECT \(host) HTTP/1.1",
+            "CONNECT /any HTTP/1.1", "GET http://\(host)/any HTTP/1.1", "GET HTTP://\(host)/any HTTP/1.1", "POST http://\(host)/any HTTP/1.1",
+            "OPTIONS * HTTP/1.1",
+        ]
+        for line in refused {
+            let reply = try await Self.exchange("\(line)\r\nHost: \(host)\r\nContent-Length: 0\r\n\r\n", port: port)
+            #expect(reply.hasPrefix("HTTP/1.1 400 "), "\(line): \(reply)")
+            #expect(reply.contains("urn:doppel:problem:invalid-target"), "\(line): \(reply)")
+        }
+        // The same targets after other methods are not HTTP: the parser's 400.
+        for line in ["GET @\(host)/any?q HTTP/1.1", "GET user:pw@\(host)/any HTTP/1.1", "POST @\(host)/any HTTP/1.1"] {
+            let reply = try await Self.exchange("\(line)\r\nHost: \(host)\r\nContent-Length: 0\r\n\r\n", port: port)
+            #expect(reply.hasPrefix("HTTP/1.1 400 "), "\(line): \(reply)")
+        }
+        #expect(elsewhere.heads.isEmpty)
+        #expect(upstream.heads.isEmpty)
+        // A path is still passed on to the upstream, and only there.
+        let passed = try await Self.exchange("GET /any?q HTTP/1.1\r\nHost: x\r\n\r\n", port: port)
+        #expect(passed.hasPrefix("HTTP/1.1 200 ") && passed.hasSuffix("upstream"), "\(passed)")
+        #expect(upstream.heads == ["GET /any?q HTTP/1.1"])
+        #expect(elsewhere.heads.isEmpty)
+    }
+
+    @Test(arguments: ["000", "001", "099", "600", "999"])
+    func anUpstreamStatusOutsideHTTPsRangeIsA502(status: String) async throws {
+        let upstream = try RawUpstream(answer: "HTTP/1.1 \(status) Odd\r\nContent-Length: 2\r\n\r\nhi")
+        defer { upstream.stop() }
+        let server = try await doppel(upstream: upstream.url)
+        defer { Task { await server.stop() } }
+        let client = TestClient(base: server.baseURL)
+        let answer = try await client.send("GET", "/elsewhere", token: nil)
+        #expect(answer.status == 502)
+        #expect(answer.json?["type"] == "urn:doppel:problem:bad-gateway")
+        // The server goes on serving.
+        #expect(try await client.send("GET", "/mocked", token: nil).status == 200)
+        #expect(server.engine.journal.entries.map(\.status) == [502, 200])
+    }
+}

@@ -1,0 +1,73 @@
+import Foundation
+import NIOConcurrencyHelpers
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A loopback HTTP server of a few lines that answers every request with the
+/// same bytes, written as given (status lines no real server sends), and
+/// keeps the head of each request it read. For upstreams that misbehave and
+/// for hosts that must never be reached.
+final class RawUpstream: @unchecked Sendable {
+    let port: Int
+    private let fd: Int32
+    private let answer: [UInt8]
+    private let seen = NIOLockedValueBox<[String]>([])
+    private let stopped = NIOLockedValueBox(false)
+
+    /// The request heads read so far.
+    var heads: [String] { seen.withLockedValue { $0 } }
+
+    init(answer: String) throws {
+        self.answer = Array(answer.utf8)
+        #if canImport(Glibc)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #else
+        let fd = socket(AF_INET, SOCK_STREAM, 0)
+        #endif
+        self.fd = fd
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && listen(fd, 16) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound else { close(fd); throw URLError(.cannotConnectToHost) }
+        port = Int(UInt16(bigEndian: address.sin_port))
+        let thread = Thread { [self] in acceptLoop() }
+        thread.start()
+    }
+
+    /// `http://127.0.0.1:PORT`
+    var url: URL { URL(string: "http://127.0.0.1:\(port)")! }
+
+    func stop() {
+        stopped.withLockedValue { $0 = true }
+        shutdown(fd, Int32(SHUT_RDWR))
+        close(fd)
+    }
+
+    private func acceptLoop() {
+        while !stopped.withLockedValue({ $0 }) {
+            let client = accept(fd, nil, nil)
+            if client < 0 { return }
+            var received: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            var descriptor = pollfd(fd: client, events: Int16(POLLIN), revents: 0)
+            while poll(&descriptor, 1, 2000) > 0 {
+                let n = recv(client, &buffer, buffer.count, 0)
+                if n <= 0 { break }
+                received.append(contentsOf: buffer[0..<n])
+                if received.count > 65536 || String(decoding: received, as: UTF8.self).contains("\r\n\r\n") { break }
+            }
+            let text = String(decoding: received, as: UTF8.self)
+            seen.withLockedValue { $0.append(text.components(separatedBy: "\r\n").first ?? "") }
+            _ = answer.withUnsafeBytes { Foundation.send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            close(client)
+        }
+    }
+}
