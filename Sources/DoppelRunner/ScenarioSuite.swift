@@ -17,14 +17,28 @@ public enum ScenarioSuite {
         }
     }
 
-    /// Runs loaded scenarios; `report` is called as each one finishes.
+    /// A session prefix of its own for each run, `doppel-run-` and eight
+    /// random hex digits: two runs against one server (two CI jobs) never
+    /// share a session.
+    public static func uniqueSessionPrefix() -> String {
+        "doppel-run-" + String(UInt32.random(in: .min ... .max), radix: 16).leftPadded(to: 8) + "-"
+    }
+
+    /// Whether a session prefix leaves room for the scenario's number within a session id's rules.
+    public static func isValid(sessionPrefix: String) -> Bool {
+        sessionPrefix.utf8.count <= 100 && SessionStore.isValid(id: sessionPrefix + "1")
+    }
+
+    /// Runs loaded scenarios, the n-th in session `sessionPrefix` + n;
+    /// `report` is called as each one finishes.
     public static func run(_ scenarios: [(label: String, scenario: Scenario)], target: URL?, adminToken: String? = nil,
+                           sessionPrefix: String = uniqueSessionPrefix(),
                            report: (String, ScenarioRunner.ScenarioResult) -> Void) async throws -> [(label: String, result: ScenarioRunner.ScenarioResult)] {
         var results: [(label: String, result: ScenarioRunner.ScenarioResult)] = []
         if let target {
             let runner = ScenarioRunner(baseURL: target, isDoppel: await ScenarioRunner.probe(target, adminToken: adminToken), adminToken: adminToken)
             for (index, item) in scenarios.enumerated() {
-                let result = await runner.run(item.scenario, session: "doppel-run-\(index + 1)")
+                let result = await runner.run(item.scenario, session: sessionPrefix + String(index + 1))
                 report(item.label, result)
                 results.append((item.label, result))
             }
@@ -43,7 +57,7 @@ public enum ScenarioSuite {
             let server = try await DoppelTestServer.start(engine: MockEngine(contract: contract))
             let runner = ScenarioRunner(baseURL: server.baseURL, isDoppel: true)
             for (index, label, scenario) in byContract[contractFile]! {
-                let result = await runner.run(scenario, session: "doppel-run-\(index + 1)")
+                let result = await runner.run(scenario, session: sessionPrefix + String(index + 1))
                 report(label, result)
                 collected.append((index, label, result))
             }
@@ -52,4 +66,8 @@ public enum ScenarioSuite {
         results = collected.sorted { $0.0 < $1.0 }.map { ($0.1, $0.2) }
         return results
     }
+}
+
+private extension String {
+    func leftPadded(to width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
 }

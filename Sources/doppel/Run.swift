@@ -27,8 +27,15 @@ struct Run: AsyncParsableCommand {
     @Option(name: .customLong("admin-token"), help: "The admin token of a --target Doppel server that requires one.")
     var adminToken: String?
 
+    @Option(name: .customLong("session-prefix"),
+            help: "Run the n-th scenario in session PREFIXn (default: doppel-run- and 8 random hex digits, new each run, so runs sharing a server never share sessions).")
+    var sessionPrefix: String?
+
     func validate() throws {
         if scenarios.isEmpty { throw ValidationError("name at least one scenario file or folder") }
+        if let sessionPrefix, !ScenarioSuite.isValid(sessionPrefix: sessionPrefix) {
+            throw ValidationError("--session-prefix must be at most 100 letters, digits or . _ : - (a session id is at most 128)")
+        }
         if let target {
             guard let url = URL(string: target), let scheme = url.scheme, ["http", "https"].contains(scheme), url.host != nil else {
                 throw ValidationError("--target must be an http(s) URL like http://127.0.0.1:8000")
@@ -59,7 +66,8 @@ struct Run: AsyncParsableCommand {
         }
         let targetURL = target.flatMap(URL.init(string:))
         if let targetURL { print("Running \(loaded.count) scenario\(loaded.count == 1 ? "" : "s") against \(targetURL.absoluteString)") }
-        let results = try await ScenarioSuite.run(loaded, target: targetURL, adminToken: adminToken) { label, result in
+        let results = try await ScenarioSuite.run(loaded, target: targetURL, adminToken: adminToken,
+                                                  sessionPrefix: sessionPrefix ?? ScenarioSuite.uniqueSessionPrefix()) { label, result in
             for line in ScenarioReport.lines(for: result, label: label) { print(line) }
         }
         if let junit {

@@ -228,4 +228,29 @@ extension CommandLineTests {
         #expect(result.output.contains("Running 2 scenarios against http://127.0.0.1:\(port)"))
         #expect(result.output.hasSuffix("12 passed, 0 failed\n"))
     }
+
+    /// Four CI jobs running the same scenarios against one server at once:
+    /// each run has sessions of its own, so all pass.
+    @Test func parallelRunsAgainstOneServerKeepToTheirOwnSessions() async throws {
+        let served = try serve(["contracts/tales.yaml", "--log-format", "none"])
+        defer { served.process.terminate() }
+        let target = "http://127.0.0.1:\(served.port)"
+        let scenarios = ["scenarios/tales/monthly-limit.yaml", "scenarios/tales/hero-required.yaml"]
+        let runs = try await withThrowingTaskGroup(of: Run.self) { group in
+            for job in 0..<4 {
+                let prefix = job == 0 ? ["--session-prefix", "job-a."] : []
+                group.addTask { try await RawSocket.run { try CommandLineTests().run(["run"] + scenarios + ["--target", target] + prefix) } }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        for result in runs {
+            #expect(result.status == 0, "\(result.output)")
+            #expect(result.output.hasSuffix("12 passed, 0 failed\n"), "\(result.output)")
+        }
+        let sessions = try await TestClient(base: URL(string: target)!).send("GET", "/__doppel/sessions", token: nil).json
+        let ids = (sessions?["sessions"]?.arrayValue ?? []).compactMap { $0["id"]?.stringValue }
+        #expect(ids.contains("job-a.1") && ids.contains("job-a.2"), "\(ids)")
+        #expect(Set(ids.filter { $0.hasPrefix("doppel-run-") }).count == 6, "\(ids)")
+        #expect(try run(["run", "scenarios/tales/hero-required.yaml", "--session-prefix", "no spaces"]).errors.contains("--session-prefix must be"))
+    }
 }
