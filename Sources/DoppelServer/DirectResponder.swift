@@ -64,6 +64,16 @@ final class DirectResponder: ChannelDuplexHandler, RemovableChannelHandler {
     private var engine: (version: Int, engine: MockEngine)?
     private var remoteAddress: String??
     private var date = (second: 0, text: "")
+    /// Backpressure: request parts read while the connection's answers were
+    /// not being written out (the channel past its high-water mark), held
+    /// in order until they are; no further read is asked for meanwhile, so
+    /// a client that sends and never reads holds at most one read's bytes
+    /// of requests and the answers already buffered.
+    private var held = CircularBuffer<HTTPServerRequestPart>()
+    /// A read asked for while held back.
+    private var readPending = false
+    /// Closes a connection whose answers have not been taken for the idle timeout.
+    private var stalled: Scheduled<Void>?
 
     init(responder: DoppelResponder, connection: ConnectionGuard.State) {
         self.responder = responder
@@ -71,7 +81,64 @@ final class DirectResponder: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch unwrapInboundIn(data) {
+        let part = unwrapInboundIn(data)
+        if !held.isEmpty || (!context.channel.isWritable && Self.isHead(part)) {
+            held.append(part)
+            watchStall(context: context)
+            return
+        }
+        process(part, context: context)
+    }
+
+    private static func isHead(_ part: HTTPServerRequestPart) -> Bool {
+        if case .head = part { return true }
+        return false
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable {
+            stalled?.cancel()
+            stalled = nil
+            // The held requests, in order, until the answers back up again.
+            while let part = held.first, context.channel.isWritable || !Self.isHead(part) {
+                held.removeFirst()
+                process(part, context: context)
+            }
+            if held.isEmpty, readPending {
+                readPending = false
+                context.read()
+            }
+        }
+        context.fireChannelWritabilityChanged()
+    }
+
+    func read(context: ChannelHandlerContext) {
+        if held.isEmpty, context.channel.isWritable {
+            context.read()
+        } else {
+            readPending = true
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        stalled?.cancel()
+        stalled = nil
+        held.removeAll()
+        context.fireChannelInactive()
+    }
+
+    /// A client that takes no answer for the idle timeout is let go.
+    private func watchStall(context: ChannelHandlerContext) {
+        guard stalled == nil else { return }
+        let channel = context.channel
+        stalled = context.eventLoop.scheduleTask(in: .nanoseconds(Int64(connection.limits.idle * 1e9))) {
+            if !channel.isWritable { channel.close(promise: nil) }
+        }
+    }
+
+    private func process(_ part: HTTPServerRequestPart, context: ChannelHandlerContext) {
+        let data = wrapInboundOut(part)
+        switch part {
         case .head(let head):
             if head.method == .CONNECT || head.uri.utf8.first != UInt8(ascii: "/") {
                 // Refused before anything reads the target as a path: an
