@@ -2,40 +2,84 @@ import DoppelCore
 import Foundation
 
 /// The exchanges a recording proxy (`doppel record`) passed between a client
-/// and the target, in order, bounded.
+/// and the target, in order, bounded in count and in the bytes of the bodies
+/// it keeps.
 public final class Recorder: Sendable {
     /// One request and the target's answer.
     public struct Exchange: Sendable {
-        public let request: RecordedRequest
-        public let response: MockResponse
+        public var request: RecordedRequest
+        public var response: MockResponse
+        /// The request's body was not kept: the recording's byte budget was spent.
+        public var requestBodyOmitted: Bool
+
+        public init(request: RecordedRequest, response: MockResponse, requestBodyOmitted: Bool = false) {
+            self.request = request
+            self.response = response
+            self.requestBodyOmitted = requestBodyOmitted
+        }
     }
 
     /// The most exchanges kept; later ones are still forwarded, and counted.
     public let limit: Int
-    private let state = Locked<(exchanges: [Exchange], dropped: Int)>(([], 0))
+    /// The most body bytes kept in all; past it, bodies are left out (the
+    /// exchange's status is still recorded) and counted.
+    public let maxBodyBytes: Int
+    private struct State {
+        var exchanges: [Exchange] = []
+        var dropped = 0
+        var omittedBodies = 0
+        var bodyBytes = 0
+        /// Method, path template and status of the answers whose body is kept:
+        /// a recording writes the first body of each, so later ones are not kept.
+        var answered: Set<String> = []
+    }
+    private let state = Locked(State())
 
-    public init(limit: Int = 10_000) {
+    public init(limit: Int = 10_000, maxBodyBytes: Int = 256 << 20) {
         self.limit = limit
+        self.maxBodyBytes = maxBodyBytes
     }
 
     public func record(_ request: RecordedRequest, _ response: MockResponse) {
+        let key = request.method + " " + RecordingWriter.template(of: request.path) + " \(response.status)"
         state.withLock { state in
-            if state.exchanges.count < limit { state.exchanges.append(Exchange(request: request, response: response)) } else { state.dropped += 1 }
+            guard state.exchanges.count < limit else { state.dropped += 1; return }
+            var exchange = Exchange(request: request, response: response)
+            if state.answered.contains(key) {
+                exchange.response.body = []
+            } else if state.bodyBytes + response.body.count <= maxBodyBytes {
+                state.bodyBytes += response.body.count
+                state.answered.insert(key)
+            } else {
+                exchange.response.body = []
+                state.omittedBodies += 1
+            }
+            if state.bodyBytes + request.body.count <= maxBodyBytes {
+                state.bodyBytes += request.body.count
+            } else {
+                exchange.request.body = []
+                exchange.requestBodyOmitted = true
+                state.omittedBodies += 1
+            }
+            state.exchanges.append(exchange)
         }
     }
 
     public var exchanges: [Exchange] { state.withLock { $0.exchanges } }
     /// Exchanges forwarded past the limit, not kept.
     public var dropped: Int { state.withLock { $0.dropped } }
+    /// Bodies left out past `maxBodyBytes`.
+    public var omittedBodies: Int { state.withLock { $0.omittedBodies } }
 }
 
 /// Writes a recording as a contract (one endpoint per method and path
 /// template, each status seen as a response with its first recorded body)
 /// and a scenario that replays the exchanges as steps expecting their
 /// recorded statuses (overrides pin the calls whose status is not the
-/// endpoint's first). Secrets are never written: `Authorization`, `Cookie`
-/// and `Set-Cookie`, and body fields named like tokens, passwords, secrets
-/// or keys, unless a header is kept by name.
+/// endpoint's first). Secrets are never written (see `Redaction`): headers,
+/// query parameters and body fields named like secrets are left out or
+/// "[redacted]", unless a header is kept by name, and each value so found is
+/// struck from every other string of the recording.
 public enum RecordingWriter {
     public struct Output: Sendable {
         public let contract: String
@@ -43,23 +87,18 @@ public enum RecordingWriter {
         public let endpoints: Int
     }
 
-    /// Headers never written: secrets, and what belongs to one connection or message.
-    static let secretHeaders: Set<String> = ["authorization", "cookie", "set-cookie", "proxy-authorization"]
+    /// Headers never written: what belongs to one connection or message.
     static let transportHeaders: Set<String> = [
         "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "host", "content-length",
         "date", "server", "doppel-session", "accept-encoding", "content-encoding", "user-agent", "accept",
     ]
-    static let redacted = "[redacted]"
-
-    /// Whether a body field's name says it holds a secret.
-    static func isSecretField(_ name: String) -> Bool {
-        let lower = name.lowercased().replacingOccurrences(of: "_", with: "").replacingOccurrences(of: "-", with: "")
-        return ["token", "password", "passwd", "secret", "apikey", "accesskey", "privatekey", "authorization", "cookie", "session"]
-            .contains { lower.contains($0) }
-    }
+    static let redacted = Redaction.redacted
 
     public static func write(_ exchanges: [Recorder.Exchange], target: String, contractFile: String, keepHeaders: Set<String> = []) -> Output {
-        let kept = Set(keepHeaders.map { $0.lowercased() })
+        var redaction = Redaction(keepHeaders: keepHeaders)
+        let exchanges = exchanges.map { redaction.redact($0) }
+        let text = Text(striker: redaction.striker())
+
         // Endpoints by method and path template, in the order first seen.
         var order: [String] = []
         var endpoints: [String: (method: String, template: String, responses: [(status: Int, response: MockResponse)])] = [:]
@@ -80,9 +119,10 @@ public enum RecordingWriter {
         var used: Set<String> = []
         for key in order {
             let endpoint = endpoints[key]!
-            var id = Self.identifier(method: endpoint.method, template: endpoint.template)
+            let base = Self.identifier(method: endpoint.method, template: text.strike(endpoint.template))
+            var id = base
             var n = 2
-            while used.contains(id) { id = Self.identifier(method: endpoint.method, template: endpoint.template) + "-\(n)"; n += 1 }
+            while used.contains(id) { id = base + "-\(n)"; n += 1 }
             used.insert(id)
             ids[key] = id
         }
@@ -92,7 +132,7 @@ public enum RecordingWriter {
             # One endpoint per method and path; each status seen is a response with
             # the first body recorded for it. Secrets are left out or "\(redacted)".
             doppel: 1
-            info: { title: \(Self.quoted("Recorded from " + target)), version: "1" }
+            info: { title: \(text.quoted("Recorded from " + target)), version: "1" }
             endpoints:
 
             """
@@ -100,10 +140,10 @@ public enum RecordingWriter {
             let endpoint = endpoints[key]!
             let id = ids[key]!
             func entry(_ status: Int, _ response: MockResponse) -> String {
-                "      - name: \(id)-\(status)\n        status: \(status)\n" + Self.responseBody(response, keep: kept)
+                "      - name: \(id)-\(status)\n        status: \(status)\n" + text.responseBody(response)
             }
             // The first status seen is the endpoint's answer; the others are documented, for overrides and `Prefer`.
-            contract += "  \(id):\n    request: \(Self.quoted(endpoint.method + " " + endpoint.template))\n"
+            contract += "  \(id):\n    request: \(text.quoted(endpoint.method + " " + endpoint.template, templateSafe: false))\n"
             contract += "    responses:\n" + entry(endpoint.responses[0].status, endpoint.responses[0].response)
             if endpoint.responses.count > 1 {
                 contract += "    documented:\n" + endpoint.responses.dropFirst().map { entry($0.status, $0.response) }.joined()
@@ -115,7 +155,7 @@ public enum RecordingWriter {
             # each expecting the status the target gave. Run it against the
             # recorded contract: doppel run THIS-FILE
 
-            contract: \(Self.quoted(contractFile))
+            contract: \(text.quoted(contractFile))
 
             """
         // A call whose status is not the endpoint's default is forced to it.
@@ -128,14 +168,11 @@ public enum RecordingWriter {
             if exchange.response.status != endpoint.responses[0].status {
                 overrides.append("  - { endpoint: \(ids[key]!), call: \(calls[key]!), status: \(exchange.response.status) }")
             }
-            stepLines.append(Self.step(exchange, keep: kept))
+            stepLines.append(text.step(exchange))
         }
         if !overrides.isEmpty { scenario += "overrides:\n" + overrides.joined(separator: "\n") + "\n" }
         scenario += "steps:\n" + stepLines.joined()
-        // A secret the client sent may come back inside a body (an echo, an
-        // error message): every one seen is struck out wherever it appears.
-        let secrets = Self.secrets(in: exchanges, keep: kept)
-        return Output(contract: Self.strike(secrets, from: contract), scenario: Self.strike(secrets, from: scenario), endpoints: order.count)
+        return Output(contract: contract, scenario: scenario, endpoints: order.count)
     }
 
     /// The path with the segments that look like ids made parameters: numbers,
@@ -166,128 +203,83 @@ public enum RecordingWriter {
         return cleaned.isEmpty ? "root" : cleaned
     }
 
-    static func responseBody(_ response: MockResponse, keep: Set<String>) -> String {
-        var text = ""
-        let headers = response.headers.filter { header in
-            let name = header.name.lowercased()
-            return keep.contains(name) || (!secretHeaders.contains(name) && !transportHeaders.contains(name) && name != "content-type")
-        }
-        if !headers.isEmpty {
-            text += "        headers:\n"
-            for header in headers { text += "          \(quoted(header.name)): \(quoted(templateSafe(header.value)))\n" }
-        }
-        let contentType = response.header("content-type")
-        if let contentType { text += "        content_type: \(quoted(contentType))\n" }
-        guard !response.body.isEmpty else { return text }
-        if let contentType, MediaTypes.isJSON(contentType), let json = try? JSONReader.parse(response.body) {
-            text += "        body: \(flow(redact(json)))\n"
-        } else if let string = String(bytes: response.body, encoding: .utf8) {
-            text += "        text: \(quoted(templateSafe(string)))\n"
-        } else {
-            text += "        base64: \(Data(response.body).base64EncodedString())\n"
-        }
-        return text
-    }
-
-    static func step(_ exchange: Recorder.Exchange, keep: Set<String>) -> String {
-        let request = exchange.request
-        var text = "  - request: \(quoted(request.method + " " + templateSafe(request.path)))\n"
-        if !request.queryItems.isEmpty {
-            let pairs = request.queryItems.map { "\(quoted($0.0)): \(quoted(templateSafe(isSecretField($0.0) ? redacted : $0.1)))" }
-            text += "    query: { \(pairs.joined(separator: ", ")) }\n"
-        }
-        let headers = request.headers.filter { header in
-            keep.contains(header.name) || (!secretHeaders.contains(header.name) && !transportHeaders.contains(header.name) && header.name != "content-type")
-        }
-        if !headers.isEmpty {
-            text += "    headers: { \(headers.map { "\(quoted($0.name)): \(quoted(templateSafe($0.value)))" }.joined(separator: ", ")) }\n"
-        }
-        if !request.body.isEmpty {
-            let contentType = request.header("content-type")
-            if let contentType, MediaTypes.isJSON(contentType), let json = try? JSONReader.parse(request.body) {
-                text += "    json: \(flow(redact(json)))\n"
-            } else if let string = String(bytes: request.body, encoding: .utf8) {
-                text += "    text: \(quoted(templateSafe(string)))\n"
-                if let contentType { text += "    content_type: \(quoted(contentType))\n" }
-            }
-        }
-        text += "    expect: { status: \(exchange.response.status) }\n"
-        return text
-    }
-
-    /// The secrets of a recording: credentials and cookie values sent or set,
-    /// and the values of secret-looking query parameters and JSON fields.
-    static func secrets(in exchanges: [Recorder.Exchange], keep: Set<String>) -> [String] {
-        var found: Set<String> = []
-        func cookieValues(_ header: String) {
-            for pair in header.split(separator: ";") {
-                guard let equals = pair.firstIndex(of: "=") else { continue }
-                found.insert(String(pair[pair.index(after: equals)...]).trimmingCharacters(in: .whitespaces))
-            }
-        }
-        func fields(_ value: JSON) {
-            switch value {
-            case .object(let object):
-                for pair in object.pairs {
-                    if isSecretField(pair.key), case .string(let text) = pair.value { found.insert(text) } else { fields(pair.value) }
-                }
-            case .array(let items): items.forEach(fields)
-            default: break
-            }
-        }
-        for exchange in exchanges {
-            for header in exchange.request.headers where !keep.contains(header.name) {
-                switch header.name {
-                case "authorization", "proxy-authorization":
-                    found.insert(header.value)
-                    if let space = header.value.firstIndex(of: " ") { found.insert(String(header.value[header.value.index(after: space)...])) }
-                case "cookie": cookieValues(header.value)
-                default: break
-                }
-            }
-            for header in exchange.response.headers where header.name.lowercased() == "set-cookie" && !keep.contains("set-cookie") {
-                cookieValues(String(header.value.prefix { $0 != ";" }))
-            }
-            for (name, value) in exchange.request.queryItems where isSecretField(name) { found.insert(value) }
-            for body in [exchange.request.body, exchange.response.body] {
-                if let json = try? JSONReader.parse(body) { fields(json) }
-            }
-        }
-        // Short values would strike out ordinary text.
-        return found.filter { $0.count >= 6 && $0 != redacted }.sorted { $0.count > $1.count }
-    }
-
-    static func strike(_ secrets: [String], from text: String) -> String {
-        secrets.reduce(text) { $0.replacingOccurrences(of: $1, with: redacted) }
-    }
-
-    /// Secret-looking fields' values replaced, at any depth; strings made template-safe.
-    static func redact(_ value: JSON) -> JSON {
-        switch value {
-        case .object(let object):
-            return .object(JSONObject(object.pairs.map { pair in (pair.key, isSecretField(pair.key) && !isContainer(pair.value) ? .string(redacted) : redact(pair.value)) }))
-        case .array(let items):
-            return .array(items.map(redact))
-        case .string(let text):
-            return .string(templateSafe(text))
-        default:
-            return value
-        }
-    }
-
-    static func isContainer(_ value: JSON) -> Bool {
-        if case .object = value { return true }
-        if case .array = value { return true }
-        return false
-    }
-
     /// Text a template shows as it is: `{{` written as a placeholder of its own.
     static func templateSafe(_ text: String) -> String {
         text.contains("{{") ? text.replacingOccurrences(of: "{{", with: "{{ '{{' }}") : text
     }
 
-    /// JSON as a YAML flow value (JSON is YAML).
-    static func flow(_ value: JSON) -> String { JSONWriter.encodeString(value) }
+    /// How each value of a recording is written: every string struck of the
+    /// recording's secrets, then made template-safe, then quoted.
+    struct Text {
+        let striker: Redaction.Striker
 
-    static func quoted(_ text: String) -> String { JSONWriter.encodeString(.string(text)) }
+        func strike(_ text: String) -> String { striker.strike(text) }
+
+        func quoted(_ text: String, templateSafe: Bool = true) -> String {
+            let struck = strike(text)
+            return JSONWriter.encodeString(.string(templateSafe ? RecordingWriter.templateSafe(struck) : struck))
+        }
+
+        /// JSON as a YAML flow value (JSON is YAML), its strings struck and template-safe.
+        func flow(_ value: JSON) -> String { JSONWriter.encodeString(clean(value)) }
+
+        func clean(_ value: JSON) -> JSON {
+            switch value {
+            case .object(let object): return .object(JSONObject(object.pairs.map { (strike($0.key), clean($0.value)) }))
+            case .array(let items): return .array(items.map(clean))
+            case .string(let text): return .string(RecordingWriter.templateSafe(strike(text)))
+            default: return value
+            }
+        }
+
+        func responseBody(_ response: MockResponse) -> String {
+            var text = ""
+            let headers = response.headers.filter { header in
+                let name = header.name.lowercased()
+                return !RecordingWriter.transportHeaders.contains(name) && name != "content-type"
+            }
+            if !headers.isEmpty {
+                text += "        headers:\n"
+                for header in headers { text += "          \(quoted(header.name)): \(quoted(header.value))\n" }
+            }
+            let contentType = response.header("content-type")
+            if let contentType { text += "        content_type: \(quoted(contentType))\n" }
+            guard !response.body.isEmpty else { return text }
+            if let contentType, MediaTypes.isJSON(contentType), let json = try? JSONReader.parse(response.body) {
+                text += "        body: \(flow(json))\n"
+            } else if let string = String(bytes: response.body, encoding: .utf8) {
+                text += "        text: \(quoted(string))\n"
+            } else {
+                text += "        base64: \(Data(response.body).base64EncodedString())\n"
+            }
+            return text
+        }
+
+        func step(_ exchange: Recorder.Exchange) -> String {
+            let request = exchange.request
+            var text = "  - request: \(quoted(request.method + " " + request.path))\n"
+            if !request.queryItems.isEmpty {
+                let pairs = request.queryItems.map { "\(quoted($0.0)): \(quoted($0.1))" }
+                text += "    query: { \(pairs.joined(separator: ", ")) }\n"
+            }
+            let headers = request.headers.filter { header in
+                !RecordingWriter.transportHeaders.contains(header.name) && header.name != "content-type"
+            }
+            if !headers.isEmpty {
+                text += "    headers: { \(headers.map { "\(quoted($0.name)): \(quoted($0.value))" }.joined(separator: ", ")) }\n"
+            }
+            if exchange.requestBodyOmitted { text += "    # The request's body was not recorded: the recording's byte budget was spent.\n" }
+            if !request.body.isEmpty {
+                let contentType = request.header("content-type")
+                if let contentType, MediaTypes.isJSON(contentType), let json = try? JSONReader.parse(request.body) {
+                    text += "    json: \(flow(json))\n"
+                } else if let string = String(bytes: request.body, encoding: .utf8) {
+                    text += "    text: \(quoted(string))\n"
+                    if let contentType { text += "    content_type: \(quoted(contentType))\n" }
+                }
+            }
+            text += "    expect: { status: \(exchange.response.status) }\n"
+            return text
+        }
+    }
 }

@@ -12,7 +12,8 @@ struct Record: AsyncParsableCommand {
             A recording proxy: point the client at it, use the app, then stop it with Ctrl-C (SIGINT) or SIGTERM. \
             It writes DIR/contract.yaml (one endpoint per method and path, ids, UUIDs and numbers made parameters; \
             each status seen a response with its recorded body) and DIR/scenario.yaml (the exchanges as steps expecting \
-            their recorded statuses). Authorization, cookies and body fields named like tokens or passwords are never written.
+            their recorded statuses). Headers, query parameters and body fields (JSON, form, multipart, XML) named like \
+            tokens, keys, passwords, secrets or sessions are never written, nor are their values wherever else they appear.
             """
     )
 
@@ -33,6 +34,9 @@ struct Record: AsyncParsableCommand {
     @Option(name: .customLong("max-exchanges"), help: "The most exchanges recorded; later ones are still forwarded.")
     var maxExchanges: Int = 10_000
 
+    @Option(name: .customLong("max-recorded-bytes"), help: "The most request and response body bytes kept in memory for the recording, like 256MiB; later bodies are left out, their statuses still recorded.")
+    var maxRecordedBytes: String = "256MiB"
+
     @Option(name: .customLong("log-format"), help: "Request log lines: text, json or none.")
     var logFormat: String = "text"
 
@@ -44,6 +48,7 @@ struct Record: AsyncParsableCommand {
             throw ValidationError("--target must be an http or https URL like http://127.0.0.1:9000 or https://staging.example.com/api")
         }
         guard maxExchanges > 0 else { throw ValidationError("--max-exchanges must be at least 1") }
+        guard ByteSize.parse(maxRecordedBytes) != nil else { throw ValidationError("--max-recorded-bytes must be a size like 256MiB") }
         guard RequestLog.Format(rawValue: logFormat) != nil else { throw ValidationError("--log-format must be text, json or none") }
         guard let timeout = Serve.seconds(proxyTimeout), timeout > 0 else { throw ValidationError("--proxy-timeout must be a duration like 30s") }
         for file in [contractFile, scenarioFile] where FileManager.default.fileExists(atPath: file.path) {
@@ -63,7 +68,7 @@ struct Record: AsyncParsableCommand {
         var configuration = ServerConfiguration(host: listen.host, port: listen.port, logFormat: RequestLog.Format(rawValue: logFormat)!)
         configuration.proxy = upstreamURL(target)
         configuration.proxyTimeout = Serve.seconds(proxyTimeout)!
-        let recorder = Recorder(limit: maxExchanges)
+        let recorder = Recorder(limit: maxExchanges, maxBodyBytes: ByteSize.parse(maxRecordedBytes)!)
         let log = RequestLog(format: configuration.logFormat)
         let app = buildApplication(slot: EngineSlot(MockEngine(contract: contract, configuration: configuration)), configuration: configuration,
                                    log: log, recorder: recorder) { [listen, target, output] port in
@@ -91,7 +96,8 @@ struct Record: AsyncParsableCommand {
             throw ExitCode(1)
         }
         log.line("Recorded \(exchanges.count) exchange\(exchanges.count == 1 ? "" : "s") (\(written.endpoints) endpoint\(written.endpoints == 1 ? "" : "s")) into \(contractFile.path) and \(scenarioFile.path)"
-                 + (recorder.dropped > 0 ? "; \(recorder.dropped) more were forwarded past --max-exchanges and not recorded" : ""))
+                 + (recorder.dropped > 0 ? "; \(recorder.dropped) more were forwarded past --max-exchanges and not recorded" : "")
+                 + (recorder.omittedBodies > 0 ? "; \(recorder.omittedBodies) bodies were left out past --max-recorded-bytes" : ""))
         log.flush()
     }
 }

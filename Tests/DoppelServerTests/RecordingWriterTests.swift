@@ -13,7 +13,8 @@ struct RecordingWriterTests {
 
     @Test func secretsAreRedactedAtAnyDepthAndPlaceholdersKeptLiteral() {
         let body: JSON = ["user": ["name": "Mia", "accessToken": "abc", "Password": "p"], "items": [["api_key": "k", "note": "{{ not a template }}"]]]
-        let redacted = RecordingWriter.redact(body)
+        var redaction = Redaction()
+        let redacted = RecordingWriter.Text(striker: redaction.striker()).clean(redaction.redact(body))
         #expect(redacted["user"]?["accessToken"] == "[redacted]")
         #expect(redacted["user"]?["Password"] == "[redacted]")
         #expect(redacted["user"]?["name"] == "Mia")
