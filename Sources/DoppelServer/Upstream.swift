@@ -37,6 +37,12 @@ final class Upstream: Sendable {
 
     /// The largest upstream body passed back; a larger one is a 502.
     static let maxBodySize = 16 << 20
+    /// The most bytes of upstream bodies held at once, over all exchanges in
+    /// flight: 200 concurrent 16 MiB answers would otherwise hold 3 GiB. An
+    /// answer that would go past it is a 502.
+    static let maxBodyBytesInFlight = 256 << 20
+    /// Bytes of upstream bodies being received now (see `maxBodyBytesInFlight`).
+    let inFlight: BodyBudget
     /// Idle upstream connections kept open for reuse.
     static let maxIdleConnections = 8
     /// Per-connection headers, never forwarded either way (RFC 9110 section 7.6.1).
@@ -45,7 +51,8 @@ final class Upstream: Sendable {
         "transfer-encoding", "upgrade", "host", "content-length",
     ]
 
-    init(base url: URL, timeout: Double) {
+    init(base url: URL, timeout: Double, maxBodyBytesInFlight: Int = Upstream.maxBodyBytesInFlight) {
+        inFlight = BodyBudget(limit: maxBodyBytesInFlight)
         let secure = url.scheme?.lowercased() == "https"
         host = url.host ?? "127.0.0.1"
         port = url.port ?? (secure ? 443 : 80)
@@ -81,6 +88,7 @@ final class Upstream: Sendable {
         let deadline = NIODeadline.now() + .nanoseconds(Int64(timeout * 1e9))
         do {
             let answer = try await exchange(head, body: request.body, deadline: deadline)
+            defer { inFlight.release(answer.reserved) }
             var response = MockResponse(status: Int(answer.head.status.code), body: answer.body.map { Array($0.readableBytesView) } ?? [])
             response.headers = answer.head.headers.filter { !Self.hopByHop.contains($0.name.lowercased()) }.map { (name: $0.name, value: $0.value) }
             return (response, true)
@@ -122,7 +130,7 @@ final class Upstream: Sendable {
                     let pipeline = channel.pipeline.syncOperations
                     if let tlsContext { try pipeline.addHandler(NIOSSLClientHandler(context: tlsContext, serverHostname: serverName)) }
                     try pipeline.addHTTPClientHandlers()
-                    try pipeline.addHandler(Exchange(limit: Self.maxBodySize))
+                    try pipeline.addHandler(Exchange(limit: Self.maxBodySize, budget: self.inFlight))
                 }
             }
             .connect(host: host, port: port)
@@ -186,6 +194,7 @@ final class Upstream: Sendable {
         case closedBeforeAnswer
         case badStatus(Int)
         case tooLarge
+        case overBudget
         case failed(String)
 
         /// The reason a 502 gives.
@@ -195,6 +204,7 @@ final class Upstream: Sendable {
             case .closedBeforeAnswer: "it closed the connection without an answer"
             case .badStatus(let status): "its status \(status) is not one Doppel passes back (200–599)"
             case .tooLarge: "its response body is larger than \(Upstream.maxBodySize) bytes"
+            case .overBudget: "its response body does not fit in the memory for upstream answers in flight (\(Upstream.maxBodyBytesInFlight >> 20) MiB), which other answers hold now"
             case .failed(let reason): reason
             }
         }
@@ -213,15 +223,22 @@ private final class Exchange: ChannelInboundHandler {
         var body: ByteBuffer?
         /// Whether the upstream keeps the connection open for another request.
         var keepAlive: Bool
+        /// Bytes of `Upstream.inFlight` this answer holds until it is passed on.
+        var reserved: Int
     }
 
     private let limit: Int
+    private let budget: BodyBudget
+    private var reserved = 0
     private var promise: EventLoopPromise<Answer>?
     private var head: HTTPResponseHead?
     private var body: ByteBuffer?
     private var timer: Scheduled<Void>?
 
-    init(limit: Int) { self.limit = limit }
+    init(limit: Int, budget: BodyBudget) {
+        self.limit = limit
+        self.budget = budget
+    }
 
     /// Starts waiting for an answer (on the channel's event loop).
     func start(_ promise: EventLoopPromise<Answer>, deadline: NIODeadline, context channel: any Channel) {
@@ -257,10 +274,18 @@ private final class Exchange: ChannelInboundHandler {
                 context.close(promise: nil)
                 return
             }
+            guard budget.reserve(part.readableBytes) else {
+                finish(.failure(Upstream.Failure.overBudget))
+                context.close(promise: nil)
+                return
+            }
+            reserved += part.readableBytes
             if body == nil { body = part } else { body!.writeImmutableBuffer(part) }
         case .end:
             guard let head else { return }
-            finish(.success(Answer(head: head, body: body, keepAlive: head.isKeepAlive)))
+            let held = reserved
+            reserved = 0  // handed to the answer, released by `forward`
+            finish(.success(Answer(head: head, body: body, keepAlive: head.isKeepAlive, reserved: held)))
         }
     }
 
@@ -278,10 +303,36 @@ private final class Exchange: ChannelInboundHandler {
     func finish(_ result: Result<Answer, any Error>) {
         timer?.cancel()
         timer = nil
+        budget.release(reserved)
+        reserved = 0
         guard let promise else { return }
         self.promise = nil
         head = nil
         body = nil
         promise.completeWith(result)
     }
+}
+
+/// A count of bytes held, shared by every exchange, that refuses to go past its limit.
+final class BodyBudget: Sendable {
+    let limit: Int
+    private let held = NIOLockedValueBox(0)
+
+    init(limit: Int) { self.limit = limit }
+
+    /// Takes `bytes` if they fit.
+    func reserve(_ bytes: Int) -> Bool {
+        held.withLockedValue { held in
+            guard held + bytes <= limit else { return false }
+            held += bytes
+            return true
+        }
+    }
+
+    func release(_ bytes: Int) {
+        guard bytes > 0 else { return }
+        held.withLockedValue { $0 -= bytes }
+    }
+
+    var current: Int { held.withLockedValue { $0 } }
 }

@@ -1,3 +1,4 @@
+@testable import DoppelServer
 import DoppelTesting
 import Foundation
 import Testing
@@ -80,5 +81,29 @@ import Testing
         // The server goes on serving.
         #expect(try await client.send("GET", "/mocked", token: nil).status == 200)
         #expect(server.engine.journal.entries.map(\.status) == [502, 200])
+    }
+
+    /// Upstream bodies being received share one budget: an answer that would
+    /// take it past its limit is a 502 while others hold it, and is passed
+    /// back once they are done.
+    @Test func upstreamBodiesInFlightHaveOneTotal() async throws {
+        let body = String(repeating: "b", count: 200_000)
+        let raw = try RawUpstream(answer: "HTTP/1.1 200 OK\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body)
+        defer { raw.stop() }
+        let upstream = DoppelServer.Upstream(base: raw.url, timeout: 5, maxBodyBytesInFlight: 1_000_000)
+        defer { Task { await upstream.shutdown() } }
+        let request = RecordedRequest(method: "GET", target: "/large")
+        // Other answers hold 900,000 of the 1,000,000 bytes.
+        #expect(upstream.inFlight.reserve(900_000))
+        let refused = await upstream.forward(request)
+        #expect(refused.response.status == 502)
+        #expect(String(decoding: refused.response.body, as: UTF8.self).contains("memory for upstream answers in flight"))
+        #expect(upstream.inFlight.current == 900_000)
+        upstream.inFlight.release(900_000)
+        let passed = await upstream.forward(request)
+        #expect(passed.response.status == 200)
+        #expect(passed.response.body.count == 200_000)
+        // Nothing stays held once answers are passed back.
+        #expect(upstream.inFlight.current == 0)
     }
 }
