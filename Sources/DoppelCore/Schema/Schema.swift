@@ -17,6 +17,10 @@ public final class Schema: Sendable {
     let typeSet: TypeSet
     public let nullable: Bool
     public let enumValues: [JSON]?
+    /// `enumValues` by their equality keys (`JSON.equalityKey`): a value is
+    /// one of them in one lookup, however long the list (a 300,000-value
+    /// enum compared one by one held a request for tens of seconds).
+    let enumKeys: Set<JSON>?
     public let constValue: JSON?
     public let minimum: Double?
     public let maximum: Double?
@@ -101,6 +105,7 @@ public final class Schema: Sendable {
         self.typeSet = TypeSet(types ?? [])
         self.nullable = nullable
         self.enumValues = enumValues
+        self.enumKeys = enumValues.map { Set($0.map(\.equalityKey)) }
         self.constValue = constValue
         self.minimum = minimum
         self.maximum = maximum

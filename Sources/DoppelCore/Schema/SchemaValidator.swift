@@ -20,6 +20,8 @@ public struct SchemaValidator: Sendable {
     public static let maximumChecks = 2_000_000
     /// The most issues listed; the rest are summarised in one last issue.
     public static let maximumIssues = 100
+    /// The values of an `enum` a message names; a longer list is cut with a count.
+    static let enumValuesShown = 20
 
     public init(registry: [String: Schema]) {
         self.registry = registry
@@ -135,9 +137,11 @@ public struct SchemaValidator: Sendable {
         if let constant = schema.constValue, !value.looselyEquals(constant) {
             run.add("must be \(JSONWriter.encodeString(constant))")
         }
-        if let options = schema.enumValues, !options.contains(where: { $0.looselyEquals(value) }) {
-            let list = options.map { JSONWriter.encodeString($0) }.joined(separator: ", ")
-            run.add("must be one of \(list), got \(JSONWriter.encodeString(value))")
+        if let options = schema.enumValues, let keys = schema.enumKeys, !keys.contains(value.equalityKey) {
+            // A long list is named by its first values: the message stays short.
+            let shown = options.prefix(Self.enumValuesShown).map { JSONWriter.encodeString($0) }.joined(separator: ", ")
+            let list = options.count > Self.enumValuesShown ? shown + " (and \(options.count - Self.enumValuesShown) more)" : shown
+            run.add("must be one of \(list), got \(JSONWriter.encodeString(value).prefix(200))")
         }
         if run.done { return }
         switch value {

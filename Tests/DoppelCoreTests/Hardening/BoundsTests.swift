@@ -81,6 +81,24 @@ import Testing
         #expect(issues.last?.message == "and 499900 more issues not listed (at most 100 are)")
     }
 
+    @Test func aLargeEnumIsOneLookupAndItsMessageStaysShort() {
+        // 300,000 values compared one by one, and listed in every message,
+        // held one 8 KB request for tens of seconds.
+        let values: [JSON] = (0..<300_000).map { .string("v\($0)") } + [.int(3), ["a": 1, "b": 2]]
+        let schema = Schema(types: ["array"], items: Schema(enumValues: values))
+        let validator = SchemaValidator(registry: [:])
+        let items: [JSON] = (0..<5_000).map { $0.isMultiple(of: 2) ? .string("v\($0 * 7)") : .string("nope\($0)") }
+        let issues = validator.validate(.array(items), against: schema)
+        #expect(issues.count == SchemaValidator.maximumIssues + 1)
+        #expect(issues.last?.message == "and 2400 more issues not listed (at most 100 are)")
+        let first = try? #require(issues.first?.message)
+        #expect(first?.hasPrefix("must be one of \"v0\", \"v1\"") == true)
+        #expect(first?.hasSuffix("(and 299982 more), got \"nope1\"") == true)
+        // Equal as JSON compares: 3.0 is 3, members in any order.
+        #expect(validator.validate(.array([.double(3), ["b": 2, "a": 1], "v299999"]), against: schema).isEmpty)
+        #expect(validator.validate(.array([.double(3.5)]), against: schema).count == 1)
+    }
+
     @Test func exponentialAnyOfStopsAtTheCheckBudget() {
         // Each level tries two shapes that both recurse: 2^depth checks without a budget.
         let node = Schema(anyOf: [Schema(ref: "N"), Schema(ref: "N")])
