@@ -16,11 +16,19 @@ import NIOHTTP1
 /// bodies. Slow or silent clients are answered 408 and closed, so neither
 /// half-sent headers nor held-open bodies can pin memory or file descriptors.
 enum ConnectionGuard {
+    /// The slowest a request body may arrive on the whole, in bytes a second,
+    /// past its first `body` seconds: a body dripped a byte at a time, each
+    /// within the pause deadline, would otherwise hold its connection (and a
+    /// `--max-connections` slot) for as long as it likes. The same rule as
+    /// Apache's `mod_reqtimeout` (`body=…,MinRate=500`).
+    static let minimumBodyRate = 500.0
+
     /// The time limits, in seconds.
     struct Limits: Sendable {
         /// From the first byte of a request to the end of its headers.
         var header: Double
         /// Between two parts of a request body (and from the headers to the first part).
+        /// The whole body has this long too, plus a second per `minimumBodyRate` bytes it brings.
         var body: Double
         /// Largest request body; a larger `Expect: 100-continue` request gets no `100 Continue`.
         var maxBodySize: Int
@@ -50,6 +58,9 @@ enum ConnectionGuard {
         var timerAt: NIODeadline?
         /// Close once the current response is written (HTTP/1.0 without keep-alive).
         var closeAfterResponse = false
+        /// When the current request's head was read, and the body bytes read since.
+        var bodyStarted: NIODeadline?
+        var bodyBytes = 0
 
         init(limits: Limits) { self.limits = limits }
 
@@ -172,6 +183,8 @@ enum ConnectionGuard {
             switch unwrapInboundIn(data) {
             case .head(var head):
                 state.requestsInProgress += 1
+                state.bodyStarted = .now()
+                state.bodyBytes = 0
                 state.arm(seconds: state.limits.body, on: context.eventLoop)
                 if !head.isKeepAlive {
                     // Hummingbird closes after the response when the request says `Connection: close`.
@@ -185,10 +198,19 @@ enum ConnectionGuard {
                     raw.writeAndFlush(NIOAny(context.channel.allocator.buffer(string: "HTTP/1.1 100 Continue\r\n\r\n")), promise: nil)
                 }
                 context.fireChannelRead(wrapInboundOut(.head(head)))
-            case .body:
-                state.arm(seconds: state.limits.body, on: context.eventLoop)
+            case .body(let part):
+                // The next pause may last `body` seconds, but the whole body
+                // no longer than `body` seconds and a second per 500 bytes.
+                state.bodyBytes += part.readableBytes
+                var seconds = state.limits.body
+                if let started = state.bodyStarted {
+                    let elapsed = Double((NIODeadline.now() - started).nanoseconds) / 1e9
+                    seconds = min(seconds, state.limits.body + Double(state.bodyBytes) / ConnectionGuard.minimumBodyRate - elapsed)
+                }
+                state.arm(seconds: max(seconds, 0), on: context.eventLoop)
                 context.fireChannelRead(data)
             case .end:
+                state.bodyStarted = nil
                 state.disarm()
                 state.awaitingRequest = true
                 // Answered before its body ended (a 413): idle from here.

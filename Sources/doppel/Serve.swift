@@ -57,7 +57,7 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("header-timeout"), help: "Answer 408 when a request's headers take longer than this to arrive, like 10s.")
     var headerTimeout: String = "10s"
 
-    @Option(name: .customLong("body-timeout"), help: "Answer 408 when a request body pauses longer than this, like 30s.")
+    @Option(name: .customLong("body-timeout"), help: "Answer 408 when a request body pauses longer than this, like 30s, or takes longer in all than this and a second per 500 bytes.")
     var bodyTimeout: String = "30s"
 
     @Option(name: .customLong("max-connections"), help: "The most connections open at once; more wait to be accepted.")

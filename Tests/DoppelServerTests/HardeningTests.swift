@@ -149,6 +149,22 @@ struct HardeningTests {
         let slowBody = try await server.raw("POST /pets HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"kind\"")
         #expect(slowBody.text.contains("408 Request Timeout"))
         #expect(slowBody.closed)
+        // A body dripped a byte every 250 ms, each within the 1 s pause: the
+        // whole body has 1 s and a second per 500 bytes, so 408 after ~1 s.
+        let dripped: (text: String, drips: Int) = try await RawSocket.run {
+            let socket = try RawSocket(port: port)
+            socket.send("POST /pets HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n")
+            var drips = 0
+            while drips < 40 {
+                socket.send(" ")
+                drips += 1
+                let reply = socket.receive(timeout: 0.25)
+                if !reply.text.isEmpty || reply.closed { return (text: reply.text, drips: drips) }
+            }
+            return (text: "", drips: drips)
+        }
+        #expect(dripped.text.hasPrefix("HTTP/1.1 408 Request Timeout"), "after \(dripped.drips) drips: \(dripped.text)")
+        #expect(dripped.drips < 12, "a dripped body held its connection for \(dripped.drips) drips of 250 ms")
         try await server.expectHealthy(after: "slow headers and bodies")
 
         // HTTP/1.0 without keep-alive is closed after its response; Expect: 100-continue is answered.
