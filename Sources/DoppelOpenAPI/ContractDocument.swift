@@ -133,6 +133,10 @@ public enum ContractDocument {
         return Source(tree: contract, endpoints: endpoints, diagnostics: problems + diagnostics, isOpenAPI: true, deferredCheck: deferredCheck, document: root)
     }
 
+    /// The most entries of `paths`, `components.schemas` or
+    /// `components.responses` a document may have for OpenAPIKit to validate it.
+    public static let largestValidatedMap = 2_000
+
     /// Stage 1: decodes and validates the document with OpenAPIKit; its
     /// problems located in the document.
     static func read(root: SourceNode, file: String) -> [Diagnostic] {
@@ -168,6 +172,15 @@ public enum ContractDocument {
                                    "OpenAPIKit cannot read this schema (\(reason)); Doppel checks it with its own validator, and the rest of the document is not checked by OpenAPIKit")]
             }
             return [Diagnostic(at: locate(problem.codingPath, in: root), "not a valid OpenAPI \(version) document: \(problem.localizedDescription)")]
+        }
+        // OpenAPIKit 6.4's ordered dictionary counts itself on every
+        // subscript, so its validation takes time that grows with the square
+        // of a map's size: 90,000 paths took minutes. Past the bound it is
+        // skipped, with a note; Doppel's own checks of the document still run.
+        let largest = max(document.paths.count, document.components.schemas.count, document.components.responses.count)
+        guard largest <= Self.largestValidatedMap else {
+            return [Diagnostic(.warning, at: root.location,
+                               "OpenAPIKit's validation was skipped: the document has a map of \(largest) entries (paths or components), more than \(Self.largestValidatedMap); Doppel's own checks still ran")]
         }
         do {
             try document.validate(strict: false)

@@ -53,7 +53,7 @@ public enum OpenAPIDocumentWriter {
     ) throws(Failure) -> String {
         let parsed: Document
         do {
-            parsed = try YAMLDecoder().decode(Document.self, from: readableNode(document))
+            parsed = try decode(Document.self, from: document)
         } catch {
             throw Failure(description: "OpenAPIKit cannot read the document: \(error)")
         }
@@ -71,6 +71,27 @@ public enum OpenAPIDocumentWriter {
             }
         case .json:
             return JSONWriter.encodePretty(document) + "\n"
+        }
+    }
+
+    /// The document in OpenAPIKit's model, read through Foundation's
+    /// `JSONDecoder`: Yams's decoder finds each mapping key by a linear search,
+    /// so reading a document of 8,000 paths took a minute. A document with a
+    /// number JSON cannot hold (infinity, NaN) is read through YAML, which can.
+    /// Both read the same model (`OpenAPIExportTests` compares them).
+    static func decode<Document: Decodable>(_: Document.Type, from document: JSON, throughYAML: Bool = false) throws -> Document {
+        if throughYAML || !allFinite(document) {
+            return try YAMLDecoder().decode(Document.self, from: readableNode(document))
+        }
+        return try JSONDecoder().decode(Document.self, from: Data(JSONWriter.encodeString(document).utf8))
+    }
+
+    static func allFinite(_ value: JSON) -> Bool {
+        switch value {
+        case .double(let number): return number.isFinite
+        case .array(let items): return items.allSatisfy(allFinite)
+        case .object(let object): return object.pairs.allSatisfy { allFinite($0.value) }
+        default: return true
         }
     }
 

@@ -21,6 +21,8 @@ public struct OpenAPIImporter: Sendable {
     var errors = DiagnosticCollector()
     /// Endpoint ids given so far, to keep them unique.
     var ids: Set<String> = []
+    /// For each base id, the `-N` suffix to try next (see `uniqueID`).
+    var nextSuffix: [String: Int] = [:]
     /// The names under `components.schemas`, found once: every `$ref` to a
     /// schema is checked against them.
     var componentSchemaNames: Set<String> = []
@@ -312,9 +314,13 @@ public struct OpenAPIImporter: Sendable {
         return (id, ContractNode.map(fields, at: at))
     }
 
+    /// The base, or the base with the first free `-N`: the count goes on from
+    /// where the last id of that base left it, so 20,000 operations that
+    /// share one `operationId` are numbered in linear time, not quadratic.
     mutating func uniqueID(_ base: String) -> String {
         var id = base
-        var counter = 2
+        var counter = nextSuffix[base] ?? 2
+        defer { nextSuffix[base] = counter }
         while ids.contains(id) {
             id = "\(base)-\(counter)"
             counter += 1

@@ -117,12 +117,14 @@ public enum RecordingWriter {
         }
         var ids: [String: String] = [:]
         var used: Set<String> = []
+        var nextSuffix: [String: Int] = [:]  // per base, so many alike are numbered in linear time
         for key in order {
             let endpoint = endpoints[key]!
             let base = Self.identifier(method: endpoint.method, template: text.strike(endpoint.template))
             var id = base
-            var n = 2
+            var n = nextSuffix[base] ?? 2
             while used.contains(id) { id = base + "-\(n)"; n += 1 }
+            nextSuffix[base] = n
             used.insert(id)
             ids[key] = id
         }

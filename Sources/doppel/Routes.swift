@@ -26,6 +26,18 @@ struct Routes: ParsableCommand {
 
 /// The route listing printed by `serve` and `routes`.
 enum RouteTable {
+    /// The most routes `serve` prints when it starts or reloads; `doppel
+    /// routes` lists them all. A 16,000-operation document printed in full
+    /// overran the log's buffer, and the line naming the address was dropped.
+    static let shownWhenServing = 200
+
+    /// The route lines `serve` prints: the first `shownWhenServing`, and a line counting the rest.
+    static func servingLines(for contract: Contract, file: String) -> [String] {
+        let all = lines(for: contract)
+        guard all.count > shownWhenServing else { return all }
+        return Array(all.prefix(shownWhenServing)) + ["… and \(all.count - shownWhenServing) more endpoints (doppel routes \(file) lists them all)"]
+    }
+
     static func lines(for contract: Contract) -> [String] {
         // Built by appending to one string a line, with closures rather
         // than key paths and without `joined`: those are generic calls,

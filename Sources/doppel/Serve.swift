@@ -138,7 +138,7 @@ struct Serve: AsyncParsableCommand {
                 let contract = try ContractDocument.load(file: file)
                 slot.replace(with: MockEngine(contract: contract, carryingOn: slot.current))
                 log.line("Reloaded \(file): \(contract.endpoints.count) endpoint\(contract.endpoints.count == 1 ? "" : "s")")
-                for line in RouteTable.lines(for: contract) { log.line("  " + line) }
+                for line in RouteTable.servingLines(for: contract, file: file) { log.line("  " + line) }
                 return contract.bodyFiles
             } catch {
                 printDiagnostics(error.diagnostics)
@@ -227,7 +227,7 @@ struct Serve: AsyncParsableCommand {
             if !catalog.names.isEmpty { log.line("Scenarios: \(catalog.names.joined(separator: ", "))") }
             if let proxy { log.line("Forwarding to \(proxy): requests no endpoint takes, and those of proxy: true endpoints") }
             if watch { log.line("Watching \(self.contract) and its body files for changes") }
-            for line in RouteTable.lines(for: contract) { log.line("  " + line) }
+            for line in RouteTable.servingLines(for: contract, file: self.contract) { log.line("  " + line) }
             for line in trustNote { log.line(line) }
             let scheme = configuration.scheme
             log.line("Listening on \(scheme)://\(address):\(port) (admin API: \(scheme)://\(address):\(port)/__doppel/health)")

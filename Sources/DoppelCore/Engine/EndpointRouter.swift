@@ -18,16 +18,32 @@ public struct EndpointRouter: Sendable {
 
     /// The endpoints with one segment count. `position` is the segment whose
     /// literal text tells them apart best; `byText` lists, for each text
-    /// there, the endpoints that can match it (those with that literal and
-    /// those with a parameter there), in contract order; `others` the
-    /// endpoints that can match any other text.
+    /// there, the endpoints with that literal, and `others` those with a
+    /// parameter there (which can match any text), each in contract order.
     struct Bucket: Sendable {
         let position: Int
         let byText: [String: [Int]]
         let others: [Int]
 
+        /// The endpoints that can match, in contract order: those with the
+        /// segment's text merged with those with a parameter there. Merged
+        /// here rather than stored per text, which cost time and memory of
+        /// texts × parameters when the table was built.
         func candidates(_ segments: [Substring]) -> [Int] {
-            byText[String(segments[position])] ?? others
+            guard let literal = byText[String(segments[position])] else { return others }
+            guard !others.isEmpty else { return literal }
+            var merged: [Int] = []
+            merged.reserveCapacity(literal.count + others.count)
+            var i = 0
+            var j = 0
+            while i < literal.count || j < others.count {
+                if j == others.count || (i < literal.count && literal[i] < others[j]) {
+                    merged.append(literal[i]); i += 1
+                } else {
+                    merged.append(others[j]); j += 1
+                }
+            }
+            return merged
         }
     }
 
@@ -45,15 +61,16 @@ public struct EndpointRouter: Sendable {
                 if parts.count == 1, case .literal(let text) = parts[0] { return text }
                 return nil
             }
-            // The position with the most distinct literal texts discriminates best.
-            let position = (0..<count).max { a, b in
-                Set(members.compactMap { literal($0, at: a) }).count < Set(members.compactMap { literal($0, at: b) }).count
-            } ?? 0
-            let others = members.filter { count == 0 || literal($0, at: position) == nil }
+            // The position with the most distinct literal texts discriminates best (the first such).
+            let distinct = (0..<count).map { position in Set(members.compactMap { literal($0, at: position) }).count }
+            let position = distinct.indices.max { distinct[$0] < distinct[$1] || (distinct[$0] == distinct[$1] && $0 > $1) } ?? 0
+            var others: [Int] = []
             var byText: [String: [Int]] = [:]
-            if count > 0 {
-                for text in Set(members.compactMap({ literal($0, at: position) })) {
-                    byText[text] = members.filter { literal($0, at: position) == text || literal($0, at: position) == nil }
+            for member in members {
+                if count > 0, let text = literal(member, at: position) {
+                    byText[text, default: []].append(member)
+                } else {
+                    others.append(member)
                 }
             }
             buckets[count] = Bucket(position: position, byText: byText, others: others)

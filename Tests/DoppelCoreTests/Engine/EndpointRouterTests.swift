@@ -182,4 +182,61 @@ import Testing
         #expect(engine.send("POST", "/files/x").status == 405)
         #expect(engine.send("GET", "/other").status == 200)
     }
+
+    /// The router's table (a bucket per segment count, indexed by the text of
+    /// one segment) must choose what trying every endpoint in contract order
+    /// chooses: the first whose method and path match, else a 405 naming the
+    /// methods whose path matches, else a 404. Random contracts, seeded.
+    @Test(arguments: 1...20)
+    func theTableChoosesWhatTryingEveryEndpointInOrderChooses(seed: UInt64) throws {
+        var random = SeededGenerator(seed: seed)
+        let words = ["a", "b", "c", "items", "v1"]
+        func segment(_ n: Int) -> String { Int.random(in: 0..<3, using: &random) == 0 ? "{p\(n)}" : words.randomElement(using: &random)! }
+        var seen: Set<String> = []
+        var lines: [String] = []
+        for i in 0..<60 {
+            let count = Int.random(in: 1...4, using: &random)
+            let path = "/" + (0..<count).map(segment).joined(separator: "/")
+            let method = ["GET", "POST", "DELETE"].randomElement(using: &random)!
+            guard seen.insert(method + " " + path).inserted else { continue }
+            lines.append("  e\(i): { request: \"\(method) \(path)\", responses: [ { status: 200 } ] }")
+        }
+        let contract = try loadContract("doppel: 1\nendpoints:\n" + lines.joined(separator: "\n"))
+        let router = EndpointRouter(endpoints: contract.endpoints)
+        for _ in 0..<500 {
+            let count = Int.random(in: 1...5, using: &random)
+            let path = "/" + (0..<count).map { _ in (words + ["zz", "42"]).randomElement(using: &random)! }.joined(separator: "/")
+            let method = ["GET", "POST", "DELETE", "HEAD", "PUT"].randomElement(using: &random)!
+            let segments = EndpointRouter.segments(of: path)
+            let matching = contract.endpoints.filter { $0.path.match(segments) != nil }
+            let expected: String
+            if let first = matching.first(where: { $0.method == method || (method == "HEAD" && $0.method == "GET") }) {
+                expected = "matched " + first.id
+            } else if !matching.isEmpty {
+                expected = "405"
+            } else {
+                expected = "404"
+            }
+            let actual: String
+            switch router.route(method: method, path: path, conditions: { _, _ in [] }) {
+            case .matched(let endpoint, _): actual = "matched " + endpoint.id
+            case .methodNotAllowed: actual = "405"
+            case .notFound: actual = "404"
+            }
+            #expect(actual == expected, "\(method) \(path)")
+        }
+    }
+}
+
+/// A small deterministic generator (SplitMix64), so a failing seed reproduces.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
 }
