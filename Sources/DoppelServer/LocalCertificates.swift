@@ -94,17 +94,17 @@ public struct LocalCertificates: Sendable {
                 return (LocalCertificates(authorityPEM: authorityPEM, certificatePEM: certificatePEM, keyPEM: keyPEM, names: names), false)
             }
             let issued = try issue(names: names, authority: authority, authorityPEM: authorityPEM, authorityKey: authorityKey, now: now)
-            try write(issued.certificatePEM, to: files.certificate, secret: false)
-            try write(issued.keyPEM, to: files.key, secret: true)
+            try save(issued.certificatePEM, to: files.certificate, secret: false)
+            try save(issued.keyPEM, to: files.key, secret: true)
             return (issued, false)
         }
         // A new authority: its key is needed to issue later server certificates under it.
         let authorityKey = P256.Signing.PrivateKey()
         let made = try make(names: names, now: now, authorityKey: authorityKey)
-        try write(made.authorityPEM, to: files.authority, secret: false)
-        try write(authorityKey.pemRepresentation, to: files.authorityKey, secret: true)
-        try write(made.certificatePEM, to: files.certificate, secret: false)
-        try write(made.keyPEM, to: files.key, secret: true)
+        try save(made.authorityPEM, to: files.authority, secret: false)
+        try save(authorityKey.pemRepresentation, to: files.authorityKey, secret: true)
+        try save(made.certificatePEM, to: files.certificate, secret: false)
+        try save(made.keyPEM, to: files.key, secret: true)
         return (made, true)
     }
 
@@ -139,9 +139,40 @@ public struct LocalCertificates: Sendable {
         return names
     }
 
-    private static func write(_ text: String, to url: URL, secret: Bool) throws {
-        try Data(text.utf8).write(to: url, options: .atomic)
-        try FileManager.default.setAttributes([.posixPermissions: secret ? 0o600 : 0o644], ofItemAtPath: url.path)
+    /// Writes a file whole, by a new file renamed over the old: a key's file
+    /// is created with mode 0600, so its bytes are never readable by others,
+    /// not even between writing and a chmod.
+    static func save(_ text: String, to url: URL, secret: Bool) throws {
+        let temporary = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).\(UUID().uuidString)")
+        let fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL, secret ? 0o600 : 0o644)
+        guard fd >= 0 else { throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: temporary.path]) }
+        let bytes = Array(text.utf8)
+        var written = 0
+        while written < bytes.count {
+            let n = bytes[written...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            guard n > 0 else {
+                close(fd)
+                unlink(temporary.path)
+                throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path])
+            }
+            written += n
+        }
+        fchmod(fd, secret ? 0o600 : 0o644)  // the umask may have taken bits from a certificate's mode
+        close(fd)
+        guard rename(temporary.path, url.path) == 0 else {
+            unlink(temporary.path)
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path])
+        }
+    }
+
+    /// Key files that others can read: a file's path and its mode.
+    public static func looseKeys(in files: Files) -> [(path: String, mode: Int)] {
+        [files.key, files.authorityKey].compactMap { url in
+            var status = stat()
+            guard stat(url.path, &status) == 0 else { return nil }
+            let mode = Int(status.st_mode) & 0o777
+            return mode & 0o077 != 0 ? (url.path, mode) : nil
+        }
     }
 
     /// The bytes of an IPv4 or IPv6 address written as text; nil for a host name.

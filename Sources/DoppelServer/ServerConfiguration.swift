@@ -54,9 +54,33 @@ public struct ServerConfiguration: Sendable {
 
     /// A TLS server configuration from PEM text: the certificate (and any
     /// intermediates after it) and its private key.
+    /// Why a certificate or key given for HTTPS cannot be used, in words.
+    public struct TLSFilesError: Error, CustomStringConvertible {
+        public let description: String
+    }
+
     public static func tls(certificatePEM: String, keyPEM: String) throws -> TLSConfiguration {
-        let chain = try NIOSSLCertificate.fromPEMBytes(Array(certificatePEM.utf8)).map { NIOSSLCertificateSource.certificate($0) }
-        let key = try NIOSSLPrivateKey(bytes: Array(keyPEM.utf8), format: .pem)
+        let certificateHoldsKey = certificatePEM.contains("PRIVATE KEY-----") && !certificatePEM.contains("BEGIN CERTIFICATE")
+        let keyHoldsCertificate = keyPEM.contains("BEGIN CERTIFICATE") && !keyPEM.contains("PRIVATE KEY-----")
+        if certificateHoldsKey || keyHoldsCertificate {
+            throw TLSFilesError(description: certificateHoldsKey && keyHoldsCertificate
+                ? "--tls-cert holds a private key and --tls-key a certificate: swap them"
+                : certificateHoldsKey ? "--tls-cert holds a private key, not a certificate (PEM 'BEGIN CERTIFICATE')"
+                : "--tls-key holds a certificate, not a private key (PEM 'BEGIN … PRIVATE KEY')")
+        }
+        let chain: [NIOSSLCertificateSource]
+        do {
+            chain = try NIOSSLCertificate.fromPEMBytes(Array(certificatePEM.utf8)).map { NIOSSLCertificateSource.certificate($0) }
+        } catch {
+            throw TLSFilesError(description: "--tls-cert is not a PEM certificate ('-----BEGIN CERTIFICATE-----'): \(error)")
+        }
+        guard !chain.isEmpty else { throw TLSFilesError(description: "--tls-cert holds no PEM certificate ('-----BEGIN CERTIFICATE-----')") }
+        let key: NIOSSLPrivateKey
+        do {
+            key = try NIOSSLPrivateKey(bytes: Array(keyPEM.utf8), format: .pem)
+        } catch {
+            throw TLSFilesError(description: "--tls-key is not a PEM private key ('-----BEGIN PRIVATE KEY-----', or an EC or RSA one): \(error)")
+        }
         return TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(key))
     }
 

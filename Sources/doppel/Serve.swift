@@ -184,12 +184,21 @@ struct Serve: AsyncParsableCommand {
         var trustNote: [String] = []
         do {
             if let tlsCert, let tlsKey {
+                var status = stat()
+                if stat(tlsKey, &status) == 0, Int(status.st_mode) & 0o077 != 0 {
+                    FileHandle.standardError.write(Data("doppel: warning: \(tlsKey) is readable by others (mode \(String(Int(status.st_mode) & 0o777, radix: 8))); chmod 600 it\n".utf8))
+                }
                 configuration.tls = try ServerConfiguration.tls(certificatePEM: String(contentsOfFile: tlsCert, encoding: .utf8),
                                                                 keyPEM: String(contentsOfFile: tlsKey, encoding: .utf8))
             } else if tls != nil {
                 let folder = tlsDir.map { URL(fileURLWithPath: $0) }
                     ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".doppel/tls")
                 let files = LocalCertificates.Files(folder: folder)
+                // Keys others could read are not left so: made readable by their owner only, and said.
+                for loose in LocalCertificates.looseKeys(in: files) {
+                    chmod(loose.path, 0o600)
+                    FileHandle.standardError.write(Data("doppel: warning: \(loose.path) was readable by others (mode \(String(loose.mode, radix: 8))); it is 0600 now. If others did read it, remove \(folder.path) to make new keys\n".utf8))
+                }
                 let (certificates, newAuthority) = try LocalCertificates.loadOrMake(in: files, names: LocalCertificates.machineNames())
                 configuration.tls = try ServerConfiguration.tls(certificatePEM: certificates.certificatePEM, keyPEM: certificates.keyPEM)
                 trustNote = Self.trustNote(files: files, names: certificates.names, newAuthority: newAuthority)

@@ -1,6 +1,7 @@
 import DoppelCore
-import DoppelOpenAPI
+@testable import DoppelOpenAPI
 import Foundation
+import OpenAPIKit
 import Testing
 import Yams
 
@@ -29,6 +30,44 @@ struct OpenAPIExportTests {
         let operationIDs = paths.values.flatMap { $0.objectValue?.values.compactMap { $0["operationId"]?.stringValue } ?? [] }
         let firstOfEachRoute = Dictionary(grouping: contract.endpoints, by: { "\($0.method) \($0.path.template)" }).values.compactMap(\.first).map(\.id)
         #expect(Set(operationIDs) == Set(firstOfEachRoute))
+    }
+
+    /// The export reads its document back through JSONDecoder, which is
+    /// linear, instead of through Yams, to validate it: both must find the
+    /// same problems, in the bundled contracts' documents and in broken ones.
+    @Test(arguments: bundled)
+    func readingThroughJSONOrYAMLValidatesAlike(name: String) throws {
+        let document = OpenAPIExporter.document(for: try contract(name))
+        func problems(_ document: JSON, throughYAML: Bool) throws -> [String] {
+            let read = try OpenAPIDocumentWriter.decode(OpenAPIKit.OpenAPI.Document.self, from: document, throughYAML: throughYAML)
+            do {
+                try read.validate()
+                return []
+            } catch let collection as OpenAPIKit.ValidationErrorCollection {
+                return collection.values.map { "\($0.codingPathString): \($0.reason)" }.sorted()
+            }
+        }
+        #expect(try problems(document, throughYAML: false) == [])
+        #expect(try problems(document, throughYAML: true) == [])
+        // Broken: every operation's id made the same (OpenAPIKit requires them unique).
+        var broken = document
+        if case .object(var root) = document, case .object(var paths) = document["paths"] {
+            for pair in paths.pairs {
+                guard case .object(var item) = pair.value else { continue }
+                for operation in item.pairs {
+                    guard case .object(var fields) = operation.value else { continue }
+                    fields["operationId"] = "same"
+                    item[operation.key] = .object(fields)
+                }
+                paths[pair.key] = .object(item)
+            }
+            root["paths"] = .object(paths)
+            broken = .object(root)
+        }
+        let viaJSON = try problems(broken, throughYAML: false)
+        let operations = document["paths"]?.objectValue?.values.reduce(0) { $0 + ($1.objectValue?.count ?? 0) } ?? 0
+        #expect(viaJSON.isEmpty == (operations < 2), "\(operations) operations")
+        #expect(viaJSON == (try problems(broken, throughYAML: true)))
     }
 
     @Test func theTalesGenerateOperationDocumentsEveryStatusItCanAnswer() throws {

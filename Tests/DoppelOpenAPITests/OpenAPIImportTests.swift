@@ -95,6 +95,26 @@ struct OpenAPIImportTests {
         #expect(statuses.map(\.location.line) == (0..<count).filter { $0 % 7 == 0 }.map { 4 * $0 + 7 })
     }
 
+    @Test func twentyThousandOperationsOfOneIdAreNumberedInOrder() throws {
+        // Numbered from 2 each time, the ids took time of the square of the count.
+        var text = "openapi: 3.1.0\ninfo: { title: Same, version: \"1\" }\npaths:\n"
+        for index in 0..<20_000 { text += "  /p\(index): { get: { operationId: same, responses: { \"200\": { description: ok } } } }\n" }
+        let source = try withDocument(text) { file, _ in try ContractDocument.contractTree(file: file, checkingWithOpenAPIKit: false) }
+        let ids = source.tree["endpoints"]?.mappingPairs?.compactMap(\.key.scalarText) ?? []
+        #expect(ids.count == 20_000)
+        #expect(ids.first == "same")
+        #expect(ids.last == "same-20000")
+        #expect(Set(ids).count == 20_000)
+    }
+
+    @Test func openAPIKitsValidationOfAVeryLargeDocumentIsSkippedWithAWarning() throws {
+        let count = ContractDocument.largestValidatedMap + 1
+        var text = "openapi: 3.1.0\ninfo: { title: Large, version: \"1\" }\npaths:\n"
+        for index in 0..<count { text += "  /p\(index): { get: { operationId: op\(index), responses: { \"200\": { description: ok } } } }\n" }
+        let found = try diagnostics(text)
+        #expect(found == ["api.yaml:1:1: warning: OpenAPIKit's validation was skipped: the document has a map of \(count) entries (paths or components), more than \(count - 1); Doppel's own checks still ran"])
+    }
+
     @Test func servingMakesEachEndpointAsItIsReadToTheSameContract() throws {
         // Served, a document's endpoints are made one at a time as the
         // loader reads them; imported, they are a tree first. Both give the
