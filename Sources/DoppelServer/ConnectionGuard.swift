@@ -186,7 +186,9 @@ enum ConnectionGuard {
                 state.bodyStarted = .now()
                 state.bodyBytes = 0
                 state.arm(seconds: state.limits.body, on: context.eventLoop)
-                if !head.isKeepAlive {
+                // HTTP/1.0 has no transfer codings: a body framed by one is
+                // read, answered, and the connection closed (RFC 9112 section 6.1).
+                if !head.isKeepAlive || (head.version.major == 1 && head.version.minor == 0 && head.headers.contains(name: "transfer-encoding")) {
                     // Hummingbird closes after the response when the request says `Connection: close`.
                     state.closeAfterResponse = true
                     head.headers.replaceOrAdd(name: "connection", value: "close")

@@ -145,7 +145,19 @@ final class DirectResponder: ChannelDuplexHandler, RemovableChannelHandler {
                 // upstream URL must never be built from it (`--proxy`).
                 mode = .passing
                 let problem = Problem.invalidTarget(method: head.method.rawValue, target: head.uri)
-                passOn(head, computed: currentEngine().respond(refusing: recorded(head, path: "/", query: nil, body: nil, context: context), with: problem),
+                passOn(head, computed: currentEngine().respond(refusing: recorded(head, path: head.uri, query: nil, body: nil, context: context), with: problem),
+                       context: context)
+                return
+            }
+            if head.headers["host"].count > 1 {
+                // Two Host fields: which host was meant cannot be known (RFC 9112 section 3.2 says 400).
+                mode = .passing
+                connection.closeAfterResponse = true
+                let problem = Problem.invalidHeaders("The request has more than one Host header field; send one.")
+                let target = Self.split(head.uri)
+                var closing = head
+                closing.headers.replaceOrAdd(name: "connection", value: "close")  // Hummingbird closes after answering such a request
+                passOn(closing, computed: currentEngine().respond(refusing: recorded(head, path: target.path, query: target.query, body: nil, context: context), with: problem),
                        context: context)
                 return
             }

@@ -167,6 +167,18 @@ struct HardeningTests {
         #expect(dripped.drips < 12, "a dripped body held its connection for \(dripped.drips) drips of 250 ms")
         try await server.expectHealthy(after: "slow headers and bodies")
 
+        // Two Host fields: 400 and closed. HTTP/1.0 with a transfer coding: answered, then closed.
+        let twoHosts = try await server.raw("GET /ok HTTP/1.1\r\nHost: a.example\r\nHost: b.example\r\n\r\n")
+        #expect(twoHosts.text.hasPrefix("HTTP/1.1 400 "), "\(twoHosts.text)")
+        #expect(twoHosts.text.contains("urn:doppel:problem:invalid-headers"))
+        #expect(twoHosts.closed)
+        let chunked10 = try await server.raw("POST /pets HTTP/1.0\r\nHost: x\r\nConnection: keep-alive\r\nContent-Type: application/json\r\n"
+                                             + "Transfer-Encoding: chunked\r\n\r\nf\r\n{\"kind\": \"cat\"}\r\n0\r\n\r\n")
+        #expect(chunked10.text.contains(" 200 "), "\(chunked10.text)")
+        #expect(chunked10.text.lowercased().contains("connection: close"))
+        #expect(chunked10.closed)
+        try await server.expectHealthy(after: "two Host fields and HTTP/1.0 with Transfer-Encoding")
+
         // HTTP/1.0 without keep-alive is closed after its response; Expect: 100-continue is answered.
         let old = try await server.raw("GET /ok HTTP/1.0\r\n\r\n")
         #expect(old.text.hasPrefix("HTTP/1.1 200 OK"))

@@ -96,6 +96,11 @@ public struct Problem: Sendable, Error {
                            : "The request target '\(shown)' is not a path: send the path and query alone (origin form, starting with '/').")
     }
 
+    /// 400: the request's head cannot be trusted (two `Host` fields, RFC 9112 section 3.2).
+    public static func invalidHeaders(_ reason: String) -> Problem {
+        Problem(status: 400, type: urn("invalid-headers"), title: "Invalid request headers", detail: reason)
+    }
+
     /// 413: the body is larger than the server's limit.
     public static func payloadTooLarge(limit: Int) -> Problem {
         Problem(status: 413, type: urn("payload-too-large"), title: "Payload too large",

@@ -402,12 +402,19 @@ extension SchemaValidator {
         return !types.contains("string") && !types.contains("array") && (types.contains("integer") || types.contains("number"))
     }
 
+    static func looksLikeJSONNumber(_ text: String) -> Bool {
+        guard let first = text.utf8.first, first == UInt8(ascii: "-") || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first) else { return false }
+        return text.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") || $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "-") }
+    }
+
     private func coerce(_ text: String, _ schema: Schema?, _ pointer: @autoclosure () -> String, _ issues: inout [ValidationIssue]) -> JSON {
         guard let schema, let types = schema.types else { return .string(text) }
         let set = schema.typeSet
         if set.contains(.string) { return .string(text) }
         if set.contains(.integer), let i = Int(text) { return .int(i) }
-        if set.contains(.number), let d = Double(text) { return Int(text).map { .int($0) } ?? .double(d) }
+        // A number as JSON writes one: `Double` also reads `nan`, `inf`,
+        // `infinity` and hexadecimal, and `1e400` as infinity.
+        if set.contains(.number), let d = Double(text), d.isFinite, Self.looksLikeJSONNumber(text) { return Int(text).map { .int($0) } ?? .double(d) }
         if set.contains(.boolean), text == "true" || text == "false" { return .bool(text == "true") }
         if set.contains(.null), text == "null" || text.isEmpty { return .null }
         issues.append(ValidationIssue(pointer: pointer(), message: "expected \(types.joined(separator: " or ")), got '\(text)'"))

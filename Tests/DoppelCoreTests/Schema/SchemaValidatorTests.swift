@@ -87,6 +87,14 @@ import Testing
         let (_, bad) = validator.coerceParameters([("limit", "ten")], by: schemas["Query"])
         #expect(bad == [ValidationIssue(pointer: "/limit", message: "expected integer, got 'ten'")])
         #expect(validator.applyingDefaults(to: ["name": "x"], schema: schemas["Query"]) == ["name": "x", "limit": 50])
+        // A number is one JSON can hold: not nan, inf, infinity, hexadecimal, or past Double's range.
+        for text in ["nan", "NaN", "inf", "-inf", "infinity", "1e400", "-1e400", "0x1p3", "+.5", " 1"] {
+            let (_, refused) = validator.coerceParameters([("ratio", text)], by: schemas["Query"])
+            #expect(refused == [ValidationIssue(pointer: "/ratio", message: "expected number, got '\(text)'")], "\(text)")
+        }
+        let (numbers, fine) = validator.coerceParameters([("ratio", "-2.5e3")], by: schemas["Query"])
+        #expect(fine.isEmpty)
+        #expect(numbers == ["ratio": -2500.0])
     }
 
     @Test func parametersKeepTheirFirstOrderAndIssuesPointAtTheirItem() throws {
