@@ -17,7 +17,9 @@ struct ContractWatcher: Sendable {
     static func stamps(_ files: [String]) -> [String: Stamp] {
         var stamps: [String: Stamp] = [:]
         for file in files {
-            let attributes = try? FileManager.default.attributesOfItem(atPath: file)
+            // Through symbolic links: `attributesOfItem` describes a link
+            // itself, which does not change when the file it points to does.
+            let attributes = try? FileManager.default.attributesOfItem(atPath: URL(fileURLWithPath: file).resolvingSymlinksInPath().path)
             stamps[file] = Stamp(modified: attributes?[.modificationDate] as? Date, size: (attributes?[.size] as? NSNumber)?.intValue)
         }
         return stamps

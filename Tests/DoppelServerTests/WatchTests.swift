@@ -97,4 +97,30 @@ extension CommandLineTests {
         #expect(fixed != nil)
         #expect(try await hit()?["hits"] == 5)
     }
+
+    @Test func watchFollowsASymbolicLinkToItsFile() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("watch-link-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let real = folder.appendingPathComponent("real.yaml")
+        let link = folder.appendingPathComponent("link.yaml")
+        try Self.watchedContract(version: "one").write(to: real, atomically: true, encoding: .utf8)
+        try "note".write(to: folder.appendingPathComponent("note.txt"), atomically: true, encoding: .utf8)
+        try FileManager.default.createSymbolicLink(at: link, withDestinationURL: real)
+
+        let served = try serve([link.path, "--watch", "--log-format", "none"])
+        defer { served.process.terminate() }
+        let client = TestClient(base: URL(string: "http://127.0.0.1:\(served.port)")!)
+        #expect(try await client.send("POST", "/hit", token: nil).json?["version"] == "one")
+        // The file the link points to is edited; the link itself is not touched.
+        try Self.watchedContract(version: "two").write(to: real, atomically: true, encoding: .utf8)
+        var version: JSON?
+        let start = Date()
+        while Date().timeIntervalSince(start) < 10 {
+            version = try await client.send("POST", "/hit", token: nil).json?["version"]
+            if version == "two" { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(version == "two")
+    }
 }
