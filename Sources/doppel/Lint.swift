@@ -7,7 +7,7 @@ import Foundation
 struct Lint: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Check contracts, OpenAPI documents and scenarios; report every problem as path:line:column: error: message.",
-        discussion: "A file with a top-level 'contract' key is checked as a scenario (against its contract). Exits 1 when any file has an error, 0 when all are clean."
+        discussion: "A file with a top-level 'contract' key is checked as a scenario (against its contract). In a folder, hidden files and folders (.build, .git) and node_modules, Pods, Carthage, DerivedData and vendor are not searched, and YAML files that are neither contracts, scenarios nor OpenAPI documents are skipped. Exits 1 when any file has an error, 0 when all are clean."
     )
 
     @Argument(help: "Contract or scenario files to check, or folders to check every YAML file below.")
@@ -26,8 +26,14 @@ struct Lint: ParsableCommand {
             throw ExitCode(1)
         }
         let here = FileManager.default.currentDirectoryPath + "/"
+        let named = Set(contracts)
         for found in files {
             let file = found.hasPrefix(here) ? String(found.dropFirst(here.count)) : found
+            // Found in a folder, a YAML file of another tool's (a CI workflow, a generator's config) is passed over.
+            if !named.contains(found), ScenarioLoader.kind(of: found) == .other {
+                print("\(file): skipped (not a contract, scenario or OpenAPI document)")
+                continue
+            }
             let diagnostics = ScenarioLoader.isScenario(file: file)
                 ? ScenarioLoader.lint(file: file, loadContract: { (file: String) throws(ContractError) in try ContractDocument.load(file: file) }) : ContractDocument.lint(file: file)
             printDiagnostics(diagnostics)

@@ -53,6 +53,12 @@ struct Run: AsyncParsableCommand {
         var problems: [Diagnostic] = []
         let here = FileManager.default.currentDirectoryPath + "/"
         for file in files {
+            let kind = ScenarioLoader.kind(of: file)
+            if kind == .contract || kind == .openAPI {
+                problems.append(Diagnostic(at: SourceLocation(file: file, line: 1, column: 1),
+                                           "\(file) is \(kind == .contract ? "a contract" : "an OpenAPI document"), not a scenario: serve it with `doppel serve \(file)`; `doppel run` takes scenario files, which name their contract under `contract:`"))
+                continue
+            }
             do {
                 let label = file.hasPrefix(here) ? String(file.dropFirst(here.count)) : file
                 loaded.append((label, try ScenarioLoader.load(file: file, loadContract: { (file: String) throws(ContractError) in try ContractDocument.load(file: file) })))

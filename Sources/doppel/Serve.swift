@@ -160,6 +160,12 @@ struct Serve: AsyncParsableCommand {
         // (a second for 1,000 operations) runs beside the server and prints
         // what it finds. `doppel lint` runs it before anything else.
         let contract: Contract
+        if ScenarioLoader.kind(of: self.contract) == .scenario {
+            let named = ScenarioCatalog.contractReference(of: URL(fileURLWithPath: self.contract)) ?? "its contract"
+            printDiagnostics([Diagnostic(at: SourceLocation(file: self.contract, line: 1, column: 1),
+                                         "\(self.contract) is a scenario, not a contract: run it with `doppel run \(self.contract)`, or serve its contract with it: `doppel serve \(named) --scenario \(self.contract)`")])
+            throw ExitCode(1)
+        }
         do {
             let loaded = try ContractDocument.loadDeferringCheck(file: self.contract)
             contract = loaded.contract

@@ -104,6 +104,35 @@ struct CommandLineTests {
         let none = try run(["lint", empty.path])
         #expect(none.status == 1)
         #expect(none.errors == "no YAML files found in \(empty.path)\n")
+
+        // A project folder: build products, hidden folders and other tools' files are not Doppel's.
+        let project = FileManager.default.temporaryDirectory.appendingPathComponent("project-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: project) }
+        for folder in [".build/checkouts/x", ".github/workflows", "node_modules/y", "api"] {
+            try FileManager.default.createDirectory(at: project.appendingPathComponent(folder), withIntermediateDirectories: true)
+        }
+        let broken = "doppel: 1\nendpoints: { x: { request: NOPE } }\n"
+        for file in [".build/checkouts/x/c.yaml", "node_modules/y/c.yaml", ".hidden.yaml"] {
+            try broken.write(to: project.appendingPathComponent(file), atomically: true, encoding: .utf8)
+        }
+        try "on: push\njobs: {}\n".write(to: project.appendingPathComponent(".github/workflows/ci.yml"), atomically: true, encoding: .utf8)
+        try "generate: [types]\n".write(to: project.appendingPathComponent("api/openapi-generator-config.yaml"), atomically: true, encoding: .utf8)
+        try FileManager.default.copyItem(at: repositoryRoot.appendingPathComponent("contracts/currency.yaml"), to: project.appendingPathComponent("api/currency.yaml"))
+        let projectLint = try run(["lint", project.path])
+        #expect(projectLint.status == 0, "\(projectLint.output)\(projectLint.errors)")
+        #expect(projectLint.output.components(separatedBy: "\n").filter { !$0.isEmpty }.sorted() == [
+            "\(project.path)/api/currency.yaml: ok",
+            "\(project.path)/api/openapi-generator-config.yaml: skipped (not a contract, scenario or OpenAPI document)",
+        ])
+    }
+
+    @Test func aContractGivenToRunAndAScenarioGivenToServeAreNamedForWhatTheyAre() throws {
+        let contract = try run(["run", "contracts/tales.yaml"])
+        #expect(contract.status == 1)
+        #expect(contract.errors.contains("contracts/tales.yaml:1:1: error: contracts/tales.yaml is a contract, not a scenario: serve it with `doppel serve contracts/tales.yaml`"), "\(contract.errors)")
+        let scenario = try run(["serve", "scenarios/tales/monthly-limit.yaml", "--port", "0"])
+        #expect(scenario.status == 1)
+        #expect(scenario.errors.contains("scenarios/tales/monthly-limit.yaml is a scenario, not a contract: run it with `doppel run scenarios/tales/monthly-limit.yaml`"), "\(scenario.errors)")
     }
 
     @Test func badOptionsExitWithUsageErrors() throws {

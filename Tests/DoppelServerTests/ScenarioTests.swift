@@ -206,5 +206,18 @@ struct ScenarioTests {
         }
         let implemented = Set(AdminAPI.calls.map { $0.replacingOccurrences(of: " /", with: " /__doppel/") })
         #expect(documented == implemented)
+        // No description cut in two: an unquoted comma in a flow mapping
+        // starts a new key, which then reads as a sentence.
+        func keys(_ node: SourceNode, at path: String) -> [String] {
+            if let pairs = node.mappingPairs {
+                return pairs.flatMap { pair -> [String] in
+                    let key = pair.key.scalarText ?? ""
+                    let inside = keys(pair.value, at: key)
+                    return (key.contains(" ") && path != "paths" ? ["\(path): '\(key)'"] : []) + inside
+                }
+            }
+            return (node.sequenceItems ?? []).flatMap { keys($0, at: path) }
+        }
+        #expect(keys(root, at: "").isEmpty)
     }
 }

@@ -196,7 +196,15 @@ public final class MockEngine: Sendable {
         case .methodNotAllowed(let allowed):
             return fallback(for: Problem.methodNotAllowed(method: request.method, path: request.path, allowed: allowed), context: context, session: session)
         case .notFound(let nearMisses):
-            return fallback(for: Problem.noMatchingEndpoint(method: request.method, path: request.path, nearMisses: nearMisses), context: context, session: session)
+            // A path that lacks the contract's base_path, and would match with it, says so.
+            var hint: String?
+            let base = contract.basePath
+            if !base.isEmpty, !request.path.hasPrefix(base + "/"), request.path != base,
+               case .matched = router.route(method: request.method, path: base + request.path, conditions: { _, _ in [] }) {
+                hint = "The contract's base_path is \(base): did you mean \(request.method) \(base + request.path)?"
+            }
+            return fallback(for: Problem.noMatchingEndpoint(method: request.method, path: request.path, nearMisses: nearMisses, hint: hint),
+                            context: context, session: session)
         }
 
         // 2. Validate: reads only the request, so it runs outside the

@@ -38,11 +38,11 @@ public struct Problem: Sendable, Error {
     static func urn(_ name: String) -> String { "urn:doppel:problem:\(name)" }
 
     /// 404: no endpoint has this path; names the nearest ones and why they missed.
-    public static func noMatchingEndpoint(method: String, path: String, nearMisses: [NearMiss]) -> Problem {
+    public static func noMatchingEndpoint(method: String, path: String, nearMisses: [NearMiss], hint basePathHint: String? = nil) -> Problem {
         let misses = nearMisses.map { miss in
             JSON.object(JSONObject([("endpoint", .string(miss.endpointID)), ("request", .string(miss.signature)), ("mismatches", .array(miss.reasons.map { .string($0) }))]))
         }
-        let hint = nearMisses.first.map { " The nearest is \($0.endpointID) (\($0.signature)): \($0.reasons.joined(separator: "; "))." } ?? ""
+        let hint = basePathHint.map { " " + $0 } ?? nearMisses.first.map { " The nearest is \($0.endpointID) (\($0.signature)): \($0.reasons.joined(separator: "; "))." } ?? ""
         return Problem(status: 404, type: urn("no-matching-endpoint"), title: "No matching endpoint",
                        detail: "No endpoint of the contract matches \(method) \(path).\(hint)", extra: [("near_misses", .array(misses))])
     }

@@ -41,15 +41,27 @@ public struct ScenarioCatalog: Sendable {
         return catalog
     }
 
-    /// Every `.yaml` file below a folder, sorted.
+    /// Folders of other tools' files, never searched for contracts and scenarios.
+    static let foreignFolders: Set<String> = ["node_modules", "Pods", "Carthage", "DerivedData", "vendor"]
+
+    /// Every `.yaml` file below a folder, sorted; hidden files and folders
+    /// (`.build`, `.git`, `.github`) and other tools' folders are left out.
     public static func yamlFiles(under root: URL) -> [URL] {
-        guard let enumerator = FileManager.default.enumerator(at: root, includingPropertiesForKeys: nil) else { return [] }
-        return enumerator.compactMap { $0 as? URL }.filter { $0.pathExtension == "yaml" || $0.pathExtension == "yml" }
-            .map(\.standardizedFileURL).sorted { $0.path < $1.path }
+        guard let enumerator = FileManager.default.enumerator(at: root, includingPropertiesForKeys: [.isDirectoryKey], options: [.skipsHiddenFiles])
+        else { return [] }
+        var found: [URL] = []
+        while let url = enumerator.nextObject() as? URL {
+            if foreignFolders.contains(url.lastPathComponent), (try? url.resourceValues(forKeys: [.isDirectoryKey]).isDirectory) == true {
+                enumerator.skipDescendants()
+                continue
+            }
+            if url.pathExtension == "yaml" || url.pathExtension == "yml" { found.append(url.standardizedFileURL) }
+        }
+        return found.sorted { $0.path < $1.path }
     }
 
     /// The contract path a scenario file names, resolved from its folder, without loading it.
-    static func contractReference(of file: URL) -> String? {
+    public static func contractReference(of file: URL) -> String? {
         guard let text = try? String(contentsOf: file, encoding: .utf8),
               case .success(let node?) = SourceReader.read(text, file: file.path),
               let reference = node["contract"]?.scalarText

@@ -20,6 +20,23 @@ public enum ScenarioLoader {
         ScenarioCatalog.contractReference(of: URL(fileURLWithPath: file)) != nil
     }
 
+    /// What a file is, by its top-level keys, to name it when it is given
+    /// where the other kind belongs (`doppel run CONTRACT`, `doppel serve SCENARIO`).
+    public enum FileKind: Sendable, Equatable {
+        case scenario, contract, openAPI, other
+    }
+
+    public static func kind(of file: String) -> FileKind {
+        guard let text = try? String(contentsOfFile: file, encoding: .utf8),
+              case .success(let node?) = SourceReader.read(text, file: file),
+              let keys = node.mappingPairs?.compactMap(\.key.scalarText)
+        else { return .other }
+        if keys.contains("openapi") || keys.contains("swagger") { return .openAPI }
+        if keys.contains("contract"), keys.contains("steps") || keys.contains("state") || keys.contains("overrides") { return .scenario }
+        if keys.contains("doppel") || keys.contains("endpoints") { return .contract }
+        return keys.contains("contract") ? .scenario : .other
+    }
+
     /// Loads the contract a scenario names; another front end (an OpenAPI
     /// document's) passes its own.
     public typealias ContractLoading = (String) throws(ContractError) -> Contract

@@ -81,6 +81,11 @@ import Testing
         #expect(notAllowed.header("allow") == "GET, HEAD")
         let predicted = engine.send("POST", "/v1beta/models/m1:predict")
         #expect(predicted.json == ["model": "m1"])
+        // The base_path forgotten: the 404 says which path was meant.
+        let forgotten = engine.send("GET", "/children/7")
+        #expect(forgotten.status == 404)
+        #expect(forgotten.json?["detail"] == "No endpoint of the contract matches GET /children/7. The contract's base_path is /v1beta: did you mean GET /v1beta/children/7?")
+        #expect(engine.send("GET", "/nowhere").json?["detail"]?.stringValue?.contains("base_path") == false)
     }
 }
 
