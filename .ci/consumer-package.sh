@@ -3,8 +3,8 @@
 # docs/testing.md that name a file (```swift Package.swift), beside a link to
 # this checkout named Doppel (their Package.swift depends on "../Doppel"),
 # and runs its tests: the snippets must compile and pass as written.
-# The package also gets what a real one would hold: the tales contract (in
-# contracts/ and as a test resource) and the tales scenarios.
+# The package's contract and scenarios are put in place by the README's
+# ```sh setup.sh block, run as written.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 work="${CONSUMER_DIR:-$(mktemp -d)}"
@@ -32,12 +32,17 @@ if "Package.swift" not in written:
     sys.exit("no code block names Package.swift")
 for name in sorted(written):
     print(f"consumer package: {name}")
+# The README's setup commands, run beside the package as a reader runs them.
+setups = [m.group(1) for document in documents
+          for m in re.finditer(r"^```sh[ \t]+setup\.sh[ \t]*\n(.*?)^```[ \t]*$", open(document, encoding="utf-8").read(), re.M | re.S)]
+if len(setups) != 1:
+    sys.exit(f"expected one ```sh setup.sh block, found {len(setups)}")
+open(os.path.join(os.path.dirname(package), "setup.sh"), "w", encoding="utf-8").write(setups[0])
 PY
 
-mkdir -p "$package/contracts" "$package/scenarios" "$package/Tests/TalesClientTests/Contracts"
-cp "$repo/contracts/tales.yaml" "$package/contracts/"
-cp "$repo/contracts/tales.yaml" "$package/Tests/TalesClientTests/Contracts/"
-cp -R "$repo/scenarios/tales" "$package/scenarios/"
+# The package's contracts and scenarios come from the README's own setup
+# block, so a reader who pastes it gets what this script builds.
+(cd "$work" && bash -euo pipefail setup.sh)
 
 cd "$package"
 swift test

@@ -126,6 +126,14 @@ struct CommandLineTests {
         ])
     }
 
+    @Test(arguments: ["bash", "zsh", "fish"])
+    func shellCompletionScriptsAreWrittenAsTheREADMESays(shell: String) throws {
+        let script = try run(["--generate-completion-script", shell])
+        #expect(script.status == 0)
+        #expect(script.output.contains("doppel"))
+        #expect(script.output.contains("serve") && script.output.contains("lint") && script.output.contains("record"))
+    }
+
     @Test func aContractGivenToRunAndAScenarioGivenToServeAreNamedForWhatTheyAre() throws {
         let contract = try run(["run", "contracts/tales.yaml"])
         #expect(contract.status == 1)
