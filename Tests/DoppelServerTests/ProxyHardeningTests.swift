@@ -90,7 +90,7 @@ import Testing
         let body = String(repeating: "b", count: 200_000)
         let raw = try RawUpstream(answer: "HTTP/1.1 200 OK\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body)
         defer { raw.stop() }
-        let upstream = DoppelServer.Upstream(base: raw.url, timeout: 5, maxBodyBytesInFlight: 1_000_000)
+        let upstream = DoppelServer.Upstream(base: raw.url, timeout: 60, maxBodyBytesInFlight: 1_000_000)  // generous: the full suite loads the machine
         defer { Task { await upstream.shutdown() } }
         let request = RecordedRequest(method: "GET", target: "/large")
         // Other answers hold 900,000 of the 1,000,000 bytes.
