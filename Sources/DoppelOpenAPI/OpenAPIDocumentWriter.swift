@@ -80,10 +80,18 @@ public enum OpenAPIDocumentWriter {
     /// number JSON cannot hold (infinity, NaN) is read through YAML, which can.
     /// Both read the same model (`OpenAPIExportTests` compares them).
     static func decode<Document: Decodable>(_: Document.Type, from document: JSON, throughYAML: Bool = false) throws -> Document {
+        // Vendor extensions (`x-`) are not read: validation does not look at
+        // them, and OpenAPIKit decodes every object a second time to find
+        // them, most of an export's time.
+        var userInfo: [CodingUserInfoKey: any Sendable] = [:]
+        userInfo[OpenAPIKit.VendorExtensionsConfiguration.enabledKey] = false  // assigned, not a literal: the two may be one key
+        userInfo[OpenAPIKit30.VendorExtensionsConfiguration.enabledKey] = false
         if throughYAML || !allFinite(document) {
-            return try YAMLDecoder().decode(Document.self, from: readableNode(document))
+            return try YAMLDecoder().decode(Document.self, from: readableNode(document), userInfo: userInfo)
         }
-        return try JSONDecoder().decode(Document.self, from: Data(JSONWriter.encodeString(document).utf8))
+        let decoder = JSONDecoder()
+        decoder.userInfo = userInfo
+        return try decoder.decode(Document.self, from: Data(JSONWriter.encodeString(document).utf8))
     }
 
     static func allFinite(_ value: JSON) -> Bool {

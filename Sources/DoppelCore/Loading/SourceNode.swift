@@ -172,8 +172,54 @@ public enum SourceReader {
         }
         var builder = TreeBuilder(file: file)
         let root = builder.read(bytes)
-        if let problem = builder.problem { return .failure(ContractError(diagnostics: [problem])) }
+        if let problem = builder.problem {
+            return .failure(ContractError(diagnostics: [longKey(in: bytes, file: file) ?? problem]))
+        }
         return .success(root)
+    }
+
+    /// libyaml takes a key written without `? ` up to 1,024 characters: a
+    /// longer JSON key fails as a YAML syntax error far from its cause. The
+    /// key is named instead (JSON documents are read as YAML, and a key of
+    /// that length in an API document is rare enough not to read them twice).
+    static func longKey(in bytes: UnsafeBufferPointer<UInt8>, file: String) -> Diagnostic? {
+        var line = 1
+        var column = 1
+        var index = 0
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\n") {
+                line += 1
+                column = 1
+                index += 1
+                continue
+            }
+            guard byte == UInt8(ascii: "\"") else {
+                if byte & 0xC0 != 0x80 { column += 1 }
+                index += 1
+                continue
+            }
+            // A double-quoted string: its length in characters, then what follows it.
+            let (startLine, startColumn) = (line, column)
+            var characters = 0
+            index += 1
+            column += 1
+            while index < bytes.count, bytes[index] != UInt8(ascii: "\""), bytes[index] != UInt8(ascii: "\n") {
+                if bytes[index] == UInt8(ascii: "\\") { index += 1; column += 1 }
+                if index < bytes.count, bytes[index] & 0xC0 != 0x80 { characters += 1; column += 1 }
+                index += 1
+            }
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { continue }
+            index += 1
+            column += 1
+            var next = index
+            while next < bytes.count, bytes[next] == UInt8(ascii: " ") || bytes[next] == UInt8(ascii: "\t") { next += 1 }
+            if characters > 1_024, next < bytes.count, bytes[next] == UInt8(ascii: ":") {
+                return Diagnostic(at: SourceLocation(file: file, line: startLine, column: startColumn),
+                                  "a mapping key of \(characters) characters: Doppel reads JSON as YAML, whose parser takes keys of up to 1,024 characters; shorten the key, or write the document as YAML with the key after '? '")
+            }
+        }
+        return nil
     }
 
     /// Reads a contract or scenario file as UTF-8 text, with a clear diagnostic

@@ -4,6 +4,18 @@ import Testing
 
 /// The smaller hardening items: inputs that used to pass, echo nonsense or trap.
 @Suite struct StrictInputTests {
+    @Test func aJSONKeyPastYAMLsLimitIsNamedAtItsPlace() throws {
+        let key = String(repeating: "k", count: 1_100)
+        let text = "{\n  \"doppel\": 1,\n  \"endpoints\": { \"a\": { \"request\": \"GET /a\", \"responses\": [ { \"body\": { \"\(key)\": 1 } } ] } }\n}\n"
+        let found = diagnostics(of: text, file: "long.json")
+        #expect(found.map(\.description) == [
+            "long.json:3:73: error: a mapping key of 1100 characters: Doppel reads JSON as YAML, whose parser takes keys of up to 1,024 characters; shorten the key, or write the document as YAML with the key after '? '",
+        ])
+        // Written as the message says, it loads.
+        let contract = try loadContract("doppel: 1\nendpoints:\n  a:\n    request: GET /a\n    responses:\n      - body:\n          ? \"\(key)\"\n          : 1\n")
+        #expect(contract.endpoints.count == 1)
+    }
+
     @Test func numbersOutOfRangeAreMalformedNotInfinity() {
         #expect(throws: JSONReader.SyntaxError.self) { try JSONReader.parse("1e400") }
         #expect(throws: JSONReader.SyntaxError.self) { try JSONReader.parse("[-1e999]") }
