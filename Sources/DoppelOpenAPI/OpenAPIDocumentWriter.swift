@@ -57,10 +57,16 @@ public enum OpenAPIDocumentWriter {
         } catch {
             throw Failure(description: "OpenAPIKit cannot read the document: \(error)")
         }
-        do {
-            try validate(parsed)
-        } catch {
-            throw Failure(description: "the document is not valid OpenAPI: \(error)")
+        // OpenAPIKit's validation takes time of the square of a map's size
+        // (see `ContractDocument.largestValidatedMap`); past the bound the
+        // document is still read into OpenAPIKit's model, which checks its
+        // structure, and `skipsValidation` says so.
+        if !skipsValidation(document) {
+            do {
+                try validate(parsed)
+            } catch {
+                throw Failure(description: "the document is not valid OpenAPI: \(error)")
+            }
         }
         switch format {
         case .yaml:
@@ -72,6 +78,14 @@ public enum OpenAPIDocumentWriter {
         case .json:
             return JSONWriter.encodePretty(document) + "\n"
         }
+    }
+
+    /// Whether `write` leaves out OpenAPIKit's validation of a document:
+    /// when its `paths` or `components.schemas` have more entries than
+    /// `ContractDocument.largestValidatedMap`.
+    public static func skipsValidation(_ document: JSON) -> Bool {
+        let largest = max(document["paths"]?.objectValue?.count ?? 0, document["components"]?["schemas"]?.objectValue?.count ?? 0)
+        return largest > ContractDocument.largestValidatedMap
     }
 
     /// The document in OpenAPIKit's model, read through Foundation's

@@ -31,7 +31,11 @@ struct Export: ParsableCommand {
         let format = self.format ?? output.map(OpenAPIDocumentWriter.Format.init(path:)) ?? .yaml
         let text: String
         do {
-            text = try OpenAPIDocumentWriter.write(OpenAPIExporter.document(for: contract), as: format, version: version)
+            let document = OpenAPIExporter.document(for: contract)
+            if OpenAPIDocumentWriter.skipsValidation(document) {
+                FileHandle.standardError.write(Data("\(self.contract): warning: OpenAPIKit read the document but did not validate it: it has more than \(ContractDocument.largestValidatedMap) paths or schemas (its validation grows with the square of the size)\n".utf8))
+            }
+            text = try OpenAPIDocumentWriter.write(document, as: format, version: version)
         } catch {
             FileHandle.standardError.write(Data("\(self.contract): error: \(error.description)\n".utf8))
             throw ExitCode(1)

@@ -70,6 +70,17 @@ struct OpenAPIExportTests {
         #expect(viaJSON == (try problems(broken, throughYAML: true)))
     }
 
+    @Test func aVeryLargeContractIsReadButNotValidatedByOpenAPIKit() throws {
+        let count = ContractDocument.largestValidatedMap + 1
+        var text = "doppel: 1\nendpoints:\n"
+        for index in 0..<count { text += "  e\(index): { request: GET /things\(index), responses: [ { body: { n: \(index) } } ] }\n" }
+        let large = OpenAPIExporter.document(for: try ContractLoader.load(text: text, file: "large.yaml"))
+        #expect(OpenAPIDocumentWriter.skipsValidation(large))
+        let written = try OpenAPIDocumentWriter.write(large, as: .json)
+        #expect(written.contains("/things\(count - 1)"))
+        #expect(!OpenAPIDocumentWriter.skipsValidation(OpenAPIExporter.document(for: try contract("tales.yaml"))))
+    }
+
     @Test func theTalesGenerateOperationDocumentsEveryStatusItCanAnswer() throws {
         let document = OpenAPIExporter.document(for: try contract("tales.yaml"))
         #expect(document["servers"] == [["url": "/api/v1"]])
