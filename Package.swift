@@ -3,7 +3,11 @@ import PackageDescription
 
 let package = Package(
     name: "Doppel",
-    platforms: [.macOS(.v14)],
+    // What the sources need: `Atomic` (Synchronization) and
+    // `String(validating:as:)` are macOS 15 / iOS 18 APIs. `.ci/run` checks
+    // the sources against these with the toolchain's interface files
+    // (`.ci/check-availability.py`).
+    platforms: [.macOS(.v15), .iOS(.v18)],
     products: [
         .library(name: "DoppelCore", targets: ["DoppelCore"]),
         .library(name: "DoppelServer", targets: ["DoppelServer"]),

@@ -7,7 +7,7 @@ import PackageDescription
 // it depends on Doppel by path, and `.ci/run` builds and tests it.
 let package = Package(
     name: "GeneratedClient",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15), .iOS(.v18)],  // Doppel's
     dependencies: [
         // Named, so that it does not depend on the name of the folder Doppel is cloned into.
         .package(name: "Doppel", path: "../.."),

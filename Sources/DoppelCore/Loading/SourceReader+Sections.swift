@@ -13,7 +13,8 @@ import Foundation
 ///
 /// The cut is taken only when it reads what one pass would: any piece that
 /// does not read cleanly (an anchor used across pieces, a flow collection or
-/// a quoted scalar that spans a cut, a problem of any kind), a key repeated
+/// a quoted scalar that spans a cut, a problem of any kind), an anchor name
+/// defined in two pieces (or in a piece and the rest of the file), a key repeated
 /// between pieces, or a file over the node budget sends the whole file to
 /// one pass, which reports what is wrong as always. A file with line breaks
 /// other than LF is read in one pass too, because libyaml counts CR, NEL, LS
@@ -85,6 +86,8 @@ extension SourceReader {
             var root: SourceNode?
             var nodes = 0
             var isBlockMapping = false
+            /// The anchor names it defines.
+            var anchors: [String] = []
         }
         let cuts = pieces
         let reads = skeleton.withUnsafeBufferPointer { skeleton in
@@ -102,8 +105,16 @@ extension SourceReader {
                     root = builder.read(UnsafeBufferPointer(rebasing: bytes[piece.start..<piece.end]))
                 }
                 guard builder.problem == nil else { return Read() }
-                return Read(root: root, nodes: builder.nodes, isBlockMapping: builder.rootIsBlockMapping)
+                return Read(root: root, nodes: builder.nodes, isBlockMapping: builder.rootIsBlockMapping, anchors: Array(builder.anchors.keys))
             }
+        }
+
+        // An anchor defined in two reads: an alias names the latest
+        // definition before it in the file, which a read cannot see in
+        // another, so the pieces could resolve it otherwise than one pass.
+        var defined = Set<String>()
+        for read in reads {
+            for anchor in read.anchors where !defined.insert(anchor).inserted { return nil }
         }
 
         // Join, checking that this is the tree one pass builds.

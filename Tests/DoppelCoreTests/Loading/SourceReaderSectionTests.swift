@@ -116,6 +116,10 @@ import Testing
         "{\npaths:\n  a: 1,\n  b: 2\n}\n",
         "paths: # note\n  a: 1\n  b: 2\nrest: [1,\n2]\n",
         "paths: &p\n  a: 1\n  b: 2\ncopy: *p\n",
+        // An anchor defined again: an alias names the latest definition before it.
+        "info: { title: &a outer }\npaths:\n  x: &a inner\n  y: 2\ndata: { v: *a }\n",
+        "paths:\n  x: &a one\n  y: &a two\nafter: *a\n",
+        "base: &a 1\npaths:\n  x: &a 2\n  y: *a\n",
         "paths:\n- a\n- b\n",
         "paths:\n  - a\n  - b\n",
     ])
@@ -125,6 +129,67 @@ import Testing
         if let pieces {
             #expect(same(pieces, onePass(text)), "\(text)")
         }
+    }
+
+    /// Seeded random documents of the constructs that could read otherwise
+    /// in pieces: anchors defined again, aliases across sections and pieces,
+    /// merge keys, block scalars, flow collections and quoted scalars over
+    /// lines, comments, document markers. Either the cut is not taken, or it
+    /// builds one pass's tree.
+    @Test(arguments: 0..<200)
+    func randomDocumentsReadInPiecesAsInOnePass(seed: UInt64) {
+        var random = SeededGenerator(seed: seed &+ 1)
+        func pick<T>(_ items: [T]) -> T { items.randomElement(using: &random)! }
+        let anchors = ["a", "b", "c"]
+        func value(_ depth: Int) -> String {
+            switch Int.random(in: 0..<10, using: &random) {
+            case 0: return "&\(pick(anchors)) v\(Int.random(in: 0..<9, using: &random))"
+            case 1: return "*\(pick(anchors))"
+            case 2: return "{ x: 1,\n    y: \(pick(["2", "*a", "&b 3"])) }"
+            case 3: return "\"quoted\n    over lines\""
+            case 4: return "|\n      block \(depth)\n      text: with colon"
+            case 5: return "[1,\n    2]"
+            case 6: return depth > 1 ? "plain" : "\n    <<: *\(pick(anchors))\n    k: v"
+            case 7: return "&\(pick(anchors)) { m: 1 }"
+            case 8: return "plain # a comment"
+            default: return "'single'"
+            }
+        }
+        var text = pick(["", "# top\n", "%YAML 1.1\n---\n", "---\n"])
+        // Every anchor defined first here, so one pass reads every alias.
+        text += "info: { title: &a outer, x: &b 1, y: &c { m: 1 } }\n"
+        for section in ["paths", "endpoints"] {
+            text += "\(section):\n"
+            for entry in 0..<Int.random(in: 1..<12, using: &random) {
+                text += "  e\(entry): \(value(0))\n"
+                if Int.random(in: 0..<5, using: &random) == 0 { text += "# between\n" }
+            }
+            text += "mid\(section): \(value(1))\n"
+        }
+        text += pick(["data: { v: *a }\n", "tail: *b\n", "tail: 1\n", "...\n", "tail: *c\n"])
+        guard let expected = onePass(text) else {
+            Issue.record("one pass refuses the generated document:\n\(text)")
+            return
+        }
+        if let pieces = inSections(text) {
+            #expect(same(pieces, expected), "\(text)")
+        }
+    }
+
+    /// The issue's contract: an anchor defined in `info` and again in an
+    /// endpoint, and an alias at the end, serves the later definition at
+    /// any size (at 270 KB it was read in pieces and served the first).
+    @Test(arguments: [0, 1_500])
+    func aRedefinedAnchorServesItsLatestDefinitionAtAnySize(padding: Int) throws {
+        var text = "doppel: 1\ninfo: { title: &a outer, version: \"1\" }\nendpoints:\n"
+        text += "  v: { request: GET /v, description: &a inner, responses: [ { body: { v: \"{{ data.v }}\" } } ] }\n"
+        for index in 0..<padding {
+            text += "  e\(index): { request: GET /e\(index), description: padding to read this file in pieces, responses: [ { status: 204 } ] }\n"
+        }
+        text += "data: { v: *a }\n"
+        if padding > 0 { #expect(text.utf8.count > SourceReader.SectionSplit.minimumFileSize) }
+        let engine = MockEngine(contract: try loadContract(text))
+        #expect(engine.send("GET", "/v").json == ["v": "inner"])
     }
 
     @Test func otherTextIsCutAsAnyOther() throws {
