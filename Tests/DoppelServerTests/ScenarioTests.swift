@@ -74,10 +74,14 @@ struct ScenarioTests {
             let child = try await client.send("POST", "/api/v1/children", json: ["name": "A", "age_category": "5-7", "gender": "male", "interests": ["x"]], session: "s1")
             let id = try #require(child.json?["id"]?.stringValue)
             for _ in 1...6 { _ = try await client.send("POST", "/api/v1/stories/generate", json: ["language": "en", "child_id": .string(id)], session: "s1") }
-            // Another session's 402 must not count for s1.
-            let month = UTCCalendar.format(epoch: UTCCalendar.monthStart(epoch: Date().timeIntervalSince1970, addingMonths: 0))
+            // Another session's 402 must not count for s1. Its clock is set and
+            // frozen, so the month given is the month it reads (the wall clock
+            // could turn the month between this line and the server's).
+            let month = UTCCalendar.format(epoch: UTCCalendar.monthStart(epoch: 1_778_414_400, addingMonths: 0))  // 2026-05-10T12:00:00Z
             let given: JSON = ["state": ["stories_used": 5, "usage_month": .string(month), "children": [["id": .string(id), "name": "A"]]]]
             #expect(try await client.send("PUT", "/__doppel/scenario?session=s2", json: ["given": given]).status == 200)
+            #expect(try await client.send("POST", "/__doppel/clock?session=s2", json: ["set": "2026-05-10T12:00:00Z"]).status == 200)
+            #expect(try await client.send("POST", "/__doppel/clock?session=s2", json: ["freeze": true]).status == 200)
             #expect(try await client.send("POST", "/api/v1/stories/generate", json: ["language": "en", "child_id": .string(id)], session: "s2").status == 402)
 
             let verified = try await client.send("POST", "/__doppel/verify", json: ["endpoint": "generate-story", "status": 402, "session": "s1", "count": 1])

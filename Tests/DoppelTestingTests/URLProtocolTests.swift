@@ -75,9 +75,9 @@ struct URLProtocolTests {
         #expect(ContinuousClock.now - started >= .milliseconds(290))
     }
 
-    @Test func aRequestToAnUnregisteredHostIsNotTaken() {
+    @Test func aRequestToAnUnregisteredHostIsNotTaken() throws {
         #expect(!DoppelURLProtocol.canInit(with: URLRequest(url: URL(string: "http://example.invalid/x")!)))
-        let url = DoppelURLProtocol.register(MockEngine(contract: try! ContractLoader.load(text: "doppel: 1\nendpoints: {}\n", file: "empty.yaml")))
+        let url = DoppelURLProtocol.register(MockEngine(contract: try ContractLoader.load(text: "doppel: 1\nendpoints: {}\n", file: "empty.yaml")))
         #expect(DoppelURLProtocol.canInit(with: URLRequest(url: url.appendingPathComponent("anything"))))
     }
 }

@@ -3,8 +3,8 @@ import Foundation
 import Testing
 
 @Suite struct PipelineStageTests {
-    @Test func bearerTokensMustBeWellFormed() {
-        let contract = try! loadContract("""
+    @Test func bearerTokensMustBeWellFormed() throws {
+        let contract = try loadContract("""
             doppel: 1
             auth:
               default: bearer
@@ -105,8 +105,8 @@ import Testing
         #expect(engine.send("POST", "/plain", json: ["name": "a", "age": 1]).status == 201)
     }
 
-    @Test func unreadableBodiesAreRejectedBeforeValidation() {
-        let engine = MockEngine(contract: try! loadContract("""
+    @Test func unreadableBodiesAreRejectedBeforeValidation() throws {
+        let engine = MockEngine(contract: try loadContract("""
             doppel: 1
             endpoints:
               e: { request: POST /e, body: { schema: { type: object } }, responses: [ { status: 200 } ] }
@@ -205,8 +205,8 @@ import Testing
         #expect(statuses == [200: 5, 402: 195])
     }
 
-    @Test func sessionIdsAreCheckedAndTheLeastRecentlyUsedIsEvicted() {
-        let engine = MockEngine(contract: try! loadContract("doppel: 1\nendpoints:\n  e: { request: GET /e, responses: [ { status: 200 } ] }"), sessionLimit: 3)
+    @Test func sessionIdsAreCheckedAndTheLeastRecentlyUsedIsEvicted() throws {
+        let engine = MockEngine(contract: try loadContract("doppel: 1\nendpoints:\n  e: { request: GET /e, responses: [ { status: 200 } ] }"), sessionLimit: 3)
         #expect(engine.send("GET", "/e", session: "has space").status == 400)
         #expect(engine.send("GET", "/e").status == 200)
         #expect(engine.send("GET", "/e", session: "a").status == 200)
@@ -232,8 +232,8 @@ import Testing
         #expect(store.ids == ["recent"])
     }
 
-    @Test func twentyThousandSessionsOneAfterAnotherAllGetTheirAnswer() {
-        let engine = MockEngine(contract: try! loadContract("doppel: 1\nendpoints:\n  e: { request: GET /e, responses: [ { status: 200 } ] }"))
+    @Test func twentyThousandSessionsOneAfterAnotherAllGetTheirAnswer() throws {
+        let engine = MockEngine(contract: try loadContract("doppel: 1\nendpoints:\n  e: { request: GET /e, responses: [ { status: 200 } ] }"))
         var statuses: [Int: Int] = [:]
         for i in 0..<20_000 { statuses[engine.send("GET", "/e", session: "job-\(i)").status, default: 0] += 1 }
         #expect(statuses == [200: 20_000])
@@ -250,8 +250,8 @@ import Testing
         #expect(map["k0"] == nil)
     }
 
-    @Test func journalKeepsTheNewestEntriesWithinItsBound() {
-        let engine = MockEngine(contract: try! loadContract("doppel: 1\nendpoints:\n  e: { request: GET /e, responses: [ { status: 200 } ] }"), journalCapacity: 3)
+    @Test func journalKeepsTheNewestEntriesWithinItsBound() throws {
+        let engine = MockEngine(contract: try loadContract("doppel: 1\nendpoints:\n  e: { request: GET /e, responses: [ { status: 200 } ] }"), journalCapacity: 3)
         for _ in 0..<5 { _ = engine.send("GET", "/e") }
         _ = engine.send("GET", "/missing")
         let entries = engine.journal.entries

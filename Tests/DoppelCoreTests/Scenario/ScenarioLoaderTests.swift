@@ -134,8 +134,8 @@ import Testing
         #expect(BodyMatcher.differences(expected: ["nested": ["a": 1, "c": 3]], actual: actual) == ["body.nested.c: expected 3, but it is missing"])
     }
 
-    @Test func theJournalStaysWithinItsBoundUnderLoad() async {
-        let engine = MockEngine(contract: try! loadContract("doppel: 1\nendpoints:\n  e: { request: GET /e, responses: [ { status: 204 } ] }"))
+    @Test func theJournalStaysWithinItsBoundUnderLoad() async throws {
+        let engine = MockEngine(contract: try loadContract("doppel: 1\nendpoints:\n  e: { request: GET /e, responses: [ { status: 204 } ] }"))
         await withTaskGroup(of: Void.self) { group in
             for worker in 0..<4 {
                 group.addTask {
