@@ -30,8 +30,23 @@ struct CommandLineTests {
         process.standardOutput = out
         process.standardError = err
         try process.run()
+        // A command that never ends is stopped (and the test fails on its
+        // status) rather than holding the suite; standard error is read
+        // beside standard output, so neither pipe can fill and stall it.
+        let watchdog = DispatchWorkItem { if process.isRunning { process.terminate() } }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 300, execute: watchdog)
+        defer { watchdog.cancel() }
+        let errorsRead = Locked(Data())
+        let readerDone = DispatchSemaphore(value: 0)
+        let errorHandle = err.fileHandleForReading
+        Thread {
+            let data = errorHandle.readDataToEndOfFile()
+            errorsRead.withLock { $0 = data }
+            readerDone.signal()
+        }.start()
         let output = out.fileHandleForReading.readDataToEndOfFile()
-        let errors = err.fileHandleForReading.readDataToEndOfFile()
+        readerDone.wait()
+        let errors = errorsRead.withLock { $0 }
         process.waitUntilExit()
         return Run(status: process.terminationStatus, output: String(decoding: output, as: UTF8.self), errors: String(decoding: errors, as: UTF8.self))
     }
@@ -194,9 +209,9 @@ struct CommandLineTests {
         process.standardError = err
         try process.run()
         var banner = ""
-        while !banner.contains("Listening on") {
-            let data = out.fileHandleForReading.availableData
-            if data.isEmpty { break }
+        let deadline = Date().addingTimeInterval(60)
+        while !banner.contains("Listening on"), Date() < deadline {
+            guard let data = readSome(out.fileHandleForReading, within: deadline.timeIntervalSinceNow), !data.isEmpty else { break }
             banner += String(decoding: data, as: UTF8.self)
         }
         guard let port = banner.split(separator: "\n").first(where: { $0.hasPrefix("Listening on") })
@@ -219,7 +234,7 @@ struct CommandLineTests {
         let second = try run(["serve", "contracts/tales.yaml", "--port", String(port)])
         #expect(second.status == 1)
         #expect(second.errors.contains("doppel: cannot serve on 127.0.0.1:\(port): the address is already in use"))
-        let logLine = String(decoding: out.fileHandleForReading.availableData, as: UTF8.self)
+        let logLine = String(decoding: readSome(out.fileHandleForReading, within: 10) ?? Data(), as: UTF8.self)
         #expect(logLine.contains(#""method":"GET","path":"/api/v1/free-stories","status":200,"endpoint":"list-free-stories""#))
 
         process.terminate()  // SIGTERM

@@ -20,9 +20,9 @@ extension CommandLineTests {
         try process.run()
         defer { if process.isRunning { process.terminate() } }
         var banner = ""
-        while !banner.contains("stop with Ctrl-C") {
-            let data = out.fileHandleForReading.availableData
-            if data.isEmpty { break }
+        let deadline = Date().addingTimeInterval(60)
+        while !banner.contains("stop with Ctrl-C"), Date() < deadline {
+            guard let data = readSome(out.fileHandleForReading, within: deadline.timeIntervalSinceNow), !data.isEmpty else { break }
             banner += String(decoding: data, as: UTF8.self)
         }
         let port = try #require(banner.firstMatch(of: /on http:\/\/127\.0\.0\.1:(\d+);/).flatMap { Int($0.1) }, "\(banner)")

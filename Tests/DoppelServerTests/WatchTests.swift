@@ -78,11 +78,11 @@ extension CommandLineTests {
         var reported = ""
         // (Generous deadlines from here on: what they wait for is not a timing promise.)
         _ = try await eventually(within: 10) {
-            reported += String(decoding: served.output.fileHandleForReading.availableData, as: UTF8.self)
+            reported += String(decoding: readSome(served.output.fileHandleForReading, within: 1) ?? Data(), as: UTF8.self)
             return reported.contains("has errors (above); still serving the last good contract")
         }
         #expect(reported.contains("doppel: \(contract.path) has errors (above); still serving the last good contract"))
-        let errors = String(decoding: served.errors.fileHandleForReading.availableData, as: UTF8.self)
+        let errors = String(decoding: readSome(served.errors.fileHandleForReading, within: 10) ?? Data(), as: UTF8.self)
         #expect(errors.contains("\(contract.path):8:14: error: unknown method 'FETCH' (did you mean 'PATCH'?)"))
         let still = try await hit()
         #expect(still?["version"] == "two")

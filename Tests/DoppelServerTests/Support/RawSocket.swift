@@ -61,3 +61,14 @@ func residentBytes(of pid: Int32) -> Int? {
     else { return nil }
     return kilobytes * 1024
 }
+
+/// What a pipe has to read within `seconds`: the bytes available, empty at
+/// its end, nil when nothing came in time. `FileHandle.availableData` waits
+/// forever for output that never comes, and so would the test.
+func readSome(_ handle: FileHandle, within seconds: Double) -> Data? {
+    var descriptor = pollfd(fd: handle.fileDescriptor, events: Int16(POLLIN), revents: 0)
+    guard poll(&descriptor, 1, Int32(seconds * 1000)) > 0 else { return nil }
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    let n = read(handle.fileDescriptor, &buffer, buffer.count)
+    return n > 0 ? Data(buffer[0..<n]) : Data()
+}
