@@ -10,7 +10,10 @@ import Glibc
 /// it sleeps: the sections here last a few microseconds, and two event loops
 /// answering requests of one session would otherwise put each other to sleep
 /// and wake each other through the kernel on most requests.
-public final class Locked<Value>: @unchecked Sendable {
+///
+/// It is `Sendable` when its value is: the lock makes access exclusive, not
+/// a value that is not safe to share safe to hand over (as `Mutex`).
+public final class Locked<Value> {
     #if canImport(Glibc)
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     #else
@@ -49,3 +52,5 @@ public final class Locked<Value>: @unchecked Sendable {
         return try body(&value)
     }
 }
+
+extension Locked: @unchecked Sendable where Value: Sendable {}
