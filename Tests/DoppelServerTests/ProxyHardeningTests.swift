@@ -6,21 +6,11 @@ import Testing
 /// `--proxy` against requests and upstreams that try to misuse it: targets
 /// that would reach another host, and status lines no HTTP server sends.
 @Suite struct ProxyHardeningTests {
-    static let contract = """
-        doppel: 1
-        info: { title: Proxied, version: "1" }
-        endpoints:
-          mocked:
-            request: GET /mocked
-            responses:
-              - body: { mocked: true }
-        """
-
     func doppel(upstream: URL) async throws -> DoppelTestServer {
         var configuration = ServerConfiguration.testing
         configuration.proxy = upstream
         configuration.proxyTimeout = 5
-        let contract = try ContractLoader.load(text: Self.contract, file: "proxied.yaml")
+        let contract = try ContractLoader.load(text: ProxyTests.contract, file: "proxied.yaml")
         return try await DoppelTestServer.start(engine: MockEngine(contract: contract, configuration: configuration), configuration: configuration)
     }
 
