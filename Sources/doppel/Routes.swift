@@ -13,7 +13,7 @@ struct Routes: ParsableCommand {
         let contract = try loadContractOrExit(self.contract, checkingWithOpenAPIKit: false, release: .atExit)
         // One string, appended to in place (`joined` is a generic call
         // that took a millisecond for 1,000 endpoints).
-        let lines = RouteTable.lines(for: contract)
+        let lines = RouteTable.lines(for: contract.endpoints[...])
         var output = ""
         output.reserveCapacity(lines.reduce(0) { $0 + $1.utf8.count + 1 })
         for line in lines {
@@ -32,25 +32,26 @@ enum RouteTable {
     static let shownWhenServing = 200
 
     /// The route lines `serve` prints: the first `shownWhenServing`, and a line counting the rest.
+    /// Only the lines shown are formatted, and aligned among themselves.
     static func servingLines(for contract: Contract, file: String) -> [String] {
-        let all = lines(for: contract)
-        guard all.count > shownWhenServing else { return all }
-        return Array(all.prefix(shownWhenServing)) + ["… and \(all.count - shownWhenServing) more endpoints (doppel routes \(file) lists them all)"]
+        let shown = lines(for: contract.endpoints.prefix(shownWhenServing))
+        let rest = contract.endpoints.count - shown.count
+        return rest > 0 ? shown + ["… and \(rest) more endpoints (doppel routes \(file) lists them all)"] : shown
     }
 
-    static func lines(for contract: Contract) -> [String] {
+    static func lines(for endpoints: ArraySlice<Endpoint>) -> [String] {
         // Built by appending to one string a line, with closures rather
         // than key paths and without `joined`: those are generic calls,
         // and for 1,000 endpoints they took longer than the load's last steps.
-        let methodWidth = contract.endpoints.map { $0.method.count }.max() ?? 0
-        let pathWidth = contract.endpoints.map { $0.path.template.count }.max() ?? 0
-        let idWidth = contract.endpoints.map { $0.id.count }.max() ?? 0
+        let methodWidth = endpoints.map { $0.method.count }.max() ?? 0
+        let pathWidth = endpoints.map { $0.path.template.count }.max() ?? 0
+        let idWidth = endpoints.map { $0.id.count }.max() ?? 0
         // Padded by hand: Foundation's `padding(toLength:)` bridges to NSString.
         func append(_ text: String, paddedTo width: Int, to line: inout String) {
             line += text
             for _ in text.count..<max(width, text.count) { line += " " }
         }
-        return contract.endpoints.map { endpoint in
+        return endpoints.map { endpoint in
             var line = ""
             line.reserveCapacity(methodWidth + pathWidth + idWidth + 32)
             append(endpoint.method, paddedTo: methodWidth, to: &line)
