@@ -264,7 +264,7 @@ public struct ScenarioRunner: Sendable {
             // Repeated fields are joined as one, the way RFC 9110 allows.
             headers[field.name] = headers[field.name].map { $0 + ", " + field.value } ?? field.value
         }
-        return HTTPAnswer(status: Int(response.status.code), headers: headers, body: Data(buffer: body))
+        return HTTPAnswer(status: Int(response.status.code), headers: headers, body: Data(body.readableBytesView))
     }
 
     /// A transport failure in words, like `could not connect to 127.0.0.1:8000: connection refused`.

@@ -1,6 +1,5 @@
 import DoppelCore
 import Foundation
-import Hummingbird
 import HummingbirdCore
 import HummingbirdTLS
 import Logging
@@ -30,22 +29,18 @@ public func buildApplication(
 ) -> some Service {
     var logger = Logger(label: "doppel")
     logger.logLevel = .warning
-    let responder = DoppelResponder(
+    let answerer = Answerer(
         slot: slot, log: log ?? RequestLog(format: configuration.logFormat), maxBodySize: configuration.maxBodySize,
         hangLimit: configuration.hangLimit, adminToken: configuration.adminToken, scenarios: scenarios,
         proxy: configuration.proxy, proxyTimeout: configuration.proxyTimeout, recorder: recorder)
-    return DoppelService(responder: responder, configuration: configuration, logger: logger, onServerRunning: onServerRunning)
+    return DoppelService(answerer: answerer, configuration: configuration, logger: logger, onServerRunning: onServerRunning)
 }
 
-/// The server as a service: Doppel's HTTP/1 channel in front of its
-/// responder.
-///
-/// Hummingbird's `Application` would do the same, but it also runs a
-/// once-a-second date formatter on Foundation's ICU calendar, which costs
-/// resident memory and wake-ups; Doppel writes its own `Date` header
-/// (`HTTPDate`), as `DirectResponder` does.
+/// The server as a service: HummingbirdCore's server (listening, TLS,
+/// connection limit, graceful shutdown) running Doppel's HTTP/1 channel,
+/// whose `HTTPDoor` answers every request.
 struct DoppelService: Service {
-    let responder: DoppelResponder
+    let answerer: Answerer
     let configuration: ServerConfiguration
     let logger: Logger
     let onServerRunning: @Sendable (Int) async -> Void
@@ -53,50 +48,24 @@ struct DoppelService: Service {
     func run() async throws {
         let limits = ConnectionGuard.Limits(header: configuration.headerTimeout, body: configuration.bodyTimeout, maxBodySize: configuration.maxBodySize,
                                             idle: configuration.idleTimeout)
-        let builder = HTTPServerBuilder { [configuration, responder] handler -> any ServerChildChannel in
-            let channel = DoppelHTTP1Channel(responder: handler, limits: limits, maxHeaderSize: configuration.maxHeaderSize, direct: responder)
-            // HTTPS: TLS in front of the same channel. (HTTP/2 is Hummingbird's own
-            // channel, which would bypass Doppel's limits and direct answers.)
-            guard let tls = configuration.tls else { return channel }
-            return try TLSChannel(channel, tlsConfiguration: tls)
-        }
-        let server = try builder.buildServer(
-            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Doppel",
-                                 availableConnectionsDelegate: IdleMemory(maxConnections: configuration.maxConnections,
-                                                                          returnsMemory: configuration.returnsIdleMemory)),
-            eventLoopGroup: MultiThreadedEventLoopGroup.singleton,
-            logger: logger
-        ) { [responder, logger] request, responseWriter, channel in
-            let context = DoppelRequestContext(source: .init(channel: channel, logger: logger))
-            var response: Response
-            do {
-                response = try await responder.respond(to: request, context: context)
-            } catch let error as HTTPParserError {
-                throw error
-            } catch {
-                logger.debug("unexpected error", metadata: ["error": "\(error)"])
-                response = Response(status: .internalServerError)
-            }
-            response.headers[.date] = HTTPDate.now()
-            response.headers[.server] = "Doppel"
-            do {
-                try await responseWriter.write(response: response.head, body: response.body)
-            } catch is HTTPParserError {
-                // The channel answers a parse error with 400; one seen while
-                // a response is already being written must close it instead.
-                throw ParseErrorWhileWriting()
-            }
-        } onServerRunning: { [configuration, onServerRunning] channel in
+        let channel = DoppelHTTP1Channel(answerer: answerer, limits: limits, maxHeaderSize: configuration.maxHeaderSize)
+        let serverConfiguration = HummingbirdCore.ServerConfiguration(
+            address: .hostname(configuration.host, port: configuration.port), serverName: "Doppel",
+            availableConnectionsDelegate: IdleMemory(maxConnections: configuration.maxConnections, returnsMemory: configuration.returnsIdleMemory))
+        let running: @Sendable (any Channel) async -> Void = { [configuration, onServerRunning] channel in
             await onServerRunning(channel.localAddress?.port ?? configuration.port)
         }
+        // HTTPS: TLS in front of the same channel. (HTTP/2 is Hummingbird's own
+        // channel, which would bypass Doppel's limits and its one door.)
+        let server = try configuration.tls.map { try TLSChannel(channel, tlsConfiguration: $0) }.map {
+            $0.server(configuration: serverConfiguration, onServerRunning: running, eventLoopGroup: MultiThreadedEventLoopGroup.singleton, logger: logger)
+        } ?? channel.server(configuration: serverConfiguration, onServerRunning: running, eventLoopGroup: MultiThreadedEventLoopGroup.singleton, logger: logger)
         do {
             try await server.run()
         } catch {
-            await responder.upstream?.shutdown()
+            await answerer.upstream?.shutdown()
             throw error
         }
-        await responder.upstream?.shutdown()
+        await answerer.upstream?.shutdown()
     }
-
-    struct ParseErrorWhileWriting: Error {}
 }

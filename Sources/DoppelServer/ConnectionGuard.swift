@@ -4,10 +4,9 @@ import NIOHTTP1
 
 /// Deadlines and HTTP/1 manners for one connection, which Hummingbird's own
 /// HTTP/1 channel does not have: a header deadline, a body deadline, closing
-/// after an HTTP/1.0 request without keep-alive, and `100 Continue`; and the
-/// idle deadline, which is kept here rather than by Hummingbird's connection
-/// state handler because requests `DirectResponder` answers never reach that
-/// handler.
+/// and the
+/// idle deadline (with no request in progress, after an answer `HTTPDoor`
+/// wrote).
 ///
 /// Two handlers share one `ConnectionGuard.State`, both on the connection's
 /// event loop: `ByteWatcher` sits first in the pipeline and sees raw bytes (so
@@ -56,8 +55,6 @@ enum ConnectionGuard {
         var timer: Scheduled<Void>?
         /// When `timer` fires.
         var timerAt: NIODeadline?
-        /// Close once the current response is written (HTTP/1.0 without keep-alive).
-        var closeAfterResponse = false
         /// When the current request's head was read, and the body bytes read since.
         var bodyStarted: NIODeadline?
         var bodyBytes = 0
@@ -99,7 +96,7 @@ enum ConnectionGuard {
 
         private func schedule(at instant: NIODeadline, on loop: any EventLoop) {
             timerAt = instant
-            timer = loop.scheduleTask(deadline: instant) { [self] in self.fire(on: loop) }
+            timer = loop.assumeIsolated().scheduleTask(deadline: instant) { [self] in self.fire(on: loop) }
         }
 
         private func fire(on loop: any EventLoop) {
@@ -121,8 +118,8 @@ enum ConnectionGuard {
                 context.close(promise: nil)
                 return
             }
-            // Written past the HTTP encoder (a request may be half-read), as `DirectResponder` writes its answers.
-            let buffer = DirectResponse.encode(Problem.requestTimeout().response(), date: HTTPDate.now(), close: true, allocator: context.channel.allocator)
+            // Written at the raw end (a request may be half-read), as `HTTPDoor` writes its answers.
+            let buffer = ResponseBytes.encode(Problem.requestTimeout().response(), date: HTTPDate.now(), close: true, allocator: context.channel.allocator)
             context.writeAndFlush(NIOAny(buffer), promise: nil)
             context.close(promise: nil)
         }
@@ -168,12 +165,10 @@ enum ConnectionGuard {
         }
     }
 
-    /// After the HTTP decoder: ends the header deadline, runs the body deadline, handles keep-alive and `Expect`.
-    final class RequestWatcher: ChannelDuplexHandler, RemovableChannelHandler {
+    /// After the HTTP decoder: ends the header deadline, runs the body deadline, handles keep-alive.
+    final class RequestWatcher: ChannelInboundHandler, RemovableChannelHandler {
         typealias InboundIn = HTTPServerRequestPart
         typealias InboundOut = HTTPServerRequestPart
-        typealias OutboundIn = HTTPServerResponsePart
-        typealias OutboundOut = HTTPServerResponsePart
 
         let state: State
 
@@ -181,25 +176,12 @@ enum ConnectionGuard {
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             switch unwrapInboundIn(data) {
-            case .head(var head):
+            case .head:
                 state.requestsInProgress += 1
                 state.bodyStarted = .now()
                 state.bodyBytes = 0
                 state.arm(seconds: state.limits.body, on: context.eventLoop)
-                // HTTP/1.0 has no transfer codings: a body framed by one is
-                // read, answered, and the connection closed (RFC 9112 section 6.1).
-                if !head.isKeepAlive || (head.version.major == 1 && head.version.minor == 0 && head.headers.contains(name: "transfer-encoding")) {
-                    // Hummingbird closes after the response when the request says `Connection: close`.
-                    state.closeAfterResponse = true
-                    head.headers.replaceOrAdd(name: "connection", value: "close")
-                }
-                if head.version.major == 1, head.version.minor >= 1,
-                   head.headers["expect"].contains(where: { $0.lowercased() == "100-continue" }),
-                   (head.headers["content-length"].first.flatMap(Int.init) ?? 0) <= state.limits.maxBodySize,
-                   let raw = state.rawContext {
-                    raw.writeAndFlush(NIOAny(context.channel.allocator.buffer(string: "HTTP/1.1 100 Continue\r\n\r\n")), promise: nil)
-                }
-                context.fireChannelRead(wrapInboundOut(.head(head)))
+                context.fireChannelRead(data)
             case .body(let part):
                 // The next pause may last `body` seconds, but the whole body
                 // no longer than `body` seconds and a second per 500 bytes.
@@ -218,19 +200,6 @@ enum ConnectionGuard {
                 // Answered before its body ended (a 413): idle from here.
                 if state.requestsInProgress == 0 { state.armIdle(on: context.eventLoop) }
                 context.fireChannelRead(data)
-            }
-        }
-
-        func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-            switch unwrapOutboundIn(data) {
-            case .head(var head) where state.closeAfterResponse:
-                head.headers.replaceOrAdd(name: "connection", value: "close")
-                context.write(wrapOutboundOut(.head(head)), promise: promise)
-            case .end:
-                state.responseWritten(on: context.eventLoop)
-                context.write(data, promise: promise)
-            case .head, .body:
-                context.write(data, promise: promise)
             }
         }
     }

@@ -189,6 +189,7 @@ public struct LocalCertificates: Sendable {
         guard family >= 0 else { return nil }
         var buffer = [CChar](repeating: 0, count: 64)
         let ok = bytes.withUnsafeBytes { raw in inet_ntop(family, raw.baseAddress, &buffer, socklen_t(buffer.count)) != nil }
-        return ok ? String(cString: buffer) : nil
+        guard ok else { return nil }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }

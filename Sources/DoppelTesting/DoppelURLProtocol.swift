@@ -73,10 +73,11 @@ public final class DoppelURLProtocol: URLProtocol {
         let body = Self.body(of: request)
         let recorded = RecordedRequest(method: request.httpMethod ?? "GET", path: path, query: components?.percentEncodedQuery,
                                        headers: headers, body: body.count > Self.maxBodySize ? [] : body, remoteAddress: "in-process")
-        let response = body.count > Self.maxBodySize
-            ? engine.respond(refusing: recorded, with: .payloadTooLarge(limit: Self.maxBodySize))
-            : engine.respond(to: recorded)
-        after(response.delay) { self.deliver(response, to: url) }
+        let started = ContinuousClock.now
+        let decision = body.count > Self.maxBodySize
+            ? engine.decide(refusing: recorded, with: .payloadTooLarge(limit: Self.maxBodySize))
+            : engine.decide(recorded)
+        after(decision.delay) { self.deliver(decision, engine: engine, started: started, to: url) }
     }
 
     override public func stopLoading() {
@@ -85,9 +86,24 @@ public final class DoppelURLProtocol: URLProtocol {
 
     private var isCancelled: Bool { cancelled.withLock { $0 } }
 
-    private func deliver(_ response: MockResponse, to url: URL) {
+    private func deliver(_ decision: Decision, engine: MockEngine, started: ContinuousClock.Instant, to url: URL) {
+        var response = decision.response
+        if decision.delivery == .forward {
+            // No upstream in process: the 502 `doppel serve` gives without `--proxy`.
+            response = Problem.badGateway(upstream: "(none)", reason: "no upstream is configured (--proxy)").response()
+        }
+        let elapsed = ContinuousClock.now - started
+        engine.complete(decision, status: response.status,
+                        durationMicros: Int(elapsed.components.seconds) * 1_000_000 + Int(elapsed.components.attoseconds / 1_000_000_000_000))
         guard !isCancelled, let client else { return }
-        switch response.fault {
+        var fault: Fault?
+        var stream: [StreamPart]?
+        switch decision.delivery {
+        case .fault(let broken): fault = broken
+        case .stream(let parts): stream = parts
+        case .whole, .forward: break
+        }
+        switch fault {
         case .connectionReset?, .emptyReply?:
             client.urlProtocol(self, didFailWithError: URLError(.networkConnectionLost))
             return
@@ -110,12 +126,12 @@ public final class DoppelURLProtocol: URLProtocol {
             return
         }
         client.urlProtocol(self, didReceive: head, cacheStoragePolicy: .notAllowed)
-        if response.fault == .truncatedBody {
+        if fault == .truncatedBody {
             client.urlProtocol(self, didLoad: Data(response.body.prefix(response.body.count / 2)))
             client.urlProtocol(self, didFailWithError: URLError(.networkConnectionLost))
             return
         }
-        if let stream = response.stream {
+        if let stream {
             // Off the caller's thread: the parts wait out their delays.
             nonisolated(unsafe) let this = self
             DispatchQueue.global().async { this.send(stream[...]) }

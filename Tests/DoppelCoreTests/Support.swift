@@ -25,6 +25,15 @@ func diagnostics(of text: String, file: String = "test.yaml") -> [Diagnostic] {
 }
 
 extension MockEngine {
+    /// The engine's decision for a request (its delay and delivery beside the response), journaled at once.
+    func decision(_ method: String, _ target: String, session: String? = nil) -> Decision {
+        var headers = [(name: "Authorization", value: "Bearer \(sampleJWT)")]
+        if let session { headers.append((name: "Doppel-Session", value: session)) }
+        let decision = decide(RecordedRequest(method: method, target: target, headers: headers))
+        complete(decision, durationMicros: 0)
+        return decision
+    }
+
     /// Sends a JSON request through the whole pipeline.
     func send(_ method: String, _ target: String, json: JSON? = nil, token: String? = sampleJWT, session: String? = nil,
               headers: [(name: String, value: String)] = [], body raw: [UInt8]? = nil) -> MockResponse {

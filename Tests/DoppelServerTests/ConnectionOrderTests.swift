@@ -2,9 +2,9 @@ import DoppelTesting
 import Foundation
 import Testing
 
-/// Answers written on the event loop (`DirectResponder`) and answers passed
-/// on to the async responder (delayed, admin) share one connection: each
-/// keeps its place and its framing, a HEAD's answer included.
+/// Answers written at once and answers delivered over time (delayed) or by
+/// the admin API share one connection (`HTTPDoor`): each keeps its place and
+/// its framing, a HEAD's answer included.
 @Suite struct ConnectionOrderTests {
     static let contract = """
         doppel: 1

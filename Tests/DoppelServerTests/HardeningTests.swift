@@ -223,11 +223,10 @@ struct HardeningTests {
         server.process.terminate()
         let answer = try await slow.value
         #expect(answer.status == 200)
+        // The answer came and the process ends: the shutdown, not the hour the
+        // delay asks for, ended the wait (15 s is a loaded machine's margin, not a claim about speed).
         while server.process.isRunning, Date().timeIntervalSince(signalled) < 15 { try await Task.sleep(for: .milliseconds(20)) }
-        #expect(!server.process.isRunning)
-        // Far below the hour the delay asks for; the margin over the 2s grace
-        // is for a loaded machine, not a claim about speed.
-        #expect(Date().timeIntervalSince(signalled) < 10, "the grace period, not the delay, ends the wait")
+        #expect(!server.process.isRunning, "the grace period, not the delay, ends the wait")
         #expect(server.process.terminationStatus == 0)
     }
 
@@ -275,10 +274,9 @@ struct HardeningTests {
         #expect(server.process.isRunning, "graceful shutdown waits for the request in progress")
         let second = Date()
         server.process.terminate()
+        // Ended long before the 60 s grace period the first signal started (15 s is a loaded machine's margin).
         while server.process.isRunning, Date().timeIntervalSince(second) < 15 { try await Task.sleep(for: .milliseconds(20)) }
-        #expect(!server.process.isRunning)
-        // Far below the 60s grace period the first signal started.
-        #expect(Date().timeIntervalSince(second) < 10)
+        #expect(!server.process.isRunning, "the second signal, not the grace period, ends the process")
         #expect(server.process.terminationStatus == 128 + SIGTERM)
         withExtendedLifetime(holder) {}
     }
@@ -294,7 +292,7 @@ struct HardeningTests {
             (name: "Server", value: "other"),
         ], body: Array(#"{"error":"limit"}"#.utf8))
         let text = { (close: Bool) in
-            var buffer = DirectResponse.encode(response, date: "Mon, 23 Nov 2026 03:56:35 GMT", close: close, allocator: .init())
+            var buffer = ResponseBytes.encode(response, date: "Mon, 23 Nov 2026 03:56:35 GMT", close: close, allocator: .init())
             return buffer.readString(length: buffer.readableBytes)!
         }
         #expect(text(false) == "HTTP/1.1 402 Payment Required\r\nContent-Type: application/json\r\nX-Echo: a  X-Injected: 1\r\n"

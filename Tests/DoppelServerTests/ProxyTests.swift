@@ -128,12 +128,11 @@ import Testing
         defer { Task { await server.stop() } }
         let client = TestClient(base: server.baseURL)
 
-        let started = ContinuousClock.now
+        // The upstream answers after 5 s: a 504 (rather than its 200) is Doppel giving up at its 1 s timeout.
         let slow = try await client.send("GET", "/slow", token: nil)
         #expect(slow.status == 504)
         #expect(slow.json?["type"] == "urn:doppel:problem:gateway-timeout")
         #expect(slow.json?["upstream"] == .string(upstream.url.absoluteString))
-        #expect(ContinuousClock.now - started < .seconds(4))
 
         await upstream.stop()
         let refused = try await client.send("GET", "/things/3", token: nil)

@@ -12,7 +12,7 @@ extension CommandLineTests {
         defer { try? FileManager.default.removeItem(at: folder) }
 
         let process = Process()
-        process.executableURL = try #require(Self.executable)
+        process.executableURL = Self.executable
         process.arguments = ["record", "--target", upstream.url.absoluteString, "-o", folder.path, "--port", "0", "--log-format", "none"]
         let out = Pipe()
         process.standardOutput = out

@@ -39,16 +39,15 @@ import Testing
         #expect(String(buffer: body).contains("\"language\":\"en\""))
         #expect(server.engine.journal.entries.last?.status == 200)
 
-        // URLSession (libcurl here) reports the failed handshake at once.
+        // URLSession (libcurl here) reports the failed handshake, by name:
+        // a handshake that hung would end in the client's timeout instead.
         // (AsyncHTTPClient would retry the connection until its deadline.)
         let doubting = TestClient(base: server.baseURL, timeout: 10)
-        let started = ContinuousClock.now
         await #expect {
             _ = try await doubting.send("GET", "/api/v1/free-stories", token: nil)
         } throws: { error in
             "\(error)".contains("SSL certificate problem: unable to get local issuer certificate")
         }
-        #expect(ContinuousClock.now - started < .seconds(3))
         // A plain HTTP request to the HTTPS port is refused too, and the server serves on.
         let plain = TestClient(base: URL(string: "http://127.0.0.1:\(server.port)")!, timeout: 5)
         _ = try? await plain.send("GET", "/api/v1/free-stories", token: nil)

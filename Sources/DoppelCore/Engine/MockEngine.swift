@@ -2,7 +2,8 @@ import Foundation
 
 /// Answers requests exactly as a contract says.
 ///
-/// `respond(to:)` runs the request pipeline, one stage type per step:
+/// `decide(_:)` runs the request pipeline, one stage type per step, and
+/// returns a `Decision` (what to send, its delay, and how to deliver it):
 /// 1. **Route** (`EndpointRouter`): method and path to an endpoint, path
 ///    parameters captured; misses become 404 with near misses, or 405.
 /// 2. **Validate** (`RequestValidator`): query, headers and body to typed
@@ -29,8 +30,10 @@ import Foundation
 ///    streamed, delay and fault attached for the transport. A template that
 ///    fails abandons the transaction, effects included.
 ///
-/// After the transaction:
-/// 7. **Journal** (`Journal`): one entry per request.
+/// After the transport has delivered the decision:
+/// 7. **Journal** (`complete(_:status:durationMicros:)`): one entry per
+///    request, with the status sent. `respond(to:)` decides and journals at
+///    once, for callers that deliver nothing over time.
 ///
 /// ```swift
 /// let engine = MockEngine(contract: try ContractLoader.load(file: "contracts/tales.yaml"))
@@ -103,10 +106,12 @@ public final class MockEngine: Sendable {
     /// Real time, as the engine's clock reads it.
     public var realNow: Double { clock() }
 
-    /// Answers one request and records it in the journal.
-    public func respond(to request: RecordedRequest) -> MockResponse {
-        let started = ContinuousClock.now
-        let sessionID = request.header(Self.sessionHeader) ?? SessionStore.defaultID
+    /// Decides one request's answer: what to send and how to deliver it.
+    /// The session's state moves now; the journal entry is written when the
+    /// transport calls `complete(_:status:durationMicros:)` once the answer is
+    /// delivered (after its delay, stream or fault, or with the upstream's status).
+    public func decide(_ request: RecordedRequest) -> Decision {
+        let sessionID = request.sessionID
         var now = clock()
         var response: MockResponse
         let valid = SessionStore.isValid(id: sessionID)
@@ -119,46 +124,52 @@ public final class MockEngine: Sendable {
             response.body = []
             response.stream = nil
         }
-        // A forwarded request is journaled by the transport, with the upstream's status.
-        if response.forward { return response }
-        let elapsed = ContinuousClock.now - started
-        let micros = Int(elapsed.components.seconds) * 1_000_000 + Int(elapsed.components.attoseconds / 1_000_000_000_000)
-        record(request, sessionID: sessionID, valid: valid, time: now, status: response.status, endpointID: response.endpointID,
-               responseName: response.responseName, durationMicros: micros)
-        return response
+        return Decision(response, entry: entry(for: request, sessionID: sessionID, valid: valid, time: now, response: response))
     }
 
-    /// Journals a request the transport forwarded (`MockResponse.forward`)
-    /// with the upstream's status, marked proxied.
-    public func recordForwarded(_ request: RecordedRequest, status: Int, endpointID: String?, durationMicros: Int) {
-        let sessionID = request.header(Self.sessionHeader) ?? SessionStore.defaultID
+    /// Decides the answer to a request the transport refused before the
+    /// engine could read it (a body over the size limit, an unusable
+    /// target): the contract's fallback for the problem, else the problem
+    /// itself. Journaled as any answer is.
+    public func decide(refusing request: RecordedRequest, with problem: Problem) -> Decision {
+        let sessionID = request.sessionID
         let valid = SessionStore.isValid(id: sessionID)
-        let now = valid ? sessions.session(sessionID).now(real: clock()) : clock()
-        record(request, sessionID: sessionID, valid: valid, time: now, status: status, endpointID: endpointID, responseName: nil,
-               durationMicros: durationMicros, proxied: true)
-    }
-
-    /// Stage 7: the request's journal entry.
-    private func record(_ request: RecordedRequest, sessionID: String, valid: Bool, time: Double, status: Int, endpointID: String?,
-                        responseName: String?, durationMicros: Int, proxied: Bool = false) {
-        // An invalid id is never kept: it may be any size, and each distinct one would be a new key.
-        journal.record(time: time, session: valid ? sessionID : Journal.invalidSession, method: request.method, path: request.path,
-                       query: request.query, status: status, endpointID: endpointID, responseName: responseName,
-                       durationMicros: durationMicros, proxied: proxied)
-    }
-
-    /// Answers a request the server refused before the engine saw it (a
-    /// body over the size limit, 413): the contract's fallback for the
-    /// problem, else the problem itself.
-    public func respond(refusing request: RecordedRequest, with problem: Problem) -> MockResponse {
-        let sessionID = request.header(Self.sessionHeader) ?? SessionStore.defaultID
-        guard contract.fallback(for: problem) != nil, SessionStore.isValid(id: sessionID) else {
-            return problem.response()
+        var response = problem.response()
+        var now = clock()
+        if contract.fallback(for: problem) != nil, valid {
+            let session = sessions.session(sessionID)
+            let context = EvaluationContext(roots: baseRoots(sessionID: session.id), now: now, request: request)
+            (response, now) = fallback(for: problem, context: context, session: session)
+        } else if valid {
+            now = sessions.session(sessionID).now(real: now)
         }
-        let session = sessions.session(sessionID)
-        let real = clock()
-        let context = EvaluationContext(roots: baseRoots(sessionID: session.id), now: real, request: request)
-        return fallback(for: problem, context: context, session: session).response
+        if request.method == "HEAD" { response.body = [] }
+        return Decision(response, entry: entry(for: request, sessionID: sessionID, valid: valid, time: now, response: response))
+    }
+
+    /// Stage 7: writes a decided request's journal entry, once its answer is
+    /// delivered. `status` is the status sent when it is not the decision's
+    /// own (an upstream's, for a forwarded request, which is marked proxied).
+    public func complete(_ decision: Decision, status: Int? = nil, durationMicros: Int) {
+        guard let entry = decision.entry else { return }
+        // An invalid id is never kept: it may be any size, and each distinct one would be a new key.
+        journal.record(time: entry.time, session: entry.session, method: entry.method, path: entry.path, query: entry.query,
+                       status: status ?? decision.response.status, endpointID: decision.response.endpointID,
+                       responseName: decision.delivery == .forward ? nil : decision.response.responseName,
+                       durationMicros: durationMicros, proxied: decision.delivery == .forward)
+    }
+
+    /// Decides and journals at once, for callers that deliver nothing over
+    /// time (tests, and embedders reading only what would be sent): the
+    /// response, without its delay, stream or fault.
+    public func respond(to request: RecordedRequest) -> MockResponse {
+        let decision = decide(request)
+        complete(decision, durationMicros: 0)
+        return decision.response
+    }
+
+    private func entry(for request: RecordedRequest, sessionID: String, valid: Bool, time: Double, response: MockResponse) -> Decision.Entry {
+        Decision.Entry(time: time, session: valid ? sessionID : Journal.invalidSession, method: request.method, path: request.path, query: request.query)
     }
 
     /// Stages 1 to 6 for a request in a valid session; also returns the
@@ -283,7 +294,7 @@ public final class MockEngine: Sendable {
     }
 
     /// What a request's transaction decided.
-    enum Decision {
+    enum Verdict {
         /// A `proxy: true` endpoint's request that no override or `Prefer` answers: the upstream's to answer.
         case forward
         /// A problem of Doppel's own (a validation failure without `on_invalid`, an unreadable body).
@@ -327,13 +338,13 @@ public final class MockEngine: Sendable {
     /// request's `Prefer`, then the active scenario's override, then the
     /// contract's own choice.
     private func decide(_ request: RecordedRequest, credentials: Authenticator.Presented, endpoint: Endpoint, validation: RequestValidator.Outcome,
-                        context: inout EvaluationContext, data: inout SessionData, now: Double) throws(Failure) -> Decision {
+                        context: inout EvaluationContext, data: inout SessionData, now: Double) throws(Failure) -> Verdict {
         let call = data.countCall(to: endpoint.id)
         let override = data.scenario?.overrides.first { $0.endpointID == endpoint.id && $0.applies(toCall: call) }
         // A proxied endpoint is mocked only where a scenario or the client asks for a response.
         if endpoint.proxy, override == nil, request.header("prefer") == nil { return .forward }
 
-        func respond(_ forced: ResponseDefinition?, rateHeaders: [(name: String, value: String)]) throws(Failure) -> Decision {
+        func respond(_ forced: ResponseDefinition?, rateHeaders: [(name: String, value: String)]) throws(Failure) -> Verdict {
             do {
                 let chosen = try selector.select(
                     from: endpoint.responses, forced: forced, endpointBindings: forced == nil ? endpoint.bindings : [],

@@ -101,6 +101,12 @@ public struct Problem: Sendable, Error {
         Problem(status: 400, type: urn("invalid-headers"), title: "Invalid request headers", detail: reason)
     }
 
+    /// 400: the request could not be read as HTTP/1.1 (a malformed request
+    /// line or header, a header block over the limit); the connection closes.
+    public static func malformedRequest(_ reason: String) -> Problem {
+        Problem(status: 400, type: urn("malformed-request"), title: "Malformed request", detail: "The request could not be read as HTTP/1.1: \(reason).")
+    }
+
     /// 413: the body is larger than the server's limit.
     public static func payloadTooLarge(limit: Int) -> Problem {
         Problem(status: 413, type: urn("payload-too-large"), title: "Payload too large",

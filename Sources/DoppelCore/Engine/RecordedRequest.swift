@@ -37,6 +37,10 @@ public struct RecordedRequest: Sendable {
         return headers.last { $0.name == lower }?.value
     }
 
+    /// The session the request names (`Doppel-Session`), or `default`; the
+    /// one place the header is read. Not yet checked (`SessionStore.isValid(id:)`).
+    public var sessionID: String { header(MockEngine.sessionHeader) ?? SessionStore.defaultID }
+
     /// The query string split into decoded name/value pairs.
     public var queryItems: [(String, String)] {
         guard let query, !query.isEmpty else { return [] }
@@ -96,19 +100,17 @@ public struct MockResponse: Sendable {
     public var endpointID: String?
     /// The contract response chosen (`generate-story[2]`, or a shared response's name).
     public var responseName: String?
-    /// Seconds to wait before answering.
-    public var delay: Double = 0
-    /// A deliberate failure the transport should produce.
-    public var fault: Fault?
-    /// A body to send in parts over time instead of `body`.
-    public var stream: [StreamPart]?
-    /// The request is to be forwarded to the upstream server (`doppel serve
-    /// --proxy`), whose answer is sent instead; the transport journals it.
-    public var forward = false
+    /// Seconds to wait before answering (`Decision.delay` to the transport).
+    var delay: Double = 0
+    /// A deliberate failure the transport should produce (`Decision.Delivery.fault`).
+    var fault: Fault?
+    /// A body to send in parts over time instead of `body` (`Decision.Delivery.stream`).
+    var stream: [StreamPart]?
+    /// The request is to be forwarded to the upstream server (`Decision.Delivery.forward`).
+    var forward = false
 
-    /// The engine's answer to a request it forwards: a 502 for a transport
-    /// that has no upstream.
-    public static func forwarding(endpointID: String?) -> MockResponse {
+    /// The engine's answer to a request it forwards.
+    static func forwarding(endpointID: String?) -> MockResponse {
         var response = MockResponse(status: 502, endpointID: endpointID)
         response.forward = true
         return response

@@ -84,7 +84,7 @@ import Testing
             endpoints:
               now: { request: GET /now, responses: [ { body: { now: "{{ clock.now }}" } } ] }
             """)
-        let moved = try #require(engine.sessions.session("moved"))
+        let moved = engine.sessions.session("moved")
         _ = moved.adjustClock { $0.advance(by: CalendarDuration.parse("31d")!, real: clock.now) }
         #expect(engine.send("GET", "/now", session: "moved").json == ["now": "2025-02-01T00:00:00Z"])
         #expect(engine.send("GET", "/now").json == ["now": "2025-01-01T00:00:00Z"])
@@ -103,12 +103,13 @@ import Testing
               broken: { request: GET /broken, responses: [ { fault: malformed_json, body: { message: hello } } ] }
               reset: { request: GET /reset, responses: [ { fault: connection_reset } ] }
             """)
-        #expect(engine.send("GET", "/slow").delay == 0.25)
-        #expect((1.0...2.0).contains(engine.send("GET", "/range").delay))
-        let broken = engine.send("GET", "/broken")
-        #expect(broken.fault == nil)
-        #expect(broken.body == Array(#"{"message"#.utf8))
-        #expect(engine.send("GET", "/reset").fault == .connectionReset)
+        #expect(engine.decision("GET", "/slow").delay == 0.25)
+        #expect(engine.decision("GET", "/slow").delivery == .whole)
+        #expect((1.0...2.0).contains(engine.decision("GET", "/range").delay))
+        let broken = engine.decision("GET", "/broken")
+        #expect(broken.delivery == .whole)
+        #expect(broken.response.body == Array(#"{"message"#.utf8))
+        #expect(engine.decision("GET", "/reset").delivery == .fault(.connectionReset))
         #expect(Delay.parse("100ms-300ms") == Delay(minimum: 0.1, maximum: 0.3))
         #expect(Delay.parse("1mo") == nil)
     }

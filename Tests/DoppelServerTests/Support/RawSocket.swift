@@ -28,6 +28,11 @@ final class RawSocket: @unchecked Sendable {
         }
     }
 
+    /// Closes the sending half: the server reads the end of its input.
+    func finishSending() {
+        shutdown(fd, Int32(SHUT_WR))
+    }
+
     /// What arrives within `timeout` seconds, until `until` holds or the peer closes; and whether it closed.
     func receive(timeout: Double, until done: (String) -> Bool = { _ in false }) -> (text: String, closed: Bool) {
         var reply: [UInt8] = []

@@ -1,0 +1,62 @@
+import DoppelCore
+import Foundation
+
+/// What answers requests, independent of the connection: the engine (through
+/// its slot, so `--watch` reloads are seen), the admin API, the upstream
+/// (`--proxy`) and the recorder (`doppel record`), and the request log.
+/// `HTTPDoor` asks it for a decision, delivers the decision, and calls
+/// `finish` once, whatever the kind of answer.
+struct Answerer: Sendable {
+    let slot: EngineSlot
+    let admin: AdminAPI
+    let log: RequestLog
+    let maxBodySize: Int
+    /// The longest a `no_answer` fault holds a connection, in seconds.
+    let hangLimit: Double
+    /// The server behind Doppel (`--proxy`), if any.
+    let upstream: Upstream?
+    /// Keeps what the upstream answered (`doppel record`), if anything does.
+    let recorder: Recorder?
+
+    init(slot: EngineSlot, log: RequestLog, maxBodySize: Int, hangLimit: Double = 30, adminToken: String? = nil,
+         scenarios: ScenarioCatalog = ScenarioCatalog(), proxy: URL? = nil, proxyTimeout: Double = 30, recorder: Recorder? = nil) {
+        self.slot = slot
+        self.recorder = recorder
+        self.upstream = proxy.map { Upstream(base: $0, timeout: proxyTimeout) }
+        self.admin = AdminAPI(slot: slot, token: adminToken, catalog: scenarios, log: log)
+        self.log = log
+        self.maxBodySize = maxBodySize
+        self.hangLimit = hangLimit
+    }
+
+    /// The decision for a request read whole: the admin API's answer (not
+    /// journaled) for a path under `/__doppel`, else the engine's; a request
+    /// the transport refused (`refusal`) gets the engine's answer to the problem.
+    func decide(_ request: RecordedRequest, refusal: Problem?, engine: MockEngine) -> Decision {
+        if let refusal { return engine.decide(refusing: request, with: refusal) }
+        if AdminAPI.handles(request.path) { return Decision(unjournaled: admin.respond(to: request)) }
+        return engine.decide(request)
+    }
+
+    /// The upstream's answer to a forwarded request, or Doppel's 502/504
+    /// problem naming it; kept by the recorder when the upstream answered.
+    func forward(_ request: RecordedRequest) async -> MockResponse {
+        guard let upstream else {
+            return Problem.badGateway(upstream: "(none)", reason: "no upstream is configured (--proxy)").response()
+        }
+        let (answer, answered) = await upstream.forward(request)
+        if answered { recorder?.record(request, answer) }
+        return answer
+    }
+
+    /// The one place an answer is completed, once delivered: its journal
+    /// entry (with the status sent, an upstream's for a forwarded request)
+    /// and its request log line.
+    func finish(_ decision: Decision, of request: RecordedRequest, sent status: Int, engine: MockEngine, started: ContinuousClock.Instant) {
+        let elapsed = ContinuousClock.now - started
+        let micros = Int(elapsed.components.seconds) * 1_000_000 + Int(elapsed.components.attoseconds / 1_000_000_000_000)
+        engine.complete(decision, status: status, durationMicros: micros)
+        log.request(method: request.method, path: request.path, status: status, endpointID: decision.response.endpointID,
+                    session: request.sessionID, durationMicros: micros)
+    }
+}
