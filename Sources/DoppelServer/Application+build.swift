@@ -46,12 +46,12 @@ struct DoppelService: Service {
     let onServerRunning: @Sendable (Int) async -> Void
 
     func run() async throws {
-        let limits = ConnectionGuard.Limits(header: configuration.headerTimeout, body: configuration.bodyTimeout, maxBodySize: configuration.maxBodySize,
+        let limits = ConnectionGuard.Limits(header: configuration.headerTimeout, body: configuration.bodyTimeout,
                                             idle: configuration.idleTimeout)
         let channel = DoppelHTTP1Channel(answerer: answerer, limits: limits, maxHeaderSize: configuration.maxHeaderSize)
         let serverConfiguration = HummingbirdCore.ServerConfiguration(
             address: .hostname(configuration.host, port: configuration.port), serverName: "Doppel",
-            availableConnectionsDelegate: IdleMemory(maxConnections: configuration.maxConnections, returnsMemory: configuration.returnsIdleMemory))
+            availableConnectionsDelegate: IdleMemory(maxConnections: configuration.maxConnections, whenIdle: configuration.whenIdle))
         let running: @Sendable (any Channel) async -> Void = { [configuration, onServerRunning] channel in
             await onServerRunning(channel.localAddress?.port ?? configuration.port)
         }

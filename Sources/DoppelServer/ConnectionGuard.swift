@@ -29,8 +29,6 @@ enum ConnectionGuard {
         /// Between two parts of a request body (and from the headers to the first part).
         /// The whole body has this long too, plus a second per `minimumBodyRate` bytes it brings.
         var body: Double
-        /// Largest request body; a larger `Expect: 100-continue` request gets no `100 Continue`.
-        var maxBodySize: Int
         /// How long a connection may sit with no request in progress.
         var idle: Double
     }

@@ -218,7 +218,7 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
             }
             let incoming = Incoming(head: head, path: refusal == nil ? target.path : head.uri, query: refusal == nil ? target.query : nil,
                                     body: nil, started: .now, refusal: refusal)
-            if let length = head.headers.first(name: "content-length").flatMap(Int.init), length > answerer.maxBodySize {
+            if let length = head.headers.first(name: "content-length").flatMap(Int.init), isOverLimit(length) {
                 // Refused by its declared length, before its body is read (and, with `Expect`, without `100 Continue`).
                 tooLarge(incoming, context: context)
                 return
@@ -231,7 +231,7 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
         case .body(let chunk):
             switch reading {
             case .collecting(var incoming):
-                if (incoming.body?.readableBytes ?? 0) + chunk.readableBytes > answerer.maxBodySize {
+                if isOverLimit((incoming.body?.readableBytes ?? 0) + chunk.readableBytes) {
                     incoming.body = nil
                     tooLarge(incoming, context: context)
                 } else {
@@ -252,6 +252,9 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
             }
         }
     }
+
+    /// The one body-size rule (`--max-body-size`), for a declared length and for the bytes arrived.
+    private func isOverLimit(_ bodyBytes: Int) -> Bool { bodyBytes > answerer.maxBodySize }
 
     /// A body over the limit: answered 413 at once; the rest of it is read and dropped.
     private func tooLarge(_ incoming: Incoming, context: ChannelHandlerContext) {

@@ -1,30 +1,28 @@
 import Dispatch
-import DoppelCore
 import HummingbirdCore
 import Synchronization
 
 /// Counts connections against `--max-connections` and, where asked
-/// (`ServerConfiguration.returnsIdleMemory`, set by `doppel serve`), once the
-/// server has had none for a quarter of a second, returns the heap memory
-/// that the last load freed to the system.
+/// (`ServerConfiguration.whenIdle`), runs work once the server has had none
+/// for a quarter of a second.
 ///
-/// Requests free what they allocate, but glibc's allocator keeps freed
-/// memory in its per-thread arenas for reuse: after a burst of load an idle
-/// server held several megabytes more than it did before it, and kept them
-/// until the next burst. `malloc_trim` hands back every whole free page.
-/// It runs off the event loops, at most once per quiet spell, never while
-/// a connection is open (a trim takes each arena's lock for a moment).
-/// Elsewhere than glibc it does nothing.
+/// `doppel serve` returns the heap memory the last load freed there:
+/// requests free what they allocate, but glibc's allocator keeps freed
+/// memory in its per-thread arenas for reuse, so after a burst of load an
+/// idle server held several megabytes more than it did before it, and kept
+/// them until the next burst. The work runs off the event loops, at most
+/// once per quiet spell, never while a connection is open (a trim takes
+/// each arena's lock for a moment).
 struct IdleMemory: AvailableConnectionsDelegate {
     private var limit: MaximumAvailableConnections
     private let trimmer: Trimmer?
 
     /// - Parameters:
-    ///   - returnsMemory: whether freed memory is returned at all.
-    ///   - quiet: how long the server must have had no connection before memory is returned.
-    init(maxConnections: Int, returnsMemory: Bool = true, quiet: DispatchTimeInterval = .milliseconds(250)) {
+    ///   - whenIdle: the work; nil runs nothing.
+    ///   - quiet: how long the server must have had no connection before it runs.
+    init(maxConnections: Int, whenIdle: (@Sendable () -> Void)?, quiet: DispatchTimeInterval = .milliseconds(250)) {
         limit = MaximumAvailableConnections(maxConnections)
-        trimmer = returnsMemory ? Trimmer(quiet: quiet) : nil
+        trimmer = whenIdle.map { Trimmer(quiet: quiet, trim: $0) }
     }
 
     mutating func connectionOpened() {
@@ -55,14 +53,11 @@ struct IdleMemory: AvailableConnectionsDelegate {
 
         init(quiet: DispatchTimeInterval,
              after: @escaping Scheduler = { delay, work in DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + delay, execute: work) },
-             trim: @escaping @Sendable () -> Void = { _ = Trimmer.trimHeap?(0) }) {
+             trim: @escaping @Sendable () -> Void) {
             self.quiet = quiet
             self.after = after
             self.trim = trim
         }
-
-        /// glibc's `malloc_trim`; nil where the C library has none.
-        static let trimHeap = GlibcHeap.trim
 
         func opened() {
             open.wrappingAdd(1, ordering: .relaxed)

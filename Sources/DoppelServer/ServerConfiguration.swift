@@ -35,12 +35,13 @@ public struct ServerConfiguration: Sendable {
     public var bodyTimeout: Double = 30
     /// The most connections open at once; more wait in the listen backlog.
     public var maxConnections: Int = 10_000
-    /// Whether the process's freed heap memory is handed back to the system
-    /// once the server has had no connection for a moment (`IdleMemory`).
-    /// `doppel serve` does, being the process's only server; a test process
+    /// Run once the server has had no connection for a quarter of a second,
+    /// at most once per quiet spell, off the event loops (`IdleMemory`).
+    /// `doppel serve`, the process's only server, hands its freed heap
+    /// memory back to the system here (glibc's `malloc_trim`); a test process
     /// with several servers does not, since a trim of a large heap stalls
     /// every thread that allocates meanwhile, the other servers' included.
-    public var returnsIdleMemory = false
+    public var whenIdle: (@Sendable () -> Void)?
     /// The upstream server requests no endpoint takes are forwarded to
     /// (`--proxy`), with `proxy: true` endpoints' requests; nil forwards nothing.
     public var proxy: URL?
