@@ -83,24 +83,24 @@ public enum ContractDocument {
     }
 
     /// A file read as a contract tree.
-    public struct Source: Sendable {
+    package struct Source: Sendable {
         /// The contract as written, or an OpenAPI document converted.
-        public let tree: SourceNode
+        package let tree: SourceNode
         /// An OpenAPI document's endpoints, when they are not in `tree` but
         /// made as the loader reads them.
-        public let endpoints: EndpointEntries?
+        package let endpoints: EndpointEntries?
         /// The conversion's and OpenAPIKit's warnings and errors.
-        public let diagnostics: [Diagnostic]
+        package let diagnostics: [Diagnostic]
         /// Whether the file is an OpenAPI document rather than a contract.
-        public let isOpenAPI: Bool
+        package let isOpenAPI: Bool
         /// OpenAPIKit's check of an OpenAPI document, when it was skipped.
-        public let deferredCheck: (@Sendable () -> [Diagnostic])?
+        package let deferredCheck: (@Sendable () -> [Diagnostic])?
         /// The OpenAPI document's own tree, kept to be freed with the contract's.
         let document: SourceNode?
     }
 
     /// The contract tree of a file, read once, with every endpoint in it.
-    public static func contractTree(file: String, checkingWithOpenAPIKit: Bool = true) throws(ContractError) -> Source {
+    package static func contractTree(file: String, checkingWithOpenAPIKit: Bool = true) throws(ContractError) -> Source {
         try contractTree(file: file, check: checkingWithOpenAPIKit ? .now : .deferred, endpointsInTree: true)
     }
 
@@ -135,7 +135,7 @@ public enum ContractDocument {
 
     /// The most entries of `paths`, `components.schemas` or
     /// `components.responses` a document may have for OpenAPIKit to validate it.
-    public static let largestValidatedMap = 2_000
+    package static let largestValidatedMap = 2_000
 
     /// Stage 1: decodes and validates the document with OpenAPIKit; its
     /// problems located in the document.

@@ -4,8 +4,8 @@ import Yams
 /// Writes a contract tree (`OpenAPIImporter`'s) as contract YAML that reads
 /// back to the same tree: strings that YAML would read as another type
 /// (`"200"`, `"true"`, `""`) are quoted, plain scalars stay plain.
-public enum ContractWriter {
-    public static func yaml(_ root: SourceNode, header: String? = nil) throws -> String {
+package enum ContractWriter {
+    package static func yaml(_ root: SourceNode, header: String? = nil) throws -> String {
         let body = try Yams.serialize(node: node(root), width: -1, allowUnicode: true)
         guard let header else { return body }
         return header.split(separator: "\n", omittingEmptySubsequences: false).map { "# \($0)" }.joined(separator: "\n") + "\n" + body

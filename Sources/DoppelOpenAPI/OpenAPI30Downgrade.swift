@@ -17,8 +17,10 @@ import DoppelCore
 /// has none and becomes `items` that admit any of the tuple's members, the
 /// one place where the 3.0 document is looser than the contract.
 public enum OpenAPI30Downgrade {
+    /// The `openapi` version the downgraded document declares.
     public static let version = "3.0.3"
 
+    /// An OpenAPI 3.1 document (as the exporter builds it) rewritten as 3.0.
     public static func document(_ document: JSON) -> JSON {
         guard var root = document.objectValue else { return document }
         root["openapi"] = .string(version)
@@ -84,7 +86,7 @@ public enum OpenAPI30Downgrade {
     // MARK: Schemas
 
     /// A JSON Schema 2020-12 schema as an OpenAPI 3.0 schema object.
-    public static func schema(_ value: JSON) -> JSON {
+    package static func schema(_ value: JSON) -> JSON {
         switch value {
         case .bool(true): return .object(JSONObject())
         case .bool(false): return ["not": .object(JSONObject())]

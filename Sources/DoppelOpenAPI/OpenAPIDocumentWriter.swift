@@ -15,6 +15,7 @@ import Yams
 /// the `anyOf` (admitting null alone). Written as built, every member keeps
 /// the contract's order and every schema means what the exporter made it.
 public enum OpenAPIDocumentWriter {
+    /// The file format written.
     public enum Format: String, Sendable, CaseIterable {
         case yaml, json
 
@@ -31,7 +32,9 @@ public enum OpenAPIDocumentWriter {
         case v3_0 = "3.0"
     }
 
+    /// Why OpenAPIKit refused the document, in words.
     public struct Failure: Error, CustomStringConvertible {
+        /// What OpenAPIKit said.
         public let description: String
     }
 
@@ -83,7 +86,7 @@ public enum OpenAPIDocumentWriter {
     /// Whether `write` leaves out OpenAPIKit's validation of a document:
     /// when its `paths` or `components.schemas` have more entries than
     /// `ContractDocument.largestValidatedMap`.
-    public static func skipsValidation(_ document: JSON) -> Bool {
+    package static func skipsValidation(_ document: JSON) -> Bool {
         let largest = max(document["paths"]?.objectValue?.count ?? 0, document["components"]?["schemas"]?.objectValue?.count ?? 0)
         return largest > ContractDocument.largestValidatedMap
     }

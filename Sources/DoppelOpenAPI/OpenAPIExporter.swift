@@ -12,6 +12,7 @@ import DoppelCore
 /// contract gives, else what its body's constant parts show (a placeholder
 /// is any value), and only constant bodies become examples.
 public enum OpenAPIExporter {
+    /// The OpenAPI 3.1 document for `contract`, as JSON.
     public static func document(for contract: Contract) -> JSON {
         var document = JSONObject()
         document["openapi"] = "3.1.0"
@@ -293,7 +294,7 @@ public enum OpenAPIExporter {
     // MARK: Schemas
 
     /// A contract schema as OpenAPI 3.1 (JSON Schema 2020-12) means it.
-    public static func schemaJSON(_ schema: Schema) -> JSON {
+    package static func schemaJSON(_ schema: Schema) -> JSON {
         if schema === Schema.never { return false }
         var object = JSONObject()
         // JSON Schema 2020-12 keeps keywords beside `$ref`. A nullable

@@ -12,7 +12,7 @@ import Foundation
 /// drop keywords (`prefixItems`, `$ref` siblings) or the order of members.
 ///
 /// How each OpenAPI feature maps is listed in `docs/openapi.md`.
-public struct OpenAPIImporter: Sendable {
+package struct OpenAPIImporter: Sendable {
     let root: SourceNode
     let file: String
     /// 3.0 documents say `nullable` and boolean `exclusiveMinimum`.
@@ -30,13 +30,13 @@ public struct OpenAPIImporter: Sendable {
     var defaultRequirement: SourceNode?
 
     /// Whether a parsed file is an OpenAPI document (a top-level `openapi` key).
-    public static func isOpenAPI(_ root: SourceNode) -> Bool {
+    package static func isOpenAPI(_ root: SourceNode) -> Bool {
         root["openapi"] != nil && root["doppel"] == nil
     }
 
     /// The contract tree for a document, with warnings for what it cannot
     /// serve faithfully and errors for what it cannot serve at all.
-    public static func contract(from root: SourceNode, file: String) -> (contract: SourceNode, diagnostics: [Diagnostic]) {
+    package static func contract(from root: SourceNode, file: String) -> (contract: SourceNode, diagnostics: [Diagnostic]) {
         var importer = OpenAPIImporter(root: root, file: file, isVersion30: root["openapi"]?.scalarText?.hasPrefix("3.0") ?? false)
         let contract = importer.convert()
         return (contract, importer.errors.diagnostics + importer.warnings.diagnostics)
@@ -46,7 +46,7 @@ public struct OpenAPIImporter: Sendable {
     /// loader to make and read one at a time (`ContractLoader.load(root:file:warnings:endpoints:)`),
     /// which serves the same contract as `contract(from:file:)` without
     /// building a tree of every endpoint first.
-    public static func contractInParts(from root: SourceNode, file: String) -> (contract: SourceNode, endpoints: EndpointEntries, diagnostics: [Diagnostic]) {
+    package static func contractInParts(from root: SourceNode, file: String) -> (contract: SourceNode, endpoints: EndpointEntries, diagnostics: [Diagnostic]) {
         var importer = OpenAPIImporter(root: root, file: file, isVersion30: root["openapi"]?.scalarText?.hasPrefix("3.0") ?? false)
         let (top, operations, schemes) = importer.prepare()
         let blank = importer.blank

@@ -16,6 +16,7 @@ import ServiceLifecycle
 public final class DoppelTestServer: Sendable {
     /// `http://127.0.0.1:<port>` (`https` when the configuration serves TLS).
     public let baseURL: URL
+    /// The port it listens on.
     public let port: Int
     /// The engine behind the server: its sessions and journal.
     public let engine: MockEngine
@@ -107,9 +108,11 @@ public final class DoppelTestServer: Sendable {
 
 /// Why a test server could not start.
 public struct TestServerError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong.
     public let message: String
     public var description: String { message }
 
+    /// An error saying `message`.
     public init(message: String) {
         self.message = message
     }

@@ -13,12 +13,14 @@ import NIOPosix
 /// that session's clock. Against any other server (a real provider) they
 /// cannot be, which the result's notes say; clock steps are skipped.
 public struct ScenarioRunner: Sendable {
+    /// The server the scenarios run against.
     public let baseURL: URL
     /// Whether the target answers Doppel's admin API.
     public let isDoppel: Bool
     /// The admin token of the target, if it requires one.
     public let adminToken: String?
 
+    /// A runner against `baseURL`; `probe(_:adminToken:)` tells whether it is a Doppel server.
     public init(baseURL: URL, isDoppel: Bool, adminToken: String? = nil) {
         self.baseURL = baseURL
         self.isDoppel = isDoppel
@@ -34,22 +36,31 @@ public struct ScenarioRunner: Sendable {
 
     /// The outcome of one step.
     public struct StepResult: Sendable {
+        /// Passed, failed, or skipped (a clock step against a server that is not Doppel).
         public enum Outcome: Sendable, Equatable { case passed, failed, skipped }
+        /// The step's name.
         public let name: String
+        /// How the step ended.
         public let outcome: Outcome
         /// What was sent and received, like `POST /api/v1/children → 200`.
         public let summary: String
         /// What differed from the expectation, or why the step was skipped.
         public let details: [String]
+        /// How long the step took.
         public let seconds: Double
     }
 
     /// The outcome of a scenario.
     public struct ScenarioResult: Sendable {
+        /// The scenario run.
         public let scenario: Scenario
+        /// The session it ran in.
         public let session: String
+        /// What could not be imposed on the target (a server that is not Doppel), in words.
         public let notes: [String]
+        /// Each step's outcome, in order.
         public let steps: [StepResult]
+        /// Whether no step failed.
         public var passed: Bool { steps.allSatisfy { $0.outcome != .failed } }
     }
 
@@ -321,12 +332,18 @@ extension String {
 
 /// Encodes `multipart/form-data` bodies (RFC 7578) for scenario steps and tests.
 public enum MultipartBody {
+    /// One part of a `multipart/form-data` body.
     public struct Part: Sendable {
+        /// The form field's name.
         public var name: String
+        /// The file name, for a file field.
         public var filename: String?
+        /// The part's media type, if given.
         public var contentType: String?
+        /// The part's content.
         public var content: String
 
+        /// A part named `name` holding `content`.
         public init(name: String, filename: String? = nil, contentType: String? = nil, content: String) {
             self.name = name
             self.filename = filename

@@ -7,9 +7,9 @@ import DoppelCore
 /// testable without a socket. Admin calls are not journaled. With a token
 /// set, every call must carry it (`Doppel-Admin-Token: T` or
 /// `Authorization: Bearer T`).
-public struct AdminAPI: Sendable {
+package struct AdminAPI: Sendable {
     /// The path prefix of every admin call.
-    public static let prefix = "/__doppel"
+    package static let prefix = "/__doppel"
 
     let slot: EngineSlot
     /// The engine answering now.
@@ -20,11 +20,11 @@ public struct AdminAPI: Sendable {
     /// The request log, for its dropped-line count.
     let log: RequestLog?
 
-    public init(engine: MockEngine, token: String? = nil, catalog: ScenarioCatalog = ScenarioCatalog(), log: RequestLog? = nil) {
+    package init(engine: MockEngine, token: String? = nil, catalog: ScenarioCatalog = ScenarioCatalog(), log: RequestLog? = nil) {
         self.init(slot: EngineSlot(engine), token: token, catalog: catalog, log: log)
     }
 
-    public init(slot: EngineSlot, token: String? = nil, catalog: ScenarioCatalog = ScenarioCatalog(), log: RequestLog? = nil) {
+    package init(slot: EngineSlot, token: String? = nil, catalog: ScenarioCatalog = ScenarioCatalog(), log: RequestLog? = nil) {
         self.slot = slot
         self.token = token
         self.log = log
@@ -33,18 +33,18 @@ public struct AdminAPI: Sendable {
     }
 
     /// Whether a path belongs to the admin API.
-    public static func handles(_ path: String) -> Bool {
+    package static func handles(_ path: String) -> Bool {
         path == prefix || path.hasPrefix(prefix + "/")
     }
 
     /// Every call, for the 404 that lists them.
-    public static let calls = [
+    package static let calls = [
         "GET /health", "GET /contract", "GET /routes", "GET /sessions", "GET /state", "PUT /state", "POST /reset",
         "GET /clock", "POST /clock", "GET /scenarios", "GET /scenario", "PUT /scenario", "DELETE /scenario",
         "GET /journal", "DELETE /journal", "POST /verify", "GET /coverage", "DELETE /sequences",
     ]
 
-    public func respond(to request: RecordedRequest) -> MockResponse {
+    package func respond(to request: RecordedRequest) -> MockResponse {
         if let token, !Self.carries(token, request) {
             return Problem.adminUnauthorized().response()
         }

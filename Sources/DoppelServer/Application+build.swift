@@ -18,14 +18,23 @@ public func buildApplication(
     engine: MockEngine, configuration: ServerConfiguration, log: RequestLog? = nil, scenarios: ScenarioCatalog = ScenarioCatalog(),
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) -> some Service {
-    buildApplication(slot: EngineSlot(engine), configuration: configuration, log: log, scenarios: scenarios, onServerRunning: onServerRunning)
+    buildApplication(slot: EngineSlot(engine), configuration: configuration, log: log, scenarios: scenarios, recorder: nil, onServerRunning: onServerRunning)
 }
 
-/// As `buildApplication(engine:...)`, answering with whatever engine `slot` holds.
-/// `recorder` keeps every exchange forwarded to the upstream (`doppel record`).
+/// As `buildApplication(engine:...)`, answering with whatever engine `slot`
+/// holds (`EngineSlot.replace(with:)` swaps it, as `doppel serve --watch` does).
 public func buildApplication(
     slot: EngineSlot, configuration: ServerConfiguration, log: RequestLog? = nil, scenarios: ScenarioCatalog = ScenarioCatalog(),
-    recorder: Recorder? = nil, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+) -> some Service {
+    buildApplication(slot: slot, configuration: configuration, log: log, scenarios: scenarios, recorder: nil, onServerRunning: onServerRunning)
+}
+
+/// As `buildApplication(slot:...)`, with `recorder` keeping every exchange
+/// forwarded to the upstream (`doppel record`).
+package func buildApplication(
+    slot: EngineSlot, configuration: ServerConfiguration, log: RequestLog? = nil, scenarios: ScenarioCatalog = ScenarioCatalog(),
+    recorder: Recorder?, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) -> some Service {
     var logger = Logger(label: "doppel")
     logger.logLevel = .warning

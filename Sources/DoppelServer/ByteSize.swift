@@ -1,9 +1,9 @@
 /// Parses sizes like `1MiB`, `512KiB`, `64kb` or `1048576` into bytes.
-public enum ByteSize {
+package enum ByteSize {
     /// The largest size accepted (1 TiB); larger or non-finite ones are nil, never a crash.
-    public static let maximum = 1 << 40
+    package static let maximum = 1 << 40
 
-    public static func parse(_ text: String) -> Int? {
+    package static func parse(_ text: String) -> Int? {
         let lower = text.lowercased().filter { !$0.isWhitespace }
         let units: [(String, Int)] = [("kib", 1024), ("mib", 1 << 20), ("gib", 1 << 30), ("kb", 1000), ("mb", 1_000_000), ("gb", 1_000_000_000), ("k", 1024), ("m", 1 << 20), ("b", 1)]
         for (suffix, factor) in units where lower.hasSuffix(suffix) {

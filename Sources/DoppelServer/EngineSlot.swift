@@ -12,6 +12,7 @@ public final class EngineSlot: Sendable {
     private let engine: Locked<(version: Int, engine: MockEngine)>
     private let latest = Atomic<Int>(0)
 
+    /// A slot answering with `engine` until replaced.
     public init(_ engine: MockEngine) {
         self.engine = Locked((0, engine))
     }

@@ -24,7 +24,7 @@ public struct LocalCertificates: Sendable {
     static let authorityValidity: TimeInterval = 10 * 365 * 86400
 
     /// localhost, the loopback addresses and this machine's host name (and its `.local` name).
-    public static func machineNames() -> [String] {
+    package static func machineNames() -> [String] {
         var names = ["localhost", "127.0.0.1", "::1"]
         let host = ProcessInfo.processInfo.hostName.lowercased()
         if !host.isEmpty, host != "localhost" {
@@ -65,14 +65,14 @@ public struct LocalCertificates: Sendable {
 
     /// The files in `folder`: the authority (`doppel-ca.pem`, trusted by a
     /// person, and its key), and the server certificate and key.
-    public struct Files: Sendable {
-        public let folder: URL
-        public var authority: URL { folder.appendingPathComponent("doppel-ca.pem") }
+    package struct Files: Sendable {
+        package let folder: URL
+        package var authority: URL { folder.appendingPathComponent("doppel-ca.pem") }
         var authorityKey: URL { folder.appendingPathComponent("doppel-ca-key.pem") }
-        public var certificate: URL { folder.appendingPathComponent("server.pem") }
-        public var key: URL { folder.appendingPathComponent("server-key.pem") }
+        package var certificate: URL { folder.appendingPathComponent("server.pem") }
+        package var key: URL { folder.appendingPathComponent("server-key.pem") }
 
-        public init(folder: URL) {
+        package init(folder: URL) {
             self.folder = folder
         }
     }
@@ -82,7 +82,7 @@ public struct LocalCertificates: Sendable {
     /// server certificate is made again when it does not name all of
     /// `names` or ends within 30 days. Keys are written readable by their
     /// owner only. `made` says whether a new authority was made.
-    public static func loadOrMake(in files: Files, names: [String], now: Date = Date()) throws -> (certificates: LocalCertificates, newAuthority: Bool) {
+    package static func loadOrMake(in files: Files, names: [String], now: Date = Date()) throws -> (certificates: LocalCertificates, newAuthority: Bool) {
         try FileManager.default.createDirectory(at: files.folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         func read(_ url: URL) -> String? { try? String(contentsOf: url, encoding: .utf8) }
         if let authorityPEM = read(files.authority), let authorityKeyPEM = read(files.authorityKey),
@@ -166,7 +166,7 @@ public struct LocalCertificates: Sendable {
     }
 
     /// Key files that others can read: a file's path and its mode.
-    public static func looseKeys(in files: Files) -> [(path: String, mode: Int)] {
+    package static func looseKeys(in files: Files) -> [(path: String, mode: Int)] {
         [files.key, files.authorityKey].compactMap { url in
             var status = stat()
             guard stat(url.path, &status) == 0 else { return nil }

@@ -4,15 +4,15 @@ import Foundation
 /// The exchanges a recording proxy (`doppel record`) passed between a client
 /// and the target, in order, bounded in count and in the bytes of the bodies
 /// it keeps.
-public final class Recorder: Sendable {
+package final class Recorder: Sendable {
     /// One request and the target's answer.
-    public struct Exchange: Sendable {
-        public var request: RecordedRequest
-        public var response: MockResponse
+    package struct Exchange: Sendable {
+        package var request: RecordedRequest
+        package var response: MockResponse
         /// The request's body was not kept: the recording's byte budget was spent.
-        public var requestBodyOmitted: Bool
+        package var requestBodyOmitted: Bool
 
-        public init(request: RecordedRequest, response: MockResponse, requestBodyOmitted: Bool = false) {
+        package init(request: RecordedRequest, response: MockResponse, requestBodyOmitted: Bool = false) {
             self.request = request
             self.response = response
             self.requestBodyOmitted = requestBodyOmitted
@@ -20,10 +20,10 @@ public final class Recorder: Sendable {
     }
 
     /// The most exchanges kept; later ones are still forwarded, and counted.
-    public let limit: Int
+    package let limit: Int
     /// The most body bytes kept in all; past it, bodies are left out (the
     /// exchange's status is still recorded) and counted.
-    public let maxBodyBytes: Int
+    package let maxBodyBytes: Int
     private struct State {
         var exchanges: [Exchange] = []
         var dropped = 0
@@ -35,12 +35,12 @@ public final class Recorder: Sendable {
     }
     private let state = Locked(State())
 
-    public init(limit: Int = 10_000, maxBodyBytes: Int = 256 << 20) {
+    package init(limit: Int = 10_000, maxBodyBytes: Int = 256 << 20) {
         self.limit = limit
         self.maxBodyBytes = maxBodyBytes
     }
 
-    public func record(_ request: RecordedRequest, _ response: MockResponse) {
+    package func record(_ request: RecordedRequest, _ response: MockResponse) {
         let key = request.method + " " + RecordingWriter.template(of: request.path) + " \(response.status)"
         state.withLock { state in
             guard state.exchanges.count < limit else { state.dropped += 1; return }
@@ -65,11 +65,11 @@ public final class Recorder: Sendable {
         }
     }
 
-    public var exchanges: [Exchange] { state.withLock { $0.exchanges } }
+    package var exchanges: [Exchange] { state.withLock { $0.exchanges } }
     /// Exchanges forwarded past the limit, not kept.
-    public var dropped: Int { state.withLock { $0.dropped } }
+    package var dropped: Int { state.withLock { $0.dropped } }
     /// Bodies left out past `maxBodyBytes`.
-    public var omittedBodies: Int { state.withLock { $0.omittedBodies } }
+    package var omittedBodies: Int { state.withLock { $0.omittedBodies } }
 }
 
 /// Writes a recording as a contract (one endpoint per method and path
@@ -80,11 +80,11 @@ public final class Recorder: Sendable {
 /// query parameters and body fields named like secrets are left out or
 /// "[redacted]", unless a header is kept by name, and each value so found is
 /// struck from every other string of the recording.
-public enum RecordingWriter {
-    public struct Output: Sendable {
-        public let contract: String
-        public let scenario: String
-        public let endpoints: Int
+package enum RecordingWriter {
+    package struct Output: Sendable {
+        package let contract: String
+        package let scenario: String
+        package let endpoints: Int
     }
 
     /// Headers never written: what belongs to one connection or message.
@@ -94,7 +94,7 @@ public enum RecordingWriter {
     ]
     static let redacted = Redaction.redacted
 
-    public static func write(_ exchanges: [Recorder.Exchange], target: String, contractFile: String, keepHeaders: Set<String> = []) -> Output {
+    package static func write(_ exchanges: [Recorder.Exchange], target: String, contractFile: String, keepHeaders: Set<String> = []) -> Output {
         var redaction = Redaction(keepHeaders: keepHeaders)
         let exchanges = exchanges.map { redaction.redact($0) }
         let text = Text(striker: redaction.striker())

@@ -8,15 +8,15 @@ import Foundation
 /// message, a path). Redaction goes by name because a value cannot say what
 /// it is; the names are deliberately broad, since a field redacted for
 /// nothing costs a recording little and a secret written costs much.
-public struct Redaction: Sendable {
-    public static let redacted = "[redacted]"
+package struct Redaction: Sendable {
+    package static let redacted = "[redacted]"
 
     /// Headers whose values a recording keeps though their names look secret.
     let keep: Set<String>
     /// The secret values seen, to strike wherever they appear again.
-    public private(set) var secrets: Set<String> = []
+    package private(set) var secrets: Set<String> = []
 
-    public init(keepHeaders: Set<String> = []) {
+    package init(keepHeaders: Set<String> = []) {
         keep = Set(keepHeaders.map { $0.lowercased() })
     }
 
@@ -31,7 +31,7 @@ public struct Redaction: Sendable {
     static let secretEndings = ["key", "pwd", "sig", "auth", "pass"]
 
     /// Whether a name (of a header, field, parameter or element) says it holds a secret.
-    public static func isSecretName(_ name: String) -> Bool {
+    package static func isSecretName(_ name: String) -> Bool {
         let normalised = String(String.UnicodeScalarView(name.lowercased().unicodeScalars.filter { $0.properties.isAlphabetic || ("0"..."9").contains($0) }))
         guard !normalised.isEmpty else { return false }
         if secretNames.contains(normalised) { return true }
@@ -42,7 +42,7 @@ public struct Redaction: Sendable {
     // MARK: - Exchanges
 
     /// The exchange as a recording may show it, its secrets noted.
-    public mutating func redact(_ exchange: Recorder.Exchange) -> Recorder.Exchange {
+    package mutating func redact(_ exchange: Recorder.Exchange) -> Recorder.Exchange {
         var exchange = exchange
         exchange.request = redact(exchange.request)
         exchange.response = redact(exchange.response)
@@ -138,7 +138,7 @@ public struct Redaction: Sendable {
     /// Secret-named members' values replaced at any depth; under a secret
     /// name, every value of a list (a list of tokens), and an object read
     /// member by member (`{"auth": {"user": …, "access_token": …}}`).
-    public mutating func redact(_ value: JSON) -> JSON {
+    package mutating func redact(_ value: JSON) -> JSON {
         switch value {
         case .object(let object):
             return .object(JSONObject(object.pairs.map { pair in
@@ -214,13 +214,13 @@ public struct Redaction: Sendable {
     /// ordinary text) in a string: the values are indexed by their first four
     /// bytes, so a recording with thousands of credentials is written in
     /// time linear in its size, not in size times credentials.
-    public func striker() -> Striker { Striker(secrets) }
+    package func striker() -> Striker { Striker(secrets) }
 
-    public struct Striker: Sendable {
+    package struct Striker: Sendable {
         /// Values shorter than this are not struck from other text: they
         /// would strike ordinary words and numbers. They are still redacted
         /// where their names mark them.
-        public static let shortest = 6
+        package static let shortest = 6
         private var byPrefix: [UInt32: [[UInt8]]] = [:]
 
         init(_ secrets: Set<String>) {
@@ -235,7 +235,7 @@ public struct Redaction: Sendable {
             UInt32(bytes[at]) << 24 | UInt32(bytes[at + 1]) << 16 | UInt32(bytes[at + 2]) << 8 | UInt32(bytes[at + 3])
         }
 
-        public func strike(_ text: String) -> String {
+        package func strike(_ text: String) -> String {
             guard !byPrefix.isEmpty, text.utf8.count >= Self.shortest else { return text }
             let bytes = Array(text.utf8)
             var out: [UInt8] = []

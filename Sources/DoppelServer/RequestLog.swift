@@ -24,7 +24,9 @@ public final class RequestLog: Sendable {
     /// The most lines waiting to be written.
     public static let defaultCapacity = 10_000
 
+    /// How lines are written.
     public let format: Format
+    /// The most lines waiting to be written; further ones are dropped and counted.
     public let capacity: Int
     private let buffer: Buffer
 

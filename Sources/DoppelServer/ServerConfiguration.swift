@@ -53,13 +53,14 @@ public struct ServerConfiguration: Sendable {
     /// `https` when serving TLS, else `http`.
     public var scheme: String { tls == nil ? "http" : "https" }
 
-    /// A TLS server configuration from PEM text: the certificate (and any
-    /// intermediates after it) and its private key.
     /// Why a certificate or key given for HTTPS cannot be used, in words.
     public struct TLSFilesError: Error, CustomStringConvertible {
+        /// What is wrong with the files, in words.
         public let description: String
     }
 
+    /// A TLS server configuration from PEM text: the certificate (and any
+    /// intermediates after it) and its private key.
     public static func tls(certificatePEM: String, keyPEM: String) throws -> TLSConfiguration {
         let certificateHoldsKey = certificatePEM.contains("PRIVATE KEY-----") && !certificatePEM.contains("BEGIN CERTIFICATE")
         let keyHoldsCertificate = keyPEM.contains("BEGIN CERTIFICATE") && !keyPEM.contains("PRIVATE KEY-----")
@@ -85,6 +86,7 @@ public struct ServerConfiguration: Sendable {
         return TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(key))
     }
 
+    /// A configuration; what is not given keeps `doppel serve`'s default.
     public init(host: String = "127.0.0.1", port: Int = 8000, maxBodySize: Int = 1 << 20, logFormat: RequestLog.Format = .text,
                 journalCapacity: Int = 10_000, sessionLimit: Int = 10_000, defaultDelay: Delay? = nil, hangLimit: Double = 30,
                 adminToken: String? = nil) {

@@ -18,6 +18,7 @@ import FoundationNetworking
 /// doppel.verify(endpoint: "list-free-stories", status: 200, count: 1)
 /// ```
 public struct DoppelSession: Sendable {
+    /// The server the session lives on.
     public let server: DoppelTestServer
     /// The `Doppel-Session` id.
     public let id: String
@@ -26,6 +27,7 @@ public struct DoppelSession: Sendable {
     /// `.doppel(...)` trait.
     @TaskLocal public static var current: DoppelSession?
 
+    /// The session `id` on `server` (`server.session()` makes a new one).
     public init(server: DoppelTestServer, id: String) {
         self.server = server
         self.id = id
@@ -92,11 +94,14 @@ public struct DoppelSession: Sendable {
 
     /// An answer to `send`.
     public struct Response: Sendable {
+        /// The HTTP status.
         public let status: Int
         /// By lowercased name.
         public let headers: [String: String]
+        /// The body.
         public let body: Data
 
+        /// An answer of `status`, `headers` and `body`.
         public init(status: Int, headers: [String: String], body: Data) {
             self.status = status
             self.headers = headers

@@ -26,6 +26,7 @@ public struct DoppelTrait: TestTrait, SuiteTrait, TestScoping {
     /// A scenario file every test's session starts from, if any.
     public let scenario: String?
 
+    /// Applies to every test of a suite that has it.
     public var isRecursive: Bool { true }
 
     /// A session for each test case; none for a suite as a whole.
@@ -33,6 +34,7 @@ public struct DoppelTrait: TestTrait, SuiteTrait, TestScoping {
         testCase == nil ? nil : self
     }
 
+    /// Runs a test case with its own session on the shared server of the contract, as `DoppelSession.current`.
     public func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
         let server = try await DoppelTestServer.shared(contract: contract, filePath: filePath)
         let session = server.session()

@@ -4,53 +4,56 @@
 public struct Contract: Sendable {
     /// The file the contract was read from.
     public let file: String
+    /// The contract's `info`: title, version and description.
     public let info: Info
     /// Prefix of every endpoint's path, e.g. `/api/v1`; empty for none.
-    public let basePath: String
+    package let basePath: String
     /// Named schemas, the targets of `$ref`.
-    public let schemas: [String: Schema]
-    public let authSchemes: [String: AuthScheme]
+    package let schemas: [String: Schema]
+    package let authSchemes: [String: AuthScheme]
     /// The schemes applied to endpoints that do not name theirs (any one suffices).
-    public let defaultAuth: [String]
-    public let state: StateDeclaration
+    package let defaultAuth: [String]
+    package let state: StateDeclaration
     /// Static lookup tables, visible to expressions as `data`.
-    public let data: JSON
+    package let data: JSON
     /// Shared responses, referenced by name from endpoints and auth schemes.
-    public let responses: [String: ResponseDefinition]
+    package let responses: [String: ResponseDefinition]
     /// Endpoints in the order they were written; routing tries them in this order.
-    public let endpoints: [Endpoint]
+    package let endpoints: [Endpoint]
     /// Rate limits, checked in this order.
-    public let rateLimits: [RateLimit]
+    package let rateLimits: [RateLimit]
     /// The contract's own answers in place of Doppel's problems (`fallbacks:`).
-    public var fallbacks: [Fallback: ResponseDefinition] = [:]
+    package var fallbacks: [Fallback: ResponseDefinition] = [:]
     /// The body files the contract reads (`file:`), as absolute paths.
-    public var bodyFiles: [String] = []
+    package var bodyFiles: [String] = []
     /// What loading found worth saying that did not stop it (`lint` prints these).
     public var warnings: [Diagnostic] = []
 
     /// Title, version and description of the API.
     public struct Info: Sendable {
+        /// The contract's title.
         public var title: String
+        /// The contract's own version (not Doppel's format version).
         public var version: String
         public var description: String?
     }
 
     /// The contract's response in place of one of Doppel's problems, if it
     /// has one (most contracts have none, and their problems are not looked up).
-    public func fallback(for problem: Problem) -> ResponseDefinition? {
+    package func fallback(for problem: Problem) -> ResponseDefinition? {
         guard !fallbacks.isEmpty, let kind = Fallback(problem: problem) else { return nil }
         return fallbacks[kind]
     }
 
     /// The endpoint with an id.
-    public func endpoint(id: String) -> Endpoint? {
+    package func endpoint(id: String) -> Endpoint? {
         endpoints.first { $0.id == id }
     }
 
     /// Every response the contract documents for an endpoint, in order: its
     /// own (`documentedResponses`), its auth scheme's failures, and the
     /// responses of the rate limits that cover it.
-    public func documentedResponses(of endpoint: Endpoint) -> [ResponseDefinition] {
+    package func documentedResponses(of endpoint: Endpoint) -> [ResponseDefinition] {
         var responses = endpoint.documentedResponses
         // An endpoint's own `on_unauthorized` is among its documented responses already.
         if endpoint.onUnauthorized == nil {
@@ -64,15 +67,15 @@ public struct Contract: Sendable {
     }
 
     /// The statuses an endpoint documents, in order, without repeats.
-    public func statuses(of endpoint: Endpoint) -> [Int] {
+    package func statuses(of endpoint: Endpoint) -> [Int] {
         var seen: Set<Int> = []
         return documentedResponses(of: endpoint).map(\.status).filter { seen.insert($0).inserted }
     }
 }
 
 /// How an endpoint checks credentials.
-public struct AuthScheme: Sendable {
-    public enum Kind: Sendable, Equatable {
+package struct AuthScheme: Sendable {
+    package enum Kind: Sendable, Equatable {
         /// `Authorization: Bearer <token>`.
         case bearer
         /// A key in a header, a query parameter and/or a cookie (header names lowercased).
@@ -81,24 +84,24 @@ public struct AuthScheme: Sendable {
         case basic
     }
 
-    public let name: String
-    public let kind: Kind
+    package let name: String
+    package let kind: Kind
     /// Accepted credentials; nil accepts any well-formed one.
-    public let accepted: Set<String>?
+    package let accepted: Set<String>?
     /// A state collection of issued tokens: a token is accepted only when it
     /// is a key there and its record's `expires_at` is still ahead on the clock.
-    public let issued: String?
+    package let issued: String?
     /// The documented response for a missing, malformed or unaccepted credential.
-    public let failure: ResponseDefinition
+    package let failure: ResponseDefinition
     /// The response for an issued token past its expiry; nil uses `failure`.
-    public let expired: ResponseDefinition?
+    package let expired: ResponseDefinition?
     /// The shape a token must have (`format: jwt`); nil takes any.
-    public var format: TokenFormat? = nil
+    package var format: TokenFormat? = nil
     /// A pattern the credential must match (searched, as in schemas: anchor it with `^` and `$`).
-    public var pattern: Schema.Pattern? = nil
+    package var pattern: Schema.Pattern? = nil
 
     /// A token's shape.
-    public enum TokenFormat: String, Sendable {
+    package enum TokenFormat: String, Sendable {
         /// A JSON Web Token: three base64url parts, the first two JSON
         /// objects; a numeric `exp` claim is its expiry.
         case jwt
@@ -106,61 +109,61 @@ public struct AuthScheme: Sendable {
 }
 
 /// The state every session starts with: variables, counters and collections.
-public struct StateDeclaration: Sendable {
+package struct StateDeclaration: Sendable {
     /// What kind of state a name holds.
-    public enum Kind: String, Sendable {
+    package enum Kind: String, Sendable {
         case variable, counter, collection
     }
 
     /// Initial values by name; collections are objects keyed by their key field.
-    public let initial: JSONObject
-    public let kinds: [String: Kind]
+    package let initial: JSONObject
+    package let kinds: [String: Kind]
     /// The key field of each collection (default `id`).
-    public let collectionKeys: [String: String]
+    package let collectionKeys: [String: String]
 
-    public init(initial: JSONObject, kinds: [String: Kind], collectionKeys: [String: String]) {
+    package init(initial: JSONObject, kinds: [String: Kind], collectionKeys: [String: String]) {
         self.initial = initial
         self.kinds = kinds
         self.collectionKeys = collectionKeys
     }
 
-    public static let empty = StateDeclaration(initial: JSONObject(), kinds: [:], collectionKeys: [:])
+    package static let empty = StateDeclaration(initial: JSONObject(), kinds: [:], collectionKeys: [:])
 }
 
 /// One endpoint: a method and path, its checks, and its ordered responses.
 /// A class, not a struct: the engine hands an endpoint from stage to stage
 /// on every request, and copying a struct of this many references would
 /// retain each of them, on memory shared by every event loop.
-public final class Endpoint: Sendable {
-    public let id: String
-    public let method: String
+package final class Endpoint: Sendable {
+    package let id: String
+    package let method: String
     /// The full path template, base path included.
-    public let path: PathTemplate
-    public let summary: String?
+    package let path: PathTemplate
+    package let summary: String?
     /// The auth schemes that may admit a request, any one sufficing; empty for a public endpoint.
-    public let auth: [String]
+    package let auth: [String]
     /// Conditions that must all hold for a request to be this endpoint's.
-    public let match: [Condition]
+    package let match: [Condition]
     /// Endpoint-level `let` bindings, evaluated before a response is selected.
-    public let bindings: [(String, ValueTemplate)]
+    package let bindings: [(String, ValueTemplate)]
     /// An object schema for the path parameters, read by type like query parameters.
-    public let pathParameters: Schema?
-    public let query: Schema?
-    public let headers: Schema?
-    public let cookies: Schema?
-    public let body: BodySpec?
+    package let pathParameters: Schema?
+    package let query: Schema?
+    package let headers: Schema?
+    package let cookies: Schema?
+    package let body: BodySpec?
     /// The response for a request that fails validation; nil gives the built-in 422.
-    public let onInvalid: ResponseDefinition?
+    package let onInvalid: ResponseDefinition?
     /// The response for a request no scheme admits, instead of the scheme's own `failure`.
-    public let onUnauthorized: ResponseDefinition?
-    public let responses: [ResponseDefinition]
+    package let onUnauthorized: ResponseDefinition?
+    package let responses: [ResponseDefinition]
     /// Responses the API documents for this endpoint that no `when` chooses:
     /// scenarios force them, coverage counts them.
-    public let documented: [ResponseDefinition]
-    public let location: SourceLocation
+    package let documented: [ResponseDefinition]
+    package let location: SourceLocation
     /// `proxy: true`: requests go to the server's upstream (`doppel serve
     /// --proxy`) unless a scenario override or `Prefer` picks a response.
-    public let proxy: Bool
+    package let proxy: Bool
 
     init(id: String, method: String, path: PathTemplate, summary: String?, auth: [String], match: [Condition],
          bindings: [(String, ValueTemplate)], pathParameters: Schema?, query: Schema?, headers: Schema?, cookies: Schema?,
@@ -187,11 +190,11 @@ public final class Endpoint: Sendable {
     }
 
     /// `POST /api/v1/stories/generate`.
-    public var signature: String { "\(method) \(path.template)" }
+    package var signature: String { "\(method) \(path.template)" }
 
     /// Every response the endpoint itself can give: its responses (sequences
     /// flattened), then `documented`, then `on_invalid`.
-    public var documentedResponses: [ResponseDefinition] {
+    package var documentedResponses: [ResponseDefinition] {
         func flatten(_ response: ResponseDefinition) -> [ResponseDefinition] {
             response.sequence.map { $0.responses.flatMap(flatten) } ?? [response]
         }
@@ -199,29 +202,29 @@ public final class Endpoint: Sendable {
     }
 
     /// The first response the endpoint documents with a name, and a status when given.
-    public func documentedResponse(named name: String, status: Int? = nil) -> ResponseDefinition? {
+    package func documentedResponse(named name: String, status: Int? = nil) -> ResponseDefinition? {
         documentedResponses.first { $0.name == name && (status == nil || $0.status == status) }
     }
 
     /// The first response the endpoint documents with a status.
-    public func documentedResponse(status: Int) -> ResponseDefinition? {
+    package func documentedResponse(status: Int) -> ResponseDefinition? {
         documentedResponses.first { $0.status == status }
     }
 }
 
 /// A named expression that must hold, with its text for messages.
-public struct Condition: Sendable {
-    public let expression: Expression
-    public let location: SourceLocation
+package struct Condition: Sendable {
+    package let expression: Expression
+    package let location: SourceLocation
 }
 
 /// What an endpoint accepts as a request body.
-public struct BodySpec: Sendable {
-    public let schema: Schema?
+package struct BodySpec: Sendable {
+    package let schema: Schema?
     /// Accepted media types, e.g. `application/json`.
-    public let contentTypes: [String]
+    package let contentTypes: [String]
     /// Whether a request must carry a body.
-    public let required: Bool
+    package let required: Bool
 }
 
 /// A response as the contract declares it (compare `MockResponse`, what is sent).
@@ -229,7 +232,7 @@ public struct BodySpec: Sendable {
 /// A value, with its fields behind one reference, copied when changed while
 /// shared: the engine hands the chosen response from stage to stage on every
 /// request, and copying fourteen fields retained each of their references.
-public struct ResponseDefinition: Sendable {
+package struct ResponseDefinition: Sendable {
     private final class Storage: @unchecked Sendable {
         // Changed only while uniquely referenced (`fields`), so never while shared between threads.
         let name: String
@@ -274,7 +277,7 @@ public struct ResponseDefinition: Sendable {
 
     private var storage: Storage
 
-    public init(name: String, when: Expression?, status: Int, headers: [(String, ValueTemplate)], body: ResponseBody,
+    package init(name: String, when: Expression?, status: Int, headers: [(String, ValueTemplate)], body: ResponseBody,
                 bindings: [(String, ValueTemplate)], effects: [Effect], location: SourceLocation, delay: Delay? = nil, fault: Fault? = nil,
                 stream: StreamDefinition? = nil, sequence: SequenceDefinition? = nil, schema: Schema? = nil, description: String? = nil) {
         storage = Storage(name: name, when: when, status: status, headers: headers, body: body, bindings: bindings, effects: effects,
@@ -290,40 +293,40 @@ public struct ResponseDefinition: Sendable {
     }
 
     /// The response's `name`, the shared response's name, or `<endpoint>[<index>]`.
-    public var name: String { storage.name }
-    public var when: Expression? { storage.when }
-    public var status: Int {
+    package var name: String { storage.name }
+    package var when: Expression? { storage.when }
+    package var status: Int {
         get { storage.status }
         set { fields.status = newValue }
     }
-    public var headers: [(String, ValueTemplate)] { storage.headers }
-    public var body: ResponseBody { storage.body }
+    package var headers: [(String, ValueTemplate)] { storage.headers }
+    package var body: ResponseBody { storage.body }
     /// Values computed after selection, visible to effects and templates by name.
-    public var bindings: [(String, ValueTemplate)] { storage.bindings }
-    public var effects: [Effect] { storage.effects }
-    public var location: SourceLocation { storage.location }
+    package var bindings: [(String, ValueTemplate)] { storage.bindings }
+    package var effects: [Effect] { storage.effects }
+    package var location: SourceLocation { storage.location }
     /// Time to wait before answering.
-    public var delay: Delay? {
+    package var delay: Delay? {
         get { storage.delay }
         set { fields.delay = newValue }
     }
     /// A deliberate failure instead of (or while) answering.
-    public var fault: Fault? {
+    package var fault: Fault? {
         get { storage.fault }
         set { fields.fault = newValue }
     }
     /// A body sent in parts over time.
-    public var stream: StreamDefinition? {
+    package var stream: StreamDefinition? {
         get { storage.stream }
         set { fields.stream = newValue }
     }
     /// A list to answer from in turn, instead of this response's own body.
-    public var sequence: SequenceDefinition? {
+    package var sequence: SequenceDefinition? {
         get { storage.sequence }
         set { fields.sequence = newValue }
     }
     /// The schema the body keeps, when the contract gives one.
-    public var schema: Schema? {
+    package var schema: Schema? {
         get { storage.schema }
         set { fields.schema = newValue }
     }
@@ -335,14 +338,14 @@ public struct ResponseDefinition: Sendable {
 }
 
 /// The body a response sends.
-public enum ResponseBody: Sendable {
+package enum ResponseBody: Sendable {
     case empty
     /// JSON, with its bytes encoded once when nothing in it needs rendering.
     case json(ValueTemplate, encoded: [UInt8]?, contentType: String)
     case text(ValueTemplate, contentType: String)
     case bytes([UInt8], contentType: String)
 
-    public var contentType: String? {
+    package var contentType: String? {
         switch self {
         case .empty: nil
         case .json(_, _, let type), .text(_, let type), .bytes(_, let type): type
@@ -351,31 +354,31 @@ public enum ResponseBody: Sendable {
 }
 
 /// A change to session state: `state.stories_used += 1`, `delete state.children[path.id]`.
-public struct Effect: Sendable, CustomStringConvertible {
-    public enum Operation: String, Sendable {
+package struct Effect: Sendable, CustomStringConvertible {
+    package enum Operation: String, Sendable {
         case assign = "=", add = "+=", subtract = "-=", delete
     }
 
     /// The state name the effect changes.
-    public let name: String
+    package let name: String
     /// Member names and indexes below the state name.
-    public let path: [PathStep]
-    public let operation: Operation
-    public let value: Expression?
-    public let source: String
-    public let location: SourceLocation
+    package let path: [PathStep]
+    package let operation: Operation
+    package let value: Expression?
+    package let source: String
+    package let location: SourceLocation
 
-    public enum PathStep: Sendable {
+    package enum PathStep: Sendable {
         case member(String)
         case index(Expression)
     }
 
-    public var description: String { source }
+    package var description: String { source }
 }
 
 /// The answers Doppel gives on its own, which a contract's `fallbacks:` can
 /// replace with its API's documented bodies.
-public enum Fallback: String, CaseIterable, Sendable, Hashable {
+package enum Fallback: String, CaseIterable, Sendable, Hashable {
     /// 404: no endpoint has the path.
     case notFound = "not_found"
     /// 405: the path exists, the method does not.
@@ -390,7 +393,7 @@ public enum Fallback: String, CaseIterable, Sendable, Hashable {
     case validationFailed = "validation_failed"
 
     /// The status Doppel's own answer has, and a fallback without one.
-    public var status: Int {
+    package var status: Int {
         switch self {
         case .notFound: 404
         case .methodNotAllowed: 405
@@ -402,7 +405,7 @@ public enum Fallback: String, CaseIterable, Sendable, Hashable {
     }
 
     /// The fallback that stands in for one of Doppel's problems, if any does.
-    public init?(problem: Problem) {
+    package init?(problem: Problem) {
         switch problem.type {
         case Problem.urn("no-matching-endpoint"): self = .notFound
         case Problem.urn("method-not-allowed"): self = .methodNotAllowed

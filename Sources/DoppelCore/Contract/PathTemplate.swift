@@ -6,27 +6,27 @@ import Foundation
 /// segment `{name...}` takes the rest of the path: one segment or more,
 /// slashes included (`/files/{path...}` gives `path` = `a/b.txt` for
 /// `/files/a/b.txt`).
-public struct PathTemplate: Sendable, CustomStringConvertible {
+package struct PathTemplate: Sendable, CustomStringConvertible {
     enum Part: Sendable, Equatable {
         case literal(String)
         case parameter(String)
     }
 
-    public let template: String
+    package let template: String
     var segments: [[Part]]
     /// Names of the parameters in order.
-    public let parameterNames: [String]
+    package let parameterNames: [String]
     /// The `{name...}` parameter that takes the rest of the path, if any;
     /// `segments` are those before it.
-    public private(set) var restParameter: String?
+    package private(set) var restParameter: String?
 
-    public var description: String { template }
+    package var description: String { template }
 
     /// True when no segment has a parameter.
-    public var isLiteral: Bool { parameterNames.isEmpty }
+    package var isLiteral: Bool { parameterNames.isEmpty }
 
     /// Parses a template; the error says what is wrong with it.
-    public init(_ template: String) throws(TemplateError) {
+    package init(_ template: String) throws(TemplateError) {
         guard template.hasPrefix("/") else { throw TemplateError(message: "a path must start with '/'") }
         var segments: [[Part]] = []
         var names: [String] = []
@@ -119,8 +119,8 @@ public struct PathTemplate: Sendable, CustomStringConvertible {
         return name.allSatisfy { $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }
     }
 
-    public struct TemplateError: Error, Sendable {
-        public let message: String
+    package struct TemplateError: Error, Sendable {
+        package let message: String
     }
 
     /// The parameters when `path` (already split into segments) matches; nil otherwise.
@@ -128,7 +128,7 @@ public struct PathTemplate: Sendable, CustomStringConvertible {
     /// Literal text is compared byte for byte, as RFC 3986 compares paths
     /// (and without `String`'s Unicode-equivalence comparison, which costs
     /// more than the rest of routing on every request).
-    public func match(_ pathSegments: [Substring]) -> [String: String]? {
+    package func match(_ pathSegments: [Substring]) -> [String: String]? {
         guard restParameter == nil ? pathSegments.count == segments.count : pathSegments.count > segments.count else { return nil }
         var captured: [String: String] = [:]
         for (parts, segment) in zip(segments, pathSegments) {
@@ -210,12 +210,12 @@ public struct PathTemplate: Sendable, CustomStringConvertible {
 }
 
 /// Decodes `%XX` escapes in URL components.
-public enum PercentDecoding {
+package enum PercentDecoding {
     /// - Parameter keepingEncodedSlashes: leave `%2F` as it is, for path
     ///   parameters: a parameter matches one segment, and decoding `%2F` would
     ///   hand the contract a value with a `/` that no single segment can hold
     ///   (a record created as `a%2Fb` could never be fetched at `/a/b`).
-    public static func decode(_ text: Substring, plusAsSpace: Bool = false, keepingEncodedSlashes: Bool = false) -> String {
+    package static func decode(_ text: Substring, plusAsSpace: Bool = false, keepingEncodedSlashes: Bool = false) -> String {
         // Byte checks: Foundation's substring search is slow on this hot path.
         guard text.utf8.contains(UInt8(ascii: "%")) || (plusAsSpace && text.utf8.contains(UInt8(ascii: "+"))) else { return String(text) }
         var bytes: [UInt8] = []

@@ -1,13 +1,17 @@
 /// How long to wait before answering: a fixed time or a random one in a range.
 public struct Delay: Sendable, Equatable {
+    /// The shortest delay, in seconds.
     public var minimum: Double
+    /// The longest delay, in seconds (equal to `minimum` for a fixed delay).
     public var maximum: Double
 
+    /// A delay drawn uniformly between `minimum` and `maximum` seconds.
     public init(minimum: Double, maximum: Double) {
         self.minimum = minimum
         self.maximum = max(minimum, maximum)
     }
 
+    /// A delay of exactly `seconds`.
     public static func fixed(_ seconds: Double) -> Delay { Delay(minimum: seconds, maximum: seconds) }
 
     /// A delay drawn from the range.
@@ -45,13 +49,13 @@ public enum Fault: String, Sendable, CaseIterable {
 }
 
 /// A body sent in parts over time: chunks, or Server-Sent Events.
-public enum StreamDefinition: Sendable {
+package enum StreamDefinition: Sendable {
     /// Chunks of text, `interval` apart.
     case chunks([ValueTemplate], interval: Double, contentType: String)
     /// Server-Sent Events, each after its own delay.
     case events([EventDefinition])
 
-    public var contentType: String {
+    package var contentType: String {
         switch self {
         case .chunks(_, _, let type): type
         case .events: "text/event-stream"
@@ -60,54 +64,54 @@ public enum StreamDefinition: Sendable {
 }
 
 /// One Server-Sent Event.
-public struct EventDefinition: Sendable {
-    public let event: String?
-    public let data: ValueTemplate
-    public let id: String?
-    public let retry: Int?
+package struct EventDefinition: Sendable {
+    package let event: String?
+    package let data: ValueTemplate
+    package let id: String?
+    package let retry: Int?
     /// Seconds to wait before sending this event.
-    public let delay: Double
+    package let delay: Double
 }
 
 /// The n-th call answered by the n-th response of a list.
-public struct SequenceDefinition: Sendable {
+package struct SequenceDefinition: Sendable {
     /// What happens after the last response.
-    public enum Exhausted: String, Sendable {
+    package enum Exhausted: String, Sendable {
         /// Keep answering with the last response.
         case repeatLast = "repeat_last"
         /// Start again from the first.
         case cycle
     }
 
-    public let responses: [ResponseDefinition]
-    public let exhausted: Exhausted
+    package let responses: [ResponseDefinition]
+    package let exhausted: Exhausted
     /// Counts separately per value of this expression (e.g. `auth.token`);
     /// nil counts once per session.
-    public let key: Expression?
+    package let key: Expression?
 }
 
 /// A limit on how many requests a key may make in a window of time.
-public struct RateLimit: Sendable {
-    public enum Algorithm: String, Sendable {
+package struct RateLimit: Sendable {
+    package enum Algorithm: String, Sendable {
         /// Windows that start at a key's first request and last `window`.
         case fixed
         /// The last `window` of time, whenever the request comes.
         case sliding
     }
 
-    public let name: String
+    package let name: String
     /// What is counted: `auth.token`, `session`, `headers['x-api-key']`, `client.address`.
-    public let key: Expression
-    public let limit: Int
+    package let key: Expression
+    package let limit: Int
     /// Window length in seconds.
-    public let window: Double
-    public let algorithm: Algorithm
+    package let window: Double
+    package let algorithm: Algorithm
     /// Endpoint ids covered; nil covers every endpoint.
-    public let endpoints: Set<String>?
+    package let endpoints: Set<String>?
     /// The documented response for a limited request.
-    public let response: ResponseDefinition
+    package let response: ResponseDefinition
 
-    public func covers(_ endpointID: String) -> Bool {
+    package func covers(_ endpointID: String) -> Bool {
         endpoints?.contains(endpointID) ?? true
     }
 }

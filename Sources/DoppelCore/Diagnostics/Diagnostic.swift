@@ -1,9 +1,13 @@
 /// A position in a source file, 1-based like compilers and editors count.
 public struct SourceLocation: Sendable, Hashable, Comparable {
+    /// The file, as it was named when loaded.
     public var file: String
+    /// The line, from 1.
     public var line: Int
+    /// The column, from 1, in characters.
     public var column: Int
 
+    /// A place in `file`.
     public init(file: String, line: Int, column: Int) {
         self.file = file
         self.line = line
@@ -11,7 +15,7 @@ public struct SourceLocation: Sendable, Hashable, Comparable {
     }
 
     /// The same location moved `offset` columns to the right.
-    public func advanced(by offset: Int) -> SourceLocation {
+    package func advanced(by offset: Int) -> SourceLocation {
         SourceLocation(file: file, line: line, column: column + offset)
     }
 
@@ -22,15 +26,20 @@ public struct SourceLocation: Sendable, Hashable, Comparable {
 
 /// One problem found in a contract, printed as `path:line:column: error: message`.
 public struct Diagnostic: Sendable, Hashable, CustomStringConvertible {
+    /// How bad: an error stops a contract from loading; a warning does not.
     public enum Severity: String, Sendable {
         case error
         case warning
     }
 
+    /// Where the problem is.
     public var location: SourceLocation
+    /// Error or warning.
     public var severity: Severity
+    /// What is wrong, and where it helps, how to fix it.
     public var message: String
 
+    /// A problem of `severity` at `location`.
     public init(_ severity: Severity = .error, at location: SourceLocation, _ message: String) {
         self.location = location
         self.severity = severity
@@ -44,8 +53,10 @@ public struct Diagnostic: Sendable, Hashable, CustomStringConvertible {
 
 /// Thrown when a contract has one or more errors; carries every diagnostic found.
 public struct ContractError: Error, Sendable, CustomStringConvertible {
+    /// Every problem found, errors and warnings, in file order.
     public let diagnostics: [Diagnostic]
 
+    /// An error carrying `diagnostics`.
     public init(diagnostics: [Diagnostic]) {
         self.diagnostics = diagnostics.sorted { $0.location < $1.location }
     }
@@ -55,12 +66,12 @@ public struct ContractError: Error, Sendable, CustomStringConvertible {
     }
 
     /// The diagnostics a load reports; empty when it succeeds.
-    public static func diagnostics(of load: () throws(ContractError) -> Void) -> [Diagnostic] {
+    package static func diagnostics(of load: () throws(ContractError) -> Void) -> [Diagnostic] {
         diagnostics { () throws(ContractError) -> [Diagnostic] in try load(); return [] }
     }
 
     /// The diagnostics a load throws, or the warnings it returns when it succeeds.
-    public static func diagnostics(of load: () throws(ContractError) -> [Diagnostic]) -> [Diagnostic] {
+    package static func diagnostics(of load: () throws(ContractError) -> [Diagnostic]) -> [Diagnostic] {
         do {
             return try load()
         } catch {
@@ -70,30 +81,30 @@ public struct ContractError: Error, Sendable, CustomStringConvertible {
 }
 
 /// Collects diagnostics during loading, so that every problem is reported at once.
-public struct DiagnosticCollector: Sendable {
-    public private(set) var diagnostics: [Diagnostic] = []
+package struct DiagnosticCollector: Sendable {
+    package private(set) var diagnostics: [Diagnostic] = []
 
-    public init() {}
+    package init() {}
 
-    public var hasErrors: Bool { diagnostics.contains { $0.severity == .error } }
+    package var hasErrors: Bool { diagnostics.contains { $0.severity == .error } }
 
-    public mutating func error(_ message: String, at location: SourceLocation) {
+    package mutating func error(_ message: String, at location: SourceLocation) {
         diagnostics.append(Diagnostic(.error, at: location, message))
     }
 
-    public mutating func warning(_ message: String, at location: SourceLocation) {
+    package mutating func warning(_ message: String, at location: SourceLocation) {
         diagnostics.append(Diagnostic(.warning, at: location, message))
     }
 
-    public mutating func append(contentsOf other: [Diagnostic]) {
+    package mutating func append(contentsOf other: [Diagnostic]) {
         diagnostics.append(contentsOf: other)
     }
 }
 
 /// Suggests the closest known word for a misspelt one ("did you mean ...?").
-public enum Suggestion {
+package enum Suggestion {
     /// The candidate nearest to `word` by edit distance, when it is near enough.
-    public static func nearest(to word: String, in candidates: some Sequence<String>) -> String? {
+    package static func nearest(to word: String, in candidates: some Sequence<String>) -> String? {
         var best: (String, Int)?
         for candidate in candidates {
             let distance = editDistance(word.lowercased(), candidate.lowercased())
@@ -105,7 +116,7 @@ public enum Suggestion {
     }
 
     /// " (did you mean 'x'?)" or an empty string.
-    public static func hint(for word: String, in candidates: some Sequence<String>) -> String {
+    package static func hint(for word: String, in candidates: some Sequence<String>) -> String {
         nearest(to: word, in: candidates).map { " (did you mean '\($0)'?)" } ?? ""
     }
 

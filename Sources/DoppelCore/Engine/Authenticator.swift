@@ -1,15 +1,15 @@
 import Foundation
 
 /// Stage 2: checks an endpoint's credentials.
-public struct Authenticator: Sendable {
+package struct Authenticator: Sendable {
     let schemes: [String: AuthScheme]
 
-    public init(schemes: [String: AuthScheme]) {
+    package init(schemes: [String: AuthScheme]) {
         self.schemes = schemes
     }
 
     /// What authentication decided.
-    public enum Outcome: Sendable {
+    package enum Outcome: Sendable {
         /// Credentials accepted (or none needed); the value is visible to expressions as `auth`.
         case accepted(JSON)
         /// Rejected: answer with this documented response.
@@ -20,7 +20,7 @@ public struct Authenticator: Sendable {
     /// scheme, read from the request alone (headers, query, cookies, a JWT's
     /// payload), so that it runs outside the session's lock; `authenticate`
     /// then checks them against the session's state.
-    public struct Presented: Sendable {
+    package struct Presented: Sendable {
         fileprivate var credentials: [Credential]
     }
 
@@ -36,7 +36,7 @@ public struct Authenticator: Sendable {
     }
 
     /// Reads the credentials of each of the endpoint's schemes from the request.
-    public func present(_ request: RecordedRequest, queryItems: [(String, String)], endpoint: Endpoint) -> Presented {
+    package func present(_ request: RecordedRequest, queryItems: [(String, String)], endpoint: Endpoint) -> Presented {
         Presented(credentials: endpoint.auth.compactMap { name in
             schemes[name].map { read(request, queryItems: queryItems, scheme: $0) }
         })
@@ -46,12 +46,12 @@ public struct Authenticator: Sendable {
     /// request. When none does, the rejection is the endpoint's own
     /// `on_unauthorized`, else that of the first scheme whose credential was
     /// sent (an expired token's `expired`), else the first scheme's `failure`.
-    public func authenticate(_ request: RecordedRequest, queryItems: [(String, String)], endpoint: Endpoint, state: JSONObject, now: Double) -> Outcome {
+    package func authenticate(_ request: RecordedRequest, queryItems: [(String, String)], endpoint: Endpoint, state: JSONObject, now: Double) -> Outcome {
         authenticate(present(request, queryItems: queryItems, endpoint: endpoint), endpoint: endpoint, state: state, now: now)
     }
 
     /// As `authenticate(_:queryItems:endpoint:state:now:)`, with the credentials already read.
-    public func authenticate(_ presented: Presented, endpoint: Endpoint, state: JSONObject, now: Double) -> Outcome {
+    package func authenticate(_ presented: Presented, endpoint: Endpoint, state: JSONObject, now: Double) -> Outcome {
         guard !endpoint.auth.isEmpty else { return .accepted(.null) }
         var rejection: (response: ResponseDefinition, sent: Bool)?
         for credential in presented.credentials {
@@ -127,7 +127,7 @@ public struct Authenticator: Sendable {
     }
 
     /// `name:password` of `Basic <base64>`; nil when missing or malformed.
-    public static func basicCredential(_ header: String?) -> String? {
+    package static func basicCredential(_ header: String?) -> String? {
         guard let header else { return nil }
         let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
         guard parts.count == 2, parts[0].lowercased() == "basic",
@@ -139,7 +139,7 @@ public struct Authenticator: Sendable {
     /// The payload of a JSON Web Token: three base64url parts (the
     /// signature may be empty, and is not checked), the first two JSON
     /// objects; nil for anything else.
-    public static func jwtPayload(_ token: String) -> JSONObject? {
+    package static func jwtPayload(_ token: String) -> JSONObject? {
         var token = token
         return token.withUTF8 { bytes -> JSONObject? in
             guard let firstDot = bytes.firstIndex(of: UInt8(ascii: ".")),
@@ -195,7 +195,7 @@ public struct Authenticator: Sendable {
     }
 
     /// The token of `Bearer <token>`; nil when missing or malformed (RFC 6750 token68).
-    public static func bearerToken(_ header: String?) -> String? {
+    package static func bearerToken(_ header: String?) -> String? {
         guard var header else { return nil }
         // `Bearer`, any case, then spaces, then the token, then optional spaces: read on the contiguous UTF-8 bytes.
         return header.withUTF8 { bytes -> String? in

@@ -29,6 +29,7 @@ public struct Decision: Sendable {
     public var response: MockResponse
     /// Seconds to wait before the answer's first byte.
     public var delay: Double
+    /// How the answer reaches the client, once `delay` has passed.
     public var delivery: Delivery
     /// Nil for an answer that is not journaled (the admin API's).
     let entry: Entry?

@@ -1,8 +1,8 @@
 /// Stage 1: finds the endpoint for a request's method and path, capturing
 /// path parameters, or explains why none fits.
-public struct EndpointRouter: Sendable {
+package struct EndpointRouter: Sendable {
     /// What routing decided.
-    public enum Route: Sendable {
+    package enum Route: Sendable {
         case matched(Endpoint, parameters: [String: String])
         case methodNotAllowed(allowed: [String])
         case notFound(nearMisses: [NearMiss])
@@ -47,7 +47,7 @@ public struct EndpointRouter: Sendable {
         }
     }
 
-    public init(endpoints: [Endpoint]) {
+    package init(endpoints: [Endpoint]) {
         self.endpoints = endpoints
         var grouped: [Int: [Int]] = [:]
         for (index, endpoint) in endpoints.enumerated() where endpoint.path.restParameter == nil {
@@ -80,7 +80,7 @@ public struct EndpointRouter: Sendable {
 
     /// Routes a request. `conditions` evaluates an endpoint's `match`
     /// conditions; it returns the failing ones' texts.
-    public func route(method: String, path: String, conditions: (Endpoint, [String: String]) -> [String]) -> Route {
+    package func route(method: String, path: String, conditions: (Endpoint, [String: String]) -> [String]) -> Route {
         let segments = Self.segments(of: path)
         var allowed: [String] = []
         var conditionMisses: [NearMiss] = []

@@ -1,14 +1,14 @@
 /// Reads `application/x-www-form-urlencoded` and `multipart/form-data`
 /// bodies into name/value form, so they are matched and validated like JSON.
-public enum FormBody {
+package enum FormBody {
     /// One part of a multipart body.
-    public struct Part: Sendable, Equatable {
-        public var name: String
-        public var filename: String?
-        public var contentType: String?
-        public var content: [UInt8]
+    package struct Part: Sendable, Equatable {
+        package var name: String
+        package var filename: String?
+        package var contentType: String?
+        package var content: [UInt8]
 
-        public init(name: String, filename: String?, contentType: String?, content: [UInt8]) {
+        package init(name: String, filename: String?, contentType: String?, content: [UInt8]) {
             self.name = name
             self.filename = filename
             self.contentType = contentType
@@ -17,21 +17,21 @@ public enum FormBody {
 
         /// How expressions see the part: its text for a field, an object
         /// `{filename, content_type, size}` for a file.
-        public var isFile: Bool { filename != nil }
+        package var isFile: Bool { filename != nil }
     }
 
     /// Why a multipart body could not be read.
-    public struct MalformedMultipart: Error, Sendable {
-        public let reason: String
+    package struct MalformedMultipart: Error, Sendable {
+        package let reason: String
     }
 
     /// `a=1&b=two+words` as decoded pairs.
-    public static func urlEncodedPairs(_ body: [UInt8]) -> [(String, String)] {
+    package static func urlEncodedPairs(_ body: [UInt8]) -> [(String, String)] {
         RecordedRequest(method: "POST", path: "/", query: String(decoding: body, as: UTF8.self)).queryItems
     }
 
     /// The `boundary` parameter of a `multipart/form-data` content type.
-    public static func boundary(of contentType: String) -> String? {
+    package static func boundary(of contentType: String) -> String? {
         for parameter in contentType.split(separator: ";").dropFirst() {
             let pair = parameter.split(separator: "=", maxSplits: 1).map { String($0.trimmingSpaces) }
             guard pair.count == 2, pair[0].lowercased() == "boundary" else { continue }
@@ -42,7 +42,7 @@ public enum FormBody {
     }
 
     /// Splits a multipart body (RFC 7578) into its parts.
-    public static func multipartParts(_ body: [UInt8], boundary: String) throws(MalformedMultipart) -> [Part] {
+    package static func multipartParts(_ body: [UInt8], boundary: String) throws(MalformedMultipart) -> [Part] {
         let delimiter = Array(("--" + boundary).utf8)
         guard var position = find(delimiter, in: body, from: 0) else {
             throw MalformedMultipart(reason: "the boundary '\(boundary)' does not occur in the body")

@@ -6,12 +6,19 @@ public final class Journal: Sendable {
         public internal(set) var sequence: Int
         /// When it arrived, on the session's clock (seconds since 1970).
         public let time: Double
+        /// The session that sent it (`default` without `Doppel-Session`).
         public let session: String
+        /// The request's method.
         public let method: String
+        /// The request's path, percent-encoded as sent.
         public let path: String
+        /// The request's query string, without `?`.
         public let query: String?
+        /// The status sent.
         public let status: Int
+        /// The endpoint that took the request; nil when none did.
         public let endpointID: String?
+        /// The contract response chosen; nil for Doppel's own problems and upstream answers.
         public let responseName: String?
         /// Time spent answering, in microseconds.
         public let durationMicros: Int
@@ -43,9 +50,13 @@ public final class Journal: Sendable {
 
     /// How many requests each session, endpoint and status combination received.
     public struct Tally: Sendable {
+        /// One combination counted.
         public struct Key: Hashable, Sendable {
+            /// The session that sent it (`default` without `Doppel-Session`).
             public let session: String
+            /// The endpoint that took the request; nil when none did.
             public let endpointID: String?
+            /// The status sent.
             public let status: Int
         }
 
@@ -55,6 +66,7 @@ public final class Journal: Sendable {
             let status: Int
         }
 
+        /// Requests per session, endpoint and status.
         public let counts: [Key: Int]
 
         /// The total over keys that satisfy `include`.
@@ -67,6 +79,7 @@ public final class Journal: Sendable {
     public let capacity: Int
     private let ring: Locked<Ring>
 
+    /// A journal that keeps the newest `capacity` entries.
     public init(capacity: Int = 10_000) {
         self.capacity = max(1, capacity)
         self.ring = Locked(Ring(entries: Array(repeating: nil, count: max(1, capacity))))
@@ -74,7 +87,7 @@ public final class Journal: Sendable {
 
     /// Records a request; returns its sequence number.
     @discardableResult
-    public func record(time: Double, session: String, method: String, path: String, query: String?, status: Int,
+    package func record(time: Double, session: String, method: String, path: String, query: String?, status: Int,
                        endpointID: String?, responseName: String?, durationMicros: Int, proxied: Bool = false) -> Int {
         // Built before the lock, which every event loop takes: inside it, only the number and the counts.
         var entry = Entry(
@@ -120,7 +133,7 @@ public final class Journal: Sendable {
     }
 
     /// Drops a session's counts (when the session is evicted). Its entries stay in the ring until overwritten.
-    public func forget(session: String) {
+    package func forget(session: String) {
         ring.withLock { _ = $0.tally.removeValue(forKey: session) }
     }
 

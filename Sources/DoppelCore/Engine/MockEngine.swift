@@ -40,8 +40,11 @@ import Foundation
 /// let response = engine.respond(to: RecordedRequest(method: "GET", target: "/api/v1/free-stories"))
 /// ```
 public final class MockEngine: Sendable {
+    /// The contract answered.
     public let contract: Contract
+    /// The sessions and their state.
     public let sessions: SessionStore
+    /// Every request answered, for `verify` and `coverage`.
     public let journal: Journal
     let router: EndpointRouter
     let authenticator: Authenticator
@@ -51,10 +54,10 @@ public final class MockEngine: Sendable {
     let renderer = ResponseRenderer()
     let clock: @Sendable () -> Double
     /// The delay of responses that declare none.
-    public let defaultDelay: Delay?
+    package let defaultDelay: Delay?
     /// Whether a request no endpoint takes (404 or 405) is forwarded to the
     /// upstream (`doppel serve --proxy`) rather than answered.
-    public let forwardsUnmatched: Bool
+    package let forwardsUnmatched: Bool
 
     /// The header that names a request's session.
     public static let sessionHeader = "doppel-session"
@@ -63,15 +66,16 @@ public final class MockEngine: Sendable {
     ///   - journalCapacity: the most journal entries kept.
     ///   - sessionLimit: the most sessions held at once; a new one evicts the least recently used.
     ///   - sessionIdleLimit: seconds after which an unused session is evicted; nil keeps them.
-    ///   - stateLimit: the most state all sessions may hold together; past it the least recently used are evicted.
+    ///   - stateLimit: the most state all sessions may hold together, in
+    ///     bytes of JSON (nil: 512 MiB); past it the least recently used are evicted.
     ///   - defaultDelay: the delay of responses that declare none.
     ///   - clock: real time in seconds since 1970; sessions move their own
     ///     virtual clocks relative to it.
     public convenience init(contract: Contract, journalCapacity: Int = 10_000, sessionLimit: Int = 10_000, sessionIdleLimit: Double? = 3600,
-                            stateLimit: Int = StateBudget.defaultLimit, defaultDelay: Delay? = nil, forwardsUnmatched: Bool = false,
+                            stateLimit: Int? = nil, defaultDelay: Delay? = nil, forwardsUnmatched: Bool = false,
                             clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
         let sessions = SessionStore(initial: contract.state.initial, limit: sessionLimit, idleLimit: sessionIdleLimit,
-                                    stateLimit: stateLimit, clock: clock)
+                                    stateLimit: stateLimit ?? StateBudget.defaultLimit, clock: clock)
         let journal = Journal(capacity: journalCapacity)
         // An evicted session's counts go with it, so the tally stays bounded by the session limit.
         sessions.onEviction { [journal] id in journal.forget(session: id) }
@@ -104,7 +108,7 @@ public final class MockEngine: Sendable {
     }
 
     /// Real time, as the engine's clock reads it.
-    public var realNow: Double { clock() }
+    package var realNow: Double { clock() }
 
     /// Decides one request's answer: what to send and how to deliver it.
     /// The session's state moves now; the journal entry is written when the

@@ -2,13 +2,13 @@
 /// `Prefer: code=404`, `Prefer: example=sold-out`, or both
 /// (`Prefer: code=200, example=cat`). The convention mock servers for
 /// OpenAPI share; other preferences (RFC 7240's `return=minimal`) are ignored.
-public struct Preference: Sendable, Equatable {
-    public var code: Int?
-    public var example: String?
+package struct Preference: Sendable, Equatable {
+    package var code: Int?
+    package var example: String?
 
     /// The preference in a `Prefer` header; nil when it asks for neither a code nor an example.
     /// A `code` that is not a status (`code=abc`) is kept as an impossible 0, so it is refused, not ignored.
-    public init?(header: String?) {
+    package init?(header: String?) {
         guard let header, header.includes("=") else { return nil }
         for item in header.split(whereSeparator: { $0 == "," || $0 == ";" }) {
             let pair = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
@@ -26,14 +26,14 @@ public struct Preference: Sendable, Equatable {
     }
 
     /// The first of `responses` with the preferred status and name.
-    public func response(in responses: [ResponseDefinition]) -> ResponseDefinition? {
+    package func response(in responses: [ResponseDefinition]) -> ResponseDefinition? {
         responses.first { response in
             (code == nil || response.status == code) && (example == nil || response.name == example)
         }
     }
 
     /// What was asked, for messages: `code=404, example=missing`.
-    public var description: String {
+    package var description: String {
         [code.map { "code=\($0)" }, example.map { "example=\($0)" }].compactMap { $0 }.joined(separator: ", ")
     }
 }

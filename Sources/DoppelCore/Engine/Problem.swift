@@ -2,14 +2,18 @@
 /// `application/problem+json` bodies. Each has a stable `type` URN that
 /// clients and tests can match on; `docs/contract-format.md` lists them.
 public struct Problem: Sendable, Error {
+    /// The HTTP status.
     public let status: Int
+    /// A URI naming the case, `urn:doppel:problem:…`.
     public let type: String
+    /// A short summary of the case.
     public let title: String
+    /// What happened to this request.
     public let detail: String
-    public var extra: [(String, JSON)] = []
-    public var headers: [(name: String, value: String)] = []
+    package var extra: [(String, JSON)] = []
+    package var headers: [(name: String, value: String)] = []
 
-    public init(status: Int, type: String, title: String, detail: String, extra: [(String, JSON)] = [], headers: [(name: String, value: String)] = []) {
+    package init(status: Int, type: String, title: String, detail: String, extra: [(String, JSON)] = [], headers: [(name: String, value: String)] = []) {
         self.status = status
         self.type = type
         self.title = title
@@ -19,7 +23,7 @@ public struct Problem: Sendable, Error {
     }
 
     /// The problem+json body, also what a fallback's templates see as `problem`.
-    public var json: JSON {
+    package var json: JSON {
         var object = JSONObject([("type", .string(type)), ("title", .string(title)), ("status", .int(status)), ("detail", .string(detail))])
         for (key, value) in extra { object[key] = value }
         return .object(object)
@@ -38,7 +42,7 @@ public struct Problem: Sendable, Error {
     static func urn(_ name: String) -> String { "urn:doppel:problem:\(name)" }
 
     /// 404: no endpoint has this path; names the nearest ones and why they missed.
-    public static func noMatchingEndpoint(method: String, path: String, nearMisses: [NearMiss], hint basePathHint: String? = nil) -> Problem {
+    package static func noMatchingEndpoint(method: String, path: String, nearMisses: [NearMiss], hint basePathHint: String? = nil) -> Problem {
         let misses = nearMisses.map { miss in
             JSON.object(JSONObject([("endpoint", .string(miss.endpointID)), ("request", .string(miss.signature)), ("mismatches", .array(miss.reasons.map { .string($0) }))]))
         }
@@ -48,24 +52,24 @@ public struct Problem: Sendable, Error {
     }
 
     /// 405: the path exists, the method does not.
-    public static func methodNotAllowed(method: String, path: String, allowed: [String]) -> Problem {
+    package static func methodNotAllowed(method: String, path: String, allowed: [String]) -> Problem {
         Problem(status: 405, type: urn("method-not-allowed"), title: "Method not allowed",
                 detail: "\(path) does not accept \(method); it accepts \(allowed.joined(separator: ", ")).",
                 extra: [("allowed", .array(allowed.map { .string($0) }))], headers: [(name: "Allow", value: allowed.joined(separator: ", "))])
     }
 
     /// 400: the body claims to be JSON and is not.
-    public static func malformedJSON(_ message: String) -> Problem {
+    package static func malformedJSON(_ message: String) -> Problem {
         Problem(status: 400, type: urn("malformed-json"), title: "Malformed JSON", detail: "The request body is not valid JSON: \(message).")
     }
 
     /// 400: a multipart body that does not follow RFC 7578.
-    public static func malformedMultipart(_ reason: String) -> Problem {
+    package static func malformedMultipart(_ reason: String) -> Problem {
         Problem(status: 400, type: urn("malformed-multipart"), title: "Malformed multipart body", detail: "The multipart body cannot be read: \(reason).")
     }
 
     /// 400: `Prefer` asks for a response the endpoint does not document.
-    public static func unknownPreference(_ preference: Preference, endpointID: String, documented: [ResponseDefinition]) -> Problem {
+    package static func unknownPreference(_ preference: Preference, endpointID: String, documented: [ResponseDefinition]) -> Problem {
         var seen: Set<String> = []
         let offered = documented.map { "\($0.status) \($0.name)" }.filter { seen.insert($0).inserted }
         return Problem(status: 400, type: urn("unknown-preference"), title: "No such documented response",
@@ -74,7 +78,7 @@ public struct Problem: Sendable, Error {
     }
 
     /// 415: the endpoint does not accept this content type.
-    public static func unsupportedMediaType(_ received: String?, accepted: [String]) -> Problem {
+    package static func unsupportedMediaType(_ received: String?, accepted: [String]) -> Problem {
         Problem(status: 415, type: urn("unsupported-media-type"), title: "Unsupported media type",
                 detail: "The request body is \(received.map { "'\($0)'" } ?? "sent without a Content-Type"); this endpoint accepts \(accepted.joined(separator: ", ")).",
                 extra: [("accepted", .array(accepted.map { .string($0) }))])
@@ -132,49 +136,49 @@ public struct Problem: Sendable, Error {
     }
 
     /// 404: an admin path that does not exist; lists the ones that do.
-    public static func unknownAdminCall(method: String, path: String, known: [String]) -> Problem {
+    package static func unknownAdminCall(method: String, path: String, known: [String]) -> Problem {
         Problem(status: 404, type: urn("unknown-admin-call"), title: "Unknown admin call",
                 detail: "\(method) \(path) is not part of the admin API; it has \(known.joined(separator: ", ")).")
     }
 
     /// 400: a change to a session's clock that cannot be made.
-    public static func invalidClockChange(_ reason: String) -> Problem {
+    package static func invalidClockChange(_ reason: String) -> Problem {
         Problem(status: 400, type: urn("invalid-clock-change"), title: "Invalid clock change", detail: reason + ".")
     }
 
     /// 401: an admin call without the server's admin token.
-    public static func adminUnauthorized() -> Problem {
+    package static func adminUnauthorized() -> Problem {
         Problem(status: 401, type: urn("admin-unauthorized"), title: "Admin token required",
                 detail: "This server guards /__doppel/ with a token: send it as Doppel-Admin-Token or Authorization: Bearer.",
                 headers: [(name: "WWW-Authenticate", value: "Bearer realm=\"doppel-admin\"")])
     }
 
     /// 400: a state replacement that does not fit the contract's declaration.
-    public static func invalidState(_ problems: [String]) -> Problem {
+    package static func invalidState(_ problems: [String]) -> Problem {
         Problem(status: 400, type: urn("invalid-state"), title: "Invalid state", detail: problems.joined(separator: "; ") + ".",
                 extra: [("problems", .array(problems.map { .string($0) }))])
     }
 
     /// 404: a scenario name the server did not load.
-    public static func unknownScenario(_ name: String, known: [String]) -> Problem {
+    package static func unknownScenario(_ name: String, known: [String]) -> Problem {
         Problem(status: 404, type: urn("unknown-scenario"), title: "Unknown scenario",
                 detail: "No scenario '\(name)' is loaded\(Suggestion.hint(for: name, in: known)); loaded: \(known.isEmpty ? "none (start the server with --scenarios DIR)" : known.joined(separator: ", ")).")
     }
 
     /// 400: an inline scenario with problems.
-    public static func invalidScenario(_ problems: [String]) -> Problem {
+    package static func invalidScenario(_ problems: [String]) -> Problem {
         Problem(status: 400, type: urn("invalid-scenario"), title: "Invalid scenario", detail: problems.joined(separator: "; ") + ".",
                 extra: [("problems", .array(problems.map { .string($0) }))])
     }
 
     /// 400: a verification or journal query that cannot be answered.
-    public static func invalidVerification(_ problems: [String]) -> Problem {
+    package static func invalidVerification(_ problems: [String]) -> Problem {
         Problem(status: 400, type: urn("invalid-query"), title: "Invalid query", detail: problems.joined(separator: "; ") + ".",
                 extra: [("problems", .array(problems.map { .string($0) }))])
     }
 
     /// 422: the request broke the endpoint's schema; lists every failing field.
-    public static func validationFailed(_ issues: [ValidationIssue]) -> Problem {
+    package static func validationFailed(_ issues: [ValidationIssue]) -> Problem {
         let summary = issues.prefix(3).map(\.description).joined(separator: "; ")
         return Problem(status: 422, type: urn("validation-failed"), title: "Request does not match the contract",
                        detail: "\(issues.count) problem\(issues.count == 1 ? "" : "s"): \(summary)\(issues.count > 3 ? "; ..." : "")",
@@ -182,13 +186,13 @@ public struct Problem: Sendable, Error {
     }
 
     /// 400: the `Doppel-Session` header is not a usable session id.
-    public static func invalidSession(_ id: String) -> Problem {
+    package static func invalidSession(_ id: String) -> Problem {
         Problem(status: 400, type: urn("invalid-session"), title: "Invalid session",
                 detail: "Doppel-Session must be 1 to 128 letters, digits or . _ : - characters; got '\(id.prefix(140))'.")
     }
 
     /// 500: no response of the endpoint had a `when` that held.
-    public static func noResponseMatched(endpointID: String) -> Problem {
+    package static func noResponseMatched(endpointID: String) -> Problem {
         Problem(status: 500, type: urn("no-response-matched"), title: "No response matched",
                 detail: "No response of endpoint \(endpointID) has a 'when' that holds for this request; give the last response no 'when'.")
     }
@@ -202,15 +206,15 @@ public struct Problem: Sendable, Error {
     }
 
     /// 500: an expression failed while answering (a type error in a template or effect).
-    public static func expressionFailed(endpointID: String, response: String, message: String) -> Problem {
+    package static func expressionFailed(endpointID: String, response: String, message: String) -> Problem {
         Problem(status: 500, type: urn("expression-failed"), title: "Contract expression failed",
                 detail: "While answering with \(response) of \(endpointID): \(message). State was left unchanged.")
     }
 }
 
 /// An endpoint that nearly matched a request, and how it did not.
-public struct NearMiss: Sendable {
-    public let endpointID: String
-    public let signature: String
-    public let reasons: [String]
+package struct NearMiss: Sendable {
+    package let endpointID: String
+    package let signature: String
+    package let reasons: [String]
 }

@@ -1,20 +1,20 @@
 /// Stage 2½: counts requests against the contract's rate limits, per key,
 /// on the session's clock.
-public struct RateLimiter: Sendable {
+package struct RateLimiter: Sendable {
     let limits: [RateLimit]
 
-    public init(limits: [RateLimit]) {
+    package init(limits: [RateLimit]) {
         self.limits = limits
     }
 
     /// What the limits decided for one request.
-    public struct Decision: Sendable {
+    package struct Decision: Sendable {
         /// The limit that refused the request, if any.
-        public var refusedBy: RateLimit?
+        package var refusedBy: RateLimit?
         /// Whole seconds until the refusing limit frees a slot.
-        public var retryAfter: Int
+        package var retryAfter: Int
         /// `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` of the tightest limit.
-        public var headers: [(name: String, value: String)]
+        package var headers: [(name: String, value: String)]
     }
 
     /// Checks and counts a request to `endpointID` in `data`, which the
@@ -23,7 +23,7 @@ public struct RateLimiter: Sendable {
     /// Counting happens only when every covering limit has room, so
     /// concurrent requests never overrun a limit and a refused request uses
     /// up nothing; a request whose transaction later fails keeps nothing.
-    public func check(endpointID: String, context: EvaluationContext, data: inout SessionData, now: Double) throws(EvaluationError) -> Decision? {
+    package func check(endpointID: String, context: EvaluationContext, data: inout SessionData, now: Double) throws(EvaluationError) -> Decision? {
         let covering = limits.filter { $0.covers(endpointID) }
         guard !covering.isEmpty else { return nil }
         var keys: [String] = []

@@ -1,5 +1,6 @@
 /// An HTTP request as the engine sees it, independent of any transport.
 public struct RecordedRequest: Sendable {
+    /// The method, uppercased.
     public var method: String
     /// The path, still percent-encoded, without the query string.
     public var path: String
@@ -7,10 +8,12 @@ public struct RecordedRequest: Sendable {
     public var query: String?
     /// Header fields with lowercased names, in arrival order.
     public var headers: [(name: String, value: String)]
+    /// The body as received.
     public var body: [UInt8]
     /// The client's address, when known.
     public var remoteAddress: String?
 
+    /// A request; header names are lowercased.
     public init(method: String, path: String, query: String? = nil, headers: [(name: String, value: String)] = [], body: [UInt8] = [], remoteAddress: String? = nil) {
         self.method = method.uppercased()
         self.path = path
@@ -93,8 +96,11 @@ extension RecordedRequest {
 
 /// A response the engine decided to send (compare `ResponseDefinition`, what the contract declares).
 public struct MockResponse: Sendable {
+    /// The HTTP status.
     public var status: Int
+    /// The header fields, in order.
     public var headers: [(name: String, value: String)]
+    /// The body.
     public var body: [UInt8]
     /// The endpoint that answered, if any.
     public var endpointID: String?
@@ -116,6 +122,7 @@ public struct MockResponse: Sendable {
         return response
     }
 
+    /// A response with `status`, `headers` and `body`.
     public init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = [], endpointID: String? = nil, responseName: String? = nil) {
         self.status = status
         self.headers = headers
@@ -160,9 +167,12 @@ extension String {
 
 /// A part of a streamed body and how long to wait before sending it.
 public struct StreamPart: Sendable, Equatable {
+    /// Seconds to wait before sending the part.
     public var delay: Double
+    /// The part's bytes.
     public var bytes: [UInt8]
 
+    /// A part sent `delay` seconds after the one before.
     public init(delay: Double, bytes: [UInt8]) {
         self.delay = delay
         self.bytes = bytes

@@ -1,24 +1,24 @@
 /// Stage 3: reads query, headers and body into typed JSON and checks them
 /// against the endpoint's schemas.
-public struct RequestValidator: Sendable {
+package struct RequestValidator: Sendable {
     let validator: SchemaValidator
 
-    public init(schemas: [String: Schema]) {
+    package init(schemas: [String: Schema]) {
         self.validator = SchemaValidator(registry: schemas)
     }
 
     /// The request's parts as expressions see them.
-    public struct ValidatedRequest: Sendable {
+    package struct ValidatedRequest: Sendable {
         /// Path parameters read by the endpoint's `path` schema; nil when it has none.
-        public var path: JSON?
-        public var query: JSON
+        package var path: JSON?
+        package var query: JSON
         /// Headers read by the endpoint's header schema; nil when it has none
         /// and they are the request's as they came.
-        public var headers: JSON?
-        public var body: JSON
+        package var headers: JSON?
+        package var body: JSON
     }
 
-    public enum Outcome: Sendable {
+    package enum Outcome: Sendable {
         case valid(ValidatedRequest)
         /// Failed the schemas: the endpoint's `on_invalid` response, or the built-in 422.
         case invalid([ValidationIssue], ValidatedRequest)
@@ -26,7 +26,7 @@ public struct RequestValidator: Sendable {
         case rejected(Problem)
     }
 
-    public func validate(_ request: RecordedRequest, queryItems: [(String, String)], pathParameters: [String: String] = [:], for endpoint: Endpoint) -> Outcome {
+    package func validate(_ request: RecordedRequest, queryItems: [(String, String)], pathParameters: [String: String] = [:], for endpoint: Endpoint) -> Outcome {
         var issues: [ValidationIssue] = []
         var path: JSON?
         if let schema = endpoint.pathParameters {

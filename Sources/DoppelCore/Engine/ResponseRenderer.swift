@@ -1,8 +1,8 @@
 /// Stage 6: fills a response's templates and encodes its body.
-public struct ResponseRenderer: Sendable {
-    public init() {}
+package struct ResponseRenderer: Sendable {
+    package init() {}
 
-    public func render(_ response: ResponseDefinition, in context: EvaluationContext, endpointID: String?) throws(EvaluationError) -> MockResponse {
+    package func render(_ response: ResponseDefinition, in context: EvaluationContext, endpointID: String?) throws(EvaluationError) -> MockResponse {
         var headers: [(name: String, value: String)] = []
         headers.reserveCapacity(response.headers.count + 1)
         var hasContentType = false

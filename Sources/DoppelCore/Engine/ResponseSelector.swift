@@ -1,14 +1,14 @@
 /// Stages 4 and 5: picks the first response whose `when` holds and applies
 /// its effects, both against one consistent view of the session's state.
-public struct ResponseSelector: Sendable {
+package struct ResponseSelector: Sendable {
     let kinds: [String: StateDeclaration.Kind]
 
-    public init(state: StateDeclaration) {
+    package init(state: StateDeclaration) {
         self.kinds = state.kinds
     }
 
     /// Why selection failed; the session's state is unchanged.
-    public enum Failure: Error, Sendable {
+    package enum Failure: Error, Sendable {
         case noResponseMatched
         /// `exceedsBudget`: the evaluation would have built more than `Expression.maximumBuild`.
         case expressionFailed(response: String, message: String, exceedsBudget: Bool = false)
@@ -28,7 +28,7 @@ public struct ResponseSelector: Sendable {
     ///
     /// A chosen `sequence` answers with its n-th response, n counted per
     /// `sequenceScope` (the endpoint) and the sequence's `per` key.
-    public func select(
+    package func select(
         from candidates: [ResponseDefinition], forced: ResponseDefinition? = nil,
         endpointBindings: [(String, ValueTemplate)], context: inout EvaluationContext, data: inout SessionData, sequenceScope: String = ""
     ) throws(Failure) -> ResponseDefinition {

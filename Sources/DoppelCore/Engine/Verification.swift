@@ -4,10 +4,14 @@
 public struct Verification: Sendable, Equatable, CustomStringConvertible {
     /// What was counted: an endpoint, and optionally one status and one session.
     public struct Criteria: Sendable, Equatable {
+        /// The endpoint id.
         public var endpoint: String
+        /// The status; nil counts every status.
         public var status: Int?
+        /// The session; nil counts every session.
         public var session: String?
 
+        /// Requests to `endpoint`, of `status` and `session` when given.
         public init(endpoint: String, status: Int? = nil, session: String? = nil) {
             self.endpoint = endpoint
             self.status = status
@@ -42,18 +46,26 @@ public struct Verification: Sendable, Equatable, CustomStringConvertible {
     /// Requests to the same endpoint that did not meet the criteria: another
     /// status, or another session. They say where the requests went.
     public struct NearMatch: Sendable, Equatable {
+        /// The endpoint id.
         public let endpoint: String
+        /// The status it got.
         public let status: Int
+        /// The session.
         public let session: String
+        /// How many requests.
         public let count: Int
     }
 
+    /// What was counted.
     public let criteria: Criteria
+    /// How many were expected.
     public let expected: Expectation
     /// How many requests met the criteria.
     public let actual: Int
+    /// Requests that almost matched (another status or session), the most frequent first, at most `shownNearMatches`.
     public let nearMatches: [NearMatch]
 
+    /// Whether the count is as expected.
     public var passed: Bool { expected.admits(actual) }
 
     /// Counts the journal's requests that meet `criteria`.
@@ -100,6 +112,7 @@ public struct Verification: Sendable, Equatable, CustomStringConvertible {
         return lines.joined(separator: "\n")
     }
 
+    /// The verification as JSON, as the admin API answers it.
     public var json: JSON {
         var expectedJSON = JSONObject()
         switch expected {
@@ -124,29 +137,41 @@ public struct Verification: Sendable, Equatable, CustomStringConvertible {
 /// Each documented endpoint × status of a contract, reached or not, counted
 /// from the journal's tally (for one session, or all).
 public struct Coverage: Sendable, Equatable {
+    /// One documented status of an endpoint, and how often it was sent.
     public struct Status: Sendable, Equatable {
+        /// The status.
         public let status: Int
+        /// How many times it was sent.
         public let count: Int
+        /// Whether it was sent at least once.
         public var reached: Bool { count > 0 }
     }
 
+    /// One endpoint's documented statuses.
     public struct EndpointCoverage: Sendable, Equatable {
+        /// The endpoint id.
         public let id: String
         /// `METHOD /path`.
         public let request: String
+        /// Every status the endpoint documents, in contract order.
         public let statuses: [Status]
     }
 
+    /// The session counted; nil for all sessions.
     public let session: String?
+    /// Every endpoint, in contract order.
     public let endpoints: [EndpointCoverage]
 
+    /// How many endpoint × status pairs the contract documents.
     public var total: Int { endpoints.reduce(0) { $0 + $1.statuses.count } }
+    /// How many of them were sent at least once.
     public var reached: Int { endpoints.reduce(0) { $0 + $1.statuses.filter(\.reached).count } }
     /// `endpoint-id status` for every pair not reached.
     public var unreached: [String] {
         endpoints.flatMap { endpoint in endpoint.statuses.filter { !$0.reached }.map { "\(endpoint.id) \($0.status)" } }
     }
 
+    /// Coverage of `contract` by the requests `journal` counted, in `session` or all sessions.
     public init(of contract: Contract, in journal: Journal, session: String? = nil) {
         let tally = journal.tally
         self.session = session
@@ -157,6 +182,7 @@ public struct Coverage: Sendable, Equatable {
         }
     }
 
+    /// The coverage as JSON, as the admin API answers it.
     public var json: JSON {
         .object(JSONObject([
             ("session", session.map { .string($0) } ?? .null), ("reached", .int(reached)), ("total", .int(total)),

@@ -1,25 +1,25 @@
 /// The values an expression can see: named roots (`body`, `query`, `state`,
 /// `data`, `clock`, `let` bindings, ...) and the session's clock.
-public struct EvaluationContext: Sendable {
+package struct EvaluationContext: Sendable {
     /// Root names and their values.
-    public var roots: Roots
+    package var roots: Roots
     /// The session clock's current instant, in seconds since 1970 (UTC).
-    public var now: Double
+    package var now: Double
     /// The request the roots `request`, `headers`, `client` and `query` are
     /// read from while no stage has set them (validation sets `query`, and
     /// `headers` where the endpoint has a header schema). They are built
     /// where an expression reads them: most requests read none, and building
     /// four objects for each would cost more than routing it.
-    public var request: RecordedRequest?
+    package var request: RecordedRequest?
 
-    public init(roots: Roots = [:], now: Double, request: RecordedRequest? = nil) {
+    package init(roots: Roots = [:], now: Double, request: RecordedRequest? = nil) {
         self.roots = roots
         self.now = now
         self.request = request
     }
 
     /// A plain dictionary of roots, as scenario steps capture them.
-    public init(roots: [String: JSON], now: Double) {
+    package init(roots: [String: JSON], now: Double) {
         self.init(roots: Roots(roots), now: now)
     }
 }
@@ -41,13 +41,13 @@ extension EvaluationContext {
 /// never hash a name. Other names (`let` bindings, scenario captures) are
 /// few per context and kept in a short list searched in order, which for a
 /// handful of short names is cheaper than hashing them.
-public struct Roots: Sendable, ExpressibleByDictionaryLiteral {
+package struct Roots: Sendable, ExpressibleByDictionaryLiteral {
     /// The built-in roots, one slot each.
-    public enum Slot: Int, CaseIterable, Sendable {
+    package enum Slot: Int, CaseIterable, Sendable {
         case request, path, query, headers, body, auth, session, client, data, clock, state, errors, retryAfter, problem
 
         /// The name expressions use.
-        public var name: String {
+        package var name: String {
             switch self {
             case .retryAfter: "retry_after"
             default: String(describing: self)
@@ -55,7 +55,7 @@ public struct Roots: Sendable, ExpressibleByDictionaryLiteral {
         }
 
         /// The slot of a built-in name, resolved when an expression is parsed.
-        public init?(name: String) {
+        package init?(name: String) {
             guard let slot = Self.allCases.first(where: { $0.name == name }) else { return nil }
             self = slot
         }
@@ -67,28 +67,28 @@ public struct Roots: Sendable, ExpressibleByDictionaryLiteral {
     private var names: [String] = []
     private var values: [JSON] = []
 
-    public init() {
+    package init() {
         slots = Array(repeating: nil, count: Slot.allCases.count)
     }
 
-    public init(_ dictionary: [String: JSON]) {
+    package init(_ dictionary: [String: JSON]) {
         self.init()
         for (name, value) in dictionary { self[name] = value }
     }
 
-    public init(dictionaryLiteral elements: (String, JSON)...) {
+    package init(dictionaryLiteral elements: (String, JSON)...) {
         self.init()
         for (name, value) in elements { self[name] = value }
     }
 
     /// A built-in root.
-    public subscript(slot: Slot) -> JSON? {
+    package subscript(slot: Slot) -> JSON? {
         get { slots[slot.rawValue] }
         set { slots[slot.rawValue] = newValue }
     }
 
     /// A name that is not a built-in root: a `let` binding or a scenario capture.
-    public subscript(bound name: String) -> JSON? {
+    package subscript(bound name: String) -> JSON? {
         get {
             guard let index = names.lastIndex(of: name) else { return nil }
             return values[index]
@@ -109,7 +109,7 @@ public struct Roots: Sendable, ExpressibleByDictionaryLiteral {
     }
 
     /// Any root by name.
-    public subscript(name: String) -> JSON? {
+    package subscript(name: String) -> JSON? {
         get {
             if let slot = Slot(name: name) { return self[slot] }
             return self[bound: name]

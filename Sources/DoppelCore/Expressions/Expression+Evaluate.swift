@@ -3,7 +3,7 @@ import Foundation
 extension Expression {
     /// Evaluates the expression. A path that leads nowhere (`body.missing.x`)
     /// is `null`; a type error (`"a" - 1`) throws.
-    public func evaluate(in context: EvaluationContext) throws(EvaluationError) -> JSON {
+    package func evaluate(in context: EvaluationContext) throws(EvaluationError) -> JSON {
         if case .literal(let value) = root { return value }
         // The evaluator reads the context in place, for this call only: a
         // stored copy would retain and release each of its arrays on every
@@ -15,14 +15,14 @@ extension Expression {
     }
 
     /// Evaluates the expression as a condition, by its truthiness.
-    public func test(in context: EvaluationContext) throws(EvaluationError) -> Bool {
+    package func test(in context: EvaluationContext) throws(EvaluationError) -> Bool {
         try evaluate(in: context).isTruthy
     }
 }
 
 extension JSON {
     /// `null`, `false`, `0`, `""`, `[]` and `{}` are false; everything else is true.
-    public var isTruthy: Bool {
+    package var isTruthy: Bool {
         switch self {
         case .null: false
         case .bool(let b): b
@@ -35,7 +35,7 @@ extension JSON {
     }
 
     /// Equality that treats `1` and `1.0` as the same number.
-    public func looselyEquals(_ other: JSON) -> Bool {
+    package func looselyEquals(_ other: JSON) -> Bool {
         switch (self, other) {
         case (.int(let a), .double(let b)): return Double(a) == b
         case (.double(let a), .int(let b)): return a == Double(b)

@@ -2,9 +2,9 @@
 ///
 /// Expressions are parsed once when a contract loads (`Expression.parse`), so
 /// a bad one is a load-time diagnostic and serving never parses text.
-public struct Expression: Sendable, CustomStringConvertible {
+package struct Expression: Sendable, CustomStringConvertible {
     /// The text the expression was parsed from.
-    public let source: String
+    package let source: String
     let root: Node
 
     /// The syntax tree.
@@ -57,26 +57,26 @@ public struct Expression: Sendable, CustomStringConvertible {
         case add = "+", subtract = "-", multiply = "*", divide = "/", remainder = "%"
     }
 
-    public var description: String { source }
+    package var description: String { source }
 
     /// The deepest syntax tree an expression may have (parentheses, operators, calls, lists).
-    public static let maximumDepth = 64
+    package static let maximumDepth = 64
     /// The longest expression text, in bytes.
-    public static let maximumLength = 16_384
+    package static let maximumLength = 16_384
     /// What one evaluation may build: bytes of new text plus 8 per new list
     /// element or object member. Templates over request input (`join(map(...))`)
     /// stop here instead of allocating without bound.
-    public static let maximumBuild = 16 << 20
+    package static let maximumBuild = 16 << 20
 
     /// Parses expression text; the error's offset is in characters from its start.
-    public static func parse(_ source: String) throws(ExpressionSyntaxError) -> Expression {
+    package static func parse(_ source: String) throws(ExpressionSyntaxError) -> Expression {
         var parser = ExpressionParser(source)
         let root = try parser.parseComplete()
         return Expression(source: source, root: root)
     }
 
     /// A constant expression, for values written as plain YAML.
-    public static func constant(_ value: JSON) -> Expression {
+    package static func constant(_ value: JSON) -> Expression {
         Expression(source: JSONWriter.encodeString(value), root: .literal(value))
     }
 
@@ -88,24 +88,24 @@ public struct Expression: Sendable, CustomStringConvertible {
 }
 
 /// A syntax error in an expression: what, and at which character of its text.
-public struct ExpressionSyntaxError: Error, Sendable, CustomStringConvertible {
-    public let message: String
+package struct ExpressionSyntaxError: Error, Sendable, CustomStringConvertible {
+    package let message: String
     /// Character offset into the expression's text.
-    public let offset: Int
-    public var description: String { message }
+    package let offset: Int
+    package var description: String { message }
 }
 
 /// Why evaluating an expression failed at run time (a type error, a bad argument).
-public struct EvaluationError: Error, Sendable, CustomStringConvertible {
-    public let message: String
+package struct EvaluationError: Error, Sendable, CustomStringConvertible {
+    package let message: String
     /// True when the evaluation would have built more than `Expression.maximumBuild`
     /// (large request input through a template): the client's input is too large, not the contract wrong.
-    public let exceedsBudget: Bool
-    public init(_ message: String, exceedsBudget: Bool = false) {
+    package let exceedsBudget: Bool
+    package init(_ message: String, exceedsBudget: Bool = false) {
         self.message = message
         self.exceedsBudget = exceedsBudget
     }
-    public var description: String { message }
+    package var description: String { message }
 
     static func budget(_ what: String) -> EvaluationError {
         EvaluationError("\(what) would build more than \(Expression.maximumBuild >> 20) MiB (the evaluation budget)", exceedsBudget: true)

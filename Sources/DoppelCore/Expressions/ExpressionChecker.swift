@@ -1,19 +1,19 @@
 /// Checks a parsed expression against what a contract declares: known root
 /// names, known functions with the right number of arguments, declared state
 /// and data names. Run at load time so mistakes are lint errors, not 500s.
-public struct ExpressionChecker: Sendable {
+package struct ExpressionChecker: Sendable {
     /// A problem at a character offset of the expression's text.
-    public struct Problem: Sendable, Equatable {
-        public let message: String
-        public let offset: Int
+    package struct Problem: Sendable, Equatable {
+        package let message: String
+        package let offset: Int
     }
 
     /// Root names the expression may use.
-    public var roots: Set<String>
+    package var roots: Set<String>
     /// Names declared under `state`.
-    public var stateNames: Set<String>
+    package var stateNames: Set<String>
     /// Top-level keys of `data`.
-    public var dataNames: Set<String>
+    package var dataNames: Set<String>
 
     /// The path parameters `path` has, where an endpoint's path is known.
     let pathNames: [String]?
@@ -21,7 +21,7 @@ public struct ExpressionChecker: Sendable {
     /// parameter as a number. Any other query value is text.
     let numericQuery: (@Sendable (String) -> Bool)?
 
-    public init(roots: Set<String>, stateNames: Set<String>, dataNames: Set<String>, pathNames: [String]? = nil,
+    package init(roots: Set<String>, stateNames: Set<String>, dataNames: Set<String>, pathNames: [String]? = nil,
                 numericQuery: (@Sendable (String) -> Bool)? = nil) {
         self.roots = roots
         self.stateNames = stateNames
@@ -38,7 +38,7 @@ public struct ExpressionChecker: Sendable {
         problems.append(Problem(message: "query.\(name) is text unless the endpoint's query schema gives it type integer or number, so \(use) would fail; declare it, or write int(query.\(name))", offset: offset))
     }
 
-    public func check(_ expression: Expression) -> [Problem] {
+    package func check(_ expression: Expression) -> [Problem] {
         var problems: [Problem] = []
         check(expression.root, insideIteration: false, into: &problems)
         return problems

@@ -1,9 +1,9 @@
 /// Dates as ISO 8601 strings in UTC, computed without platform formatters so
 /// that every machine renders `2025-01-01T00:00:00Z` the same way.
-public enum UTCCalendar {
-    public struct Components: Sendable, Equatable {
-        public var year: Int, month: Int, day: Int
-        public var hour: Int = 0, minute: Int = 0, second: Int = 0
+package enum UTCCalendar {
+    package struct Components: Sendable, Equatable {
+        package var year: Int, month: Int, day: Int
+        package var hour: Int = 0, minute: Int = 0, second: Int = 0
     }
 
     /// Days from 1970-01-01 to a civil date (Howard Hinnant's algorithm).
@@ -30,9 +30,9 @@ public enum UTCCalendar {
     }
 
     /// Instants from the year 1 to the year 9999, the ones dates are written for.
-    public static let supported: ClosedRange<Double> = -62_135_596_800...253_402_300_799
+    package static let supported: ClosedRange<Double> = -62_135_596_800...253_402_300_799
 
-    public static func components(epoch: Double) -> Components {
+    package static func components(epoch: Double) -> Components {
         // Clamped so that no instant, however it was computed, can trap.
         let seconds = Int((epoch.isFinite ? epoch : 0).clamped(to: supported).rounded(.down))
         let days = seconds >= 0 ? seconds / 86400 : (seconds - 86399) / 86400
@@ -41,12 +41,12 @@ public enum UTCCalendar {
         return Components(year: y, month: m, day: d, hour: rest / 3600, minute: rest % 3600 / 60, second: rest % 60)
     }
 
-    public static func epoch(_ c: Components) -> Double {
+    package static func epoch(_ c: Components) -> Double {
         Double(days(year: c.year, month: c.month, day: c.day) * 86400 + c.hour * 3600 + c.minute * 60 + c.second)
     }
 
     /// `2025-01-01T00:00:00Z` for an instant in seconds since 1970.
-    public static func format(epoch: Double) -> String {
+    package static func format(epoch: Double) -> String {
         let c = components(epoch: epoch)
         // Written digit by digit: this runs for every `clock.now` and `now()`.
         return String(unsafeUninitializedCapacity: 20) { buffer in
@@ -69,7 +69,7 @@ public enum UTCCalendar {
     }
 
     /// Parses `YYYY-MM-DD`, `YYYY-MM-DDTHH:MM[:SS[.fff]]` with `Z` or `±HH:MM`.
-    public static func parse(_ text: String) -> Double? {
+    package static func parse(_ text: String) -> Double? {
         var text = text
         return text.withUTF8 { parse(utf8: $0) }
     }
@@ -138,7 +138,7 @@ public enum UTCCalendar {
     }
 
     /// The first instant of the month containing `epoch`, moved by `months`.
-    public static func monthStart(epoch: Double, addingMonths months: Int) -> Double {
+    package static func monthStart(epoch: Double, addingMonths months: Int) -> Double {
         let c = components(epoch: epoch)
         let total = c.year * 12 + (c.month - 1) + months
         let year = total >= 0 ? total / 12 : (total - 11) / 12
@@ -146,7 +146,7 @@ public enum UTCCalendar {
     }
 
     /// The same day and time `months` later, clamped to the end of a shorter month.
-    public static func adding(months: Int, to epoch: Double) -> Double {
+    package static func adding(months: Int, to epoch: Double) -> Double {
         let c = components(epoch: epoch)
         let start = monthStart(epoch: epoch, addingMonths: months)
         let target = components(epoch: start)
@@ -160,17 +160,17 @@ public enum UTCCalendar {
 
 /// Durations as contracts and scenarios write them: `250ms`, `40s`, `5m`, `2h`, `31d`, `1w`, `1mo`, `1y`.
 /// (Not `Duration`: that would hide Swift's own in every file that imports DoppelTesting.)
-public struct CalendarDuration: Sendable, Equatable {
-    public var seconds: Double
-    public var months: Int
+package struct CalendarDuration: Sendable, Equatable {
+    package var seconds: Double
+    package var months: Int
 
-    public init(seconds: Double = 0, months: Int = 0) {
+    package init(seconds: Double = 0, months: Int = 0) {
         self.seconds = seconds
         self.months = months
     }
 
     /// Parses one or more `<number><unit>` parts: `1h30m`, `250ms`, `1mo`.
-    public static func parse(_ text: String) -> CalendarDuration? {
+    package static func parse(_ text: String) -> CalendarDuration? {
         var result = CalendarDuration()
         let chars = Array(text.trimmingSpaces)
         guard !chars.isEmpty else { return nil }
@@ -201,10 +201,10 @@ public struct CalendarDuration: Sendable, Equatable {
     }
 
     /// The longest duration accepted: a thousand years, in seconds.
-    public static let maximumSeconds: Double = 1000 * 366 * 86400
+    package static let maximumSeconds: Double = 1000 * 366 * 86400
 
     /// Applies the duration to an instant.
-    public func added(to epoch: Double) -> Double {
+    package func added(to epoch: Double) -> Double {
         (months == 0 ? epoch : UTCCalendar.adding(months: months, to: epoch)) + seconds
     }
 }

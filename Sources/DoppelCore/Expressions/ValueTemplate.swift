@@ -3,7 +3,7 @@
 /// A string that is exactly one placeholder (`"{{ state.stories_used }}"`)
 /// renders to the expression's value with its JSON type; a placeholder inside
 /// longer text is interpolated as text.
-public indirect enum ValueTemplate: Sendable {
+package indirect enum ValueTemplate: Sendable {
     case constant(JSON)
     case expression(Expression)
     case interpolated([TemplateSegment])
@@ -11,13 +11,13 @@ public indirect enum ValueTemplate: Sendable {
     case object(ObjectTemplate)
 
     /// The value when nothing in it needs rendering.
-    public var constantValue: JSON? {
+    package var constantValue: JSON? {
         if case .constant(let value) = self { return value }
         return nil
     }
 
     /// Renders the template against a context.
-    public func render(in context: EvaluationContext) throws(EvaluationError) -> JSON {
+    package func render(in context: EvaluationContext) throws(EvaluationError) -> JSON {
         switch self {
         case .constant(let value):
             return value
@@ -39,7 +39,7 @@ public indirect enum ValueTemplate: Sendable {
     }
 
     /// Every expression in the template, for static checks.
-    public var expressions: [Expression] {
+    package var expressions: [Expression] {
         switch self {
         case .constant: []
         case .expression(let e): [e]
@@ -53,14 +53,14 @@ public indirect enum ValueTemplate: Sendable {
 /// An object whose members may hold placeholders, its keys kept apart: a
 /// rendered object shares the one array of keys (no key is copied, searched
 /// or hashed per request).
-public struct ObjectTemplate: Sendable {
+package struct ObjectTemplate: Sendable {
     /// The keys, each once, in order.
     let keys: ContiguousArray<String>
     /// The members' templates, in the keys' order.
-    public let values: [ValueTemplate]
+    package let values: [ValueTemplate]
 
     /// Members in order; a key given twice keeps its first place and its last template, as a JSON object would.
-    public init(_ pairs: [(String, ValueTemplate)]) {
+    package init(_ pairs: [(String, ValueTemplate)]) {
         var keys = ContiguousArray<String>()
         var values: [ValueTemplate] = []
         var positions: [String: Int] = [:]
@@ -78,11 +78,11 @@ public struct ObjectTemplate: Sendable {
     }
 
     /// The members in order.
-    public var pairs: [(String, ValueTemplate)] { Array(zip(keys, values)) }
+    package var pairs: [(String, ValueTemplate)] { Array(zip(keys, values)) }
 }
 
 /// A piece of an interpolated string: literal text or a placeholder.
-public enum TemplateSegment: Sendable {
+package enum TemplateSegment: Sendable {
     case text(String)
     case expression(Expression)
 
@@ -102,16 +102,16 @@ public enum TemplateSegment: Sendable {
 }
 
 /// Compiles strings with `{{ }}` placeholders.
-public enum TemplateParser {
+package enum TemplateParser {
     /// A placeholder that did not parse, with the character offset of the problem in the string.
-    public struct Failure: Error, Sendable {
-        public let message: String
-        public let offset: Int
+    package struct Failure: Error, Sendable {
+        package let message: String
+        package let offset: Int
     }
 
     /// Splits a string into text and parsed expressions. Returns nil segments
     /// when the string has no placeholder at all.
-    public static func segments(of text: String) throws(Failure) -> [TemplateSegment]? {
+    package static func segments(of text: String) throws(Failure) -> [TemplateSegment]? {
         guard text.includes("{{") else { return nil }
         let chars = Array(text)
         var segments: [TemplateSegment] = []
@@ -145,7 +145,7 @@ public enum TemplateParser {
     }
 
     /// Compiles a string value: constant, whole-value expression, or interpolation.
-    public static func compile(_ text: String) throws(Failure) -> ValueTemplate {
+    package static func compile(_ text: String) throws(Failure) -> ValueTemplate {
         guard let segments = try segments(of: text) else { return .constant(.string(text)) }
         if segments.count == 1, case .expression(let e) = segments[0] { return .expression(e) }
         return .interpolated(segments)

@@ -24,8 +24,10 @@ public enum JSON: Sendable, Hashable {
 public struct JSONObject: Sendable, Hashable {
     private var members: OrderedDictionary<String, JSON>
 
+    /// An empty object.
     public init() { members = [:] }
 
+    /// An object of `pairs`, in order; a repeated key keeps its last value.
     public init(_ pairs: [(String, JSON)]) {
         members = OrderedDictionary(minimumCapacity: pairs.count)
         for (key, value) in pairs { members[key] = value }
@@ -39,9 +41,12 @@ public struct JSONObject: Sendable, Hashable {
 
     /// Keys in insertion order.
     public var keys: [String] { members.keys.elements }
+    /// How many members.
     public var count: Int { members.count }
+    /// Whether it has no members.
     public var isEmpty: Bool { members.isEmpty }
 
+    /// The member named `key`; setting nil removes it.
     public subscript(key: String) -> JSON? {
         get { members[key] }
         set { members[key] = newValue }
@@ -113,21 +118,25 @@ extension JSON {
         }
     }
 
+    /// The string, if this is one.
     public var stringValue: String? {
         if case .string(let s) = self { return s }
         return nil
     }
 
+    /// The object, if this is one.
     public var objectValue: JSONObject? {
         if case .object(let o) = self { return o }
         return nil
     }
 
+    /// The array, if this is one.
     public var arrayValue: [JSON]? {
         if case .array(let a) = self { return a }
         return nil
     }
 
+    /// Whether this is `null`.
     public var isNull: Bool {
         if case .null = self { return true }
         return false

@@ -3,11 +3,13 @@
 public struct JSONReader {
     /// Why a text is not JSON, and where.
     public struct SyntaxError: Error, Sendable, Equatable, CustomStringConvertible {
+        /// What is wrong.
         public let message: String
         /// Byte offset into the input.
         public let offset: Int
         public var description: String { "\(message) at byte \(offset)" }
 
+        /// An error at byte `offset`.
         public init(message: String, offset: Int) {
             self.message = message
             self.offset = offset

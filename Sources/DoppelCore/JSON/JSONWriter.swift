@@ -12,7 +12,7 @@ public enum JSONWriter {
     /// a value that shares one large string many times is small to hold
     /// and large to write, so the writer stops rather than the caller
     /// walking the value twice.
-    public static func encode(_ value: JSON, limit: Int) -> [UInt8]? {
+    package static func encode(_ value: JSON, limit: Int) -> [UInt8]? {
         var out: [UInt8] = []
         out.reserveCapacity(256)
         write(value, into: &out, limit: limit)
@@ -144,12 +144,12 @@ public enum JSONWriter {
 
 extension JSON {
     /// About how long the value's JSON text is (strings are counted without escapes).
-    public var encodedSize: Int { encodedSize(stoppingAbove: .max) }
+    package var encodedSize: Int { encodedSize(stoppingAbove: .max) }
 
     /// Whether the value's JSON text would be longer than `limit` bytes,
     /// found without writing it and stopping as soon as it is: a value that
     /// shares one large string many times is large to write, small to hold.
-    public func exceedsEncodedSize(_ limit: Int) -> Bool {
+    package func exceedsEncodedSize(_ limit: Int) -> Bool {
         encodedSize(stoppingAbove: limit) > limit
     }
 

@@ -6,7 +6,7 @@ extension StringProtocol {
     /// every scalar (is it a template?), where that bridging was visible in
     /// profiles. Both texts are read as contiguous bytes where they are
     /// (native strings always are), not index by index through their views.
-    public func includes(_ needle: String) -> Bool {
+    package func includes(_ needle: String) -> Bool {
         let found = utf8.withContiguousStorageIfAvailable { text in
             needle.utf8.withContiguousStorageIfAvailable { wanted in Self.search(text, for: wanted) }
         }

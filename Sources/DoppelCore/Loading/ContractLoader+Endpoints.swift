@@ -184,15 +184,15 @@ extension ContractLoader {
 /// whose trees are made as they are read and dropped once read instead of
 /// a tree of all of them being built first; making and reading share one
 /// pass on every core.
-public struct EndpointEntries: Sendable {
+package struct EndpointEntries: Sendable {
     /// How many entries `make` can make; their names are unique.
-    public let count: Int
+    package let count: Int
     /// Makes the entries at `range` in order, handing each (its endpoint id
     /// and its tree in the contract format) to `read`; returns the problems
     /// found making them.
-    public let make: @Sendable (_ range: Range<Int>, _ read: (_ id: String, _ node: SourceNode) -> Void) -> [Diagnostic]
+    package let make: @Sendable (_ range: Range<Int>, _ read: (_ id: String, _ node: SourceNode) -> Void) -> [Diagnostic]
 
-    public init(count: Int, make: @escaping @Sendable (_ range: Range<Int>, _ read: (_ id: String, _ node: SourceNode) -> Void) -> [Diagnostic]) {
+    package init(count: Int, make: @escaping @Sendable (_ range: Range<Int>, _ read: (_ id: String, _ node: SourceNode) -> Void) -> [Diagnostic]) {
         self.count = count
         self.make = make
     }

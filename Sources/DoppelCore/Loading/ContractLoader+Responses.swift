@@ -399,8 +399,8 @@ extension ContractLoader {
 }
 
 /// Media types by file extension, and JSON detection.
-public enum MediaTypes {
-    public static func forExtension(_ ext: String) -> String {
+package enum MediaTypes {
+    package static func forExtension(_ ext: String) -> String {
         switch ext.lowercased() {
         case "json": "application/json"
         case "txt": "text/plain; charset=utf-8"
@@ -422,7 +422,7 @@ public enum MediaTypes {
     /// `application/json` or any `+json` type, parameters and case aside.
     /// Compared byte by byte: it runs for every request with a body, and
     /// Foundation's trimming bridges to `NSString`.
-    public static func isJSON(_ type: String) -> Bool {
+    package static func isJSON(_ type: String) -> Bool {
         var type = type
         return type.withUTF8 { bytes in
             let range = essenceRange(bytes)
@@ -442,7 +442,7 @@ public enum MediaTypes {
 
     /// A Content-Type's essence: the type and subtype before any parameter,
     /// without surrounding whitespace, in lower case.
-    public static func essence(_ type: String) -> String {
+    package static func essence(_ type: String) -> String {
         var type = type
         let essence = type.withUTF8 { bytes in String(decoding: UnsafeBufferPointer(rebasing: bytes[essenceRange(bytes)]), as: UTF8.self) }
         return essence.utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) ? essence.lowercased() : essence

@@ -96,7 +96,7 @@ public struct ContractLoader: Sendable {
     ///
     /// `endpoints`, when given, makes the endpoints instead of the tree's
     /// `endpoints` key, one at a time as they are read (see `EndpointEntries`).
-    public static func load(root: SourceNode, file: String, warnings: [Diagnostic] = [], endpoints: EndpointEntries? = nil) throws(ContractError) -> Contract {
+    package static func load(root: SourceNode, file: String, warnings: [Diagnostic] = [], endpoints: EndpointEntries? = nil) throws(ContractError) -> Contract {
         var loader = ContractLoader(file: file)
         loader.diagnostics.append(contentsOf: warnings)
         guard var contract = loader.build(root, endpoints: endpoints), !loader.diagnostics.hasErrors else {

@@ -8,15 +8,15 @@ internal import CYaml
 
 /// A YAML node with the place it was written, so that every later problem can
 /// be reported at its line and column.
-public final class SourceNode: Sendable {
-    public enum Kind: Sendable {
+package final class SourceNode: Sendable {
+    package enum Kind: Sendable {
         /// A scalar; `plain` is false for quoted and block scalars, which are always strings.
         case scalar(String, plain: Bool)
         case mapping([(key: SourceNode, value: SourceNode)])
         case sequence([SourceNode])
     }
 
-    public let kind: Kind
+    package let kind: Kind
     // The place, packed into 16 bytes (see `SourceFiles`): a node takes a
     // 64-byte block, where a `SourceLocation` made it 96.
     let line: Int32
@@ -25,15 +25,15 @@ public final class SourceNode: Sendable {
     let fileID: UInt32
 
     /// Where the node starts.
-    public var location: SourceLocation {
+    package var location: SourceLocation {
         SourceLocation(file: SourceFiles.name(fileID), line: Int(line), column: Int(column))
     }
 
     /// Columns between the mark and the first character of a scalar's text
     /// (1 for a quoted scalar), used to point inside expressions.
-    public var contentOffset: Int { Int(offset) }
+    package var contentOffset: Int { Int(offset) }
 
-    public init(kind: Kind, location: SourceLocation, contentOffset: Int = 0) {
+    package init(kind: Kind, location: SourceLocation, contentOffset: Int = 0) {
         self.kind = kind
         self.fileID = SourceFiles.id(location.file)
         self.line = Int32(clamping: location.line)
@@ -56,23 +56,23 @@ public final class SourceNode: Sendable {
     }
 
     /// The scalar's text, for any scalar.
-    public var scalarText: String? {
+    package var scalarText: String? {
         if case .scalar(let s, _) = kind { return s }
         return nil
     }
 
-    public var mappingPairs: [(key: SourceNode, value: SourceNode)]? {
+    package var mappingPairs: [(key: SourceNode, value: SourceNode)]? {
         if case .mapping(let pairs) = kind { return pairs }
         return nil
     }
 
-    public var sequenceItems: [SourceNode]? {
+    package var sequenceItems: [SourceNode]? {
         if case .sequence(let items) = kind { return items }
         return nil
     }
 
     /// The value under a scalar key of a mapping.
-    public subscript(key: String) -> SourceNode? {
+    package subscript(key: String) -> SourceNode? {
         guard case .mapping(let pairs) = kind else { return nil }
         for index in pairs.indices {
             if case .scalar(let text, _) = pairs[index].key.kind, text.isSameKey(as: key) { return pairs[index].value }
@@ -81,7 +81,7 @@ public final class SourceNode: Sendable {
     }
 
     /// What the node is, for messages: "a mapping", "a list", "a string".
-    public var kindDescription: String {
+    package var kindDescription: String {
         switch kind {
         case .mapping: "a mapping"
         case .sequence: "a list"
@@ -90,11 +90,11 @@ public final class SourceNode: Sendable {
     }
 
     /// Where the text of the scalar starts (inside any quotes).
-    public var contentLocation: SourceLocation { location.advanced(by: contentOffset) }
+    package var contentLocation: SourceLocation { location.advanced(by: contentOffset) }
 
     /// The node as a JSON value, resolving plain scalars by YAML's core schema:
     /// `null`/`~`/empty, `true`/`false`, integers, floats, and strings otherwise.
-    public var json: JSON {
+    package var json: JSON {
         switch kind {
         case .scalar(let text, let plain):
             return plain ? Self.resolvePlain(text) : .string(text)
@@ -150,16 +150,16 @@ private func readPOSIX(_ descriptor: Int32, _ buffer: UnsafeMutablePointer<UInt8
 /// aliases are expanded, so a few hundred bytes of nested aliases (a
 /// "billion laughs" document) are refused instead of filling memory, and at
 /// most `maximumDepth` levels deep.
-public enum SourceReader {
+package enum SourceReader {
     /// The most nodes a document may have, aliases expanded.
-    public static let maximumNodes = 1_000_000
+    package static let maximumNodes = 1_000_000
     /// The deepest nesting of mappings and lists.
-    public static let maximumDepth = 256
+    package static let maximumDepth = 256
     /// The largest contract or scenario file read, in bytes.
-    public static let maximumFileSize = 16 << 20
+    package static let maximumFileSize = 16 << 20
 
     /// Parses one YAML document. Syntax errors become a diagnostic at their mark.
-    public static func read(_ text: String, file: String) -> Result<SourceNode?, ContractError> {
+    package static func read(_ text: String, file: String) -> Result<SourceNode?, ContractError> {
         var text = text
         return text.withUTF8 { parse($0, file: file) }
     }
@@ -225,7 +225,7 @@ public enum SourceReader {
     /// Reads a contract or scenario file as UTF-8 text, with a clear diagnostic
     /// for what is not one: a missing file, a folder, a device, an oversized
     /// file, or bytes that are not UTF-8 (located at the first bad byte).
-    public static func readFile(_ file: String, what: String) -> Result<String, ContractError> {
+    package static func readFile(_ file: String, what: String) -> Result<String, ContractError> {
         let bytes: [UInt8]
         switch readBytes(file, what: what) {
         case .success(let read): bytes = read
@@ -240,7 +240,7 @@ public enum SourceReader {
     /// whole text. libyaml refuses bytes that are not UTF-8 as it reads
     /// them, and reads them all to finish, so the text is checked for UTF-8
     /// only when it does not read.
-    public static func readTree(file: String, what: String) -> Result<SourceNode?, ContractError> {
+    package static func readTree(file: String, what: String) -> Result<SourceNode?, ContractError> {
         let bytes: [UInt8]
         switch readBytes(file, what: what) {
         case .success(let read): bytes = read
@@ -276,14 +276,14 @@ public enum SourceReader {
     }
 
     /// Why a file could not be read, in a few words for a diagnostic.
-    public struct Unreadable: Error, Sendable {
-        public let message: String
+    package struct Unreadable: Error, Sendable {
+        package let message: String
     }
 
     /// The bytes of a regular file of at most `maximumFileSize` bytes; anything
     /// else (missing, a folder, a FIFO or device that would block or never end,
     /// too large, unreadable) is refused with the reason.
-    public static func readBytes(_ file: String, what: String) -> Result<[UInt8], Unreadable> {
+    package static func readBytes(_ file: String, what: String) -> Result<[UInt8], Unreadable> {
         // POSIX calls rather than FileManager: its attribute dictionary and
         // Data copy took 2 ms of the 50 ms a document of 1,000 operations
         // takes to load. The file is looked at before it is opened (a FIFO

@@ -5,12 +5,12 @@
 /// A mapping whose keys all start with `$` is a matcher:
 /// `{$type: string}`, `{$regex: "^txn_"}`, `{$present: true}`,
 /// `{$absent: true}`, `{$length: 3}`, `{$any: true}`.
-public enum BodyMatcher {
+package enum BodyMatcher {
     /// Matcher keywords.
-    public static let keywords: Set<String> = ["$type", "$regex", "$present", "$absent", "$length", "$any"]
+    package static let keywords: Set<String> = ["$type", "$regex", "$present", "$absent", "$length", "$any"]
 
     /// Every difference, each as `path: expected X, got Y`; empty when it matches.
-    public static func differences(expected: JSON, actual: JSON?, at path: String = "body") -> [String] {
+    package static func differences(expected: JSON, actual: JSON?, at path: String = "body") -> [String] {
         if case .object(let object) = expected, !object.isEmpty, object.keys.allSatisfy({ $0.hasPrefix("$") }) {
             return matcherDifferences(object, actual, path)
         }

@@ -5,18 +5,19 @@ public struct Scenario: Sendable {
     public let file: String
     /// The scenario's name: its `name`, or its file name without `.yaml`.
     public var name: String
+    /// The scenario's description, if it has one.
     public let description: String?
     /// The contract file it applies to, resolved from the scenario's folder.
     public let contractFile: String
-    public let given: Given
-    public let overrides: [Override]
+    package let given: Given
+    package let overrides: [Override]
     /// Headers every request step sends unless it sets them itself.
-    public let defaultHeaders: [(String, ValueTemplate)]
-    public let steps: [Step]
+    package let defaultHeaders: [(String, ValueTemplate)]
+    package let steps: [Step]
     /// `given` and `overrides` as written, to hand to a server's admin API.
-    public let setup: JSONObject
+    package let setup: JSONObject
 
-    public init(file: String, name: String, description: String?, contractFile: String, given: Given, overrides: [Override],
+    package init(file: String, name: String, description: String?, contractFile: String, given: Given, overrides: [Override],
                 defaultHeaders: [(String, ValueTemplate)], steps: [Step], setup: JSONObject = JSONObject()) {
         self.setup = setup
         self.file = file
@@ -31,28 +32,28 @@ public struct Scenario: Sendable {
 }
 
 /// The state a scenario starts from.
-public struct Given: Sendable {
+package struct Given: Sendable {
     /// State names and the values they start with (collections as objects keyed by id).
-    public var state: [(String, JSON)] = []
+    package var state: [(String, JSON)] = []
     /// Where the session's clock starts.
-    public var clock: ClockChange?
+    package var clock: ClockChange?
 
-    public init(state: [(String, JSON)] = [], clock: ClockChange? = nil) {
+    package init(state: [(String, JSON)] = [], clock: ClockChange? = nil) {
         self.state = state
         self.clock = clock
     }
 
-    public var isEmpty: Bool { state.isEmpty && clock == nil }
+    package var isEmpty: Bool { state.isEmpty && clock == nil }
 }
 
 /// A change to a session's clock, as the admin API and scenarios write it.
-public struct ClockChange: Sendable, Equatable {
-    public var set: Double?
-    public var advance: CalendarDuration?
-    public var freeze: Bool?
-    public var reset = false
+package struct ClockChange: Sendable, Equatable {
+    package var set: Double?
+    package var advance: CalendarDuration?
+    package var freeze: Bool?
+    package var reset = false
 
-    public init(set: Double? = nil, advance: CalendarDuration? = nil, freeze: Bool? = nil, reset: Bool = false) {
+    package init(set: Double? = nil, advance: CalendarDuration? = nil, freeze: Bool? = nil, reset: Bool = false) {
         self.set = set
         self.advance = advance
         self.freeze = freeze
@@ -60,7 +61,7 @@ public struct ClockChange: Sendable, Equatable {
     }
 
     /// Applies the change: reset, then set, then advance, then freeze.
-    public func apply(to clock: inout SessionClock, real: Double) {
+    package func apply(to clock: inout SessionClock, real: Double) {
         if reset { clock = SessionClock() }
         if let set { clock.set(set, real: real) }
         if let advance { clock.advance(by: advance, real: real) }
@@ -71,7 +72,7 @@ public struct ClockChange: Sendable, Equatable {
     /// The keys of a clock change.
     static let keys: Set<String> = ["set", "advance", "freeze", "reset"]
 
-    public static func parse(_ object: JSONObject, allowing extra: Set<String> = []) -> Result<ClockChange, ClockChangeError> {
+    package static func parse(_ object: JSONObject, allowing extra: Set<String> = []) -> Result<ClockChange, ClockChangeError> {
         let known = keys
         if let unknown = object.keys.first(where: { !known.contains($0) && !extra.contains($0) }) {
             return .failure(ClockChangeError(message: "unknown key '\(unknown)'\(Suggestion.hint(for: unknown, in: known)); use advance, set, freeze or reset"))
@@ -102,21 +103,21 @@ public struct ClockChange: Sendable, Equatable {
 }
 
 /// Why a clock change cannot be made.
-public struct ClockChangeError: Error, Sendable {
-    public let message: String
+package struct ClockChangeError: Error, Sendable {
+    package let message: String
 }
 
 /// A forced behaviour for an endpoint, optionally only on its n-th call.
-public struct Override: Sendable {
-    public let endpointID: String
+package struct Override: Sendable {
+    package let endpointID: String
     /// 1-based call number in the session; nil for every call.
-    public let call: Int?
+    package let call: Int?
     /// The response to send instead of the one the contract would choose.
-    public let response: ResponseDefinition?
-    public let delay: Delay?
-    public let fault: Fault?
+    package let response: ResponseDefinition?
+    package let delay: Delay?
+    package let fault: Fault?
 
-    public init(endpointID: String, call: Int?, response: ResponseDefinition?, delay: Delay?, fault: Fault?) {
+    package init(endpointID: String, call: Int?, response: ResponseDefinition?, delay: Delay?, fault: Fault?) {
         self.endpointID = endpointID
         self.call = call
         self.response = response
@@ -124,29 +125,29 @@ public struct Override: Sendable {
         self.fault = fault
     }
 
-    public func applies(toCall number: Int) -> Bool { call.map { $0 == number } ?? true }
+    package func applies(toCall number: Int) -> Bool { call.map { $0 == number } ?? true }
 }
 
 /// One step of a scenario.
-public struct Step: Sendable {
-    public enum Action: Sendable {
+package struct Step: Sendable {
+    package enum Action: Sendable {
         case request(RequestTemplate)
         /// Moves the session's clock (through the admin API); the change as parsed and as written.
         case clock(ClockChange, JSONObject)
     }
 
     /// What the step is called in reports: its `name`, or its request line.
-    public let name: String
-    public let action: Action
-    public let expectation: Expectation
+    package let name: String
+    package let action: Action
+    package let expectation: Expectation
     /// Values taken from the response for later steps, by name.
-    public let captures: [(String, Expression)]
-    public let location: SourceLocation
+    package let captures: [(String, Expression)]
+    package let location: SourceLocation
 }
 
 /// A request a step sends; every part may use captured values.
-public struct RequestTemplate: Sendable {
-    public enum Body: Sendable {
+package struct RequestTemplate: Sendable {
+    package enum Body: Sendable {
         case none
         case json(ValueTemplate)
         case text(ValueTemplate, contentType: String)
@@ -155,30 +156,30 @@ public struct RequestTemplate: Sendable {
     }
 
     /// One part of a multipart step body.
-    public struct MultipartPart: Sendable {
-        public let name: String
-        public let filename: String?
-        public let contentType: String?
-        public let content: ValueTemplate
+    package struct MultipartPart: Sendable {
+        package let name: String
+        package let filename: String?
+        package let contentType: String?
+        package let content: ValueTemplate
     }
 
-    public let method: String
-    public let path: ValueTemplate
-    public let query: [(String, ValueTemplate)]
-    public let headers: [(String, ValueTemplate)]
-    public let body: Body
+    package let method: String
+    package let path: ValueTemplate
+    package let query: [(String, ValueTemplate)]
+    package let headers: [(String, ValueTemplate)]
+    package let body: Body
     /// Seconds to wait for an answer.
-    public let timeout: Double
+    package let timeout: Double
 }
 
 /// What a step's response must be.
-public struct Expectation: Sendable {
-    public var status: Int?
+package struct Expectation: Sendable {
+    package var status: Int?
     /// Expected header values (templates: they may use captured values).
-    public var headers: [(String, ValueTemplate)] = []
+    package var headers: [(String, ValueTemplate)] = []
     /// A subset of the body, with `$type`, `$regex`, `$present`, `$absent`,
     /// `$length` and `$any` matchers; a template, so it may use captured values.
-    public var body: ValueTemplate?
+    package var body: ValueTemplate?
     /// The request must fail in transport (reset, empty reply, timeout).
-    public var transportError = false
+    package var transportError = false
 }

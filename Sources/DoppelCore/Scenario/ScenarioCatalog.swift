@@ -2,17 +2,21 @@ import Foundation
 
 /// The scenarios a server can switch sessions to, by name.
 public struct ScenarioCatalog: Sendable {
+    /// The scenarios by name.
     public private(set) var scenarios: [String: Scenario] = [:]
 
+    /// A catalog of `scenarios`, by name.
     public init(_ scenarios: [String: Scenario] = [:]) {
         self.scenarios = scenarios
     }
 
+    /// The scenario named `name`.
     public subscript(name: String) -> Scenario? { scenarios[name] }
 
     /// Names in order.
     public var names: [String] { scenarios.keys.sorted() }
 
+    /// Adds `scenario` as `name`, replacing any of that name.
     public mutating func add(_ scenario: Scenario, as name: String) {
         scenarios[name] = scenario
     }

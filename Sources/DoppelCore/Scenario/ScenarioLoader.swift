@@ -26,6 +26,7 @@ public enum ScenarioLoader {
         case scenario, contract, openAPI, other
     }
 
+    /// What `file` holds, read from its top-level keys.
     public static func kind(of file: String) -> FileKind {
         guard let text = try? String(contentsOfFile: file, encoding: .utf8),
               case .success(let node?) = SourceReader.read(text, file: file),

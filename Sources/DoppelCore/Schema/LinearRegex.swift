@@ -16,14 +16,14 @@
 /// the quantifiers `* + ? {n} {n,} {n,m}` with their lazy forms (the same
 /// for match or no match). Backreferences and lookaround cannot run in
 /// linear time and are refused when the contract loads.
-public struct LinearRegex: Sendable {
+package struct LinearRegex: Sendable {
     /// The most instructions a compiled pattern may have (counted repeats like `{1,500}` expand).
-    public static let maximumProgramSize = 2_000
+    package static let maximumProgramSize = 2_000
 
     /// Why a pattern was refused.
-    public struct SyntaxError: Error, Sendable, CustomStringConvertible {
-        public let message: String
-        public var description: String { message }
+    package struct SyntaxError: Error, Sendable, CustomStringConvertible {
+        package let message: String
+        package var description: String { message }
     }
 
     private enum Instruction: Sendable {
@@ -58,7 +58,7 @@ public struct LinearRegex: Sendable {
     private let program: [Instruction]
 
     /// Compiles a pattern; throws for syntax errors, unsupported constructs and oversized programs.
-    public init(_ pattern: String) throws(SyntaxError) {
+    package init(_ pattern: String) throws(SyntaxError) {
         var parser = Parser(scalars: Array(pattern.unicodeScalars.map(\.value)))
         let tree = try parser.parse()
         var compiler = Compiler()
@@ -71,7 +71,7 @@ public struct LinearRegex: Sendable {
     }
 
     /// Whether the pattern matches anywhere in `text` (JSON Schema's `pattern` is unanchored).
-    public func matches(_ text: String) -> Bool {
+    package func matches(_ text: String) -> Bool {
         let input = Array(text.unicodeScalars.map(\.value))
         var current: [Int] = [], next: [Int] = []
         var marks = [Int](repeating: -1, count: program.count)

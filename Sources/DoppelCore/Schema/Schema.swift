@@ -11,77 +11,77 @@ import Foundation
 /// `discriminator`), `not`, `$ref` to a named schema (beside other keywords,
 /// as JSON Schema 2020-12 allows), `true`/`false` as schemas, and `default`
 /// (filled in for missing top-level properties of query, headers and body).
-public final class Schema: Sendable {
-    public let types: [String]?
+package final class Schema: Sendable {
+    package let types: [String]?
     /// `types` as a set of flags, read on every validation instead of comparing type names.
     let typeSet: TypeSet
-    public let nullable: Bool
-    public let enumValues: [JSON]?
+    package let nullable: Bool
+    package let enumValues: [JSON]?
     /// `enumValues` by their equality keys (`JSON.equalityKey`): a value is
     /// one of them in one lookup, however long the list (a 300,000-value
     /// enum compared one by one held a request for tens of seconds).
     let enumKeys: Set<JSON>?
-    public let constValue: JSON?
-    public let minimum: Double?
-    public let maximum: Double?
-    public let exclusiveMinimum: Double?
-    public let exclusiveMaximum: Double?
-    public let minLength: Int?
-    public let maxLength: Int?
-    public let pattern: Pattern?
-    public let format: String?
-    public let properties: [(String, Schema)]
-    public let required: [String]
+    package let constValue: JSON?
+    package let minimum: Double?
+    package let maximum: Double?
+    package let exclusiveMinimum: Double?
+    package let exclusiveMaximum: Double?
+    package let minLength: Int?
+    package let maxLength: Int?
+    package let pattern: Pattern?
+    package let format: String?
+    package let properties: [(String, Schema)]
+    package let required: [String]
     /// nil: any extra property allowed; `.some(nil)`: none allowed; `.some(schema)`: each must match.
-    public let additionalProperties: Schema??
-    public let items: Schema?
+    package let additionalProperties: Schema??
+    package let items: Schema?
     /// Schemas of the first items, in order (`prefixItems`); `items` covers the rest.
-    public let prefixItems: [Schema]
-    public let minItems: Int?
-    public let maxItems: Int?
-    public let uniqueItems: Bool
-    public let minProperties: Int?
-    public let maxProperties: Int?
-    public let multipleOf: Double?
-    public let allOf: [Schema]
-    public let anyOf: [Schema]
-    public let oneOf: [Schema]
+    package let prefixItems: [Schema]
+    package let minItems: Int?
+    package let maxItems: Int?
+    package let uniqueItems: Bool
+    package let minProperties: Int?
+    package let maxProperties: Int?
+    package let multipleOf: Double?
+    package let allOf: [Schema]
+    package let anyOf: [Schema]
+    package let oneOf: [Schema]
     /// OpenAPI's `discriminator`: the member whose value names the `oneOf`/`anyOf` branch to check.
-    public let discriminator: Discriminator?
-    public let not: Schema?
+    package let discriminator: Discriminator?
+    package let not: Schema?
     /// The named schema this one refers to.
-    public let ref: String?
-    public let defaultValue: JSON?
+    package let ref: String?
+    package let defaultValue: JSON?
     /// The `example`, or the first of `examples`: an annotation, never checked against, used for generated samples.
-    public let example: JSON?
+    package let example: JSON?
 
     /// The member that names a polymorphic value's schema, and the names it may take.
-    public struct Discriminator: Sendable {
-        public let propertyName: String
+    package struct Discriminator: Sendable {
+        package let propertyName: String
         /// Value to schema name; a value without an entry names the schema of that name.
-        public let mapping: [(String, String)]
+        package let mapping: [(String, String)]
 
-        public init(propertyName: String, mapping: [(String, String)] = []) {
+        package init(propertyName: String, mapping: [(String, String)] = []) {
             self.propertyName = propertyName
             self.mapping = mapping
         }
 
         /// The schema a discriminator value names.
-        public func schemaName(for value: String) -> String {
+        package func schemaName(for value: String) -> String {
             mapping.first { $0.0 == value }?.1 ?? value
         }
     }
 
     /// `false` as a schema: no value passes.
-    public static let never = Schema(not: Schema())
+    package static let never = Schema(not: Schema())
 
     /// A compiled `pattern`, matched in linear time (`LinearRegex`).
-    public struct Pattern: Sendable {
-        public let source: String
+    package struct Pattern: Sendable {
+        package let source: String
         let regex: LinearRegex
 
         /// Compiles a pattern; the error says why one cannot be used.
-        public init(_ source: String) throws(LinearRegex.SyntaxError) {
+        package init(_ source: String) throws(LinearRegex.SyntaxError) {
             self.source = source
             self.regex = try LinearRegex(source)
         }
@@ -91,7 +91,7 @@ public final class Schema: Sendable {
         }
     }
 
-    public init(
+    package init(
         types: [String]? = nil, nullable: Bool = false, enumValues: [JSON]? = nil, constValue: JSON? = nil,
         minimum: Double? = nil, maximum: Double? = nil, exclusiveMinimum: Double? = nil, exclusiveMaximum: Double? = nil,
         minLength: Int? = nil, maxLength: Int? = nil, pattern: Pattern? = nil, format: String? = nil,
@@ -177,12 +177,12 @@ public final class Schema: Sendable {
     }
 
     /// The schema of a named property.
-    public func property(_ name: String) -> Schema? {
+    package func property(_ name: String) -> Schema? {
         properties.first { $0.0 == name }?.1
     }
 
     /// The schema keywords a contract may use, for unknown-key diagnostics.
-    public static let keywords: Set<String> = [
+    package static let keywords: Set<String> = [
         "type", "properties", "required", "additionalProperties", "enum", "const", "nullable", "minimum", "maximum",
         "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength", "pattern", "format", "items", "minItems",
         "maxItems", "uniqueItems", "prefixItems", "minProperties", "maxProperties", "multipleOf", "allOf", "anyOf", "oneOf",
@@ -191,22 +191,22 @@ public final class Schema: Sendable {
     ]
 
     /// The formats `format` understands.
-    public static let formats: Set<String> = ["uuid", "date-time", "date", "email", "uri"]
+    package static let formats: Set<String> = ["uuid", "date-time", "date", "email", "uri"]
 }
 
 /// One way a value failed its schema, located by JSON pointer.
-public struct ValidationIssue: Sendable, Equatable, CustomStringConvertible {
+package struct ValidationIssue: Sendable, Equatable, CustomStringConvertible {
     /// RFC 6901 pointer into the validated value (`/interests/0`); empty for the root.
-    public let pointer: String
-    public let message: String
+    package let pointer: String
+    package let message: String
 
-    public init(pointer: String, message: String) {
+    package init(pointer: String, message: String) {
         self.pointer = pointer
         self.message = message
     }
 
-    public var description: String { "\(pointer.isEmpty ? "/" : pointer): \(message)" }
+    package var description: String { "\(pointer.isEmpty ? "/" : pointer): \(message)" }
 
     /// The issue as JSON, for problem bodies and templates.
-    public var json: JSON { .object(JSONObject([("pointer", .string(pointer)), ("message", .string(message))])) }
+    package var json: JSON { .object(JSONObject([("pointer", .string(pointer)), ("message", .string(message))])) }
 }

@@ -8,17 +8,17 @@
 /// (at least one), strings of the `format` (a fixed UUID, date, date-time,
 /// address) or filled to `minLength`, numbers at their lower bound. `allOf`
 /// merges the objects of its branches; `oneOf` and `anyOf` take the first.
-public struct SchemaSampler: Sendable {
-    public let registry: [String: Schema]
+package struct SchemaSampler: Sendable {
+    package let registry: [String: Schema]
 
     /// How deep a sample may nest before optional members are left out and lists left empty.
-    public static let maximumDepth = 8
+    package static let maximumDepth = 8
     /// The most a sample may hold, counting each value and each character of
     /// its strings: a schema of many members that each refer to many others,
     /// or a `minLength` of a billion, gives up (an optional member is left
     /// out; a required one leaves its parent without a sample) rather than
     /// filling memory while the contract loads.
-    public static let maximumSize = 100_000
+    package static let maximumSize = 100_000
 
     /// The state of one sample: the named schemas being expanded, and the size so far.
     private struct Run {
@@ -26,14 +26,14 @@ public struct SchemaSampler: Sendable {
         var size = 0
     }
 
-    public init(registry: [String: Schema]) {
+    package init(registry: [String: Schema]) {
         self.registry = registry
     }
 
     /// A value that keeps `schema`; nil when none can be made within the
     /// bounds (a required member that recurses without end, or a value
     /// larger than `maximumSize`).
-    public func sample(_ schema: Schema) -> JSON? {
+    package func sample(_ schema: Schema) -> JSON? {
         var run = Run()
         return sample(schema, depth: 0, run: &run)
     }

@@ -8,27 +8,27 @@ import OrderedCollections
 /// against `maximumDepth`, every schema check against `maximumChecks`, and at
 /// most `maximumIssues` issues are listed. Cycles that never descend into the
 /// value are lint errors (`SchemaCycles`), so a loaded contract cannot loop.
-public struct SchemaValidator: Sendable {
+package struct SchemaValidator: Sendable {
     /// Named schemas that `$ref` points at.
-    public let registry: [String: Schema]
+    package let registry: [String: Schema]
 
     /// Schema recursion (value levels plus `$ref` and combinator hops) deeper than this is refused:
     /// room for a body at the JSON reader's depth limit with several hops per level, and
     /// well within a thread's stack.
-    public static let maximumDepth = 4_096
+    package static let maximumDepth = 4_096
     /// The most schema checks one validation may make (anyOf inside recursive schemas can multiply them).
-    public static let maximumChecks = 2_000_000
+    package static let maximumChecks = 2_000_000
     /// The most issues listed; the rest are summarised in one last issue.
-    public static let maximumIssues = 100
+    package static let maximumIssues = 100
     /// The values of an `enum` a message names; a longer list is cut with a count.
     static let enumValuesShown = 20
 
-    public init(registry: [String: Schema]) {
+    package init(registry: [String: Schema]) {
         self.registry = registry
     }
 
     /// Every way `value` fails `schema` (at most `maximumIssues`, then a summary); empty when it is valid.
-    public func validate(_ value: JSON, against schema: Schema, at pointer: String = "") -> [ValidationIssue] {
+    package func validate(_ value: JSON, against schema: Schema, at pointer: String = "") -> [ValidationIssue] {
         var run = Run(base: pointer)
         validate(value, schema, depth: 0, run: &run)
         if run.dropped > 0 {
@@ -359,7 +359,7 @@ extension SchemaValidator {
     /// be read as their declared type.
     /// `repeatedAsList`: a name sent more than once gives a list of its
     /// values (form bodies), rather than its last value (query, headers).
-    public func coerceParameters(_ parameters: [(String, String)], by schema: Schema?, caseInsensitive: Bool = false,
+    package func coerceParameters(_ parameters: [(String, String)], by schema: Schema?, caseInsensitive: Bool = false,
                                  repeatedAsList: Bool = false) -> (JSON, [ValidationIssue]) {
         // Values by name, names in the order they first came (searched
         // without hashing while there are few, as most queries have).
@@ -397,7 +397,7 @@ extension SchemaValidator {
     /// Whether `coerceParameters` reads a parameter of this name as a number
     /// (one value, not a list); otherwise it stays text, or is a list or a
     /// boolean.
-    public func readsAsNumber(_ name: String, by schema: Schema?) -> Bool {
+    package func readsAsNumber(_ name: String, by schema: Schema?) -> Bool {
         guard let schema, let types = parameterSchema(name, of: resolve(schema), caseInsensitive: false)?.types else { return false }
         return !types.contains("string") && !types.contains("array") && (types.contains("integer") || types.contains("number"))
     }
@@ -435,7 +435,7 @@ extension SchemaValidator {
     }
 
     /// Follows `$ref`s to the schema they name.
-    public func resolve(_ schema: Schema) -> Schema {
+    package func resolve(_ schema: Schema) -> Schema {
         var current = schema
         var hops = 0
         while let ref = current.ref, current.types == nil, current.properties.isEmpty, let target = registry[ref], hops < 32 {
@@ -446,7 +446,7 @@ extension SchemaValidator {
     }
 
     /// Fills `default`s of missing top-level properties into an object.
-    public func applyingDefaults(to value: JSON, schema: Schema?) -> JSON {
+    package func applyingDefaults(to value: JSON, schema: Schema?) -> JSON {
         guard let schema = schema.map(resolve), case .object(var object) = value else { return value }
         for (name, property) in schema.properties where object[name] == nil {
             if let d = resolve(property).defaultValue ?? property.defaultValue { object[name] = d }

@@ -5,17 +5,17 @@
 /// positions `per` a header, say), so that a client inventing keys cannot
 /// grow a session without limit. Dropping a tenth at once keeps the cost of
 /// the sort amortised to O(log n) per insertion.
-public struct BoundedMap<Value: Sendable>: Sendable {
+package struct BoundedMap<Value: Sendable>: Sendable {
     private var entries: [String: (value: Value, written: Int)] = [:]
     private var tick = 0
     /// The most keys held.
-    public let capacity: Int
+    package let capacity: Int
 
-    public init(capacity: Int) {
+    package init(capacity: Int) {
         self.capacity = max(1, capacity)
     }
 
-    public subscript(key: String) -> Value? {
+    package subscript(key: String) -> Value? {
         get { entries[key]?.value }
         set {
             guard let newValue else {
@@ -28,9 +28,9 @@ public struct BoundedMap<Value: Sendable>: Sendable {
         }
     }
 
-    public var count: Int { entries.count }
+    package var count: Int { entries.count }
 
-    public var keys: [String] { Array(entries.keys) }
+    package var keys: [String] { Array(entries.keys) }
 
     private mutating func dropOldest() {
         let drop = max(1, capacity / 10)

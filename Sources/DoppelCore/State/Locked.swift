@@ -13,7 +13,7 @@ import Glibc
 ///
 /// It is `Sendable` when its value is: the lock makes access exclusive, not
 /// a value that is not safe to share safe to hand over (as `Mutex`).
-public final class Locked<Value> {
+package final class Locked<Value> {
     #if canImport(Glibc)
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     #else
@@ -21,7 +21,7 @@ public final class Locked<Value> {
     #endif
     private var value: Value
 
-    public init(_ value: Value) {
+    package init(_ value: Value) {
         self.value = value
         #if canImport(Glibc)
         mutex = .allocate(capacity: 1)
@@ -41,7 +41,7 @@ public final class Locked<Value> {
     }
 
     /// Runs `body` with exclusive access to the value.
-    public func withLock<T, E: Error>(_ body: (inout Value) throws(E) -> T) throws(E) -> T {
+    package func withLock<T, E: Error>(_ body: (inout Value) throws(E) -> T) throws(E) -> T {
         #if canImport(Glibc)
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }

@@ -5,6 +5,7 @@
 /// All reads and writes go through `transact`, which holds the session's lock
 /// for the whole step of a request that reads and changes it.
 public final class Session: Sendable {
+    /// The session's id (`Doppel-Session`).
     public let id: String
     private let data: Locked<SessionData>
     /// Where size changes are reported; nil once the session has left its store.
@@ -21,7 +22,7 @@ public final class Session: Sendable {
     /// Runs `body` with exclusive access to the session; changes are kept
     /// only if `body` returns normally. They are made in place through
     /// `SessionData`'s recording methods, and undone if `body` throws.
-    public func transact<T, E: Error>(_ body: (inout SessionData) throws(E) -> T) throws(E) -> T {
+    package func transact<T, E: Error>(_ body: (inout SessionData) throws(E) -> T) throws(E) -> T {
         try data.withLock { (current: inout SessionData) throws(E) -> T in
             let sizeBefore = current.stateSize
             current.undo.removeAll(keepingCapacity: true)
@@ -68,7 +69,7 @@ public final class Session: Sendable {
     }
 
     /// Replaces the contract-visible state with what `transform` makes of it, in one step.
-    public func replace(using transform: (JSONObject) -> JSONObject) {
+    package func replace(using transform: (JSONObject) -> JSONObject) {
         data.withLock { data in
             let before = data.stateSize
             data.state = transform(data.state)
@@ -85,7 +86,7 @@ public final class Session: Sendable {
 
     /// Starts the session over: the contract's initial state, then the
     /// scenario's `given` state and clock, with its overrides active.
-    public func restart(initial: JSONObject, scenario: Scenario?, real: Double) {
+    package func restart(initial: JSONObject, scenario: Scenario?, real: Double) {
         data.withLock { data in
             let before = data.stateSize
             defer { report(data.stateSize - before) }
@@ -101,7 +102,7 @@ public final class Session: Sendable {
     /// Starts sequences over: those of one endpoint (its responses' and its
     /// `per` keys'), or, for nil, every one the session has moved; the
     /// fallbacks' are `fallbacks`. Returns how many positions were dropped.
-    public func resetSequences(of endpointID: String?) -> Int {
+    package func resetSequences(of endpointID: String?) -> Int {
         data.withLock { data in
             let keys = data.sequencePositions.keys.filter { key in endpointID.map { key.hasPrefix($0 + "|") } ?? true }
             for key in keys { data.sequencePositions[key] = nil }
@@ -113,7 +114,7 @@ public final class Session: Sendable {
     public var scenarioName: String? { data.withLock { $0.scenario?.name } }
 
     /// Changes the session's clock.
-    public func adjustClock(_ change: (inout SessionClock) -> Void) -> SessionClock {
+    package func adjustClock(_ change: (inout SessionClock) -> Void) -> SessionClock {
         data.withLock { data in
             change(&data.clock)
             return data.clock
@@ -122,31 +123,31 @@ public final class Session: Sendable {
 }
 
 /// Everything a session holds.
-public struct SessionData: Sendable {
+package struct SessionData: Sendable {
     /// The contract's variables, counters and collections, by name.
-    public internal(set) var state: JSONObject
-    public var clock = SessionClock()
+    package internal(set) var state: JSONObject
+    package var clock = SessionClock()
     /// How many times each sequence has answered, by sequence key (bounded: keys may come from requests).
-    public internal(set) var sequencePositions = BoundedMap<Int>(capacity: SessionData.maximumKeys)
+    package internal(set) var sequencePositions = BoundedMap<Int>(capacity: SessionData.maximumKeys)
     /// Requests counted by each rate limit window, by limit and key (bounded: keys may come from requests).
-    public internal(set) var rateWindows = BoundedMap<RateWindow>(capacity: SessionData.maximumKeys)
+    package internal(set) var rateWindows = BoundedMap<RateWindow>(capacity: SessionData.maximumKeys)
     /// The scenario the session was started from, if any.
-    public var scenario: ActiveScenario?
+    package var scenario: ActiveScenario?
     /// How many requests each endpoint has received, for overrides of the n-th call.
-    public internal(set) var endpointCalls: [String: Int] = [:]
+    package internal(set) var endpointCalls: [String: Int] = [:]
 
     /// The size of `state` as JSON text, kept up to date by each effect
     /// (new value's size less the old one's, at the path it changes).
-    public internal(set) var stateSize: Int
+    package internal(set) var stateSize: Int
     /// How to undo what the current transaction changed (`SessionData+Changes`).
     var undo: [Undo] = []
 
     /// The most rate-window keys, and the most sequence keys, one session holds.
-    public static let maximumKeys = 10_000
+    package static let maximumKeys = 10_000
     /// The largest a session's state may grow by effects, as JSON text.
-    public static let maximumStateSize = 16 << 20
+    package static let maximumStateSize = 16 << 20
 
-    public init(state: JSONObject) {
+    package init(state: JSONObject) {
         self.state = state
         self.stateSize = JSON.object(state).encodedSize
     }
@@ -159,8 +160,9 @@ public struct SessionClock: Sendable, Equatable {
     /// When set, the clock stands still at this instant.
     public var frozenAt: Double?
 
-    public init() {}
+    package init() {}
 
+    /// The session's time when real time is `real`.
     public func now(real: Double) -> Double { frozenAt ?? real + offset }
 
     /// Moves the clock to `instant` (kept within the years 1 to 9999); a frozen clock stays frozen there.
@@ -170,7 +172,7 @@ public struct SessionClock: Sendable, Equatable {
     }
 
     /// Moves the clock forward (or back) by a duration.
-    public mutating func advance(by duration: CalendarDuration, real: Double) {
+    package mutating func advance(by duration: CalendarDuration, real: Double) {
         set(duration.added(to: now(real: real)), real: real)
     }
 
@@ -187,16 +189,16 @@ public struct SessionClock: Sendable, Equatable {
 }
 
 /// The requests a rate limit has counted for one key.
-public struct RateWindow: Sendable {
+package struct RateWindow: Sendable {
     /// Fixed windows: when the current window began, and its count.
-    public var start: Double = 0
-    public var count: Int = 0
+    package var start: Double = 0
+    package var count: Int = 0
     /// Sliding windows: the instants of the requests still inside the window.
-    public var hits: [Double] = []
+    package var hits: [Double] = []
 }
 
 /// A scenario a session was started from: its name and overrides.
-public struct ActiveScenario: Sendable {
-    public let name: String
-    public let overrides: [Override]
+package struct ActiveScenario: Sendable {
+    package let name: String
+    package let overrides: [Override]
 }

@@ -14,15 +14,15 @@ public final class SessionStore: Sendable {
     public static let defaultID = "default"
 
     /// Why sessions were evicted, and how many.
-    public struct Evictions: Sendable, Equatable {
+    package struct Evictions: Sendable, Equatable {
         /// Evicted to make room for a new session.
-        public var forRoom = 0
+        package var forRoom = 0
         /// Evicted after being idle longer than the idle limit.
-        public var idle = 0
+        package var idle = 0
         /// Evicted because all sessions together held more state than the state budget.
-        public var forState = 0
+        package var forState = 0
 
-        public init(forRoom: Int = 0, idle: Int = 0, forState: Int = 0) {
+        package init(forRoom: Int = 0, idle: Int = 0, forState: Int = 0) {
             self.forRoom = forRoom
             self.idle = idle
             self.forState = forState
@@ -81,17 +81,17 @@ public final class SessionStore: Sendable {
 
     private let table: Locked<Table>
     /// The contract's initial state.
-    public var initial: JSONObject { table.withLock { $0.initial } }
+    package var initial: JSONObject { table.withLock { $0.initial } }
     /// The most sessions held at once.
-    public let limit: Int
+    package let limit: Int
     /// Seconds a session may go unused before it is evicted; nil keeps idle sessions.
-    public let idleLimit: Double?
+    package let idleLimit: Double?
     private let baseScenario = Locked<Scenario?>(nil)
     private let clock: @Sendable () -> Double
     private let monotonic: @Sendable () -> Double
     private let onEvict = Locked<(@Sendable (String) -> Void)?>(nil)
     /// The state all sessions hold together.
-    public let budget: StateBudget
+    package let budget: StateBudget
 
     /// - Parameters:
     ///   - limit: the most sessions held at once (at least 1).
@@ -99,7 +99,7 @@ public final class SessionStore: Sendable {
     ///   - clock: real time in seconds since 1970, for session clocks.
     ///   - monotonic: seconds on a clock that only moves forward, for idleness.
     ///   - stateLimit: the most state (as JSON) all sessions may hold together.
-    public init(initial: JSONObject, limit: Int = 10_000, idleLimit: Double? = 3600, stateLimit: Int = StateBudget.defaultLimit,
+    package init(initial: JSONObject, limit: Int = 10_000, idleLimit: Double? = 3600, stateLimit: Int = StateBudget.defaultLimit,
                 clock: @escaping @Sendable () -> Double = { 0 },
                 monotonic: @escaping @Sendable () -> Double = SessionStore.uptime) {
         self.budget = StateBudget(limit: stateLimit)
@@ -111,18 +111,18 @@ public final class SessionStore: Sendable {
     }
 
     /// Seconds since an arbitrary start, never going back.
-    public static let uptime: @Sendable () -> Double = {
+    package static let uptime: @Sendable () -> Double = {
         let now = ContinuousClock.now - ContinuousClock.Instant.processStart
         return Double(now.components.seconds) + Double(now.components.attoseconds) / 1e18
     }
 
     /// Called with the id of each evicted session (outside the store's lock).
-    public func onEviction(_ handler: @escaping @Sendable (String) -> Void) {
+    package func onEviction(_ handler: @escaping @Sendable (String) -> Void) {
         onEvict.withLock { $0 = handler }
     }
 
     /// The scenario every new session starts from (`doppel serve --scenario`).
-    public var defaultScenario: Scenario? {
+    package var defaultScenario: Scenario? {
         get { baseScenario.withLock { $0 } }
         set { baseScenario.withLock { $0 = newValue } }
     }
@@ -219,7 +219,7 @@ public final class SessionStore: Sendable {
     public var count: Int { table.withLock { $0.entries.count } }
 
     /// How many sessions have been evicted, and why.
-    public var evictions: Evictions {
+    package var evictions: Evictions {
         let now = monotonic()
         var evicted: [String] = []
         let counts = table.withLock { table -> Evictions in
@@ -236,7 +236,7 @@ public final class SessionStore: Sendable {
     /// for a collection, the same key field); other names take their new
     /// initial values, and names no longer declared are dropped. Clocks,
     /// call counts, sequences and scenarios are kept.
-    public func redeclare(from old: StateDeclaration, to new: StateDeclaration) {
+    package func redeclare(from old: StateDeclaration, to new: StateDeclaration) {
         let sessions = table.withLock { table -> [Session] in
             table.initial = new.initial
             return table.entries.values.map(\.session)
@@ -247,7 +247,7 @@ public final class SessionStore: Sendable {
     }
 
     /// A session's state under a new declaration (see `redeclare`).
-    public static func migrate(_ state: JSONObject, from old: StateDeclaration, to new: StateDeclaration) -> JSONObject {
+    package static func migrate(_ state: JSONObject, from old: StateDeclaration, to new: StateDeclaration) -> JSONObject {
         var migrated = JSONObject()
         for (name, initialValue) in new.initial.pairs {
             let kept = old.kinds[name] != nil && old.kinds[name] == new.kinds[name] && old.collectionKeys[name] == new.collectionKeys[name]

@@ -10,22 +10,22 @@ import Synchronization
 /// The total is an atomic rather than a locked value: the store reads it on
 /// every request, and a read is then a plain load, with no lock for the
 /// event loops to pass between them.
-public final class StateBudget: Sendable {
+package final class StateBudget: Sendable {
     /// The most state all sessions may hold together.
-    public static let defaultLimit = 512 << 20
+    package static let defaultLimit = 512 << 20
 
-    public let limit: Int
+    package let limit: Int
     private let total = Atomic<Int>(0)
 
-    public init(limit: Int = StateBudget.defaultLimit) {
+    package init(limit: Int = StateBudget.defaultLimit) {
         self.limit = limit
     }
 
     /// What all sessions hold now.
-    public var used: Int { total.load(ordering: .relaxed) }
+    package var used: Int { total.load(ordering: .relaxed) }
 
     /// True while the sessions hold more than the limit.
-    public var isOver: Bool { used > limit }
+    package var isOver: Bool { used > limit }
 
     func add(_ delta: Int) {
         guard delta != 0 else { return }

@@ -3,15 +3,15 @@ import Foundation
 
 /// Work split across the machine's cores, for loading large contracts: a
 /// document of 1,000 operations has 1,000 endpoints, each read on its own.
-public enum Parallel {
+package enum Parallel {
     /// The cores this process may use, found once: Foundation reads the
     /// cgroup's CPU quota from files each time it is asked.
-    public static let cores = max(1, ProcessInfo.processInfo.activeProcessorCount)
+    package static let cores = max(1, ProcessInfo.processInfo.activeProcessorCount)
 
     /// `body(0)` to `body(count - 1)`, each a task of its own handed to the
     /// next thread free, on up to one thread per core (the calling thread
     /// among them); the results in order.
-    public static func map<Result>(count: Int, _ body: @Sendable (Int) -> Result) -> [Result] {
+    package static func map<Result>(count: Int, _ body: @Sendable (Int) -> Result) -> [Result] {
         var results = [Result?](repeating: nil, count: count)
         results.withUnsafeMutableBufferPointer { slots in
             // Each task writes only its own slot.
@@ -27,7 +27,7 @@ public enum Parallel {
     /// as `map(count:)` runs its tasks, the results in the order of the
     /// slices. Fewer than `minimumPerSlice` items per slice run as one slice
     /// on the calling thread: threads cost more than small work.
-    public static func mapSlices<Item: Sendable, Result>(
+    package static func mapSlices<Item: Sendable, Result>(
         _ items: [Item], minimumPerSlice: Int, _ body: @Sendable (ArraySlice<Item>) -> Result
     ) -> [Result] {
         // A few slices per core, handed out as threads come free, so that a
