@@ -74,7 +74,7 @@ public enum OpenAPIDocumentWriter {
         switch format {
         case .yaml:
             do {
-                return try Yams.serialize(node: readableNode(document), width: -1, allowUnicode: true)
+                return try YAMLWriter.yaml(document)
             } catch {
                 throw Failure(description: "cannot write the document as YAML: \(error)")
             }
@@ -104,7 +104,7 @@ public enum OpenAPIDocumentWriter {
         userInfo[OpenAPIKit.VendorExtensionsConfiguration.enabledKey] = false  // assigned, not a literal: the two may be one key
         userInfo[OpenAPIKit30.VendorExtensionsConfiguration.enabledKey] = false
         if throughYAML || !allFinite(document) {
-            return try YAMLDecoder().decode(Document.self, from: readableNode(document), userInfo: userInfo)
+            return try YAMLDecoder().decode(Document.self, from: YAMLWriter.node(document), userInfo: userInfo)
         }
         let decoder = JSONDecoder()
         decoder.userInfo = userInfo
@@ -118,49 +118,5 @@ public enum OpenAPIDocumentWriter {
         case .object(let object): return object.pairs.allSatisfy { allFinite($0.value) }
         default: return true
         }
-    }
-
-    /// A JSON value as a YAML node whose scalars carry their JSON type, for
-    /// OpenAPIKit to read and for people and every YAML reader: strings plain
-    /// where no reader would take them for another type (`'200'`, `'yes'`
-    /// and `''` are quoted, as YAML 1.1 readers such as PyYAML would read
-    /// them as numbers, booleans or null), and numbers as YAML 1.1 reads them
-    /// (`1.0e+20`, never `1e+20`; `.inf`, `-.inf` and `.nan` as YAML writes
-    /// them).
-    static func readableNode(_ value: JSON) -> Node {
-        switch value {
-        case .null: return .scalar(.init("null", Tag(.null), .plain))
-        case .bool(let flag): return .scalar(.init(flag ? "true" : "false", Tag(.bool), .plain))
-        case .int(let number): return .scalar(.init(String(number), Tag(.int), .plain))
-        case .double(let number):
-            var text = number.isNaN ? ".nan" : number.isInfinite ? (number < 0 ? "-.inf" : ".inf") : String(number)
-            if number.isFinite, !text.contains("."), let exponent = text.firstIndex(where: { $0 == "e" || $0 == "E" }) {
-                text.insert(contentsOf: ".0", at: exponent)
-            }
-            return .scalar(.init(text, Tag(.float), .plain))
-        case .string(let text): return string(text)
-        case .array(let items): return .sequence(.init(items.map(readableNode)))
-        case .object(let object):
-            // Keys keep Yams's implicit tag: its decoder finds a key by text and resolved tag.
-            return .mapping(.init(object.pairs.map { pair in
-                (.scalar(.init(pair.key, Tag(.implicit), needsQuotes(pair.key) ? .singleQuoted : .any)), readableNode(pair.value))
-            }))
-        }
-    }
-
-    static func string(_ text: String) -> Node {
-        .scalar(.init(text, Tag(.str), needsQuotes(text) ? .singleQuoted : .any))
-    }
-
-    /// Whether a string must be quoted to be read back as that string: it
-    /// looks like another type, or has spaces at either end of a single line.
-    static func needsQuotes(_ text: String) -> Bool {
-        looksTyped(text) || !text.contains("\n") && text != text.trimmingCharacters(in: .whitespaces)
-    }
-
-    /// Whether a plain YAML scalar would be read as something other than a string.
-    static func looksTyped(_ text: String) -> Bool {
-        ["", "~", "null", "true", "false", "yes", "no", "on", "off"].contains(text.lowercased())
-            || Int(text) != nil || Double(text) != nil
     }
 }

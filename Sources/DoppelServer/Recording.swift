@@ -129,51 +129,60 @@ package enum RecordingWriter {
             ids[key] = id
         }
 
-        var contract = """
-            # Recorded by `doppel record` from \(target).
-            # One endpoint per method and path; each status seen is a response with
-            # the first body recorded for it. Secrets are left out or "\(redacted)".
-            doppel: 1
-            info: { title: \(text.quoted("Recorded from " + target)), version: "1" }
-            endpoints:
-
-            """
+        // Both files are built as values and written by the one YAML writer.
+        var endpointsValue: [(String, JSON)] = []
         for key in order {
             let endpoint = endpoints[key]!
             let id = ids[key]!
-            func entry(_ status: Int, _ response: MockResponse) -> String {
-                "      - name: \(id)-\(status)\n        status: \(status)\n" + text.responseBody(response)
+            func entry(_ status: Int, _ response: MockResponse) -> JSON {
+                .object(JSONObject([("name", .string("\(id)-\(status)")), ("status", .int(status))] + text.responseBody(response)))
             }
             // The first status seen is the endpoint's answer; the others are documented, for overrides and `Prefer`.
-            contract += "  \(id):\n    request: \(text.quoted(endpoint.method + " " + endpoint.template, templateSafe: false))\n"
-            contract += "    responses:\n" + entry(endpoint.responses[0].status, endpoint.responses[0].response)
+            var members: [(String, JSON)] = [
+                ("request", .string(text.strike(endpoint.method + " " + endpoint.template))),
+                ("responses", .array([entry(endpoint.responses[0].status, endpoint.responses[0].response)])),
+            ]
             if endpoint.responses.count > 1 {
-                contract += "    documented:\n" + endpoint.responses.dropFirst().map { entry($0.status, $0.response) }.joined()
+                members.append(("documented", .array(endpoint.responses.dropFirst().map { entry($0.status, $0.response) })))
             }
+            endpointsValue.append((id, .object(JSONObject(members))))
         }
+        let contractValue = JSON.object(JSONObject([
+            ("doppel", .int(1)),
+            ("info", .object(JSONObject([("title", text.string("Recorded from " + target)), ("version", "1")]))),
+            ("endpoints", .object(JSONObject(endpointsValue))),
+        ]))
 
-        var scenario = """
-            # Recorded by `doppel record` from \(target): the exchanges in order,
-            # each expecting the status the target gave. Run it against the
-            # recorded contract: doppel run THIS-FILE
-
-            contract: \(text.quoted(contractFile))
-
-            """
         // A call whose status is not the endpoint's default is forced to it.
         var calls: [String: Int] = [:]
-        var overrides: [String] = []
-        var stepLines: [String] = []
+        var overrides: [JSON] = []
+        var stepValues: [JSON] = []
         for (key, exchange) in steps {
             calls[key, default: 0] += 1
             let endpoint = endpoints[key]!
             if exchange.response.status != endpoint.responses[0].status {
-                overrides.append("  - { endpoint: \(ids[key]!), call: \(calls[key]!), status: \(exchange.response.status) }")
+                overrides.append(.object(JSONObject([("endpoint", .string(ids[key]!)), ("call", .int(calls[key]!)), ("status", .int(exchange.response.status))])))
             }
-            stepLines.append(text.step(exchange))
+            stepValues.append(text.step(exchange))
         }
-        if !overrides.isEmpty { scenario += "overrides:\n" + overrides.joined(separator: "\n") + "\n" }
-        scenario += "steps:\n" + stepLines.joined()
+        var scenarioMembers: [(String, JSON)] = [("contract", text.string(contractFile))]
+        if !overrides.isEmpty { scenarioMembers.append(("overrides", .array(overrides))) }
+        scenarioMembers.append(("steps", .array(stepValues)))
+
+        // Values Doppel built itself always write; a failure here is a bug, and says so in the file.
+        func yaml(_ value: JSON, header: String) -> String {
+            (try? YAMLWriter.yaml(value, header: header)) ?? "# Doppel could not write this recording as YAML.\n"
+        }
+        let contract = yaml(contractValue, header: """
+            Recorded by `doppel record` from \(target).
+            One endpoint per method and path; each status seen is a response with
+            the first body recorded for it. Secrets are left out or "\(redacted)".
+            """)
+        let scenario = yaml(.object(JSONObject(scenarioMembers)), header: """
+            Recorded by `doppel record` from \(target): the exchanges in order,
+            each expecting the status the target gave. Run it against the
+            recorded contract: doppel run THIS-FILE
+            """)
         return Output(contract: contract, scenario: scenario, endpoints: order.count)
     }
 
@@ -211,77 +220,78 @@ package enum RecordingWriter {
     }
 
     /// How each value of a recording is written: every string struck of the
-    /// recording's secrets, then made template-safe, then quoted.
+    /// recording's secrets, then made template-safe.
     struct Text {
         let striker: Redaction.Striker
 
         func strike(_ text: String) -> String { striker.strike(text) }
 
-        func quoted(_ text: String, templateSafe: Bool = true) -> String {
-            let struck = strike(text)
-            return JSONWriter.encodeString(.string(templateSafe ? RecordingWriter.templateSafe(struck) : struck))
-        }
+        /// A string of the recording, struck and template-safe.
+        func string(_ text: String) -> JSON { .string(RecordingWriter.templateSafe(strike(text))) }
 
-        /// JSON as a YAML flow value (JSON is YAML), its strings struck and template-safe.
-        func flow(_ value: JSON) -> String { JSONWriter.encodeString(clean(value)) }
-
+        /// A JSON value of the recording, its keys struck and its strings struck and template-safe.
         func clean(_ value: JSON) -> JSON {
             switch value {
             case .object(let object): return .object(JSONObject(object.pairs.map { (strike($0.key), clean($0.value)) }))
             case .array(let items): return .array(items.map(clean))
-            case .string(let text): return .string(RecordingWriter.templateSafe(strike(text)))
+            case .string(let text): return string(text)
             default: return value
             }
         }
 
-        func responseBody(_ response: MockResponse) -> String {
-            var text = ""
+        /// Header fields as a mapping, struck and template-safe.
+        func fields(_ headers: [(name: String, value: String)]) -> JSON {
+            .object(JSONObject(headers.map { (strike($0.name), string($0.value)) }))
+        }
+
+        /// A response's headers, content type and body, as a contract response's members.
+        func responseBody(_ response: MockResponse) -> [(String, JSON)] {
+            var members: [(String, JSON)] = []
             let headers = response.headers.filter { header in
                 let name = header.name.lowercased()
                 return !RecordingWriter.transportHeaders.contains(name) && name != "content-type"
             }
-            if !headers.isEmpty {
-                text += "        headers:\n"
-                for header in headers { text += "          \(quoted(header.name)): \(quoted(header.value))\n" }
-            }
+            if !headers.isEmpty { members.append(("headers", fields(headers))) }
             let contentType = response.header("content-type")
-            if let contentType { text += "        content_type: \(quoted(contentType))\n" }
-            guard !response.body.isEmpty else { return text }
+            if let contentType { members.append(("content_type", string(contentType))) }
+            guard !response.body.isEmpty else { return members }
             if let contentType, MediaTypes.isJSON(contentType), let json = try? JSONReader.parse(response.body) {
-                text += "        body: \(flow(json))\n"
-            } else if let string = String(bytes: response.body, encoding: .utf8) {
-                text += "        text: \(quoted(string))\n"
+                members.append(("body", clean(json)))
+            } else if let text = String(bytes: response.body, encoding: .utf8) {
+                members.append(("text", string(text)))
             } else {
-                text += "        base64: \(Data(response.body).base64EncodedString())\n"
+                members.append(("base64", .string(Data(response.body).base64EncodedString())))
             }
-            return text
+            return members
         }
 
-        func step(_ exchange: Recorder.Exchange) -> String {
+        /// An exchange as a scenario step expecting the status the target gave.
+        func step(_ exchange: Recorder.Exchange) -> JSON {
             let request = exchange.request
-            var text = "  - request: \(quoted(request.method + " " + request.path))\n"
+            let line = request.method + " " + request.path
+            var members: [(String, JSON)] = []
+            if exchange.requestBodyOmitted {
+                members.append(("name", string(line + " (its body was not recorded: the recording's byte budget was spent)")))
+            }
+            members.append(("request", string(line)))
             if !request.queryItems.isEmpty {
-                let pairs = request.queryItems.map { "\(quoted($0.0)): \(quoted($0.1))" }
-                text += "    query: { \(pairs.joined(separator: ", ")) }\n"
+                members.append(("query", .object(JSONObject(request.queryItems.map { (strike($0.0), string($0.1)) }))))
             }
             let headers = request.headers.filter { header in
                 !RecordingWriter.transportHeaders.contains(header.name) && header.name != "content-type"
             }
-            if !headers.isEmpty {
-                text += "    headers: { \(headers.map { "\(quoted($0.name)): \(quoted($0.value))" }.joined(separator: ", ")) }\n"
-            }
-            if exchange.requestBodyOmitted { text += "    # The request's body was not recorded: the recording's byte budget was spent.\n" }
+            if !headers.isEmpty { members.append(("headers", fields(headers))) }
             if !request.body.isEmpty {
                 let contentType = request.header("content-type")
                 if let contentType, MediaTypes.isJSON(contentType), let json = try? JSONReader.parse(request.body) {
-                    text += "    json: \(flow(json))\n"
-                } else if let string = String(bytes: request.body, encoding: .utf8) {
-                    text += "    text: \(quoted(string))\n"
-                    if let contentType { text += "    content_type: \(quoted(contentType))\n" }
+                    members.append(("json", clean(json)))
+                } else if let text = String(bytes: request.body, encoding: .utf8) {
+                    members.append(("text", string(text)))
+                    if let contentType { members.append(("content_type", string(contentType))) }
                 }
             }
-            text += "    expect: { status: \(exchange.response.status) }\n"
-            return text
+            members.append(("expect", .object(JSONObject([("status", .int(exchange.response.status))]))))
+            return .object(JSONObject(members))
         }
     }
 }

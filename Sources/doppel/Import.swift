@@ -41,7 +41,7 @@ struct Import: ParsableCommand {
         let name = URL(fileURLWithPath: document).lastPathComponent
         let text: String
         do {
-            text = try ContractWriter.yaml(tree, header: """
+            text = try YAMLWriter.yaml(tree, header: """
                 Imported from \(name) by `doppel import`. A response with
                 `body_from_schema: true` answers with a value generated from its schema.
                 """)

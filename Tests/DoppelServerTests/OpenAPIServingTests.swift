@@ -221,7 +221,7 @@ struct OpenAPIServingTests {
             let direct = try ContractDocument.load(file: file)
             let tree = try ContractDocument.contractTree(file: file).tree
             let imported = folder.appendingPathComponent("imported-\(URL(fileURLWithPath: file).lastPathComponent).yaml").path
-            try ContractWriter.yaml(tree).write(toFile: imported, atomically: true, encoding: .utf8)
+            try YAMLWriter.yaml(tree).write(toFile: imported, atomically: true, encoding: .utf8)
             // The import is a contract of its own, lint-clean.
             #expect(ContractLoader.lint(file: imported).isEmpty)
             let reloaded = try ContractLoader.load(file: imported)
