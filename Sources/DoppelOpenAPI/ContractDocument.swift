@@ -73,7 +73,7 @@ public enum ContractDocument {
 
     /// The conversion's problems are reported with the contract loader's, all at once.
     private static func load(_ source: Source, file: String) throws(ContractError) -> Contract {
-        try ContractLoader.load(root: source.tree, file: file, warnings: source.diagnostics, endpoints: source.endpoints)
+        try ContractLoader.load(root: source.tree, file: file, warnings: source.diagnostics, endpoints: source.endpoints, isVendorDocument: source.isOpenAPI)
     }
 
     /// Every diagnostic for a contract or OpenAPI document, warnings

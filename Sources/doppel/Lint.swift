@@ -7,11 +7,14 @@ import Foundation
 struct Lint: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Check contracts, OpenAPI documents and scenarios; report every problem as path:line:column: error: message.",
-        discussion: "A file with a top-level 'contract' key is checked as a scenario (against its contract). In a folder, hidden files and folders (.build, .git) and node_modules, Pods, Carthage, DerivedData and vendor are not searched, and YAML files that are neither contracts, scenarios nor OpenAPI documents are skipped. Exits 1 when any file has an error, 0 when all are clean."
+        discussion: "A file with a top-level 'contract' key is checked as a scenario (against its contract). In a folder, hidden files and folders (.build, .git) and node_modules, Pods, Carthage, DerivedData and vendor are not searched, and YAML files that are neither contracts, scenarios nor OpenAPI documents are skipped. Exits 1 when any file has an error, 0 when all are clean. An OpenAPI document's own mistakes (an example that breaks its schema, a required property no branch defines) are warnings: the document is served as written; --strict counts them as errors."
     )
 
     @Argument(help: "Contract or scenario files to check, or folders to check every YAML file below.")
     var contracts: [String]
+
+    @Flag(help: "Count warnings as errors: exit 1 when any file has a warning.")
+    var strict = false
 
     func validate() throws {
         if contracts.isEmpty { throw ValidationError("name at least one contract file") }
@@ -38,8 +41,14 @@ struct Lint: ParsableCommand {
                 ? ScenarioLoader.lint(file: file, loadContract: { (file: String) throws(ContractError) in try ContractDocument.load(file: file) }) : ContractDocument.lint(file: file)
             printDiagnostics(diagnostics)
             let count = diagnostics.filter { $0.severity == .error }.count
-            errors += count
-            print(count == 0 ? "\(file): ok" : "\(file): \(count) error\(count == 1 ? "" : "s")")
+            let warnings = diagnostics.count - count
+            errors += count + (strict ? warnings : 0)
+            let warned = warnings == 0 ? "" : "\(warnings) warning\(warnings == 1 ? "" : "s")"
+            if count > 0 {
+                print("\(file): \(count) error\(count == 1 ? "" : "s")" + (warned.isEmpty ? "" : ", " + warned))
+            } else {
+                print(warned.isEmpty ? "\(file): ok" : "\(file): ok, \(warned)\(strict ? " (errors with --strict)" : "")")
+            }
         }
         if errors > 0 { throw ExitCode(1) }
     }

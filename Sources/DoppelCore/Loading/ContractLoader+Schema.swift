@@ -40,9 +40,11 @@ extension ContractLoader {
         if let typeNode = reader["type"] {
             let names = typeNode.sequenceItems?.compactMap(\.scalarText) ?? typeNode.scalarText.map { [$0] } ?? []
             for name in names where !Self.typeNames.contains(name) {
-                diagnostics.error("unknown type '\(name)' in \(context)\(Suggestion.hint(for: name, in: Self.typeNames))", at: typeNode.location)
+                documentMistake("unknown type '\(name)' in \(context)\(Suggestion.hint(for: name, in: Self.typeNames))", at: typeNode.location,
+                                servedAs: "it is left out, and the other types checked")
             }
-            types = names
+            types = names.filter(Self.typeNames.contains)
+            if types?.isEmpty == true { types = nil }
         }
         var properties: [(String, Schema)] = []
         for entry in reader.entries("properties", diagnostics: &diagnostics) {
@@ -57,7 +59,8 @@ extension ContractLoader {
                 if !properties.isEmpty {
                     for item in items {
                         if let name = item.scalarText, !properties.contains(where: { $0.0 == name }) {
-                            diagnostics.error("required property '\(name)' is not among the properties of \(context)\(Suggestion.hint(for: name, in: properties.map(\.0)))", at: item.location)
+                            documentMistake("required property '\(name)' is not among the properties of \(context)\(Suggestion.hint(for: name, in: properties.map(\.0)))",
+                                            at: item.location, servedAs: "it is required as written (another allOf branch may define it)")
                         }
                     }
                 }
@@ -78,7 +81,7 @@ extension ContractLoader {
             do {
                 pattern = try Schema.Pattern(source)
             } catch {
-                diagnostics.error("unusable 'pattern' in \(context): \(error.message)", at: patternNode.location)
+                documentMistake("unusable 'pattern' in \(context): \(error.message)", at: patternNode.location, servedAs: "the pattern is not checked")
             }
         }
         let format = reader.string("format", diagnostics: &diagnostics)
@@ -175,13 +178,19 @@ extension ContractLoader {
     /// Checks request examples and static response bodies against their schemas.
     mutating func checkExamples() {
         let validator = SchemaValidator(registry: schemas)
+        let isVendorDocument = self.isVendorDocument
         // A large contract's examples (two thousand for a document of 1,000
         // operations) are checked in slices on every core.
         let slices = Parallel.mapSlices(pendingExamples, minimumPerSlice: 250) { slice in
             var found = DiagnosticCollector()
             for pending in slice {
                 for issue in validator.validate(pending.value, against: pending.schema) {
-                    found.error("\(pending.what) breaks its schema at \(issue.pointer.isEmpty ? "/" : issue.pointer): \(issue.message)", at: pending.location)
+                    let message = "\(pending.what) breaks its schema at \(issue.pointer.isEmpty ? "/" : issue.pointer): \(issue.message)"
+                    if isVendorDocument {
+                        found.warning(message + "; it is served as written", at: pending.location)
+                    } else {
+                        found.error(message, at: pending.location)
+                    }
                 }
             }
             return found.diagnostics

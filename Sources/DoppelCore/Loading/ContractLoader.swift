@@ -40,6 +40,12 @@ public struct ContractLoader: Sendable {
     var numericQuery: (@Sendable (String) -> Bool)?
     /// Request examples and static bodies to check against schemas once all schemas are known.
     var pendingExamples: [(value: JSON, schema: Schema, location: SourceLocation, what: String)] = []
+    /// The tree is someone else's document (an OpenAPI file from a vendor):
+    /// its own mistakes, which its authors must fix and its users cannot
+    /// (an example that breaks its schema, a `required` name no property
+    /// defines, a pattern Doppel cannot read), are warnings, and it is served
+    /// as written. Doppel's own contract files keep them as errors.
+    var isVendorDocument = false
     /// Body files read, shared by the copies that read endpoints in parallel.
     let bodyFiles = Locked<Set<String>>([])
 
@@ -96,8 +102,13 @@ public struct ContractLoader: Sendable {
     ///
     /// `endpoints`, when given, makes the endpoints instead of the tree's
     /// `endpoints` key, one at a time as they are read (see `EndpointEntries`).
-    package static func load(root: SourceNode, file: String, warnings: [Diagnostic] = [], endpoints: EndpointEntries? = nil) throws(ContractError) -> Contract {
+    ///
+    /// `isVendorDocument` makes the document's own mistakes warnings (see
+    /// `ContractLoader.isVendorDocument`).
+    package static func load(root: SourceNode, file: String, warnings: [Diagnostic] = [], endpoints: EndpointEntries? = nil,
+                             isVendorDocument: Bool = false) throws(ContractError) -> Contract {
         var loader = ContractLoader(file: file)
+        loader.isVendorDocument = isVendorDocument
         loader.diagnostics.append(contentsOf: warnings)
         guard var contract = loader.build(root, endpoints: endpoints), !loader.diagnostics.hasErrors else {
             throw ContractError(diagnostics: loader.diagnostics.diagnostics)
@@ -109,6 +120,16 @@ public struct ContractLoader: Sendable {
     /// Every diagnostic for a contract file, errors and warnings; empty when clean.
     public static func lint(file: String) -> [Diagnostic] {
         ContractError.diagnostics { () throws(ContractError) in try load(file: file).warnings }
+    }
+
+    /// A mistake of the document itself: an error in a contract, a warning
+    /// (saying what is served instead) in a vendor's document.
+    mutating func documentMistake(_ message: String, at location: SourceLocation, servedAs consequence: String) {
+        if isVendorDocument {
+            diagnostics.warning("\(message); \(consequence)", at: location)
+        } else {
+            diagnostics.error(message, at: location)
+        }
     }
 
     /// The contract of a tree; `endpoints`, when given, instead of its `endpoints` key.

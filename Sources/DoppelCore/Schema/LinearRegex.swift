@@ -56,6 +56,8 @@ package struct LinearRegex: Sendable {
     }
 
     private let program: [Instruction]
+    /// The parsed pattern, for `example(minLength:maxLength:)`.
+    private let tree: Node
 
     /// Compiles a pattern; throws for syntax errors, unsupported constructs and oversized programs.
     package init(_ pattern: String) throws(SyntaxError) {
@@ -68,6 +70,66 @@ package struct LinearRegex: Sendable {
             throw SyntaxError(message: "the pattern is too large (more than \(Self.maximumProgramSize) steps once counted repeats are expanded)")
         }
         program = compiler.program
+        self.tree = tree
+    }
+
+    /// A short text the pattern matches, within the lengths when it can be:
+    /// each repetition taken its least number of times (then more, while
+    /// the text is shorter than `minLength`), each alternation's first
+    /// branch, each class's first readable member. Checked with `matches`
+    /// before it is returned; nil when no text so made matches.
+    package func example(minLength: Int = 0, maxLength: Int? = nil) -> String? {
+        for extra in [0, 1, 2, 4, 8, 16, 32, 64] {
+            var scalars: [UInt32] = []
+            guard Self.generate(tree, extra: extra, into: &scalars, budget: 10_000) else { return nil }
+            // An unanchored pattern still matches with text after it: pad to the least length.
+            var text = String(String.UnicodeScalarView(scalars.compactMap(Unicode.Scalar.init)))
+            if text.unicodeScalars.count < minLength, extra == 64 || !Self.repeats(tree) {
+                text += String(repeating: "x", count: minLength - text.unicodeScalars.count)
+            }
+            if text.unicodeScalars.count < minLength { continue }
+            if let maxLength, text.unicodeScalars.count > maxLength { return nil }
+            return matches(text) ? text : nil
+        }
+        return nil
+    }
+
+    /// Whether the pattern has a repetition that could take more turns.
+    private static func repeats(_ node: Node) -> Bool {
+        switch node {
+        case .empty, .set, .assertion: return false
+        case .sequence(let items), .alternation(let items): return items.contains(where: repeats)
+        case .repeated(let inner, let min, let max): return max.map { $0 > min } ?? true || repeats(inner)
+        }
+    }
+
+    /// Appends text for `node`; false past `budget` scalars.
+    private static func generate(_ node: Node, extra: Int, into scalars: inout [UInt32], budget: Int) -> Bool {
+        switch node {
+        case .empty, .assertion:
+            return true
+        case .set(let set):
+            guard let scalar = readable(set) else { return false }
+            scalars.append(scalar)
+        case .sequence(let items):
+            for item in items where !generate(item, extra: extra, into: &scalars, budget: budget) { return false }
+        case .alternation(let branches):
+            guard let first = branches.first else { return true }
+            return generate(first, extra: extra, into: &scalars, budget: budget)
+        case .repeated(let inner, let min, let max):
+            let turns = Swift.min(min + extra, max ?? Int.max)
+            for _ in 0..<turns where !generate(inner, extra: extra, into: &scalars, budget: budget) { return false }
+        }
+        return scalars.count <= budget
+    }
+
+    /// A member of the set a reader would expect: a lowercase letter, an
+    /// uppercase one, a digit, then anything printable it holds.
+    private static func readable(_ set: CharacterSet) -> UInt32? {
+        let preferred: [UInt32] = [0x61, 0x41, 0x30, 0x2D, 0x5F, 0x2E, 0x20] + Array(0x62...0x7A) + Array(0x42...0x5A) + Array(0x31...0x39)
+        if let scalar = preferred.first(where: set.contains) { return scalar }
+        if !set.negated { return set.ranges.first { $0.upperBound >= 0x20 }.map { Swift.max($0.lowerBound, 0x20) } }
+        return (0x21...0x7E).first(where: set.contains)
     }
 
     /// Whether the pattern matches anywhere in `text` (JSON Schema's `pattern` is unanchored).
@@ -130,7 +192,7 @@ package struct LinearRegex: Sendable {
 
     // MARK: Parsing
 
-    private indirect enum Node {
+    private indirect enum Node: Sendable {
         case empty
         case set(CharacterSet)
         case assertion(Assertion)

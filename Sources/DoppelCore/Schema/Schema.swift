@@ -89,6 +89,11 @@ package final class Schema: Sendable {
         func matches(_ text: String) -> Bool {
             regex.matches(text)
         }
+
+        /// A short text the pattern matches, within the lengths (`LinearRegex.example`).
+        func example(minLength: Int, maxLength: Int?) -> String? {
+            regex.example(minLength: minLength, maxLength: maxLength)
+        }
     }
 
     package init(

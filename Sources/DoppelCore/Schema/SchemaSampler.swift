@@ -6,8 +6,11 @@
 /// non-null type: objects with every property (recursion stops at optional
 /// members and after `maximumDepth` levels), arrays with `minItems` items
 /// (at least one), strings of the `format` (a fixed UUID, date, date-time,
-/// address) or filled to `minLength`, numbers at their lower bound. `allOf`
-/// merges the objects of its branches; `oneOf` and `anyOf` take the first.
+/// address), made from its `pattern` when it has one, or filled to
+/// `minLength`; numbers at their lower bound. `allOf` is merged into one
+/// schema first (properties and `required` of every branch, so a property
+/// one branch requires and another defines is there); `oneOf` and `anyOf`
+/// take the first branch whose sample the whole schema accepts.
 package struct SchemaSampler: Sendable {
     package let registry: [String: Schema]
 
@@ -54,14 +57,26 @@ package struct SchemaSampler: Sendable {
             return merge(sample(target, depth: depth + 1, run: &run), own(schema, depth: depth, run: &run))
         }
         if !schema.allOf.isEmpty {
+            let flat = flattened(schema, hops: 0)
+            if flat.allOf.isEmpty { return sample(flat, depth: depth, run: &run) }
             var merged: JSON? = own(schema, depth: depth, run: &run)
             for branch in schema.allOf {
                 merged = merge(merged, sample(branch, depth: depth + 1, run: &run))
             }
             return merged
         }
-        if let first = schema.oneOf.first ?? schema.anyOf.first {
-            return sample(first, depth: depth + 1, run: &run)
+        let branches = schema.oneOf.isEmpty ? schema.anyOf : schema.oneOf
+        if !branches.isEmpty {
+            // The first branch whose sample the whole schema takes (a `oneOf`
+            // sample another branch also accepts is refused); else the first's.
+            let validator = SchemaValidator(registry: registry)
+            var first: JSON?
+            for (index, branch) in branches.enumerated() {
+                guard let candidate = sample(branch, depth: depth + 1, run: &run) else { continue }
+                if index == 0 { first = candidate }
+                if validator.validate(candidate, against: schema).isEmpty { return candidate }
+            }
+            return first
         }
         return own(schema, depth: depth, run: &run)
     }
@@ -119,6 +134,43 @@ package struct SchemaSampler: Sendable {
         }
     }
 
+    /// `allOf` and the schema's own keywords as one schema: every branch's
+    /// properties (the first definition of a name wins) and `required`, and
+    /// of every other keyword the first given; nil-able only when every part
+    /// is. Branches that refer to a named schema are followed, `maximumDepth`
+    /// hops at most; past that, or when a branch has combinators of its own
+    /// left, the schema is returned as it was (its `allOf` kept).
+    private func flattened(_ schema: Schema, hops: Int) -> Schema {
+        guard !schema.allOf.isEmpty else { return schema }
+        guard hops < Self.maximumDepth else { return schema }
+        var parts: [Schema] = [schema]
+        for branch in schema.allOf {
+            var part = branch
+            if let ref = part.ref, part.types == nil, part.properties.isEmpty, part.allOf.isEmpty, let target = registry[ref] { part = target }
+            part = flattened(part, hops: hops + 1)
+            guard part.allOf.isEmpty, part.ref == nil else { return schema }
+            parts.append(part)
+        }
+        var properties: [(String, Schema)] = []
+        var required: [String] = []
+        for part in parts {
+            for property in part.properties where !properties.contains(where: { $0.0 == property.0 }) { properties.append(property) }
+            for name in part.required where !required.contains(name) { required.append(name) }
+        }
+        func first<T>(_ keyPath: KeyPath<Schema, T?>) -> T? { parts.lazy.compactMap { $0[keyPath: keyPath] }.first }
+        let types = first(\.types) ?? (properties.isEmpty ? nil : ["object"])
+        return Schema(
+            types: types, nullable: parts.allSatisfy(\.nullable), enumValues: first(\.enumValues), constValue: first(\.constValue),
+            minimum: first(\.minimum), maximum: first(\.maximum), exclusiveMinimum: first(\.exclusiveMinimum), exclusiveMaximum: first(\.exclusiveMaximum),
+            minLength: first(\.minLength), maxLength: first(\.maxLength), pattern: first(\.pattern), format: first(\.format),
+            properties: properties, required: required, additionalProperties: parts.lazy.compactMap(\.additionalProperties).first,
+            items: first(\.items), prefixItems: parts.first { !$0.prefixItems.isEmpty }?.prefixItems ?? [], minItems: first(\.minItems),
+            maxItems: first(\.maxItems), uniqueItems: parts.contains(where: \.uniqueItems), minProperties: first(\.minProperties),
+            maxProperties: first(\.maxProperties), multipleOf: first(\.multipleOf),
+            anyOf: parts.first { !$0.anyOf.isEmpty }?.anyOf ?? [], oneOf: parts.first { !$0.oneOf.isEmpty }?.oneOf ?? [],
+            discriminator: first(\.discriminator), not: first(\.not), defaultValue: first(\.defaultValue), example: first(\.example))
+    }
+
     private func string(_ schema: Schema) -> String {
         var text: String
         switch schema.format {
@@ -131,6 +183,10 @@ package struct SchemaSampler: Sendable {
         }
         if let min = schema.minLength, text.count < min { text += String(repeating: "x", count: min - text.count) }
         if let max = schema.maxLength, text.count > max { text = String(text.prefix(max)) }
+        if let pattern = schema.pattern, !pattern.matches(text),
+           let made = pattern.example(minLength: schema.minLength ?? 0, maxLength: schema.maxLength) {
+            return made
+        }
         return text
     }
 
