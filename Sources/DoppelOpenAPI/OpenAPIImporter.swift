@@ -144,7 +144,30 @@ package struct OpenAPIImporter: Sendable {
                 operations.append(Operation(id: id, method: method, path: path, node: operation, sharedParameters: shared))
             }
         }
-        return (top, operations, schemes)
+        return (top, Self.concreteFirst(operations), schemes)
+    }
+
+    /// Operations in document order, except that of two paths with as many
+    /// segments, the one with a literal segment where the other has a
+    /// template comes first: OpenAPI matches concrete paths (`/pets/mine`)
+    /// before templated ones (`/pets/{id}`) whatever their order, while a
+    /// contract's endpoints are tried in order. Paths of other lengths
+    /// never both match one request, so they keep their places.
+    static func concreteFirst(_ operations: [Operation]) -> [Operation] {
+        func shape(_ path: String) -> [Bool] { path.split(separator: "/", omittingEmptySubsequences: false).map { $0.contains("{") } }
+        var byLength: [Int: [Int]] = [:]
+        for (index, operation) in operations.enumerated() { byLength[shape(operation.path).count, default: []].append(index) }
+        var ordered = operations
+        for positions in byLength.values where positions.count > 1 {
+            // A stable sort on the segments' shapes, false (literal) before true (template), left to right.
+            let sorted = positions.enumerated().sorted { a, b in
+                let left = shape(operations[a.element].path), right = shape(operations[b.element].path)
+                if let difference = zip(left, right).first(where: { $0 != $1 }) { return !difference.0 }
+                return a.offset < b.offset
+            }
+            for (slot, source) in zip(positions, sorted) { ordered[slot] = operations[source.element] }
+        }
+        return ordered
     }
 
     /// The path of the first server's URL (`https://api.example.com/v1` gives
@@ -231,6 +254,25 @@ package struct OpenAPIImporter: Sendable {
 
     // MARK: Operations
 
+    /// A path of `paths` as a request sends it: characters a URL path cannot
+    /// hold as they are (a space, `"`, `<`, non-ASCII letters) percent-encoded
+    /// with uppercase hex, as clients send them; escapes already there,
+    /// template braces and what RFC 3986 allows in a path are kept.
+    static func encodedPath(_ path: String) -> String {
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~!$&'()*+,;=:@/%{}".utf8)
+        guard !path.utf8.allSatisfy(allowed.contains) else { return path }
+        let hex = Array("0123456789ABCDEF".utf8)
+        var bytes: [UInt8] = []
+        for byte in path.utf8 {
+            if allowed.contains(byte) {
+                bytes.append(byte)
+            } else {
+                bytes += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 15)]]
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
     /// An operation of `paths`, with the endpoint id it is given.
     struct Operation: Sendable {
         let id: String
@@ -244,7 +286,7 @@ package struct OpenAPIImporter: Sendable {
         let (id, method, path, sharedParameters) = (operation.id, operation.method, operation.path, operation.sharedParameters)
         let operation = operation.node
         let at = operation.location
-        var fields: [(String, SourceNode)] = [("request", ContractNode.string("\(method.uppercased()) \(path)", at: at))]
+        var fields: [(String, SourceNode)] = [("request", ContractNode.string("\(method.uppercased()) \(Self.encodedPath(path))", at: at))]
         for key in ["summary", "description"] {
             if let value = operation[key], let text = value.scalarText { fields.append((key, ContractNode.string(text, at: value.location))) }
         }
@@ -284,6 +326,10 @@ package struct OpenAPIImporter: Sendable {
         }
         // `default` stands for any status the others do not name: 200 when no 2xx is documented, else it is documented as 500.
         let hasSuccess = statuses.contains { (200...299).contains($0.status) }
+        // `default` also stands for the 400 of a request that fails validation, when no 400 or 422 is documented.
+        let defaultAsInvalid = statuses.first { $0.status == 0 }?.responses.first.map {
+            ContractNode.setting("status", ContractNode.plain("400", at: $0.location), in: $0)
+        }
         for index in statuses.indices where statuses[index].status == 0 {
             let status = hasSuccess ? 500 : 200
             statuses[index].responses = statuses[index].responses.map { ContractNode.setting("status", ContractNode.plain(String(status), at: $0.location), in: $0) }
@@ -301,6 +347,15 @@ package struct OpenAPIImporter: Sendable {
                 } else {
                     documented.append(response)
                 }
+            }
+        }
+        if onInvalid == nil {
+            // An invalid request gets what the operation documents for it: the
+            // 400 it serves when it documents nothing else, else its `default`.
+            if let servedStatus, servedStatus == 400 || servedStatus == 422 {
+                onInvalid = served.first
+            } else if !statuses.contains(where: { $0.status == 400 || $0.status == 422 }) {
+                onInvalid = defaultAsInvalid
             }
         }
         if served.isEmpty {
@@ -430,9 +485,14 @@ package struct OpenAPIImporter: Sendable {
         if json, let schemaNode = media["schema"] { schemaField.append(("schema", schema(schemaNode))) }
         let examples = self.examples(of: media)
         guard !examples.isEmpty else {
-            // No example: a value generated from the schema, the same every time.
+            // No example: a value generated from the schema, the same every
+            // time; text for a text media type (its schema then only makes it).
             if json, !schemaField.isEmpty {
                 return [ContractNode.map(base + schemaField + [("body_from_schema", ContractNode.plain("true", at: typeKey.location))], at: response.location)]
+            }
+            if !json, MediaTypes.isText(type), let schemaNode = media["schema"] {
+                return [ContractNode.map(base + [("schema", schema(schemaNode)), ("body_from_schema", ContractNode.plain("true", at: typeKey.location))],
+                                         at: response.location)]
             }
             return [ContractNode.map(base, at: response.location)]
         }

@@ -58,4 +58,58 @@ struct VendorDocumentTests {
         #expect(strict.status == 1)
         #expect(strict.output.contains("(errors with --strict)"))
     }
+
+    /// Each of these was wrong once, found by a third-party suite of mock-server cases.
+    @Test func documentedAnswersForTheCasesMockServersGetWrong() async throws {
+        try await DoppelTestServer.with(contract: corpus("mock-cases.yaml")) { server in
+            let client = TestClient(base: server.baseURL)
+            // A text/plain response with a schema and no example: text, with its Content-Type.
+            let notes = try await client.send("GET", "/notes", token: nil)
+            #expect(notes.status == 200)
+            #expect(notes.header("content-type") == "text/plain")
+            #expect(String(decoding: notes.body, as: UTF8.self) == "string")
+            // A concrete path declared after a templated one still takes its requests.
+            #expect(try await client.send("GET", "/pets/mine", token: nil).json == ["pet": "mine"])
+            #expect(try await client.send("GET", "/pets/7", token: nil).json == ["pet": "id"])
+            // A path with a space loads, and is served at its encoded form.
+            #expect(try await client.send("GET", "/files/my%20report", token: nil).json == ["file": "report"])
+            // Invalid input and malformed JSON get the operation's own 400.
+            let invalid = try await client.send("POST", "/orders", json: [:], token: nil)
+            #expect(invalid.status == 400 && invalid.json == ["error": "bad_request"])
+            let malformed = try await client.send("POST", "/orders", token: nil, headers: ["Content-Type": "application/json"], body: Data("{bad".utf8))
+            #expect(malformed.status == 400 && malformed.json == ["error": "bad_request"])
+        }
+    }
+
+    /// An operation that documents only a 400, or only a `default`, answers invalid input with it.
+    @Test func invalidInputGetsTheOnlyErrorAnswerDocumented() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("only-\(UUID().uuidString).yaml")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try """
+            openapi: 3.0.3
+            info: { title: Only, version: "1" }
+            paths:
+              /check:
+                post:
+                  requestBody: { required: true, content: { application/json: { schema: { type: object, required: [n], properties: { n: { type: integer } } } } } }
+                  responses:
+                    "400": { description: bad, content: { application/json: { example: { error: only_400 } } } }
+              /fallback:
+                post:
+                  requestBody: { required: true, content: { application/json: { schema: { type: object, required: [n] } } } }
+                  responses:
+                    "200": { description: ok, content: { application/json: { example: { ok: true } } } }
+                    default: { description: any error, content: { application/json: { example: { error: by_default } } } }
+            """.write(to: file, atomically: true, encoding: .utf8)
+        let engine = MockEngine(contract: try ContractDocument.load(file: file.path))
+        func post(_ path: String, _ body: String) -> MockResponse {
+            engine.respond(to: RecordedRequest(method: "POST", target: path, headers: [(name: "Content-Type", value: "application/json")], body: Array(body.utf8)))
+        }
+        #expect(post("/check", #"{"n": "x"}"#).status == 400)
+        #expect(post("/check", #"{"n": "x"}"#).json == ["error": "only_400"])
+        #expect(post("/fallback", "{}").status == 400)
+        #expect(post("/fallback", "{}").json == ["error": "by_default"])
+        #expect(post("/fallback", "{oops").json == ["error": "by_default"])
+        #expect(post("/fallback", #"{"n": 1}"#).json == ["ok": true])
+    }
 }

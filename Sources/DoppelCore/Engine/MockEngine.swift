@@ -394,8 +394,12 @@ public final class MockEngine: Sendable {
             context.roots[.problem] = problem.json
             return try respond(onInvalid, rateHeaders: rateHeaders)
         case .rejected(let problem):
-            guard let fallback = contract.fallback(for: problem) else { return .problem(problem, rateHeaders: rateHeaders) }
+            // A body that cannot be read (malformed JSON or multipart, 400) gets
+            // the endpoint's own 400 where it documents one, else the contract's fallback.
+            let documented = problem.status == 400 ? endpoint.onInvalid.flatMap { $0.status == 400 ? $0 : nil } : nil
+            guard let fallback = documented ?? contract.fallback(for: problem) else { return .problem(problem, rateHeaders: rateHeaders) }
             context.roots[.problem] = problem.json
+            if documented != nil { context.roots[.errors] = .array([.object(JSONObject([("pointer", "/body"), ("message", .string(problem.detail))]))]) }
             return try respond(fallback, rateHeaders: rateHeaders)
         }
 

@@ -176,6 +176,14 @@ extension Evaluator {
             guard n.isFinite, abs(n) <= 1_000_000_000 else { throw EvaluationError("\(name)(): \(a[i].interpolationText) is out of range") }
             return Int(n)
         }
+        // Positions in a list: any finite number, clamped to the list by the
+        // caller (an offset past the end gives an empty slice, as a query's
+        // `offset=1000000001` should), never out of range.
+        func position(_ i: Int) throws(EvaluationError) -> Int {
+            let n = try number(i)
+            guard n.isFinite else { throw EvaluationError("\(name)(): \(a[i].interpolationText) is not a finite number") }
+            return Int(Swift.max(-1e15, Swift.min(1e15, n.rounded(.down))))
+        }
         func instant(_ i: Int) throws(EvaluationError) -> Double {
             switch a[i] {
             case .int, .double:
@@ -258,8 +266,8 @@ extension Evaluator {
             return .array(o.keys.map { .string($0) })
         case .slice:
             let items = try list(0)
-            let start = max(0, min(items.count, try count(1)))
-            let end = a.count > 2 && !a[2].isNull ? max(start, min(items.count, start + (try count(2)))) : items.count
+            let start = max(0, min(items.count, try position(1)))
+            let end = a.count > 2 && !a[2].isNull ? max(start, min(items.count, start + max(0, try position(2)))) : items.count
             return .array(Array(items[start..<end]))
         case .merge:
             guard case .object(var base) = a[0], case .object(let extra) = a[1] else {

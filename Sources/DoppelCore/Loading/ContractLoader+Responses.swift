@@ -82,7 +82,12 @@ extension ContractLoader {
                 if case .empty = body {
                     // Generated once, here: the same value for every request.
                     if let value = SchemaSampler(registry: schemas).sample(read) {
-                        body = .json(.constant(value), encoded: JSONWriter.encode(value), contentType: explicitType ?? "application/json")
+                        if let explicitType, !MediaTypes.isJSON(explicitType) {
+                            // A text media type gets text: a string as it is, anything else as its JSON text.
+                            body = .text(.constant(.string(value.stringValue ?? JSONWriter.encodeString(value))), contentType: explicitType)
+                        } else {
+                            body = .json(.constant(value), encoded: JSONWriter.encode(value), contentType: explicitType ?? "application/json")
+                        }
                     } else {
                         // A warning: an OpenAPI document (whose responses all ask for one) is served despite it.
                         diagnostics.warning("no body can be generated from the schema of \(context): a value would recurse without end or hold more than \(SchemaSampler.maximumSize) values and characters, so the response is sent without a body; write the body instead", at: reader["body_from_schema"]!.location)
@@ -438,6 +443,14 @@ package enum MediaTypes {
             }
             return endsWith("+json") || (range.count == 16 && endsWith("application/json"))
         }
+    }
+
+    /// A media type whose content is text a person reads: `text/*`, and XML,
+    /// YAML and form types (JSON aside).
+    package static func isText(_ type: String) -> Bool {
+        let essence = essence(type)
+        return essence.hasPrefix("text/") || essence.hasSuffix("+xml") || essence.hasSuffix("/xml") || essence.hasSuffix("yaml")
+            || essence == "application/x-www-form-urlencoded"
     }
 
     /// A Content-Type's essence: the type and subtype before any parameter,

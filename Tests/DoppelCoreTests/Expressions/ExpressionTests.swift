@@ -37,6 +37,11 @@ import Testing
         ("sum(map(items, it.v))", 6),
         ("sort_by(items, it.v)[0].v", 1),
         ("slice([1, 2, 3, 4], 1, 2)", [2, 3]),
+        // A position past the end, however large, is an empty slice (a query's `offset=1000000001`), never an error.
+        ("slice([1, 2, 3, 4], 1000000001, 10)", []),
+        ("slice([1, 2, 3, 4], 1e300)", []),
+        ("slice([1, 2, 3, 4], 2, 1e18)", [3, 4]),
+        ("slice([1, 2, 3, 4], -5, 2)", [1, 2]),
         ("merge({a: 1}, {b: 2})", ["a": 1, "b": 2]),
         ("if(body.n > 3, 'big', 1 / 0)", "big"),
         ("month_start(now(), 1)", "2025-02-01T00:00:00Z"),
