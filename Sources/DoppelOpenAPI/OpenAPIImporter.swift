@@ -412,12 +412,21 @@ package struct OpenAPIImporter: Sendable {
             }
             // OpenAPI says these headers are described elsewhere and ignored as parameters.
             if place == "header", ["accept", "content-type", "authorization"].contains(where: { name.caseInsensitiveEquals($0) }) { continue }
-            if let style = parameter["style"]?.scalarText, style != "simple", style != "form" {
-                warnings.warning("parameter '\(name)' has style \(style); Doppel reads parameters as form (query, cookie) and simple (path, header) values", at: parameter["style"]!.location)
+            let style = parameter["style"]?.scalarText
+            let readsStyle = place == "query" || place == "cookie"
+            if let style, style != "simple", style != "form", !(readsStyle && Schema.styles.contains(style)) {
+                warnings.warning("parameter '\(name)' has style \(style); Doppel reads it as a \(readsStyle ? "form" : "simple") value", at: parameter["style"]!.location)
             }
             var schemaNode = parameter["schema"]
             if schemaNode == nil, let content = parameter["content"]?.mappingPairs?.first?.value { schemaNode = content["schema"] }
-            let schema = schemaNode.map { self.schema($0) } ?? ContractNode.map([], at: parameter.location)
+            var schema = schemaNode.map { self.schema($0) } ?? ContractNode.map([], at: parameter.location)
+            // How the value is written, for query and cookie parameters that are not plain form ones.
+            if readsStyle, let style, Schema.styles.contains(style), style != "form" {
+                schema = ContractNode.setting("style", ContractNode.string(style, at: parameter["style"]!.location), in: schema)
+            }
+            if readsStyle, let explode = parameter["explode"], case .bool(let flag) = explode.json {
+                schema = ContractNode.setting("explode", ContractNode.plain(flag ? "true" : "false", at: explode.location), in: schema)
+            }
             let required = place == "path" || parameter["required"]?.json == .bool(true)
             byPlace[slot].append((name, required, schema, parameter.location))
         }

@@ -112,4 +112,29 @@ struct VendorDocumentTests {
         #expect(post("/fallback", "{oops").json == ["error": "by_default"])
         #expect(post("/fallback", #"{"n": 1}"#).json == ["ok": true])
     }
+
+    /// Query parameters in each OpenAPI style: a valid query is served, an
+    /// invalid one is refused at the member that is wrong.
+    @Test(arguments: [
+        ("color=red&size=2", nil),  // an exploded form object: its members as items of their own
+        ("size=2", "/query/filter/color"),
+        ("color=red&size=big", "/query/filter/size"),
+        ("color=red&point=x,1,y,2", nil),  // a form object, not exploded
+        ("color=red&point=x,1,y", "/query/point"),
+        ("color=red&point=x,a", "/query/point/x"),
+        ("color=red&ids=1|2|3", nil),  // pipeDelimited
+        ("color=red&ids=1|x", "/query/ids/1"),
+        ("color=red&tags=a%20b", nil),  // spaceDelimited
+    ] as [(String, String?)])
+    func queryParametersAreReadInTheirStyle(query: String, wrong: String?) async throws {
+        let contract = try ContractDocument.load(file: corpus("mock-cases.yaml"))
+        #expect(!contract.warnings.contains { $0.message.contains("style") }, "\(contract.warnings)")
+        let answer = MockEngine(contract: contract).respond(to: RecordedRequest(method: "GET", target: "/search?" + query))
+        if let wrong {
+            #expect(answer.status == 422)
+            #expect(answer.json?["errors"]?.arrayValue?.map { $0["pointer"] } == [.string(wrong)], "\(answer.json.map(JSONWriter.encodeString) ?? "")")
+        } else {
+            #expect(answer.status == 200, "\(answer.json.map(JSONWriter.encodeString) ?? "")")
+        }
+    }
 }

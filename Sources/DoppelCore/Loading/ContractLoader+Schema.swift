@@ -84,6 +84,10 @@ extension ContractLoader {
                 documentMistake("unusable 'pattern' in \(context): \(error.message)", at: patternNode.location, servedAs: "the pattern is not checked")
             }
         }
+        let style = reader.string("style", diagnostics: &diagnostics)
+        if let style, !Schema.styles.contains(style) {
+            diagnostics.error("unknown parameter style '\(style)' in \(context)\(Suggestion.hint(for: style, in: Schema.styles))", at: reader["style"]!.location)
+        }
         let format = reader.string("format", diagnostics: &diagnostics)
         if let format, !Schema.formats.contains(format) {
             diagnostics.error("unknown format '\(format)' in \(context)\(Suggestion.hint(for: format, in: Schema.formats))", at: reader["format"]!.location)
@@ -156,7 +160,9 @@ extension ContractLoader {
             not: reader["not"].flatMap { readSchema($0, context: "not of \(context)") },
             ref: ref,
             defaultValue: reader["default"]?.json,
-            example: reader["example"]?.json ?? reader["examples"]?.sequenceItems?.first?.json
+            example: reader["example"]?.json ?? reader["examples"]?.sequenceItems?.first?.json,
+            style: style,
+            explode: reader.bool("explode", diagnostics: &diagnostics)
         )
     }
 

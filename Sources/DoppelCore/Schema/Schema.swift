@@ -54,6 +54,12 @@ package final class Schema: Sendable {
     package let defaultValue: JSON?
     /// The `example`, or the first of `examples`: an annotation, never checked against, used for generated samples.
     package let example: JSON?
+    /// How a query or cookie parameter of this schema is written (OpenAPI's
+    /// `style`: `form`, `pipeDelimited`, `spaceDelimited`, `deepObject`), and
+    /// whether it is `explode`d; nil: `form`, exploded. Read only for the
+    /// properties of an endpoint's `query` and `cookies` schemas.
+    package let style: String?
+    package let explode: Bool?
 
     /// The member that names a polymorphic value's schema, and the names it may take.
     package struct Discriminator: Sendable {
@@ -104,7 +110,7 @@ package final class Schema: Sendable {
         items: Schema? = nil, prefixItems: [Schema] = [], minItems: Int? = nil, maxItems: Int? = nil, uniqueItems: Bool = false,
         minProperties: Int? = nil, maxProperties: Int? = nil, multipleOf: Double? = nil,
         allOf: [Schema] = [], anyOf: [Schema] = [], oneOf: [Schema] = [], discriminator: Discriminator? = nil, not: Schema? = nil,
-        ref: String? = nil, defaultValue: JSON? = nil, example: JSON? = nil
+        ref: String? = nil, defaultValue: JSON? = nil, example: JSON? = nil, style: String? = nil, explode: Bool? = nil
     ) {
         self.types = types
         self.typeSet = TypeSet(types ?? [])
@@ -139,6 +145,8 @@ package final class Schema: Sendable {
         self.ref = ref
         self.defaultValue = defaultValue
         self.example = example
+        self.style = style
+        self.explode = explode
     }
 
     /// JSON type names as flags.
@@ -192,8 +200,11 @@ package final class Schema: Sendable {
         "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength", "pattern", "format", "items", "minItems",
         "maxItems", "uniqueItems", "prefixItems", "minProperties", "maxProperties", "multipleOf", "allOf", "anyOf", "oneOf",
         "discriminator", "not", "$ref", "default", "description", "title", "example", "examples", "deprecated", "readOnly",
-        "writeOnly", "$comment",
+        "writeOnly", "$comment", "style", "explode",
     ]
+
+    /// The parameter styles `style` understands.
+    package static let styles: Set<String> = ["form", "pipeDelimited", "spaceDelimited", "deepObject"]
 
     /// The formats `format` understands.
     package static let formats: Set<String> = ["uuid", "date-time", "date", "email", "uri"]

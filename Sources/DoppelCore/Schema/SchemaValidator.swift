@@ -361,6 +361,15 @@ extension SchemaValidator {
     /// values (form bodies), rather than its last value (query, headers).
     package func coerceParameters(_ parameters: [(String, String)], by schema: Schema?, caseInsensitive: Bool = false,
                                  repeatedAsList: Bool = false) -> (JSON, [ValidationIssue]) {
+        let resolved = schema.map(resolve)
+        var issues: [ValidationIssue] = []
+        var parameters = parameters
+        // Object parameters first: their members come from several query
+        // items (or one), which are taken out of the list.
+        var objects: [String: JSON] = [:]
+        if let resolved, !caseInsensitive, resolved.properties.contains(where: { resolve($0.1).typeSet.contains(.object) }) {
+            objects = objectParameters(&parameters, of: resolved, issues: &issues)
+        }
         // Values by name, names in the order they first came (searched
         // without hashing while there are few, as most queries have).
         var grouped = OrderedDictionary<String, [String]>()
@@ -368,16 +377,21 @@ extension SchemaValidator {
             grouped[caseInsensitive ? name.lowercased() : name, default: []].append(value)
         }
         var object = JSONObject()
-        object.reserveCapacity(grouped.count)
-        var issues: [ValidationIssue] = []
-        let resolved = schema.map(resolve)
+        object.reserveCapacity(grouped.count + objects.count)
+        for (name, value) in objects { object[name] = value }
         for (key, values) in grouped {
             let propertySchema = resolved.flatMap { parameterSchema(key, of: $0, caseInsensitive: caseInsensitive) }
             // Pointers are written only for an issue: a valid request builds none.
             func pointer(_ index: Int? = nil) -> String { "/" + Self.escape(key) + (index.map { "/\($0)" } ?? "") }
             if let propertySchema, propertySchema.typeSet.contains(.array) {
                 let itemSchema = propertySchema.items.map(resolve)
-                let items = values.flatMap { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }
+                // `ids=1&ids=2`, `ids=1,2`, `ids=1|2` (pipeDelimited), `ids=1 2` (spaceDelimited).
+                let separator: Character = switch propertySchema.style {
+                case "pipeDelimited": "|"
+                case "spaceDelimited": " "
+                default: ","
+                }
+                let items = values.flatMap { $0.split(separator: separator, omittingEmptySubsequences: false).map(String.init) }
                 object[key] = .array(items.enumerated().map { i, v in coerce(v, itemSchema, pointer(i), &issues) })
             } else if repeatedAsList, values.count > 1 {
                 object[key] = .array(values.enumerated().map { i, v in coerce(v, propertySchema, pointer(i), &issues) })
@@ -386,6 +400,63 @@ extension SchemaValidator {
             }
         }
         return (.object(object), issues)
+    }
+
+    /// The members of the object parameters of `schema`, each read as its
+    /// style says (OpenAPI's, for query and cookie parameters), the items
+    /// they came from taken out of `parameters`:
+    /// - `form`, exploded (the default): each member is an item of its own
+    ///   (`color=red&size=2`), for the member names no other parameter has;
+    /// - `form`, not exploded: one item, names and values by commas (`point=x,1,y,2`);
+    /// - `deepObject`: `filter[color]=red&filter[size]=2`.
+    /// A parameter none of whose members came is left out (its `required` says whether it may be).
+    private func objectParameters(_ parameters: inout [(String, String)], of schema: Schema, issues: inout [ValidationIssue]) -> [String: JSON] {
+        var objects: [String: JSON] = [:]
+        let topLevel = Set(schema.properties.map(\.0))
+        for (name, raw) in schema.properties {
+            let property = resolve(raw)
+            guard property.typeSet.contains(.object), !property.typeSet.contains(.string) else { continue }
+            let style = property.style ?? "form"
+            var members: [(String, String)] = []
+            switch (style, property.explode ?? (style == "form")) {
+            case ("deepObject", _):
+                let prefix = name + "["
+                parameters.removeAll { item in
+                    guard item.0.hasPrefix(prefix), item.0.hasSuffix("]") else { return false }
+                    members.append((String(item.0.dropFirst(prefix.count).dropLast()), item.1))
+                    return true
+                }
+            case ("form", true):
+                let names = Set(property.properties.map(\.0)).subtracting(topLevel)
+                parameters.removeAll { item in
+                    guard names.contains(item.0) else { return false }
+                    members.append(item)
+                    return true
+                }
+            case ("form", false):
+                guard let index = parameters.lastIndex(where: { $0.0 == name }) else { continue }
+                let parts = parameters[index].1.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+                parameters.removeAll { $0.0 == name }
+                var position = 0
+                while position + 1 < parts.count {
+                    members.append((parts[position], parts[position + 1]))
+                    position += 2
+                }
+                if parts.count % 2 == 1 {
+                    issues.append(ValidationIssue(pointer: "/" + Self.escape(name), message: "expected names and values in pairs (name,value,...), got '\(parts.joined(separator: ","))'"))
+                }
+            default:
+                continue
+            }
+            guard !members.isEmpty else { continue }
+            var object = JSONObject()
+            for (member, value) in members {
+                let memberSchema = parameterSchema(member, of: property, caseInsensitive: false)
+                object[member] = coerce(value, memberSchema, "/" + Self.escape(name) + "/" + Self.escape(member), &issues)
+            }
+            objects[name] = .object(object)
+        }
+        return objects
     }
 
     /// The schema a parameter is read by: its property's (found as
