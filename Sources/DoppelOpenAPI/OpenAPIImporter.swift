@@ -488,6 +488,11 @@ package struct OpenAPIImporter: Sendable {
               let type = typeKey.scalarText else {
             return [ContractNode.map(base, at: response.location)]
         }
+        // The response in each other media type the document gives, for `Accept` to choose (documented, after the first).
+        let alternatives = content.filter { $0.key.scalarText != type }.compactMap { other -> SourceNode? in
+            guard let otherType = other.key.scalarText, otherType != "*/*" else { return nil }
+            return alternative(other.value, type: otherType, typeKey: other.key, base: base, at: response.location)
+        }
         let json = Self.isJSON(type)
         if !type.caseInsensitiveEquals("application/json") && type != "*/*" { base.append(("content_type", ContractNode.string(type, at: typeKey.location))) }
         var schemaField: [(String, SourceNode)] = []
@@ -498,12 +503,13 @@ package struct OpenAPIImporter: Sendable {
             // time; text for a text media type (its schema then only makes it).
             if json, !schemaField.isEmpty {
                 return [ContractNode.map(base + schemaField + [("body_from_schema", ContractNode.plain("true", at: typeKey.location))], at: response.location)]
+                    + alternatives
             }
             if !json, MediaTypes.isText(type), let schemaNode = media["schema"] {
                 return [ContractNode.map(base + [("schema", schema(schemaNode)), ("body_from_schema", ContractNode.plain("true", at: typeKey.location))],
-                                         at: response.location)]
+                                         at: response.location)] + alternatives
             }
-            return [ContractNode.map(base, at: response.location)]
+            return [ContractNode.map(base, at: response.location)] + alternatives
         }
         return examples.map { example in
             var fields = base
@@ -514,7 +520,28 @@ package struct OpenAPIImporter: Sendable {
                 fields.append(("text", ContractNode.string(Self.escaped(text), at: example.value.location)))
             }
             return ContractNode.map(fields + schemaField, at: response.location)
+        } + alternatives
+    }
+
+    /// A response in another of its media types: its first example (JSON as
+    /// a body, else as text), or a body generated from its schema.
+    mutating func alternative(_ media: SourceNode, type: String, typeKey: SourceNode, base: [(String, SourceNode)], at location: SourceLocation) -> SourceNode? {
+        var fields = base + [("content_type", ContractNode.string(type, at: typeKey.location))]
+        let json = Self.isJSON(type)
+        if let example = examples(of: media).first {
+            if json {
+                fields.append(("body", Self.escapedTemplates(example.value)))
+            } else if let text = example.value.scalarText {
+                fields.append(("text", ContractNode.string(Self.escaped(text), at: example.value.location)))
+            } else {
+                return nil
+            }
+        } else if let schemaNode = media["schema"], json || MediaTypes.isText(type) {
+            fields += [("schema", schema(schemaNode)), ("body_from_schema", ContractNode.plain("true", at: typeKey.location))]
+        } else {
+            return nil
         }
+        return ContractNode.map(fields, at: location)
     }
 
     /// A media type's examples in order: `example`, else each of `examples`

@@ -137,4 +137,28 @@ struct VendorDocumentTests {
             #expect(answer.status == 200, "\(answer.json.map(JSONWriter.encodeString) ?? "")")
         }
     }
+
+    /// `Accept` picks among the media types a response is documented in.
+    @Test(arguments: [
+        (nil, 200, "application/json"),
+        ("application/json", 200, "application/json"),
+        ("text/csv", 200, "text/csv"),
+        ("application/xml;q=0.5, text/csv;q=0.9", 200, "text/csv"),
+        ("text/*", 200, "text/csv"),
+        ("application/*;q=0, text/csv;q=0", 406, "application/problem+json"),
+        ("image/png", 406, "application/problem+json"),
+        ("*/*", 200, "application/json"),
+    ] as [(String?, Int, String)])
+    func acceptPicksAmongTheDocumentedMediaTypes(accept: String?, status: Int, type: String) throws {
+        let engine = MockEngine(contract: try ContractDocument.load(file: corpus("mock-cases.yaml")))
+        let answer = engine.respond(to: RecordedRequest(method: "GET", target: "/doc", headers: accept.map { [(name: "Accept", value: $0)] } ?? []))
+        #expect(answer.status == status)
+        #expect(answer.header("content-type") == type)
+        if status == 406 {
+            #expect(answer.json?["detail"]?.stringValue?.hasSuffix("application/json, application/xml, text/csv.") == true)
+        }
+        // Where an answer is documented in one media type, Accept is not consulted: a problem stays problem+json.
+        let unmatched = engine.respond(to: RecordedRequest(method: "GET", target: "/notes", headers: [(name: "Accept", value: "application/json")]))
+        #expect(unmatched.status == 200 && unmatched.header("content-type") == "text/plain")
+    }
 }

@@ -353,7 +353,12 @@ public final class MockEngine: Sendable {
                 let chosen = try selector.select(
                     from: endpoint.responses, forced: forced, endpointBindings: forced == nil ? endpoint.bindings : [],
                     context: &context, data: &data, sequenceScope: endpoint.id)
-                return .respond(chosen, override: override, rateHeaders: rateHeaders)
+                switch Negotiation.negotiate(chosen, among: endpoint.responses + endpoint.documented, accept: request.header("accept")) {
+                case .keep: return .respond(chosen, override: override, rateHeaders: rateHeaders)
+                case .use(let other): return .respond(other, override: override, rateHeaders: rateHeaders)
+                case .refuse(let available):
+                    return .problem(.notAcceptable(request.header("accept") ?? "", available: available), rateHeaders: rateHeaders)
+                }
             } catch {
                 throw .selection(error)
             }

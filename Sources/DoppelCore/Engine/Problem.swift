@@ -111,6 +111,12 @@ public struct Problem: Sendable, Error {
         Problem(status: 400, type: urn("malformed-request"), title: "Malformed request", detail: "The request could not be read as HTTP/1.1: \(reason).")
     }
 
+    /// 406: the endpoint documents this answer in media types `Accept` admits none of.
+    static func notAcceptable(_ accept: String, available: [String]) -> Problem {
+        Problem(status: 406, type: urn("not-acceptable"), title: "Not acceptable",
+                detail: "Accept: \(accept.prefix(200)) admits none of the media types this answer is documented in: \(available.joined(separator: ", ")).")
+    }
+
     /// 413: the body is larger than the server's limit.
     public static func payloadTooLarge(limit: Int) -> Problem {
         Problem(status: 413, type: urn("payload-too-large"), title: "Payload too large",
