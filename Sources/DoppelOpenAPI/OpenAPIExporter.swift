@@ -22,6 +22,10 @@ public enum OpenAPIExporter {
         document["servers"] = [.object(JSONObject([("url", .string(contract.basePath.isEmpty ? "/" : contract.basePath))]))]
 
         var paths = JSONObject()
+        // Renders each response for a sample request, for bodies with templates
+        // (`MockEngine.sampleBody`), and answers each endpoint's sample request
+        // in a session of its own, at a fixed instant, for its first example.
+        let engine = MockEngine(contract: contract, clock: { MockEngine.sampleInstant })
         for endpoint in contract.endpoints {
             // OpenAPI has no parameter for the rest of a path: `{name...}` is
             // written `{name}` (a client must then encode its slashes).
@@ -31,7 +35,7 @@ public enum OpenAPIExporter {
             // Routing takes the first endpoint of a method and path; a later
             // one (told apart by `match`) shares its operation.
             guard item[method] == nil else { continue }
-            item[method] = .object(operation(endpoint, in: contract))
+            item[method] = .object(operation(endpoint, in: contract, engine: engine))
             paths[path] = .object(item)
         }
         document["paths"] = .object(paths)
@@ -60,7 +64,7 @@ public enum OpenAPIExporter {
 
     // MARK: Operations
 
-    static func operation(_ endpoint: Endpoint, in contract: Contract) -> JSONObject {
+    static func operation(_ endpoint: Endpoint, in contract: Contract, engine: MockEngine) -> JSONObject {
         var operation = JSONObject()
         operation["operationId"] = .string(endpoint.id)
         if let summary = endpoint.summary { operation["summary"] = .string(summary) }
@@ -71,7 +75,7 @@ public enum OpenAPIExporter {
         operation["security"] = .array(endpoint.auth.compactMap { contract.authSchemes[$0] }.flatMap(securitySchemes).map {
             .object(JSONObject([($0.name, .array([]))]))
         })
-        operation["responses"] = .object(responses(endpoint, in: contract))
+        operation["responses"] = .object(responses(endpoint, in: contract, engine: engine))
         return operation
     }
 
@@ -117,7 +121,20 @@ public enum OpenAPIExporter {
 
     /// Every response the endpoint can give, by status in the order the
     /// contract lists them.
-    static func responses(_ endpoint: Endpoint, in contract: Contract) -> JSONObject {
+    static func responses(_ endpoint: Endpoint, in contract: Contract, engine: MockEngine) -> JSONObject {
+        // What the contract answers a sample request, first among its status's
+        // examples: a mock of the export (which serves the first) answers it alike.
+        var lead: (status: Int, type: String, name: String, value: JSON)?
+        let session = "export-" + String(endpoint.id.map { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" ? $0 : "-" }.prefix(100))
+        let decision = engine.decide(engine.sampleRequest(for: endpoint, session: session))
+        engine.complete(decision, durationMicros: 0)
+        if decision.delivery == .whole, (200...299).contains(decision.response.status), !decision.response.body.isEmpty,
+           decision.response.endpointID == endpoint.id,
+           let type = decision.response.header("content-type").map(MediaTypes.essence) {
+            let body = decision.response.body
+            let value: JSON? = MediaTypes.isJSON(type) ? try? JSONReader.parse(body) : String(bytes: body, encoding: .utf8).map { .string($0) }
+            if let value { lead = (decision.response.status, type, exampleName(decision.response.responseName ?? "sample"), value) }
+        }
         var byStatus: [(status: Int, responses: [ResponseDefinition])] = []
         func add(_ response: ResponseDefinition) {
             if let index = byStatus.firstIndex(where: { $0.status == response.status }) {
@@ -158,7 +175,7 @@ public enum OpenAPIExporter {
             if !headers.isEmpty { response["headers"] = .object(headers) }
             if definitions.isEmpty, builtIn[status] != nil {
                 response["content"] = .object(JSONObject([("application/problem+json", .object(JSONObject([("schema", problemSchema)])))]))
-            } else if let content = content(of: definitions) {
+            } else if let content = content(of: definitions, endpoint: endpoint, engine: engine, lead: lead?.status == status ? (lead!.type, lead!.name, lead!.value) : nil) {
                 response["content"] = .object(content)
             }
             responses[String(status)] = .object(response)
@@ -166,8 +183,12 @@ public enum OpenAPIExporter {
         return responses
     }
 
-    /// The content of one status: a schema and examples per media type.
-    static func content(of definitions: [ResponseDefinition]) -> JSONObject? {
+    /// The content of one status: a schema and examples per media type. A
+    /// body with templates is shown as it renders for a sample request in a
+    /// fresh session (`MockEngine.sampleBody`), so a mock of the export
+    /// answers with the contract's bodies.
+    static func content(of definitions: [ResponseDefinition], endpoint: Endpoint, engine: MockEngine,
+                        lead: (type: String, name: String, value: JSON)? = nil) -> JSONObject? {
         // Per media type: the first declared schema, else the first body's shape.
         var schemas: [(type: String, schema: JSON, declared: Bool)] = []
         var examples: [String: JSONObject] = [:]
@@ -176,11 +197,17 @@ public enum OpenAPIExporter {
                 guard let type = leaf.body.contentType ?? leaf.stream?.contentType else { continue }
                 let schema = leaf.schema.map(schemaJSON) ?? inferredSchema(leaf.body)
                 if let index = schemas.firstIndex(where: { $0.type == type }) {
-                    if leaf.schema != nil, !schemas[index].declared { schemas[index] = (type, schema, true) }
+                    if leaf.schema != nil, !schemas[index].declared {
+                        schemas[index] = (type, schema, true)
+                    } else if leaf.schema != nil, schemas[index].schema != schema {
+                        // Variants of one status with schemas of their own: a body keeps one of them.
+                        let variants = schemas[index].schema["anyOf"]?.arrayValue ?? [schemas[index].schema]
+                        if !variants.contains(schema) { schemas[index].schema = .object(JSONObject([("anyOf", .array(variants + [schema]))])) }
+                    }
                 } else {
                     schemas.append((type, schema, leaf.schema != nil))
                 }
-                if let example = example(of: leaf.body) {
+                if let example = example(of: leaf.body) ?? engine.sampleBody(of: leaf, for: endpoint) {
                     examples[type, default: JSONObject()][exampleName(leaf.name)] = ["value": example]
                 }
             }
@@ -189,6 +216,12 @@ public enum OpenAPIExporter {
         var content = JSONObject()
         for (type, schema, _) in schemas {
             var media = JSONObject([("schema", schema)])
+            if let lead, MediaTypes.essence(type) == lead.type {
+                // The sample request's answer first, under its response's name.
+                var ordered: [(String, JSON)] = [(lead.name, .object(JSONObject([("value", lead.value)])))]
+                for pair in examples[type]?.pairs ?? JSONObject().pairs where pair.key != lead.name { ordered.append((pair.key, pair.value)) }
+                examples[type] = JSONObject(ordered)
+            }
             if let named = examples[type] { media["examples"] = .object(named) }
             content[type] = .object(media)
         }

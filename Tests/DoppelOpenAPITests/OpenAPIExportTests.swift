@@ -170,7 +170,7 @@ struct OpenAPIExportTests {
         _ = try OpenAPIDocumentWriter.write(document, as: .yaml)
     }
 
-    @Test func aTemplatedBodyShowsOnlyWhatIsConstant() throws {
+    @Test func aTemplatedBodysSchemaShowsWhatIsConstantAndItsExampleIsRendered() throws {
         let contract = try ContractLoader.load(text: """
             doppel: 1
             state: { counters: { used: 0 } }
@@ -183,8 +183,8 @@ struct OpenAPIExportTests {
             """, file: "usage.yaml")
         let ok = try #require(OpenAPIExporter.document(for: contract)["paths"]?["/usage"]?["get"]?["responses"]?["200"]?["content"]?["application/json"])
         #expect(ok["schema"]?["properties"] == ["used": [:], "plan": ["type": "string"], "note": ["type": "string"]])
-        // Not constant, so no example is made up.
-        #expect(ok["examples"] == nil)
+        // Its example is what it renders for a sample request in the contract's initial state, named after the response.
+        #expect(ok["examples"] == ["usage-0": ["value": ["used": 0, "plan": "free", "note": "used 0"]]])
     }
 
     @Test func statusKeysStayStringsInYAML() throws {

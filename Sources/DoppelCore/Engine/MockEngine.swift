@@ -423,6 +423,89 @@ public final class MockEngine: Sendable {
     /// The roots every request starts with; `request`, `headers`, `client`
     /// and `query` are derived from the request where they are read
     /// (`EvaluationContext.request`).
+    /// The instant sample answers are rendered at (2026-01-01T00:00:00Z), so an export is the same every time.
+    package static let sampleInstant = 1_767_225_600.0
+
+    /// A request `endpoint` takes, made from its schemas: path parameters
+    /// from their examples or samples, the query's required members (the
+    /// others keep their defaults), a body sampled from its schema, and a
+    /// bearer token where the endpoint takes one; in `session` when given.
+    package func sampleRequest(for endpoint: Endpoint, session: String? = nil) -> RecordedRequest {
+        let sampler = SchemaSampler(registry: contract.schemas)
+        var path = endpoint.path.template
+        let pathValues = endpoint.pathParameters.flatMap(sampler.sample)?.objectValue ?? JSONObject()
+        for name in endpoint.path.parameterNames {
+            let value = pathValues[name].map { $0.stringValue ?? JSONWriter.encodeString($0) } ?? "1"
+            path = path.replacingOccurrences(of: "{\(name)...}", with: value).replacingOccurrences(of: "{\(name)}", with: value)
+        }
+        var query: [String] = []
+        func encoded(_ text: String) -> String {
+            text.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~"))) ?? text
+        }
+        let required = Set(endpoint.query?.required ?? [])
+        let queryValues = endpoint.query.flatMap(sampler.sample)?.objectValue ?? JSONObject()
+        for pair in queryValues.pairs where required.contains(pair.key) {
+            let value = pair.value
+            guard let text = value.stringValue ?? (value.objectValue == nil && value.arrayValue == nil ? JSONWriter.encodeString(value) : nil) else { continue }
+            query.append(encoded(pair.key) + "=" + encoded(text))
+        }
+        var headers: [(name: String, value: String)] = []
+        var body: [UInt8] = []
+        if let spec = endpoint.body, let schema = spec.schema, let value = sampler.sample(schema) {
+            headers.append((name: "Content-Type", value: spec.contentTypes.first { MediaTypes.isJSON($0) } ?? "application/json"))
+            body = JSONWriter.encode(value)
+        }
+        if endpoint.auth.contains(where: { contract.authSchemes[$0]?.kind == .bearer }) {
+            // A JWT whose payload is {"sub":"sample-user"}: what a client's token looks like to templates reading claims.
+            headers.append((name: "Authorization", value: "Bearer eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0.eyJzdWIiOiJzYW1wbGUtdXNlciJ9.c2FtcGxl"))
+        }
+        if let session { headers.append((name: "Doppel-Session", value: session)) }
+        return RecordedRequest(method: endpoint.method, path: path, query: query.isEmpty ? nil : query.joined(separator: "&"), headers: headers, body: body)
+    }
+
+    /// What `response` of `endpoint` sends for a sample request in a fresh
+    /// session: the contract's initial state and data, the clock at
+    /// 2026-01-01, path, query and body made from the endpoint's schemas
+    /// (their examples and defaults first), and no credentials. An example
+    /// for an export; nil when the body has templates that need more than
+    /// that (a token's claims, a record the request would have created),
+    /// renders to something its schema refuses, or has no JSON or text body.
+    package func sampleBody(of response: ResponseDefinition, for endpoint: Endpoint) -> JSON? {
+        let request = sampleRequest(for: endpoint)
+        let now = Self.sampleInstant
+        var context = EvaluationContext(roots: baseRoots(sessionID: SessionStore.defaultID), now: now, request: request)
+        guard case .valid(let parts) = validator.validate(request, queryItems: request.queryItems, pathParameters: [:], for: endpoint) else { return nil }
+        context.use(parts)
+        if case .matched(_, let parameters) = router.route(method: request.method, path: request.path, conditions: { _, _ in [] }), !parameters.isEmpty {
+            context.roots[.path] = Self.object(parameters)
+        }
+        // What an error answer's templates see: one failing field, as a validation failure would give.
+        let issues = [ValidationIssue(pointer: "/body", message: "is required")]
+        context.roots[.errors] = .array(issues.map(\.json))
+        context.roots[.problem] = Problem.validationFailed(issues).json
+        context.roots[.retryAfter] = .int(60)
+        var data = SessionData(state: contract.state.initial)
+        data.clock.set(now, real: now)
+        do {
+            let chosen = try selector.select(from: [response], forced: response, endpointBindings: endpoint.bindings, context: &context, data: &data,
+                                             sequenceScope: endpoint.id)
+            context.roots[.state] = .object(data.state)
+            let rendered = try renderer.render(chosen, in: context, endpointID: endpoint.id)
+            guard !rendered.body.isEmpty else { return nil }
+            let value: JSON?
+            if let type = response.body.contentType, MediaTypes.isJSON(type) {
+                value = try? JSONReader.parse(rendered.body)
+            } else {
+                value = String(bytes: rendered.body, encoding: .utf8).map { .string($0) }
+            }
+            // An example that breaks the response's own schema (a template that needed what the sample lacks) is no example.
+            if let value, let schema = response.schema, !SchemaValidator(registry: contract.schemas).validate(value, against: schema).isEmpty { return nil }
+            return value
+        } catch {
+            return nil
+        }
+    }
+
     private func baseRoots(sessionID: String) -> Roots {
         var roots = Roots()
         roots[.path] = .object(JSONObject())

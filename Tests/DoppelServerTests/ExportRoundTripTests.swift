@@ -1,0 +1,56 @@
+import DoppelCore
+import DoppelOpenAPI
+import Foundation
+import Testing
+
+/// Serving a contract's export answers as serving the contract: each
+/// response's example is its body as rendered for a sample request.
+@Suite("Exports that round-trip")
+struct ExportRoundTripTests {
+    static let bundled = ["tales", "currency", "cleveroo", "imagen", "eknetwork-demo"]
+
+    @Test(arguments: bundled)
+    func theExportAnswersItsGETsWithTheContractsBodies(_ name: String) throws {
+        _ = try compare(name)
+    }
+
+    /// The comparison is not empty: the bundled contracts answer several of their GETs' sample requests with a 2xx.
+    @Test func theRoundTripComparesRealAnswers() throws {
+        let compared = try Self.bundled.map(compare).reduce(0, +)
+        #expect(compared >= 5, "only \(compared) GETs compared")
+    }
+
+    /// Compares the contract's and its export's answers to each GET's sample request; returns how many were compared.
+    private func compare(_ name: String) throws -> Int {
+        let file = repositoryRoot.appendingPathComponent("contracts/\(name).yaml").path
+        let contract = try ContractLoader.load(file: file)
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("export-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let exported = folder.appendingPathComponent("\(name).json")
+        try OpenAPIDocumentWriter.write(OpenAPIExporter.document(for: contract), as: .json).write(to: exported, atomically: true, encoding: .utf8)
+        let served = try ContractDocument.load(file: exported.path)
+        #expect(served.warnings.isEmpty, "\(served.warnings.map(\.description))")
+
+        // The contract at the instant the export was rendered at.
+        let original = MockEngine(contract: contract, clock: { MockEngine.sampleInstant })
+        let mock = MockEngine(contract: served)
+        var compared = 0
+        // Endpoints that share a method and path (told apart by `match`) are one
+        // operation in OpenAPI, which serves its first example: left out here.
+        let shared = Set(Dictionary(grouping: contract.endpoints, by: \.signature).filter { $0.value.count > 1 }.keys)
+        for endpoint in contract.endpoints where endpoint.method == "GET" && !shared.contains(endpoint.signature) {
+            // The same request to both, each in a fresh session: where the contract answers it 2xx, the export's mock answers alike.
+            let request = original.sampleRequest(for: endpoint, session: "round-trip")
+            let expected = original.decide(request)
+            original.complete(expected, durationMicros: 0)
+            guard expected.delivery == .whole, (200...299).contains(expected.response.status) else { continue }
+            let answer = mock.respond(to: request)
+            #expect(answer.status == expected.response.status, "\(name) \(endpoint.id): \(answer.status), not \(expected.response.status)")
+            #expect(answer.json == expected.response.json && answer.body.isEmpty == expected.response.body.isEmpty,
+                    "\(name) \(endpoint.id): \(String(decoding: answer.body, as: UTF8.self)) is not \(String(decoding: expected.response.body, as: UTF8.self))")
+            compared += 1
+        }
+        return compared
+    }
+}
