@@ -209,6 +209,10 @@ package struct OpenAPIImporter: Sendable {
             switch (spec["type"]?.scalarText, spec["scheme"]?.scalarText?.lowercased()) {
             case ("http", "bearer"?), ("oauth2", _), ("openIdConnect", _):
                 fields.append(("type", ContractNode.string("bearer", at: at)))
+                // `bearerFormat: JWT` is honoured: a token that is not a JWT is refused, as the contract's `format: jwt` does.
+                if let format = spec["bearerFormat"], format.scalarText?.caseInsensitiveEquals("jwt") == true {
+                    fields.append(("format", ContractNode.string("jwt", at: format.location)))
+                }
             case ("http", "basic"?):
                 fields.append(("type", ContractNode.string("basic", at: at)))
             case ("apiKey", _):

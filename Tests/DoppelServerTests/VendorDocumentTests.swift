@@ -161,4 +161,31 @@ struct VendorDocumentTests {
         let unmatched = engine.respond(to: RecordedRequest(method: "GET", target: "/notes", headers: [(name: "Accept", value: "application/json")]))
         #expect(unmatched.status == 200 && unmatched.header("content-type") == "text/plain")
     }
+
+    /// `bearerFormat: JWT` is honoured when served: a token that is not a JWT is refused.
+    @Test func aJWTBearerSchemeRefusesATokenThatIsNotOne() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("jwt-\(UUID().uuidString).yaml")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try """
+            openapi: 3.1.0
+            info: { title: JWT, version: "1" }
+            security: [ { token: [] } ]
+            paths:
+              /me:
+                get:
+                  responses:
+                    "200": { description: ok, content: { application/json: { example: { me: true } } } }
+                    "401": { description: no, content: { application/json: { example: { error: unauthorized } } } }
+            components:
+              securitySchemes:
+                token: { type: http, scheme: bearer, bearerFormat: JWT }
+            """.write(to: file, atomically: true, encoding: .utf8)
+        let engine = MockEngine(contract: try ContractDocument.load(file: file.path))
+        func get(_ token: String) -> MockResponse {
+            engine.respond(to: RecordedRequest(method: "GET", target: "/me", headers: [(name: "Authorization", value: "Bearer \(token)")]))
+        }
+        #expect(get(sampleJWT).json == ["me": true])
+        #expect(get("not-a-jwt").status == 401)
+        #expect(get("not-a-jwt").json == ["error": "unauthorized"])
+    }
 }

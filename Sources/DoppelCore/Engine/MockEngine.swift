@@ -490,7 +490,9 @@ public final class MockEngine: Sendable {
             let chosen = try selector.select(from: [response], forced: response, endpointBindings: endpoint.bindings, context: &context, data: &data,
                                              sequenceScope: endpoint.id)
             context.roots[.state] = .object(data.state)
-            let rendered = try renderer.render(chosen, in: context, endpointID: endpoint.id)
+            var rendered = try renderer.render(chosen, in: context, endpointID: endpoint.id)
+            // A stream's example is its parts together (the events of an event stream, the chunks of a body).
+            if rendered.body.isEmpty, let parts = rendered.stream { rendered.body = parts.flatMap(\.bytes) }
             guard !rendered.body.isEmpty else { return nil }
             let value: JSON?
             if let type = response.body.contentType, MediaTypes.isJSON(type) {
