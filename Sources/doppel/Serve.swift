@@ -155,6 +155,9 @@ struct Serve: AsyncParsableCommand {
         return duration.seconds
     }
 
+    /// The most of a document's warnings `serve` prints when it starts.
+    static let warningsShown = 100
+
     func run() async throws {
         // An OpenAPI document is served at once; OpenAPIKit's check of it
         // (a second for 1,000 operations) runs beside the server and prints
@@ -169,6 +172,11 @@ struct Serve: AsyncParsableCommand {
         do {
             let loaded = try ContractDocument.loadDeferringCheck(file: self.contract)
             contract = loaded.contract
+            // The document's own mistakes, served despite them: the first hundred, and how many more `doppel lint` lists.
+            printDiagnostics(Array(contract.warnings.prefix(Self.warningsShown)))
+            if contract.warnings.count > Self.warningsShown {
+                FileHandle.standardError.write(Data("\(self.contract): \(contract.warnings.count - Self.warningsShown) more warnings; doppel lint \(self.contract) lists them all\n".utf8))
+            }
             if let check = loaded.check { Task.detached(priority: .background) { printDiagnostics(check()) } }
         } catch {
             printDiagnostics(error.diagnostics)

@@ -188,4 +188,18 @@ struct VendorDocumentTests {
         #expect(get("not-a-jwt").status == 401)
         #expect(get("not-a-jwt").json == ["error": "unauthorized"])
     }
+
+    /// `doppel serve` prints a document's warnings, each once with its place, and serves it.
+    @Test func servePrintsTheDocumentsWarningsAndServes() async throws {
+        let served = try CommandLineTests().serve([corpus("vendor-mistakes.yaml"), "--log-format", "none"])
+        defer { if served.process.isRunning { served.process.terminate() } }
+        let client = TestClient(base: URL(string: "http://127.0.0.1:\(served.port)")!)
+        #expect(try await client.send("GET", "/Accounts/AC1/Calls.json", token: nil).status == 200)
+        served.process.terminate()
+        served.process.waitUntilExit()
+        let errors = String(decoding: served.errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let warnings = errors.split(separator: "\n").filter { $0.contains(": warning: ") }
+        #expect(warnings.count == 2, "\(errors)")
+        #expect(warnings.contains { $0.hasSuffix("vendor-mistakes.yaml:20:17: warning: the body of response listCalls[0] breaks its schema at /status: expected string, got null; it is served as written") })
+    }
 }
