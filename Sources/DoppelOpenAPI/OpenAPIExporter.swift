@@ -14,6 +14,11 @@ import DoppelCore
 public enum OpenAPIExporter {
     /// The OpenAPI 3.1 document for `contract`, as JSON.
     public static func document(for contract: Contract) -> JSON {
+        // Sample bodies render `uuid()` from a fixed sequence: the same contract exports the same document.
+        UUIDBits.fixed { build(for: contract) }
+    }
+
+    private static func build(for contract: Contract) -> JSON {
         var document = JSONObject()
         document["openapi"] = "3.1.0"
         var info = JSONObject([("title", .string(contract.info.title)), ("version", .string(contract.info.version))])

@@ -369,16 +369,35 @@ extension Evaluator {
 /// templated endpoints); this is one atomic add. Values are distinct for the
 /// life of the process (the mix is a bijection of the counter) and well
 /// spread, though not unpredictable, which a mock's identifiers need not be.
-enum UUIDBits {
+package enum UUIDBits {
     private static let seed: UInt64 = {
         var generator = SystemRandomNumberGenerator()
         return generator.next()
     }()
     private static let counter = Atomic<UInt64>(0)
 
+    /// Set while sample bodies are rendered (`UUIDBits.fixed`): `uuid()` then
+    /// counts from seed 0, so an export is the same every time it is written.
+    @TaskLocal static var fixedSequence: FixedSequence?
+
+    /// A counter of its own for `uuid()`, from seed 0.
+    final class FixedSequence: Sendable {
+        let counter = Atomic<UInt64>(0)
+    }
+
+    /// Runs `body` with `uuid()` giving the same values in the same order every time.
+    package static func fixed<T>(_ body: () throws -> T) rethrows -> T {
+        try $fixedSequence.withValue(FixedSequence(), operation: body)
+    }
+
     static func next() -> UInt64 {
-        let n = counter.wrappingAdd(1, ordering: .relaxed).newValue
-        var z = seed &+ n &* 0x9E37_79B9_7F4A_7C15
+        let base: UInt64, n: UInt64
+        if let fixed = fixedSequence {
+            (base, n) = (0, fixed.counter.wrappingAdd(1, ordering: .relaxed).newValue)
+        } else {
+            (base, n) = (seed, counter.wrappingAdd(1, ordering: .relaxed).newValue)
+        }
+        var z = base &+ n &* 0x9E37_79B9_7F4A_7C15
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
