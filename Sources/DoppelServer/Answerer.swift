@@ -53,8 +53,7 @@ struct Answerer: Sendable {
     /// entry (with the status sent, an upstream's for a forwarded request)
     /// and its request log line.
     func finish(_ decision: Decision, of request: RecordedRequest, sent status: Int, engine: MockEngine, started: ContinuousClock.Instant) {
-        let elapsed = ContinuousClock.now - started
-        let micros = Int(elapsed.components.seconds) * 1_000_000 + Int(elapsed.components.attoseconds / 1_000_000_000_000)
+        let micros = (ContinuousClock.now - started).wholeMicroseconds
         engine.complete(decision, status: status, durationMicros: micros)
         log.request(method: request.method, path: request.path, status: status, endpointID: decision.response.endpointID,
                     session: request.sessionID, durationMicros: micros)

@@ -92,9 +92,7 @@ public final class DoppelURLProtocol: URLProtocol {
             // No upstream in process: the 502 `doppel serve` gives without `--proxy`.
             response = Problem.badGateway(upstream: "(none)", reason: "no upstream is configured (--proxy)").response()
         }
-        let elapsed = ContinuousClock.now - started
-        engine.complete(decision, status: response.status,
-                        durationMicros: Int(elapsed.components.seconds) * 1_000_000 + Int(elapsed.components.attoseconds / 1_000_000_000_000))
+        engine.complete(decision, status: response.status, durationMicros: (ContinuousClock.now - started).wholeMicroseconds)
         guard !isCancelled, let client else { return }
         var fault: Fault?
         var stream: [StreamPart]?

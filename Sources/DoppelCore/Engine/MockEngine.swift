@@ -353,7 +353,7 @@ public final class MockEngine: Sendable {
                 let chosen = try selector.select(
                     from: endpoint.responses, forced: forced, endpointBindings: forced == nil ? endpoint.bindings : [],
                     context: &context, data: &data, sequenceScope: endpoint.id)
-                switch Negotiation.negotiate(chosen, among: endpoint.responses + endpoint.documented, accept: request.header("accept")) {
+                switch Negotiation.negotiate(chosen, of: endpoint, accept: request.header("accept")) {
                 case .keep: return .respond(chosen, override: override, rateHeaders: rateHeaders)
                 case .use(let other): return .respond(other, override: override, rateHeaders: rateHeaders)
                 case .refuse(let available):

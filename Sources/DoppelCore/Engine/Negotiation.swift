@@ -16,9 +16,11 @@ enum Negotiation {
     case use(ResponseDefinition)
     case refuse([String])
 
-    static func negotiate(_ chosen: ResponseDefinition, among responses: [ResponseDefinition], accept: String?) -> Negotiation {
+    /// Nothing is computed (no list, no media type) for a request without `Accept`: this runs for every answer.
+    static func negotiate(_ chosen: ResponseDefinition, of endpoint: Endpoint, accept: String?) -> Negotiation {
         guard let accept, !accept.isEmpty, let type = mediaType(of: chosen) else { return .keep }
-        let alternatives = responses.filter { $0.status == chosen.status && mediaType(of: $0).map { $0 != type } ?? false }
+        let alternatives = [endpoint.responses, endpoint.documented].joined()
+            .filter { $0.status == chosen.status && mediaType(of: $0).map { $0 != type } ?? false }
         guard !alternatives.isEmpty else { return .keep }
         let ranges = parse(accept)
         if quality(of: type, in: ranges) > 0 { return .keep }

@@ -52,16 +52,10 @@ import Testing
     @Test(arguments: cases.map(\.name))
     func aGeneratedSampleKeepsItsSchema(_ name: String) throws {
         let yaml = try #require(Self.cases.first { $0.name == name }).yaml
-        let contract = try loadContract("""
-            doppel: 1
-            schemas:
-            \(yaml.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
-            endpoints:
-              e: { request: GET /, responses: [ { status: 200 } ] }
-            """)
-        let schema = try #require(contract.schemas["Sample"])
-        let sample = try #require(SchemaSampler(registry: contract.schemas).sample(schema))
-        let issues = SchemaValidator(registry: contract.schemas).validate(sample, against: schema)
+        let (validator, schemas) = try SchemaValidatorTests().validator(yaml)
+        let schema = try #require(schemas["Sample"])
+        let sample = try #require(SchemaSampler(registry: schemas).sample(schema))
+        let issues = validator.validate(sample, against: schema)
         #expect(issues.isEmpty, "\(JSONWriter.encodeString(sample)): \(issues.map(\.message))")
     }
 
