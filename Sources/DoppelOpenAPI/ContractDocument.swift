@@ -73,7 +73,9 @@ public enum ContractDocument {
 
     /// The conversion's problems are reported with the contract loader's, all at once.
     private static func load(_ source: Source, file: String) throws(ContractError) -> Contract {
-        try ContractLoader.load(root: source.tree, file: file, warnings: source.diagnostics, endpoints: source.endpoints, isVendorDocument: source.isOpenAPI)
+        var contract = try ContractLoader.load(root: source.tree, file: file, warnings: source.diagnostics, endpoints: source.endpoints, isVendorDocument: source.isOpenAPI)
+        contract.bodyFiles += source.referencedFiles
+        return contract
     }
 
     /// Every diagnostic for a contract or OpenAPI document, warnings
@@ -97,6 +99,8 @@ public enum ContractDocument {
         package let deferredCheck: (@Sendable () -> [Diagnostic])?
         /// The OpenAPI document's own tree, kept to be freed with the contract's.
         let document: SourceNode?
+        /// The other files the document's `$ref`s read, watched with it.
+        package let referencedFiles: [String]
     }
 
     /// The contract tree of a file, read once, with every endpoint in it.
@@ -115,22 +119,26 @@ public enum ContractDocument {
     }
 
     static func contractTree(file: String, check: Check, endpointsInTree: Bool) throws(ContractError) -> Source {
-        let root: SourceNode
+        let parsed: SourceNode
         switch SourceReader.readTree(file: file, what: "contract") {
-        case .success(let node?): root = node
+        case .success(let node?): parsed = node
         case .success(nil): throw ContractError(diagnostics: [Diagnostic(at: SourceLocation(file: file, line: 1, column: 1), "the contract is empty")])
         case .failure(let error): throw error
         }
-        guard OpenAPIImporter.isOpenAPI(root) else { return Source(tree: root, endpoints: nil, diagnostics: [], isOpenAPI: false, deferredCheck: nil, document: nil) }
+        guard OpenAPIImporter.isOpenAPI(parsed) else { return Source(tree: parsed, endpoints: nil, diagnostics: [], isOpenAPI: false, deferredCheck: nil, document: nil, referencedFiles: []) }
+        // References to other files, brought in first (`DocumentBundler`).
+        let (bundled, bundleProblems, referencedFiles) = DocumentBundler.bundle(parsed, file: file)
+        if !bundleProblems.isEmpty { throw ContractError(diagnostics: bundleProblems) }
+        let root = bundled
         let problems = check == .now ? read(root: root, file: file) : []
         if problems.contains(where: { $0.severity == .error }) { throw ContractError(diagnostics: problems) }
         let deferredCheck: (@Sendable () -> [Diagnostic])? = check == .deferred ? { @Sendable in read(root: root, file: file) } : nil
         if endpointsInTree {
             let (contract, diagnostics) = OpenAPIImporter.contract(from: root, file: file)
-            return Source(tree: contract, endpoints: nil, diagnostics: problems + diagnostics, isOpenAPI: true, deferredCheck: deferredCheck, document: root)
+            return Source(tree: contract, endpoints: nil, diagnostics: problems + diagnostics, isOpenAPI: true, deferredCheck: deferredCheck, document: root, referencedFiles: referencedFiles)
         }
         let (contract, endpoints, diagnostics) = OpenAPIImporter.contractInParts(from: root, file: file)
-        return Source(tree: contract, endpoints: endpoints, diagnostics: problems + diagnostics, isOpenAPI: true, deferredCheck: deferredCheck, document: root)
+        return Source(tree: contract, endpoints: endpoints, diagnostics: problems + diagnostics, isOpenAPI: true, deferredCheck: deferredCheck, document: root, referencedFiles: referencedFiles)
     }
 
     /// The most entries of `paths`, `components.schemas` or
