@@ -19,7 +19,8 @@ extension ContractLoader {
     static let typeNames: Set<String> = ["string", "integer", "number", "boolean", "object", "array", "null"]
 
     /// Compiles a schema node; reports every unknown keyword and bad value.
-    mutating func readSchema(_ node: SourceNode, context: String) -> Schema? {
+    /// An `allOf` branch may require what another branch defines.
+    mutating func readSchema(_ node: SourceNode, context: String, asAllOfBranch: Bool = false) -> Schema? {
         // `true` and `false` are schemas in JSON Schema 2020-12: anything, nothing.
         // Only a plain scalar can be one (`json` of a mapping would convert the whole schema).
         if case .scalar(let text, plain: true) = node.kind, case .bool(let allows) = SourceNode.resolvePlain(text) {
@@ -56,11 +57,12 @@ extension ContractLoader {
         if let requiredNode = reader["required"] {
             if let items = requiredNode.sequenceItems {
                 required = items.compactMap(\.scalarText)
-                if !properties.isEmpty {
+                // In an allOf branch, valid JSON Schema: another branch defines it.
+                if !properties.isEmpty, !asAllOfBranch {
                     for item in items {
                         if let name = item.scalarText, !properties.contains(where: { $0.0 == name }) {
                             documentMistake("required property '\(name)' is not among the properties of \(context)\(Suggestion.hint(for: name, in: properties.map(\.0)))",
-                                            at: item.location, servedAs: "it is required as written (another allOf branch may define it)")
+                                            at: item.location, servedAs: "it is required as written")
                         }
                     }
                 }
@@ -103,7 +105,7 @@ extension ContractLoader {
                 diagnostics.error("'\(key)' in \(context) must be a list of schemas", at: listNode.location)
                 return []
             }
-            return items.enumerated().compactMap { readSchema($1, context: "\(key)[\($0)] of \(context)") }
+            return items.enumerated().compactMap { readSchema($1, context: "\(key)[\($0)] of \(context)", asAllOfBranch: key == "allOf") }
         }
         var discriminator: Schema.Discriminator?
         if let discriminatorNode = reader["discriminator"],

@@ -306,7 +306,7 @@ package struct SchemaValidator: Sendable {
         case "uuid":
             return isUUID(s)
         case "date-time":
-            return s.count > 10 && UTCCalendar.parse(s) != nil
+            return isDateTime(s) && UTCCalendar.parse(s) != nil
         case "date":
             return s.count == 10 && UTCCalendar.parse(s) != nil
         case "email":
@@ -319,6 +319,28 @@ package struct SchemaValidator: Sendable {
         default:
             return true
         }
+    }
+
+    /// RFC 3339's `date-time`, as JSON Schema's format says: seconds and an
+    /// offset (`Z` or `+01:00`) required, a fraction allowed
+    /// (`2024-01-01T10:00:00.5Z`). The fields' ranges are `UTCCalendar`'s to
+    /// check; this is the shape, which the calendar's parser (it also reads
+    /// clock values written by hand) does not insist on.
+    static func isDateTime(_ s: String) -> Bool {
+        let b = Array(s.utf8)
+        func digits(_ range: Range<Int>) -> Bool { range.upperBound <= b.count && range.allSatisfy { b[$0] >= 48 && b[$0] <= 57 } }
+        func byte(_ index: Int, _ allowed: String) -> Bool { index < b.count && allowed.utf8.contains(b[index]) }
+        guard digits(0..<4), byte(4, "-"), digits(5..<7), byte(7, "-"), digits(8..<10), byte(10, "Tt"),
+              digits(11..<13), byte(13, ":"), digits(14..<16), byte(16, ":"), digits(17..<19) else { return false }
+        var i = 19
+        if byte(i, ".") {
+            i += 1
+            let start = i
+            while i < b.count, b[i] >= 48, b[i] <= 57 { i += 1 }
+            if i == start { return false }
+        }
+        if byte(i, "Zz") { return i + 1 == b.count }
+        return byte(i, "+-") && digits(i + 1..<i + 3) && byte(i + 3, ":") && digits(i + 4..<i + 6) && i + 6 == b.count
     }
 
     /// `8-4-4-4-12` hexadecimal digits, checked byte by byte (Foundation's

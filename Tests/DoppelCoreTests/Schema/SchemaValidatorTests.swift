@@ -69,6 +69,14 @@ import Testing
             #expect(validator.validate(.string(bad), against: uuid).count == 1, "\(bad)")
         }
         #expect(validator.validate("2025-01-01", against: schemas["When"]!).count == 1)
+        // RFC 3339: seconds and an offset required; a fraction, a lower-case t or z, a numeric offset allowed.
+        for good in ["2025-01-01T00:00:00.125Z", "2025-01-01t10:00:00z", "2025-01-01T10:00:00+05:30", "2024-02-29T23:59:59-01:00"] {
+            #expect(validator.validate(.string(good), against: schemas["When"]!).isEmpty, "\(good)")
+        }
+        for bad in ["2024-01-01T10:00Z", "2024-01-01T10:00", "2024-01-01T10:00:00", "2024-01-01 10:00:00Z", "2024-01-01T10:00:00.Z",
+                    "2024-01-01T10:00:00+0530", "2023-02-29T10:00:00Z", "2024-01-01T25:00:00Z", "2024-01-01T10:00:00Zjunk"] {
+            #expect(validator.validate(.string(bad), against: schemas["When"]!).count == 1, "\(bad)")
+        }
     }
 
     @Test func coercesParametersByTheirDeclaredTypes() throws {
