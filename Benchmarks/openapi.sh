@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # OpenAPI benchmark: a generated document of 1,000 operations.
 #  - `doppel routes` on it against `doppel routes contracts/tales.yaml` (hyperfine);
-#  - requests to its first and its last operation (wrk, loopback), as req/s.
+#  - requests to its first and its last operation (wrk, loopback), as req/s;
+#  - the corpus's vendor-shaped document: first answer after start, and RSS.
 # Usage: bash Benchmarks/openapi.sh   (DURATION=2s a wrk run by default, six runs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,3 +40,7 @@ import statistics, sys
 f, l = (statistics.median(float(x) for x in arg.split()) for arg in sys.argv[1:3])
 print(f"routing: first operation {f:.0f} req/s, last {l:.0f} req/s, medians of 3 (last/first {l / f:.2f}; target >= 0.90)")
 PY
+
+# The corpus's vendor-shaped document (2.9 MB, 1,100 operations): its first
+# answer after start, and its memory while OpenAPIKit's check runs beside it.
+python3 Benchmarks/vendor-document.py "$doppel" --port "$((PORT + 1))"

@@ -177,7 +177,13 @@ struct Serve: AsyncParsableCommand {
             if contract.warnings.count > Self.warningsShown {
                 FileHandle.standardError.write(Data("\(self.contract): \(contract.warnings.count - Self.warningsShown) more warnings; doppel lint \(self.contract) lists them all\n".utf8))
             }
-            if let check = loaded.check { Task.detached(priority: .background) { printDiagnostics(check()) } }
+            if let check = loaded.check {
+                Task.detached(priority: .background) {
+                    printDiagnostics(check())
+                    // The check's model of the document (tens of MB for a large one) is freed: handed back.
+                    _ = GlibcHeap.trim?(0)
+                }
+            }
         } catch {
             printDiagnostics(error.diagnostics)
             throw ExitCode(1)

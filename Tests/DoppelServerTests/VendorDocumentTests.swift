@@ -83,6 +83,49 @@ struct VendorDocumentTests {
         }
     }
 
+    /// A document of a vendor's size and shape (2.9 MB, 1,100 operations;
+    /// `generate-large.py` writes it) lints with warnings only and serves
+    /// its operations as it documents them.
+    @Test func aLargeVendorDocumentServesAsDocumented() throws {
+        let diagnostics = ContractDocument.lint(file: corpus("large-vendor.yaml"))
+        #expect(diagnostics.allSatisfy { $0.severity == .warning })
+        // Its planted mistakes, one warning each: a relative uri (11), a null
+        // enum string, a date-time without seconds and a missing required
+        // property in an example (11 each).
+        #expect(diagnostics.count == 44, "\(diagnostics.map(\.description).prefix(5))")
+        #expect(diagnostics.contains { $0.description.contains("large-vendor.yaml:") && $0.message.contains("breaks its schema at /updated: must be a valid date-time; it is served as written") })
+        let contract = try ContractDocument.load(file: corpus("large-vendor.yaml"))
+        #expect(contract.endpoints.count == 1_100)
+
+        let engine = MockEngine(contract: contract)
+        func send(_ method: String, _ target: String, auth: String? = "Bearer sk_test_1", form: String? = nil) -> MockResponse {
+            var headers: [(name: String, value: String)] = []
+            if let auth { headers.append((name: "Authorization", value: auth)) }
+            if form != nil { headers.append((name: "Content-Type", value: "application/x-www-form-urlencoded")) }
+            return engine.respond(to: RecordedRequest(method: method, target: target, headers: headers, body: Array((form ?? "").utf8)))
+        }
+        // A list generated from its schema (allOf, a recursive tree, anyOf), and one whose example is served as written.
+        let list = send("GET", "/v1/resource5s?limit=3&expand=owner&expand=parent&created%5Bgt%5D=5")
+        #expect(list.status == 200)
+        #expect(list.json?["object"] == "list")
+        #expect(list.json?["data"]?.arrayValue?.first?["object"] == "resource5")
+        #expect(send("GET", "/v1/resource0s").json == ["object": "list", "data": [], "has_more": false, "url": "/resource0s"])
+        #expect(send("GET", "/v1/resource3s/x").json?["status"] == .null)
+        // Parameters from components, with their bounds and patterns; a list
+        // documents `4XX`, read as its 400 for invalid input.
+        let outOfRange = send("GET", "/v1/resource5s?limit=500")
+        #expect(outOfRange.status == 400 && outOfRange.json?["error"]?["type"] != nil)
+        #expect(send("GET", "/v1/resource7s/x/events/evt_12345678").json?["object"] == "event")
+        #expect(send("GET", "/v1/resource7s/x/events/bad").status == 422)
+        // A form body checked against its schema; invalid input gets the documented 400 body.
+        #expect(send("POST", "/v1/resource1s", form: "amount=5").status == 200)
+        let invalid = send("POST", "/v1/resource1s", form: "amount=-1")
+        #expect(invalid.status == 400 && invalid.json?["error"]?["type"] != nil)
+        // Either security scheme admits; none is refused.
+        #expect(send("DELETE", "/v1/resource1s/abc", auth: "Basic c2tfdGVzdDo=").json?["deleted"] == true)
+        #expect(send("GET", "/v1/resource5s", auth: nil).status == 401)
+    }
+
     /// An operation that documents only a 400, or only a `default`, answers invalid input with it.
     @Test func invalidInputGetsTheOnlyErrorAnswerDocumented() throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("only-\(UUID().uuidString).yaml")
