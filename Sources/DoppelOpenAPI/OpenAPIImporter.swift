@@ -197,6 +197,26 @@ package struct OpenAPIImporter: Sendable {
         let node: SourceNode
     }
 
+    /// A 401 with its challenge (RFC 9110, 15.5.2), which a document seldom
+    /// lists among its headers: the first scheme's (Basic with the API's
+    /// title as realm, as Doppel's own 401 says it; Bearer), as the real API
+    /// sends it. A 403, an API key, or a challenge already documented: as it is.
+    func challenged(_ response: SourceNode, requirement: SourceNode?, schemes: [Scheme]) -> SourceNode {
+        guard response["status"]?.scalarText == "401" else { return response }
+        let existing = response["headers"]?.mappingPairs ?? []
+        guard !existing.contains(where: { $0.key.scalarText?.lowercased() == "www-authenticate" }) else { return response }
+        let names = requirement?.sequenceItems?.compactMap(\.scalarText) ?? requirement?.scalarText.map { [$0] } ?? []
+        guard let type = names.lazy.compactMap({ name in schemes.first { $0.name == name }?.node["type"]?.scalarText }).first else { return response }
+        let challenge: String
+        switch type {
+        case "basic": challenge = ContractLoader.basicChallenge(realm: root["info"]?["title"]?.scalarText ?? "Untitled API")
+        case "bearer": challenge = "Bearer"
+        default: return response
+        }
+        let headers = existing.map { ($0.key.scalarText ?? "", $0.value) } + [("WWW-Authenticate", ContractNode.string(Self.escaped(challenge), at: response.location))]
+        return ContractNode.setting("headers", ContractNode.map(headers, at: response.location), in: response)
+    }
+
     /// `components.securitySchemes` as auth schemes. OAuth 2 and OpenID
     /// Connect send their tokens as `Bearer`, so they are bearer schemes.
     mutating func securitySchemes() -> [Scheme] {
@@ -367,7 +387,7 @@ package struct OpenAPIImporter: Sendable {
             served.append(ContractNode.map([("status", ContractNode.plain("200", at: at))], at: at))
         }
         if let onInvalid { fields.append(("on_invalid", onInvalid)) }
-        if let onUnauthorized { fields.append(("on_unauthorized", onUnauthorized)) }
+        if let onUnauthorized { fields.append(("on_unauthorized", challenged(onUnauthorized, requirement: secured, schemes: schemes))) }
         fields.append(("responses", ContractNode.list(served, at: responsesNode?.location ?? at)))
         if !documented.isEmpty { fields.append(("documented", ContractNode.list(documented, at: responsesNode?.location ?? at))) }
         return (id, ContractNode.map(fields, at: at))

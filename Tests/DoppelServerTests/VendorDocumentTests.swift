@@ -80,6 +80,9 @@ struct VendorDocumentTests {
             #expect(invalid.status == 400 && invalid.json == ["error": "bad_request"])
             let malformed = try await client.send("POST", "/orders", token: nil, headers: ["Content-Type": "application/json"], body: Data("{bad".utf8))
             #expect(malformed.status == 400 && malformed.json == ["error": "bad_request"])
+            // A documented 401 without headers still carries its scheme's challenge, with a realm.
+            let denied = try await rawAnswer(port: server.baseURL.port!, "GET /secure HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            #expect(denied.hasPrefix("HTTP/1.1 401 Unauthorized\r\n") && denied.contains("\r\nWWW-Authenticate: Basic realm=\"Cases\", charset=\"UTF-8\"\r\n"), "\(denied)")
         }
     }
 

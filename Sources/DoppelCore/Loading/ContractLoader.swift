@@ -46,6 +46,8 @@ public struct ContractLoader: Sendable {
     /// defines, a pattern Doppel cannot read), are warnings, and it is served
     /// as written. Doppel's own contract files keep them as errors.
     var isVendorDocument = false
+    /// The realm of a basic scheme's challenge: the API's title.
+    var realm = "Untitled API"
     /// Body files read, shared by the copies that read endpoints in parallel.
     let bodyFiles = Locked<Set<String>>([])
 
@@ -141,6 +143,7 @@ public struct ContractLoader: Sendable {
             }
         }
         let info = readInfo(top["info"])
+        realm = info.title
         var basePath = ""
         if let node = top["base_path"], let text = top.string("base_path", diagnostics: &diagnostics) {
             if !text.isEmpty && !text.hasPrefix("/") {
@@ -317,7 +320,7 @@ public struct ContractLoader: Sendable {
             // An undefined one is reported, and the scheme still declared, so
             // that endpoints naming it are not also wrong.
             let failure = spec["failure"].flatMap { readResponseReference($0, name: "\(entry.name).failure", scope: Self.requestRoots, endpointLets: []) }
-                ?? Self.defaultUnauthorized(at: entry.value.location, challenge: kind == .basic ? "Basic" : "Bearer")
+                ?? Self.defaultUnauthorized(at: entry.value.location, challenge: kind == .basic ? Self.basicChallenge(realm: realm) : "Bearer")
             var issued: String?
             if let issuedNode = spec["issued"], let collection = issuedNode.scalarText {
                 if kindsOfState[collection] == .collection {
@@ -383,6 +386,15 @@ public struct ContractLoader: Sendable {
             if !names.contains(name) { names.append(name) }
         }
         return names
+    }
+
+    /// RFC 7617's challenge: a realm (the API's title as a quoted string, in
+    /// printable ASCII as a header value must be) and the charset credentials are read in.
+    package static func basicChallenge(realm: String) -> String {
+        var quoted = realm.filter { $0.asciiValue.map { $0 >= 0x20 && $0 != 0x7F } ?? false }
+            .replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+        if quoted.isEmpty { quoted = "API" }
+        return "Basic realm=\"\(quoted)\", charset=\"UTF-8\""
     }
 
     /// The built-in 401 for a scheme that declares no `failure`.

@@ -77,3 +77,13 @@ func readSome(_ handle: FileHandle, within seconds: Double) -> Data? {
     let n = read(handle.fileDescriptor, &buffer, buffer.count)
     return n > 0 ? Data(buffer[0..<n]) : Data()
 }
+
+/// The whole answer to one request sent over a fresh loopback connection
+/// (the request should say `Connection: close`).
+func rawAnswer(port: Int, _ request: String, timeout: Double = 10) async throws -> String {
+    try await RawSocket.run {
+        let socket = try RawSocket(port: port)
+        socket.send(request)
+        return socket.receive(timeout: timeout).text
+    }
+}
