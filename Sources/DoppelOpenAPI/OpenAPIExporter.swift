@@ -31,16 +31,24 @@ public enum OpenAPIExporter {
         // (`MockEngine.sampleBody`), and answers each endpoint's sample request
         // in a session of its own, at a fixed instant, for its first example.
         let engine = MockEngine(contract: contract, clock: { MockEngine.sampleInstant })
+        // Endpoints of one method and path (told apart by `match`) are one
+        // operation in OpenAPI: their variants merged (`merged`).
+        var variants: [(path: String, method: String, endpoints: [Endpoint])] = []
         for endpoint in contract.endpoints {
             // OpenAPI has no parameter for the rest of a path: `{name...}` is
             // written `{name}` (a client must then encode its slashes).
             let path = relativePath(endpoint.path.template, basePath: contract.basePath).replacingOccurrences(of: "...}", with: "}")
-            var item = paths[path]?.objectValue ?? JSONObject()
             let method = endpoint.method.lowercased()
-            // Routing takes the first endpoint of a method and path; a later
-            // one (told apart by `match`) shares its operation.
-            guard item[method] == nil else { continue }
-            item[method] = .object(operation(endpoint, in: contract, engine: engine))
+            if let index = variants.firstIndex(where: { $0.path == path && $0.method == method }) {
+                variants[index].endpoints.append(endpoint)
+            } else {
+                variants.append((path, method, [endpoint]))
+            }
+        }
+        for (path, method, endpoints) in variants {
+            var item = paths[path]?.objectValue ?? JSONObject()
+            let operations = endpoints.map { (endpoint: $0, operation: operation($0, in: contract, engine: engine)) }
+            item[method] = .object(operations.count == 1 ? operations[0].operation : merged(operations))
             paths[path] = .object(item)
         }
         document["paths"] = .object(paths)
@@ -61,7 +69,7 @@ public enum OpenAPIExporter {
     }
 
     /// `/api/v1/children/{id}` below `/api/v1` is `/children/{id}`.
-    static func relativePath(_ template: String, basePath: String) -> String {
+    package static func relativePath(_ template: String, basePath: String) -> String {
         guard !basePath.isEmpty, template.hasPrefix(basePath) else { return template }
         let rest = String(template.dropFirst(basePath.count))
         return rest.isEmpty ? "/" : rest
@@ -81,6 +89,90 @@ public enum OpenAPIExporter {
             .object(JSONObject([($0.name, .array([]))]))
         })
         operation["responses"] = .object(responses(endpoint, in: contract, engine: engine))
+        return operation
+    }
+
+    /// One operation for endpoints that share a method and path: the first's
+    /// id and summary, a description naming each variant and what tells it
+    /// apart, the parameters of all (required where every variant requires
+    /// them), any of their security requirements, and each status's content
+    /// with every variant's schema (`anyOf`) and examples (the first
+    /// variant's first; a later variant's named after its endpoint where a
+    /// name is taken). A mock of the export serves the first variant's
+    /// answer; `Prefer: example=NAME` picks another's.
+    static func merged(_ variants: [(endpoint: Endpoint, operation: JSONObject)]) -> JSONObject {
+        var operation = variants[0].operation
+        let lines = variants.map { variant in
+            let condition = variant.endpoint.match.map { "`\($0.expression.source)`" }.joined(separator: " and ")
+            return "- `\(variant.endpoint.id)`" + (condition.isEmpty ? "" : " (when \(condition))") + (variant.endpoint.summary.map { ": \($0)" } ?? "")
+        }
+        let note = "Variants, told apart by the request (the first that applies answers):\n" + lines.joined(separator: "\n")
+        operation["description"] = .string([operation["description"]?.stringValue, note].compactMap { $0 }.joined(separator: "\n\n"))
+
+        // Parameters: each once, required where every variant requires it.
+        func parameterList(_ operation: JSONObject) -> [JSONObject] { (operation["parameters"]?.arrayValue ?? []).compactMap(\.objectValue) }
+        func same(_ a: JSONObject, _ b: JSONObject) -> Bool { a["name"] == b["name"] && a["in"] == b["in"] }
+        var parameters: [JSONObject] = []
+        for variant in variants {
+            for parameter in parameterList(variant.operation) where !parameters.contains(where: { same($0, parameter) }) {
+                var kept = parameter
+                let everywhere = variants.allSatisfy { other in parameterList(other.operation).contains { same($0, parameter) && $0["required"] == true } }
+                kept["required"] = everywhere ? true : nil
+                parameters.append(kept)
+            }
+        }
+        if !parameters.isEmpty { operation["parameters"] = .array(parameters.map { .object($0) }) }
+        if operation["requestBody"] == nil, let body = variants.lazy.compactMap({ $0.operation["requestBody"] }).first { operation["requestBody"] = body }
+
+        var security: [JSON] = []
+        for variant in variants {
+            for requirement in variant.operation["security"]?.arrayValue ?? [] where !security.contains(requirement) { security.append(requirement) }
+        }
+        // A public variant makes the operation public for some requests: `{}` says so.
+        if variants.contains(where: { $0.operation["security"]?.arrayValue?.isEmpty ?? true }), !security.isEmpty, !security.contains([:]) {
+            security.append([:])
+        }
+        operation["security"] = .array(security)
+
+        var responses = variants[0].operation["responses"]?.objectValue ?? JSONObject()
+        for variant in variants.dropFirst() {
+            for (status, response) in variant.operation["responses"]?.objectValue?.pairs ?? JSONObject().pairs {
+                guard var into = responses[status]?.objectValue, let response = response.objectValue else {
+                    responses[status] = response
+                    continue
+                }
+                var headers = into["headers"]?.objectValue ?? JSONObject()
+                for (name, header) in response["headers"]?.objectValue?.pairs ?? JSONObject().pairs where headers[name] == nil { headers[name] = header }
+                if !headers.isEmpty { into["headers"] = .object(headers) }
+                var content = into["content"]?.objectValue ?? JSONObject()
+                for (type, media) in response["content"]?.objectValue?.pairs ?? JSONObject().pairs {
+                    guard var existing = content[type]?.objectValue, let media = media.objectValue else {
+                        content[type] = media
+                        continue
+                    }
+                    if let schema = media["schema"], let first = existing["schema"], schema != first {
+                        let known = first["anyOf"]?.arrayValue ?? [first]
+                        if !known.contains(schema) { existing["schema"] = .object(JSONObject([("anyOf", .array(known + [schema]))])) }
+                    }
+                    var examples = existing["examples"]?.objectValue ?? JSONObject()
+                    // A shared response both variants give is shown once.
+                    for (name, example) in media["examples"]?.objectValue?.pairs ?? JSONObject().pairs where !examples.values.contains(example) {
+                        var key = examples[name] == nil ? name : exampleName("\(variant.endpoint.id)-\(name)")
+                        var suffix = 2
+                        while examples[key] != nil {
+                            key = exampleName("\(variant.endpoint.id)-\(name)-\(suffix)")
+                            suffix += 1
+                        }
+                        examples[key] = example
+                    }
+                    if !examples.isEmpty { existing["examples"] = .object(examples) }
+                    content[type] = .object(existing)
+                }
+                if !content.isEmpty { into["content"] = .object(content) }
+                responses[status] = .object(into)
+            }
+        }
+        operation["responses"] = .object(responses)
         return operation
     }
 

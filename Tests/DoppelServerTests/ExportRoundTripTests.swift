@@ -27,6 +27,23 @@ struct ExportRoundTripTests {
         #expect(compared >= 5, "only \(compared) GETs compared")
     }
 
+    /// Endpoints of one method and path (currency's `GET /rates`: one rate
+    /// when a target is given, all rates otherwise) are one operation with
+    /// every variant in it, not the first alone.
+    @Test func variantsOfOneMethodAndPathAreOneOperationWithEveryVariant() throws {
+        let contract = try ContractLoader.load(file: repositoryRoot.appendingPathComponent("contracts/currency.yaml").path)
+        let operation = try #require(OpenAPIExporter.document(for: contract)["paths"]?["/rates"]?["get"])
+        let description = operation["description"]?.stringValue ?? ""
+        #expect(description.contains("`rate-pair` (when `query.target != null`)") && description.contains("`rates`: All exchange rates"), "\(description)")
+        #expect(operation["parameters"]?.arrayValue?.compactMap { $0["name"]?.stringValue } == ["base", "target"])
+        #expect(operation["parameters"]?.arrayValue?.allSatisfy { $0["required"] == nil } == true)
+        let examples = try #require(operation["responses"]?["200"]?["content"]?["application/json"]?["examples"]?.objectValue)
+        #expect(examples.keys == ["rate-pair-1", "rates-1"])
+        #expect(examples["rate-pair-1"]?["value"]?["target"] == "EUR")
+        #expect(examples["rates-1"]?["value"]?["rates"]?["EUR"] != nil)
+        #expect(operation["responses"]?["200"]?["content"]?["application/json"]?["schema"]?["anyOf"]?.arrayValue?.count == 2)
+    }
+
     /// Compares the contract's and its export's answers to each GET's sample request; returns how many were compared.
     private func compare(_ name: String) throws -> Int {
         let file = repositoryRoot.appendingPathComponent("contracts/\(name).yaml").path
@@ -44,9 +61,11 @@ struct ExportRoundTripTests {
         let mock = MockEngine(contract: served)
         var compared = 0
         // Endpoints that share a method and path (told apart by `match`) are one
-        // operation in OpenAPI, which serves its first example: left out here.
+        // operation in OpenAPI, which serves its first example; each variant's
+        // answer is among its examples, served when a request prefers it.
         let shared = Set(Dictionary(grouping: contract.endpoints, by: \.signature).filter { $0.value.count > 1 }.keys)
-        for endpoint in contract.endpoints where endpoint.method == "GET" && !shared.contains(endpoint.signature) {
+        let document = OpenAPIExporter.document(for: contract)
+        for endpoint in contract.endpoints where endpoint.method == "GET" {
             // The same request to both, each in a fresh session: where the contract answers it 2xx, the export's mock answers alike.
             let request = original.sampleRequest(for: endpoint, session: "round-trip")
             let expected = original.decide(request)
@@ -58,7 +77,19 @@ struct ExportRoundTripTests {
             case .stream(let parts): expectedBody = parts.flatMap(\.bytes)  // a stream's example is its parts together
             case .fault, .forward: continue
             }
-            let answer = mock.respond(to: request)
+            var asked = request
+            if shared.contains(endpoint.signature) {
+                let path = OpenAPIExporter.relativePath(endpoint.path.template, basePath: contract.basePath)
+                let examples = document["paths"]?[path]?["get"]?["responses"]?[String(expected.response.status)]?["content"]?
+                    .objectValue?.values.first?["examples"]?.objectValue ?? JSONObject()
+                let value = try? JSONReader.parse(expectedBody)
+                let name = examples.pairs.first { $0.value["value"] == value }?.key
+                #expect(name != nil, "\(name) \(endpoint.id): its answer is not among the export's examples \(examples.keys)")
+                guard let name else { continue }
+                asked = RecordedRequest(method: request.method, path: request.path, query: request.query,
+                                        headers: request.headers + [(name: "Prefer", value: "example=\(name)")], body: request.body)
+            }
+            let answer = mock.respond(to: asked)
             #expect(answer.status == expected.response.status, "\(name) \(endpoint.id): \(answer.status), not \(expected.response.status)")
             #expect(answer.header("content-type").map(MediaTypes.essence) == expected.response.header("content-type").map(MediaTypes.essence),
                     "\(name) \(endpoint.id): Content-Type \(answer.header("content-type") ?? "none")")

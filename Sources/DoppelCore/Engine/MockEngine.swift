@@ -442,9 +442,12 @@ public final class MockEngine: Sendable {
         func encoded(_ text: String) -> String {
             text.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~"))) ?? text
         }
-        let required = Set(endpoint.query?.required ?? [])
+        // The required members, and those the endpoint's `match` reads (a
+        // variant told apart by `query.target != null` needs its target).
+        let matched = endpoint.match.map(\.expression.source).joined(separator: " ")
+        let sent = Set(endpoint.query?.required ?? []).union((endpoint.query?.properties ?? []).map(\.0).filter { matched.includes("query.\($0)") })
         let queryValues = endpoint.query.flatMap(sampler.sample)?.objectValue ?? JSONObject()
-        for pair in queryValues.pairs where required.contains(pair.key) {
+        for pair in queryValues.pairs where sent.contains(pair.key) {
             let value = pair.value
             guard let text = value.stringValue ?? (value.objectValue == nil && value.arrayValue == nil ? JSONWriter.encodeString(value) : nil) else { continue }
             query.append(encoded(pair.key) + "=" + encoded(text))
