@@ -188,18 +188,60 @@ package struct PathTemplate: Sendable, CustomStringConvertible {
 
     /// 1 when the first literal segment that differs from the path is a near
     /// misspelling of it (`childs` for `children`), else 0.
-    func spellingCloseness(to pathSegments: [Substring]) -> Int {
+    package func spellingCloseness(to pathSegments: [Substring]) -> Int {
         for (parts, segment) in zip(segments, pathSegments) {
             var ignored: [String: String] = [:]
             if Self.match(parts[...], segment.utf8, &ignored) { continue }
             guard parts.count == 1, case .literal(let literal) = parts[0] else { return 0 }
-            return Suggestion.editDistance(String(segment).lowercased(), literal.lowercased()) <= max(2, literal.count / 2) ? 1 : 0
+            return Self.isNearMisspelling(segment, of: literal) ? 1 : 0
         }
         return 0
     }
 
+    /// `agreement(with:)` and `spellingCloseness(to:)` in one pass,
+    /// each segment matched without capturing its parameters (which decodes
+    /// them): scoring every endpoint for an unmatched request's near misses
+    /// (`EndpointRouter.nearMisses`) would otherwise copy and decode a
+    /// segment per endpoint; `near(index, literal)` says whether the path's
+    /// segment at `index` is a near misspelling of `literal`, so that a
+    /// caller scoring many templates measures each pair once. The two
+    /// definitions above are the reference it is tested against.
+    func nearness(to pathSegments: [Substring], near: (Int, String) -> Bool) -> (agreement: Int, spelling: Int) {
+        var agreed = 0
+        var spelling: Int?
+        for index in 0..<min(segments.count, pathSegments.count) {
+            if Self.segmentMatches(segments[index], pathSegments[index]) {
+                agreed += 1
+            } else if spelling == nil {
+                let parts = segments[index]
+                if parts.count == 1, case .literal(let literal) = parts[0] {
+                    spelling = near(index, literal) ? 1 : 0
+                } else {
+                    spelling = 0
+                }
+            }
+        }
+        return (agreed - abs(segments.count - pathSegments.count), spelling ?? 0)
+    }
+
+    /// Whether one segment of a path matches one of the template's.
+    static func segmentMatches(_ parts: [Part], _ segment: Substring) -> Bool {
+        if parts.count == 1 {
+            switch parts[0] {
+            case .literal(let literal): return segment.utf8.count == literal.utf8.count && hasPrefix(segment.utf8, literal.utf8)
+            case .parameter: return !segment.isEmpty
+            }
+        }
+        var ignored: [String: String] = [:]
+        return match(parts[...], segment.utf8, &ignored)
+    }
+
+    static func isNearMisspelling(_ segment: Substring, of literal: String) -> Bool {
+        Suggestion.editDistance(String(segment).lowercased(), literal.lowercased()) <= max(2, literal.count / 2)
+    }
+
     /// How many leading segments of `pathSegments` agree with this template, for near-miss ranking.
-    func agreement(with pathSegments: [Substring]) -> Int {
+    package func agreement(with pathSegments: [Substring]) -> Int {
         var score = 0
         for (parts, segment) in zip(segments, pathSegments) {
             var ignored: [String: String] = [:]

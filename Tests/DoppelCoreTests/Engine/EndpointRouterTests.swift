@@ -231,6 +231,40 @@ import Testing
             #expect(actual == expected, "\(method) \(path)")
         }
     }
+
+    /// The near misses an unmatched request is told about are the three
+    /// endpoints that rank highest when every endpoint is scored and sorted
+    /// (ties in contract order), the way they were found before the router
+    /// kept only the best three as it scored them and measured each
+    /// misspelling once. Random contracts and requests, seeded.
+    @Test(arguments: 1...20)
+    func nearMissesAreTheThreeBestOfEveryEndpointScored(seed: UInt64) throws {
+        var random = SeededGenerator(seed: seed)
+        let words = ["items", "itens", "item", "users", "usres", "v1", "v2", "orders", "a"]
+        func segment(_ n: Int) -> String { Int.random(in: 0..<4, using: &random) == 0 ? "{p\(n)}" : words.randomElement(using: &random)! }
+        var seen: Set<String> = []
+        var lines: [String] = []
+        for i in 0..<80 {
+            let count = Int.random(in: 1...4, using: &random)
+            let path = "/" + (0..<count).map(segment).joined(separator: "/")
+            let method = ["GET", "POST", "DELETE"].randomElement(using: &random)!
+            guard seen.insert(method + " " + path).inserted else { continue }
+            lines.append("  e\(i): { request: \"\(method) \(path)\", responses: [ { status: 200 } ] }")
+        }
+        let contract = try loadContract("doppel: 1\nendpoints:\n" + lines.joined(separator: "\n"))
+        let router = EndpointRouter(endpoints: contract.endpoints)
+        for _ in 0..<300 {
+            let count = Int.random(in: 1...5, using: &random)
+            let path = "/" + (0..<count).map { _ in (words + ["zz", "42", "ITEMS"]).randomElement(using: &random)! }.joined(separator: "/")
+            let method = ["GET", "POST", "DELETE", "PUT"].randomElement(using: &random)!
+            let segments = EndpointRouter.segments(of: path)
+            let scored = contract.endpoints.enumerated().map { index, endpoint in
+                (index, endpoint.path.agreement(with: segments) * 4 + endpoint.path.spellingCloseness(to: segments) * 2 + (endpoint.method == method ? 1 : 0))
+            }
+            let expected = scored.filter { $0.1 > 0 }.sorted { $0.1 > $1.1 || ($0.1 == $1.1 && $0.0 < $1.0) }.prefix(3).map { contract.endpoints[$0.0].id }
+            #expect(router.nearMisses(method: method, segments: segments).map(\.endpointID) == expected, "\(method) \(path)")
+        }
+    }
 }
 
 /// A small deterministic generator (SplitMix64), so a failing seed reproduces.
