@@ -42,6 +42,8 @@ public final class Journal: Sendable {
         var next = 0
         var count = 0
         var sequence = 0
+        /// The bytes of the held entries' paths and queries.
+        var textBytes = 0
         /// Requests per session, then endpoint and status, since the last
         /// clear; kept apart from the ring so counts survive its bound, and
         /// by session so an evicted session's counts go in one step.
@@ -77,6 +79,10 @@ public final class Journal: Sendable {
 
     /// The most entries kept.
     public let capacity: Int
+    /// The most bytes of paths and queries the held entries may have between
+    /// them: 10,000 entries of 32 KiB targets would otherwise hold 320 MB.
+    /// Past it the oldest entries go first, as past `capacity`.
+    package static let maximumTextBytes = 32 << 20
     private let ring: Locked<Ring>
 
     /// A journal that keeps the newest `capacity` entries.
@@ -94,18 +100,36 @@ public final class Journal: Sendable {
             sequence: 0, time: time, session: session, method: method, path: path, query: query,
             status: status, endpointID: endpointID, responseName: responseName, durationMicros: durationMicros, proxied: proxied)
         let outcome = Tally.Outcome(endpointID: endpointID, status: status)
+        let size = Self.textBytes(of: entry)
         var displaced: Entry?
+        var dropped: [Entry] = []
         return ring.withLock { ring in
             ring.sequence += 1
             entry.sequence = ring.sequence
             // The entry it replaces is released after the lock.
             swap(&ring.entries[ring.next], &displaced)
+            if let displaced { ring.textBytes -= Self.textBytes(of: displaced) }
             ring.entries[ring.next] = entry
             ring.next = (ring.next + 1) % capacity
             ring.count = min(ring.count + 1, capacity)
+            ring.textBytes += size
+            // Within the byte budget: the oldest go (the newest always stays).
+            while ring.textBytes > Self.maximumTextBytes, ring.count > 1 {
+                let oldest = (ring.next - ring.count + capacity) % capacity
+                if let old = ring.entries[oldest] {
+                    ring.textBytes -= Self.textBytes(of: old)
+                    dropped.append(old)
+                }
+                ring.entries[oldest] = nil
+                ring.count -= 1
+            }
             ring.tally[session, default: [:]][outcome, default: 0] += 1
             return ring.sequence
         }
+    }
+
+    private static func textBytes(of entry: Entry) -> Int {
+        entry.path.utf8.count + (entry.query?.utf8.count ?? 0)
     }
 
     /// The entries held, oldest first.
@@ -146,6 +170,7 @@ public final class Journal: Sendable {
             ring.entries = Array(repeating: nil, count: capacity)
             ring.next = 0
             ring.count = 0
+            ring.textBytes = 0
             ring.tally = [:]
         }
     }

@@ -34,3 +34,44 @@ struct VerificationStageTests {
         #expect(lines.last == "  and 5 more")
     }
 }
+
+/// The journal is bounded in bytes as well as entries: long targets (a
+/// 32 KiB query is a valid request) drop the oldest entries first, while
+/// the counts verification reads survive.
+@Suite("Journal bounds")
+struct JournalBoundsTests {
+    @Test func longTargetsDropTheOldestEntriesWithinTheByteBudget() {
+        let journal = Journal(capacity: 10_000)
+        let query = String(repeating: "q", count: 1 << 20)  // 1 MiB each
+        for index in 0..<100 {
+            journal.record(time: 0, session: "s", method: "GET", path: "/p\(index)", query: query, status: 200,
+                           endpointID: "p", responseName: nil, durationMicros: 1)
+        }
+        let held = journal.entries
+        let bytes = held.reduce(0) { $0 + $1.path.utf8.count + ($1.query?.utf8.count ?? 0) }
+        #expect(bytes <= Journal.maximumTextBytes)
+        #expect(held.count == 31)  // 31 entries of 1 MiB and a few bytes each fit in 32 MiB
+        #expect(held.map(\.sequence) == Array(70...100))
+        #expect(held.last?.path == "/p99")
+        #expect(journal.tally.count { _ in true } == 100)
+
+        // Short entries fill in again, up to the entry capacity.
+        let small = Journal(capacity: 5)
+        journal.clear()
+        for index in 0..<8 {
+            small.record(time: 0, session: "s", method: "GET", path: "/\(index)", query: nil, status: 200, endpointID: nil, responseName: nil, durationMicros: 1)
+        }
+        #expect(small.entries.map(\.path) == ["/3", "/4", "/5", "/6", "/7"])
+        #expect(journal.count == 0)
+    }
+
+    @Test func oneEntryLargerThanTheBudgetIsStillKept() {
+        let journal = Journal(capacity: 10)
+        journal.record(time: 0, session: "s", method: "GET", path: "/a", query: nil, status: 200, endpointID: nil, responseName: nil, durationMicros: 1)
+        journal.record(time: 0, session: "s", method: "GET", path: "/b", query: String(repeating: "x", count: Journal.maximumTextBytes + 1),
+                       status: 200, endpointID: nil, responseName: nil, durationMicros: 1)
+        #expect(journal.entries.map(\.path) == ["/b"])
+        journal.record(time: 0, session: "s", method: "GET", path: "/c", query: nil, status: 200, endpointID: nil, responseName: nil, durationMicros: 1)
+        #expect(journal.entries.map(\.path) == ["/c"])
+    }
+}
