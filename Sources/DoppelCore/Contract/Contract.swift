@@ -225,6 +225,8 @@ package struct BodySpec: Sendable {
     package let contentTypes: [String]
     /// Whether a request must carry a body.
     package let required: Bool
+    /// The contract's example body, if it gives one.
+    package var example: JSON? = nil
 }
 
 /// A response as the contract declares it (compare `MockResponse`, what is sent).

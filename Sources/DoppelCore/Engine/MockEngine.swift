@@ -453,10 +453,40 @@ public final class MockEngine: Sendable {
             query.append(encoded(pair.key) + "=" + encoded(text))
         }
         var headers: [(name: String, value: String)] = []
+        // Required header parameters (a `User-Agent` of a documented form), from their schemas.
+        if let schema = endpoint.headers, let values = sampler.sample(schema)?.objectValue {
+            for pair in values.pairs where schema.required.contains(pair.key) && !["accept", "content-type", "authorization"].contains(pair.key.lowercased()) {
+                if let text = pair.value.stringValue ?? (pair.value.objectValue == nil && pair.value.arrayValue == nil ? JSONWriter.encodeString(pair.value) : nil) {
+                    headers.append((name: pair.key, value: text))
+                }
+            }
+        }
         var body: [UInt8] = []
-        if let spec = endpoint.body, let schema = spec.schema, let value = sampler.sample(schema) {
-            headers.append((name: "Content-Type", value: spec.contentTypes.first { MediaTypes.isJSON($0) } ?? "application/json"))
-            body = JSONWriter.encode(value)
+        // The body: the contract's example, else one made from the schema;
+        // as JSON where the endpoint takes JSON, else as a form.
+        if let spec = endpoint.body, let value = spec.example ?? spec.schema.flatMap(sampler.sample) {
+            if let json = spec.contentTypes.first(where: MediaTypes.isJSON) ?? (spec.contentTypes.isEmpty ? "application/json" : nil) {
+                headers.append((name: "Content-Type", value: json))
+                body = JSONWriter.encode(value)
+            } else if spec.contentTypes.contains("application/x-www-form-urlencoded"), let fields = value.objectValue {
+                headers.append((name: "Content-Type", value: "application/x-www-form-urlencoded"))
+                body = Array(fields.pairs.compactMap { pair -> String? in
+                    guard let text = pair.value.stringValue ?? (pair.value.objectValue == nil && pair.value.arrayValue == nil ? JSONWriter.encodeString(pair.value) : nil) else { return nil }
+                    return encoded(pair.key) + "=" + encoded(text)
+                }.joined(separator: "&").utf8)
+            } else if spec.contentTypes.contains("multipart/form-data"), let fields = value.objectValue {
+                let boundary = "doppel-sample-boundary"
+                headers.append((name: "Content-Type", value: "multipart/form-data; boundary=\(boundary)"))
+                var text = ""
+                for pair in fields.pairs {
+                    let value = pair.value.stringValue ?? JSONWriter.encodeString(pair.value)
+                    text += "--\(boundary)\r\nContent-Disposition: form-data; name=\"\(pair.key)\"\r\n\r\n\(value)\r\n"
+                }
+                body = Array((text + "--\(boundary)--\r\n").utf8)
+            } else {
+                headers.append((name: "Content-Type", value: spec.contentTypes.first ?? "application/json"))
+                body = JSONWriter.encode(value)
+            }
         }
         if endpoint.auth.contains(where: { contract.authSchemes[$0]?.kind == .bearer }) {
             // A JWT whose payload is {"sub":"sample-user"}: what a client's token looks like to templates reading claims.

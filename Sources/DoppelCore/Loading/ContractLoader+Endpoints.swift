@@ -159,7 +159,8 @@ extension ContractLoader {
         if let example = reader["example"], let schema {
             pendingExamples.append((example.json, schema, example.location, "the example body of \(context)"))
         }
-        return BodySpec(schema: schema, contentTypes: types.map { $0.lowercased() }, required: reader.bool("required", diagnostics: &diagnostics) ?? (schema != nil))
+        return BodySpec(schema: schema, contentTypes: types.map { $0.lowercased() }, required: reader.bool("required", diagnostics: &diagnostics) ?? (schema != nil),
+                        example: reader["example"]?.json)
     }
 
     /// Flags endpoints that can never be reached because an earlier one with

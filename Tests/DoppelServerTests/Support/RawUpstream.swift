@@ -20,8 +20,12 @@ final class RawUpstream: @unchecked Sendable {
     /// The request heads read so far.
     var heads: [String] { seen.withLockedValue { $0 } }
 
-    init(answer: String) throws {
+    /// Whether it reads requests and never answers them (holding each a while).
+    private let silent: Bool
+
+    init(answer: String, silent: Bool = false) throws {
         self.answer = Array(answer.utf8)
+        self.silent = silent
         #if canImport(Glibc)
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         #else
@@ -66,7 +70,13 @@ final class RawUpstream: @unchecked Sendable {
             }
             let text = String(decoding: received, as: UTF8.self)
             seen.withLockedValue { $0.append(text.components(separatedBy: "\r\n").first ?? "") }
-            _ = answer.withUnsafeBytes { Foundation.send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if silent {
+                // Held, unanswered, for at most ten seconds.
+                let until = Date().addingTimeInterval(10)
+                while Date() < until, !stopped.withLockedValue({ $0 }) { usleep(20_000) }
+            } else {
+                _ = answer.withUnsafeBytes { Foundation.send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            }
             close(client)
         }
     }

@@ -1,0 +1,125 @@
+import DoppelCore
+import Foundation
+
+/// Whether an answer's body is what a contract's response describes: its
+/// declared `schema`, else the shape of its body (every member the
+/// contract's body has, with the same JSON type; a templated value may be
+/// anything, a templated string is a string). Extra members are fine: a
+/// client ignores what it does not read. Problems are listed by JSON
+/// pointer, like `/error/code: expected string, got integer`.
+enum BodyShape {
+    /// The problems of `body` (with its Content-Type) against one response.
+    static func problems(_ body: [UInt8], contentType: String?, against response: ResponseDefinition, registry: [String: Schema]) -> [String] {
+        var problems: [String] = []
+        for leaf in response.sequence.map(\.responses) ?? [response] {
+            problems = check(body, contentType: contentType, against: leaf, registry: registry)
+            if problems.isEmpty { return [] }
+        }
+        return problems
+    }
+
+    private static func check(_ body: [UInt8], contentType: String?, against response: ResponseDefinition, registry: [String: Schema]) -> [String] {
+        let type = contentType.map(MediaTypes.essence)
+        if let stream = response.stream {
+            // A stream's parts arrive as one body: its type is what can be checked.
+            return type == MediaTypes.essence(stream.contentType) ? [] : ["Content-Type is \(contentType ?? "absent"), not \(stream.contentType)"]
+        }
+        switch response.body {
+        case .empty:
+            return []
+        case .bytes(_, let expected), .text(_, let expected):
+            if let type, type == MediaTypes.essence(expected) || (expected.hasPrefix("text/") && type.hasPrefix("text/")) { return [] }
+            return ["Content-Type is \(contentType ?? "absent"), not \(expected)"]
+        case .json(let template, _, _):
+            guard type.map(MediaTypes.isJSON) ?? false else { return ["Content-Type is \(contentType ?? "absent"), not JSON"] }
+            guard let value = try? JSONReader.parse(body) else { return ["the body is not JSON"] }
+            if let schema = response.schema {
+                return SchemaValidator(registry: registry).validate(value, against: schema).map { "\($0.pointer.isEmpty ? "/" : $0.pointer): \($0.message)" }
+            }
+            var problems: [String] = []
+            shape(of: value, against: template, at: "", into: &problems)
+            return problems
+        }
+    }
+
+    /// The problems of a value against a body template's shape.
+    static func shape(of value: JSON, against template: ValueTemplate, at pointer: String, into problems: inout [String]) {
+        guard problems.count < 20 else { return }
+        switch template {
+        case .expression:
+            return
+        case .interpolated:
+            if value.stringValue == nil { problems.append("\(pointer.isEmpty ? "/" : pointer): expected string, got \(kind(of: value))") }
+        case .constant(let expected):
+            shape(of: value, against: expected, at: pointer, into: &problems)
+        case .array(let items):
+            guard let actual = value.arrayValue else {
+                problems.append("\(pointer.isEmpty ? "/" : pointer): expected array, got \(kind(of: value))")
+                return
+            }
+            if let first = items.first {
+                for (index, item) in actual.enumerated() { shape(of: item, against: first, at: "\(pointer)/\(index)", into: &problems) }
+            }
+        case .object(let members):
+            guard let actual = value.objectValue else {
+                problems.append("\(pointer.isEmpty ? "/" : pointer): expected object, got \(kind(of: value))")
+                return
+            }
+            for (name, member) in members.pairs {
+                let at = pointer + "/" + escape(name)
+                guard let present = actual[name] else {
+                    problems.append("\(at): missing")
+                    continue
+                }
+                shape(of: present, against: member, at: at, into: &problems)
+            }
+        }
+    }
+
+    /// The problems of a value against an example value's shape. `null` in
+    /// the contract stands for a value not known yet: anything is taken.
+    static func shape(of value: JSON, against expected: JSON, at pointer: String, into problems: inout [String]) {
+        guard problems.count < 20 else { return }
+        let place = pointer.isEmpty ? "/" : pointer
+        switch expected {
+        case .null:
+            return
+        case .object(let members):
+            guard let actual = value.objectValue else { return problems.append("\(place): expected object, got \(kind(of: value))") }
+            for (name, member) in members.pairs {
+                let at = pointer + "/" + escape(name)
+                guard let present = actual[name] else {
+                    problems.append("\(at): missing")
+                    continue
+                }
+                shape(of: present, against: member, at: at, into: &problems)
+            }
+        case .array(let items):
+            guard let actual = value.arrayValue else { return problems.append("\(place): expected array, got \(kind(of: value))") }
+            if let first = items.first {
+                for (index, item) in actual.enumerated() { shape(of: item, against: first, at: "\(pointer)/\(index)", into: &problems) }
+            }
+        default:
+            let want = kind(of: expected), got = kind(of: value)
+            // An integer is a number; a number where an integer was shown is not.
+            if want == got || (want == "number" && got == "integer") { return }
+            problems.append("\(place): expected \(want), got \(got)")
+        }
+    }
+
+    static func kind(of value: JSON) -> String {
+        switch value {
+        case .null: "null"
+        case .bool: "boolean"
+        case .int: "integer"
+        case .double(let number): number == number.rounded() && abs(number) < 1e15 ? "integer" : "number"
+        case .string: "string"
+        case .array: "array"
+        case .object: "object"
+        }
+    }
+
+    static func escape(_ name: String) -> String {
+        name.replacingOccurrences(of: "~", with: "~0").replacingOccurrences(of: "/", with: "~1")
+    }
+}

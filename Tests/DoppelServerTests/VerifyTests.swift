@@ -1,0 +1,222 @@
+import DoppelCore
+import DoppelOpenAPI
+import DoppelRunner
+import DoppelTesting
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import Testing
+
+/// `doppel verify`: a provider checked against a contract, with requests
+/// built from the contract. Doppel serving the same contract passes; a
+/// provider that differs (a mutated contract served by Doppel, a small
+/// Hummingbird app with a bug) fails, naming the endpoint and the difference.
+@Suite("Verify a provider")
+struct VerifyTests {
+    static let bundled = ["tales", "currency", "cleveroo", "imagen", "eknetwork-demo"]
+
+    @Test(arguments: bundled)
+    func doppelServingTheSameContractPasses(_ name: String) async throws {
+        let file = repositoryRoot.appendingPathComponent("contracts/\(name).yaml").path
+        let contract = try ContractDocument.load(file: file)
+        try await DoppelTestServer.with(contract: file) { server in
+            let report = await ProviderVerifier(contract: contract, target: server.baseURL).run()
+            #expect(report.failed == 0, "\(report.checks.filter { $0.outcome == .failed }.flatMap(VerifyReport.lines))")
+            #expect(report.passed >= contract.endpoints.count, "\(report.summary)")
+        }
+    }
+
+    // MARK: Mutations
+
+    static let shop = """
+        doppel: 1
+        info: { title: Shop, version: "1" }
+        auth: { default: bearer, schemes: { bearer: { type: bearer } } }
+        schemas:
+          Item:
+            type: object
+            required: [id, name, price]
+            properties: { id: { type: integer }, name: { type: string }, price: { type: number, minimum: 0 } }
+          NewItem:
+            type: object
+            required: [name, price]
+            properties: { name: { type: string, maxLength: 40 }, price: { type: number, minimum: 0 } }
+        responses:
+          invalid: { status: 400, body: { error: invalid_item, message: "The item is not valid." } }
+        endpoints:
+          create-item:
+            request: POST /items
+            body: { schema: NewItem, example: { name: Lamp, price: 12.5 } }
+            on_invalid: invalid
+            responses:
+              - status: 201
+                schema: Item
+                body: { id: 7, name: "{{ body.name }}", price: "{{ body.price }}" }
+          get-item:
+            request: GET /items/{id}
+            path: { properties: { id: { type: integer } } }
+            responses:
+              - when: path.id != 7
+                status: 404
+                body: { error: not_found, message: No such item. }
+              - schema: Item
+                body: { id: 7, name: Lamp, price: 12.5 }
+        """
+
+    /// A change to the shop a provider might make, what `verify` must say.
+    struct Mutation: CustomTestStringConvertible, Sendable {
+        let name: String
+        let from: String
+        let to: String
+        let endpoint: String
+        let says: String
+        var testDescription: String { name }
+    }
+
+    static let mutations: [Mutation] = [
+        Mutation(name: "a 401 turned 403", from: "schemes: { bearer: { type: bearer } }",
+                 to: "schemes: { bearer: { type: bearer, failure: { status: 403, body: { error: forbidden } } } }",
+                 endpoint: "get-item", says: "no credentials: expected 401 (unauthorized), got 403"),
+        Mutation(name: "a renamed error field", from: "invalid: { status: 400, body: { error: invalid_item,",
+                 to: "invalid: { status: 400, body: { code: invalid_item,", endpoint: "create-item", says: "/error: missing"),
+        Mutation(name: "a field of the wrong type", from: "      - schema: Item\n        body: { id: 7, name: Lamp, price: 12.5 }",
+                 to: "      - body: { id: 7, name: Lamp, price: \"12.50\" }", endpoint: "get-item", says: "/price: expected number, got string"),
+        Mutation(name: "a required response field missing", from: "      - schema: Item\n        body: { id: 7, name: Lamp, price: 12.5 }",
+                 to: "      - body: { id: 7, price: 12.5 }", endpoint: "get-item", says: "/name: is required"),
+        Mutation(name: "an undocumented status", from: "status: 404\n        body: { error: not_found",
+                 to: "status: 410\n        body: { error: not_found", endpoint: "get-item", says: "got 410"),
+        Mutation(name: "invalid input accepted", from: "    on_invalid: invalid\n", to: "", endpoint: "create-item", says: "expected 400 (invalid), got 422"),
+    ]
+
+    @Test(arguments: mutations)
+    func aProviderThatDiffersFails(_ mutation: Mutation) async throws {
+        #expect(Self.shop.contains(mutation.from), "the mutation's text is in the shop")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("verify-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let original = folder.appendingPathComponent("shop.yaml"), mutated = folder.appendingPathComponent("mutated.yaml")
+        try Self.shop.write(to: original, atomically: true, encoding: .utf8)
+        try Self.shop.replacingOccurrences(of: mutation.from, with: mutation.to).write(to: mutated, atomically: true, encoding: .utf8)
+        let contract = try ContractDocument.load(file: original.path)
+
+        // The shop itself passes, every check made.
+        try await DoppelTestServer.with(contract: original.path) { server in
+            let report = await ProviderVerifier(contract: contract, target: server.baseURL).run()
+            #expect(report.failed == 0 && report.notReached == 0, "\(report.checks.flatMap(VerifyReport.lines))")
+        }
+        try await DoppelTestServer.with(contract: mutated.path) { server in
+            let report = await ProviderVerifier(contract: contract, target: server.baseURL).run()
+            let failed = report.checks.filter { $0.outcome == .failed }
+            #expect(!failed.isEmpty)
+            let text = failed.filter { $0.endpointID == mutation.endpoint }.flatMap(VerifyReport.lines).joined(separator: "\n")
+            #expect(text.contains(mutation.says), "\(text)")
+            // Each failure shows its request as a curl line, the token redacted.
+            #expect(text.contains("curl -X "))
+            #expect(!text.contains("eyJhbGciOiJub25l"))
+        }
+    }
+
+    // MARK: A provider of its own
+
+    /// The shop written by hand in Hummingbird, with one bug: an unknown
+    /// item is a 200 with an empty body instead of the documented 404.
+    @Test func aHandWrittenProviderWithABugIsCaught() async throws {
+        let router = Router()
+        @Sendable func json(_ status: HTTPResponse.Status, _ text: String) -> Response {
+            var headers = HTTPFields()
+            headers[.contentType] = "application/json"
+            return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
+        }
+        router.post("/items") { request, _ -> Response in
+            guard request.headers[.authorization]?.hasPrefix("Bearer ") == true else { return json(.unauthorized, #"{"type":"about:blank","title":"Unauthorized","status":401,"detail":"no token"}"#) }
+            let body = try await request.body.collect(upTo: 1 << 16)
+            guard let object = try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any],
+                  let name = object["name"] as? String, name.count <= 40, let price = object["price"] as? Double, price >= 0 else {
+                return json(.badRequest, #"{"error":"invalid_item","message":"no"}"#)
+            }
+            return json(.created, #"{"id":7,"name":"\#(name)","price":\#(price)}"#)
+        }
+        router.get("/items/{id}") { request, context -> Response in
+            guard request.headers[.authorization]?.hasPrefix("Bearer ") == true else { return json(.unauthorized, #"{"type":"about:blank","title":"Unauthorized","status":401,"detail":"no token"}"#) }
+            guard context.parameters.get("id") == "7" else { return json(.ok, "{}") }  // the bug
+            return json(.ok, #"{"id":7,"name":"Lamp","price":12.5}"#)
+        }
+        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0))) { channel in
+            continuation.yield(channel.localAddress?.port ?? 0)
+            continuation.finish()
+        }
+        let task = Task { try await app.runService(gracefulShutdownSignals: []) }
+        defer { task.cancel() }
+        var iterator = ports.makeAsyncIterator()
+        let port = try #require(await iterator.next())
+
+        let contract = try ContractLoader.load(text: Self.shop, file: "shop.yaml")
+        let report = await ProviderVerifier(contract: contract, target: URL(string: "http://127.0.0.1:\(port)")!).run()
+        let failed = report.checks.filter { $0.outcome == .failed }
+        #expect(failed.map(\.endpointID) == ["get-item"], "\(report.checks.flatMap(VerifyReport.lines))")
+        #expect(failed.first?.name == "unknown id")
+        #expect(failed.first?.summary == "expected 404, got 200")
+        #expect(report.passed >= 6, "\(report.summary)")
+    }
+
+    // MARK: Bounds
+
+    @Test func anUnreachableTargetFailsAtOnceAndSendsNoMore() async throws {
+        // A port bound and not listening, held for the test: connecting is refused, and no other server can take it.
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        try #require(bound)
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        let contract = try ContractLoader.load(text: Self.shop, file: "shop.yaml")
+        let report = await ProviderVerifier(contract: contract, target: URL(string: "http://127.0.0.1:\(port)")!).run()
+        let lines = report.checks.flatMap(VerifyReport.lines)
+        #expect(report.failed == 1, "\(lines)")
+        #expect(report.checks.first { $0.outcome == .failed }?.summary.hasPrefix("could not connect to 127.0.0.1:\(port)") == true, "\(lines)")
+        #expect(report.stopped?.contains("could not be reached") == true)
+        #expect(report.checks.filter { $0.outcome == .notReached }.allSatisfy { $0.summary == report.stopped || !$0.summary.hasPrefix("not sent") })
+    }
+
+    @Test func aSlowTargetTimesOutAndMaxRequestsIsABound() async throws {
+        // Answers nothing: each request ends at the timeout.
+        let silent = try RawUpstream(answer: "", silent: true)
+        defer { silent.stop() }
+        let contract = try ContractLoader.load(text: Self.shop, file: "shop.yaml")
+        var options = ProviderVerifier.Options()
+        options.timeout = 1
+        options.maxRequests = 3
+        let report = await ProviderVerifier(contract: contract, target: URL(string: "http://127.0.0.1:\(silent.port)")!, options: options).run()
+        let lines = report.checks.flatMap(VerifyReport.lines)
+        // (On a machine busy enough to hold the client's timer past the server's hold, the close comes first.)
+        let noAnswer: Set<String> = ["no answer within 1s", "the connection was closed before a complete response"]
+        #expect(report.checks.filter { $0.outcome == .failed }.allSatisfy { noAnswer.contains($0.summary) }, "\(lines)")
+        #expect(report.failed == 3)
+        #expect(silent.heads.count <= 3)
+        #expect(report.stopped == "not sent: --max-requests (3) reached")
+    }
+
+    @Test func theCommandPrintsEachCheckAndExitsOneOnFailure() async throws {
+        let file = repositoryRoot.appendingPathComponent("contracts/currency.yaml").path
+        try await DoppelTestServer.with(contract: file) { server in
+            let passing = try CommandLineTests().run(["verify", file, "--target", server.baseURL.absoluteString, "--rate", "200"])
+            #expect(passing.status == 0, "\(passing.output)\(passing.errors)")
+            #expect(passing.output.contains("ok   convert: valid request: 200 as documented"))
+            #expect(passing.output.hasSuffix("9 passed, 0 failed\n"), "\(passing.output)")
+        }
+        let unknown = try CommandLineTests().run(["verify", file, "--target", "http://127.0.0.1:9", "--endpoint", "nope"])
+        #expect(unknown.status == 1 && unknown.errors.contains("has no endpoint 'nope'"))
+        let badTarget = try CommandLineTests().run(["verify", file, "--target", "ftp://x"])
+        #expect(badTarget.status != 0 && badTarget.errors.contains("--target must be an http(s) URL"))
+    }
+}
