@@ -260,8 +260,13 @@ public enum OpenAPIExporter {
             response["description"] = .string(definitions.lazy.compactMap(\.description).first ?? builtIn[status] ?? reasonPhrase(status))
             var headers = JSONObject()
             for definition in definitions {
-                for (name, _) in definition.headers where name.lowercased() != "content-type" && headers[name] == nil {
-                    headers[name] = ["schema": stringSchema]
+                for (name, value) in definition.headers where name.lowercased() != "content-type" && headers[name] == nil {
+                    // A constant value is the header's example, so an import of the export sends it too.
+                    var header = JSONObject([("schema", stringSchema)])
+                    if case .constant(let constant) = value, let text = constant.stringValue ?? (constant.objectValue == nil && constant.arrayValue == nil ? JSONWriter.encodeString(constant) : nil) {
+                        header["example"] = .string(text)
+                    }
+                    headers[name] = .object(header)
                 }
             }
             if status == 429 {

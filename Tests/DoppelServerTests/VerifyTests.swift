@@ -206,6 +206,33 @@ struct VerifyTests {
         #expect(report.stopped == "not sent: --max-requests (3) reached")
     }
 
+    /// `doppel diff` prints each change, exits 1 on a breaking one, and writes JSON and Markdown.
+    @Test func diffPrintsChangesAndExitsOneWhenAnyBreaks() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("diff-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let old = folder.appendingPathComponent("old.yaml"), new = folder.appendingPathComponent("new.yaml"), added = folder.appendingPathComponent("added.yaml")
+        try Self.shop.write(to: old, atomically: true, encoding: .utf8)
+        try Self.shop.replacingOccurrences(of: "required: [id, name, price]", with: "required: [id, price]").write(to: new, atomically: true, encoding: .utf8)
+        try Self.shop.replacingOccurrences(of: "price: { type: number, minimum: 0 } }\n  NewItem", with: "price: { type: number, minimum: 0 }, tag: { type: string } }\n  NewItem")
+            .write(to: added, atomically: true, encoding: .utf8)
+
+        let same = try CommandLineTests().run(["diff", old.path, old.path])
+        #expect(same.status == 0 && same.output == "no changes\n")
+        let breaking = try CommandLineTests().run(["diff", old.path, new.path])
+        #expect(breaking.status == 1)
+        #expect(breaking.output.contains("BREAKING   POST /items  201 response body /name: the field may now be absent  [response-field-now-optional]"), "\(breaking.output)")
+        #expect(breaking.output.hasSuffix("2 breaking, 0 compatible\n"), "\(breaking.output)")
+        let compatible = try CommandLineTests().run(["diff", old.path, added.path, "--format", "json"])
+        #expect(compatible.status == 0, "\(compatible.output)")
+        let json = try JSONReader.parse(Array(compatible.output.utf8))
+        #expect(json["breaking"] == 0 && json["compatible"] == 2)
+        #expect(json["changes"]?.arrayValue?.first?["kind"] == "response-field-added")
+        let markdown = try CommandLineTests().run(["diff", old.path, new.path, "--format", "markdown"])
+        #expect(markdown.output.hasPrefix("### Contract changes: 2 breaking, 0 compatible\n"))
+        #expect(markdown.output.contains("| ❌ breaking | `GET /items/{}` | 200 response body /name | the field may now be absent |"), "\(markdown.output)")
+    }
+
     @Test func theCommandPrintsEachCheckAndExitsOneOnFailure() async throws {
         let file = repositoryRoot.appendingPathComponent("contracts/currency.yaml").path
         try await DoppelTestServer.with(contract: file) { server in

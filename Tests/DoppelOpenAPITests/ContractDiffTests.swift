@@ -1,0 +1,137 @@
+import DoppelCore
+import DoppelOpenAPI
+import Foundation
+import Testing
+
+/// `doppel diff`: each kind of change told breaking or compatible, one
+/// change of a small contract at a time.
+@Suite("Contract diff")
+struct ContractDiffTests {
+    static let shop = """
+        doppel: 1
+        info: { title: Shop, version: "1" }
+        auth: { default: bearer, schemes: { bearer: { type: bearer }, key: { type: api_key, header: X-Key } } }
+        schemas:
+          Item:
+            type: object
+            required: [id, name, status]
+            properties:
+              id: { type: integer }
+              name: { type: string }
+              status: { type: string, enum: [draft, live] }
+              note: { type: string }
+          NewItem:
+            type: object
+            required: [name]
+            properties:
+              name: { type: string, maxLength: 40 }
+              price: { type: number, minimum: 0 }
+              kind: { type: string, enum: [a, b] }
+        endpoints:
+          list-items:
+            request: GET /items
+            query: { properties: { limit: { type: integer, maximum: 100 } } }
+            responses:
+              - schema: { type: array, items: Item }
+                body: []
+          create-item:
+            request: POST /items
+            body: { schema: NewItem }
+            documented:
+              - { name: slow-down, status: 429, headers: { Retry-After: "1" }, body: { error: slow_down } }
+            responses:
+              - status: 201
+                schema: Item
+                body: { id: 1, name: "{{ body.name }}", status: draft }
+          get-item:
+            request: GET /items/{id}
+            documented:
+              - { name: missing, status: 404, body: { error: not_found } }
+            responses:
+              - schema: Item
+                body: { id: 1, name: Lamp, status: live }
+        """
+
+    /// One edit of the shop and the change `diff` must report.
+    struct Case: CustomTestStringConvertible, Sendable {
+        let kind: String
+        let breaking: Bool
+        let from: String
+        let to: String
+        /// Other kinds the edit also makes (a moved endpoint is removed and added).
+        var also: Set<String> = []
+        var testDescription: String { kind }
+    }
+
+    static let cases: [Case] = [
+        Case(kind: "endpoint-removed", breaking: true, from: "request: GET /items/{id}", to: "request: DELETE /items/{id}", also: ["endpoint-added"]),
+        Case(kind: "endpoint-added", breaking: false, from: "endpoints:\n", to: "endpoints:\n  ping: { request: GET /ping, responses: [ { status: 204 } ] }\n"),
+        Case(kind: "base-path-changed", breaking: true, from: "info: { title: Shop, version: \"1\" }\n", to: "info: { title: Shop, version: \"1\" }\nbase_path: /v2\n"),
+        Case(kind: "status-removed", breaking: true, from: "      - { name: missing, status: 404, body: { error: not_found } }\n", to: "      - { name: missing, status: 410, body: { error: not_found } }\n", also: ["status-added"]),
+        Case(kind: "status-added", breaking: false, from: "      - { name: missing, status: 404, body: { error: not_found } }\n",
+             to: "      - { name: missing, status: 404, body: { error: not_found } }\n      - { name: broken, status: 500, body: { error: broken } }\n"),
+        Case(kind: "response-field-removed", breaking: true, from: "      note: { type: string }\n", to: ""),
+        Case(kind: "response-field-added", breaking: false, from: "      note: { type: string }\n", to: "      note: { type: string }\n      tag: { type: string }\n"),
+        Case(kind: "response-field-now-optional", breaking: true, from: "required: [id, name, status]", to: "required: [id, name]"),
+        Case(kind: "response-type-changed", breaking: true, from: "      note: { type: string }", to: "      note: { type: integer }"),
+        Case(kind: "response-enum-widened", breaking: true, from: "enum: [draft, live]", to: "enum: [draft, live, archived]"),
+        Case(kind: "response-field-nullable", breaking: true, from: "      name: { type: string }", to: "      name: { type: [string, \"null\"] }"),
+        Case(kind: "response-media-type-changed", breaking: true, from: "        body: { id: 1, name: Lamp, status: live }", to: "        text: Lamp"),
+        Case(kind: "response-header-removed", breaking: true, from: "headers: { Retry-After: \"1\" }, ", to: ""),
+        Case(kind: "request-field-now-required", breaking: true, from: "    required: [name]\n", to: "    required: [name, price]\n"),
+        Case(kind: "request-field-added-required", breaking: true, from: "    required: [name]\n    properties:\n", to: "    required: [name, sku]\n    properties:\n      sku: { type: string }\n"),
+        Case(kind: "request-field-added", breaking: false, from: "      kind: { type: string, enum: [a, b] }\n", to: "      kind: { type: string, enum: [a, b] }\n      color: { type: string }\n"),
+        Case(kind: "request-type-narrowed", breaking: true, from: "price: { type: number, minimum: 0 }", to: "price: { type: integer, minimum: 0 }"),
+        Case(kind: "request-enum-narrowed", breaking: true, from: "enum: [a, b]", to: "enum: [a]"),
+        Case(kind: "request-enum-widened", breaking: false, from: "enum: [a, b]", to: "enum: [a, b, c]"),
+        Case(kind: "request-range-narrowed", breaking: true, from: "maxLength: 40", to: "maxLength: 20"),
+        Case(kind: "request-range-widened", breaking: false, from: "maxLength: 40", to: "maxLength: 80"),
+        Case(kind: "parameter-now-required", breaking: true, from: "query: { properties:", to: "query: { required: [limit], properties:"),
+        Case(kind: "parameter-added-required", breaking: true, from: "query: { properties: { limit: { type: integer, maximum: 100 } } }",
+             to: "query: { required: [q], properties: { limit: { type: integer, maximum: 100 }, q: { type: string } } }"),
+        Case(kind: "parameter-added", breaking: false, from: "limit: { type: integer, maximum: 100 } }", to: "limit: { type: integer, maximum: 100 }, sort: { type: string } }"),
+        Case(kind: "auth-scheme-changed", breaking: true, from: "auth: { default: bearer,", to: "auth: { default: key,"),
+        Case(kind: "auth-removed", breaking: false, from: "    request: GET /items/{id}\n", to: "    request: GET /items/{id}\n    auth: none\n"),
+        Case(kind: "request-media-type-removed", breaking: true, from: "body: { schema: NewItem }", to: "body: { schema: NewItem, content_type: application/x-www-form-urlencoded }"),
+    ]
+
+    static func contract(_ text: String) throws -> Contract {
+        try ContractLoader.load(text: text, file: "shop.yaml")
+    }
+
+    @Test func aContractAgainstItselfHasNoChanges() throws {
+        #expect(ContractDiff.changes(from: try Self.contract(Self.shop), to: try Self.contract(Self.shop)).isEmpty)
+    }
+
+    @Test(arguments: cases)
+    func eachKindOfChangeIsToldBreakingOrCompatible(_ change: Case) throws {
+        #expect(Self.shop.contains(change.from))
+        let old = try Self.contract(Self.shop)
+        let new = try Self.contract(Self.shop.replacingOccurrences(of: change.from, with: change.to))
+        let changes = ContractDiff.changes(from: old, to: new)
+        let found = changes.filter { $0.kind == change.kind }
+        #expect(!found.isEmpty, "\(changes.map { "\($0.kind) \($0.endpoint) \($0.place): \($0.detail)" })")
+        #expect(found.allSatisfy { $0.breaking == change.breaking })
+        #expect(Set(changes.map(\.kind)).subtracting([change.kind]).subtracting(change.also).isEmpty,
+                "\(changes.map { "\($0.kind) \($0.endpoint) \($0.place): \($0.detail)" })")
+        // The reverse edit of a breaking change is not breaking in the same way, and back again is nothing.
+        #expect(ContractDiff.changes(from: new, to: new).isEmpty)
+    }
+
+    @Test func theTableCoversAtLeastFifteenKinds() {
+        #expect(Set(Self.cases.map(\.kind)).count >= 15)
+        #expect(Self.cases.contains { $0.breaking } && Self.cases.contains { !$0.breaking })
+    }
+
+    /// A contract and an OpenAPI document of the same API compare as the same.
+    @Test func aContractAndItsExportDifferOnlyInWhatTheExportAdds() throws {
+        let contract = try Self.contract(Self.shop)
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("diff-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let exported = folder.appendingPathComponent("shop.json")
+        try OpenAPIDocumentWriter.write(OpenAPIExporter.document(for: contract), as: .json).write(to: exported, atomically: true, encoding: .utf8)
+        let changes = ContractDiff.changes(from: contract, to: try ContractDocument.load(file: exported.path))
+        #expect(changes.allSatisfy { !$0.breaking }, "\(changes.map { "\($0.kind) \($0.endpoint) \($0.place): \($0.detail)" })")
+    }
+}
