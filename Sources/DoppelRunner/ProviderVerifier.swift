@@ -74,6 +74,8 @@ public struct ProviderVerifier: Sendable {
         var statuses: [Int] = []
         /// How long the request took.
         public var seconds: Double = 0
+        /// When the request was sent to the target; nil when it was not.
+        public var sentAt: Date?
     }
 
     /// One endpoint × documented status, and whether a check reached it.
@@ -576,6 +578,7 @@ public struct ProviderVerifier: Sendable {
             }
             sent += 1
             lastSent = Date()
+            check.sentAt = lastSent
             let outgoing = outgoingRequest(request)
             let started = Date()
             do {

@@ -8,6 +8,7 @@ import Glibc
 #endif
 import HTTPTypes
 import Hummingbird
+import NIOConcurrencyHelpers
 import NIOCore
 import Testing
 
@@ -204,6 +205,40 @@ struct VerifyTests {
         #expect(report.failed == 3)
         #expect(silent.heads.count <= 3)
         #expect(report.stopped == "not sent: --max-requests (3) reached")
+    }
+
+    /// `--rate` spaces the requests: however busy the machine, never closer
+    /// than one in 1/rate seconds (a lower bound load cannot break).
+    @Test func rateSpacesTheRequests() async throws {
+        let arrivals = NIOLockedValueBox<[Date]>([])
+        let router = Router()
+        router.get("/items/{id}") { _, _ -> Response in
+            arrivals.withLockedValue { $0.append(Date()) }
+            return Response(status: .notFound)
+        }
+        router.post("/items") { _, _ -> Response in
+            arrivals.withLockedValue { $0.append(Date()) }
+            return Response(status: .badRequest)
+        }
+        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0))) { channel in
+            continuation.yield(channel.localAddress?.port ?? 0)
+            continuation.finish()
+        }
+        let task = Task { try await app.runService(gracefulShutdownSignals: []) }
+        defer { task.cancel() }
+        var iterator = ports.makeAsyncIterator()
+        let port = try #require(await iterator.next())
+        var options = ProviderVerifier.Options()
+        options.rate = 20
+        options.maxRequests = 6
+        let contract = try ContractLoader.load(text: Self.shop, file: "shop.yaml")
+        let report = await ProviderVerifier(contract: contract, target: URL(string: "http://127.0.0.1:\(port)")!, options: options).run()
+        #expect(arrivals.withLockedValue { $0.count } == 6)
+        let sent = report.checks.compactMap(\.sentAt)
+        #expect(sent.count == 6)
+        let gaps = zip(sent.dropFirst(), sent).map { $0.timeIntervalSince($1) }
+        #expect(gaps.allSatisfy { $0 >= 0.05 - 1e-6 }, "\(gaps)")
     }
 
     /// `doppel diff` prints each change, exits 1 on a breaking one, and writes JSON and Markdown.
