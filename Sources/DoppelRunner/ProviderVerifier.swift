@@ -240,6 +240,15 @@ public struct ProviderVerifier: Sendable {
                 check.details = [curl(outgoing)]
                 return check
             }
+            // A documented refusal of a request the contract takes is still a refusal.
+            if isRefusal(answer.status, of: endpoint, asInvalid: true), !isRefusal(expected.status, of: endpoint, asInvalid: true),
+               !(200...299).contains(answer.status) {
+                check.outcome = .failed
+                check.statuses = [answer.status]
+                check.summary = "the target refused a request the contract accepts: got \(answer.status), the contract answers \(expected.status)"
+                check.details = [curl(outgoing)] + bodyLines(answer)
+                return check
+            }
             guard documented.contains(answer.status) else {
                 check.outcome = .failed
                 check.statuses = documented

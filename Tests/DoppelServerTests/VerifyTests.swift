@@ -90,6 +90,9 @@ struct VerifyTests {
                  to: "      - body: { id: 7, price: 12.5 }", endpoint: "get-item", says: "/name: is required"),
         Mutation(name: "an undocumented status", from: "status: 404\n        body: { error: not_found",
                  to: "status: 410\n        body: { error: not_found", endpoint: "get-item", says: "got 410"),
+        Mutation(name: "a valid request refused", from: "body: { schema: NewItem, example: { name: Lamp, price: 12.5 } }",
+                 to: "body: { schema: { type: object, required: [name, price], properties: { name: { type: string, maxLength: 2 }, price: { type: number } } } }",
+                 endpoint: "create-item", says: "valid request: the target refused a request the contract accepts: got 400, the contract answers 201"),
         Mutation(name: "invalid input accepted", from: "    on_invalid: invalid\n", to: "", endpoint: "create-item", says: "expected 400 (invalid), got 422"),
     ]
 
