@@ -160,22 +160,27 @@ def fail(kind, detail, data, suffix, seed):
 
 def run_bounded(command, hang_seconds, max_rss_mib, cwd):
     """Runs a command; returns (returncode, output, problem) where problem names a hang or growth."""
-    process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
-    started = time.monotonic()
-    peak = 0
-    while process.poll() is None:
-        rss = rss_mib(process.pid) or 0
-        peak = max(peak, rss)
-        if rss > max_rss_mib:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-            return None, "", f"grew to {rss:.0f} MiB (bound {max_rss_mib} MiB)"
-        if time.monotonic() - started > hang_seconds:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-            return None, "", f"ran past {hang_seconds} s"
-        time.sleep(0.02)
-    output = process.stdout.read().decode("utf-8", "replace")
+    # Output goes to a file, not a pipe read after the exit: `routes` of a
+    # document of 1,000 operations prints more than a pipe holds, and would
+    # wait on the pipe forever (a hang of this harness, not of Doppel).
+    with tempfile.TemporaryFile() as sink:
+        process = subprocess.Popen(command, cwd=cwd, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
+        started = time.monotonic()
+        peak = 0
+        while process.poll() is None:
+            rss = rss_mib(process.pid) or 0
+            peak = max(peak, rss)
+            if rss > max_rss_mib:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+                return None, "", f"grew to {rss:.0f} MiB (bound {max_rss_mib} MiB)"
+            if time.monotonic() - started > hang_seconds:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+                return None, "", f"ran past {hang_seconds} s"
+            time.sleep(0.02)
+        sink.seek(0)
+        output = sink.read().decode("utf-8", "replace")
     return process.returncode, output, None
 
 
