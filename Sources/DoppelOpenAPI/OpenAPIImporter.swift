@@ -756,7 +756,7 @@ package struct OpenAPIImporter: Sendable {
 }
 
 /// Building contract nodes located in the document.
-enum ContractNode {
+package enum ContractNode {
     /// A mapping whose keys are placed where their values are.
     static func map(_ pairs: [(String, SourceNode)], at location: SourceLocation) -> SourceNode {
         SourceNode(kind: .mapping(pairs.map { (key: SourceNode(kind: .scalar($0.0, plain: false), placedAs: $0.1), value: $0.1) }), location: location)
@@ -767,7 +767,7 @@ enum ContractNode {
     }
 
     /// A string, whatever it looks like.
-    static func string(_ text: String, at location: SourceLocation) -> SourceNode {
+    package static func string(_ text: String, at location: SourceLocation) -> SourceNode {
         SourceNode(kind: .scalar(text, plain: false), location: location)
     }
 
@@ -777,6 +777,14 @@ enum ContractNode {
     }
 
     /// A mapping with one key set (replaced or added).
+    /// A mapping with a key added after another (at the start when that one is absent).
+    package static func inserting(_ key: String, _ value: SourceNode, after earlier: String, in node: SourceNode) -> SourceNode {
+        var pairs = node.mappingPairs ?? []
+        let at = pairs.firstIndex(where: { $0.key.scalarText == earlier }).map { $0 + 1 } ?? 0
+        pairs.insert((key: SourceNode(kind: .scalar(key, plain: false), placedAs: value), value: value), at: at)
+        return SourceNode(kind: .mapping(pairs), location: node.location)
+    }
+
     static func setting(_ key: String, _ value: SourceNode, in node: SourceNode) -> SourceNode {
         var pairs = node.mappingPairs ?? []
         if let index = pairs.firstIndex(where: { $0.key.scalarText == key }) {

@@ -51,6 +51,35 @@ struct VendorDocumentTests {
         #expect(diagnostics.map(\.description) == ["contract.yaml:7:15: error: the body of response calls[0] breaks its schema at /status: expected string, got null"])
     }
 
+    /// `doppel import` of a document with mistakes of its own writes a
+    /// contract that keeps them warnings (`document_mistakes: warn`) and
+    /// serves as the document does; without that line they are errors.
+    @Test func anImportKeepsTheDocumentsMistakesWarnings() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("import-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let imported = folder.appendingPathComponent("vendor.yaml")
+        let run = try CommandLineTests().run(["import", corpus("vendor-mistakes.yaml"), "-o", imported.path])
+        #expect(run.status == 0, "\(run.errors)")
+        let text = try String(contentsOf: imported, encoding: .utf8)
+        #expect(text.contains("\ndoppel: 1\ndocument_mistakes: warn\n"))
+        let diagnostics = ContractDocument.lint(file: imported.path)
+        #expect(diagnostics.count == 3 && diagnostics.allSatisfy { $0.severity == .warning }, "\(diagnostics)")
+
+        let document = MockEngine(contract: try ContractDocument.load(file: corpus("vendor-mistakes.yaml")))
+        let contract = MockEngine(contract: try ContractDocument.load(file: imported.path))
+        let request = RecordedRequest(method: "GET", target: "/Accounts/AC1/Calls.json")
+        #expect(contract.respond(to: request).body == document.respond(to: request).body)
+        #expect(contract.respond(to: request).json?["status"] == .null)
+
+        // The line removed: the same mistakes are errors.
+        try text.replacingOccurrences(of: "document_mistakes: warn\n", with: "").write(to: imported, atomically: true, encoding: .utf8)
+        let strict = ContractDocument.lint(file: imported.path)
+        #expect(strict.count == 3 && strict.allSatisfy { $0.severity == .error }, "\(strict)")
+        try text.replacingOccurrences(of: "document_mistakes: warn", with: "document_mistakes: maybe").write(to: imported, atomically: true, encoding: .utf8)
+        #expect(ContractDocument.lint(file: imported.path).contains { $0.message == "document_mistakes must be 'error' or 'warn'" })
+    }
+
     @Test func lintReportsWarningsAndStrictMakesThemErrors() throws {
         let lenient = try CommandLineTests().run(["lint", corpus("vendor-mistakes.yaml")])
         #expect(lenient.status == 0)

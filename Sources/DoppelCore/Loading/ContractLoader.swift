@@ -51,7 +51,7 @@ public struct ContractLoader: Sendable {
     /// Body files read, shared by the copies that read endpoints in parallel.
     let bodyFiles = Locked<Set<String>>([])
 
-    static let topLevelKeys: Set<String> = ["doppel", "info", "base_path", "auth", "schemas", "state", "data", "responses", "fallbacks", "rate_limits", "endpoints"]
+    static let topLevelKeys: Set<String> = ["doppel", "document_mistakes", "info", "base_path", "auth", "schemas", "state", "data", "responses", "fallbacks", "rate_limits", "endpoints"]
     /// Names every expression may start from.
     static let requestRoots: Set<String> = ["request", "path", "query", "headers", "body", "auth", "session", "state", "data", "clock", "client"]
 
@@ -140,6 +140,16 @@ public struct ContractLoader: Sendable {
         if let version = top.required("doppel", diagnostics: &diagnostics) {
             if version.json != .int(1) {
                 diagnostics.error("unsupported contract format version \(version.scalarText ?? "?"); this Doppel reads 'doppel: 1'", at: version.location)
+            }
+        }
+        // `document_mistakes: warn`: a vendor's document imported as it is
+        // (`doppel import` writes it): its own mistakes stay warnings, as
+        // when the document is served.
+        if let node = top["document_mistakes"] {
+            switch node.scalarText {
+            case "warn": isVendorDocument = true
+            case "error": break
+            default: diagnostics.error("document_mistakes must be 'error' or 'warn'", at: node.location)
             }
         }
         let info = readInfo(top["info"])
