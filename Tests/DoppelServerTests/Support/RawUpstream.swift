@@ -20,7 +20,7 @@ final class RawUpstream: @unchecked Sendable {
     /// The request heads read so far.
     var heads: [String] { seen.withLockedValue { $0 } }
 
-    /// Whether it reads requests and never answers them (holding each a while).
+    /// Whether it reads a request and never answers it, holding the connection until stopped.
     private let silent: Bool
 
     init(answer: String, silent: Bool = false) throws {
@@ -71,9 +71,9 @@ final class RawUpstream: @unchecked Sendable {
             let text = String(decoding: received, as: UTF8.self)
             seen.withLockedValue { $0.append(text.components(separatedBy: "\r\n").first ?? "") }
             if silent {
-                // Held, unanswered, for at most ten seconds.
-                let until = Date().addingTimeInterval(10)
-                while Date() < until, !stopped.withLockedValue({ $0 }) { usleep(20_000) }
+                // Held, unanswered, until the upstream stops (later connections
+                // wait in the listen queue): a client only ever sees its own timeout.
+                while !stopped.withLockedValue({ $0 }) { usleep(20_000) }
             } else {
                 _ = answer.withUnsafeBytes { Foundation.send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             }
