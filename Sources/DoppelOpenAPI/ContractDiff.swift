@@ -197,9 +197,7 @@ public enum ContractDiff {
         mutating func compareResponses(_ a: Endpoint, _ b: Endpoint, _ signature: String) {
             let oldStatuses = old.statuses(of: a), newStatuses = new.statuses(of: b)
             // An endpoint that no longer asks for credentials no longer refuses them: its 401 goes with `auth-removed`.
-            let refusals: Set<Int> = b.auth.isEmpty && !a.auth.isEmpty
-                ? Set([a.onUnauthorized?.status].compactMap { $0 } + a.auth.compactMap { old.authSchemes[$0] }.flatMap { [$0.failure.status] + [$0.expired?.status].compactMap { $0 } })
-                : []
+            let refusals = b.auth.isEmpty ? old.unauthorizedStatuses(of: a) : []
             for status in oldStatuses where !newStatuses.contains(status) && !refusals.contains(status) {
                 add("status-removed", true, signature, "\(status) response", "the status is no longer documented")
             }

@@ -152,7 +152,7 @@ package struct DocumentBundler {
                 added.append((name, content))
             }
             let pairs = (node.mappingPairs ?? []).map { pair in
-                pair.key.scalarText == "$ref" ? (key: pair.key, value: ContractNode.string("#/components/schemas/" + Self.escape(name), at: pair.value.location)) : pair
+                pair.key.scalarText == "$ref" ? (key: pair.key, value: ContractNode.string("#/components/schemas/" + SchemaValidator.escape(name), at: pair.value.location)) : pair
             }
             return SourceNode(kind: .mapping(pairs), placedAs: node)
         }
@@ -294,11 +294,6 @@ package struct DocumentBundler {
     static func tokens(_ pointer: String) -> [String] {
         guard pointer.hasPrefix("/") else { return [] }
         return pointer.dropFirst().split(separator: "/", omittingEmptySubsequences: false).map { OpenAPIImporter.unescape(String($0)) }
-    }
-
-    /// A name as a JSON pointer token.
-    static func escape(_ name: String) -> String {
-        name.replacingOccurrences(of: "~", with: "~0").replacingOccurrences(of: "/", with: "~1")
     }
 
     static func count(_ node: SourceNode) -> Int {

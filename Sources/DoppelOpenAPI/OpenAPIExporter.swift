@@ -263,7 +263,7 @@ public enum OpenAPIExporter {
                 for (name, value) in definition.headers where name.lowercased() != "content-type" && headers[name] == nil {
                     // A constant value is the header's example, so an import of the export sends it too.
                     var header = JSONObject([("schema", stringSchema)])
-                    if case .constant(let constant) = value, let text = constant.stringValue ?? (constant.objectValue == nil && constant.arrayValue == nil ? JSONWriter.encodeString(constant) : nil) {
+                    if case .constant(let constant) = value, let text = constant.parameterText {
                         header["example"] = .string(text)
                     }
                     headers[name] = .object(header)

@@ -65,14 +65,20 @@ enum BodyShape {
                 problems.append("\(pointer.isEmpty ? "/" : pointer): expected object, got \(kind(of: value))")
                 return
             }
-            for (name, member) in members.pairs {
-                let at = pointer + "/" + escape(name)
-                guard let present = actual[name] else {
-                    problems.append("\(at): missing")
-                    continue
-                }
-                shape(of: present, against: member, at: at, into: &problems)
+            each(members.pairs.lazy.map { ($0.0, $0.1) }, of: actual, at: pointer, into: &problems) { shape(of: $0, against: $1, at: $2, into: &$3) }
+        }
+    }
+
+    /// Each member the contract gives: present in `actual`, then checked by `check`.
+    static func each<Member>(_ members: some Sequence<(String, Member)>, of actual: JSONObject, at pointer: String, into problems: inout [String],
+                             check: (JSON, Member, String, inout [String]) -> Void) {
+        for (name, member) in members {
+            let at = pointer + "/" + SchemaValidator.escape(name)
+            guard let present = actual[name] else {
+                problems.append("\(at): missing")
+                continue
             }
+            check(present, member, at, &problems)
         }
     }
 
@@ -86,14 +92,7 @@ enum BodyShape {
             return
         case .object(let members):
             guard let actual = value.objectValue else { return problems.append("\(place): expected object, got \(kind(of: value))") }
-            for (name, member) in members.pairs {
-                let at = pointer + "/" + escape(name)
-                guard let present = actual[name] else {
-                    problems.append("\(at): missing")
-                    continue
-                }
-                shape(of: present, against: member, at: at, into: &problems)
-            }
+            each(members.pairs.lazy.map { ($0.key, $0.value) }, of: actual, at: pointer, into: &problems) { shape(of: $0, against: $1, at: $2, into: &$3) }
         case .array(let items):
             guard let actual = value.arrayValue else { return problems.append("\(place): expected array, got \(kind(of: value))") }
             if let first = items.first {
@@ -117,9 +116,5 @@ enum BodyShape {
         case .array: "array"
         case .object: "object"
         }
-    }
-
-    static func escape(_ name: String) -> String {
-        name.replacingOccurrences(of: "~", with: "~0").replacingOccurrences(of: "/", with: "~1")
     }
 }

@@ -184,7 +184,7 @@ public struct ProviderVerifier: Sendable {
         var sent = 0
         var lastSent: Date?
         var stopped: String?
-        var random: SplitMix
+        var random: SplitMix64
 
         /// What one side of the run was given.
         struct Side {
@@ -195,7 +195,7 @@ public struct ProviderVerifier: Sendable {
         init(verifier: ProviderVerifier) {
             self.verifier = verifier
             self.oracle = MockEngine(contract: verifier.contract, journalCapacity: 100)
-            self.random = SplitMix(seed: verifier.options.seed)
+            self.random = SplitMix64(seed: verifier.options.seed)
         }
 
         var contract: Contract { verifier.contract }
@@ -308,7 +308,7 @@ public struct ProviderVerifier: Sendable {
             return check
         }
 
-        /// ` (the documented unauthorized)`-style words for a status.
+        /// ` (unauthorized)`: the name of the response the contract chose, where it has one of its own.
         func describe(_ expected: MockResponse, of endpoint: Endpoint) -> String {
             // A named response says which; `get-item[0]` says nothing more than the status.
             guard let name = expected.responseName, !(name.hasPrefix(endpoint.id + "[") && name.hasSuffix("]")) else { return "" }
@@ -327,14 +327,7 @@ public struct ProviderVerifier: Sendable {
                 if endpoint.body != nil { statuses.insert(400) }
                 return statuses.contains(status)
             }
-            guard !endpoint.auth.isEmpty else { return false }
-            var statuses: Set<Int> = []
-            if let own = endpoint.onUnauthorized?.status { statuses.insert(own) }
-            for scheme in endpoint.auth.compactMap({ contract.authSchemes[$0] }) {
-                statuses.insert(scheme.failure.status)
-                if let expired = scheme.expired?.status { statuses.insert(expired) }
-            }
-            return statuses.contains(status)
+            return contract.unauthorizedStatuses(of: endpoint).contains(status)
         }
 
         /// What differs between an answer and the contract's responses of its
@@ -410,7 +403,8 @@ public struct ProviderVerifier: Sendable {
             } else {
                 headers.append((name: "Doppel-Session", value: "doppel-verify"))
             }
-            return RecordedRequest(method: sample.method, path: contract.basePath.isEmpty || path.hasPrefix(contract.basePath) ? path : contract.basePath + path,
+            // The template has the base path already.
+            return RecordedRequest(method: sample.method, path: path,
                                    query: query.isEmpty ? nil : query.joined(separator: "&"), headers: headers, body: sample.body)
         }
 
@@ -640,18 +634,5 @@ public struct ProviderVerifier: Sendable {
             let text = answer.bodyText
             return ["  body: " + (text.count > 500 ? String(text.prefix(500)) + "…" : text)]
         }
-    }
-}
-
-/// SplitMix64: generated values that a seed repeats.
-struct SplitMix: Sendable {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

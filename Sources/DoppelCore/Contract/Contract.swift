@@ -66,6 +66,19 @@ public struct Contract: Sendable {
         return responses
     }
 
+    /// The statuses an endpoint refuses credentials with: its own
+    /// `on_unauthorized`, and its schemes' `failure` and `expired`; empty
+    /// for a public endpoint.
+    package func unauthorizedStatuses(of endpoint: Endpoint) -> Set<Int> {
+        guard !endpoint.auth.isEmpty else { return [] }
+        var statuses = Set([endpoint.onUnauthorized?.status].compactMap { $0 })
+        for scheme in endpoint.auth.compactMap({ authSchemes[$0] }) {
+            statuses.insert(scheme.failure.status)
+            if let expired = scheme.expired?.status { statuses.insert(expired) }
+        }
+        return statuses
+    }
+
     /// The statuses an endpoint documents, in order, without repeats.
     package func statuses(of endpoint: Endpoint) -> [Int] {
         var seen: Set<Int> = []

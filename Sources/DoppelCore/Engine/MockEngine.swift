@@ -448,15 +448,14 @@ public final class MockEngine: Sendable {
         let sent = Set(endpoint.query?.required ?? []).union((endpoint.query?.properties ?? []).map(\.0).filter { matched.includes("query.\($0)") })
         let queryValues = endpoint.query.flatMap(sampler.sample)?.objectValue ?? JSONObject()
         for pair in queryValues.pairs where sent.contains(pair.key) {
-            let value = pair.value
-            guard let text = value.stringValue ?? (value.objectValue == nil && value.arrayValue == nil ? JSONWriter.encodeString(value) : nil) else { continue }
+            guard let text = pair.value.parameterText else { continue }
             query.append(encoded(pair.key) + "=" + encoded(text))
         }
         var headers: [(name: String, value: String)] = []
         // Required header parameters (a `User-Agent` of a documented form), from their schemas.
         if let schema = endpoint.headers, let values = sampler.sample(schema)?.objectValue {
             for pair in values.pairs where schema.required.contains(pair.key) && !["accept", "content-type", "authorization"].contains(pair.key.lowercased()) {
-                if let text = pair.value.stringValue ?? (pair.value.objectValue == nil && pair.value.arrayValue == nil ? JSONWriter.encodeString(pair.value) : nil) {
+                if let text = pair.value.parameterText {
                     headers.append((name: pair.key, value: text))
                 }
             }
@@ -471,7 +470,7 @@ public final class MockEngine: Sendable {
             } else if spec.contentTypes.contains("application/x-www-form-urlencoded"), let fields = value.objectValue {
                 headers.append((name: "Content-Type", value: "application/x-www-form-urlencoded"))
                 body = Array(fields.pairs.compactMap { pair -> String? in
-                    guard let text = pair.value.stringValue ?? (pair.value.objectValue == nil && pair.value.arrayValue == nil ? JSONWriter.encodeString(pair.value) : nil) else { return nil }
+                    guard let text = pair.value.parameterText else { return nil }
                     return encoded(pair.key) + "=" + encoded(text)
                 }.joined(separator: "&").utf8)
             } else if spec.contentTypes.contains("multipart/form-data"), let fields = value.objectValue {

@@ -136,6 +136,17 @@ extension JSON {
         return nil
     }
 
+    /// The value as a query parameter, a form field or a header carries it:
+    /// a string as it is, a number, boolean or null as JSON writes it; nil
+    /// for an array or an object.
+    package var parameterText: String? {
+        switch self {
+        case .string(let s): s
+        case .array, .object: nil
+        default: JSONWriter.encodeString(self)
+        }
+    }
+
     /// Whether this is `null`.
     public var isNull: Bool {
         if case .null = self { return true }

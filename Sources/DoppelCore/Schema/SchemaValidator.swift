@@ -360,7 +360,7 @@ package struct SchemaValidator: Sendable {
     }
 
     /// Escapes a key for use in a JSON pointer (RFC 6901).
-    static func escape(_ key: String) -> String {
+    package static func escape(_ key: String) -> String {
         guard key.utf8.contains(where: { $0 == UInt8(ascii: "~") || $0 == UInt8(ascii: "/") }) else { return key }
         var escaped = ""
         for character in key.unicodeScalars {

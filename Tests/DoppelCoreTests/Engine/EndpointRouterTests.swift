@@ -188,6 +188,23 @@ import Testing
         #expect(engine.send("GET", "/other").status == 200)
     }
 
+    /// A contract of up to `endpoints` endpoints (repeats left out), each of
+    /// one to four segments: a parameter one time in `oneParameterIn`, else
+    /// one of `words`.
+    static func randomContract(endpoints: Int, words: [String], oneParameterIn odds: Int, using random: inout SeededGenerator) throws -> Contract {
+        func segment(_ n: Int) -> String { Int.random(in: 0..<odds, using: &random) == 0 ? "{p\(n)}" : words.randomElement(using: &random)! }
+        var seen: Set<String> = []
+        var lines: [String] = []
+        for i in 0..<endpoints {
+            let count = Int.random(in: 1...4, using: &random)
+            let path = "/" + (0..<count).map(segment).joined(separator: "/")
+            let method = ["GET", "POST", "DELETE"].randomElement(using: &random)!
+            guard seen.insert(method + " " + path).inserted else { continue }
+            lines.append("  e\(i): { request: \"\(method) \(path)\", responses: [ { status: 200 } ] }")
+        }
+        return try loadContract("doppel: 1\nendpoints:\n" + lines.joined(separator: "\n"))
+    }
+
     /// The router's table (a bucket per segment count, indexed by the text of
     /// one segment) must choose what trying every endpoint in contract order
     /// chooses: the first whose method and path match, else a 405 naming the
@@ -196,17 +213,7 @@ import Testing
     func theTableChoosesWhatTryingEveryEndpointInOrderChooses(seed: UInt64) throws {
         var random = SeededGenerator(seed: seed)
         let words = ["a", "b", "c", "items", "v1"]
-        func segment(_ n: Int) -> String { Int.random(in: 0..<3, using: &random) == 0 ? "{p\(n)}" : words.randomElement(using: &random)! }
-        var seen: Set<String> = []
-        var lines: [String] = []
-        for i in 0..<60 {
-            let count = Int.random(in: 1...4, using: &random)
-            let path = "/" + (0..<count).map(segment).joined(separator: "/")
-            let method = ["GET", "POST", "DELETE"].randomElement(using: &random)!
-            guard seen.insert(method + " " + path).inserted else { continue }
-            lines.append("  e\(i): { request: \"\(method) \(path)\", responses: [ { status: 200 } ] }")
-        }
-        let contract = try loadContract("doppel: 1\nendpoints:\n" + lines.joined(separator: "\n"))
+        let contract = try Self.randomContract(endpoints: 60, words: words, oneParameterIn: 3, using: &random)
         let router = EndpointRouter(endpoints: contract.endpoints)
         for _ in 0..<500 {
             let count = Int.random(in: 1...5, using: &random)
@@ -241,17 +248,7 @@ import Testing
     func nearMissesAreTheThreeBestOfEveryEndpointScored(seed: UInt64) throws {
         var random = SeededGenerator(seed: seed)
         let words = ["items", "itens", "item", "users", "usres", "v1", "v2", "orders", "a"]
-        func segment(_ n: Int) -> String { Int.random(in: 0..<4, using: &random) == 0 ? "{p\(n)}" : words.randomElement(using: &random)! }
-        var seen: Set<String> = []
-        var lines: [String] = []
-        for i in 0..<80 {
-            let count = Int.random(in: 1...4, using: &random)
-            let path = "/" + (0..<count).map(segment).joined(separator: "/")
-            let method = ["GET", "POST", "DELETE"].randomElement(using: &random)!
-            guard seen.insert(method + " " + path).inserted else { continue }
-            lines.append("  e\(i): { request: \"\(method) \(path)\", responses: [ { status: 200 } ] }")
-        }
-        let contract = try loadContract("doppel: 1\nendpoints:\n" + lines.joined(separator: "\n"))
+        let contract = try Self.randomContract(endpoints: 80, words: words, oneParameterIn: 4, using: &random)
         let router = EndpointRouter(endpoints: contract.endpoints)
         for _ in 0..<300 {
             let count = Int.random(in: 1...5, using: &random)
@@ -267,15 +264,5 @@ import Testing
     }
 }
 
-/// A small deterministic generator (SplitMix64), so a failing seed reproduces.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
+/// A small deterministic generator, so a failing seed reproduces.
+typealias SeededGenerator = SplitMix64
