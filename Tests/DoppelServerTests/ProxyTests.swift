@@ -33,14 +33,7 @@ import Testing
                 try await Task.sleep(for: .seconds(5))
                 return "late"
             }
-            let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-            let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0))) { channel in
-                continuation.yield(channel.localAddress?.port ?? 0)
-                continuation.finish()
-            }
-            let task = Task { try await app.runService(gracefulShutdownSignals: []) }
-            var iterator = ports.makeAsyncIterator()
-            let port = try #require(await iterator.next())
+            let (port, task) = try await startLoopbackApp(router)
             return Upstream(url: URL(string: "http://127.0.0.1:\(port)/api")!, task: task)
         }
 

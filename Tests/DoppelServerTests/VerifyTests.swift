@@ -149,15 +149,8 @@ struct VerifyTests {
             guard context.parameters.get("id") == "7" else { return json(.ok, "{}") }  // the bug
             return json(.ok, #"{"id":7,"name":"Lamp","price":12.5}"#)
         }
-        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0))) { channel in
-            continuation.yield(channel.localAddress?.port ?? 0)
-            continuation.finish()
-        }
-        let task = Task { try await app.runService(gracefulShutdownSignals: []) }
+        let (port, task) = try await startLoopbackApp(router)
         defer { task.cancel() }
-        var iterator = ports.makeAsyncIterator()
-        let port = try #require(await iterator.next())
 
         let contract = try ContractLoader.load(text: Self.shop, file: "shop.yaml")
         let report = await ProviderVerifier(contract: contract, target: URL(string: "http://127.0.0.1:\(port)")!).run()
@@ -221,15 +214,8 @@ struct VerifyTests {
             arrivals.withLockedValue { $0.append(Date()) }
             return Response(status: .badRequest)
         }
-        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0))) { channel in
-            continuation.yield(channel.localAddress?.port ?? 0)
-            continuation.finish()
-        }
-        let task = Task { try await app.runService(gracefulShutdownSignals: []) }
+        let (port, task) = try await startLoopbackApp(router)
         defer { task.cancel() }
-        var iterator = ports.makeAsyncIterator()
-        let port = try #require(await iterator.next())
         var options = ProviderVerifier.Options()
         options.rate = 20
         options.maxRequests = 6
