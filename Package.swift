@@ -33,6 +33,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
         // Without its ExternalLoading trait, which Doppel does not use and which builds much slower.
         .package(url: "https://github.com/mattpolzin/OpenAPIKit.git", from: "6.4.0", traits: []),
+        // The shared state store of replicas (`doppel serve --state-store postgres://…`).
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
         .target(
@@ -59,6 +61,21 @@ let package = Package(
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
+            ]
+        ),
+        .target(
+            // Sessions and the journal on PostgreSQL, shared by replicas. Its
+            // own target, so the core, the server and test suites that
+            // import DoppelTesting link no database client.
+            name: "DoppelPostgres",
+            dependencies: [
+                "DoppelCore",
+                "DoppelServer",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         .target(
@@ -103,6 +120,7 @@ let package = Package(
                 "DoppelCore",
                 "DoppelRunner",
                 "DoppelOpenAPI",
+                "DoppelPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -123,7 +141,7 @@ let package = Package(
         ),
         .testTarget(
             name: "DoppelServerTests",
-            dependencies: ["DoppelServer", "DoppelTesting", "DoppelCore", "DoppelOpenAPI",
+            dependencies: ["DoppelServer", "DoppelTesting", "DoppelCore", "DoppelOpenAPI", "DoppelPostgres",
                            // The upstream server of the proxy tests.
                            .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HTTPTypes", package: "swift-http-types"),
                            // Clients of the HTTPS tests.

@@ -32,6 +32,27 @@ package struct AdminAPI: Sendable {
         self.startedAt = .now
     }
 
+    /// The same API (token, catalogue, log) answering with `engine`: a
+    /// shared store's engine around the rows one call reads.
+    package func rebased(on engine: MockEngine) -> AdminAPI {
+        AdminAPI(slot: EngineSlot(engine), token: token, catalog: catalog.withLock { $0 }, log: log)
+    }
+
+    /// The one session a call names (`?session=` or its body's `"session"`,
+    /// else `default`); nil when its body or the id is refused, which the
+    /// call itself then answers.
+    package func namedSession(_ request: RecordedRequest) -> String? {
+        guard case .success(let body) = bodyObject(request, example: "{}"), case .success(let id) = sessionID(request, body: body) else { return nil }
+        return id
+    }
+
+    /// Whether a call names no session at all (`POST /reset` then resets every one).
+    package func namesNoSession(_ request: RecordedRequest) -> Bool {
+        guard parameter("session", of: request) == nil else { return false }
+        guard case .success(let body) = bodyObject(request, example: "{}") else { return false }
+        return body["session"] == nil
+    }
+
     /// Whether a path belongs to the admin API.
     package static func handles(_ path: String) -> Bool {
         path == prefix || path.hasPrefix(prefix + "/")
@@ -119,6 +140,11 @@ package struct AdminAPI: Sendable {
     }
 
     func json(_ status: Int, _ value: JSON) -> MockResponse {
+        Self.json(status, value)
+    }
+
+    /// A JSON answer.
+    package static func json(_ status: Int, _ value: JSON) -> MockResponse {
         MockResponse(status: status, headers: [(name: "Content-Type", value: "application/json")], body: JSONWriter.encode(value))
     }
 }

@@ -17,10 +17,14 @@ struct Answerer: Sendable {
     let upstream: Upstream?
     /// Keeps what the upstream answered (`doppel record`), if anything does.
     let recorder: Recorder?
+    /// Sessions and journal shared by replicas (`--state-store`), if any.
+    let shared: (any SharedState)?
 
     init(slot: EngineSlot, log: RequestLog, maxBodySize: Int, hangLimit: Double = 30, adminToken: String? = nil,
-         scenarios: ScenarioCatalog = ScenarioCatalog(), proxy: URL? = nil, proxyTimeout: Double = 30, recorder: Recorder? = nil) {
+         scenarios: ScenarioCatalog = ScenarioCatalog(), proxy: URL? = nil, proxyTimeout: Double = 30, recorder: Recorder? = nil,
+         shared: (any SharedState)? = nil) {
         self.slot = slot
+        self.shared = shared
         self.recorder = recorder
         self.upstream = proxy.map { Upstream(base: $0, timeout: proxyTimeout) }
         self.admin = AdminAPI(slot: slot, token: adminToken, catalog: scenarios, log: log)
@@ -36,6 +40,28 @@ struct Answerer: Sendable {
         if let refusal { return engine.decide(refusing: request, with: refusal) }
         if AdminAPI.handles(request.path) { return Decision(unjournaled: admin.respond(to: request)) }
         return engine.decide(request)
+    }
+
+    /// A decision now, or one that waits for the shared state store.
+    enum Pending {
+        case now(Decision)
+        case later(@Sendable () async -> Decision)
+    }
+
+    /// As `decide(_:refusal:engine:)`; with a shared store, the requests
+    /// that need it (and admin calls) are decided later, by the store.
+    func decision(for request: RecordedRequest, refusal: Problem?, engine: MockEngine) -> Pending {
+        guard let shared else { return .now(decide(request, refusal: refusal, engine: engine)) }
+        if refusal == nil, AdminAPI.handles(request.path) {
+            let admin = self.admin
+            // The token is checked here, before the store is touched.
+            if let token = admin.token, !AdminAPI.carries(token, request) { return .now(Decision(unjournaled: Problem.adminUnauthorized().response())) }
+            return .later { Decision(unjournaled: await shared.admin(request, api: admin)) }
+        }
+        let needed = refusal.map { engine.contract.fallback(for: $0) != nil && SessionStore.isValid(id: request.sessionID) }
+            ?? shared.needsStore(request, engine: engine)
+        guard needed else { return .now(decide(request, refusal: refusal, engine: engine)) }
+        return .later { await shared.decide(request, refusal: refusal, engine: engine) }
     }
 
     /// The upstream's answer to a forwarded request, or Doppel's 502/504
@@ -54,7 +80,7 @@ struct Answerer: Sendable {
     /// and its request log line.
     func finish(_ decision: Decision, of request: RecordedRequest, sent status: Int, engine: MockEngine, started: ContinuousClock.Instant) {
         let micros = (ContinuousClock.now - started).wholeMicroseconds
-        engine.complete(decision, status: status, durationMicros: micros)
+        if let shared { shared.complete(decision, status: status, durationMicros: micros) } else { engine.complete(decision, status: status, durationMicros: micros) }
         log.request(method: request.method, path: request.path, status: status, endpointID: decision.response.endpointID,
                     session: request.sessionID, durationMicros: micros)
     }

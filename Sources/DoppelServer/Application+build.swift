@@ -34,14 +34,14 @@ public func buildApplication(
 /// forwarded to the upstream (`doppel record`).
 package func buildApplication(
     slot: EngineSlot, configuration: ServerConfiguration, log: RequestLog? = nil, scenarios: ScenarioCatalog = ScenarioCatalog(),
-    recorder: Recorder?, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    recorder: Recorder?, shared: (any SharedState)? = nil, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) -> some Service {
     var logger = Logger(label: "doppel")
     logger.logLevel = .warning
     let answerer = Answerer(
         slot: slot, log: log ?? RequestLog(format: configuration.logFormat), maxBodySize: configuration.maxBodySize,
         hangLimit: configuration.hangLimit, adminToken: configuration.adminToken, scenarios: scenarios,
-        proxy: configuration.proxy, proxyTimeout: configuration.proxyTimeout, recorder: recorder)
+        proxy: configuration.proxy, proxyTimeout: configuration.proxyTimeout, recorder: recorder, shared: shared)
     return DoppelService(answerer: answerer, configuration: configuration, logger: logger, onServerRunning: onServerRunning)
 }
 

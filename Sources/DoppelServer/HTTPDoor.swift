@@ -286,8 +286,22 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
         let request = RecordedRequest(method: incoming.head.method.rawValue, path: incoming.path, query: incoming.query, headers: headers,
                                       body: incoming.body.map { Array($0.readableBytesView) } ?? [], remoteAddress: remoteAddress!)
         let engine = currentEngine()
-        let decision = answerer.decide(request, refusal: refusal, engine: engine)
-        let exchange = Exchange(request: request, decision: decision, engine: engine, head: incoming.head, started: incoming.started)
+        switch answerer.decision(for: request, refusal: refusal, engine: engine) {
+        case .now(let decision):
+            proceed(Exchange(request: request, decision: decision, engine: engine, head: incoming.head, started: incoming.started), context: context)
+        case .later(let pending):
+            // The shared state store decides; later requests wait their turn, as behind a delay.
+            answering = true
+            context.eventLoop.makeFutureWithTask { await pending() }.assumeIsolated().whenSuccess { [self] decision in
+                // Delivered even to a client gone meanwhile, so the answer is journaled as any other.
+                proceed(Exchange(request: request, decision: decision, engine: engine, head: incoming.head, started: incoming.started), context: context)
+            }
+        }
+    }
+
+    /// A decided answer: delivered after its delay, or now.
+    private func proceed(_ exchange: Exchange, context: ChannelHandlerContext) {
+        let decision = exchange.decision
         if decision.delay > 0 {
             wait(decision.delay, context: context) { [self] in deliver(exchange, context: context) }
         } else {

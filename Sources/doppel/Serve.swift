@@ -1,6 +1,7 @@
 import ArgumentParser
 import DoppelCore
 import DoppelOpenAPI
+import DoppelPostgres
 import DoppelServer
 import Foundation
 import Logging
@@ -84,6 +85,15 @@ struct Serve: AsyncParsableCommand {
     @Flag(help: "Reload the contract when it or a body file it reads changes; sessions keep their state. A contract with errors is reported and the last good one keeps serving.")
     var watch = false
 
+    @Option(name: .customLong("state-store"), help: "Keep sessions and the journal in PostgreSQL, shared by every replica started with the same URL and namespace: postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE.")
+    var stateStore: String?
+
+    @Option(name: .customLong("state-namespace"), help: "With --state-store: the namespace replicas of one contract share (default: default).")
+    var stateNamespace: String = "default"
+
+    @Option(name: .customLong("state-store-timeout"), help: "With --state-store: the longest a request waits for the store before its 503, like 2s.")
+    var stateStoreTimeout: String = "2s"
+
     @Option(name: .customLong("shutdown-grace"), help: "On SIGTERM or SIGINT, how long in-flight responses may take before the server stops anyway, like 5s.")
     var shutdownGrace: String = "5s"
 
@@ -106,10 +116,20 @@ struct Serve: AsyncParsableCommand {
             }
         }
         guard maxSessions > 0 else { throw ValidationError("--max-sessions must be at least 1") }
+        if stateStore != nil {
+            if watch { throw ValidationError("--watch cannot be used with --state-store: replicas sharing sessions must serve one contract; restart them together") }
+            if proxy != nil { throw ValidationError("--proxy cannot be used with --state-store yet") }
+        } else if stateNamespace != "default" || stateStoreTimeout != "2s" {
+            throw ValidationError("--state-namespace and --state-store-timeout are for --state-store")
+        }
+        guard (1...128).contains(stateNamespace.utf8.count), SessionStore.isValid(id: stateNamespace) else {
+            throw ValidationError("--state-namespace must be 1 to 128 letters, digits or . _ : -")
+        }
         guard maxConnections > 0 else { throw ValidationError("--max-connections must be at least 1") }
         for (name, value, zeroAllowed) in [("--hang-limit", hangLimit, false), ("--session-idle", sessionIdle, true), ("--idle-timeout", idleTimeout, false),
                                            ("--header-timeout", headerTimeout, false), ("--body-timeout", bodyTimeout, false),
-                                           ("--shutdown-grace", shutdownGrace, true), ("--proxy-timeout", proxyTimeout, false)] {
+                                           ("--shutdown-grace", shutdownGrace, true), ("--proxy-timeout", proxyTimeout, false),
+                                           ("--state-store-timeout", stateStoreTimeout, false)] {
             guard let seconds = Self.seconds(value), seconds > 0 || (zeroAllowed && seconds == 0) else {
                 throw ValidationError("\(name) must be a duration like 30s\(zeroAllowed ? " (or 0)" : "")")
             }
@@ -246,17 +266,30 @@ struct Serve: AsyncParsableCommand {
             printDiagnostics(error.diagnostics)
             throw ExitCode(1)
         }
+        var shared: PostgresStateStore?
+        if let stateStore {
+            var options = PostgresStateStore.Options(url: stateStore)
+            options.namespace = stateNamespace
+            options.timeout = Self.seconds(stateStoreTimeout)!
+            do {
+                shared = try await PostgresStateStore.open(options, engine: engine, catalog: catalog)
+            } catch {
+                FileHandle.standardError.write(Data("doppel: \(error.description)\n".utf8))
+                throw ExitCode(1)
+            }
+        }
         let log = RequestLog(format: configuration.logFormat)
         let slot = EngineSlot(engine)
         let watcher = watch ? Task { [file = self.contract] in await Self.watch(file, slot: slot, log: log) } : nil
         defer { watcher?.cancel() }
-        let app = buildApplication(slot: slot, configuration: configuration, log: log, scenarios: catalog) { [listen, scenario, catalog, trustNote, configuration] port in
+        let app = buildApplication(slot: slot, configuration: configuration, log: log, scenarios: catalog, recorder: nil, shared: shared) { [listen, scenario, catalog, trustNote, configuration, stateStore, stateNamespace] port in
             let address = listen.urlHost
             log.line("Doppel serving \(contract.info.title) \(contract.info.version) from \(self.contract)")
             if let scenario { log.line("Every session starts from scenario \(scenario)") }
             if !catalog.names.isEmpty { log.line("Scenarios: \(catalog.names.joined(separator: ", "))") }
             if let proxy { log.line("Forwarding to \(proxy): requests no endpoint takes, and those of proxy: true endpoints") }
             if watch { log.line("Watching \(self.contract) and its body files for changes") }
+            if let stateStore { log.line("Sessions and journal shared in \(PostgresStateStore.redacted(stateStore)), namespace \(stateNamespace)") }
             for line in RouteTable.servingLines(for: contract, file: self.contract) { log.line("  " + line) }
             for line in trustNote { log.line(line) }
             let scheme = configuration.scheme
@@ -279,6 +312,7 @@ struct Serve: AsyncParsableCommand {
             group.maximumGracefulShutdownDuration = .milliseconds(Int64(grace * 1000))
             group.maximumCancellationDuration = .seconds(2)
             try await ServiceGroup(configuration: group).run()
+            await shared?.shutdown()
             log.flush()
         } catch {
             FileHandle.standardError.write(Data("doppel: cannot serve on \(listen.host):\(listen.port): \(ListenOptions.failure(error))\n".utf8))

@@ -17,12 +17,12 @@ public struct Decision: Sendable {
     }
 
     /// The journal entry's facts from the request, kept until the answer is delivered.
-    struct Entry: Sendable {
-        let time: Double
-        let session: String
-        let method: String
-        let path: String
-        let query: String?
+    package struct Entry: Sendable {
+        package let time: Double
+        package let session: String
+        package let method: String
+        package let path: String
+        package let query: String?
     }
 
     /// Status, headers and body (for a stream, its head; for a fault, what the fault breaks).
@@ -32,7 +32,7 @@ public struct Decision: Sendable {
     /// How the answer reaches the client, once `delay` has passed.
     public var delivery: Delivery
     /// Nil for an answer that is not journaled (the admin API's).
-    let entry: Entry?
+    package let entry: Entry?
 
     init(_ response: MockResponse, entry: Entry?) {
         self.response = response

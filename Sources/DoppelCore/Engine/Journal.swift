@@ -94,7 +94,7 @@ public final class Journal: Sendable {
     /// Records a request; returns its sequence number.
     @discardableResult
     package func record(time: Double, session: String, method: String, path: String, query: String?, status: Int,
-                       endpointID: String?, responseName: String?, durationMicros: Int, proxied: Bool = false) -> Int {
+                       endpointID: String?, responseName: String?, durationMicros: Int, proxied: Bool = false, sequence: Int? = nil) -> Int {
         // Built before the lock, which every event loop takes: inside it, only the number and the counts.
         var entry = Entry(
             sequence: 0, time: time, session: session, method: method, path: path, query: query,
@@ -104,7 +104,8 @@ public final class Journal: Sendable {
         var displaced: Entry?
         var dropped: [Entry] = []
         return ring.withLock { ring in
-            ring.sequence += 1
+            // A shared store's entries keep the numbers the database gave them.
+            ring.sequence = sequence ?? ring.sequence + 1
             entry.sequence = ring.sequence
             // The entry it replaces is released after the lock.
             swap(&ring.entries[ring.next], &displaced)

@@ -91,6 +91,23 @@ public final class MockEngine: Sendable {
         sessions.redeclare(from: previous.contract.state, to: contract.state)
     }
 
+    /// An engine with `engine`'s contract, stages and settings around other
+    /// sessions and another journal: what a shared store answers an admin
+    /// call with, around the session and journal it loaded.
+    package init(stages engine: MockEngine, sessions: SessionStore, journal: Journal) {
+        self.contract = engine.contract
+        self.sessions = sessions
+        self.journal = journal
+        self.router = engine.router
+        self.authenticator = engine.authenticator
+        self.rateLimiter = engine.rateLimiter
+        self.validator = engine.validator
+        self.selector = engine.selector
+        self.defaultDelay = engine.defaultDelay
+        self.forwardsUnmatched = engine.forwardsUnmatched
+        self.clock = engine.clock
+    }
+
     /// The stages built for `contract`, around sessions and a journal.
     private init(contract: Contract, sessions: SessionStore, journal: Journal, defaultDelay: Delay?, forwardsUnmatched: Bool,
                  clock: @escaping @Sendable () -> Double) {
@@ -115,12 +132,22 @@ public final class MockEngine: Sendable {
     /// transport calls `complete(_:status:durationMicros:)` once the answer is
     /// delivered (after its delay, stream or fault, or with the upstream's status).
     public func decide(_ request: RecordedRequest) -> Decision {
+        decide(request) { sessions.session($0) }
+    }
+
+    /// As `decide(_:)`, in `session`, which holds the request's session
+    /// outside the engine's store: a shared store's copy of its row.
+    package func decide(_ request: RecordedRequest, in session: Session) -> Decision {
+        decide(request) { _ in session }
+    }
+
+    private func decide(_ request: RecordedRequest, session: (String) -> Session) -> Decision {
         let sessionID = request.sessionID
         var now = clock()
         var response: MockResponse
         let valid = SessionStore.isValid(id: sessionID)
         if valid {
-            (response, now) = answer(request, session: sessions.session(sessionID), real: now)
+            (response, now) = answer(request, session: session(sessionID), real: now)
         } else {
             response = Problem.invalidSession(sessionID).response()
         }
@@ -136,16 +163,25 @@ public final class MockEngine: Sendable {
     /// target): the contract's fallback for the problem, else the problem
     /// itself. Journaled as any answer is.
     public func decide(refusing request: RecordedRequest, with problem: Problem) -> Decision {
+        decide(refusing: request, with: problem) { sessions.session($0) }
+    }
+
+    /// As `decide(refusing:with:)`, in `session` (see `decide(_:in:)`).
+    package func decide(refusing request: RecordedRequest, with problem: Problem, in session: Session) -> Decision {
+        decide(refusing: request, with: problem) { _ in session }
+    }
+
+    private func decide(refusing request: RecordedRequest, with problem: Problem, session lookup: (String) -> Session) -> Decision {
         let sessionID = request.sessionID
         let valid = SessionStore.isValid(id: sessionID)
         var response = problem.response()
         var now = clock()
         if contract.fallback(for: problem) != nil, valid {
-            let session = sessions.session(sessionID)
+            let session = lookup(sessionID)
             let context = EvaluationContext(roots: baseRoots(sessionID: session.id), now: now, request: request)
             (response, now) = fallback(for: problem, context: context, session: session)
         } else if valid {
-            now = sessions.session(sessionID).now(real: now)
+            now = lookup(sessionID).now(real: now)
         }
         if request.method == "HEAD" { response.body = [] }
         return Decision(response, entry: entry(for: request, sessionID: sessionID, valid: valid, time: now, response: response))
@@ -176,21 +212,15 @@ public final class MockEngine: Sendable {
         Decision.Entry(time: time, session: valid ? sessionID : Journal.invalidSession, method: request.method, path: request.path, query: request.query)
     }
 
-    /// Stages 1 to 6 for a request in a valid session; also returns the
-    /// instant on the session's clock the request was answered at.
-    private func answer(_ request: RecordedRequest, session: Session, real: Double) -> (MockResponse, now: Double) {
-        let queryItems = request.queryItems
-        // Query values are strings until validation reads them by their
-        // schema. `now` is real time until the transaction reads the session's clock.
-        var context = EvaluationContext(roots: baseRoots(sessionID: session.id), now: real, request: request)
-
-        // 1. Route. `match` conditions see the request without state; the body
-        // is parsed for them only when some endpoint has one.
+    /// Stage 1: the endpoint for a request. `match` conditions see the
+    /// request without state (at the session's time, `now`); the body is
+    /// parsed for them only when some endpoint has one.
+    private func route(_ request: RecordedRequest, context: EvaluationContext, now: () -> Double) -> EndpointRouter.Route {
         var matchContext: EvaluationContext?
-        let route = router.route(method: request.method, path: request.path) { endpoint, parameters in
+        return router.route(method: request.method, path: request.path) { endpoint, parameters in
             if matchContext == nil {
                 var base = context
-                base.now = session.now(real: real)
+                base.now = now()
                 if let contentType = request.header("content-type"), MediaTypes.isJSON(contentType) {
                     base.roots[.body] = (try? JSONReader.parse(request.body)) ?? .null
                 }
@@ -199,6 +229,32 @@ public final class MockEngine: Sendable {
             matchContext!.roots[.path] = Self.object(parameters)
             return endpoint.match.filter { !((try? $0.expression.test(in: matchContext!)) ?? false) }.map(\.expression.source)
         }
+    }
+
+    /// Whether answering `request` may read or change its session, by what
+    /// `use` found in the contract: what a shared store asks before it
+    /// loads the session. An invalid session id never reaches one.
+    package func needsSession(_ request: RecordedRequest, use: SessionUse) -> Bool {
+        guard SessionStore.isValid(id: request.sessionID) else { return false }
+        if use.routingReadsSession { return true }
+        let real = clock()
+        let context = EvaluationContext(roots: baseRoots(sessionID: request.sessionID), now: real, request: request)
+        switch route(request, context: context, now: { real }) {
+        case .matched(let endpoint, _): return !use.sessionless.contains(endpoint.id)
+        case .notFound, .methodNotAllowed: return !forwardsUnmatched && use.hasFallbacks
+        }
+    }
+
+    /// Stages 1 to 6 for a request in a valid session; also returns the
+    /// instant on the session's clock the request was answered at.
+    private func answer(_ request: RecordedRequest, session: Session, real: Double) -> (MockResponse, now: Double) {
+        let queryItems = request.queryItems
+        // Query values are strings until validation reads them by their
+        // schema. `now` is real time until the transaction reads the session's clock.
+        var context = EvaluationContext(roots: baseRoots(sessionID: session.id), now: real, request: request)
+
+        // 1. Route.
+        let route = route(request, context: context, now: { session.now(real: real) })
         let endpoint: Endpoint
         let pathParameters: [String: String]
         switch route {

@@ -197,6 +197,14 @@ public struct Problem: Sendable, Error {
                 detail: "Doppel-Session must be 1 to 128 letters, digits or . _ : - characters; got '\(id.prefix(140))'.")
     }
 
+    /// 503: the shared state store (`--state-store`) could not be used in
+    /// time; nothing of the request was kept. `Retry-After` says when to try again.
+    package static func stateStoreUnavailable(_ reason: String, retryAfter: Int) -> Problem {
+        Problem(status: 503, type: urn("state-store-unavailable"), title: "State store unavailable",
+                detail: "The shared state store could not be used: \(reason). Nothing of this request was kept; retry after \(retryAfter) s.",
+                extra: [("retry_after", .int(retryAfter))], headers: [(name: "Retry-After", value: String(retryAfter))])
+    }
+
     /// 500: no response of the endpoint had a `when` that held.
     package static func noResponseMatched(endpointID: String) -> Problem {
         Problem(status: 500, type: urn("no-response-matched"), title: "No response matched",

@@ -16,6 +16,8 @@ public struct Scenario: Sendable {
     package let steps: [Step]
     /// `given` and `overrides` as written, to hand to a server's admin API.
     package let setup: JSONObject
+    /// The JSON text an inline scenario (`PUT /__doppel/scenario`) was loaded from; nil for a file.
+    package var inlineSource: String?
 
     package init(file: String, name: String, description: String?, contractFile: String, given: Given, overrides: [Override],
                 defaultHeaders: [(String, ValueTemplate)], steps: [Step], setup: JSONObject = JSONObject()) {

@@ -32,6 +32,12 @@ package struct BoundedMap<Value: Sendable>: Sendable {
 
     package var keys: [String] { Array(entries.keys) }
 
+    /// Every entry, least recently written first: writing them in this
+    /// order into an empty map makes the same map (`SessionData+Coding`).
+    package var inWriteOrder: [(key: String, value: Value)] {
+        entries.sorted { $0.value.written < $1.value.written }.map { ($0.key, $0.value.value) }
+    }
+
     private mutating func dropOldest() {
         let drop = max(1, capacity / 10)
         let oldest = entries.sorted { $0.value.written < $1.value.written }.prefix(drop).map(\.key)

@@ -19,6 +19,18 @@ public final class Session: Sendable {
         budget?.add(data.stateSize)
     }
 
+    /// A session holding `data`, in no store: what a shared store
+    /// (`doppel serve --state-store`) decides one request in, after loading
+    /// the session's row, before writing it back.
+    package init(id: String, data: SessionData) {
+        self.id = id
+        self.data = Locked(data)
+        self.budget = Locked(nil)
+    }
+
+    /// Everything the session holds now, as a shared store writes it back.
+    package var current: SessionData { data.withLock { $0 } }
+
     /// Runs `body` with exclusive access to the session; changes are kept
     /// only if `body` returns normally. They are made in place through
     /// `SessionData`'s recording methods, and undone if `body` throws.
@@ -95,7 +107,7 @@ public final class Session: Sendable {
             for (name, value) in scenario.given.state { data.state[name] = value }
             data.stateSize = JSON.object(data.state).encodedSize
             scenario.given.clock?.apply(to: &data.clock, real: real)
-            data.scenario = ActiveScenario(name: scenario.name, overrides: scenario.overrides)
+            data.scenario = ActiveScenario(name: scenario.name, overrides: scenario.overrides, inline: scenario.inlineSource)
         }
     }
 
@@ -201,4 +213,13 @@ package struct RateWindow: Sendable {
 package struct ActiveScenario: Sendable {
     package let name: String
     package let overrides: [Override]
+    /// The JSON an inline scenario was given as (`PUT /__doppel/scenario`),
+    /// so a shared store can load it again; nil for a loaded scenario, found again by name.
+    package var inline: String? = nil
+
+    package init(name: String, overrides: [Override], inline: String? = nil) {
+        self.name = name
+        self.overrides = overrides
+        self.inline = inline
+    }
 }

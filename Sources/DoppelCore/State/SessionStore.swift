@@ -207,6 +207,20 @@ public final class SessionStore: Sendable {
         for id in evicted { handler(id) }
     }
 
+    /// Holds a session with `data` as `id` (a shared store's row), in
+    /// place of any session with that id; evicts none.
+    @discardableResult
+    package func adopt(_ id: String, data: SessionData) -> Session {
+        let now = monotonic()
+        let session = Session(id: id, data: data)
+        table.withLock { table in
+            _ = table.remove(id)
+            table.entries[id] = Entry(session: session, lastUsed: now)
+            table.pushNewest(id)
+        }
+        return session
+    }
+
     /// The session with `id` if it exists.
     public func existing(_ id: String) -> Session? {
         table.withLock { $0.entries[id]?.session }

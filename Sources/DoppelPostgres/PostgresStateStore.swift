@@ -1,0 +1,539 @@
+import DoppelCore
+import DoppelServer
+import Foundation
+import Logging
+import NIOCore
+import NIOSSL
+import PostgresNIO
+
+/// Sessions and the journal of one contract on PostgreSQL, shared by every
+/// replica started with the same `--state-store` and namespace
+/// (docs/shared-state.md).
+///
+/// - A request that reads or changes its session (`MockEngine.needsSession`)
+///   is one database transaction: the session's row is locked
+///   (`SELECT … FOR UPDATE`), decoded, decided in by the same engine code as
+///   in memory, written back and committed. Row locks serialise the
+///   requests of one session across replicas, so 200 parallel requests
+///   against a limit of 5 get exactly 5 successes, whichever replicas take
+///   them. (Serializable isolation with retries would give the same
+///   outcomes; a lock never retries, so a burst on one session costs one
+///   transaction per request.)
+/// - Any other request is answered in the process, from a blank session:
+///   its answer depends on no session. The one thing that could still
+///   change it is a scenario's override, so each replica keeps the set of
+///   sessions with one, and takes every request of those sessions to the
+///   database.
+/// - Journal entries are buffered and written in batches, off the
+///   answer's path. A call that reads the journal, or changes a scenario,
+///   first runs a *barrier*: it raises the namespace's epoch, and waits
+///   until every live replica has written its buffer and re-read the
+///   override set, then acknowledged the new epoch.
+/// - The store could not be used in time (unreachable, stopped, too slow):
+///   a 503 `state-store-unavailable` with `Retry-After`, and nothing of the
+///   request kept; the client's pool reconnects by itself.
+package final class PostgresStateStore: SharedState, Sendable {
+    /// What `doppel serve --state-store …` sets.
+    package struct Options: Sendable {
+        /// `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|prefer|require]`.
+        package var url: String
+        /// The namespace replicas of one contract share (`--state-namespace`).
+        package var namespace = "default"
+        /// The longest a request may wait for the store before its 503.
+        package var timeout: Double = 2
+        /// The most connections this replica opens.
+        package var connections = 20
+
+        package init(url: String) {
+            self.url = url
+        }
+    }
+
+    /// Why the store could not be opened.
+    package struct OpeningError: Error, CustomStringConvertible, Sendable {
+        package let description: String
+    }
+
+    /// The schema version this build writes; a newer database is refused.
+    package static let schemaVersion = 1
+    /// Journal entries waiting to be written, at most; more are dropped and counted.
+    package static let maximumBuffered = 100_000
+    /// A replica not heard from for this long is left out of barriers (and
+    /// stops answering from its own knowledge after `trustedFor`).
+    static let liveFor = 2.0
+    static let trustedFor = 1.0
+    /// How often each replica writes its journal, reads the epoch and says it is alive.
+    static let pollInterval = 0.025
+
+    let client: PostgresClient
+    let options: Options
+    let replica = UUID().uuidString.lowercased()
+    let engine: MockEngine
+    let use: SessionUse
+    let catalog: ScenarioCatalog
+    let defaultScenario: Scenario?
+    let logger: Logger
+    let status = Locked(Status())
+    let buffer = Locked(JournalBuffer())
+    private let inline = Locked([String: ActiveScenario]())
+    private let tasks = Locked([Task<Void, Never>]())
+
+    struct Status {
+        /// Sessions with an active scenario that overrides something: their requests all go to the database.
+        var overridden: Set<String> = []
+        /// The epoch last acknowledged.
+        var epoch: Int64 = 0
+        /// Monotonic seconds of the last poll that reached the database.
+        var lastPoll: Double?
+        /// The last error the store gave, for health.
+        var lastError: String?
+        var failedRequests = 0
+    }
+
+    struct JournalBuffer {
+        var rows: [Row] = []
+        var dropped = 0
+    }
+
+    struct Row: Sendable {
+        let time: Double, session: String, method: String, path: String, query: String?, status: Int
+        let endpointID: String?, responseName: String?, durationMicros: Int, proxied: Bool
+    }
+
+    private init(client: PostgresClient, options: Options, engine: MockEngine, catalog: ScenarioCatalog, logger: Logger) {
+        self.client = client
+        self.options = options
+        self.engine = engine
+        self.catalog = catalog
+        self.defaultScenario = engine.sessions.defaultScenario
+        var overridden = Set(catalog.names.compactMap { catalog[$0] }.flatMap { $0.overrides.map(\.endpointID) })
+        for override in engine.sessions.defaultScenario?.overrides ?? [] { overridden.insert(override.endpointID) }
+        self.use = SessionUse(contract: engine.contract, overridden: overridden)
+        self.logger = logger
+    }
+
+    /// Connects, creates or migrates the schema, and claims the namespace
+    /// for `engine`'s contract; throws a message naming what is wrong.
+    package static func open(_ options: Options, engine: MockEngine, catalog: ScenarioCatalog) async throws(OpeningError) -> PostgresStateStore {
+        var logger = Logger(label: "doppel.state-store")
+        logger.logLevel = .critical
+        let configuration: PostgresClient.Configuration
+        do { configuration = try Self.configuration(options) } catch { throw error }
+        let store = PostgresStateStore(client: PostgresClient(configuration: configuration, backgroundLogger: logger), options: options,
+                                       engine: engine, catalog: catalog, logger: logger)
+        store.tasks.withLock { $0.append(Task { await store.client.run() }) }
+        do {
+            try await Self.deadline(10) { try await store.prepare() }
+        } catch let error as OpeningError {
+            store.stop()
+            throw error
+        } catch {
+            store.stop()
+            throw OpeningError(description: "cannot use the state store \(Self.redacted(options.url)): \(Self.describe(error))")
+        }
+        store.tasks.withLock { $0.append(Task { await store.poll() }) }
+        return store
+    }
+
+    /// Stops the background work and the client, after a last journal write.
+    package func shutdown() async {
+        try? await Self.deadline(2) { try await self.flush() }
+        stop()
+    }
+
+    private func stop() {
+        for task in tasks.withLock({ $0 }) { task.cancel() }
+    }
+
+    // MARK: Opening
+
+    static func configuration(_ options: Options) throws(OpeningError) -> PostgresClient.Configuration {
+        guard let url = URLComponents(string: options.url), url.scheme == "postgres" || url.scheme == "postgresql",
+              let host = url.host, !host.isEmpty, let user = url.user, !user.isEmpty else {
+            throw OpeningError(description: "--state-store must be postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE, not \(redacted(options.url))")
+        }
+        let database = url.path.hasPrefix("/") ? String(url.path.dropFirst()) : url.path
+        let mode = url.queryItems?.first { $0.name == "sslmode" }?.value ?? "disable"
+        let tls: PostgresClient.Configuration.TLS
+        switch mode {
+        case "disable": tls = .disable
+        case "prefer": tls = .prefer(.makeClientConfiguration())
+        case "require": tls = .require(.makeClientConfiguration())
+        default: throw OpeningError(description: "--state-store's sslmode must be disable, prefer or require, not \(mode)")
+        }
+        var configuration = PostgresClient.Configuration(host: host, port: url.port ?? 5432, username: user, password: url.password,
+                                                         database: database.isEmpty ? nil : database, tls: tls)
+        configuration.options.maximumConnections = options.connections
+        configuration.options.connectTimeout = .milliseconds(Int64(options.timeout * 1000))
+        // The server ends what the client may no longer wait for: a statement
+        // or a lock wait past the timeout fails, and so the transaction.
+        let millis = String(Int(options.timeout * 1000))
+        configuration.options.additionalStartupParameters = [
+            ("statement_timeout", millis), ("lock_timeout", millis), ("idle_in_transaction_session_timeout", String(Int(max(5, options.timeout * 2) * 1000))),
+            ("application_name", "doppel"),
+        ]
+        return configuration
+    }
+
+    /// The URL without its password.
+    package static func redacted(_ url: String) -> String {
+        guard var components = URLComponents(string: url), components.password != nil else { return url }
+        components.password = "***"
+        return components.string ?? url
+    }
+
+    private func prepare() async throws {
+        try await client.withTransaction(logger: logger) { connection in
+            // One replica at a time creates or migrates the schema.
+            try await connection.query("SELECT pg_advisory_xact_lock(\(Self.migrationLock))", logger: logger)
+            try await connection.query("CREATE TABLE IF NOT EXISTS doppel_schema (version integer NOT NULL)", logger: logger)
+            var version: Int?
+            for try await found in try await connection.query("SELECT version FROM doppel_schema", logger: logger).decode(Int.self) { version = found }
+            if let version, version > Self.schemaVersion {
+                throw OpeningError(description: "the state store's schema is version \(version), newer than this Doppel's \(Self.schemaVersion); upgrade Doppel")
+            }
+            if version == nil {
+                for statement in Self.schema { try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
+                try await connection.query("INSERT INTO doppel_schema (version) VALUES (\(Self.schemaVersion))", logger: logger)
+            }
+            let contract = engine.contract.file, digest = Self.digest(of: engine.contract)
+            try await connection.query("""
+                INSERT INTO doppel_namespaces (namespace, contract, digest) VALUES (\(options.namespace), \(contract), \(digest))
+                ON CONFLICT (namespace) DO NOTHING
+                """, logger: logger)
+            for try await (servedContract, servedDigest) in try await connection.query(
+                "SELECT contract, digest FROM doppel_namespaces WHERE namespace = \(options.namespace)", logger: logger).decode((String, String).self)
+            where servedDigest != digest {
+                throw OpeningError(description: """
+                    the state store's namespace '\(options.namespace)' holds the sessions of another contract (\(servedContract)); \
+                    replicas of one namespace must serve the same contract file. Start this one with --state-namespace NAME, \
+                    or serve the same file
+                    """)
+            }
+        }
+    }
+
+    static let migrationLock = 0x446f7070656c  // "Doppel"
+
+    /// Version 1 of the schema.
+    static let schema = [
+        """
+        CREATE TABLE doppel_namespaces (
+            namespace text PRIMARY KEY, contract text NOT NULL, digest text NOT NULL, epoch bigint NOT NULL DEFAULT 0,
+            evicted_room bigint NOT NULL DEFAULT 0, evicted_idle bigint NOT NULL DEFAULT 0, evicted_state bigint NOT NULL DEFAULT 0)
+        """,
+        """
+        CREATE TABLE doppel_sessions (
+            namespace text NOT NULL, id text NOT NULL, data bytea, size integer NOT NULL DEFAULT 0, scenario text,
+            has_overrides boolean NOT NULL DEFAULT false, last_used timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY (namespace, id))
+        """,
+        "CREATE INDEX doppel_sessions_last_used ON doppel_sessions (namespace, last_used)",
+        """
+        CREATE TABLE doppel_journal (
+            namespace text NOT NULL, seq bigserial NOT NULL, time double precision NOT NULL, session text NOT NULL,
+            method text NOT NULL, path text NOT NULL, query text, status integer NOT NULL, endpoint text, response text,
+            duration_us bigint NOT NULL, proxied boolean NOT NULL, PRIMARY KEY (namespace, seq))
+        """,
+        """
+        CREATE TABLE doppel_replicas (
+            namespace text NOT NULL, replica text NOT NULL, heartbeat timestamptz NOT NULL, acked bigint NOT NULL,
+            PRIMARY KEY (namespace, replica))
+        """,
+    ]
+
+    /// What makes two contracts the same for a namespace: the contract file's bytes (FNV-1a, 64 bits).
+    static func digest(of contract: Contract) -> String {
+        let bytes = (try? Data(contentsOf: URL(fileURLWithPath: contract.file))) ?? Data(contract.info.title.utf8)
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        return String(hash, radix: 16)
+    }
+
+    // MARK: Requests
+
+    package func needsStore(_ request: RecordedRequest, engine: MockEngine) -> Bool {
+        guard engine.needsSession(request, use: use) else {
+            let (overridden, lastPoll) = status.withLock { ($0.overridden.contains(request.sessionID), $0.lastPoll) }
+            // Answered here only while this replica's knowledge of overrides is fresh.
+            guard let lastPoll, SessionStore.uptime() - lastPoll < Self.trustedFor else { return true }
+            return overridden
+        }
+        return true
+    }
+
+    package func decide(_ request: RecordedRequest, refusal: Problem?, engine: MockEngine) async -> Decision {
+        do {
+            return try await Self.deadline(options.timeout) { try await self.transact(request, refusal: refusal, engine: engine) }
+        } catch {
+            return unavailable(request, error: error, engine: engine)
+        }
+    }
+
+    /// One request in its session's row: lock, decode, decide, write, commit.
+    private func transact(_ request: RecordedRequest, refusal: Problem?, engine: MockEngine) async throws -> Decision {
+        try await client.withTransaction(logger: logger) { connection in
+            let id = request.sessionID
+            let session = Session(id: id, data: try await self.lockedSession(id, on: connection) ?? self.newSession(id))
+            let decision = refusal.map { engine.decide(refusing: request, with: $0, in: session) } ?? engine.decide(request, in: session)
+            try await self.write(session, on: connection)
+            return decision
+        }
+    }
+
+    /// The 503 for a request the store could not take in time, journaled as any answer.
+    private func unavailable(_ request: RecordedRequest, error: any Error, engine: MockEngine) -> Decision {
+        let reason = Self.describe(error)
+        status.withLock {
+            $0.lastError = reason
+            $0.failedRequests += 1
+        }
+        let retry = max(1, Int(options.timeout.rounded(.up)))
+        let problem = Problem.stateStoreUnavailable(reason, retryAfter: retry)
+        return engine.decide(refusing: request, with: problem, in: Session(id: request.sessionID, data: SessionData(state: engine.contract.state.initial)))
+    }
+
+    /// The session's row, locked until the transaction ends; nil when the
+    /// session is new (a row is made, locked, for it to be written into).
+    func lockedSession(_ id: String, on connection: PostgresConnection) async throws -> SessionData? {
+        let namespace = options.namespace
+        for attempt in 0..<2 {
+            var found: ByteBuffer??
+            for try await data in try await connection.query(
+                "SELECT data FROM doppel_sessions WHERE namespace = \(namespace) AND id = \(id) FOR UPDATE", logger: logger).decode(ByteBuffer?.self) {
+                found = .some(data)
+            }
+            if let found {
+                guard let bytes = found else { return nil }
+                return try SessionData(decoding: Array(bytes.readableBytesView)) { name, text in self.scenario(named: name, inline: text) }
+            }
+            if attempt == 0 {
+                try await connection.query("INSERT INTO doppel_sessions (namespace, id) VALUES (\(namespace), \(id)) ON CONFLICT DO NOTHING", logger: logger)
+            }
+        }
+        return nil
+    }
+
+    /// A session as a new one starts: the contract's initial state, then the `--scenario` if any.
+    private func newSession(_ id: String) -> SessionData {
+        let session = Session(id: id, data: SessionData(state: engine.contract.state.initial))
+        if let defaultScenario { session.restart(initial: engine.contract.state.initial, scenario: defaultScenario, real: engine.realNow) }
+        return session.current
+    }
+
+    func write(_ session: Session, on connection: PostgresConnection) async throws {
+        let data = session.current
+        var bytes = ByteBuffer()
+        bytes.writeBytes(data.encoded())
+        let overrides = !(data.scenario?.overrides.isEmpty ?? true)
+        try await connection.query("""
+            UPDATE doppel_sessions SET data = \(bytes), size = \(data.stateSize), scenario = \(data.scenario?.name),
+                has_overrides = \(overrides), last_used = now()
+            WHERE namespace = \(options.namespace) AND id = \(session.id)
+            """, logger: logger)
+    }
+
+    /// A stored session's scenario, found again: by name in the catalogue
+    /// (or `--scenario`), or loaded again from its inline JSON.
+    private func scenario(named name: String, inline text: String?) -> ActiveScenario? {
+        if let text {
+            if let cached = inline.withLock({ $0[text] }) { return cached }
+            guard var loaded = try? AdminAPI.inlineScenario(text, contract: engine.contract) else { return nil }
+            loaded.name = name
+            let active = ActiveScenario(name: name, overrides: loaded.overrides, inline: text)
+            inline.withLock { cache in
+                if cache.count >= 1_000 { cache.removeAll() }
+                cache[text] = active
+            }
+            return active
+        }
+        if let found = catalog[name] { return ActiveScenario(name: name, overrides: found.overrides) }
+        if let defaultScenario, defaultScenario.name == name { return ActiveScenario(name: name, overrides: defaultScenario.overrides) }
+        return nil
+    }
+
+    // MARK: Journal
+
+    package func complete(_ decision: Decision, status: Int, durationMicros: Int) {
+        guard let entry = decision.entry else { return }
+        let row = Row(time: entry.time, session: entry.session, method: entry.method, path: entry.path, query: entry.query, status: status,
+                      endpointID: decision.response.endpointID, responseName: decision.delivery == .forward ? nil : decision.response.responseName,
+                      durationMicros: durationMicros, proxied: decision.delivery == .forward)
+        buffer.withLock { buffer in
+            if buffer.rows.count >= Self.maximumBuffered { buffer.dropped += 1 } else { buffer.rows.append(row) }
+        }
+    }
+
+    /// Writes the buffered entries in one statement; they go back to the buffer if it fails.
+    func flush() async throws {
+        let rows = buffer.withLock { buffer -> [Row] in
+            defer { buffer.rows.removeAll(keepingCapacity: true) }
+            return buffer.rows
+        }
+        guard !rows.isEmpty else { return }
+        do {
+            try await client.query("""
+                INSERT INTO doppel_journal (namespace, time, session, method, path, query, status, endpoint, response, duration_us, proxied)
+                SELECT \(options.namespace), t, s, m, p, NULLIF(q, ''), st, NULLIF(e, ''), NULLIF(r, ''), d, x
+                FROM unnest(\(rows.map(\.time))::float8[], \(rows.map(\.session))::text[], \(rows.map(\.method))::text[],
+                            \(rows.map(\.path))::text[], \(rows.map { $0.query ?? "" })::text[], \(rows.map(\.status))::int8[],
+                            \(rows.map { $0.endpointID ?? "" })::text[], \(rows.map { $0.responseName ?? "" })::text[],
+                            \(rows.map(\.durationMicros))::int8[], \(rows.map(\.proxied))::bool[]) AS j(t, s, m, p, q, st, e, r, d, x)
+                """, logger: logger)
+        } catch {
+            buffer.withLock { buffer in
+                let room = max(0, Self.maximumBuffered - buffer.rows.count)
+                buffer.dropped += max(0, rows.count - room)
+                buffer.rows.insert(contentsOf: rows.prefix(room), at: 0)
+            }
+            throw error
+        }
+    }
+
+    // MARK: Background
+
+    /// Every `pollInterval`: the journal written, the epoch read (and the
+    /// override set with it when it moved), the replica's heartbeat and
+    /// acknowledgement; every few seconds, evictions and journal retention.
+    private func poll() async {
+        var lastSweep = SessionStore.uptime()
+        while !Task.isCancelled {
+            do {
+                try await Self.deadline(max(0.5, options.timeout)) { try await self.pollOnce() }
+                status.withLock { $0.lastPoll = SessionStore.uptime() }
+                if SessionStore.uptime() - lastSweep > 5 {
+                    lastSweep = SessionStore.uptime()
+                    try await Self.deadline(max(2, options.timeout)) { try await self.sweep() }
+                }
+            } catch {
+                status.withLock { $0.lastError = Self.describe(error) }
+            }
+            try? await Task.sleep(for: .seconds(Self.pollInterval))
+        }
+    }
+
+    private func pollOnce() async throws {
+        try await flush()
+        let namespace = options.namespace
+        var epoch: Int64 = 0
+        for try await found in try await client.query("SELECT epoch FROM doppel_namespaces WHERE namespace = \(namespace)", logger: logger).decode(Int64.self) {
+            epoch = found
+        }
+        if epoch != status.withLock({ $0.epoch }) {
+            var overridden = Set<String>()
+            for try await id in try await client.query(
+                "SELECT id FROM doppel_sessions WHERE namespace = \(namespace) AND has_overrides", logger: logger).decode(String.self) {
+                overridden.insert(id)
+            }
+            status.withLock {
+                $0.overridden = overridden
+                $0.epoch = epoch
+            }
+        }
+        try await client.query("""
+            INSERT INTO doppel_replicas (namespace, replica, heartbeat, acked) VALUES (\(namespace), \(replica), now(), \(epoch))
+            ON CONFLICT (namespace, replica) DO UPDATE SET heartbeat = now(), acked = EXCLUDED.acked
+            """, logger: logger)
+    }
+
+    /// Evicts sessions by the in-memory rules (idle, room, state budget),
+    /// bounds the journal, and forgets replicas long gone.
+    private func sweep() async throws {
+        let namespace = options.namespace, sessions = engine.sessions
+        if let idle = sessions.idleLimit {
+            let evicted = try await count(client.query("""
+                DELETE FROM doppel_sessions WHERE namespace = \(namespace) AND id <> 'default' AND data IS NOT NULL
+                AND last_used < now() - make_interval(secs => \(idle)) RETURNING 1
+                """, logger: logger))
+            if evicted > 0 { try await client.query("UPDATE doppel_namespaces SET evicted_idle = evicted_idle + \(evicted) WHERE namespace = \(namespace)", logger: logger) }
+        }
+        let forRoom = try await count(client.query("""
+            DELETE FROM doppel_sessions WHERE namespace = \(namespace) AND id IN (
+                SELECT id FROM doppel_sessions WHERE namespace = \(namespace) AND id <> 'default' AND data IS NOT NULL
+                ORDER BY last_used DESC OFFSET \(max(0, sessions.limit - 1))) RETURNING 1
+            """, logger: logger))
+        if forRoom > 0 { try await client.query("UPDATE doppel_namespaces SET evicted_room = evicted_room + \(forRoom) WHERE namespace = \(namespace)", logger: logger) }
+        let forState = try await count(client.query("""
+            DELETE FROM doppel_sessions WHERE namespace = \(namespace) AND id IN (
+                SELECT id FROM (SELECT id, sum(size) OVER (ORDER BY last_used DESC, id) AS running FROM doppel_sessions
+                                WHERE namespace = \(namespace) AND id <> 'default' AND data IS NOT NULL) AS t
+                WHERE running > \(sessions.budget.limit)) RETURNING 1
+            """, logger: logger))
+        if forState > 0 { try await client.query("UPDATE doppel_namespaces SET evicted_state = evicted_state + \(forState) WHERE namespace = \(namespace)", logger: logger) }
+        try await client.query("""
+            DELETE FROM doppel_journal WHERE namespace = \(namespace) AND seq <= (
+                SELECT seq FROM doppel_journal WHERE namespace = \(namespace) ORDER BY seq DESC OFFSET \(engine.journal.capacity) LIMIT 1)
+            """, logger: logger)
+        try await client.query("DELETE FROM doppel_replicas WHERE namespace = \(namespace) AND heartbeat < now() - interval '1 hour'", logger: logger)
+    }
+
+    private func count(_ rows: PostgresRowSequence) async throws -> Int {
+        var count = 0
+        for try await _ in rows { count += 1 }
+        return count
+    }
+
+    /// Raises the namespace's epoch and waits until every live replica has
+    /// written its journal and read the override set since: after it, the
+    /// journal holds every answer given before it began, and no replica
+    /// answers from an override set older than it.
+    func barrier() async throws {
+        let namespace = options.namespace
+        var epoch: Int64 = 0
+        for try await found in try await client.query(
+            "UPDATE doppel_namespaces SET epoch = epoch + 1 WHERE namespace = \(namespace) RETURNING epoch", logger: logger).decode(Int64.self) {
+            epoch = found
+        }
+        let live = "\(Self.liveFor) seconds"
+        while true {
+            var waiting = 0
+            for try await found in try await client.query("""
+                SELECT count(*) FROM doppel_replicas WHERE namespace = \(namespace) AND acked < \(epoch)
+                AND heartbeat > now() - \(live)::interval
+                """, logger: logger).decode(Int.self) {
+                waiting = found
+            }
+            if waiting == 0 { return }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    // MARK: Helpers
+
+    struct Timeout: Error, CustomStringConvertible {
+        let seconds: Double
+        var description: String { "no answer within \(seconds.formatted()) s" }
+    }
+
+    /// `body`'s result, or `Timeout` after `seconds`: the caller never waits
+    /// longer, even for work that does not end when cancelled (it is
+    /// cancelled, and its result dropped).
+    static func deadline<T: Sendable>(_ seconds: Double, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        let outcome = Locked<CheckedContinuation<T, any Error>?>(nil)
+        return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+            outcome.withLock { $0 = continuation }
+            let work = Locked<Task<Void, Never>?>(nil)
+            let timer = Task {
+                try? await Task.sleep(for: .seconds(seconds))
+                guard !Task.isCancelled, let waiting = outcome.withLock({ $0.take() }) else { return }
+                work.withLock { $0 }?.cancel()
+                waiting.resume(throwing: Timeout(seconds: seconds))
+            }
+            work.withLock { $0 = Task {
+                let result: Result<T, any Error>
+                do { result = .success(try await body()) } catch { result = .failure(error) }
+                timer.cancel()
+                outcome.withLock { $0.take() }?.resume(with: result)
+            } }
+        }
+    }
+
+    /// A short reason for a store error, for the 503 and for health.
+    static func describe(_ error: any Error) -> String {
+        if let error = error as? PSQLError {
+            if let message = error.serverInfo?[.message] { return message }
+            return "\(error.code)"
+        }
+        return "\(error)"
+    }
+}
