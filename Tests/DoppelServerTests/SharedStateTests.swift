@@ -1,0 +1,203 @@
+import DoppelCore
+import DoppelServer
+import Foundation
+import Testing
+
+/// Replicas sharing sessions on a real PostgreSQL (`doppel serve
+/// --state-store`): counted outcomes of parallel bursts over replicas,
+/// the clock, scenarios and the journal across replicas, and the database
+/// stopped and started mid-run. One at a time: one test stops the database.
+@Suite("Shared state on PostgreSQL", .serialized, .enabled(if: TestDatabase.url != nil, "set DOPPEL_TEST_POSTGRES (.ci/run does)"))
+struct SharedStateTests {
+    static let tales = contractPath("tales.yaml")
+
+    /// A child in `session`, made through the first replica; its id.
+    func child(_ client: TestClient, session: String) async throws -> String {
+        let made = try await client.send("POST", "/api/v1/children", json: ["name": "Emma", "age_category": "5-7", "gender": "female", "interests": ["x"]],
+                                         session: session)
+        #expect(made.status == 200)
+        return try #require(made.json?["id"]?.stringValue)
+    }
+
+    /// `count` generates spread over the clients in turn, all at once; statuses counted.
+    func generates(_ clients: [TestClient], count: Int, session: String, child: String) async throws -> [Int: Int] {
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<count {
+                let client = clients[index % clients.count]
+                group.addTask {
+                    try await client.send("POST", "/api/v1/stories/generate", json: ["language": "en", "child_id": .string(child)], session: session).status
+                }
+            }
+            var tally: [Int: Int] = [:]
+            for try await status in group { tally[status, default: 0] += 1 }
+            return tally
+        }
+    }
+
+    @Test("200 parallel generates over 2 and 3 replicas in one session: exactly 5 × 200 and 195 × 402, 20 runs")
+    func burstsOverReplicasAreExact() async throws {
+        for replicaCount in [2, 3] {
+            let replicas = try await SharedReplicas.start(replicaCount, contract: Self.tales)
+            let clients = replicas.clients()
+            for run in 0..<10 {
+                let session = "burst-\(run)"
+                let child = try await child(clients[0], session: session)
+                let tally = try await generates(clients, count: 200, session: session, child: child)
+                #expect(tally == [200: 5, 402: 195], "run \(run) over \(replicaCount) replicas")
+            }
+            await replicas.stop()
+        }
+    }
+
+    @Test("Bursts over many sessions at once: each session gets exactly its own 5")
+    func manySessionsAreEachExact() async throws {
+        let replicas = try await SharedReplicas.start(3, contract: Self.tales)
+        let clients = replicas.clients()
+        let sessions = (0..<20).map { "many-\($0)" }
+        var children: [String: String] = [:]
+        for session in sessions { children[session] = try await child(clients[0], session: session) }
+        let outcomes = try await withThrowingTaskGroup(of: (String, Int).self) { group in
+            for index in 0..<400 {
+                let session = sessions[index % sessions.count], client = clients[index % clients.count], child = children[session]!
+                group.addTask {
+                    (session, try await client.send("POST", "/api/v1/stories/generate", json: ["language": "en", "child_id": .string(child)], session: session).status)
+                }
+            }
+            var tally: [String: [Int: Int]] = [:]
+            for try await (session, status) in group { tally[session, default: [:]][status, default: 0] += 1 }
+            return tally
+        }
+        for session in sessions { #expect(outcomes[session] == [200: 5, 402: 15], "\(session)") }
+        await replicas.stop()
+    }
+
+    @Test("A rate window is exact across replicas: 3 a minute per token, 60 at once over 3 replicas")
+    func rateWindowsAreExact() async throws {
+        let replicas = try await SharedReplicas.start(3, contract: contractPath("cleveroo.yaml"))
+        let clients = replicas.clients()
+        let request = try #require(MockEngine(contract: try ContractLoader.load(file: contractPath("cleveroo.yaml")))
+            .sampleRequest(for: try #require(MockEngine(contract: try ContractLoader.load(file: contractPath("cleveroo.yaml"))).contract.endpoint(id: "generate-game"))))
+        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<60 {
+                let client = clients[index % 3]
+                group.addTask {
+                    var headers: [String: String] = [:]
+                    for (name, value) in request.headers where name.lowercased() != "content-length" { headers[name] = value }
+                    return try await client.send(request.method, request.path + (request.query.map { "?" + $0 } ?? ""), token: nil, session: "rate",
+                                                 headers: headers, body: Data(request.body)).status
+                }
+            }
+            var tally: [Int: Int] = [:]
+            for try await status in group { tally[status, default: 0] += 1 }
+            return tally
+        }
+        #expect(statuses[429] == 57)
+        #expect(statuses.filter { $0.key != 429 }.values.reduce(0, +) == 3, "\(statuses)")
+        await replicas.stop()
+    }
+
+    @Test("The clock advanced through one replica is the clock of every replica; the journal counts every replica's answers")
+    func clockAndJournalAreShared() async throws {
+        let replicas = try await SharedReplicas.start(2, contract: Self.tales)
+        let (a, b) = (replicas.clients()[0], replicas.clients()[1])
+        let child = try await child(a, session: "clock")
+        #expect(try await generates([a, b], count: 6, session: "clock", child: child) == [200: 5, 402: 1])
+        let advanced = try await a.send("POST", "/__doppel/clock", json: ["session": "clock", "advance": "31d"])
+        #expect(advanced.status == 200)
+        let seen = try await b.send("GET", "/__doppel/clock?session=clock")
+        #expect(seen.json?["now"] == advanced.json?["now"])
+        // A month later the count starts again, whichever replica answers.
+        #expect(try await b.send("POST", "/api/v1/stories/generate", json: ["language": "en", "child_id": .string(child)], session: "clock").status == 200)
+        // Each replica's journal entries, read through the other at once.
+        let verified = try await a.send("POST", "/__doppel/verify", json: ["session": "clock", "endpoint": "generate-story", "status": 200, "count": 6])
+        #expect(verified.json?["pass"] == .bool(true), "\(verified.json.map { JSONWriter.encodeString($0) } ?? "")")
+        let coverage = try await b.send("GET", "/__doppel/coverage?session=clock")
+        #expect(coverage.status == 200)
+        await replicas.stop()
+    }
+
+    @Test("A scenario started through one replica overrides the next answer of another, even of an endpoint that reads no state")
+    func scenariosActAcrossReplicas() async throws {
+        let replicas = try await SharedReplicas.start(2, contract: Self.tales)
+        let (a, b) = (replicas.clients()[0], replicas.clients()[1])
+        #expect(try await b.send("GET", "/api/v1/free-stories", session: "sc").json != nil)
+        let started = try await a.send("PUT", "/__doppel/scenario?session=sc", json: [
+            "overrides": [["endpoint": "list-free-stories", "fault": "malformed_json"]],
+        ])
+        #expect(started.status == 200, "\(String(decoding: started.body, as: UTF8.self))")
+        #expect(try await b.send("GET", "/api/v1/free-stories", session: "sc").json == nil, "the override's malformed JSON")
+        // Other sessions are untouched, and the reset through b ends it for a.
+        #expect(try await a.send("GET", "/api/v1/free-stories", session: "other").json != nil)
+        #expect(try await b.send("POST", "/__doppel/reset", json: ["session": "sc"]).status == 200)
+        #expect(try await a.send("GET", "/api/v1/free-stories", session: "sc").json != nil)
+        await replicas.stop()
+    }
+
+    @Test("A replica of another contract on the same namespace is refused, naming the namespace")
+    func anotherContractIsRefused() async throws {
+        let replicas = try await SharedReplicas.start(1, contract: Self.tales)
+        await #expect {
+            _ = try await SharedReplicas.start(1, contract: contractPath("currency.yaml"), namespace: replicas.namespace)
+        } throws: { error in
+            "\(error)".contains("namespace '\(replicas.namespace)'") && "\(error)".contains("--state-namespace")
+        }
+        await replicas.stop()
+    }
+
+    @Test("The database stopped mid-burst: 503 state-store-unavailable within 10 s, never over-serving; started again: serving within 20 s, committed state intact")
+    func theDatabaseStoppedAndStarted() async throws {
+        try #require(TestDatabase.control != nil, "set DOPPEL_TEST_POSTGRES_CTL (.ci/run does)")
+        let replicas = try await SharedReplicas.start(2, contract: Self.tales, timeout: 1)
+        let clients = replicas.clients(maxConnections: 8)
+        let child = try await child(clients[0], session: "fault")
+        let body: JSON = ["language": "en", "child_id": .string(child)]
+        // Two stories before the fault.
+        #expect(try await generates(clients, count: 2, session: "fault", child: child) == [200: 2])
+        // Four clients keep generating over both replicas while the database stops under them.
+        let stopped = ContinuousClock.now + .milliseconds(100)
+        let burst = Task {
+            try await withThrowingTaskGroup(of: [(status: Int, at: Duration, type: String?, retryAfter: String?)].self) { group in
+                for worker in 0..<4 {
+                    group.addTask {
+                        var seen: [(status: Int, at: Duration, type: String?, retryAfter: String?)] = []
+                        while ContinuousClock.now - stopped < .seconds(3) || !seen.contains(where: { $0.status == 503 }) {
+                            guard ContinuousClock.now - stopped < .seconds(12) else { break }
+                            let answer = try await clients[worker % 2].send("POST", "/api/v1/stories/generate", json: body, session: "fault")
+                            seen.append((answer.status, ContinuousClock.now - stopped, answer.json?["type"]?.stringValue, answer.header("Retry-After")))
+                        }
+                        return seen
+                    }
+                }
+                var all: [(status: Int, at: Duration, type: String?, retryAfter: String?)] = []
+                for try await seen in group { all += seen }
+                return all
+            }
+        }
+        try await Task.sleep(until: stopped)
+        try TestDatabase.run("stop")
+        let answers = try await burst.value
+        #expect(Set(answers.map(\.status)).isSubset(of: [200, 402, 503]), "\(Set(answers.map(\.status)))")
+        for refused in answers where refused.status == 503 {
+            #expect(refused.type == "urn:doppel:problem:state-store-unavailable")
+            #expect(refused.retryAfter != nil)
+        }
+        let servedWhileDown = answers.filter { $0.status == 200 }.count
+        let firstRefusal = answers.filter { $0.status == 503 }.map(\.at).min()
+        let refusal = try #require(firstRefusal)
+        #expect(refusal < .seconds(10))
+        try TestDatabase.run("start")
+        let restarted = ContinuousClock.now
+        var serving = false
+        while ContinuousClock.now - restarted < .seconds(20) {
+            if try await clients[1].send("GET", "/api/v1/users/subscription", session: "fault").status == 200 { serving = true; break }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        #expect(serving, "not serving 20 s after the database started")
+        // Committed state intact: 2 before, the burst's 200s, then exactly the rest of the 5; never more.
+        let rest = try await generates(clients, count: 10, session: "fault", child: child)
+        #expect(2 + servedWhileDown + (rest[200] ?? 0) == 5, "\(servedWhileDown) served in the burst, then \(rest)")
+        let used = try await clients[0].send("GET", "/api/v1/users/subscription", session: "fault")
+        #expect(used.json?["limits"]?["stories_used"] == 5)
+        await replicas.stop()
+    }
+}

@@ -1,0 +1,91 @@
+import DoppelCore
+import DoppelOpenAPI
+import DoppelPostgres
+import DoppelServer
+import DoppelTesting
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import Logging
+import ServiceLifecycle
+
+/// The PostgreSQL the shared-state tests use: `DOPPEL_TEST_POSTGRES` (a
+/// URL), and `DOPPEL_TEST_POSTGRES_CTL` (a script taking `stop` and
+/// `start`) for the tests that stop the database. `.ci/run` starts a
+/// throwaway cluster (`.ci/postgres.sh`) and sets both; it also fails if a
+/// test of this suite was skipped.
+enum TestDatabase {
+    static let url = ProcessInfo.processInfo.environment["DOPPEL_TEST_POSTGRES"]
+    static let control = ProcessInfo.processInfo.environment["DOPPEL_TEST_POSTGRES_CTL"]
+
+    /// Runs the control script with `verb` (`stop`, `start`). Through
+    /// the C library's `system`: Foundation's `Process` never saw
+    /// `pg_ctl start` end here, its server being a grandchild that lives on.
+    static func run(_ verb: String) throws {
+        let status = system("/bin/bash '\(control!)' \(verb) </dev/null >/dev/null 2>&1")
+        guard status == 0 else { throw TestServerError(message: "\(control!) \(verb) exited \(status)") }
+    }
+}
+
+/// Replicas of one contract on one database namespace, each a whole server
+/// (its own engine, store, connections and port) on loopback, as
+/// `doppel serve --state-store` runs them.
+struct SharedReplicas {
+    struct Replica {
+        let port: Int
+        let store: PostgresStateStore
+        let group: ServiceGroup
+        let task: Task<Void, any Error>
+        var base: URL { URL(string: "http://127.0.0.1:\(port)")! }
+    }
+
+    let replicas: [Replica]
+    let namespace: String
+
+    /// `count` replicas of `contract` in a namespace of their own (a new one per call).
+    static func start(_ count: Int, contract file: String, namespace: String = "t-\(UUID().uuidString.prefix(8))",
+                      timeout: Double = 2, scenario: String? = nil) async throws -> SharedReplicas {
+        var replicas: [Replica] = []
+        for _ in 0..<count {
+            let configuration = ServerConfiguration.testing
+            let contract = try ContractDocument.load(file: file)
+            let engine = MockEngine(contract: contract, configuration: configuration)
+            var catalog = ScenarioCatalog()
+            if let scenario {
+                let loaded = try ScenarioLoader.load(file: scenario, contract: contract)
+                catalog.add(loaded, as: loaded.name)
+                engine.sessions.defaultScenario = loaded
+            }
+            var options = PostgresStateStore.Options(url: TestDatabase.url!)
+            options.namespace = namespace
+            options.timeout = timeout
+            options.connections = 8
+            let store = try await PostgresStateStore.open(options, engine: engine, catalog: catalog)
+            let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+            let app = buildApplication(slot: EngineSlot(engine), configuration: configuration, scenarios: catalog, recorder: nil, shared: store) { port in
+                continuation.yield(port)
+                continuation.finish()
+            }
+            let group = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: [], logger: Logger(label: "replica")))
+            let task = Task { try await group.run() }
+            var iterator = ports.makeAsyncIterator()
+            guard let port = await iterator.next() else { throw TestServerError(message: "a replica stopped before listening") }
+            replicas.append(Replica(port: port, store: store, group: group, task: task))
+        }
+        return SharedReplicas(replicas: replicas, namespace: namespace)
+    }
+
+    func stop() async {
+        for replica in replicas {
+            await replica.group.triggerGracefulShutdown()
+            _ = try? await replica.task.value
+            await replica.store.shutdown()
+        }
+    }
+
+    /// Clients, one per replica.
+    func clients(maxConnections: Int = 32) -> [TestClient] {
+        replicas.map { TestClient(base: $0.base, maxConnections: maxConnections) }
+    }
+}
