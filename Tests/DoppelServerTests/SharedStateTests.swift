@@ -7,7 +7,7 @@ import Testing
 /// --state-store`): counted outcomes of parallel bursts over replicas,
 /// the clock, scenarios and the journal across replicas, and the database
 /// stopped and started mid-run. One at a time: one test stops the database.
-@Suite("Shared state on PostgreSQL", .serialized, .enabled(if: TestDatabase.url != nil, "set DOPPEL_TEST_POSTGRES (.ci/run does)"))
+@Suite("Shared state on PostgreSQL", .serialized, .enabled(if: TestDatabase.url != nil, "needs PostgreSQL: set DOPPEL_TEST_POSTGRES, or install Debian's postgresql (.ci/run does)"))
 struct SharedStateTests {
     static let tales = contractPath("tales.yaml")
 
@@ -37,7 +37,8 @@ struct SharedStateTests {
     @Test("200 parallel generates over 2 and 3 replicas in one session: exactly 5 × 200 and 195 × 402, 20 runs")
     func burstsOverReplicasAreExact() async throws {
         for replicaCount in [2, 3] {
-            let replicas = try await SharedReplicas.start(replicaCount, contract: Self.tales)
+            // A generous store timeout: these tests count outcomes, and a busy CI machine may queue 200 requests on one row lock for seconds.
+            let replicas = try await SharedReplicas.start(replicaCount, contract: Self.tales, timeout: 30)
             let clients = replicas.clients()
             for run in 0..<10 {
                 let session = "burst-\(run)"
@@ -51,7 +52,7 @@ struct SharedStateTests {
 
     @Test("Bursts over many sessions at once: each session gets exactly its own 5")
     func manySessionsAreEachExact() async throws {
-        let replicas = try await SharedReplicas.start(3, contract: Self.tales)
+        let replicas = try await SharedReplicas.start(3, contract: Self.tales, timeout: 30)
         let clients = replicas.clients()
         let sessions = (0..<20).map { "many-\($0)" }
         var children: [String: String] = [:]
@@ -73,7 +74,7 @@ struct SharedStateTests {
 
     @Test("A rate window is exact across replicas: 3 a minute per token, 60 at once over 3 replicas")
     func rateWindowsAreExact() async throws {
-        let replicas = try await SharedReplicas.start(3, contract: contractPath("cleveroo.yaml"))
+        let replicas = try await SharedReplicas.start(3, contract: contractPath("cleveroo.yaml"), timeout: 30)
         let clients = replicas.clients()
         let request = try #require(MockEngine(contract: try ContractLoader.load(file: contractPath("cleveroo.yaml")))
             .sampleRequest(for: try #require(MockEngine(contract: try ContractLoader.load(file: contractPath("cleveroo.yaml"))).contract.endpoint(id: "generate-game"))))

@@ -15,9 +15,23 @@ import ServiceLifecycle
 /// `start`) for the tests that stop the database. `.ci/run` starts a
 /// throwaway cluster (`.ci/postgres.sh`) and sets both; it also fails if a
 /// test of this suite was skipped.
+/// Without them, where PostgreSQL is installed (`initdb` under
+/// /usr/lib/postgresql), the tests start the same throwaway cluster
+/// themselves, so `swift test` runs every suite there too.
 enum TestDatabase {
-    static let url = ProcessInfo.processInfo.environment["DOPPEL_TEST_POSTGRES"]
-    static let control = ProcessInfo.processInfo.environment["DOPPEL_TEST_POSTGRES_CTL"]
+    static let environment = ProcessInfo.processInfo.environment
+    static let script = repositoryRoot.appendingPathComponent(".ci/postgres.sh").path
+    static let url: String? = environment["DOPPEL_TEST_POSTGRES"] ?? startedHere
+    static let control = environment["DOPPEL_TEST_POSTGRES_CTL"] ?? (startedHere != nil ? script : nil)
+
+    /// The URL of a cluster started by `.ci/postgres.sh setup`, when PostgreSQL is installed.
+    static let startedHere: String? = {
+        guard environment["DOPPEL_TEST_POSTGRES"] == nil,
+              let versions = try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql"),
+              versions.contains(where: { FileManager.default.fileExists(atPath: "/usr/lib/postgresql/\($0)/bin/initdb") }),
+              system("/bin/bash '\(script)' setup </dev/null >/dev/null 2>&1") == 0 else { return nil }
+        return "postgres://doppel@127.0.0.1:\(environment["DOPPEL_PG_PORT"] ?? "55432")/doppel"
+    }()
 
     /// Runs the control script with `verb` (`stop`, `start`). Through
     /// the C library's `system`: Foundation's `Process` never saw

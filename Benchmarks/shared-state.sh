@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# Replicas sharing state on PostgreSQL (`doppel serve --state-store`) behind
+# a load balancer, against one in-memory server behind the same balancer,
+# in the same run: nginx (proxy, upstream keep-alive) in front of
+#   A: one `doppel serve` with its sessions in memory, and
+#   B: two `doppel serve --state-store` replicas on one PostgreSQL.
+# Reported as B's throughput over A's, with p99 and each process's RSS.
+#
+#   bash Benchmarks/shared-state.sh            # 10 s per load test
+#   DURATION=3s bash Benchmarks/shared-state.sh
+#
+# PostgreSQL is the throwaway cluster of .ci/postgres.sh (fsync off: a
+# fixture's database, not a durable one). Load goes to 127.0.0.1 only: two
+# wrk threads, 32 connections, bounded by DURATION.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DURATION=${DURATION:-10s}
+PORT=${PORT:-18280}
+MEMORY_PORT=$PORT; REPLICA_A=$((PORT + 1)); REPLICA_B=$((PORT + 2)); LB_MEMORY=$((PORT + 3)); LB_SHARED=$((PORT + 4))
+CONNECTIONS=${CONNECTIONS:-32}
+
+missing=()
+for tool in wrk nginx; do command -v "$tool" >/dev/null || missing+=("$tool"); done
+if ((${#missing[@]})); then
+    apt-get update -qq && apt-get install -y -qq "${missing[@]/nginx/nginx-light}" >/dev/null
+fi
+bash .ci/postgres.sh setup
+DATABASE=$(bash .ci/postgres.sh url)
+if ! build_log=$(swift build -c release --product doppel 2>&1); then echo "$build_log" >&2; exit 1; fi
+DOPPEL=.build/release/doppel
+WORK=$(mktemp -d)
+chmod 755 "$WORK"
+PIDS=()
+cleanup() {
+    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    [ -f "$WORK/nginx.pid" ] && kill "$(cat "$WORK/nginx.pid")" 2>/dev/null || true
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+wait_for() {
+    for _ in $(seq 1 200); do curl -s -o /dev/null "$1" && return 0; sleep 0.025; done
+    echo "no answer from $1" >&2; exit 1
+}
+
+NAMESPACE="bench-$$-$RANDOM"
+"$DOPPEL" serve contracts/tales.yaml --port "$MEMORY_PORT" --log-format none >/dev/null & PIDS+=($!); MEMORY_PID=$!
+"$DOPPEL" serve contracts/tales.yaml --port "$REPLICA_A" --log-format none --state-store "$DATABASE" --state-namespace "$NAMESPACE" >/dev/null & PIDS+=($!); A_PID=$!
+"$DOPPEL" serve contracts/tales.yaml --port "$REPLICA_B" --log-format none --state-store "$DATABASE" --state-namespace "$NAMESPACE" >/dev/null & PIDS+=($!); B_PID=$!
+for port in "$MEMORY_PORT" "$REPLICA_A" "$REPLICA_B"; do wait_for "http://127.0.0.1:$port/__doppel/health"; done
+
+cat > "$WORK/nginx.conf" <<NGINX
+worker_processes 1;
+pid $WORK/nginx.pid;
+error_log $WORK/nginx.err;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    upstream memory { server 127.0.0.1:$MEMORY_PORT; keepalive 64; }
+    upstream shared { server 127.0.0.1:$REPLICA_A; server 127.0.0.1:$REPLICA_B; keepalive 64; }
+    server { listen 127.0.0.1:$LB_MEMORY; location / { proxy_pass http://memory; proxy_http_version 1.1; proxy_set_header Connection ""; } }
+    server { listen 127.0.0.1:$LB_SHARED; location / { proxy_pass http://shared; proxy_http_version 1.1; proxy_set_header Connection ""; } }
+}
+NGINX
+nginx -c "$WORK/nginx.conf"
+MEMORY="http://127.0.0.1:$LB_MEMORY"; SHARED="http://127.0.0.1:$LB_SHARED"
+wait_for "$MEMORY/__doppel/health"; wait_for "$SHARED/__doppel/health"
+
+TOKEN='Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIzZjJiOGMxZS03ZDRhLTRlNTktOWIxYy0yYTZmMGU4ZDRjNzEiLCJyb2xlIjoiYXV0aGVudGljYXRlZCJ9.c2lnbmF0dXJl'
+# Premium sessions, so every generate succeeds (the 200 path, with effects), each made through its balancer.
+session() {  # session BASE ID -> a child id
+    curl -s -X POST -H "Authorization: $TOKEN" -H "Doppel-Session: $2" \
+        "$1/api/v1/subscription/purchase?plan_tier=premium&billing_cycle=monthly&payment_method=card" >/dev/null
+    curl -s -H "Authorization: $TOKEN" -H "Doppel-Session: $2" -H 'Content-Type: application/json' \
+        -d '{"name":"Bench","age_category":"5-7","gender":"male","interests":["x"]}' "$1/api/v1/children" | sed -E 's/.*"id":"([^"]+)".*/\1/'
+}
+body() { echo "{\"language\":\"ru\",\"child_id\":\"$1\",\"story_type\":\"child\"}"; }
+script() {  # script BASE NAME SESSIONS -> a wrk script taking the sessions in turn
+    local base=$1 name=$2 count=$3
+    {
+        echo 'local sessions = {'
+        for i in $(seq 0 $((count - 1))); do echo "  {\"$name-$i\", '$(body "$(session "$base" "$name-$i")")'},"; done
+        echo '}'
+        cat <<LUA
+local requests, counter = {}, 0
+init = function(args)
+    for i, s in ipairs(sessions) do
+        requests[i] = wrk.format("POST", "/api/v1/stories/generate", { ["Authorization"] = "$TOKEN", ["Doppel-Session"] = s[1], ["Content-Type"] = "application/json" }, s[2])
+    end
+end
+request = function()
+    counter = counter % #requests + 1
+    return requests[counter]
+end
+local statuses = {}
+response = function(status) statuses[status] = (statuses[status] or 0) + 1 end
+LUA
+    } > "$WORK/$name.lua"
+}
+script "$MEMORY" memory-32 32; script "$SHARED" shared-32 32
+script "$MEMORY" memory-1 1; script "$SHARED" shared-1 1
+
+load() {  # load URL [wrk args...] -> "requests/s p99 non-2xx"
+    local url=$1; shift
+    wrk -t2 -c"$CONNECTIONS" -d"$DURATION" --latency "$@" "$url" \
+        | awk '/Requests\/sec/ { rps = $2 } / 99%/ { p99 = $2 } /Non-2xx/ { bad = $4 } END { print rps, p99, bad + 0 }'
+}
+echo "Through nginx ($DURATION each, $CONNECTIONS connections, 2 wrk threads): two replicas on PostgreSQL (B) against one in-memory server (A)"
+printf '  %-46s %10s %9s %10s %9s %7s\n' request "A req/s" "A p99" "B req/s" "B p99" "B/A"
+row() {  # row LABEL PATH ARGS_A ARGS_B
+    local label=$1 path=$2 a_args=$3 b_args=$4
+    # shellcheck disable=SC2086
+    read -r ra pa bad_a <<<"$(load "$MEMORY$path" $a_args)"
+    # shellcheck disable=SC2086
+    read -r rb pb bad_b <<<"$(load "$SHARED$path" $b_args)"
+    if [ "$bad_a" != 0 ] || [ "$bad_b" != 0 ]; then echo "  ($label: $bad_a and $bad_b answers were not 2xx)" >&2; exit 1; fi
+    printf '  %-46s %10s %9s %10s %9s %7.2f\n' "$label" "$ra" "$pa" "$rb" "$pb" "$(echo "$rb / $ra" | bc -l)"
+}
+row "GET /api/v1/free-stories (no state)" "/api/v1/free-stories?language=en" "" ""
+row "POST /api/v1/stories/generate, 32 sessions" "/api/v1/stories/generate" "-s $WORK/memory-32.lua" "-s $WORK/shared-32.lua"
+row "POST /api/v1/stories/generate, one session" "/api/v1/stories/generate" "-s $WORK/memory-1.lua" "-s $WORK/shared-1.lua"
+rss() { awk '/VmRSS/ { printf "%.1f MB", $2 / 1024 }' "/proc/$1/status"; }
+# PostgreSQL's processes share their buffers: summed as proportional set size (each shared page counted once).
+postgres_pss=$(for pid in $(pgrep -u postgres); do awk '/^Pss:/ { print $2 }' "/proc/$pid/smaps_rollup" 2>/dev/null; done | awk '{ s += $1 } END { printf "%.1f MB", s / 1024 }')
+echo "Resident memory after the load: in-memory server $(rss "$MEMORY_PID"); replicas $(rss "$A_PID") and $(rss "$B_PID"); PostgreSQL, all its processes (PSS), $postgres_pss"
+# The journal is exact once the answers are given: both replicas' entries, read through either.
+a=$(curl -s "http://127.0.0.1:$REPLICA_A/__doppel/journal?session=shared-1-0" | python3 -c 'import json,sys; print(json.load(sys.stdin)["total"])')
+b=$(curl -s "http://127.0.0.1:$REPLICA_B/__doppel/journal?session=shared-1-0" | python3 -c 'import json,sys; print(json.load(sys.stdin)["total"])')
+echo "Journal entries of the one-session load, read through replica A: $a, through replica B: $b"
