@@ -25,23 +25,7 @@ if ((${#missing[@]})); then
     apt-get update -qq && apt-get install -y -qq "${missing[@]/nginx/nginx-light}" >/dev/null
 fi
 
-# The build's output is shown only when it fails.
-if ! build_log=$(swift build -c release --product doppel 2>&1); then echo "$build_log" >&2; exit 1; fi
-DOPPEL=.build/release/doppel
-WORK=$(mktemp -d)
-chmod 755 "$WORK"  # nginx's workers run as an unprivileged user
-PIDS=()
-cleanup() {
-    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-    [ -f "$WORK/nginx.pid" ] && kill "$(cat "$WORK/nginx.pid")" 2>/dev/null || true
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-wait_for() {  # wait_for URL
-    for _ in $(seq 1 200); do curl -s -o /dev/null "$1" && return 0; sleep 0.025; done
-    echo "no answer from $1" >&2; exit 1
-}
+source Benchmarks/common.sh
 
 "$DOPPEL" serve contracts/tales.yaml --port "$PORT" --log-format none >/dev/null & PIDS+=($!)
 TALES_PID=$!

@@ -27,21 +27,7 @@ if ((${#missing[@]})); then
 fi
 bash .ci/postgres.sh setup
 DATABASE=$(bash .ci/postgres.sh url)
-if ! build_log=$(swift build -c release --product doppel 2>&1); then echo "$build_log" >&2; exit 1; fi
-DOPPEL=.build/release/doppel
-WORK=$(mktemp -d)
-chmod 755 "$WORK"
-PIDS=()
-cleanup() {
-    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-    [ -f "$WORK/nginx.pid" ] && kill "$(cat "$WORK/nginx.pid")" 2>/dev/null || true
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-wait_for() {
-    for _ in $(seq 1 200); do curl -s -o /dev/null "$1" && return 0; sleep 0.025; done
-    echo "no answer from $1" >&2; exit 1
-}
+source Benchmarks/common.sh
 
 NAMESPACE="bench-$$-$RANDOM"
 "$DOPPEL" serve contracts/tales.yaml --port "$MEMORY_PORT" --log-format none >/dev/null & PIDS+=($!); MEMORY_PID=$!

@@ -56,8 +56,13 @@ package final class PostgresStateStore: SharedState, Sendable {
 
     /// The schema version this build writes; a newer database is refused.
     package static let schemaVersion = 1
-    /// Journal entries waiting to be written, at most; more are dropped and counted.
+    /// Journal entries waiting to be written, at most, and the most text
+    /// (paths and queries) they may hold, as the in-memory journal's; more
+    /// are dropped and counted.
     package static let maximumBuffered = 100_000
+    package static let maximumBufferedText = Journal.maximumTextBytes
+    /// Inline scenarios kept loaded (each up to a request body's size).
+    static let maximumInlineScenarios = 64
     /// A replica not heard from for this long is left out of barriers (and
     /// stops answering from its own knowledge after `trustedFor`).
     static let liveFor = 2.0
@@ -92,12 +97,25 @@ package final class PostgresStateStore: SharedState, Sendable {
 
     struct JournalBuffer {
         var rows: [Row] = []
+        var textBytes = 0
         var dropped = 0
+
+        /// Keeps `row` if there is room for it; counts it dropped otherwise.
+        mutating func add(_ row: Row) {
+            let size = row.textBytes
+            guard rows.count < PostgresStateStore.maximumBuffered, textBytes + size <= PostgresStateStore.maximumBufferedText else {
+                dropped += 1
+                return
+            }
+            rows.append(row)
+            textBytes += size
+        }
     }
 
     struct Row: Sendable {
         let time: Double, session: String, method: String, path: String, query: String?, status: Int
         let endpointID: String?, responseName: String?, durationMicros: Int, proxied: Bool
+        var textBytes: Int { path.utf8.count + (query?.utf8.count ?? 0) }
     }
 
     private init(client: PostgresClient, options: Options, engine: MockEngine, catalog: ScenarioCatalog, logger: Logger) {
@@ -342,7 +360,7 @@ package final class PostgresStateStore: SharedState, Sendable {
             loaded.name = name
             let active = ActiveScenario(name: name, overrides: loaded.overrides, inline: text)
             inline.withLock { cache in
-                if cache.count >= 1_000 { cache.removeAll() }
+                if cache.count >= Self.maximumInlineScenarios { cache.removeAll() }
                 cache[text] = active
             }
             return active
@@ -359,15 +377,16 @@ package final class PostgresStateStore: SharedState, Sendable {
         let row = Row(time: entry.time, session: entry.session, method: entry.method, path: entry.path, query: entry.query, status: status,
                       endpointID: decision.response.endpointID, responseName: decision.delivery == .forward ? nil : decision.response.responseName,
                       durationMicros: durationMicros, proxied: decision.delivery == .forward)
-        buffer.withLock { buffer in
-            if buffer.rows.count >= Self.maximumBuffered { buffer.dropped += 1 } else { buffer.rows.append(row) }
-        }
+        buffer.withLock { $0.add(row) }
     }
 
     /// Writes the buffered entries in one statement; they go back to the buffer if it fails.
     func flush() async throws {
         let rows = buffer.withLock { buffer -> [Row] in
-            defer { buffer.rows.removeAll(keepingCapacity: true) }
+            defer {
+                buffer.rows.removeAll(keepingCapacity: true)
+                buffer.textBytes = 0
+            }
             return buffer.rows
         }
         guard !rows.isEmpty else { return }
@@ -381,10 +400,12 @@ package final class PostgresStateStore: SharedState, Sendable {
                             \(rows.map(\.durationMicros))::int8[], \(rows.map(\.proxied))::bool[]) AS j(t, s, m, p, q, st, e, r, d, x)
                 """, logger: logger)
         } catch {
+            // Back in front of what arrived meanwhile, as far as the bounds allow.
             buffer.withLock { buffer in
-                let room = max(0, Self.maximumBuffered - buffer.rows.count)
-                buffer.dropped += max(0, rows.count - room)
-                buffer.rows.insert(contentsOf: rows.prefix(room), at: 0)
+                let newer = buffer.rows
+                buffer.rows.removeAll(keepingCapacity: true)
+                buffer.textBytes = 0
+                for row in rows + newer { buffer.add(row) }
             }
             throw error
         }

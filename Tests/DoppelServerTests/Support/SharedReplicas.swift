@@ -59,10 +59,11 @@ struct SharedReplicas {
 
     /// `count` replicas of `contract` in a namespace of their own (a new one per call).
     static func start(_ count: Int, contract file: String, namespace: String = "t-\(UUID().uuidString.prefix(8))",
-                      timeout: Double = 2, scenario: String? = nil) async throws -> SharedReplicas {
+                      timeout: Double = 2, scenario: String? = nil, sessionLimit: Int? = nil) async throws -> SharedReplicas {
         var replicas: [Replica] = []
         for _ in 0..<count {
-            let configuration = ServerConfiguration.testing
+            var configuration = ServerConfiguration.testing
+            if let sessionLimit { configuration.sessionLimit = sessionLimit }
             let contract = try ContractDocument.load(file: file)
             let engine = MockEngine(contract: contract, configuration: configuration)
             var catalog = ScenarioCatalog()
