@@ -145,6 +145,12 @@ package final class PostgresStateStore: SharedState, Sendable {
         } catch let error as OpeningError {
             store.stop()
             throw error
+        } catch let error as PostgresTransactionError where error.closureError is OpeningError {
+            store.stop()
+            throw error.closureError as! OpeningError
+        } catch is Timeout {
+            store.stop()
+            throw OpeningError(description: "cannot use the state store \(Self.redacted(options.url)): no answer within 10 s; is PostgreSQL running there, and does it accept this user?")
         } catch {
             store.stop()
             throw OpeningError(description: "cannot use the state store \(Self.redacted(options.url)): \(Self.describe(error))")
@@ -153,9 +159,14 @@ package final class PostgresStateStore: SharedState, Sendable {
         return store
     }
 
-    /// Stops the background work and the client, after a last journal write.
+    /// Stops the background work and the client, after a last journal
+    /// write; the replica leaves the namespace's list of live replicas.
     package func shutdown() async {
-        try? await Self.deadline(2) { try await self.flush() }
+        for task in tasks.withLock({ $0.dropFirst() }) { task.cancel() }
+        try? await Self.deadline(2) {
+            try await self.flush()
+            try await self.client.query("DELETE FROM doppel_replicas WHERE namespace = \(self.options.namespace) AND replica = \(self.replica)", logger: self.logger)
+        }
         stop()
     }
 
@@ -200,6 +211,13 @@ package final class PostgresStateStore: SharedState, Sendable {
         return components.string ?? url
     }
 
+    /// The contract file whose namespace this replica took over when it opened (its sessions started over), if any.
+    package private(set) var tookOver: String? {
+        get { takenOver.withLock { $0 } }
+        set { takenOver.withLock { $0 = newValue } }
+    }
+    private let takenOver = Locked<String?>(nil)
+
     private func prepare() async throws {
         try await client.withTransaction(logger: logger) { connection in
             // One replica at a time creates or migrates the schema.
@@ -219,15 +237,37 @@ package final class PostgresStateStore: SharedState, Sendable {
                 INSERT INTO doppel_namespaces (namespace, contract, digest) VALUES (\(options.namespace), \(contract), \(digest))
                 ON CONFLICT (namespace) DO NOTHING
                 """, logger: logger)
-            for try await (servedContract, servedDigest) in try await connection.query(
-                "SELECT contract, digest FROM doppel_namespaces WHERE namespace = \(options.namespace)", logger: logger).decode((String, String).self)
-            where servedDigest != digest {
+            var served: (contract: String, digest: String)?
+            for try await row in try await connection.query(
+                "SELECT contract, digest FROM doppel_namespaces WHERE namespace = \(options.namespace) FOR UPDATE", logger: logger).decode((String, String).self) {
+                served = row
+            }
+            guard let served, served.digest != digest else { return }
+            // Another contract, or this one edited. While a replica still serves
+            // it, refuse; once none does, this contract takes the namespace over
+            // and its sessions start over, as a restarted in-memory server's do.
+            var live = 0
+            for try await count in try await connection.query("""
+                SELECT count(*) FROM doppel_replicas WHERE namespace = \(options.namespace) AND heartbeat > now() - \("\(Self.liveFor) seconds")::interval
+                """, logger: logger).decode(Int.self) {
+                live = count
+            }
+            guard live == 0 else {
                 throw OpeningError(description: """
-                    the state store's namespace '\(options.namespace)' holds the sessions of another contract (\(servedContract)); \
-                    replicas of one namespace must serve the same contract file. Start this one with --state-namespace NAME, \
-                    or serve the same file
+                    the state store's namespace '\(options.namespace)' is served by \(live) running replica\(live == 1 ? "" : "s") of another \
+                    contract, or another version of this one (\(served.contract)); replicas of one namespace serve the same contract file. \
+                    Stop them first (the namespace then passes to this contract, its sessions starting over), or start this one with \
+                    --state-namespace NAME
                     """)
             }
+            for statement: PostgresQuery in [
+                "UPDATE doppel_namespaces SET contract = \(contract), digest = \(digest), epoch = epoch + 1 WHERE namespace = \(options.namespace)",
+                "DELETE FROM doppel_sessions WHERE namespace = \(options.namespace)",
+                "DELETE FROM doppel_journal WHERE namespace = \(options.namespace)",
+            ] {
+                try await connection.query(statement, logger: logger)
+            }
+            tookOver = served.contract
         }
     }
 

@@ -273,6 +273,9 @@ struct Serve: AsyncParsableCommand {
             options.timeout = Self.seconds(stateStoreTimeout)!
             do {
                 shared = try await PostgresStateStore.open(options, engine: engine, catalog: catalog)
+                if let previous = shared?.tookOver {
+                    FileHandle.standardError.write(Data("doppel: the state store's namespace \(stateNamespace) served \(previous), a different file or version, and no replica serves it now: it passes to \(self.contract), and its sessions start over\n".utf8))
+                }
             } catch {
                 FileHandle.standardError.write(Data("doppel: \(error.description)\n".utf8))
                 throw ExitCode(1)

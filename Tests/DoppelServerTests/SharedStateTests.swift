@@ -1,4 +1,5 @@
 import DoppelCore
+import DoppelPostgres
 import DoppelServer
 import Foundation
 import Testing
@@ -176,15 +177,22 @@ struct SharedStateTests {
         await replicas.stop()
     }
 
-    @Test("A replica of another contract on the same namespace is refused, naming the namespace")
-    func anotherContractIsRefused() async throws {
+    @Test("Another contract on a namespace is refused while a replica serves it; once none does, it takes the namespace over and the sessions start over")
+    func anotherContractIsRefusedThenTakesOver() async throws {
         let replicas = try await SharedReplicas.start(1, contract: Self.tales)
+        let client = replicas.clients()[0]
+        _ = try await child(client, session: "kept")
         await #expect {
             _ = try await SharedReplicas.start(1, contract: contractPath("currency.yaml"), namespace: replicas.namespace)
         } throws: { error in
-            "\(error)".contains("namespace '\(replicas.namespace)'") && "\(error)".contains("--state-namespace")
+            error is PostgresStateStore.OpeningError && "\(error)".hasPrefix("the state store's namespace '\(replicas.namespace)' is served by 1 running replica") && "\(error)".contains("--state-namespace")
         }
         await replicas.stop()
+        let currency = try await SharedReplicas.start(1, contract: contractPath("currency.yaml"), namespace: replicas.namespace)
+        #expect(currency.replicas[0].store.tookOver == Self.tales)
+        let listed = try await currency.clients()[0].send("GET", "/__doppel/sessions")
+        #expect(listed.json?["sessions"]?.arrayValue?.isEmpty == true, "the tales sessions are gone")
+        await currency.stop()
     }
 
     @Test("The database stopped mid-burst: 503 state-store-unavailable within 10 s, never over-serving; started again: serving within 20 s, committed state intact")
