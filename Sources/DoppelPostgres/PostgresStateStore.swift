@@ -194,9 +194,11 @@ package final class PostgresStateStore: SharedState, Sendable {
                                                          database: database.isEmpty ? nil : database, tls: tls)
         configuration.options.maximumConnections = options.connections
         configuration.options.connectTimeout = .milliseconds(Int64(options.timeout * 1000))
-        // The server ends what the client may no longer wait for: a statement
-        // or a lock wait past the timeout fails, and so the transaction.
-        let millis = String(Int(options.timeout * 1000))
+        // The server ends a lock wait or a statement at half the timeout, so
+        // a transaction that got its lock has the other half to write and
+        // commit before the client stops waiting: a 503 is almost always
+        // for a transaction that was rolled back.
+        let millis = String(max(1, Int(options.timeout * 500)))
         configuration.options.additionalStartupParameters = [
             ("statement_timeout", millis), ("lock_timeout", millis), ("idle_in_transaction_session_timeout", String(Int(max(5, options.timeout * 2) * 1000))),
             ("application_name", "doppel"),

@@ -85,8 +85,13 @@ struct Serve: AsyncParsableCommand {
     @Flag(help: "Reload the contract when it or a body file it reads changes; sessions keep their state. A contract with errors is reported and the last good one keeps serving.")
     var watch = false
 
-    @Option(name: .customLong("state-store"), help: "Keep sessions and the journal in PostgreSQL, shared by every replica started with the same URL and namespace: postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE.")
-    var stateStore: String?
+    @Option(name: .customLong("state-store"), help: "Keep sessions and the journal in PostgreSQL, shared by every replica started with the same URL and namespace: postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE. Default: $DOPPEL_STATE_STORE, which keeps a password out of the process list.")
+    var stateStoreOption: String?
+
+    /// `--state-store`, else `DOPPEL_STATE_STORE` (a URL with a password is then not on the command line, which others may read).
+    var stateStore: String? {
+        stateStoreOption ?? ProcessInfo.processInfo.environment["DOPPEL_STATE_STORE"].flatMap { $0.isEmpty ? nil : $0 }
+    }
 
     @Option(name: .customLong("state-namespace"), help: "With --state-store: the namespace replicas of one contract share (default: default).")
     var stateNamespace: String = "default"
