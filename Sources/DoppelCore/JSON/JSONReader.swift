@@ -22,12 +22,23 @@ public struct JSONReader {
     private let bytes: [UInt8]
     private var index = 0
     private var depth = 0
+    private let depthLimit: Int
 
-    private init(_ bytes: [UInt8]) { self.bytes = bytes }
+    private init(_ bytes: [UInt8], depthLimit: Int = JSONReader.maximumDepth) {
+        self.bytes = bytes
+        self.depthLimit = depthLimit
+    }
 
     /// Parses a complete JSON document.
     public static func parse(_ bytes: [UInt8]) throws(SyntaxError) -> JSON {
-        var reader = JSONReader(bytes)
+        try parse(bytes, maximumDepth: maximumDepth)
+    }
+
+    /// Parses a complete JSON document nested at most `maximumDepth` levels:
+    /// for what Doppel itself wrote from values a request may nest to the
+    /// usual limit (a stored session keeps a body a few levels down).
+    package static func parse(_ bytes: [UInt8], maximumDepth: Int) throws(SyntaxError) -> JSON {
+        var reader = JSONReader(bytes, depthLimit: maximumDepth)
         reader.skipWhitespace()
         let value = try reader.parseValue()
         reader.skipWhitespace()
@@ -79,7 +90,7 @@ public struct JSONReader {
 
     private mutating func enter() throws(SyntaxError) {
         depth += 1
-        if depth > Self.maximumDepth { throw error("nesting deeper than \(Self.maximumDepth) levels") }
+        if depth > depthLimit { throw error("nesting deeper than \(depthLimit) levels") }
     }
 
     private mutating func parseObject() throws(SyntaxError) -> JSON {

@@ -36,7 +36,8 @@ extension SessionData {
     /// overrides again from its name and, for an inline one, its JSON text;
     /// a scenario it no longer finds leaves the session without one.
     package init(decoding bytes: [UInt8], scenario resolve: (String, String?) -> ActiveScenario?) throws(DecodingError) {
-        guard let json = try? JSONReader.parse(bytes), let object = json.objectValue else {
+        // Twice the request limit: the state keeps request bodies below its own names and keys.
+        guard let json = try? JSONReader.parse(bytes, maximumDepth: 2 * JSONReader.maximumDepth), let object = json.objectValue else {
             throw DecodingError(description: "a stored session is not a JSON object")
         }
         guard object["v"]?.intValue == Self.codingVersion else {

@@ -83,3 +83,18 @@ struct SessionCodingTests {
         #expect(!SessionUse(contract: cleveroo, overridden: []).sessionless.contains("generate-game"), "its rate limit counts in the session")
     }
 }
+
+extension SessionCodingTests {
+    /// A request body may nest as deep as the reader allows; a session
+    /// keeping it (a record in a collection) nests a few levels deeper, and
+    /// must still read back, or its shared row could never be used again.
+    @Test("A session holding a value nested as deep as a request body allows reads back as it was written")
+    func deepStateReadsBack() throws {
+        var deep = JSON.int(1)
+        for _ in 0..<(JSONReader.maximumDepth - 1) { deep = .array([deep]) }
+        #expect((try? JSONReader.parse(JSONWriter.encode(deep))) != nil, "a body this deep is accepted")
+        let data = SessionData(state: JSONObject([("records", .object(JSONObject([("r1", .object(JSONObject([("body", deep)])))])))]))
+        let read = try SessionData(decoding: data.encoded()) { _, _ in nil }
+        #expect(read.encoded() == data.encoded())
+    }
+}
