@@ -61,6 +61,13 @@ let package = Package(
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
+            ],
+            // The dashboard (`/__doppel/ui/`): plain files, compiled into the
+            // binary as bytes, so a release binary serves it with nothing beside it.
+            resources: [
+                .embedInCode("Dashboard/index.html"),
+                .embedInCode("Dashboard/dashboard.css"),
+                .embedInCode("Dashboard/dashboard.js"),
             ]
         ),
         .target(
@@ -145,7 +152,9 @@ let package = Package(
                            // The upstream server of the proxy tests.
                            .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HTTPTypes", package: "swift-http-types"),
                            // Clients of the HTTPS tests.
-                           .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "NIOSSL", package: "swift-nio-ssl")],
+                           .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                           // A database in the schema of an older Doppel, for the migration test.
+                           .product(name: "PostgresNIO", package: "postgres-nio")],
             // Read by path from the repository, not as a bundle resource.
             exclude: ["Fixtures"]
         ),

@@ -50,6 +50,8 @@ CONF
     "$0" start
     as_postgres "$b/psql" -h 127.0.0.1 -p "$port" -U postgres -qtc "SELECT 1 FROM pg_roles WHERE rolname = 'doppel'" | grep -q 1 ||
         as_postgres "$b/psql" -h 127.0.0.1 -p "$port" -U postgres -qc "CREATE ROLE doppel LOGIN"
+    # The migration test makes a database of its own in an older schema.
+    as_postgres "$b/psql" -h 127.0.0.1 -p "$port" -U postgres -qc "ALTER ROLE doppel CREATEDB"
     as_postgres "$b/psql" -h 127.0.0.1 -p "$port" -U postgres -qtc "SELECT 1 FROM pg_database WHERE datname = 'doppel'" | grep -q 1 ||
         as_postgres "$b/psql" -h 127.0.0.1 -p "$port" -U postgres -qc "CREATE DATABASE doppel OWNER doppel"
     ;;

@@ -39,7 +39,8 @@ extension PostgresStateStore {
             try await barrier()
             return api.respond(to: request)
         case ("GET", "/state"), ("PUT", "/state"), ("POST", "/reset"), ("GET", "/clock"), ("POST", "/clock"),
-             ("GET", "/scenario"), ("PUT", "/scenario"), ("DELETE", "/scenario"), ("DELETE", "/sequences"):
+             ("GET", "/scenario"), ("PUT", "/scenario"), ("DELETE", "/scenario"), ("DELETE", "/sequences"),
+             ("GET", "/next"), ("POST", "/next"), ("DELETE", "/next"):
             // A body or session id the call refuses is refused by the API itself, before any state is read.
             guard let id = api.namedSession(request) else { return api.respond(to: request) }
             let response = try await client.withTransaction(logger: logger) { connection in
@@ -53,7 +54,8 @@ extension PostgresStateStore {
                 }
                 return response
             }
-            if request.method != "GET", call == "/scenario" || call == "/reset" { try await barrier() }
+            // A forced answer is an override too: every replica must know the session has one.
+            if request.method != "GET", call == "/scenario" || call == "/reset" || call == "/next" { try await barrier() }
             return response
         default:
             return api.respond(to: request)
@@ -91,18 +93,20 @@ extension PostgresStateStore {
         ])))
     }
 
-    /// The newest journal entries of every replica, as an in-memory journal.
+    /// The newest journal entries of every replica, as an in-memory journal,
+    /// in the order their answers were completed (replicas write theirs in
+    /// batches, so the rows' own order is the order they were written).
     func loadJournal() async throws -> Journal {
         let journal = Journal(capacity: engine.journal.capacity)
         let rows = try await client.query("""
-            SELECT seq, time, session, method, path, query, status, endpoint, response, duration_us, proxied FROM (
+            SELECT seq, time, session, method, path, query, status, endpoint, response, duration_us, proxied, reason, changes FROM (
                 SELECT * FROM doppel_journal WHERE namespace = \(options.namespace) ORDER BY seq DESC LIMIT \(engine.journal.capacity)) AS newest
-            ORDER BY seq
+            ORDER BY completed, seq
             """, logger: logger)
-        for try await (seq, time, session, method, path, query, status, endpoint, response, duration, proxied) in rows.decode(
-            (Int, Double, String, String, String, String?, Int, String?, String?, Int, Bool).self) {
+        for try await (seq, time, session, method, path, query, status, endpoint, response, duration, proxied, reason, changes) in rows.decode(
+            (Int, Double, String, String, String, String?, Int, String?, String?, Int, Bool, String?, [String]).self) {
             journal.record(time: time, session: session, method: method, path: path, query: query, status: status, endpointID: endpoint,
-                           responseName: response, durationMicros: duration, proxied: proxied, sequence: seq)
+                           responseName: response, durationMicros: duration, proxied: proxied, sequence: seq, reason: reason, changes: changes)
         }
         return journal
     }

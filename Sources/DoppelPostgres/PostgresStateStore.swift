@@ -55,7 +55,7 @@ package final class PostgresStateStore: SharedState, Sendable {
     }
 
     /// The schema version this build writes; a newer database is refused.
-    package static let schemaVersion = 1
+    package static let schemaVersion = 2
     /// Journal entries waiting to be written, at most, and the most text
     /// (paths and queries) they may hold, as the in-memory journal's; more
     /// are dropped and counted.
@@ -115,7 +115,10 @@ package final class PostgresStateStore: SharedState, Sendable {
     struct Row: Sendable {
         let time: Double, session: String, method: String, path: String, query: String?, status: Int
         let endpointID: String?, responseName: String?, durationMicros: Int, proxied: Bool
-        var textBytes: Int { path.utf8.count + (query?.utf8.count ?? 0) }
+        let reason: String?, changes: [String]
+        /// When the answer was completed, in real time (seconds since 1970).
+        var completed: Double = 0
+        var textBytes: Int { path.utf8.count + (query?.utf8.count ?? 0) + (reason?.utf8.count ?? 0) + changes.reduce(0) { $0 + $1.utf8.count } }
     }
 
     private init(client: PostgresClient, options: Options, engine: MockEngine, catalog: ScenarioCatalog, logger: Logger) {
@@ -231,8 +234,12 @@ package final class PostgresStateStore: SharedState, Sendable {
                 throw OpeningError(description: "the state store's schema is version \(version), newer than this Doppel's \(Self.schemaVersion); upgrade Doppel")
             }
             if version == nil {
-                for statement in Self.schema { try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
+                for statement in Self.schema + Self.migrations.joined() { try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
                 try await connection.query("INSERT INTO doppel_schema (version) VALUES (\(Self.schemaVersion))", logger: logger)
+            } else if let version, version < Self.schemaVersion {
+                // Each version's changes since the one found, in order.
+                for statement in Self.migrations[(version - 1)...].joined() { try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
+                try await connection.query("UPDATE doppel_schema SET version = \(Self.schemaVersion)", logger: logger)
             }
             let contract = engine.contract.file, digest = Self.digest(of: engine.contract)
             try await connection.query("""
@@ -276,7 +283,7 @@ package final class PostgresStateStore: SharedState, Sendable {
     static let migrationLock = 0x446f7070656c  // "Doppel"
 
     /// Version 1 of the schema.
-    static let schema = [
+    package static let schema = [
         """
         CREATE TABLE doppel_namespaces (
             namespace text PRIMARY KEY, contract text NOT NULL, digest text NOT NULL, epoch bigint NOT NULL DEFAULT 0,
@@ -300,6 +307,15 @@ package final class PostgresStateStore: SharedState, Sendable {
             namespace text NOT NULL, replica text NOT NULL, heartbeat timestamptz NOT NULL, acked bigint NOT NULL,
             PRIMARY KEY (namespace, replica))
         """,
+    ]
+
+    /// The changes from version 1 on: `migrations[n - 1]` takes version n to n + 1.
+    static let migrations: [[String]] = [
+        // 2: why each journal entry's response was chosen, the state paths it
+        // changed, and when (real time) its answer was completed: replicas
+        // write their entries in batches, so the order of the rows is not
+        // the order of the answers.
+        ["ALTER TABLE doppel_journal ADD COLUMN reason text, ADD COLUMN changes text[] NOT NULL DEFAULT '{}', ADD COLUMN completed double precision NOT NULL DEFAULT 0"],
     ]
 
     /// What makes two contracts the same for a namespace: the contract file's bytes (FNV-1a, 64 bits).
@@ -365,7 +381,9 @@ package final class PostgresStateStore: SharedState, Sendable {
             }
             if let found {
                 guard let bytes = found else { return nil }
-                return try SessionData(decoding: Array(bytes.readableBytesView)) { name, text in self.scenario(named: name, inline: text) }
+                return try SessionData(decoding: Array(bytes.readableBytesView), forced: { endpoint, name, status in
+                    self.engine.contract.forcibleResponse(endpointID: endpoint, name: name, status: status)
+                }, scenario: { name, text in self.scenario(named: name, inline: text) })
             }
             if attempt == 0 {
                 try await connection.query("INSERT INTO doppel_sessions (namespace, id) VALUES (\(namespace), \(id)) ON CONFLICT DO NOTHING", logger: logger)
@@ -385,7 +403,7 @@ package final class PostgresStateStore: SharedState, Sendable {
         let data = session.current
         var bytes = ByteBuffer()
         bytes.writeBytes(data.encoded())
-        let overrides = !(data.scenario?.overrides.isEmpty ?? true)
+        let overrides = !(data.scenario?.overrides.isEmpty ?? true) || !data.forced.isEmpty
         try await connection.query("""
             UPDATE doppel_sessions SET data = \(bytes), size = \(data.stateSize), scenario = \(data.scenario?.name),
                 has_overrides = \(overrides), last_used = now()
@@ -418,7 +436,8 @@ package final class PostgresStateStore: SharedState, Sendable {
         guard let entry = decision.entry else { return }
         let row = Row(time: entry.time, session: entry.session, method: entry.method, path: entry.path, query: entry.query, status: status,
                       endpointID: decision.response.endpointID, responseName: decision.delivery == .forward ? nil : decision.response.responseName,
-                      durationMicros: durationMicros, proxied: decision.delivery == .forward)
+                      durationMicros: durationMicros, proxied: decision.delivery == .forward,
+                      reason: decision.response.reason, changes: decision.response.changes, completed: engine.realNow)
         buffer.withLock { $0.add(row) }
     }
 
@@ -434,12 +453,16 @@ package final class PostgresStateStore: SharedState, Sendable {
         guard !rows.isEmpty else { return }
         do {
             try await client.query("""
-                INSERT INTO doppel_journal (namespace, time, session, method, path, query, status, endpoint, response, duration_us, proxied)
-                SELECT \(options.namespace), t, s, m, p, NULLIF(q, ''), st, NULLIF(e, ''), NULLIF(r, ''), d, x
+                INSERT INTO doppel_journal (namespace, time, session, method, path, query, status, endpoint, response, duration_us, proxied,
+                                            reason, changes, completed)
+                SELECT \(options.namespace), t, s, m, p, NULLIF(q, ''), st, NULLIF(e, ''), NULLIF(r, ''), d, x, NULLIF(w, ''),
+                       CASE WHEN c = '' THEN '{}'::text[] ELSE string_to_array(c, E'\\n') END, a
                 FROM unnest(\(rows.map(\.time))::float8[], \(rows.map(\.session))::text[], \(rows.map(\.method))::text[],
                             \(rows.map(\.path))::text[], \(rows.map { $0.query ?? "" })::text[], \(rows.map(\.status))::int8[],
                             \(rows.map { $0.endpointID ?? "" })::text[], \(rows.map { $0.responseName ?? "" })::text[],
-                            \(rows.map(\.durationMicros))::int8[], \(rows.map(\.proxied))::bool[]) AS j(t, s, m, p, q, st, e, r, d, x)
+                            \(rows.map(\.durationMicros))::int8[], \(rows.map(\.proxied))::bool[], \(rows.map { $0.reason ?? "" })::text[],
+                            \(rows.map { $0.changes.joined(separator: "\n") })::text[], \(rows.map(\.completed))::float8[])
+                     AS j(t, s, m, p, q, st, e, r, d, x, w, c, a)
                 """, logger: logger)
         } catch {
             // Back in front of what arrived meanwhile, as far as the bounds allow.
@@ -476,12 +499,17 @@ package final class PostgresStateStore: SharedState, Sendable {
     }
 
     private func pollOnce() async throws {
-        try await flush()
         let namespace = options.namespace
         var epoch: Int64 = 0
         for try await found in try await client.query("SELECT epoch FROM doppel_namespaces WHERE namespace = \(namespace)", logger: logger).decode(Int64.self) {
             epoch = found
         }
+        // The journal is written after the epoch is read, so the epoch this
+        // replica acknowledges was raised before the write: every entry
+        // buffered before a barrier began is in the table once it ends.
+        // (Written first, an entry buffered between the write and the read
+        // would be acknowledged unwritten.)
+        try await flush()
         if epoch != status.withLock({ $0.epoch }) {
             var overridden = Set<String>()
             for try await id in try await client.query(

@@ -9,6 +9,9 @@ extension AdminAPI {
             ("status", "ok"), ("contract", .string(contract.info.title)), ("version", .string(contract.info.version)),
             ("endpoints", .int(contract.endpoints.count)), ("sessions", .int(engine.sessions.count)),
             ("sessions_evicted", evictionsJSON()), ("log_lines_dropped", .int(log?.dropped ?? 0)),
+            ("event_streams", .object(JSONObject([
+                ("open", .int(events?.readerCount ?? 0)), ("limit", .int(events?.maximumReaders ?? 0)), ("dropped", .int(events?.dropped ?? 0)),
+            ]))),
             ("uptime_seconds", .int(Int(uptime.components.seconds))),
         ])))
     }

@@ -19,6 +19,8 @@ package struct AdminAPI: Sendable {
     let startedAt: ContinuousClock.Instant
     /// The request log, for its dropped-line count.
     let log: RequestLog?
+    /// The event streams, for health's count of them (set by the server).
+    var events: EventHub?
 
     package init(engine: MockEngine, token: String? = nil, catalog: ScenarioCatalog = ScenarioCatalog(), log: RequestLog? = nil) {
         self.init(slot: EngineSlot(engine), token: token, catalog: catalog, log: log)
@@ -35,7 +37,9 @@ package struct AdminAPI: Sendable {
     /// The same API (token, catalogue, log) answering with `engine`: a
     /// shared store's engine around the rows one call reads.
     package func rebased(on engine: MockEngine) -> AdminAPI {
-        AdminAPI(slot: EngineSlot(engine), token: token, catalog: catalog.withLock { $0 }, log: log)
+        var api = AdminAPI(slot: EngineSlot(engine), token: token, catalog: catalog.withLock { $0 }, log: log)
+        api.events = events
+        return api
     }
 
     /// The one session a call names (`?session=` or its body's `"session"`,
@@ -62,10 +66,13 @@ package struct AdminAPI: Sendable {
     package static let calls = [
         "GET /health", "GET /contract", "GET /routes", "GET /sessions", "GET /state", "PUT /state", "POST /reset",
         "GET /clock", "POST /clock", "GET /scenarios", "GET /scenario", "PUT /scenario", "DELETE /scenario",
-        "GET /journal", "DELETE /journal", "POST /verify", "GET /coverage", "DELETE /sequences",
+        "GET /journal", "DELETE /journal", "POST /verify", "GET /coverage", "DELETE /sequences", "GET /next", "POST /next",
+        "DELETE /next", "GET /events", "GET /ui/",
     ]
 
     package func respond(to request: RecordedRequest) -> MockResponse {
+        // The dashboard's files hold no data: the page asks for the token and sends it with each call.
+        if let page = Dashboard.respond(to: request, tokenRequired: token != nil) { return page }
         if let token, !Self.carries(token, request) {
             return Problem.adminUnauthorized().response()
         }
@@ -88,6 +95,8 @@ package struct AdminAPI: Sendable {
         case ("POST", "/verify"): return verify(request)
         case ("GET", "/coverage"): return coverage(request)
         case ("DELETE", "/sequences"): return resetSequences(request)
+        case ("GET", "/next"), ("POST", "/next"), ("DELETE", "/next"): return next(request)
+        case ("GET", "/events"): return Problem.eventStreamNeedsServer().response()
         default:
             return Problem.unknownAdminCall(method: request.method, path: request.path, known: Self.calls.map { call in
                 call.replacingOccurrences(of: " /", with: " \(Self.prefix)/")

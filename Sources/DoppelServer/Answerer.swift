@@ -19,15 +19,20 @@ struct Answerer: Sendable {
     let recorder: Recorder?
     /// Sessions and journal shared by replicas (`--state-store`), if any.
     let shared: (any SharedState)?
+    /// The live feed of answers and admin changes (`GET /__doppel/events`).
+    let events: EventHub
 
     init(slot: EngineSlot, log: RequestLog, maxBodySize: Int, hangLimit: Double = 30, adminToken: String? = nil,
          scenarios: ScenarioCatalog = ScenarioCatalog(), proxy: URL? = nil, proxyTimeout: Double = 30, recorder: Recorder? = nil,
-         shared: (any SharedState)? = nil) {
+         shared: (any SharedState)? = nil, maxEventStreams: Int = 1_000) {
         self.slot = slot
+        self.events = EventHub(maximumReaders: maxEventStreams)
         self.shared = shared
         self.recorder = recorder
         self.upstream = proxy.map { Upstream(base: $0, timeout: proxyTimeout) }
-        self.admin = AdminAPI(slot: slot, token: adminToken, catalog: scenarios, log: log)
+        var admin = AdminAPI(slot: slot, token: adminToken, catalog: scenarios, log: log)
+        admin.events = events
+        self.admin = admin
         self.log = log
         self.maxBodySize = maxBodySize
         self.hangLimit = hangLimit
@@ -38,25 +43,53 @@ struct Answerer: Sendable {
     /// the transport refused (`refusal`) gets the engine's answer to the problem.
     func decide(_ request: RecordedRequest, refusal: Problem?, engine: MockEngine) -> Decision {
         if let refusal { return engine.decide(refusing: request, with: refusal) }
-        if AdminAPI.handles(request.path) { return Decision(unjournaled: admin.respond(to: request)) }
+        if AdminAPI.handles(request.path) { return Decision(unjournaled: announced(admin.respond(to: request), for: request)) }
         return engine.decide(request)
     }
 
-    /// A decision now, or one that waits for the shared state store.
+    /// A decision now, one that waits for the shared state store, or an event stream to open.
     enum Pending {
         case now(Decision)
         case later(@Sendable () async -> Decision)
+        /// `GET /__doppel/events`: the events of one session (nil: of all).
+        case events(session: String?)
+    }
+
+    /// `GET /__doppel/events`, its token and `?session=` checked: the stream
+    /// to open, or the refusal; nil for any other request.
+    private func eventStream(_ request: RecordedRequest) -> Pending? {
+        guard request.path == AdminAPI.prefix + "/events", request.method == "GET" else { return nil }
+        if let token = admin.token, !AdminAPI.carries(token, request) { return .now(Decision(unjournaled: Problem.adminUnauthorized().response())) }
+        let session = request.queryItems.last { $0.0 == "session" }?.1
+        if let session, !SessionStore.isValid(id: session) { return .now(Decision(unjournaled: Problem.invalidSession(session).response())) }
+        return .events(session: session)
+    }
+
+    /// An admin call's answer, after telling the event stream what it changed.
+    func announced(_ response: MockResponse, for request: RecordedRequest) -> MockResponse {
+        guard events.isObserved, request.method != "GET", request.method != "HEAD", (200..<300).contains(response.status) else { return response }
+        let call = String(request.path.dropFirst(AdminAPI.prefix.count))
+        // Calls that change no session's state, clock or scenario are not events.
+        guard ["/state", "/reset", "/clock", "/scenario", "/sequences", "/next", "/journal"].contains(call) else { return response }
+        let everyone = call == "/journal" || (call == "/reset" && admin.namesNoSession(request))
+        let session: String? = everyone ? nil : admin.namedSession(request)
+        events.publish(call == "/journal" ? "journal" : "state", session: session, data: .object(JSONObject([
+            ("session", session.map(JSON.string) ?? .null), ("call", .string("\(request.method) \(request.path)")),
+        ])))
+        return response
     }
 
     /// As `decide(_:refusal:engine:)`; with a shared store, the requests
     /// that need it (and admin calls) are decided later, by the store.
     func decision(for request: RecordedRequest, refusal: Problem?, engine: MockEngine) -> Pending {
+        if refusal == nil, let stream = eventStream(request) { return stream }
         guard let shared else { return .now(decide(request, refusal: refusal, engine: engine)) }
         if refusal == nil, AdminAPI.handles(request.path) {
             let admin = self.admin
+            if let page = Dashboard.respond(to: request, tokenRequired: admin.token != nil) { return .now(Decision(unjournaled: page)) }
             // The token is checked here, before the store is touched.
             if let token = admin.token, !AdminAPI.carries(token, request) { return .now(Decision(unjournaled: Problem.adminUnauthorized().response())) }
-            return .later { Decision(unjournaled: await shared.admin(request, api: admin)) }
+            return .later { [self] in Decision(unjournaled: announced(await shared.admin(request, api: admin), for: request)) }
         }
         let needed = refusal.map { engine.contract.fallback(for: $0) != nil && SessionStore.isValid(id: request.sessionID) }
             ?? shared.needsStore(request, engine: engine)
@@ -80,7 +113,12 @@ struct Answerer: Sendable {
     /// and its request log line.
     func finish(_ decision: Decision, of request: RecordedRequest, sent status: Int, engine: MockEngine, started: ContinuousClock.Instant) {
         let micros = (ContinuousClock.now - started).wholeMicroseconds
-        if let shared { shared.complete(decision, status: status, durationMicros: micros) } else { engine.complete(decision, status: status, durationMicros: micros) }
+        var sequence: Int?
+        if let shared { shared.complete(decision, status: status, durationMicros: micros) } else { sequence = engine.complete(decision, status: status, durationMicros: micros) }
+        // Built only while someone follows the events.
+        if events.isObserved, let event = EventHub.answer(decision, of: request, sent: status, sequence: sequence, durationMicros: micros) {
+            events.publish("request", session: event.session, data: event.data)
+        }
         log.request(method: request.method, path: request.path, status: status, endpointID: decision.response.endpointID,
                     session: request.sessionID, durationMicros: micros)
     }

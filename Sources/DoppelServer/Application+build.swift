@@ -41,7 +41,8 @@ package func buildApplication(
     let answerer = Answerer(
         slot: slot, log: log ?? RequestLog(format: configuration.logFormat), maxBodySize: configuration.maxBodySize,
         hangLimit: configuration.hangLimit, adminToken: configuration.adminToken, scenarios: scenarios,
-        proxy: configuration.proxy, proxyTimeout: configuration.proxyTimeout, recorder: recorder, shared: shared)
+        proxy: configuration.proxy, proxyTimeout: configuration.proxyTimeout, recorder: recorder, shared: shared,
+        maxEventStreams: configuration.maxEventStreams)
     return DoppelService(answerer: answerer, configuration: configuration, logger: logger, onServerRunning: onServerRunning)
 }
 

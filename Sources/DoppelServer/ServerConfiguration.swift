@@ -35,6 +35,9 @@ public struct ServerConfiguration: Sendable {
     public var bodyTimeout: Double = 30
     /// The most connections open at once; more wait in the listen backlog.
     public var maxConnections: Int = 10_000
+    /// The most `GET /__doppel/events` streams (the dashboard's among them)
+    /// open at once; further ones get 503 `too-many-event-streams`.
+    public var maxEventStreams: Int = 1_000
     /// Run once the server has had no connection for a quarter of a second,
     /// at most once per quiet spell, off the event loops (`IdleMemory`).
     /// `doppel serve`, the process's only server, hands its freed heap

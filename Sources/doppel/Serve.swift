@@ -64,6 +64,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("max-connections"), help: "The most connections open at once; more wait to be accepted.")
     var maxConnections: Int = 10_000
 
+    @Option(name: .customLong("max-event-streams"), help: "The most GET /__doppel/events streams (dashboards among them) open at once; more get 503.")
+    var maxEventStreams: Int = 1_000
+
     @Option(help: "Forward requests no endpoint takes, and those of `proxy: true` endpoints, to this server (http or https URL).")
     var proxy: String?
 
@@ -131,6 +134,7 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("--state-namespace must be 1 to 128 letters, digits or . _ : -")
         }
         guard maxConnections > 0 else { throw ValidationError("--max-connections must be at least 1") }
+        guard maxEventStreams > 0 else { throw ValidationError("--max-event-streams must be at least 1") }
         for (name, value, zeroAllowed) in [("--hang-limit", hangLimit, false), ("--session-idle", sessionIdle, true), ("--idle-timeout", idleTimeout, false),
                                            ("--header-timeout", headerTimeout, false), ("--body-timeout", bodyTimeout, false),
                                            ("--shutdown-grace", shutdownGrace, true), ("--proxy-timeout", proxyTimeout, false),
@@ -224,6 +228,7 @@ struct Serve: AsyncParsableCommand {
         configuration.headerTimeout = Self.seconds(headerTimeout)!
         configuration.bodyTimeout = Self.seconds(bodyTimeout)!
         configuration.maxConnections = maxConnections
+        configuration.maxEventStreams = maxEventStreams
         // glibc keeps what a burst of load freed in its per-thread arenas; an idle server hands it back.
         configuration.whenIdle = { _ = GlibcHeap.trim?(0) }
         configuration.proxy = proxy.flatMap(upstreamURL)
@@ -301,7 +306,7 @@ struct Serve: AsyncParsableCommand {
             for line in RouteTable.servingLines(for: contract, file: self.contract) { log.line("  " + line) }
             for line in trustNote { log.line(line) }
             let scheme = configuration.scheme
-            log.line("Listening on \(scheme)://\(address):\(port) (admin API: \(scheme)://\(address):\(port)/__doppel/health)")
+            log.line("Listening on \(scheme)://\(address):\(port) (dashboard: \(scheme)://\(address):\(port)/__doppel/ui/, admin API: \(scheme)://\(address):\(port)/__doppel/health)")
         }
         if adminToken == nil, !configuration.bindsLoopbackOnly {
             FileHandle.standardError.write(Data("""

@@ -6,7 +6,7 @@ import Testing
 struct SharedJournalBufferTests {
     static func row(path: String) -> PostgresStateStore.Row {
         PostgresStateStore.Row(time: 0, session: "s", method: "GET", path: path, query: nil, status: 200, endpointID: nil,
-                               responseName: nil, durationMicros: 0, proxied: false)
+                               responseName: nil, durationMicros: 0, proxied: false, reason: nil, changes: [])
     }
 
     @Test("Past 32 MiB of paths, entries are dropped and counted, never held")

@@ -137,6 +137,58 @@ struct SharedStateTests {
         await replicas.stop()
     }
 
+    @Test("An answer forced through one replica is the next answer of another, even of an endpoint that reads no state; either's journal says why")
+    func forcedAnswersActAcrossReplicas() async throws {
+        let replicas = try await SharedReplicas.start(2, contract: Self.tales)
+        let (a, b) = (replicas.clients()[0], replicas.clients()[1])
+        let child = try await child(a, session: "fx")
+        #expect(try await a.send("POST", "/__doppel/next?session=fx", json: ["endpoint": "generate-story", "status": 402]).status == 200)
+        #expect(try await a.send("POST", "/__doppel/next?session=fx", json: ["endpoint": "list-plans", "status": 401]).status == 200)
+        let waiting = try await b.send("GET", "/__doppel/next?session=fx")
+        #expect(waiting.json?["waiting"]?.arrayValue?.count == 2)
+        let refused = try await b.send("POST", "/api/v1/stories/generate", json: ["language": "en", "child_id": .string(child)], session: "fx")
+        #expect(refused.status == 402)
+        #expect(refused.json?["limit_info"]?["monthly_limit"] == 5)
+        #expect(try await b.send("GET", "/api/v1/subscription/plans", session: "fx").status == 401)
+        #expect(try await a.send("GET", "/api/v1/subscription/plans", session: "fx").status == 200, "used once, over both replicas")
+        #expect(try await a.send("POST", "/api/v1/stories/generate", json: ["language": "en", "child_id": .string(child)], session: "fx").status == 200)
+        let journal = try await a.send("GET", "/__doppel/journal?session=fx&endpoint=generate-story")
+        let entries = journal.json?["entries"]?.arrayValue ?? []
+        #expect(entries.map { $0["status"] } == [402, 200])
+        #expect(entries.first?["reason"] == "forced as this call's answer through the admin API (POST /__doppel/next)")
+        #expect(entries.last?["changes"] == ["stories_used", "usage_month"])
+        await replicas.stop()
+    }
+
+    @Test("A database in the previous schema (version 1) is migrated by the first replica: its journal kept, new entries with why")
+    func schemaOneIsMigrated() async throws {
+        let name = "doppel_v1_\(UUID().uuidString.prefix(8).lowercased())"
+        let base = try #require(TestDatabase.url)
+        try await TestDatabase.sql(["CREATE DATABASE \(name)"], url: base)
+        var components = try #require(URLComponents(string: base))
+        components.path = "/" + name
+        let url = try #require(components.string)
+        do {
+            try await TestDatabase.sql(PostgresStateStore.schema + [
+                "CREATE TABLE doppel_schema (version integer NOT NULL)", "INSERT INTO doppel_schema (version) VALUES (1)",
+                "INSERT INTO doppel_journal (namespace, time, session, method, path, status, duration_us, proxied) VALUES ('old', 0, 'default', 'GET', '/old', 200, 1, false)",
+            ], url: url)
+            let replicas = try await SharedReplicas.start(2, contract: Self.tales, namespace: "old", url: url)
+            let a = replicas.clients()[0]
+            #expect(try await a.send("GET", "/api/v1/free-stories").status == 200)
+            let entries = try await a.send("GET", "/__doppel/journal").json?["entries"]?.arrayValue ?? []
+            #expect(entries.map { $0["path"] } == ["/old", "/api/v1/free-stories"])
+            #expect(entries.first?["reason"] == .null && entries.first?["changes"] == [])
+            #expect(entries.last?["reason"] == "the endpoint's first response (no `when`)")
+            #expect(try await TestDatabase.sql(["SELECT version FROM doppel_schema"], url: url) == ["\(PostgresStateStore.schemaVersion)"])
+            await replicas.stop()
+        } catch {
+            try? await TestDatabase.sql(["DROP DATABASE \(name) WITH (FORCE)"], url: base)
+            throw error
+        }
+        try await TestDatabase.sql(["DROP DATABASE \(name) WITH (FORCE)"], url: base)
+    }
+
     @Test("State replaced through one replica is the state another reads and answers from")
     func stateReplacedAcrossReplicas() async throws {
         let replicas = try await SharedReplicas.start(2, contract: Self.tales)

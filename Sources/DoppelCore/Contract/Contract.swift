@@ -53,6 +53,14 @@ public struct Contract: Sendable {
     /// Every response the contract documents for an endpoint, in order: its
     /// own (`documentedResponses`), its auth scheme's failures, and the
     /// responses of the rate limits that cover it.
+    /// The documented response of `endpoint` with `status` and/or `name`
+    /// (the first that has both), what an answer forced through the admin
+    /// API (`POST /__doppel/next`) sends.
+    package func forcibleResponse(endpointID: String, name: String?, status: Int?) -> ResponseDefinition? {
+        guard let endpoint = endpoint(id: endpointID) else { return nil }
+        return documentedResponses(of: endpoint).first { (status == nil || $0.status == status) && (name == nil || $0.name == name) }
+    }
+
     package func documentedResponses(of endpoint: Endpoint) -> [ResponseDefinition] {
         var responses = endpoint.documentedResponses
         // An endpoint's own `on_unauthorized` is among its documented responses already.

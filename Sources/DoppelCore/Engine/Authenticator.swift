@@ -12,8 +12,8 @@ package struct Authenticator: Sendable {
     package enum Outcome: Sendable {
         /// Credentials accepted (or none needed); the value is visible to expressions as `auth`.
         case accepted(JSON)
-        /// Rejected: answer with this documented response.
-        case rejected(ResponseDefinition)
+        /// Rejected: answer with this documented response; `why` says what was wrong.
+        case rejected(ResponseDefinition, why: String)
     }
 
     /// An endpoint's credentials as the request presents them, one per
@@ -53,23 +53,23 @@ package struct Authenticator: Sendable {
     /// As `authenticate(_:queryItems:endpoint:state:now:)`, with the credentials already read.
     package func authenticate(_ presented: Presented, endpoint: Endpoint, state: JSONObject, now: Double) -> Outcome {
         guard !endpoint.auth.isEmpty else { return .accepted(.null) }
-        var rejection: (response: ResponseDefinition, sent: Bool)?
+        var rejection: (response: ResponseDefinition, sent: Bool, why: String)?
         for credential in presented.credentials {
             switch check(credential, state: state, now: now) {
             case .accepted(let auth):
                 return .accepted(auth)
-            case .rejected(let response, let sent):
-                if rejection == nil || (sent && rejection?.sent == false) { rejection = (response, sent) }
+            case .rejected(let response, let sent, let why):
+                if rejection == nil || (sent && rejection?.sent == false) { rejection = (response, sent, why) }
             }
         }
         guard let rejection else { return .accepted(.null) }
-        return .rejected(endpoint.onUnauthorized ?? rejection.response)
+        return .rejected(endpoint.onUnauthorized ?? rejection.response, why: rejection.why)
     }
 
     private enum Check {
         case accepted(JSON)
         /// `sent`: a credential for the scheme came with the request.
-        case rejected(ResponseDefinition, sent: Bool)
+        case rejected(ResponseDefinition, sent: Bool, why: String)
     }
 
     /// Reads one scheme's credential from the request.
@@ -105,19 +105,26 @@ package struct Authenticator: Sendable {
     /// session's clock; issued tokens are looked up in `state`.
     private func check(_ presented: Credential, state: JSONObject, now: Double) -> Check {
         let scheme = presented.scheme
-        guard let credential = presented.value else { return .rejected(scheme.failure, sent: false) }
-        guard !presented.malformed else { return .rejected(scheme.failure, sent: true) }
+        let name = "auth scheme '\(scheme.name)'"
+        guard let credential = presented.value else { return .rejected(scheme.failure, sent: false, why: "\(name): no credential was sent") }
+        guard !presented.malformed else {
+            return .rejected(scheme.failure, sent: true, why: "\(name): the credential sent is not of the accepted form")
+        }
         var claims = JSON.null
         if let payload = presented.payload {
             if let expiry = payload["exp"]?.numberValue, expiry <= now {
-                return .rejected(scheme.expired ?? scheme.failure, sent: true)
+                return .rejected(scheme.expired ?? scheme.failure, sent: true,
+                                 why: "\(name): the token expired at \(UTCCalendar.format(epoch: expiry)) (its `exp`), the session's clock reads \(UTCCalendar.format(epoch: now))")
             }
             claims = .object(payload)
         }
         if let collection = scheme.issued {
-            guard let record = state[collection]?[credential] else { return .rejected(scheme.failure, sent: true) }
+            guard let record = state[collection]?[credential] else {
+                return .rejected(scheme.failure, sent: true, why: "\(name): the token is not among the issued ones (state.\(collection))")
+            }
             if let expiry = Self.instant(record["expires_at"]), expiry <= now {
-                return .rejected(scheme.expired ?? scheme.failure, sent: true)
+                return .rejected(scheme.expired ?? scheme.failure, sent: true,
+                                 why: "\(name): the issued token expired at \(UTCCalendar.format(epoch: expiry)), the session's clock reads \(UTCCalendar.format(epoch: now))")
             }
             claims = record
         }

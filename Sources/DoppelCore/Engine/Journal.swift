@@ -24,6 +24,11 @@ public final class Journal: Sendable {
         public let durationMicros: Int
         /// Answered by the upstream server (`doppel serve --proxy`), not the contract.
         public var proxied = false
+        /// Why the response was chosen: the `when` that held, the limit
+        /// reached, the override or `Prefer` in force, the problem.
+        public var reason: String?
+        /// The state paths the request changed (`stories_used`, `stories.s_1`).
+        public var changes: [String] = []
 
         /// The entry as JSON, for the admin API.
         public var json: JSON {
@@ -32,7 +37,7 @@ public final class Journal: Sendable {
                 ("method", .string(method)), ("path", .string(path)), ("query", query.map { .string($0) } ?? .null),
                 ("status", .int(status)), ("endpoint", endpointID.map { .string($0) } ?? .null),
                 ("response", responseName.map { .string($0) } ?? .null), ("duration_us", .int(durationMicros)),
-                ("proxied", .bool(proxied)),
+                ("proxied", .bool(proxied)), ("reason", reason.map(JSON.string) ?? .null), ("changes", .array(changes.map(JSON.string))),
             ]))
         }
     }
@@ -79,7 +84,7 @@ public final class Journal: Sendable {
 
     /// The most entries kept.
     public let capacity: Int
-    /// The most bytes of paths and queries the held entries may have between
+    /// The most bytes of paths, queries, reasons and changes the held entries may have between
     /// them: 10,000 entries of 32 KiB targets would otherwise hold 320 MB.
     /// Past it the oldest entries go first, as past `capacity`.
     package static let maximumTextBytes = 32 << 20
@@ -94,11 +99,13 @@ public final class Journal: Sendable {
     /// Records a request; returns its sequence number.
     @discardableResult
     package func record(time: Double, session: String, method: String, path: String, query: String?, status: Int,
-                       endpointID: String?, responseName: String?, durationMicros: Int, proxied: Bool = false, sequence: Int? = nil) -> Int {
+                       endpointID: String?, responseName: String?, durationMicros: Int, proxied: Bool = false, sequence: Int? = nil,
+                       reason: String? = nil, changes: [String] = []) -> Int {
         // Built before the lock, which every event loop takes: inside it, only the number and the counts.
         var entry = Entry(
             sequence: 0, time: time, session: session, method: method, path: path, query: query,
-            status: status, endpointID: endpointID, responseName: responseName, durationMicros: durationMicros, proxied: proxied)
+            status: status, endpointID: endpointID, responseName: responseName, durationMicros: durationMicros, proxied: proxied,
+            reason: reason, changes: changes)
         let outcome = Tally.Outcome(endpointID: endpointID, status: status)
         let size = Self.textBytes(of: entry)
         var displaced: Entry?
@@ -130,7 +137,7 @@ public final class Journal: Sendable {
     }
 
     private static func textBytes(of entry: Entry) -> Int {
-        entry.path.utf8.count + (entry.query?.utf8.count ?? 0)
+        entry.path.utf8.count + (entry.query?.utf8.count ?? 0) + (entry.reason?.utf8.count ?? 0) + entry.changes.reduce(0) { $0 + $1.utf8.count }
     }
 
     /// The entries held, oldest first.

@@ -190,13 +190,16 @@ public final class MockEngine: Sendable {
     /// Stage 7: writes a decided request's journal entry, once its answer is
     /// delivered. `status` is the status sent when it is not the decision's
     /// own (an upstream's, for a forwarded request, which is marked proxied).
-    public func complete(_ decision: Decision, status: Int? = nil, durationMicros: Int) {
-        guard let entry = decision.entry else { return }
+    /// Returns the entry's sequence number; nil for an answer not journaled.
+    @discardableResult
+    public func complete(_ decision: Decision, status: Int? = nil, durationMicros: Int) -> Int? {
+        guard let entry = decision.entry else { return nil }
         // An invalid id is never kept: it may be any size, and each distinct one would be a new key.
-        journal.record(time: entry.time, session: entry.session, method: entry.method, path: entry.path, query: entry.query,
-                       status: status ?? decision.response.status, endpointID: decision.response.endpointID,
-                       responseName: decision.delivery == .forward ? nil : decision.response.responseName,
-                       durationMicros: durationMicros, proxied: decision.delivery == .forward)
+        return journal.record(time: entry.time, session: entry.session, method: entry.method, path: entry.path, query: entry.query,
+                              status: status ?? decision.response.status, endpointID: decision.response.endpointID,
+                              responseName: decision.delivery == .forward ? nil : decision.response.responseName,
+                              durationMicros: durationMicros, proxied: decision.delivery == .forward,
+                              reason: decision.response.reason, changes: decision.response.changes)
     }
 
     /// Decides and journals at once, for callers that deliver nothing over
@@ -292,14 +295,19 @@ public final class MockEngine: Sendable {
             let response = try session.transact { (data: inout SessionData) throws(Failure) -> MockResponse in
                 now = data.clock.now(real: real)
                 context.now = now
+                var response: MockResponse
                 switch try decide(request, credentials: credentials, endpoint: endpoint, validation: validation, context: &context, data: &data, now: now) {
                 case .forward:
-                    return .forwarding(endpointID: endpoint.id)
+                    response = .forwarding(endpointID: endpoint.id)
+                    response.reason = "the endpoint is proxied (`proxy: true`) and nothing forces a response"
                 case .problem(let problem, let rateHeaders):
-                    return problem.response(endpointID: endpoint.id).adding(rateHeaders)
-                case .respond(let chosen, let override, let rateHeaders):
-                    return try render(chosen, in: &context, override: override, adding: rateHeaders, endpointID: endpoint.id)
+                    response = problem.response(endpointID: endpoint.id).adding(rateHeaders)
+                case .respond(let chosen, let override, let rateHeaders, let why):
+                    response = try render(chosen, in: &context, override: override, adding: rateHeaders, endpointID: endpoint.id)
+                    response.reason = Problem.clipped(why)
                 }
+                response.changes = data.changedPaths
+                return response
             }
             return (response, now)
         } catch {
@@ -340,12 +348,17 @@ public final class MockEngine: Sendable {
             let response = try session.transact { (data: inout SessionData) throws(Failure) -> MockResponse in
                 context.now = data.clock.now(real: base.now)
                 let chosen: ResponseDefinition
+                var why = "the contract's fallback for \(problem.type.split(separator: ":").last ?? ""): \(problem.detail)"
                 do throws(ResponseSelector.Failure) {
-                    chosen = try selector.select(from: [definition], forced: definition, endpointBindings: [], context: &context, data: &data, sequenceScope: "fallbacks")
+                    chosen = try selector.select(from: [definition], forced: definition, endpointBindings: [], context: &context, data: &data,
+                                                 sequenceScope: "fallbacks", why: &why)
                 } catch {
                     throw .selection(error)
                 }
-                return try render(chosen, in: &context, override: nil, adding: problem.headers, endpointID: nil)
+                var response = try render(chosen, in: &context, override: nil, adding: problem.headers, endpointID: nil)
+                response.reason = Problem.clipped(why)
+                response.changes = data.changedPaths
+                return response
             }
             return (response, context.now)
         } catch {
@@ -359,8 +372,8 @@ public final class MockEngine: Sendable {
         case forward
         /// A problem of Doppel's own (a validation failure without `on_invalid`, an unreadable body).
         case problem(Problem, rateHeaders: [(name: String, value: String)])
-        /// A response chosen (and its effects applied) for the transaction to render.
-        case respond(ResponseDefinition, override: Override?, rateHeaders: [(name: String, value: String)])
+        /// A response chosen (and its effects applied) for the transaction to render, and why it was.
+        case respond(ResponseDefinition, override: Override?, rateHeaders: [(name: String, value: String)], why: String)
     }
 
     /// Why a request's transaction was abandoned; nothing of it is kept.
@@ -400,18 +413,34 @@ public final class MockEngine: Sendable {
     private func decide(_ request: RecordedRequest, credentials: Authenticator.Presented, endpoint: Endpoint, validation: RequestValidator.Outcome,
                         context: inout EvaluationContext, data: inout SessionData, now: Double) throws(Failure) -> Verdict {
         let call = data.countCall(to: endpoint.id)
-        let override = data.scenario?.overrides.first { $0.endpointID == endpoint.id && $0.applies(toCall: call) }
+        // A forced answer waits until a call gets as far as the contract's choice (not one refused before it).
+        let forcedNext = data.forced.first { $0.endpointID == endpoint.id }
+        let override = forcedNext ?? data.scenario?.overrides.first { $0.endpointID == endpoint.id && $0.applies(toCall: call) }
         // A proxied endpoint is mocked only where a scenario or the client asks for a response.
         if endpoint.proxy, override == nil, request.header("prefer") == nil { return .forward }
 
-        func respond(_ forced: ResponseDefinition?, rateHeaders: [(name: String, value: String)]) throws(Failure) -> Verdict {
+        func respond(_ forced: ResponseDefinition?, rateHeaders: [(name: String, value: String)], why given: String = "",
+                     bindingEndpoint: Bool = false) throws(Failure) -> Verdict {
             do {
+                var why = given
+                var bindings = forced == nil || bindingEndpoint ? endpoint.bindings : []
+                if bindingEndpoint {
+                    // A forced answer renders as the contract's own would (its `let`s
+                    // bound), unless they cannot be bound in this request, which
+                    // changes nothing (bindings are evaluated before any effect).
+                    var trial = context
+                    trial.roots[.state] = .object(data.state)
+                    for (name, template) in bindings {
+                        guard let value = try? template.render(in: trial) else { bindings = []; break }
+                        trial.roots[bound: name] = value
+                    }
+                }
                 let chosen = try selector.select(
-                    from: endpoint.responses, forced: forced, endpointBindings: forced == nil ? endpoint.bindings : [],
-                    context: &context, data: &data, sequenceScope: endpoint.id)
+                    from: endpoint.responses, forced: forced, endpointBindings: bindings,
+                    context: &context, data: &data, sequenceScope: endpoint.id, why: &why)
                 switch Negotiation.negotiate(chosen, of: endpoint, accept: request.header("accept")) {
-                case .keep: return .respond(chosen, override: override, rateHeaders: rateHeaders)
-                case .use(let other): return .respond(other, override: override, rateHeaders: rateHeaders)
+                case .keep: return .respond(chosen, override: override, rateHeaders: rateHeaders, why: why)
+                case .use(let other): return .respond(other, override: override, rateHeaders: rateHeaders, why: why + "; its `\(other.body.contentType ?? "")` form, by Accept")
                 case .refuse(let available):
                     return .problem(.notAcceptable(request.header("accept") ?? "", available: available), rateHeaders: rateHeaders)
                 }
@@ -423,7 +452,7 @@ public final class MockEngine: Sendable {
         // 3. Authenticate, against this transaction's state.
         switch authenticator.authenticate(credentials, endpoint: endpoint, state: data.state, now: now) {
         case .accepted(let auth): context.roots[.auth] = auth
-        case .rejected(let failure): return try respond(failure, rateHeaders: [])
+        case .rejected(let failure, let why): return try respond(failure, rateHeaders: [], why: why)
         }
 
         // 4. Rate-limit.
@@ -439,7 +468,9 @@ public final class MockEngine: Sendable {
             if let limit = limited.refusedBy {
                 context.roots[.retryAfter] = .int(limited.retryAfter)
                 rateHeaders.append((name: "Retry-After", value: String(limited.retryAfter)))
-                return try respond(limit.response, rateHeaders: rateHeaders)
+                let window = limit.window.truncatingRemainder(dividingBy: 1) == 0 ? "\(Int(limit.window)) s" : "\(limit.window) s"
+                return try respond(limit.response, rateHeaders: rateHeaders,
+                                   why: "rate limit '\(limit.name)' reached: \(limit.limit) requests per \(window); free again in \(limited.retryAfter) s")
             }
         }
 
@@ -453,7 +484,7 @@ public final class MockEngine: Sendable {
             context.use(parts)
             context.roots[.errors] = .array(issues.map(\.json))
             context.roots[.problem] = problem.json
-            return try respond(onInvalid, rateHeaders: rateHeaders)
+            return try respond(onInvalid, rateHeaders: rateHeaders, why: "the request is invalid: \(problem.detail)")
         case .rejected(let problem):
             // A body that cannot be read (malformed JSON or multipart, 400) gets
             // the endpoint's own 400 where it documents one, else the contract's fallback.
@@ -461,7 +492,7 @@ public final class MockEngine: Sendable {
             guard let fallback = documented ?? contract.fallback(for: problem) else { return .problem(problem, rateHeaders: rateHeaders) }
             context.roots[.problem] = problem.json
             if documented != nil { context.roots[.errors] = .array([.object(JSONObject([("pointer", "/body"), ("message", .string(problem.detail))]))]) }
-            return try respond(fallback, rateHeaders: rateHeaders)
+            return try respond(fallback, rateHeaders: rateHeaders, why: "the request cannot be read: \(problem.detail)")
         }
 
         // 5. The request's own `Prefer`, else a scenario's forced response,
@@ -471,9 +502,19 @@ public final class MockEngine: Sendable {
             guard let preferred = preference.response(in: documented) else {
                 return .problem(Problem.unknownPreference(preference, endpointID: endpoint.id, documented: documented), rateHeaders: rateHeaders)
             }
-            return try respond(preferred, rateHeaders: rateHeaders)
+            return try respond(preferred, rateHeaders: rateHeaders, why: "the request's `Prefer: \(preference.description)`")
         }
-        return try respond(override?.response, rateHeaders: rateHeaders)
+        if let override, let response = override.response {
+            if forcedNext != nil { data.takeForced(endpointID: endpoint.id) }
+            let why = forcedNext != nil ? "forced as this call's answer through the admin API (POST /__doppel/next)"
+                : "scenario '\(data.scenario?.name ?? "")' overrides \(override.call.map { "call \($0)" } ?? "every call")"
+            return try respond(response, rateHeaders: rateHeaders, why: why, bindingEndpoint: forcedNext != nil)
+        }
+        var why = ""
+        if let override, forcedNext == nil {
+            why = "scenario '\(data.scenario?.name ?? "")' sets its \(override.fault != nil ? "fault" : "delay"); "
+        }
+        return try respond(nil, rateHeaders: rateHeaders, why: why)
     }
 
     /// The roots every request starts with; `request`, `headers`, `client`
@@ -575,8 +616,9 @@ public final class MockEngine: Sendable {
         var data = SessionData(state: contract.state.initial)
         data.clock.set(now, real: now)
         do {
+            var why = ""
             let chosen = try selector.select(from: [response], forced: response, endpointBindings: endpoint.bindings, context: &context, data: &data,
-                                             sequenceScope: endpoint.id)
+                                             sequenceScope: endpoint.id, why: &why)
             context.roots[.state] = .object(data.state)
             var rendered = try renderer.render(chosen, in: context, endpointID: endpoint.id)
             // A stream's example is its parts together (the events of an event stream, the chunks of a body).

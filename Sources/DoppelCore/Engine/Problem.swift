@@ -31,12 +31,22 @@ public struct Problem: Sendable, Error {
 
     /// The problem as a response.
     public func response(endpointID: String? = nil) -> MockResponse {
-        MockResponse(
+        var response = MockResponse(
             status: status,
             headers: [(name: "Content-Type", value: "application/problem+json")] + headers,
             body: JSONWriter.encode(json),
             endpointID: endpointID,
             responseName: "doppel:" + (type.split(separator: ":").last.map(String.init) ?? "problem"))
+        response.reason = Self.clipped(detail)
+        return response
+    }
+
+    /// The most characters of a reason the journal keeps.
+    package static let maximumReason = 600
+
+    /// `text` cut to `maximumReason` characters, marked where cut.
+    package static func clipped(_ text: String) -> String {
+        text.count <= maximumReason ? text : String(text.prefix(maximumReason - 1)) + "…"
     }
 
     static func urn(_ name: String) -> String { "urn:doppel:problem:\(name)" }
@@ -175,6 +185,19 @@ public struct Problem: Sendable, Error {
     package static func invalidScenario(_ problems: [String]) -> Problem {
         Problem(status: 400, type: urn("invalid-scenario"), title: "Invalid scenario", detail: problems.joined(separator: "; ") + ".",
                 extra: [("problems", .array(problems.map { .string($0) }))])
+    }
+
+    /// 503: `GET /__doppel/events` while `limit` streams are open already.
+    package static func tooManyEventStreams(limit: Int) -> Problem {
+        Problem(status: 503, type: urn("too-many-event-streams"), title: "Too many event streams",
+                detail: "\(limit) event streams are open already (--max-event-streams); close one, or try again later.",
+                headers: [(name: "Retry-After", value: "5")])
+    }
+
+    /// 501: `GET /__doppel/events` asked of the admin API without the HTTP server, which alone can stream it.
+    package static func eventStreamNeedsServer() -> Problem {
+        Problem(status: 501, type: urn("event-stream-needs-server"), title: "Event stream needs the server",
+                detail: "GET /__doppel/events is streamed by Doppel's HTTP server only; ask it over HTTP.")
     }
 
     /// 400: a verification or journal query that cannot be answered.

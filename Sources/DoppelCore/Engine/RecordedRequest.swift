@@ -114,6 +114,14 @@ public struct MockResponse: Sendable {
     var stream: [StreamPart]?
     /// The request is to be forwarded to the upstream server (`Decision.Delivery.forward`).
     var forward = false
+    /// Why this response was chosen (the `when` that held, the limit
+    /// reached, the override or `Prefer` in force, the problem), for the
+    /// journal and the dashboard.
+    package var reason: String?
+    /// The state paths the request changed (`stories_used`, `stories.s_1`), at most `maximumChanges`.
+    package var changes: [String] = []
+    /// The most changed paths a response lists.
+    package static let maximumChanges = 16
 
     /// The engine's answer to a request it forwards.
     static func forwarding(endpointID: String?) -> MockResponse {

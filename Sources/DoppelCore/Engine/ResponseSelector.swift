@@ -28,9 +28,14 @@ package struct ResponseSelector: Sendable {
     ///
     /// A chosen `sequence` answers with its n-th response, n counted per
     /// `sequenceScope` (the endpoint) and the sequence's `per` key.
+    ///
+    /// `why` gets why the contract's own choice was made (the `when` that
+    /// held, the sequence's position), after what the caller put there for
+    /// a forced response: what the journal and the dashboard show.
     package func select(
         from candidates: [ResponseDefinition], forced: ResponseDefinition? = nil,
-        endpointBindings: [(String, ValueTemplate)], context: inout EvaluationContext, data: inout SessionData, sequenceScope: String = ""
+        endpointBindings: [(String, ValueTemplate)], context: inout EvaluationContext, data: inout SessionData, sequenceScope: String = "",
+        why: inout String
     ) throws(Failure) -> ResponseDefinition {
         context.roots[.state] = .object(data.state)
         try bind(endpointBindings, into: &context, response: "the endpoint's let")
@@ -39,10 +44,20 @@ package struct ResponseSelector: Sendable {
             chosen = forced
         } else {
             var found: ResponseDefinition?
+            var passed = 0
             for candidate in candidates {
-                guard let when = candidate.when else { found = candidate; break }
+                guard let when = candidate.when else {
+                    found = candidate
+                    why += passed == 0 ? "the endpoint's first response (no `when`)" : "no earlier `when` held (\(passed) checked); the response without one"
+                    break
+                }
                 do throws(EvaluationError) {
-                    if try when.test(in: context) { found = candidate; break }
+                    if try when.test(in: context) {
+                        found = candidate
+                        why += "`when: \(when.source)` held"
+                        break
+                    }
+                    passed += 1
                 } catch {
                     throw .expressionFailed(response: candidate.name, message: "'when: \(when.source)': \(error.message)", exceedsBudget: error.exceedsBudget)
                 }
@@ -61,7 +76,10 @@ package struct ResponseSelector: Sendable {
             }
             let position = data.advanceSequence(key)
             let count = sequence.responses.count
-            chosen = sequence.responses[position < count ? position : (sequence.exhausted == .cycle ? position % count : count - 1)]
+            let index = position < count ? position : (sequence.exhausted == .cycle ? position % count : count - 1)
+            why += (why.isEmpty ? "" : "; ") + "sequence call \(position + 1): answer \(index + 1) of \(count)"
+                + (position >= count ? (sequence.exhausted == .cycle ? " (cycling)" : " (the last, repeated)") : "")
+            chosen = sequence.responses[index]
         }
         try bind(chosen.bindings, into: &context, response: chosen.name)
         for effect in chosen.effects {

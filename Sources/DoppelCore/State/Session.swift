@@ -147,6 +147,11 @@ package struct SessionData: Sendable {
     package var scenario: ActiveScenario?
     /// How many requests each endpoint has received, for overrides of the n-th call.
     package internal(set) var endpointCalls: [String: Int] = [:]
+    /// Answers forced for endpoints' next calls (`POST /__doppel/next`),
+    /// oldest first; each is used once, before the scenario's overrides.
+    package internal(set) var forced: [Override] = []
+    /// The most forced answers a session holds at once.
+    package static let maximumForced = 100
 
     /// The size of `state` as JSON text, kept up to date by each effect
     /// (new value's size less the old one's, at the path it changes).

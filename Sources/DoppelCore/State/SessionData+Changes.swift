@@ -21,6 +21,51 @@ extension SessionData {
         case appended(path: [StateKey])
         /// `previous` was removed from the list at `path`, at `position`.
         case removedItem(path: [StateKey], position: Int, previous: JSON)
+        /// The forced answers before the change.
+        case forced([Override])
+    }
+
+    /// Forces the answer to `endpointID`'s next call not yet forced; false
+    /// when the session holds `maximumForced` already.
+    package mutating func force(_ response: ResponseDefinition, endpointID: String) -> Bool {
+        guard forced.count < Self.maximumForced else { return false }
+        undo.append(.forced(forced))
+        forced.append(Override(endpointID: endpointID, call: nil, response: response, delay: nil, fault: nil))
+        return true
+    }
+
+    /// Drops every forced answer.
+    package mutating func dropForced() {
+        guard !forced.isEmpty else { return }
+        undo.append(.forced(forced))
+        forced.removeAll()
+    }
+
+    /// The oldest forced answer for `endpointID`, if one waits; it is used up.
+    @discardableResult
+    mutating func takeForced(endpointID: String) -> Override? {
+        guard !forced.isEmpty, let index = forced.firstIndex(where: { $0.endpointID == endpointID }) else { return nil }
+        undo.append(.forced(forced))
+        return forced.remove(at: index)
+    }
+
+    /// The state paths the current transaction changed, in the order first
+    /// changed (`stories_used`, `stories.s_1`), at most `MockResponse.maximumChanges`.
+    package var changedPaths: [String] {
+        var paths: [String] = []
+        for step in undo {
+            let path: [StateKey]
+            switch step {
+            case .stateEntry(let at, _), .appended(let at), .removedItem(let at, _, _): path = at
+            default: continue
+            }
+            // Keys may come from requests: each path is cut to 200 characters.
+            var text = path.map(\.memberName).joined(separator: ".").split(separator: "\n", omittingEmptySubsequences: false).joined(separator: "\\n")
+            if text.count > 200 { text = String(text.prefix(199)) + "…" }
+            if !paths.contains(text) { paths.append(text) }
+            if paths.count == MockResponse.maximumChanges { break }
+        }
+        return paths
     }
 
     /// Counts a call to an endpoint; returns which call it is (1 for the first).
@@ -52,6 +97,7 @@ extension SessionData {
             case .rateWindow(let key, let previous): rateWindows[key] = previous
             case .sequencePosition(let key, let previous): sequencePositions[key] = previous
             case .stateSize(let previous): stateSize = previous
+            case .forced(let previous): forced = previous
             case .stateEntry(let path, let previous): restore(path) { $0 = previous }
             case .appended(let path): restore(path) { list in
                 if case .array(var items)? = list { items.removeLast(); list = .array(items) }

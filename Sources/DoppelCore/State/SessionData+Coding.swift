@@ -21,6 +21,11 @@ extension SessionData {
             .array([.string(entry.key), .double(entry.value.start), .int(entry.value.count), .array(entry.value.hits.map(JSON.double))])
         })
         object["calls"] = .object(JSONObject(endpointCalls.sorted { $0.key < $1.key }.map { ($0.key, JSON.int($0.value)) }))
+        if !forced.isEmpty {
+            object["forced"] = .array(forced.compactMap { override in
+                override.response.map { .array([.string(override.endpointID), .string($0.name), .int($0.status)]) }
+            })
+        }
         if let scenario {
             object["scenario"] = .object(JSONObject([("name", .string(scenario.name)), ("inline", scenario.inline.map(JSON.string) ?? .null)]))
         }
@@ -35,7 +40,10 @@ extension SessionData {
     /// A session from `encoded()`'s bytes. `scenario` finds a scenario's
     /// overrides again from its name and, for an inline one, its JSON text;
     /// a scenario it no longer finds leaves the session without one.
-    package init(decoding bytes: [UInt8], scenario resolve: (String, String?) -> ActiveScenario?) throws(DecodingError) {
+    /// `forced` finds a forced answer's response again from its endpoint,
+    /// name and status (`Contract.forcibleResponse`); one it does not find is dropped.
+    package init(decoding bytes: [UInt8], forced response: (String, String, Int) -> ResponseDefinition? = { _, _, _ in nil },
+                 scenario resolve: (String, String?) -> ActiveScenario?) throws(DecodingError) {
         // Twice the request limit: the state keeps request bodies below its own names and keys.
         guard let json = try? JSONReader.parse(bytes, maximumDepth: 2 * JSONReader.maximumDepth), let object = json.objectValue else {
             throw DecodingError(description: "a stored session is not a JSON object")
@@ -59,6 +67,11 @@ extension SessionData {
         }
         if let calls = object["calls"]?.objectValue {
             for (id, count) in calls.pairs { if let count = count.intValue { endpointCalls[id] = count } }
+        }
+        for item in object["forced"]?.arrayValue ?? [] {
+            guard let parts = item.arrayValue, parts.count == 3, let endpoint = parts[0].stringValue, let name = parts[1].stringValue,
+                  let status = parts[2].intValue, let found = response(endpoint, name, status) else { continue }
+            forced.append(Override(endpointID: endpoint, call: nil, response: found, delay: nil, fault: nil))
         }
         if let active = object["scenario"]?.objectValue, let name = active["name"]?.stringValue {
             scenario = resolve(name, active["inline"]?.stringValue)

@@ -60,15 +60,17 @@ import Testing
             Issue.record("an issued token is accepted"); return
         }
         #expect(auth["claims"]?["user"] == .int(1))
-        guard case .rejected(let response) = authenticator.authenticate(presented, endpoint: endpoint, state: contract.state.initial, now: 0) else {
+        guard case .rejected(let response, let why) = authenticator.authenticate(presented, endpoint: endpoint, state: contract.state.initial, now: 0) else {
             Issue.record("a token revoked since it was read is refused"); return
         }
         #expect(response.status == 401)
+        #expect(why.contains("not among the issued ones (state.tokens)"))
         // Nothing sent: refused with the scheme's failure too.
         let bare = authenticator.present(RecordedRequest(method: "GET", target: "/me"), queryItems: [], endpoint: endpoint)
-        guard case .rejected = authenticator.authenticate(bare, endpoint: endpoint, state: issued, now: 0) else {
+        guard case .rejected(_, let bareWhy) = authenticator.authenticate(bare, endpoint: endpoint, state: issued, now: 0) else {
             Issue.record("no credential is refused"); return
         }
+        #expect(bareWhy.hasSuffix("no credential was sent"))
     }
 
     @Test func validationFailuresListEveryFieldOrUseTheDocumentedResponse() throws {

@@ -123,13 +123,16 @@ enum RawHTTP {
 }
 
 /// A blocking TCP socket connected to 127.0.0.1:`port`; the caller closes it.
-func connectLoopback(port: Int) throws -> Int32 {
+/// `receiveBuffer` sets the socket's receive buffer before it connects (a
+/// client that reads nothing then holds little in its kernel).
+func connectLoopback(port: Int, receiveBuffer: Int32? = nil) throws -> Int32 {
     #if canImport(Glibc)
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     #else
     let fd = socket(AF_INET, SOCK_STREAM, 0)
     #endif
     guard fd >= 0 else { throw URLError(.cannotConnectToHost) }
+    if var size = receiveBuffer { setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size)) }
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_port = in_port_t(UInt16(port).bigEndian)

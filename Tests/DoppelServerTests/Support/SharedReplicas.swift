@@ -8,6 +8,8 @@ import Foundation
 import Glibc
 #endif
 import Logging
+import PostgresNIO
+import Testing
 import ServiceLifecycle
 
 /// The PostgreSQL the shared-state tests use: `DOPPEL_TEST_POSTGRES` (a
@@ -32,6 +34,27 @@ enum TestDatabase {
               system("/bin/bash '\(script)' setup </dev/null >/dev/null 2>&1") == 0 else { return nil }
         return "postgres://doppel@127.0.0.1:\(environment["DOPPEL_PG_PORT"] ?? "55432")/doppel"
     }()
+
+    /// Runs SQL statements on the database at `url`, in order; the first
+    /// column of the last one's rows, as text.
+    @discardableResult
+    static func sql(_ statements: [String], url: String) async throws -> [String] {
+        let components = try #require(URLComponents(string: url))
+        let configuration = PostgresClient.Configuration(host: components.host ?? "127.0.0.1", port: components.port ?? 5432,
+                                                         username: components.user ?? "doppel", password: components.password,
+                                                         database: String(components.path.dropFirst()), tls: .disable)
+        let client = PostgresClient(configuration: configuration)
+        let running = Task { await client.run() }
+        defer { running.cancel() }
+        var rows: [String] = []
+        for statement in statements {
+            rows = []
+            for try await row in try await client.query(PostgresQuery(unsafeSQL: statement)) {
+                if let value = try? row.decode(Int.self) { rows.append(String(value)) } else if let text = try? row.decode(String.self) { rows.append(text) }
+            }
+        }
+        return rows
+    }
 
     /// Runs the control script with `verb` (`stop`, `start`). Through
     /// the C library's `system`: Foundation's `Process` never saw
@@ -59,7 +82,7 @@ struct SharedReplicas {
 
     /// `count` replicas of `contract` in a namespace of their own (a new one per call).
     static func start(_ count: Int, contract file: String, namespace: String = "t-\(UUID().uuidString.prefix(8))",
-                      timeout: Double = 2, scenario: String? = nil, sessionLimit: Int? = nil) async throws -> SharedReplicas {
+                      timeout: Double = 2, scenario: String? = nil, sessionLimit: Int? = nil, url: String? = nil) async throws -> SharedReplicas {
         var replicas: [Replica] = []
         for _ in 0..<count {
             var configuration = ServerConfiguration.testing
@@ -72,7 +95,7 @@ struct SharedReplicas {
                 catalog.add(loaded, as: loaded.name)
                 engine.sessions.defaultScenario = loaded
             }
-            var options = PostgresStateStore.Options(url: TestDatabase.url!)
+            var options = PostgresStateStore.Options(url: url ?? TestDatabase.url!)
             options.namespace = namespace
             options.timeout = timeout
             options.connections = 8

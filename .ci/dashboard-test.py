@@ -1,0 +1,250 @@
+#!/usr/bin/env python3
+"""The dashboard (/__doppel/ui/) in a real headless Chromium, driven by Selenium.
+
+Serves contracts/tales.yaml with an admin token on a loopback port, then:
+the page asks for the token and loads without console errors; a request
+made after it opened shows within a second, with why it got its answer;
+each control changes what the next request gets (force a 402, advance the
+clock a month, reset the session); the keyboard reaches the journal; light
+and dark mode are readable. With --screenshot PATH it saves the page with
+its traffic (docs/dashboard.png). Bounded in time (--timeout).
+
+    python3 .ci/dashboard-test.py --doppel .build/debug/doppel
+"""
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+from selenium import webdriver
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import Select, WebDriverWait
+
+TOKEN = "dashboard-test-token"
+JWT = ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIzZjJiOGMxZS03ZDRhLTRlNTktOWIxYy0yYTZmMGU4ZDRjNzEiLCJyb2xlIjoiYXV0aGVudGljYXRlZCJ9"
+       ".c2lnbmF0dXJl")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def call(base, method, path, body=None, session=None, token=None):
+    headers = {"Content-Type": "application/json"} if body is not None else {}
+    if session:
+        headers["Doppel-Session"] = session
+    if token:
+        headers["Doppel-Admin-Token"] = token
+    if path.startswith("/api/"):
+        headers["Authorization"] = "Bearer " + JWT
+    request = urllib.request.Request(base + path, method=method, headers=headers,
+                                     data=None if body is None else json.dumps(body).encode())
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
+
+
+children = {}
+
+
+def make_child(base, session):
+    status, body = call(base, "POST", "/api/v1/children", {"name": "Emma", "age_category": "5-7", "gender": "female", "interests": ["fairies"]},
+                        session=session)
+    assert status == 200, (status, body)
+    children[session] = json.loads(body)["id"]
+
+
+def generate(base, session):
+    return call(base, "POST", "/api/v1/stories/generate", {"language": "en", "child_id": children[session]}, session=session)[0]
+
+
+def wait_for(condition, seconds, what):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError(f"{what} (waited {seconds} s)")
+
+
+def luminance(css):
+    parts = [float(x) for x in css[css.index("(") + 1:css.index(")")].split(",")[:3]]
+    channels = [c / 255 for c in parts]
+    linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def contrast(a, b):
+    la, lb = sorted([luminance(a), luminance(b)], reverse=True)
+    return (la + 0.05) / (lb + 0.05)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--doppel", required=True)
+    parser.add_argument("--port", type=int, default=18981)
+    parser.add_argument("--screenshot")
+    parser.add_argument("--timeout", type=int, default=300)
+    args = parser.parse_args()
+    signal.alarm(args.timeout)  # the whole run is bounded
+
+    base = f"http://127.0.0.1:{args.port}"
+    server = subprocess.Popen([args.doppel, "serve", "contracts/tales.yaml", "--port", str(args.port), "--admin-token", TOKEN,
+                               "--scenarios", "scenarios/tales", "--log-format", "none"], cwd=ROOT)
+    options = webdriver.ChromeOptions()
+    for flag in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1440,1000"]:
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = None
+    passed = 0
+    try:
+        def healthy():
+            try:
+                return call(base, "GET", "/__doppel/health", token=TOKEN)[0] == 200
+            except OSError:
+                return False
+
+        wait_for(healthy, 20, "the server did not start")
+        # Debian's chromium and chromium-driver; Selenium's own manager would try to download them.
+        options.binary_location = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+        driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")))
+        driver.set_page_load_timeout(20)
+
+        def ok(name):
+            nonlocal passed
+            passed += 1
+            print(f"ok - {name}", flush=True)
+
+        def console_errors():
+            return [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+
+        # The page asks for the token, then goes live, without console errors.
+        driver.get(base + "/__doppel/ui/")
+        wait_for(lambda: driver.find_element(By.ID, "token-form").is_displayed(), 5, "the page did not ask for the admin token")
+        driver.find_element(By.ID, "token-input").send_keys(TOKEN + Keys.ENTER)
+        wait_for(lambda: driver.find_element(By.ID, "live").text == "live", 5, "the event stream did not go live")
+        wait_for(lambda: "Tale Generator API" in driver.find_element(By.ID, "contract-title").text, 5, "the contract's title is not shown")
+        errors = console_errors()
+        assert not errors, f"console errors on load: {errors}"
+        ok("the page asks for the token, goes live and loads without console errors")
+
+        # A request made now shows within a second, with why.
+        for n in range(3):
+            session = f"probe-{n}"
+            started = time.monotonic()
+            assert call(base, "GET", "/api/v1/free-stories", session=session)[0] == 200
+            xpath = f"//tbody[@id='journal-rows']/tr[td[3][text()='{session}']]"
+            row = wait_for(lambda: driver.find_elements(By.XPATH, xpath), 1.0, f"the request of {session} did not show within a second")[0]
+            elapsed = time.monotonic() - started
+            assert "first response" in row.find_element(By.CLASS_NAME, "why").get_attribute("title"), row.text
+            print(f"   request {n} shown {elapsed * 1000:.0f} ms after it was sent", flush=True)
+        ok("requests made after the page opened show within a second, with why")
+
+        controls = driver.find_element(By.ID, "control-session")
+        controls.clear()
+        controls.send_keys("ui-test")
+
+        # Force a 402: the next generate gets it, the one after is the contract's again.
+        make_child(base, "ui-test")
+        Select(driver.find_element(By.ID, "force-endpoint")).select_by_value("generate-story")
+        Select(driver.find_element(By.ID, "force-status")).select_by_value("402")
+        driver.find_element(By.ID, "force-button").click()
+        wait_for(lambda: "gets 402" in driver.find_element(By.ID, "message").text, 5, "forcing a 402 was not confirmed")
+        status, body = call(base, "POST", "/api/v1/stories/generate", {"language": "en", "child_id": children["ui-test"]}, session="ui-test")
+        assert status == 402, f"the forced 402 was not the next answer: {status} ({driver.find_element(By.ID, 'message').text})"
+        # Rendered as the contract's own 402 would be: its limit_info from the session's state.
+        assert json.loads(body)["limit_info"]["monthly_limit"] == 5, body
+        assert generate(base, "ui-test") == 200, "the forced answer was used more than once"
+        forced = wait_for(lambda: driver.find_elements(By.XPATH, "//tbody[@id='journal-rows']/tr[td[3][text()='ui-test'] and td[5][text()='402']]"),
+                          2, "the forced 402 is not in the journal")[0]
+        assert "forced" in forced.find_element(By.CLASS_NAME, "why").get_attribute("title")
+        ok("Force: the next request gets a 402, and the journal says it was forced")
+
+        # Use up the month (5 stories), then advance the clock a month: served again.
+        statuses = [generate(base, "ui-test") for _ in range(5)]
+        assert statuses == [200, 200, 200, 200, 402], statuses
+        driver.find_element(By.ID, "clock-advance").clear()
+        driver.find_element(By.ID, "clock-advance").send_keys("1mo")
+        driver.find_element(By.ID, "clock-advance-button").click()
+        wait_for(lambda: "clock now reads" in driver.find_element(By.ID, "message").text, 5, "advancing the clock was not confirmed")
+        assert generate(base, "ui-test") == 200, "a month later the quota did not start over"
+        ok("Advance the clock a month: the used-up quota starts over")
+
+        # Use it up again, then reset the session: served again.
+        statuses = [generate(base, "ui-test") for _ in range(5)]
+        assert statuses == [200, 200, 200, 200, 402], statuses
+        driver.find_element(By.ID, "reset-session").click()
+        wait_for(lambda: "reset" in driver.find_element(By.ID, "message").text, 5, "the reset was not confirmed")
+        make_child(base, "ui-test")  # the reset forgot the child too
+        assert generate(base, "ui-test") == 200, "after a reset the quota was still used up"
+        ok("Reset: the session starts over and the next request is served")
+
+        # The sessions view shows the state tree with what the last request changed.
+        driver.find_element(By.ID, "tab-sessions").click()
+        wait_for(lambda: "Session ui-test" in driver.find_element(By.ID, "session-detail").text, 5, "the session is not shown")
+        wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, "#session-detail .tree .changed"), 5, "the changed state is not marked")
+        changed = [e.text for e in driver.find_elements(By.CSS_SELECTOR, "#session-detail .tree .changed")]
+        assert "stories_used" in changed, changed
+        ok("Sessions: the state as a tree, the last request's changes marked")
+
+        # Coverage: reached and unreached statuses.
+        driver.find_element(By.ID, "tab-coverage").click()
+        wait_for(lambda: "pairs reached" in driver.find_element(By.ID, "coverage-summary").text, 5, "coverage is not shown")
+        assert driver.find_elements(By.CSS_SELECTOR, "#coverage-rows .badge.reached")
+        assert driver.find_elements(By.CSS_SELECTOR, "#coverage-rows .badge.unreached")
+        ok("Coverage: each endpoint's documented statuses, reached or not")
+
+        # The keyboard: "/" goes to the journal's filter; a row opens with Enter.
+        driver.find_element(By.TAG_NAME, "body").send_keys("/")
+        assert driver.switch_to.active_element.get_attribute("id") == "filter-session"
+        driver.find_element(By.ID, "filter-session").send_keys("ui-test")
+        first = driver.find_element(By.CSS_SELECTOR, "#journal-rows tr")
+        first.send_keys(Keys.ENTER)
+        wait_for(lambda: driver.find_element(By.ID, "detail").is_displayed(), 2, "Enter did not open the request")
+        detail = driver.find_element(By.ID, "detail").text
+        assert "Why" in detail and "Request" in detail and "authorization: bearer" in detail.lower(), detail
+        ok("Keyboard: / reaches the filters, Enter opens a request with its request and response")
+
+        # Light and dark: readable text in both.
+        for scheme in ["light", "dark"]:
+            driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": scheme}]})
+            colors = driver.execute_script(
+                "const s = getComputedStyle(document.body); return [s.color, s.backgroundColor];")
+            ratio = contrast(*colors)
+            assert ratio >= 7, f"{scheme}: text {colors[0]} on {colors[1]} has contrast {ratio:.1f}"
+        driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "light"}]})
+        ok("Light and dark mode: body text contrast at least 7:1")
+
+        errors = console_errors()
+        assert not errors, f"console errors: {errors}"
+        ok("no console errors after all of the above")
+
+        if args.screenshot:
+            driver.find_element(By.ID, "filter-session").clear()
+            driver.find_element(By.ID, "filter-session").send_keys("ui-test")
+            rows = driver.find_elements(By.XPATH, "//tbody[@id='journal-rows']/tr[td[5][text()='402']]")
+            (rows[0] if rows else driver.find_element(By.CSS_SELECTOR, "#journal-rows tr")).click()
+            driver.set_window_size(1440, 1500)
+            time.sleep(0.3)
+            driver.save_screenshot(args.screenshot)
+            print(f"   screenshot saved to {args.screenshot}")
+    finally:
+        if driver:
+            driver.quit()
+        server.terminate()
+        server.wait(timeout=10)
+    print(f"{passed} dashboard checks passed")
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except AssertionError as error:
+        print(f"not ok - {error}", file=sys.stderr)
+        sys.exit(1)
