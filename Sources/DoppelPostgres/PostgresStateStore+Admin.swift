@@ -106,7 +106,7 @@ extension PostgresStateStore {
         for try await (seq, time, session, method, path, query, status, endpoint, response, duration, proxied, reason, changes) in rows.decode(
             (Int, Double, String, String, String, String?, Int, String?, String?, Int, Bool, String?, [String]).self) {
             journal.record(time: time, session: session, method: method, path: path, query: query, status: status, endpointID: endpoint,
-                           responseName: response, durationMicros: duration, proxied: proxied, sequence: seq, reason: reason, changes: changes)
+                           responseName: response, durationMicros: duration, proxied: proxied, sequence: seq, reason: reason.map { Reason($0) }, changes: changes)
         }
         return journal
     }

@@ -115,10 +115,10 @@ package final class PostgresStateStore: SharedState, Sendable {
     struct Row: Sendable {
         let time: Double, session: String, method: String, path: String, query: String?, status: Int
         let endpointID: String?, responseName: String?, durationMicros: Int, proxied: Bool
-        let reason: String?, changes: [String]
+        let reason: Reason?, changes: [String]
         /// When the answer was completed, in real time (seconds since 1970).
         var completed: Double = 0
-        var textBytes: Int { path.utf8.count + (query?.utf8.count ?? 0) + (reason?.utf8.count ?? 0) + changes.reduce(0) { $0 + $1.utf8.count } }
+        var textBytes: Int { path.utf8.count + (query?.utf8.count ?? 0) + (reason?.heldBytes ?? 0) + changes.reduce(0) { $0 + $1.utf8.count } }
     }
 
     private init(client: PostgresClient, options: Options, engine: MockEngine, catalog: ScenarioCatalog, logger: Logger) {
@@ -460,7 +460,7 @@ package final class PostgresStateStore: SharedState, Sendable {
                 FROM unnest(\(rows.map(\.time))::float8[], \(rows.map(\.session))::text[], \(rows.map(\.method))::text[],
                             \(rows.map(\.path))::text[], \(rows.map { $0.query ?? "" })::text[], \(rows.map(\.status))::int8[],
                             \(rows.map { $0.endpointID ?? "" })::text[], \(rows.map { $0.responseName ?? "" })::text[],
-                            \(rows.map(\.durationMicros))::int8[], \(rows.map(\.proxied))::bool[], \(rows.map { $0.reason ?? "" })::text[],
+                            \(rows.map(\.durationMicros))::int8[], \(rows.map(\.proxied))::bool[], \(rows.map { $0.reason?.text ?? "" })::text[],
                             \(rows.map { $0.changes.joined(separator: "\n") })::text[], \(rows.map(\.completed))::float8[])
                      AS j(t, s, m, p, q, st, e, r, d, x, w, c, a)
                 """, logger: logger)

@@ -116,8 +116,8 @@ struct Answerer: Sendable {
         var sequence: Int?
         if let shared { shared.complete(decision, status: status, durationMicros: micros) } else { sequence = engine.complete(decision, status: status, durationMicros: micros) }
         // Built only while someone follows the events.
-        if events.isObserved, let event = EventHub.answer(decision, of: request, sent: status, sequence: sequence, durationMicros: micros) {
-            events.publish("request", session: event.session, data: event.data)
+        if events.isObserved, events.wants(session: decision.entry?.session), let event = EventHub.answer(decision, of: request, sent: status, sequence: sequence, durationMicros: micros) {
+            events.publish("request", session: event.session, json: event.json)
         }
         log.request(method: request.method, path: request.path, status: status, endpointID: decision.response.endpointID,
                     session: request.sessionID, durationMicros: micros)

@@ -150,10 +150,10 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
         switch event {
         case is ChannelShouldQuiesceEvent:
             quiescing = true
-            if events != nil {
-                // An event stream ends at once: its last chunk, then the connection.
+            if let stream = events {
+                // An event stream ends at once: its last chunk (or, in HTTP/1.0, nothing), then the connection.
                 endEvents()
-                writeLast(context.channel.allocator.buffer(string: "0\r\n\r\n"), context: context)
+                writeLast(context.channel.allocator.buffer(string: stream.chunked ? "0\r\n\r\n" : ""), context: context)
             } else if isIdle {
                 context.close(promise: nil)
             } else {
@@ -513,7 +513,7 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
         push([EventHub.frame("ready", data: .object(JSONObject([("session", session.map(JSON.string) ?? .null), ("readers", .int(hub.readerCount))])))],
              context: context)
         // A comment now and then keeps a quiet stream open through proxies, and finds a client that left.
-        let ping = context.channel.allocator.buffer(string: ": ping\n\n")
+        let ping = EventHub.comment("ping")
         events?.heartbeat = context.eventLoop.scheduleRepeatedTask(initialDelay: .seconds(Int64(EventHub.heartbeat)),
                                                                    delay: .seconds(Int64(EventHub.heartbeat))) { _ in reader.take([ping]) }
     }
@@ -564,7 +564,7 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
         answerer.events.noteDropped()
         endEvents()
         let note = EventHub.frame("dropped", data: .object(JSONObject([
-            ("reason", .string("this reader fell more than \(EventHub.readerQueueLimit >> 10) KiB of events behind (or all readers together more than \(EventHub.totalQueueLimit >> 20) MiB); reconnect, and read the journal for what was missed")),
+            ("reason", .string("this reader fell more than \(EventHub.readerQueueLimit >> 20) MiB of events behind (or all readers together more than \(EventHub.totalQueueLimit >> 20) MiB); reconnect, and read the journal for what was missed")),
         ])))
         var chunk = stream.chunked ? note : EventHub.unchunked(note)
         if stream.chunked { chunk.writeStaticString("0\r\n\r\n") }

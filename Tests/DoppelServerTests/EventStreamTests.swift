@@ -59,6 +59,15 @@ struct EventStreamTests {
             #expect(onlyAlice.contains(#""session":"alice""#))
             #expect(!onlyAlice.contains(#""session":"bob""#), "a session's stream carries no other session's answers")
 
+            // HTTP/1.0 has no chunks: the events follow the head as they are, until the connection ends.
+            let old = try await RawSocket.run { () -> String in
+                let socket = try RawSocket(port: port)
+                socket.send("GET /__doppel/events HTTP/1.0\r\nDoppel-Admin-Token: \(Self.token)\r\n\r\n")
+                return socket.receive(timeout: 10) { $0.contains("event: ready") }.text
+            }
+            #expect(old.hasPrefix("HTTP/1.1 200 OK") && !old.contains("Transfer-Encoding"))
+            #expect(old.hasSuffix("\r\n\r\nevent: ready\ndata: {\"session\":null,\"readers\":3}\n\n"), "\(old)")
+
             // Clearing the journal is told to every reader.
             #expect(try await client.send("DELETE", "/__doppel/journal", token: nil, headers: ["Doppel-Admin-Token": Self.token]).status == 200)
             let cleared = try await RawSocket.run { alice.receive(timeout: 10) { $0.contains("event: journal") }.text }
@@ -114,7 +123,7 @@ struct EventStreamScaleTests {
         defer { served.process.terminate() }
         let port = served.port, pid = served.process.processIdentifier
         let base = URL(string: "http://127.0.0.1:\(port)")!
-        let readerCount = 1_000, smallRequests = 300, bigRequests = 200
+        let readerCount = 1_000, smallRequests = 300, bigRequests = 400
 
         // 999 readers of session s, and one of every session that reads nothing (a 4 KiB receive buffer).
         let (readers, silent) = try await RawSocket.run { () -> ([Int32], Int32) in
@@ -194,7 +203,7 @@ struct EventStreamScaleTests {
                     var mine: [Double] = []
                     for index in stride(from: lane, to: smallRequests + bigRequests, by: 4) {
                         let started = Date()
-                        let answer = index % 5 < 3
+                        let answer = index % 7 < 3
                             ? try await client.send("GET", "/small", token: nil, session: "s")
                             : try await client.send("POST", "/big", token: nil, session: "big", headers: ["Content-Type": "text/plain"], body: bigBody)
                         #expect(answer.status == 200)

@@ -24,9 +24,11 @@ public final class Journal: Sendable {
         public let durationMicros: Int
         /// Answered by the upstream server (`doppel serve --proxy`), not the contract.
         public var proxied = false
+        /// Why the response was chosen, as facts (`reason` is their text).
+        package var why: Reason?
         /// Why the response was chosen: the `when` that held, the limit
         /// reached, the override or `Prefer` in force, the problem.
-        public var reason: String?
+        public var reason: String? { why?.text }
         /// The state paths the request changed (`stories_used`, `stories.s_1`).
         public var changes: [String] = []
 
@@ -100,12 +102,12 @@ public final class Journal: Sendable {
     @discardableResult
     package func record(time: Double, session: String, method: String, path: String, query: String?, status: Int,
                        endpointID: String?, responseName: String?, durationMicros: Int, proxied: Bool = false, sequence: Int? = nil,
-                       reason: String? = nil, changes: [String] = []) -> Int {
+                       reason: Reason? = nil, changes: [String] = []) -> Int {
         // Built before the lock, which every event loop takes: inside it, only the number and the counts.
         var entry = Entry(
             sequence: 0, time: time, session: session, method: method, path: path, query: query,
             status: status, endpointID: endpointID, responseName: responseName, durationMicros: durationMicros, proxied: proxied,
-            reason: reason, changes: changes)
+            why: reason, changes: changes)
         let outcome = Tally.Outcome(endpointID: endpointID, status: status)
         let size = Self.textBytes(of: entry)
         var displaced: Entry?
@@ -137,7 +139,7 @@ public final class Journal: Sendable {
     }
 
     private static func textBytes(of entry: Entry) -> Int {
-        entry.path.utf8.count + (entry.query?.utf8.count ?? 0) + (entry.reason?.utf8.count ?? 0) + entry.changes.reduce(0) { $0 + $1.utf8.count }
+        entry.path.utf8.count + (entry.query?.utf8.count ?? 0) + (entry.why?.heldBytes ?? 0) + entry.changes.reduce(0) { $0 + $1.utf8.count }
     }
 
     /// The entries held, oldest first.

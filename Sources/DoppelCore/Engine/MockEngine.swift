@@ -299,12 +299,12 @@ public final class MockEngine: Sendable {
                 switch try decide(request, credentials: credentials, endpoint: endpoint, validation: validation, context: &context, data: &data, now: now) {
                 case .forward:
                     response = .forwarding(endpointID: endpoint.id)
-                    response.reason = "the endpoint is proxied (`proxy: true`) and nothing forces a response"
+                    response.reason = Reason("the endpoint is proxied (`proxy: true`) and nothing forces a response")
                 case .problem(let problem, let rateHeaders):
                     response = problem.response(endpointID: endpoint.id).adding(rateHeaders)
                 case .respond(let chosen, let override, let rateHeaders, let why):
                     response = try render(chosen, in: &context, override: override, adding: rateHeaders, endpointID: endpoint.id)
-                    response.reason = Problem.clipped(why)
+                    response.reason = why
                 }
                 response.changes = data.changedPaths
                 return response
@@ -348,7 +348,7 @@ public final class MockEngine: Sendable {
             let response = try session.transact { (data: inout SessionData) throws(Failure) -> MockResponse in
                 context.now = data.clock.now(real: base.now)
                 let chosen: ResponseDefinition
-                var why = "the contract's fallback for \(problem.type.split(separator: ":").last ?? ""): \(problem.detail)"
+                var why = Reason("the contract's fallback for \(problem.type.split(separator: ":").last ?? ""): \(problem.detail)")
                 do throws(ResponseSelector.Failure) {
                     chosen = try selector.select(from: [definition], forced: definition, endpointBindings: [], context: &context, data: &data,
                                                  sequenceScope: "fallbacks", why: &why)
@@ -356,7 +356,7 @@ public final class MockEngine: Sendable {
                     throw .selection(error)
                 }
                 var response = try render(chosen, in: &context, override: nil, adding: problem.headers, endpointID: nil)
-                response.reason = Problem.clipped(why)
+                response.reason = why
                 response.changes = data.changedPaths
                 return response
             }
@@ -373,7 +373,7 @@ public final class MockEngine: Sendable {
         /// A problem of Doppel's own (a validation failure without `on_invalid`, an unreadable body).
         case problem(Problem, rateHeaders: [(name: String, value: String)])
         /// A response chosen (and its effects applied) for the transaction to render, and why it was.
-        case respond(ResponseDefinition, override: Override?, rateHeaders: [(name: String, value: String)], why: String)
+        case respond(ResponseDefinition, override: Override?, rateHeaders: [(name: String, value: String)], why: Reason)
     }
 
     /// Why a request's transaction was abandoned; nothing of it is kept.
@@ -419,10 +419,10 @@ public final class MockEngine: Sendable {
         // A proxied endpoint is mocked only where a scenario or the client asks for a response.
         if endpoint.proxy, override == nil, request.header("prefer") == nil { return .forward }
 
-        func respond(_ forced: ResponseDefinition?, rateHeaders: [(name: String, value: String)], why given: String = "",
+        func respond(_ forced: ResponseDefinition?, rateHeaders: [(name: String, value: String)], why given: String? = nil,
                      bindingEndpoint: Bool = false) throws(Failure) -> Verdict {
             do {
-                var why = given
+                var why = Reason(given)
                 var bindings = forced == nil || bindingEndpoint ? endpoint.bindings : []
                 if bindingEndpoint {
                     // A forced answer renders as the contract's own would (its `let`s
@@ -440,7 +440,9 @@ public final class MockEngine: Sendable {
                     context: &context, data: &data, sequenceScope: endpoint.id, why: &why)
                 switch Negotiation.negotiate(chosen, of: endpoint, accept: request.header("accept")) {
                 case .keep: return .respond(chosen, override: override, rateHeaders: rateHeaders, why: why)
-                case .use(let other): return .respond(other, override: override, rateHeaders: rateHeaders, why: why + "; its `\(other.body.contentType ?? "")` form, by Accept")
+                case .use(let other):
+                    why.after = "its `\(other.body.contentType ?? "")` form, by Accept"
+                    return .respond(other, override: override, rateHeaders: rateHeaders, why: why)
                 case .refuse(let available):
                     return .problem(.notAcceptable(request.header("accept") ?? "", available: available), rateHeaders: rateHeaders)
                 }
@@ -510,9 +512,9 @@ public final class MockEngine: Sendable {
                 : "scenario '\(data.scenario?.name ?? "")' overrides \(override.call.map { "call \($0)" } ?? "every call")"
             return try respond(response, rateHeaders: rateHeaders, why: why, bindingEndpoint: forcedNext != nil)
         }
-        var why = ""
+        var why: String?
         if let override, forcedNext == nil {
-            why = "scenario '\(data.scenario?.name ?? "")' sets its \(override.fault != nil ? "fault" : "delay"); "
+            why = "scenario '\(data.scenario?.name ?? "")' sets its \(override.fault != nil ? "fault" : "delay")"
         }
         return try respond(nil, rateHeaders: rateHeaders, why: why)
     }
@@ -616,7 +618,7 @@ public final class MockEngine: Sendable {
         var data = SessionData(state: contract.state.initial)
         data.clock.set(now, real: now)
         do {
-            var why = ""
+            var why = Reason()
             let chosen = try selector.select(from: [response], forced: response, endpointBindings: endpoint.bindings, context: &context, data: &data,
                                              sequenceScope: endpoint.id, why: &why)
             context.roots[.state] = .object(data.state)

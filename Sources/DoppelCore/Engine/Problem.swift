@@ -37,7 +37,7 @@ public struct Problem: Sendable, Error {
             body: JSONWriter.encode(json),
             endpointID: endpointID,
             responseName: "doppel:" + (type.split(separator: ":").last.map(String.init) ?? "problem"))
-        response.reason = Self.clipped(detail)
+        response.reason = Reason(detail)
         return response
     }
 
@@ -46,7 +46,8 @@ public struct Problem: Sendable, Error {
 
     /// `text` cut to `maximumReason` characters, marked where cut.
     package static func clipped(_ text: String) -> String {
-        text.count <= maximumReason ? text : String(text.prefix(maximumReason - 1)) + "…"
+        // The byte count is free; characters are counted only for a long text.
+        text.utf8.count <= maximumReason || text.count <= maximumReason ? text : String(text.prefix(maximumReason - 1)) + "…"
     }
 
     static func urn(_ name: String) -> String { "urn:doppel:problem:\(name)" }

@@ -117,7 +117,7 @@ public struct MockResponse: Sendable {
     /// Why this response was chosen (the `when` that held, the limit
     /// reached, the override or `Prefer` in force, the problem), for the
     /// journal and the dashboard.
-    package var reason: String?
+    package var reason: Reason?
     /// The state paths the request changed (`stories_used`, `stories.s_1`), at most `maximumChanges`.
     package var changes: [String] = []
     /// The most changed paths a response lists.

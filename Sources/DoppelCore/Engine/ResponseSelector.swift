@@ -35,7 +35,7 @@ package struct ResponseSelector: Sendable {
     package func select(
         from candidates: [ResponseDefinition], forced: ResponseDefinition? = nil,
         endpointBindings: [(String, ValueTemplate)], context: inout EvaluationContext, data: inout SessionData, sequenceScope: String = "",
-        why: inout String
+        why: inout Reason
     ) throws(Failure) -> ResponseDefinition {
         context.roots[.state] = .object(data.state)
         try bind(endpointBindings, into: &context, response: "the endpoint's let")
@@ -48,13 +48,13 @@ package struct ResponseSelector: Sendable {
             for candidate in candidates {
                 guard let when = candidate.when else {
                     found = candidate
-                    why += passed == 0 ? "the endpoint's first response (no `when`)" : "no earlier `when` held (\(passed) checked); the response without one"
+                    why.choice = passed == 0 ? .first : .afterWhens(checked: passed)
                     break
                 }
                 do throws(EvaluationError) {
                     if try when.test(in: context) {
                         found = candidate
-                        why += "`when: \(when.source)` held"
+                        why.choice = .when(when.source)
                         break
                     }
                     passed += 1
@@ -77,8 +77,7 @@ package struct ResponseSelector: Sendable {
             let position = data.advanceSequence(key)
             let count = sequence.responses.count
             let index = position < count ? position : (sequence.exhausted == .cycle ? position % count : count - 1)
-            why += (why.isEmpty ? "" : "; ") + "sequence call \(position + 1): answer \(index + 1) of \(count)"
-                + (position >= count ? (sequence.exhausted == .cycle ? " (cycling)" : " (the last, repeated)") : "")
+            why.sequence = (position + 1, index + 1, count, sequence.exhausted == .cycle)
             chosen = sequence.responses[index]
         }
         try bind(chosen.bindings, into: &context, response: chosen.name)

@@ -203,12 +203,26 @@ function addEntry(entry) {
     state.changes.set(entry.session, list.slice(0, 5));
   }
   if (matches(entry) && $("follow").checked) {
-    const body = $("journal-rows");
-    body.prepend(row(entry, true));
-    while (body.rows.length > MAX_ROWS) body.deleteRow(-1);
-    updateCaption();
+    // Rows are added once a frame, however fast answers come.
+    pendingRows.push(entry);
+    if (pendingRows.length > MAX_ROWS) pendingRows.splice(0, pendingRows.length - MAX_ROWS);
+    if (!rowsScheduled) { rowsScheduled = true; requestAnimationFrame(flushRows); }
   }
   refreshSoon(entry.session);
+}
+
+let pendingRows = [];
+let rowsScheduled = false;
+
+function flushRows() {
+  rowsScheduled = false;
+  const body = $("journal-rows");
+  const fragment = document.createDocumentFragment();
+  for (const entry of pendingRows.reverse()) fragment.append(row(entry, true));
+  pendingRows = [];
+  body.prepend(fragment);
+  while (body.rows.length > MAX_ROWS) body.deleteRow(-1);
+  updateCaption();
 }
 
 function statusMatches(filter, status) {
@@ -246,6 +260,7 @@ function row(entry, fresh) {
 }
 
 function renderJournal() {
+  pendingRows = [];
   const shown = state.entries.filter(matches).reverse();
   $("journal-rows").replaceChildren(...shown.map((e) => row(e, false)));
   updateCaption();
