@@ -124,24 +124,31 @@ row() {  # row LABEL DOPPEL_BASE PATH [wrk args...]: the same request to Doppel 
     read -r rps p99 <<<"$(load "$base$path" "$@")"
     read -r nrps np99 <<<"$(load "$NGINX$path" "$@")"
     printf '  %-48s %10s %9s %8.2f %8.2f %9s\n' "$label" "$rps" "$p99" "$(echo "$rps / $nrps" | bc -l)" "$(echo "$rps / $health" | bc -l)" "$np99"
-    CLOSED[$label]=$rps
 }
-declare -A CLOSED
 # The same request while a dashboard follows all traffic: one reader of
 # GET /__doppel/events (every answer's event, request and response included),
-# read as fast as it comes. Its last column is the ratio to the row without it.
-followed_row() {  # followed_row LABEL-OF-THE-ROW-WITHOUT DOPPEL_BASE PATH [wrk args...]
-    local label=$1 base=$2 path=$3; shift 3
-    curl -sN "$base/__doppel/events" > /dev/null & local reader=$!
-    sleep 0.5
-    read -r rps p99 <<<"$(load "$base$path" "$@")"
-    kill "$reader" 2>/dev/null || true
-    wait "$reader" 2>/dev/null || true
-    printf '  %-48s %10s %9s %8s %8s %9s  %.2f of the row without\n' "  ...with a dashboard following all traffic" "$rps" "$p99" "" "" "" \
-        "$(echo "$rps / ${CLOSED[$label]}" | bc -l)"
+# read as fast as it comes. The load is run twice without the reader and
+# twice with it, alternately, so drift in the machine's load falls on both;
+# the last column is the ratio of the two means.
+followed_row() {  # followed_row DOPPEL_BASE PATH [wrk args...]
+    local base=$1 path=$2; shift 2
+    local closed=0 followed=0 rps p99 reader
+    for _ in 1 2; do
+        read -r rps _ <<<"$(load "$base$path" "$@")"
+        closed=$(echo "$closed + $rps" | bc -l)
+        curl -sN "$base/__doppel/events" > /dev/null & reader=$!
+        sleep 0.5
+        read -r rps p99 <<<"$(load "$base$path" "$@")"
+        kill -0 "$reader" 2>/dev/null || { echo "the event stream's reader was dropped" >&2; exit 1; }
+        kill "$reader" 2>/dev/null || true
+        wait "$reader" 2>/dev/null || true
+        followed=$(echo "$followed + $rps" | bc -l)
+    done
+    printf '  %-48s %10.2f %9s %8s %8s %9s  %.2f of %.2f without (2 runs each, alternating)\n' "  ...with a dashboard following all traffic" \
+        "$(echo "$followed / 2" | bc -l)" "$p99" "" "" "" "$(echo "$followed / $closed" | bc -l)" "$(echo "$closed / 2" | bc -l)"
 }
 row "GET /fixed (constant body)" "$FIXED" /fixed
-followed_row "GET /fixed (constant body)" "$FIXED" /fixed
+followed_row "$FIXED" /fixed
 # The tales server's resident memory is sampled every 0.2 s while it is loaded (the peak), and read again after.
 ( peak=0; while kill -0 "$TALES_PID" 2>/dev/null; do
     rss=$(awk '/VmRSS/ { print $2 }' /proc/$TALES_PID/status 2>/dev/null || echo 0)
@@ -151,7 +158,7 @@ followed_row "GET /fixed (constant body)" "$FIXED" /fixed
 row "GET /api/v1/free-stories (filter over data)" "$BASE" "/api/v1/free-stories?language=en"
 row "POST /api/v1/stories/generate, one session" "$BASE" /api/v1/stories/generate -s "$WORK/generate.lua"
 row "POST /api/v1/stories/generate, 32 sessions" "$BASE" /api/v1/stories/generate -s "$WORK/generate-spread.lua"
-followed_row "POST /api/v1/stories/generate, 32 sessions" "$BASE" /api/v1/stories/generate -s "$WORK/generate-spread.lua"
+followed_row "$BASE" /api/v1/stories/generate -s "$WORK/generate-spread.lua"
 kill "$SAMPLER" 2>/dev/null || true
 printf '  %-48s %10s\n' "GET /__doppel/health (the older baseline)" "$health"
 echo "Resident memory of the tales server: $(awk '{ printf "%.1f MB", $1 / 1024 }' "$WORK/peak-rss") at most during the load, $(awk '/VmRSS/ { printf "%.1f MB", $2 / 1024 }' /proc/$TALES_PID/status) after it"
