@@ -229,7 +229,7 @@ struct EventStreamScaleTests {
               + "max \(Int(latencies.last! * 1000)) ms; peak RSS \(result.peak >> 20) MiB; events per reader \(counts.min() ?? 0)–\(counts.max() ?? 0); "
               + "health \(health.map { JSONWriter.encodeString($0["event_streams"] ?? .null) } ?? "")")
         // Not a speed check (Benchmarks/ measures that): a bound that only a server held up by its readers misses.
-        #expect(latencies.last! < 5, "an answer took \(latencies.last!) s: the readers held the server up")
+        #expect(latencies.last! < 10, "an answer took \(latencies.last!) s: the readers held the server up")
         #expect(result.peak < Self.rssBound, "peak RSS \(result.peak >> 20) MiB")
         #expect(counts.allSatisfy { $0 == smallRequests }, "every reader gets every event of its session")
         #expect(health?["event_streams"]?["dropped"] == 1, "the reader that reads nothing is dropped")
