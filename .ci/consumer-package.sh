@@ -7,7 +7,13 @@
 # ```sh setup.sh block, run as written.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
-work="${CONSUMER_DIR:-$(mktemp -d)}"
+if [ -n "${CONSUMER_DIR:-}" ]; then
+    work="$CONSUMER_DIR"
+else
+    # A folder of its own, removed afterwards: its build is over a gigabyte.
+    work="$(mktemp -d)"
+    trap 'rm -rf "$work"' EXIT
+fi
 mkdir -p "$work"
 ln -sfn "$repo" "$work/Doppel"
 package="$work/TalesClient"
