@@ -53,6 +53,8 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                // WebSocket frames (see Sockets.swift for why not hummingbird-websocket's router).
+                .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 // The upstream client of `doppel serve --proxy` (see Upstream.swift for why not AsyncHTTPClient).
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -105,6 +107,10 @@ let package = Package(
                 // The runner's HTTP client. Foundation's URLSession would link
                 // libcurl and its TLS stack into every `doppel` process.
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                // Scenario socket steps and DoppelTesting's sockets (WebSocketClient.swift).
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -359,7 +359,14 @@ package struct OpenAPIImporter: Sendable {
             statuses[index].responses = statuses[index].responses.map { ContractNode.setting("status", ContractNode.plain(String(status), at: $0.location), in: $0) }
             statuses[index].status = status
         }
-        let servedStatus = statuses.first { (200...299).contains($0.status) }?.status ?? statuses.first?.status
+        // A GET that documents 101 Switching Protocols is a WebSocket upgrade: served as one (a socket without rules).
+        let isSocket = method.lowercased() == "get" && statuses.contains { $0.status == 101 }
+        if !isSocket, let upgrade = statuses.first(where: { $0.status == 101 }) {
+            warnings.warning("\(method.uppercased()) \(path) documents 101 Switching Protocols, which only a GET (a WebSocket upgrade) can answer; it is left out",
+                             at: upgrade.responses.first?.location ?? at)
+            statuses.removeAll { $0.status == 101 }
+        }
+        let servedStatus = isSocket ? 101 : statuses.first { (200...299).contains($0.status) }?.status ?? statuses.first?.status
         for (status, responses) in statuses {
             for response in responses {
                 if status == servedStatus, served.isEmpty {
@@ -389,6 +396,7 @@ package struct OpenAPIImporter: Sendable {
         if let onInvalid { fields.append(("on_invalid", onInvalid)) }
         if let onUnauthorized { fields.append(("on_unauthorized", challenged(onUnauthorized, requirement: secured, schemes: schemes))) }
         fields.append(("responses", ContractNode.list(served, at: responsesNode?.location ?? at)))
+        if isSocket { fields.append(("websocket", ContractNode.map([], at: at))) }
         if !documented.isEmpty { fields.append(("documented", ContractNode.list(documented, at: responsesNode?.location ?? at))) }
         return (id, ContractNode.map(fields, at: at))
     }

@@ -156,7 +156,7 @@ public struct ProviderVerifier: Sendable {
         var rows: [Coverage] = []
         for endpoint in orderedEndpoints() {
             let mine = checks.filter { $0.endpointID == endpoint.id }
-            for status in contract.statuses(of: endpoint) {
+            for status in contract.statuses(of: endpoint) where status < 1000 {
                 let state: String
                 if mine.contains(where: { $0.outcome == .failed && ($0.status == status || $0.statuses.contains(status)) }) {
                     state = "failed"
@@ -234,7 +234,8 @@ public struct ProviderVerifier: Sendable {
             let outgoing = request(for: endpoint, side: target, oracle: false)
             guard let answer = await send(outgoing, for: &check) else { return check }
             check.status = answer.status
-            let documented = contract.statuses(of: endpoint)
+            // A WebSocket's close codes are not HTTP statuses; verify checks its upgrade.
+            let documented = contract.statuses(of: endpoint).filter { $0 < 1000 }
             if isRefusal(answer.status, of: endpoint, asInvalid: false), options.token == nil, options.headers.isEmpty, target.token == nil {
                 check.summary = "the target refused the contract's sample credentials (\(answer.status)): give --token or --header"
                 check.details = [curl(outgoing)]
@@ -585,7 +586,12 @@ public struct ProviderVerifier: Sendable {
             let outgoing = outgoingRequest(request)
             let started = Date()
             do {
-                let answer = try await ScenarioRunner(baseURL: verifier.baseURL, isDoppel: false).send(outgoing)
+                let answer: ScenarioRunner.HTTPAnswer
+                if contract.endpoint(id: check.endpointID)?.socket != nil {
+                    answer = try await upgrade(outgoing)
+                } else {
+                    answer = try await ScenarioRunner(baseURL: verifier.baseURL, isDoppel: false).send(outgoing)
+                }
                 check.seconds = Date().timeIntervalSince(started)
                 return answer
             } catch {
@@ -597,6 +603,20 @@ public struct ProviderVerifier: Sendable {
                 if reason.hasPrefix("could not connect") { stopped = "not sent: the target could not be reached (\(reason))" }
                 return nil
             }
+        }
+
+        /// A WebSocket endpoint's request, sent as an upgrade: its answer
+        /// (101, or the refusal), the socket closed at once when it opened.
+        func upgrade(_ outgoing: ScenarioRunner.OutgoingRequest) async throws -> ScenarioRunner.HTTPAnswer {
+            guard var components = URLComponents(string: outgoing.url) else { throw WebSocketClient.Failure(description: "not a URL: \(outgoing.url)") }
+            components.scheme = components.scheme == "https" ? "wss" : "ws"
+            let handshakeHeaders: Set<String> = ["upgrade", "connection", "sec-websocket-version", "sec-websocket-key", "host"]
+            let socket = try await WebSocketClient.connect(to: components.url!, headers: outgoing.headers.filter { !handshakeHeaders.contains($0.name.lowercased()) },
+                                                           timeout: outgoing.timeout)
+            await socket.close()
+            var headers: [String: String] = [:]
+            for (name, value) in socket.handshake.headers { headers[name] = value }
+            return ScenarioRunner.HTTPAnswer(status: socket.handshake.status, headers: headers, body: Data(socket.handshake.body))
         }
 
         func url(_ request: RecordedRequest) -> String {

@@ -81,14 +81,22 @@ public struct ScenarioRunner: Sendable {
             notes.append("\(baseURL.absoluteString) is not a Doppel server: the scenario's given state and overrides cannot be imposed there; the steps run against its current state")
         }
         var captured: [String: JSON] = [:]
+        let sockets = OpenSockets()
         for step in scenario.steps {
             let started = ContinuousClock.now
-            var result = await run(step, scenario: scenario, session: session, captured: &captured)
+            var result: StepResult
+            switch step.action {
+            case .openSocket, .send, .receive, .closeSocket:
+                result = await runSocketStep(step, scenario: scenario, session: session, captured: &captured, sockets: sockets)
+            case .request, .clock:
+                result = await run(step, scenario: scenario, session: session, captured: &captured)
+            }
             let elapsed = ContinuousClock.now - started
             result = StepResult(name: result.name, outcome: result.outcome, summary: result.summary, details: result.details,
                                 seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
             steps.append(result)
         }
+        await sockets.closeAll()
         return ScenarioResult(scenario: scenario, session: session, notes: notes, steps: steps)
     }
 
@@ -103,6 +111,8 @@ public struct ScenarioRunner: Sendable {
             let ok = response?.status == 200
             return StepResult(name: step.name, outcome: ok ? .passed : .failed, summary: "clock → \(response?.json?["now"]?.interpolationText ?? "?")",
                               details: ok ? [] : ["the clock change was refused: \(response?.json?["detail"]?.interpolationText ?? "no answer")"], seconds: 0)
+        case .openSocket, .send, .receive, .closeSocket:
+            return StepResult(name: step.name, outcome: .failed, summary: step.name, details: ["a socket step outside the socket runner"], seconds: 0)
         case .request(let template):
             let context = EvaluationContext(roots: captured, now: Date().timeIntervalSince1970)
             let request: OutgoingRequest
@@ -159,7 +169,7 @@ public struct ScenarioRunner: Sendable {
         return found
     }
 
-    private func build(_ template: RequestTemplate, scenario: Scenario, session: String, context: EvaluationContext) throws(EvaluationError) -> (OutgoingRequest, String) {
+    func build(_ template: RequestTemplate, scenario: Scenario, session: String, context: EvaluationContext) throws(EvaluationError) -> (OutgoingRequest, String) {
         var target = try template.path.render(in: context).interpolationText
         var query: [String] = []
         for (name, value) in template.query {

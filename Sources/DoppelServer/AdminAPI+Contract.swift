@@ -12,6 +12,9 @@ extension AdminAPI {
             ("event_streams", .object(JSONObject([
                 ("open", .int(events?.readerCount ?? 0)), ("limit", .int(events?.maximumReaders ?? 0)), ("dropped", .int(events?.dropped ?? 0)),
             ]))),
+            ("sockets", .object(JSONObject([
+                ("open", .int(sockets?.count ?? 0)), ("per_session_limit", .int(sockets?.limits.perSession ?? 0)), ("dropped", .int(sockets?.dropped ?? 0)),
+            ]))),
             ("uptime_seconds", .int(Int(uptime.components.seconds))),
         ])))
     }

@@ -38,7 +38,7 @@ extension AdminAPI {
         var problems: [String] = []
         let endpoint = body["endpoint"]?.stringValue
         if endpoint == nil { problems.append("'endpoint' is required") }
-        if let endpoint, engine.contract.endpoint(id: endpoint) == nil {
+        if let endpoint, !engine.contract.isCountable(endpoint) {
             problems.append("the contract has no endpoint '\(endpoint)'\(Suggestion.hint(for: endpoint, in: engine.contract.endpoints.map(\.id)))")
         }
         func number(_ key: String) -> Int? {

@@ -21,6 +21,8 @@ package struct AdminAPI: Sendable {
     let log: RequestLog?
     /// The event streams, for health's count of them (set by the server).
     var events: EventHub?
+    /// The open WebSockets, for health.
+    var sockets: SocketHub?
 
     package init(engine: MockEngine, token: String? = nil, catalog: ScenarioCatalog = ScenarioCatalog(), log: RequestLog? = nil) {
         self.init(slot: EngineSlot(engine), token: token, catalog: catalog, log: log)

@@ -21,17 +21,21 @@ struct Answerer: Sendable {
     let shared: (any SharedState)?
     /// The live feed of answers and admin changes (`GET /__doppel/events`).
     let events: EventHub
+    /// The open WebSockets, by session.
+    let sockets: SocketHub
 
     init(slot: EngineSlot, log: RequestLog, maxBodySize: Int, hangLimit: Double = 30, adminToken: String? = nil,
          scenarios: ScenarioCatalog = ScenarioCatalog(), proxy: URL? = nil, proxyTimeout: Double = 30, recorder: Recorder? = nil,
-         shared: (any SharedState)? = nil, maxEventStreams: Int = 1_000) {
+         shared: (any SharedState)? = nil, maxEventStreams: Int = 1_000, socketLimits: SocketHub.Limits = SocketHub.Limits()) {
         self.slot = slot
+        self.sockets = SocketHub(limits: socketLimits)
         self.events = EventHub(maximumReaders: maxEventStreams)
         self.shared = shared
         self.recorder = recorder
         self.upstream = proxy.map { Upstream(base: $0, timeout: proxyTimeout) }
         var admin = AdminAPI(slot: slot, token: adminToken, catalog: scenarios, log: log)
         admin.events = events
+        admin.sockets = sockets
         self.admin = admin
         self.log = log
         self.maxBodySize = maxBodySize
@@ -84,6 +88,10 @@ struct Answerer: Sendable {
     func decision(for request: RecordedRequest, refusal: Problem?, engine: MockEngine) -> Pending {
         if refusal == nil, let stream = eventStream(request) { return stream }
         guard let shared else { return .now(decide(request, refusal: refusal, engine: engine)) }
+        if refusal == nil, request.header("upgrade") != nil, engine.contract.endpoints.contains(where: { $0.socket != nil }) {
+            // A socket's rules would change a copy of its session; refused before the store is touched.
+            return .now(Decision(unjournaled: Problem.socketsNeedLocalState().response()))
+        }
         if refusal == nil, AdminAPI.handles(request.path) {
             let admin = self.admin
             if let page = Dashboard.respond(to: request, tokenRequired: admin.token != nil) { return .now(Decision(unjournaled: page)) }
@@ -121,5 +129,9 @@ struct Answerer: Sendable {
         }
         log.request(method: request.method, path: request.path, status: status, endpointID: decision.response.endpointID,
                     session: request.sessionID, durationMicros: micros)
+        // Messages for the session's open sockets, once the answer that sends them is out.
+        if !decision.response.pushes.isEmpty, let session = decision.entry?.session {
+            sockets.push(decision.response.pushes, session: session, from: decision.response.responseName ?? decision.response.endpointID ?? "a response")
+        }
     }
 }

@@ -42,7 +42,7 @@ package func buildApplication(
         slot: slot, log: log ?? RequestLog(format: configuration.logFormat), maxBodySize: configuration.maxBodySize,
         hangLimit: configuration.hangLimit, adminToken: configuration.adminToken, scenarios: scenarios,
         proxy: configuration.proxy, proxyTimeout: configuration.proxyTimeout, recorder: recorder, shared: shared,
-        maxEventStreams: configuration.maxEventStreams)
+        maxEventStreams: configuration.maxEventStreams, socketLimits: configuration.socketLimits)
     return DoppelService(answerer: answerer, configuration: configuration, logger: logger, onServerRunning: onServerRunning)
 }
 

@@ -38,6 +38,22 @@ public struct ServerConfiguration: Sendable {
     /// The most `GET /__doppel/events` streams (the dashboard's among them)
     /// open at once; further ones get 503 `too-many-event-streams`.
     public var maxEventStreams: Int = 1_000
+    /// The most WebSockets one session may have open; more get 429 `too-many-sockets`.
+    public var maxSocketsPerSession: Int {
+        get { socketLimits.perSession }
+        set { socketLimits.perSession = newValue }
+    }
+    /// Seconds a WebSocket may go without a frame from its client before it is closed (1001).
+    public var socketIdleTimeout: Double {
+        get { socketLimits.idle }
+        set { socketLimits.idle = newValue }
+    }
+    /// The largest message a WebSocket client may send, in bytes; a larger one closes the socket (1009).
+    public var maxSocketMessage: Int {
+        get { socketLimits.message }
+        set { socketLimits.message = newValue }
+    }
+    package var socketLimits = SocketHub.Limits()
     /// Run once the server has had no connection for a quarter of a second,
     /// at most once per quiet spell, off the event loops (`IdleMemory`).
     /// `doppel serve`, the process's only server, hands its freed heap

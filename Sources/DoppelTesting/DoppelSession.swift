@@ -72,6 +72,34 @@ public struct DoppelSession: Sendable {
     /// A `URLSession` whose every request is in this session.
     public var urlSession: URLSession { URLSession(configuration: configuration()) }
 
+    // MARK: WebSockets
+
+    /// `ws://127.0.0.1:<port><target>`: where the app's socket code connects.
+    public func socketURL(_ target: String) -> URL {
+        var components = URLComponents(url: url(target), resolvingAgainstBaseURL: false)!
+        components.scheme = components.scheme == "https" ? "wss" : "ws"
+        return components.url!
+    }
+
+    /// An upgrade request for `target` in this session, for
+    /// `URLSession.webSocketTask(with:)` (a listening server, not in-process:
+    /// a WebSocket needs a socket).
+    public func socketRequest(_ target: String, headers: [String: String] = [:]) -> URLRequest {
+        var request = URLRequest(url: socketURL(target))
+        request.setValue(id, forHTTPHeaderField: "Doppel-Session")
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        return request
+    }
+
+    /// Opens a WebSocket at `target` in this session with Doppel's own
+    /// client (it works wherever the tests run, Linux included); a refused
+    /// upgrade comes back too, with its status and body in `handshake`.
+    public func openSocket(_ target: String, headers: [String: String] = [:], timeout: Double = 10) async throws -> WebSocketClient {
+        precondition(server.isListening, "a WebSocket needs a listening server (DoppelTestServer.start), not an in-process one")
+        return try await WebSocketClient.connect(to: socketURL(target), headers: [("Doppel-Session", id)] + headers.sorted { $0.key < $1.key }.map { ($0.key, $0.value) },
+                                                 timeout: timeout)
+    }
+
     /// Sends a request in this session: `send("POST", "/api/v1/children", json: #"{"name":"Mia"}"#)`.
     public func send(_ method: String, _ target: String, headers: [String: String] = [:], json: String? = nil,
                      body: Data? = nil) async throws -> Response {

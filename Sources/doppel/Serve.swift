@@ -67,6 +67,15 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("max-event-streams"), help: "The most GET /__doppel/events streams (dashboards among them) open at once; more get 503.")
     var maxEventStreams: Int = 1_000
 
+    @Option(name: .customLong("max-sockets-per-session"), help: "The most WebSockets one session may have open; more get 429.")
+    var maxSocketsPerSession: Int = 16
+
+    @Option(name: .customLong("socket-idle-timeout"), help: "Close a WebSocket (1001) whose client sends no frame for this long, like 300s.")
+    var socketIdleTimeout: String = "300s"
+
+    @Option(name: .customLong("max-socket-message"), help: "The largest message a WebSocket client may send, like 64KiB; a larger one closes the socket (1009).")
+    var maxSocketMessage: String = "64KiB"
+
     @Option(help: "Forward requests no endpoint takes, and those of `proxy: true` endpoints, to this server (http or https URL).")
     var proxy: String?
 
@@ -135,10 +144,14 @@ struct Serve: AsyncParsableCommand {
         }
         guard maxConnections > 0 else { throw ValidationError("--max-connections must be at least 1") }
         guard maxEventStreams > 0 else { throw ValidationError("--max-event-streams must be at least 1") }
+        guard maxSocketsPerSession > 0 else { throw ValidationError("--max-sockets-per-session must be at least 1") }
+        guard let message = ByteSize.parse(maxSocketMessage), (125...(16 << 20)).contains(message) else {
+            throw ValidationError("--max-socket-message must be a size from 125B to 16MiB, like 64KiB")
+        }
         for (name, value, zeroAllowed) in [("--hang-limit", hangLimit, false), ("--session-idle", sessionIdle, true), ("--idle-timeout", idleTimeout, false),
                                            ("--header-timeout", headerTimeout, false), ("--body-timeout", bodyTimeout, false),
                                            ("--shutdown-grace", shutdownGrace, true), ("--proxy-timeout", proxyTimeout, false),
-                                           ("--state-store-timeout", stateStoreTimeout, false)] {
+                                           ("--state-store-timeout", stateStoreTimeout, false), ("--socket-idle-timeout", socketIdleTimeout, false)] {
             guard let seconds = Self.seconds(value), seconds > 0 || (zeroAllowed && seconds == 0) else {
                 throw ValidationError("\(name) must be a duration like 30s\(zeroAllowed ? " (or 0)" : "")")
             }
@@ -229,6 +242,9 @@ struct Serve: AsyncParsableCommand {
         configuration.bodyTimeout = Self.seconds(bodyTimeout)!
         configuration.maxConnections = maxConnections
         configuration.maxEventStreams = maxEventStreams
+        configuration.maxSocketsPerSession = maxSocketsPerSession
+        configuration.socketIdleTimeout = Self.seconds(socketIdleTimeout)!
+        configuration.maxSocketMessage = ByteSize.parse(maxSocketMessage)!
         // glibc keeps what a burst of load freed in its per-thread arenas; an idle server hands it back.
         configuration.whenIdle = { _ = GlibcHeap.trim?(0) }
         configuration.proxy = proxy.flatMap(upstreamURL)

@@ -87,10 +87,28 @@ public struct Contract: Sendable {
         return statuses
     }
 
-    /// The statuses an endpoint documents, in order, without repeats.
+    /// The statuses an endpoint documents, in order, without repeats; a
+    /// WebSocket endpoint's close codes (its rules') among them.
     package func statuses(of endpoint: Endpoint) -> [Int] {
         var seen: Set<Int> = []
-        return documentedResponses(of: endpoint).map(\.status).filter { seen.insert($0).inserted }
+        let closes = endpoint.socket?.rules.compactMap(\.close?.code) ?? []
+        return (documentedResponses(of: endpoint).map(\.status) + closes).filter { seen.insert($0).inserted }
+    }
+
+    /// The ids a WebSocket endpoint's journal entries are counted under: a
+    /// rule's `<endpoint>.<rule>`, messages no rule took `<endpoint>.on_unmatched`,
+    /// pushes from HTTP responses `<endpoint>.push`.
+    package func socketTargets(of endpoint: Endpoint) -> [String] {
+        guard let socket = endpoint.socket else { return [] }
+        var names = socket.rules.map(\.name)
+        if socket.onUnmatched == nil { names.append("on_unmatched") }
+        names.append("push")
+        return names.map { "\(endpoint.id).\($0)" }
+    }
+
+    /// Whether `id` is an endpoint or one of its socket targets: what `verify` and the journal's filter take.
+    package func isCountable(_ id: String) -> Bool {
+        endpoint(id: id) != nil || endpoints.contains { $0.socket != nil && socketTargets(of: $0).contains(id) }
     }
 }
 
@@ -185,11 +203,13 @@ package final class Endpoint: Sendable {
     /// `proxy: true`: requests go to the server's upstream (`doppel serve
     /// --proxy`) unless a scenario override or `Prefer` picks a response.
     package let proxy: Bool
+    /// `websocket:`: the request is a WebSocket upgrade, and this is what the socket does once open.
+    package let socket: SocketDefinition?
 
     init(id: String, method: String, path: PathTemplate, summary: String?, auth: [String], match: [Condition],
          bindings: [(String, ValueTemplate)], pathParameters: Schema?, query: Schema?, headers: Schema?, cookies: Schema?,
          body: BodySpec?, onInvalid: ResponseDefinition?, onUnauthorized: ResponseDefinition?, responses: [ResponseDefinition],
-         documented: [ResponseDefinition], location: SourceLocation, proxy: Bool = false) {
+         documented: [ResponseDefinition], location: SourceLocation, proxy: Bool = false, socket: SocketDefinition? = nil) {
         self.id = id
         self.method = method
         self.path = path
@@ -208,6 +228,7 @@ package final class Endpoint: Sendable {
         self.documented = documented
         self.location = location
         self.proxy = proxy
+        self.socket = socket
     }
 
     /// `POST /api/v1/stories/generate`.
@@ -272,6 +293,7 @@ package struct ResponseDefinition: Sendable {
         var sequence: SequenceDefinition?
         var schema: Schema?
         var description: String?
+        var pushes: [SocketPush] = []
 
         init(name: String, when: Expression?, status: Int, headers: [(String, ValueTemplate)], body: ResponseBody,
              bindings: [(String, ValueTemplate)], effects: [Effect], location: SourceLocation, delay: Delay?, fault: Fault?,
@@ -293,8 +315,10 @@ package struct ResponseDefinition: Sendable {
         }
 
         func copy() -> Storage {
-            Storage(name: name, when: when, status: status, headers: headers, body: body, bindings: bindings, effects: effects,
-                    location: location, delay: delay, fault: fault, stream: stream, sequence: sequence, schema: schema, description: description)
+            let copy = Storage(name: name, when: when, status: status, headers: headers, body: body, bindings: bindings, effects: effects,
+                               location: location, delay: delay, fault: fault, stream: stream, sequence: sequence, schema: schema, description: description)
+            copy.pushes = pushes
+            return copy
         }
     }
 
@@ -357,6 +381,11 @@ package struct ResponseDefinition: Sendable {
     public var description: String? {
         get { storage.description }
         set { fields.description = newValue }
+    }
+    /// Messages for the session's open sockets when this response is chosen (`push`).
+    package var pushes: [SocketPush] {
+        get { storage.pushes }
+        set { fields.pushes = newValue }
     }
 }
 

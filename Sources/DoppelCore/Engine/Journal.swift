@@ -31,6 +31,13 @@ public final class Journal: Sendable {
         public var reason: String? { why?.text }
         /// The state paths the request changed (`stories_used`, `stories.s_1`).
         public var changes: [String] = []
+        /// A WebSocket entry's message from the client (`RECEIVE`), at most `maximumMessage` bytes.
+        public var message: String?
+        /// The messages a WebSocket entry sent to its socket, at most `maximumSent` of `maximumMessage` bytes.
+        public var sent: [String] = []
+
+        /// The methods of WebSocket entries: a message taken, messages sent, the socket closed.
+        public static let socketMethods: Set<String> = ["RECEIVE", "SEND", "CLOSE"]
 
         /// The entry as JSON, for the admin API.
         public var json: JSON {
@@ -40,7 +47,7 @@ public final class Journal: Sendable {
                 ("status", .int(status)), ("endpoint", endpointID.map { .string($0) } ?? .null),
                 ("response", responseName.map { .string($0) } ?? .null), ("duration_us", .int(durationMicros)),
                 ("proxied", .bool(proxied)), ("reason", reason.map(JSON.string) ?? .null), ("changes", .array(changes.map(JSON.string))),
-            ]))
+            ] + (Self.socketMethods.contains(method) ? [("message", message.map(JSON.string) ?? .null), ("sent", .array(sent.map(JSON.string)))] : [])))
         }
     }
 
@@ -102,12 +109,14 @@ public final class Journal: Sendable {
     @discardableResult
     package func record(time: Double, session: String, method: String, path: String, query: String?, status: Int,
                        endpointID: String?, responseName: String?, durationMicros: Int, proxied: Bool = false, sequence: Int? = nil,
-                       reason: Reason? = nil, changes: [String] = []) -> Int {
+                       reason: Reason? = nil, changes: [String] = [], message: String? = nil, sent: [String] = []) -> Int {
         // Built before the lock, which every event loop takes: inside it, only the number and the counts.
         var entry = Entry(
             sequence: 0, time: time, session: session, method: method, path: path, query: query,
             status: status, endpointID: endpointID, responseName: responseName, durationMicros: durationMicros, proxied: proxied,
             why: reason, changes: changes)
+        if let message { entry.message = Self.clip(message) }
+        if !sent.isEmpty { entry.sent = sent.prefix(Self.maximumSent).map(Self.clip) }
         let outcome = Tally.Outcome(endpointID: endpointID, status: status)
         let size = Self.textBytes(of: entry)
         var displaced: Entry?
@@ -140,6 +149,20 @@ public final class Journal: Sendable {
 
     private static func textBytes(of entry: Entry) -> Int {
         entry.path.utf8.count + (entry.query?.utf8.count ?? 0) + (entry.why?.heldBytes ?? 0) + entry.changes.reduce(0) { $0 + $1.utf8.count }
+            + (entry.message?.utf8.count ?? 0) + entry.sent.reduce(0) { $0 + $1.utf8.count }
+    }
+
+    /// The most bytes of a WebSocket message an entry keeps.
+    package static let maximumMessage = 4096
+    /// The most sent messages an entry lists.
+    package static let maximumSent = 16
+
+    /// `text` cut to `maximumMessage` bytes (at a character), marked where cut.
+    static func clip(_ text: String) -> String {
+        guard text.utf8.count > maximumMessage else { return text }
+        var end = text.utf8.index(text.utf8.startIndex, offsetBy: maximumMessage - 3)
+        while end > text.startIndex, !text.unicodeScalars.indices.contains(end) { end = text.utf8.index(before: end) }
+        return String(text[..<end]) + "…"
     }
 
     /// The entries held, oldest first.

@@ -305,6 +305,10 @@ public final class MockEngine: Sendable {
                 case .respond(let chosen, let override, let rateHeaders, let why):
                     response = try render(chosen, in: &context, override: override, adding: rateHeaders, endpointID: endpoint.id)
                     response.reason = why
+                    if response.status == 101, endpoint.socket != nil {
+                        // The socket's rules see what the upgrade saw, the state read anew by each.
+                        response.socket = SocketOpening(endpointID: endpoint.id, session: session.id, path: request.path, roots: context.roots, request: request)
+                    }
                 }
                 response.changes = data.changedPaths
                 return response
@@ -329,6 +333,7 @@ public final class MockEngine: Sendable {
             if let fault = override?.fault { definition.fault = fault }
             var response = try renderer.render(definition, in: context, endpointID: endpointID).adding(extra)
             response.delay = (override?.delay ?? definition.delay ?? defaultDelay)?.sample() ?? 0
+            if !definition.pushes.isEmpty { response.pushes = try Self.render(definition.pushes, in: context) }
             return response
         } catch {
             throw .rendering(error, response: chosen.name)
@@ -497,6 +502,9 @@ public final class MockEngine: Sendable {
             return try respond(fallback, rateHeaders: rateHeaders, why: "the request cannot be read: \(problem.detail)")
         }
 
+        // A WebSocket endpoint takes only an upgrade (after the checks every request has).
+        if endpoint.socket != nil, let problem = Self.handshakeProblem(request) { return .problem(problem, rateHeaders: rateHeaders) }
+
         // 5. The request's own `Prefer`, else a scenario's forced response,
         // stands in for the contract's choice.
         if let preference = Preference(header: request.header("prefer")) {
@@ -591,6 +599,11 @@ public final class MockEngine: Sendable {
             headers.append((name: "Authorization", value: "Bearer eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0.eyJzdWIiOiJzYW1wbGUtdXNlciJ9.c2FtcGxl"))
         }
         if let session { headers.append((name: "Doppel-Session", value: session)) }
+        if endpoint.socket != nil {
+            // A WebSocket endpoint takes an upgrade (RFC 6455's example key).
+            headers += [(name: "Upgrade", value: "websocket"), (name: "Connection", value: "Upgrade"), (name: "Sec-WebSocket-Version", value: "13"),
+                        (name: "Sec-WebSocket-Key", value: "dGhlIHNhbXBsZSBub25jZQ==")]
+        }
         return RecordedRequest(method: endpoint.method, path: path, query: query.isEmpty ? nil : query.joined(separator: "&"), headers: headers, body: body)
     }
 

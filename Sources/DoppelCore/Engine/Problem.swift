@@ -69,6 +69,32 @@ public struct Problem: Sendable, Error {
                 extra: [("allowed", .array(allowed.map { .string($0) }))], headers: [(name: "Allow", value: allowed.joined(separator: ", "))])
     }
 
+    /// 426: a plain request to a WebSocket endpoint, or an upgrade of a
+    /// WebSocket version other than 13; says how to ask (RFC 6455 section 4.2.2).
+    package static func upgradeRequired(_ reason: String) -> Problem {
+        Problem(status: 426, type: urn("websocket-upgrade-required"), title: "WebSocket upgrade required",
+                detail: "This endpoint is a WebSocket: \(reason).",
+                headers: [(name: "Upgrade", value: "websocket"), (name: "Connection", value: "Upgrade"), (name: "Sec-WebSocket-Version", value: "13")])
+    }
+
+    /// 400: an upgrade whose `Sec-WebSocket-Key` is not 16 bytes in base64.
+    package static func malformedUpgrade(_ reason: String) -> Problem {
+        Problem(status: 400, type: urn("malformed-websocket-upgrade"), title: "Malformed WebSocket upgrade", detail: "The upgrade cannot be taken: \(reason).")
+    }
+
+    /// 429: the session has as many open sockets as the server allows.
+    package static func tooManySockets(limit: Int) -> Problem {
+        Problem(status: 429, type: urn("too-many-sockets"), title: "Too many WebSockets",
+                detail: "This session has \(limit) WebSockets open, the most the server allows (--max-sockets-per-session); close one first.",
+                headers: [(name: "Retry-After", value: "1")])
+    }
+
+    /// 501: WebSockets with a shared state store, which does not carry them yet.
+    package static func socketsNeedLocalState() -> Problem {
+        Problem(status: 501, type: urn("websockets-need-local-state"), title: "WebSockets need local state",
+                detail: "This server keeps its sessions in a shared state store (--state-store), and its WebSockets would act on a copy of the session; serve WebSockets without --state-store.")
+    }
+
     /// 400: the body claims to be JSON and is not.
     package static func malformedJSON(_ message: String) -> Problem {
         Problem(status: 400, type: urn("malformed-json"), title: "Malformed JSON", detail: "The request body is not valid JSON: \(message).")

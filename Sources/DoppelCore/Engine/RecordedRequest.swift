@@ -122,6 +122,10 @@ public struct MockResponse: Sendable {
     package var changes: [String] = []
     /// The most changed paths a response lists.
     package static let maximumChanges = 16
+    /// An upgrade answered `101` at a WebSocket endpoint: what the socket's rules see.
+    package var socket: SocketOpening?
+    /// Messages for the session's open sockets (the chosen response's `push`).
+    package var pushes: [RenderedPush] = []
 
     /// The engine's answer to a request it forwards.
     static func forwarding(endpointID: String?) -> MockResponse {

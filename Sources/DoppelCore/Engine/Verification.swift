@@ -175,10 +175,17 @@ public struct Coverage: Sendable, Equatable {
     public init(of contract: Contract, in journal: Journal, session: String? = nil) {
         let tally = journal.tally
         self.session = session
-        endpoints = contract.endpoints.map { endpoint in
-            EndpointCoverage(id: endpoint.id, request: endpoint.signature, statuses: contract.statuses(of: endpoint).map { status in
-                Status(status: status, count: tally.count { $0.endpointID == endpoint.id && $0.status == status && (session == nil || $0.session == session) })
-            })
+        func statuses(_ id: String, _ statuses: [Int]) -> [Status] {
+            statuses.map { status in
+                Status(status: status, count: tally.count { $0.endpointID == id && $0.status == status && (session == nil || $0.session == session) })
+            }
+        }
+        endpoints = contract.endpoints.flatMap { endpoint in
+            // A WebSocket's rules are covered as its upgrade is: each one run at least once (status 101, the socket's).
+            let rules = endpoint.socket.map { socket in
+                socket.rules.map { EndpointCoverage(id: "\(endpoint.id).\($0.name)", request: "\(endpoint.signature) rule \($0.name)", statuses: statuses("\(endpoint.id).\($0.name)", [101])) }
+            } ?? []
+            return [EndpointCoverage(id: endpoint.id, request: endpoint.signature, statuses: statuses(endpoint.id, contract.statuses(of: endpoint)))] + rules
         }
     }
 

@@ -45,6 +45,8 @@ package struct Roots: Sendable, ExpressibleByDictionaryLiteral {
     /// The built-in roots, one slot each.
     package enum Slot: Int, CaseIterable, Sendable {
         case request, path, query, headers, body, auth, session, client, data, clock, state, errors, retryAfter, problem
+        /// A WebSocket message from the client, to the socket's `on_message` rules.
+        case message
 
         /// The name expressions use.
         package var name: String {

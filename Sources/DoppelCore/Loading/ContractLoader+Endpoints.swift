@@ -2,7 +2,7 @@ extension ContractLoader {
     static let requestBodyKeys: Set<String> = ["schema", "content_type", "required", "example", "description"]
     static let endpointKeys: Set<String> = [
         "request", "summary", "description", "auth", "match", "let", "path", "query", "headers", "cookies", "body", "on_invalid",
-        "on_unauthorized", "responses", "documented", "proxy",
+        "on_unauthorized", "responses", "documented", "proxy", "websocket",
     ]
     static let methods: Set<String> = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 
@@ -120,7 +120,20 @@ extension ContractLoader {
         var responses: [ResponseDefinition] = []
         // A proxied endpoint forwards what no override or `Prefer` answers, so it may have no responses of its own.
         let proxy = reader.bool("proxy", diagnostics: &diagnostics) ?? false
-        if let responsesNode = proxy ? reader["responses"] : reader.required("responses", diagnostics: &diagnostics) {
+        // A WebSocket endpoint's upgrade is answered 101 unless its responses say otherwise.
+        var socket: SocketDefinition?
+        if let socketNode = reader["websocket"] {
+            socket = readSocket(socketNode, endpointID: id, endpointLets: letNames)
+            if method != "GET" {
+                diagnostics.error("a WebSocket upgrade is a GET request (RFC 6455 section 4.1); write 'GET \(parts[1])'", at: requestNode.contentLocation)
+            }
+            if proxy { diagnostics.error("a WebSocket endpoint cannot be proxied", at: reader["proxy"]!.location) }
+            if reader["responses"] == nil {
+                responses = [ResponseDefinition(name: "\(id).upgrade", when: nil, status: 101, headers: [], body: .empty, bindings: [], effects: [],
+                                                location: socketNode.location)]
+            }
+        }
+        if let responsesNode = proxy || socket != nil ? reader["responses"] : reader.required("responses", diagnostics: &diagnostics) {
             guard let items = responsesNode.sequenceItems, !items.isEmpty else {
                 diagnostics.error("'responses' of \(context) must be a non-empty list", at: responsesNode.location)
                 return nil
@@ -142,11 +155,19 @@ extension ContractLoader {
                 }
             }
         }
+        for response in responses + documented {
+            for case let flat in [response] + (response.sequence?.responses ?? []) where flat.status == 101 && socket == nil {
+                diagnostics.error("status 101 switches to a WebSocket, which \(context) is not: give it 'websocket:'", at: flat.location)
+            }
+        }
+        if socket != nil, !responses.contains(where: { $0.status == 101 || $0.sequence?.responses.contains { $0.status == 101 } == true }) {
+            diagnostics.warning("no response of WebSocket \(context) has status 101, so no socket ever opens", at: node.location)
+        }
         return Endpoint(
             id: id, method: method, path: path, summary: reader.string("summary", diagnostics: &diagnostics), auth: auth,
             match: match, bindings: endpointBindings, pathParameters: pathParameters, query: query, headers: headers, cookies: cookies,
             body: body, onInvalid: onInvalid, onUnauthorized: onUnauthorized, responses: responses, documented: documented,
-            location: node.location, proxy: proxy)
+            location: node.location, proxy: proxy, socket: socket)
     }
 
     private mutating func readBodySpec(_ node: SourceNode, context: String) -> BodySpec? {

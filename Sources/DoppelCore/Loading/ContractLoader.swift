@@ -181,6 +181,7 @@ public struct ContractLoader: Sendable {
             ?? readEndpoints(top["endpoints"], basePath: basePath, defaultAuth: defaultAuth)
         let rateLimits = readRateLimits(top["rate_limits"], endpointIDs: Set(endpoints.map(\.id)))
         checkReachability(endpoints)
+        checkSocketNames(endpoints)
         checkExamples()
 
         return Contract(

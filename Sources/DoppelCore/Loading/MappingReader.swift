@@ -54,6 +54,9 @@ struct MappingReader {
         fields = kept
     }
 
+    /// The keys read, in order.
+    var keys: [String] { fields.compactMap { $0.key.scalarText } }
+
     subscript(key: String) -> SourceNode? {
         for index in fields.indices where fields[index].key.scalarText?.isSameKey(as: key) == true { return fields[index].value }
         return nil

@@ -136,6 +136,14 @@ package struct Step: Sendable {
         case request(RequestTemplate)
         /// Moves the session's clock (through the admin API); the change as parsed and as written.
         case clock(ClockChange, JSONObject)
+        /// Opens a WebSocket (`socket: GET /path`) under a name; the expectation is the upgrade's (101 unless it says otherwise).
+        case openSocket(RequestTemplate, name: String)
+        /// Sends a message on a socket (`send:`); a string as it is, anything else as JSON.
+        case send(ValueTemplate, socket: String)
+        /// Waits up to `within` seconds for a message that matches (`receive:`), or for the server's close frame (`closed:`).
+        case receive(SocketExpectation, socket: String)
+        /// Closes a socket with a code (`close:`).
+        case closeSocket(String, code: Int)
     }
 
     /// What the step is called in reports: its `name`, or its request line.
@@ -145,6 +153,17 @@ package struct Step: Sendable {
     /// Values taken from the response for later steps, by name.
     package let captures: [(String, Expression)]
     package let location: SourceLocation
+}
+
+/// What a `receive:` or `closed:` step waits for.
+package struct SocketExpectation: Sendable {
+    /// A message matching this (the body matchers); nil for `closed:`.
+    package var message: ValueTemplate?
+    /// `closed:`: the server's close frame, with this code (nil: any).
+    package var closeCode: Int?
+    package var waitsForClose = false
+    /// Seconds to wait.
+    package var within: Double = 5
 }
 
 /// A request a step sends; every part may use captured values.

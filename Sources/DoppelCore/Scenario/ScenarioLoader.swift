@@ -13,7 +13,16 @@ public enum ScenarioLoader {
     static let partKeys: Set<String> = ["name", "filename", "content_type", "content"]
     static let expectKeys: Set<String> = ["status", "headers", "body", "error"]
     static let topKeys: Set<String> = ["contract", "name", "description", "given", "overrides", "headers", "steps"]
-    static let stepKeys: Set<String> = ["name", "request", "query", "headers", "json", "text", "form", "multipart", "content_type", "timeout", "expect", "capture", "clock"]
+    static let stepKeys: Set<String> = ["name", "request", "query", "headers", "json", "text", "form", "multipart", "content_type", "timeout", "expect", "capture", "clock",
+                                        "socket", "as", "send", "to", "receive", "closed", "from", "within", "close"]
+    /// The keys that make a step a socket step, each with the keys it may have beside it.
+    static let socketStepKeys: [String: Set<String>] = [
+        "socket": ["name", "socket", "as", "query", "headers", "timeout", "expect"],
+        "send": ["name", "send", "to"],
+        "receive": ["name", "receive", "from", "within", "capture"],
+        "closed": ["name", "closed", "from", "within"],
+        "close": ["name", "close"],
+    ]
 
     /// Whether a file is a scenario (it names a `contract`) rather than a contract.
     public static func isScenario(file: String) -> Bool {
@@ -231,8 +240,15 @@ public enum ScenarioLoader {
         let router = EndpointRouter(endpoints: contract.endpoints)
         var steps: [Step] = []
         var captured: Set<String> = []
+        var sockets: [String] = []
         for (index, item) in items.enumerated() {
             guard let reader = MappingReader(item, allowed: stepKeys, context: "step \(index + 1)", diagnostics: &loader.diagnostics) else { continue }
+            if let kind = socketStepKeys.keys.sorted().first(where: { reader.has($0) }) {
+                if let step = readSocketStep(kind, reader, index: index, router: router, sockets: &sockets, captured: &captured, loader: &loader) {
+                    steps.append(step)
+                }
+                continue
+            }
             let expectation = readExpectation(reader["expect"], roots: captured, loader: &loader)
             if let clockNode = reader["clock"] {
                 if reader.has("request") { loader.diagnostics.error("a step either sends a request or changes the clock, not both", at: clockNode.location) }
@@ -274,8 +290,8 @@ public enum ScenarioLoader {
         return steps
     }
 
-    static func readRequest(_ reader: MappingReader, roots: Set<String>, loader: inout ContractLoader) -> RequestTemplate? {
-        guard let requestNode = reader["request"], let line = requestNode.scalarText else { return nil }
+    static func readRequest(_ reader: MappingReader, key: String = "request", roots: Set<String>, loader: inout ContractLoader) -> RequestTemplate? {
+        guard let requestNode = reader[key], let line = requestNode.scalarText else { return nil }
         let parts = line.split(separator: " ", maxSplits: 1).map(String.init)
         guard parts.count == 2, ContractLoader.methods.contains(parts[0].uppercased()), parts[1].hasPrefix("/") else {
             loader.diagnostics.error("'request' must be 'METHOD /path', like 'POST /api/v1/children'", at: requestNode.location)

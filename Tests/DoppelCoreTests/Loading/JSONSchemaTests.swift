@@ -39,6 +39,10 @@ struct JSONSchemaTests {
             (ContractLoader.delayKeys, "delay"),
             (Schema.keywords, "schemaObject"),
             (ContractLoader.discriminatorKeys, "discriminator"),
+            (ContractLoader.socketKeys, "websocket"),
+            (ContractLoader.socketRuleKeys, "socketRule"),
+            (ContractLoader.pushKeys, "push"),
+            (ContractLoader.closeKeys, "close"),
         ]
         for (loader, definition) in mappings {
             var known = Self.properties(schema, definition)
@@ -87,7 +91,7 @@ struct JSONSchemaTests {
         let compared: Set<String> = [
             "topLevelKeys", "infoKeys", "authKeys", "authSchemeKeys", "stateKeys", "collectionSpecKeys", "rateLimitKeys", "endpointKeys",
             "requestBodyKeys", "responseKeys", "referenceKeys", "sequenceKeys", "eventKeys", "delayKeys", "discriminatorKeys",
-            "topKeys", "givenKeys", "overrideKeys", "stepKeys", "partKeys", "expectKeys",
+            "topKeys", "givenKeys", "overrideKeys", "stepKeys", "partKeys", "expectKeys", "socketKeys", "socketRuleKeys", "pushKeys", "closeKeys",
         ]
         #expect(named == compared, "key sets not compared with docs/schema: \(named.subtracting(compared).sorted())")
     }

@@ -1,0 +1,144 @@
+import Foundation
+
+/// WebSockets: the upgrade's checks, and the rules of an open socket, each
+/// run as a request is, in one transaction on the socket's session.
+extension MockEngine {
+    /// Why an upgrade request cannot be taken (RFC 6455 section 4.2.1), or nil.
+    static func handshakeProblem(_ request: RecordedRequest) -> Problem? {
+        func hasToken(_ header: String, _ token: String) -> Bool {
+            request.header(header)?.split(separator: ",").contains { $0.trimmingCharacters(in: .whitespaces).caseInsensitiveEquals(token) } ?? false
+        }
+        guard hasToken("upgrade", "websocket"), hasToken("connection", "upgrade") else {
+            return .upgradeRequired("send `Upgrade: websocket` and `Connection: Upgrade` (with `Sec-WebSocket-Key` and `Sec-WebSocket-Version: 13`)")
+        }
+        guard request.header("sec-websocket-version")?.trimmingCharacters(in: .whitespaces) == "13" else {
+            return .upgradeRequired("only WebSocket version 13 is spoken; send `Sec-WebSocket-Version: 13`")
+        }
+        guard let key = request.header("sec-websocket-key"), Data(base64Encoded: key.trimmingCharacters(in: .whitespaces))?.count == 16 else {
+            return .malformedUpgrade("`Sec-WebSocket-Key` must be 16 random bytes in base64")
+        }
+        return nil
+    }
+
+    /// Runs a scheduled rule of an open socket (`on_connect`, `every`);
+    /// nil when its `when` does not hold (nothing is sent or changed).
+    package func runSocketRule(_ rule: SocketRule, of opening: SocketOpening) -> SocketOutcome? {
+        run([rule], of: opening, message: nil, text: nil)
+    }
+
+    /// Answers a message from the client with the first `on_message` rule
+    /// whose schema the message keeps and whose `when` holds, else
+    /// `on_unmatched`; an outcome without a rule when none takes it.
+    package func socketMessage(_ text: String, of opening: SocketOpening) -> SocketOutcome {
+        guard let socket = contract.endpoint(id: opening.endpointID)?.socket else { return SocketOutcome(rule: nil) }
+        // A text that is JSON is seen as its value, any other as a string.
+        let message = (try? JSONReader.parse(Array(text.utf8))) ?? .string(text)
+        let validator = SchemaValidator(registry: contract.schemas)
+        var refusedBySchema = 0
+        let candidates = socket.onMessage.filter { rule in
+            guard let schema = rule.schema else { return true }
+            if validator.validate(message, against: schema).isEmpty { return true }
+            refusedBySchema += 1
+            return false
+        }
+        if let outcome = run(candidates, of: opening, message: message, text: text) { return outcome }
+        let schemaNote = refusedBySchema > 0 ? ", \(refusedBySchema) of them refused it by schema" : ""
+        if let unmatched = socket.onUnmatched, var outcome = run([unmatched], of: opening, message: message, text: text) {
+            outcome.reason = Reason("no on_message rule took the message (\(socket.onMessage.count) checked\(schemaNote)); on_unmatched")
+            return outcome
+        }
+        var outcome = SocketOutcome(rule: nil)
+        outcome.reason = Reason("no on_message rule took the message (\(socket.onMessage.count) checked\(schemaNote)); nothing sent")
+        return outcome
+    }
+
+    /// The first of `rules` whose `when` holds, its effects applied, its
+    /// messages rendered; nil when none holds. A rule that fails (a broken
+    /// template, state past its bound) changes nothing and closes the
+    /// socket with 1011, its reason saying why.
+    private func run(_ rules: [SocketRule], of opening: SocketOpening, message: JSON?, text: String?) -> SocketOutcome? {
+        guard !rules.isEmpty else { return nil }
+        let session = sessions.session(opening.session)
+        let real = clock()
+        var context = EvaluationContext(roots: opening.roots, now: real, request: opening.request)
+        if let message { context.roots[.message] = message }
+        do throws(Failure) {
+            return try session.transact { (data: inout SessionData) throws(Failure) -> SocketOutcome? in
+                context.now = data.clock.now(real: real)
+                var why = Reason()
+                let chosen: ResponseDefinition
+                do throws(ResponseSelector.Failure) {
+                    chosen = try selector.select(from: rules.map(\.definition), endpointBindings: [], context: &context, data: &data,
+                                                 sequenceScope: opening.endpointID, why: &why)
+                } catch .noResponseMatched {
+                    return nil
+                } catch {
+                    throw .selection(error)
+                }
+                let rule = rules.first { $0.name == chosen.name } ?? rules[0]
+                // Said of rules, not of an endpoint's responses.
+                switch why.choice {
+                case .first: why.choice = nil; why.given = message == nil ? "rule '\(rule.name)' ran" : "rule '\(rule.name)' (the first, without `when`)"
+                case .afterWhens(let checked): why.choice = nil; why.given = "no earlier rule's `when` held (\(checked) checked); rule '\(rule.name)', without one"
+                default: break
+                }
+                var outcome = SocketOutcome(rule: rule.name)
+                do throws(EvaluationError) {
+                    for template in rule.messages { outcome.messages.append(try Self.text(template, in: context)) }
+                    outcome.pushes = try Self.render(rule.pushes, in: context)
+                } catch {
+                    throw .rendering(error, response: rule.name)
+                }
+                outcome.close = rule.close
+                outcome.delay = rule.definition.delay?.sample() ?? 0
+                outcome.reason = why
+                outcome.changes = data.changedPaths
+                return outcome
+            }
+        } catch {
+            var outcome = SocketOutcome(rule: rules.count == 1 ? rules[0].name : nil)
+            let problem = error.problem(endpointID: opening.endpointID)
+            outcome.reason = Reason(problem.detail)
+            outcome.close = SocketClose(code: 1011, reason: "the contract's rule failed; see the journal")
+            return outcome
+        }
+    }
+
+    /// A message's text: a string as it is, anything else as its JSON text.
+    static func text(_ template: ValueTemplate, in context: EvaluationContext) throws(EvaluationError) -> String {
+        let value = try template.render(in: context)
+        if case .string(let text) = value { return text }
+        guard let encoded = JSONWriter.encode(value, limit: Expression.maximumBuild) else { throw .budget("the message") }
+        return String(decoding: encoded, as: UTF8.self)
+    }
+
+    /// `push` items rendered, each with its delay drawn.
+    static func render(_ pushes: [SocketPush], in context: EvaluationContext) throws(EvaluationError) -> [RenderedPush] {
+        var rendered: [RenderedPush] = []
+        for push in pushes {
+            rendered.append(RenderedPush(socket: push.socket, text: try text(push.message, in: context), delay: push.delay?.sample() ?? 0))
+        }
+        return rendered
+    }
+
+    /// Journals what happened on a socket: a message taken (`RECEIVE`),
+    /// messages sent by a scheduled rule or a push (`SEND`), counted under
+    /// `<endpoint>.<rule>` with status 101; or the socket closed (`CLOSE`),
+    /// counted under the endpoint with the close code as its status.
+    @discardableResult
+    package func journalSocket(_ opening: SocketOpening, method: String, rule: String?, status: Int = 101, outcome: SocketOutcome? = nil,
+                               message: String? = nil, sent: [String] = [], reason: Reason? = nil, durationMicros: Int = 0) -> Journal.Entry {
+        let now = sessions.session(opening.session).now(real: clock())
+        let target = method == "CLOSE" ? opening.endpointID : "\(opening.endpointID).\(rule ?? "on_unmatched")"
+        let sequence = journal.record(time: now, session: opening.session, method: method, path: opening.path, query: nil, status: status,
+                                      endpointID: target, responseName: method == "CLOSE" ? nil : rule, durationMicros: durationMicros,
+                                      reason: outcome?.reason ?? reason, changes: outcome?.changes ?? [], message: message,
+                                      sent: sent.isEmpty ? outcome?.messages ?? [] : sent)
+        var entry = Journal.Entry(sequence: sequence, time: now, session: opening.session, method: method, path: opening.path, query: nil, status: status,
+                                  endpointID: target, responseName: method == "CLOSE" ? nil : rule, durationMicros: durationMicros,
+                                  why: outcome?.reason ?? reason, changes: outcome?.changes ?? [])
+        if let message { entry.message = Journal.clip(message) }
+        entry.sent = (sent.isEmpty ? outcome?.messages ?? [] : sent).prefix(Journal.maximumSent).map(Journal.clip)
+        return entry
+    }
+}

@@ -1,0 +1,143 @@
+extension ContractLoader {
+    static let socketKeys: Set<String> = ["on_connect", "every", "on_message", "on_unmatched", "description"]
+    static let socketRuleKeys: Set<String> = ["name", "description", "when", "let", "effects", "send", "push", "close", "delay", "interval", "schema"]
+    static let pushKeys: Set<String> = ["socket", "send", "delay"]
+    static let closeKeys: Set<String> = ["code", "reason"]
+    /// The most a close frame's reason may hold, in bytes (RFC 6455 section 5.5: 125 for the frame, 2 of them the code).
+    static let maximumCloseReason = 123
+
+    /// Where a rule runs, which decides the keys it may have.
+    enum SocketTrigger {
+        case connect, every, message, unmatched
+
+        var key: String {
+            switch self {
+            case .connect: "on_connect"
+            case .every: "every"
+            case .message: "on_message"
+            case .unmatched: "on_unmatched"
+            }
+        }
+    }
+
+    /// `websocket:` of an endpoint.
+    mutating func readSocket(_ node: SourceNode, endpointID id: String, endpointLets: [String]) -> SocketDefinition? {
+        let context = "websocket of endpoint '\(id)'"
+        guard let reader = MappingReader(node, allowed: Self.socketKeys, context: context, diagnostics: &diagnostics) else { return nil }
+        func rules(_ trigger: SocketTrigger) -> [SocketRule] {
+            guard let list = reader[trigger.key] else { return [] }
+            guard let items = list.sequenceItems else {
+                diagnostics.error("'\(trigger.key)' of \(context) must be a list of rules", at: list.location)
+                return []
+            }
+            return items.enumerated().compactMap { index, item in
+                readSocketRule(item, name: "\(trigger.key)[\(index)]", trigger: trigger, endpointLets: endpointLets, context: context)
+            }
+        }
+        let onConnect = rules(.connect), every = rules(.every), onMessage = rules(.message)
+        let onUnmatched = reader["on_unmatched"].flatMap {
+            readSocketRule($0, name: "on_unmatched", trigger: .unmatched, endpointLets: endpointLets, context: context)
+        }
+        var seen: Set<String> = []
+        for rule in onConnect + every + onMessage + (onUnmatched.map { [$0] } ?? []) where !seen.insert(rule.name).inserted {
+            diagnostics.error("two rules of \(context) are named '\(rule.name)'; the journal and verify tell rules apart by name", at: rule.definition.location)
+        }
+        return SocketDefinition(onConnect: onConnect, every: every, onMessage: onMessage, onUnmatched: onUnmatched)
+    }
+
+    private mutating func readSocketRule(_ node: SourceNode, name: String, trigger: SocketTrigger, endpointLets: [String], context: String) -> SocketRule? {
+        var allowed = Self.socketRuleKeys
+        if trigger != .every { allowed.remove("interval") }
+        if trigger != .message { allowed.remove("schema") }
+        let ruleContext = "rule \(name) of \(context)"
+        guard let reader = MappingReader(node, allowed: allowed, context: ruleContext, diagnostics: &diagnostics) else { return nil }
+        var scope = Self.requestRoots.union(endpointLets)
+        if trigger == .message || trigger == .unmatched { scope.insert("message") }
+        let when = reader["when"].flatMap { compileExpression($0, roots: scope) }
+        if trigger == .unmatched, let whenNode = reader["when"] {
+            diagnostics.error("'on_unmatched' takes every message no rule takes, so it cannot have 'when'", at: whenNode.location)
+        }
+        let bindings = readBindings(reader["let"], roots: scope, context: ruleContext)
+        let renderRoots = scope.union(bindings.map(\.0))
+        let effects = reader["effects"].map { readEffects($0, roots: renderRoots) } ?? []
+        var messages: [ValueTemplate] = []
+        if let send = reader["send"] {
+            // A list is several messages; one message that is a JSON array is written as a list of one list.
+            for item in send.sequenceItems ?? [send] {
+                if let template = compileTemplate(item, roots: renderRoots) { messages.append(template) }
+            }
+        }
+        let pushes = reader["push"].map { readPushes($0, roots: renderRoots, context: ruleContext) } ?? []
+        let close = reader["close"].flatMap { readClose($0, context: ruleContext) }
+        var interval: Double?
+        if trigger == .every {
+            if let node = reader.required("interval", diagnostics: &diagnostics) {
+                if let text = node.scalarText, let duration = CalendarDuration.parse(text), duration.months == 0, duration.seconds >= 0.01 {
+                    interval = duration.seconds
+                } else {
+                    diagnostics.error("'interval' must be a duration of at least 10ms, like 500ms or 30s", at: node.location)
+                }
+            }
+        }
+        let schema = reader["schema"].flatMap { readSchema($0, context: "schema of \(ruleContext)") }
+        var ownName = name
+        if let nameNode = reader["name"] {
+            if let text = nameNode.scalarText, nameNode.mappingPairs == nil, !text.isEmpty {
+                ownName = text
+            } else {
+                diagnostics.error("'name' of \(ruleContext) must be a non-empty string", at: nameNode.location)
+            }
+        }
+        if messages.isEmpty, pushes.isEmpty, close == nil, effects.isEmpty {
+            diagnostics.warning("\(ruleContext) sends nothing, changes nothing and closes nothing", at: node.location)
+        }
+        var definition = ResponseDefinition(name: ownName, when: when, status: 101, headers: [], body: .empty, bindings: bindings,
+                                            effects: effects, location: node.location)
+        definition.delay = readDelay(reader["delay"])
+        definition.description = reader.string("description", diagnostics: &diagnostics)
+        return SocketRule(definition: definition, messages: messages, pushes: pushes, close: close, schema: schema,
+                          interval: trigger == .every ? interval ?? 1 : nil)
+    }
+
+    /// `push:` of a response or a socket rule: messages for the session's open sockets.
+    mutating func readPushes(_ node: SourceNode, roots: Set<String>, context: String) -> [SocketPush] {
+        var pushes: [SocketPush] = []
+        for item in node.sequenceItems ?? [node] {
+            guard let reader = MappingReader(item, allowed: Self.pushKeys, context: "push of \(context)", diagnostics: &diagnostics) else { continue }
+            guard let send = reader.required("send", diagnostics: &diagnostics), let message = compileTemplate(send, roots: roots) else { continue }
+            let socket = reader.string("socket", diagnostics: &diagnostics)
+            pushes.append(SocketPush(socket: socket, message: message, delay: readDelay(reader["delay"]), location: item.location))
+        }
+        return pushes
+    }
+
+    private mutating func readClose(_ node: SourceNode, context: String) -> SocketClose? {
+        guard let reader = MappingReader(node, allowed: Self.closeKeys, context: "close of \(context)", diagnostics: &diagnostics) else { return nil }
+        let code = reader.int("code", diagnostics: &diagnostics) ?? 1000
+        // Codes a peer may send (RFC 6455 section 7.4): not 1004–1006 or 1015, which mean "no code" or a transport's failure.
+        let usable = [1000, 1001, 1002, 1003, 1007, 1008, 1009, 1010, 1011, 1012, 1013, 1014].contains(code) || (3000...4999).contains(code)
+        if !usable {
+            diagnostics.error("close code \(code) cannot be sent: use 1000–1003, 1007–1014, or 3000–4999 for the API's own", at: reader["code"]?.location ?? node.location)
+            return nil
+        }
+        let reason = reader.string("reason", diagnostics: &diagnostics) ?? ""
+        if reason.utf8.count > Self.maximumCloseReason {
+            diagnostics.error("a close reason holds at most \(Self.maximumCloseReason) bytes; this one has \(reason.utf8.count)", at: reader["reason"]!.location)
+            return nil
+        }
+        return SocketClose(code: code, reason: reason)
+    }
+
+    /// Every `push: {socket: NAME}` names a WebSocket endpoint.
+    mutating func checkSocketNames(_ endpoints: [Endpoint]) {
+        let sockets = endpoints.filter { $0.socket != nil }.map(\.id)
+        var pushes = endpoints.flatMap { $0.documentedResponses.flatMap(\.pushes) + ($0.socket?.rules.flatMap(\.pushes) ?? []) }
+        pushes += namedResponses.values.flatMap(\.pushes)
+        var reported: Set<String> = []
+        for push in pushes {
+            guard let name = push.socket, !sockets.contains(name), reported.insert("\(push.location)").inserted else { continue }
+            let known = sockets.isEmpty ? " (the contract has no WebSocket endpoint)" : Suggestion.hint(for: name, in: sockets)
+            diagnostics.error("push names socket '\(name)', which is not a WebSocket endpoint\(known)", at: push.location)
+        }
+    }
+}

@@ -1,0 +1,408 @@
+import Crypto
+import DoppelCore
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOWebSocket
+
+/// The server's open WebSockets, by session: where an HTTP response's
+/// `push` finds the sockets it goes to, and the per-session bound.
+///
+/// Each socket lives on its connection's event loop; the hub only hands
+/// texts to that loop. Hummingbird's WebSocket router (hummingbird-websocket)
+/// upgrades connections of Hummingbird's own HTTP channel, which Doppel's
+/// connections (`DoppelHTTP1Channel`, `HTTPDoor`) are not, so the upgrade is
+/// answered by `HTTPDoor` and the frames are read and written by NIO's
+/// WebSocket codec (NIOWebSocket, what hummingbird-websocket builds on).
+package final class SocketHub: Sendable {
+    /// The bounds of sockets (`docs/limits.md`).
+    package struct Limits: Sendable {
+        /// Sockets one session may have open (`--max-sockets-per-session`).
+        package var perSession = 16
+        /// Seconds a socket may go without a frame from the client (`--socket-idle-timeout`).
+        package var idle = 300.0
+        /// The largest message a client may send, in bytes, its fragments together (`--max-socket-message`).
+        package var message = 64 << 10
+        /// Messages a client may send a second, on average; a burst of as many is allowed.
+        package var rate = 100.0
+        /// The most bytes of messages waiting for a client that does not read; past it the socket is dropped.
+        package var outbound = 1 << 20
+
+        package init() {}
+    }
+
+    package let limits: Limits
+
+    /// One open socket, as the hub knows it.
+    struct Member: Sendable {
+        let endpointID: String
+        let loop: any EventLoop
+        /// Sends a text (called on `loop`).
+        let send: @Sendable (String, _ delay: Double, _ from: String) -> Void
+    }
+
+    private let sockets = NIOLockedValueBox([String: [ObjectIdentifier: Member]]())
+    private let total = NIOLockedValueBox(0)
+    private let droppedCount = NIOLockedValueBox(0)
+
+    /// Sockets dropped because their client read nothing while `Limits.outbound` bytes waited.
+    package var dropped: Int { droppedCount.withLockedValue { $0 } }
+
+    func noteDropped() {
+        droppedCount.withLockedValue { $0 += 1 }
+    }
+
+    package init(limits: Limits = Limits()) {
+        self.limits = limits
+    }
+
+    /// Adds a socket of `session`; false when the session has as many as allowed.
+    func join(_ id: ObjectIdentifier, session: String, member: Member) -> Bool {
+        let joined = sockets.withLockedValue { sockets in
+            guard (sockets[session]?.count ?? 0) < limits.perSession else { return false }
+            sockets[session, default: [:]][id] = member
+            return true
+        }
+        if joined { total.withLockedValue { $0 += 1 } }
+        return joined
+    }
+
+    func leave(_ id: ObjectIdentifier, session: String) {
+        let left = sockets.withLockedValue { sockets -> Bool in
+            guard sockets[session]?.removeValue(forKey: id) != nil else { return false }
+            if sockets[session]?.isEmpty == true { sockets[session] = nil }
+            return true
+        }
+        if left { total.withLockedValue { $0 -= 1 } }
+    }
+
+    /// Sockets open now.
+    package var count: Int { total.withLockedValue { $0 } }
+
+    /// Whether `session` has an open socket.
+    func hasSockets(in session: String) -> Bool {
+        sockets.withLockedValue { $0[session] != nil }
+    }
+
+    /// Hands pushed messages to the session's sockets (of one endpoint, or
+    /// all); returns how many sockets got each.
+    @discardableResult
+    func push(_ pushes: [RenderedPush], session: String, from: String) -> Int {
+        guard !pushes.isEmpty else { return 0 }
+        let members = sockets.withLockedValue { $0[session].map { Array($0.values) } ?? [] }
+        var reached = 0
+        for push in pushes {
+            for member in members where push.socket == nil || push.socket == member.endpointID {
+                member.loop.execute { member.send(push.text, push.delay, from) }
+                reached += 1
+            }
+        }
+        return reached
+    }
+
+    /// `Sec-WebSocket-Accept` for a `Sec-WebSocket-Key` (RFC 6455 section 4.2.2).
+    static func accept(key: String) -> String {
+        let digest = Insecure.SHA1.hash(data: Array((key.trimmingCharacters(in: .whitespaces) + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").utf8))
+        return Data(digest).base64EncodedString()
+    }
+}
+
+/// One open WebSocket: reads the client's frames (joined by NIO's
+/// aggregator, within the size bound), answers them by the contract's
+/// rules, runs its scheduled rules, takes pushes, and keeps the bounds:
+/// message size (1009), message rate (1008), idle time (1001), and a client
+/// that does not read (dropped once `Limits.outbound` bytes wait for it).
+/// Everything runs on the connection's event loop.
+final class SocketConnection: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = WebSocketFrame
+    typealias OutboundOut = WebSocketFrame
+
+    private let answerer: Answerer
+    private let opening: SocketOpening
+    private let hub: SocketHub
+    private var context: ChannelHandlerContext?
+    /// The next run of each `every` rule.
+    private var timers: [Scheduled<Void>?] = []
+    private var scheduled: [Scheduled<Void>] = []
+    private var idleTimer: Scheduled<Void>?
+    private var lastFrame = NIODeadline.now()
+    /// The token bucket of the message rate.
+    private var tokens: Double
+    private var refilled = NIODeadline.now()
+    /// Bytes written and not yet taken by the client's side of the connection.
+    private var pendingBytes = 0
+    /// A close frame was sent (or the connection dropped): nothing more is sent or answered.
+    private var closing = false
+    /// Why and how the socket ended, journaled once.
+    private var ended = false
+
+    init(answerer: Answerer, opening: SocketOpening) {
+        self.answerer = answerer
+        self.opening = opening
+        self.hub = answerer.sockets
+        self.tokens = answerer.sockets.limits.rate
+    }
+
+    /// The engine now: a reloaded contract's rules apply to open sockets from their next message.
+    private var engine: MockEngine { answerer.slot.versioned.engine }
+
+    /// Takes a place among the session's sockets before the upgrade is
+    /// answered; false when the session has as many as allowed.
+    func join(loop: any EventLoop) -> Bool {
+        let bound = NIOLoopBound(self, eventLoop: loop)
+        return hub.join(ObjectIdentifier(self), session: opening.session, member: .init(endpointID: opening.endpointID, loop: loop) { text, delay, from in
+            bound.value.deliverPush(text, delay: delay, from: from)
+        })
+    }
+
+    /// Gives the place back (an upgrade that did not happen).
+    func leave() {
+        hub.leave(ObjectIdentifier(self), session: opening.session)
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        let loop = context.eventLoop
+        guard let socket = engine.contract.endpoint(id: opening.endpointID)?.socket else { return }
+        for rule in socket.onConnect {
+            let delay = rule.definition.delay?.sample() ?? 0
+            let task = loop.assumeIsolated().scheduleTask(in: Self.amount(delay)) { [self] in run(rule, scheduled: true) }
+            scheduled.append(task)
+        }
+        for (index, rule) in socket.every.enumerated() {
+            timers.append(nil)
+            repeatEvery(rule, slot: index)
+        }
+        watchIdle()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        lastFrame = .now()
+        guard !closing else { return }
+        switch frame.opcode {
+        case .text:
+            guard take() else {
+                close(SocketClose(code: 1008, reason: "more than \(Int(hub.limits.rate)) messages a second"), by: "the client sent more than \(Int(hub.limits.rate)) messages a second")
+                return
+            }
+            var data = frame.unmaskedData
+            guard let text = data.readString(length: data.readableBytes), String(validating: frame.unmaskedData.readableBytesView, as: UTF8.self) != nil else {
+                close(SocketClose(code: 1007, reason: "a text message must be UTF-8"), by: "the client sent a text message that is not UTF-8")
+                return
+            }
+            answer(text)
+        case .binary:
+            close(SocketClose(code: 1003, reason: "binary messages are not taken"), by: "the client sent a binary message; contracts describe text (JSON) messages")
+        case .ping:
+            var pong = frame.unmaskedData
+            if pong.readableBytes > 125 { pong = pong.getSlice(at: pong.readerIndex, length: 125)! }
+            write(WebSocketFrame(fin: true, opcode: .pong, data: pong))
+        case .connectionClose:
+            var data = frame.unmaskedData
+            let code = data.readableBytes >= 2 ? data.readInteger(as: UInt16.self).map(Int.init) ?? 1005 : 1005
+            let reason = data.readString(length: data.readableBytes) ?? ""
+            // The close is answered with the same code (none for none), then the connection ends.
+            var reply = context.channel.allocator.buffer(capacity: 2)
+            if code != 1005 { reply.writeInteger(UInt16(code)) }
+            closing = true
+            journalClose(code: code, reason: reason.isEmpty ? "the client closed the socket" : "the client closed the socket: \(reason)")
+            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: reply))).assumeIsolated().whenComplete { _ in
+                context.close(promise: nil)
+            }
+        default:
+            break
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        guard !closing else { return }
+        switch error {
+        case NIOWebSocketError.invalidFrameLength, NIOWebSocketFrameAggregator.Error.accumulatedFrameSizeIsTooLarge,
+             NIOWebSocketFrameAggregator.Error.tooManyFragments, NIOWebSocketFrameAggregator.Error.nonFinalFragmentSizeIsTooSmall:
+            close(SocketClose(code: 1009, reason: "a message holds at most \(hub.limits.message) bytes"),
+                  by: "the client sent a message over \(hub.limits.message) bytes (--max-socket-message)")
+        default:
+            close(SocketClose(code: 1002, reason: "protocol error"), by: "the client broke the WebSocket protocol: \(error)")
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        stop()
+        // A connection that ended without a close frame: 1006 (RFC 6455 section 7.1.5).
+        journalClose(code: 1006, reason: "the connection ended without a close frame")
+        context.fireChannelInactive()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is ChannelShouldQuiesceEvent {
+            close(SocketClose(code: 1001, reason: "the server is shutting down"), by: "the server shut down")
+        } else {
+            context.fireUserInboundEventTriggered(event)
+        }
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        context.fireChannelWritabilityChanged()
+    }
+
+    // MARK: Rules
+
+    /// A client's message, answered by the contract's rules.
+    private func answer(_ text: String) {
+        let started = ContinuousClock.now
+        let outcome = engine.socketMessage(text, of: opening)
+        let entry = engine.journalSocket(opening, method: "RECEIVE", rule: outcome.rule, outcome: outcome, message: text,
+                                         durationMicros: (ContinuousClock.now - started).wholeMicroseconds)
+        publish(entry)
+        perform(outcome)
+    }
+
+    /// A scheduled rule: sent only if its `when` holds.
+    private func run(_ rule: SocketRule, scheduled: Bool) {
+        guard !closing, let outcome = engine.runSocketRule(rule, of: opening) else { return }
+        let entry = engine.journalSocket(opening, method: "SEND", rule: outcome.rule, outcome: outcome)
+        publish(entry)
+        // Its own delay was waited already (on_connect); `every` has none.
+        var now = outcome
+        now.delay = 0
+        perform(now)
+    }
+
+    /// An `every` rule, run each `interval` from the last run until the socket ends.
+    private func repeatEvery(_ rule: SocketRule, slot: Int) {
+        guard !closing, slot < timers.count, let loop = context?.eventLoop else { return }
+        timers[slot] = loop.assumeIsolated().scheduleTask(in: Self.amount(rule.interval ?? 1)) { [self] in
+            run(rule, scheduled: true)
+            repeatEvery(rule, slot: slot)
+        }
+    }
+
+    /// What a rule decided: its messages (after its delay), its pushes, its close.
+    private func perform(_ outcome: SocketOutcome) {
+        if !outcome.pushes.isEmpty { hub.push(outcome.pushes, session: opening.session, from: opening.endpointID + "." + (outcome.rule ?? "")) }
+        guard !outcome.messages.isEmpty || outcome.close != nil else { return }
+        let send = { [self] in
+            for message in outcome.messages { sendText(message) }
+            if let close = outcome.close { self.close(close, by: "rule \(outcome.rule ?? "") closed the socket") }
+        }
+        if outcome.delay > 0, let loop = context?.eventLoop {
+            scheduled.append(loop.assumeIsolated().scheduleTask(in: Self.amount(outcome.delay)) { send() })
+        } else {
+            send()
+        }
+    }
+
+    /// A push from an HTTP response or another socket's rule.
+    private func deliverPush(_ text: String, delay: Double, from: String) {
+        guard !closing, let loop = context?.eventLoop else { return }
+        let send = { [self] in
+            guard !closing else { return }
+            let entry = engine.journalSocket(opening, method: "SEND", rule: "push", sent: [text], reason: Reason("pushed by \(from)"))
+            publish(entry)
+            sendText(text)
+        }
+        if delay > 0 {
+            scheduled.append(loop.assumeIsolated().scheduleTask(in: Self.amount(delay)) { send() })
+        } else {
+            send()
+        }
+    }
+
+    // MARK: Writing
+
+    private func sendText(_ text: String) {
+        guard !closing, let context else { return }
+        var buffer = context.channel.allocator.buffer(capacity: text.utf8.count)
+        buffer.writeString(text)
+        write(WebSocketFrame(fin: true, opcode: .text, data: buffer))
+    }
+
+    /// Writes a frame; a client that has let `Limits.outbound` bytes pile up is dropped.
+    private func write(_ frame: WebSocketFrame) {
+        guard let context else { return }
+        let size = frame.data.readableBytes
+        if pendingBytes + size > hub.limits.outbound {
+            hub.noteDropped()
+            closing = true
+            journalClose(code: 1008, reason: "dropped: the client read nothing while \(hub.limits.outbound >> 10) KiB of messages waited for it")
+            stop()
+            context.close(promise: nil)
+            return
+        }
+        pendingBytes += size
+        context.writeAndFlush(wrapOutboundOut(frame)).assumeIsolated().whenComplete { [self] _ in pendingBytes -= size }
+    }
+
+    /// Sends a close frame and ends the connection (the client's close frame is not waited for).
+    private func close(_ close: SocketClose, by cause: String) {
+        guard !closing, let context else { return }
+        closing = true
+        stop()
+        journalClose(code: close.code, reason: cause)
+        var data = context.channel.allocator.buffer(capacity: 2 + close.reason.utf8.count)
+        data.writeInteger(UInt16(close.code))
+        data.writeString(close.reason)
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: data))).whenComplete { _ in
+            channel.close(promise: nil)
+        }
+        // A client that never reads the close frame is not waited for past a second.
+        context.eventLoop.scheduleTask(in: .seconds(1)) { channel.close(promise: nil) }
+    }
+
+    // MARK: Bounds and bookkeeping
+
+    private func take() -> Bool {
+        let now = NIODeadline.now()
+        let limits = hub.limits
+        tokens = min(limits.rate, tokens + Double((now - refilled).nanoseconds) / 1e9 * limits.rate)
+        refilled = now
+        guard tokens >= 1 else { return false }
+        tokens -= 1
+        return true
+    }
+
+    private func watchIdle() {
+        guard let loop = context?.eventLoop else { return }
+        let idle = hub.limits.idle
+        let due = lastFrame + Self.amount(idle)
+        idleTimer = loop.assumeIsolated().scheduleTask(deadline: due) { [self] in
+            if NIODeadline.now() >= lastFrame + Self.amount(idle) {
+                close(SocketClose(code: 1001, reason: "idle for \(Int(idle)) s"), by: "no frame from the client for \(Int(idle)) s (--socket-idle-timeout)")
+            } else {
+                watchIdle()
+            }
+        }
+    }
+
+    private func stop() {
+        closing = true
+        for timer in timers { timer?.cancel() }
+        timers = []
+        for task in scheduled { task.cancel() }
+        scheduled = []
+        idleTimer?.cancel()
+        idleTimer = nil
+        hub.leave(ObjectIdentifier(self), session: opening.session)
+    }
+
+    private func journalClose(code: Int, reason: String) {
+        guard !ended else { return }
+        ended = true
+        publish(engine.journalSocket(opening, method: "CLOSE", rule: nil, status: code, reason: Reason(reason)))
+    }
+
+    private func publish(_ entry: Journal.Entry) {
+        let events = answerer.events
+        if events.isObserved, events.wants(session: opening.session) {
+            events.publish("socket", session: opening.session, data: entry.json)
+        }
+        answerer.log.request(method: entry.method, path: entry.path, status: entry.status, endpointID: entry.endpointID,
+                             session: entry.session, durationMicros: entry.durationMicros)
+    }
+
+    static func amount(_ seconds: Double) -> TimeAmount {
+        .nanoseconds(Int64(min(max(seconds, 0), 1e9) * 1e9))
+    }
+}
