@@ -393,6 +393,10 @@ package struct OpenAPIImporter: Sendable {
             warnings.warning("\(method.uppercased()) \(path) documents no response; it is served as an empty 200", at: responsesNode?.location ?? at)
             served.append(ContractNode.map([("status", ContractNode.plain("200", at: at))], at: at))
         }
+        // The operation's callbacks are made when its served response is chosen.
+        if let callbacks = callbacks(operation["callbacks"], of: "\(method.uppercased()) \(path)"), !served.isEmpty {
+            served[0] = ContractNode.setting("callbacks", callbacks, in: served[0])
+        }
         if let onInvalid { fields.append(("on_invalid", onInvalid)) }
         if let onUnauthorized { fields.append(("on_unauthorized", challenged(onUnauthorized, requirement: secured, schemes: schemes))) }
         fields.append(("responses", ContractNode.list(served, at: responsesNode?.location ?? at)))
@@ -490,6 +494,95 @@ package struct OpenAPIImporter: Sendable {
         }
         if let description = body["description"]?.scalarText { fields.append(("description", ContractNode.string(description, at: at))) }
         return ContractNode.map(fields, at: at)
+    }
+
+    // MARK: Callbacks
+
+    /// An operation's `callbacks`: each documented request as a contract
+    /// callback, the runtime expressions of its URL as templates, its body
+    /// generated from its schema when the contract loads. A URL that needs
+    /// what Doppel does not have when it answers (`$response…`,
+    /// `$statusCode`, `$url`) is left out with a warning.
+    mutating func callbacks(_ raw: SourceNode?, of operation: String) -> SourceNode? {
+        guard let raw, let named = resolved(raw)?.mappingPairs else { return nil }
+        var items: [SourceNode] = []
+        for (nameKey, value) in named {
+            guard let name = nameKey.scalarText, let callback = resolved(value) else { continue }
+            for (urlKey, pathItemRaw) in callback.mappingPairs ?? [] {
+                guard let expression = urlKey.scalarText, let pathItem = resolved(pathItemRaw) else { continue }
+                guard let url = Self.template(fromRuntimeExpression: expression) else {
+                    warnings.warning("callback '\(name)' of \(operation) is not made: its URL '\(expression)' needs what only the response or the server's own URL has; Doppel fills $request.body, .query, .header, .path and $method",
+                                     at: urlKey.location)
+                    continue
+                }
+                let methods = ["get", "put", "post", "delete", "options", "head", "patch"].filter { pathItem[$0] != nil }
+                for method in methods {
+                    guard let documented = resolved(pathItem[method]) else { continue }
+                    let at = documented.location
+                    var fields: [(String, SourceNode)] = [
+                        ("name", ContractNode.string(methods.count > 1 ? "\(name).\(method)" : name, at: nameKey.location)),
+                        ("url", ContractNode.string(url, at: urlKey.location)), ("method", ContractNode.string(method.uppercased(), at: at)),
+                    ]
+                    if let body = resolved(documented["requestBody"]), let content = body["content"]?.mappingPairs, !content.isEmpty {
+                        let chosen = content.first { $0.key.scalarText.map(Self.isJSON) ?? false } ?? content[0]
+                        if let type = chosen.key.scalarText, !type.caseInsensitiveEquals("application/json"), type != "*/*" {
+                            fields.append(("content_type", ContractNode.string(type, at: chosen.key.location)))
+                        }
+                        if let schemaNode = chosen.value["schema"] {
+                            if let example = examples(of: chosen.value).first, Self.isJSON(chosen.key.scalarText ?? "") {
+                                fields.append(("body", Self.escapedTemplates(example.value)))
+                            } else {
+                                fields.append(("schema", schema(schemaNode)))
+                            }
+                        }
+                    }
+                    items.append(ContractNode.map(fields, at: at))
+                }
+            }
+        }
+        return items.isEmpty ? nil : ContractNode.list(items, at: raw.location)
+    }
+
+    /// A callback URL with OpenAPI runtime expressions (`{$request.body#/callbackUrl}`,
+    /// `https://hooks/{$request.query.id}`) as a contract template; nil when
+    /// an expression asks for what a request does not have.
+    package static func template(fromRuntimeExpression text: String) -> String? {
+        var result = ""
+        var rest = Substring(text)
+        while let open = rest.range(of: "{$") {
+            result += escaped(String(rest[..<open.lowerBound]))
+            guard let close = rest[open.upperBound...].firstIndex(of: "}") else { return nil }
+            guard let expression = templateExpression("$" + rest[open.upperBound..<close]) else { return nil }
+            result += "{{ \(expression) }}"
+            rest = rest[rest.index(after: close)...]
+        }
+        return result + escaped(String(rest))
+    }
+
+    /// One runtime expression as an expression of the contract's.
+    static func templateExpression(_ expression: Substring) -> String? {
+        func member(_ base: String, _ name: String) -> String {
+            let plain = name.first.map { $0.isLetter || $0 == "_" } == true && name.allSatisfy { $0.isLetter || $0.isNumber || $0 == "_" }
+            return plain ? "\(base).\(name)" : "\(base)['\(name.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'"))']"
+        }
+        if expression == "$method" { return "request.method" }
+        if expression.hasPrefix("$request.body") {
+            var result = "body"
+            let pointer = expression.dropFirst("$request.body".count)
+            guard pointer.isEmpty || pointer.hasPrefix("#") else { return nil }
+            for token in pointer.dropFirst().split(separator: "/", omittingEmptySubsequences: true) {
+                let key = unescape(String(token))
+                result = Int(key).map { "\(result)[\($0)]" } ?? member(result, key)
+            }
+            return result
+        }
+        for (prefix, root, lowercase) in [("$request.query.", "query", false), ("$request.header.", "headers", true), ("$request.path.", "path", false)]
+            where expression.hasPrefix(prefix) {
+            let name = String(expression.dropFirst(prefix.count))
+            guard !name.isEmpty else { return nil }
+            return member(root, lowercase ? name.lowercased() : name)
+        }
+        return nil
     }
 
     /// JSON as the engine reads it, or any type (`*/*`), whose examples are JSON values.

@@ -23,12 +23,16 @@ struct Answerer: Sendable {
     let events: EventHub
     /// The open WebSockets, by session.
     let sockets: SocketHub
+    /// The callbacks answers ask for, on their way out.
+    let callbacks: CallbackSender
 
     init(slot: EngineSlot, log: RequestLog, maxBodySize: Int, hangLimit: Double = 30, adminToken: String? = nil,
          scenarios: ScenarioCatalog = ScenarioCatalog(), proxy: URL? = nil, proxyTimeout: Double = 30, recorder: Recorder? = nil,
-         shared: (any SharedState)? = nil, maxEventStreams: Int = 1_000, socketLimits: SocketHub.Limits = SocketHub.Limits()) {
+         shared: (any SharedState)? = nil, maxEventStreams: Int = 1_000, socketLimits: SocketHub.Limits = SocketHub.Limits(),
+         callbackAllow: CallbackAllowList = .loopback) {
         self.slot = slot
         self.sockets = SocketHub(limits: socketLimits)
+        self.callbacks = CallbackSender(allowed: callbackAllow)
         self.events = EventHub(maximumReaders: maxEventStreams)
         self.shared = shared
         self.recorder = recorder
@@ -132,6 +136,14 @@ struct Answerer: Sendable {
         // Messages for the session's open sockets, once the answer that sends them is out.
         if !decision.response.pushes.isEmpty, let session = decision.entry?.session {
             sockets.push(decision.response.pushes, session: session, from: decision.response.responseName ?? decision.response.endpointID ?? "a response")
+        }
+        if !decision.response.callbacks.isEmpty, let session = decision.entry?.session {
+            let slot = self.slot, events = self.events, log = self.log
+            callbacks.send(decision.response.callbacks, endpointID: decision.response.endpointID, session: session, engine: { slot.versioned.engine }) { entry in
+                if events.isObserved, events.wants(session: entry.session) { events.publish("callback", session: entry.session, data: entry.json) }
+                log.request(method: entry.method, path: entry.path, status: entry.status, endpointID: entry.endpointID, session: entry.session,
+                            durationMicros: entry.durationMicros)
+            }
         }
     }
 }

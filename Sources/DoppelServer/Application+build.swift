@@ -42,7 +42,7 @@ package func buildApplication(
         slot: slot, log: log ?? RequestLog(format: configuration.logFormat), maxBodySize: configuration.maxBodySize,
         hangLimit: configuration.hangLimit, adminToken: configuration.adminToken, scenarios: scenarios,
         proxy: configuration.proxy, proxyTimeout: configuration.proxyTimeout, recorder: recorder, shared: shared,
-        maxEventStreams: configuration.maxEventStreams, socketLimits: configuration.socketLimits)
+        maxEventStreams: configuration.maxEventStreams, socketLimits: configuration.socketLimits, callbackAllow: (try? CallbackAllowList(configuration.callbackAllow)) ?? (try! CallbackAllowList([])))
     return DoppelService(answerer: answerer, configuration: configuration, logger: logger, onServerRunning: onServerRunning)
 }
 
@@ -73,9 +73,11 @@ struct DoppelService: Service {
         do {
             try await server.run()
         } catch {
+            answerer.callbacks.cancelAll()
             await answerer.upstream?.shutdown()
             throw error
         }
+        answerer.callbacks.cancelAll()
         await answerer.upstream?.shutdown()
     }
 }

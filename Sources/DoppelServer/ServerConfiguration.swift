@@ -54,6 +54,10 @@ public struct ServerConfiguration: Sendable {
         set { socketLimits.message = newValue }
     }
     package var socketLimits = SocketHub.Limits()
+    /// The hosts callbacks may go to (`--callback-allow`): `loopback` (the
+    /// default), host names or addresses, `*.example.com`, any with `:PORT`,
+    /// or `*`. A list with a value that is none of these allows no host.
+    public var callbackAllow: [String] = ["loopback"]
     /// Run once the server has had no connection for a quarter of a second,
     /// at most once per quiet spell, off the event loops (`IdleMemory`).
     /// `doppel serve`, the process's only server, hands its freed heap

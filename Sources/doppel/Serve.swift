@@ -76,6 +76,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("max-socket-message"), help: "The largest message a WebSocket client may send, like 64KiB; a larger one closes the socket (1009).")
     var maxSocketMessage: String = "64KiB"
 
+    @Option(name: .customLong("callback-allow"), help: "A host callbacks may go to: loopback (the default), a name or address, *.example.com, any of them with :PORT, or * for any; repeat for more. Others are refused and journaled, never contacted.")
+    var callbackAllow: [String] = []
+
     @Option(help: "Forward requests no endpoint takes, and those of `proxy: true` endpoints, to this server (http or https URL).")
     var proxy: String?
 
@@ -144,6 +147,9 @@ struct Serve: AsyncParsableCommand {
         }
         guard maxConnections > 0 else { throw ValidationError("--max-connections must be at least 1") }
         guard maxEventStreams > 0 else { throw ValidationError("--max-event-streams must be at least 1") }
+        do { _ = try CallbackAllowList(callbackAllow) } catch {
+            throw ValidationError("--callback-allow \(error.value) is not a host: give loopback, a name or address, *.example.com, any with :PORT, or *")
+        }
         guard maxSocketsPerSession > 0 else { throw ValidationError("--max-sockets-per-session must be at least 1") }
         guard let message = ByteSize.parse(maxSocketMessage), (125...(16 << 20)).contains(message) else {
             throw ValidationError("--max-socket-message must be a size from 125B to 16MiB, like 64KiB")
@@ -243,6 +249,7 @@ struct Serve: AsyncParsableCommand {
         configuration.maxConnections = maxConnections
         configuration.maxEventStreams = maxEventStreams
         configuration.maxSocketsPerSession = maxSocketsPerSession
+        if !callbackAllow.isEmpty { configuration.callbackAllow = callbackAllow }
         configuration.socketIdleTimeout = Self.seconds(socketIdleTimeout)!
         configuration.maxSocketMessage = ByteSize.parse(maxSocketMessage)!
         // glibc keeps what a burst of load freed in its per-thread arenas; an idle server hands it back.

@@ -466,3 +466,67 @@ struct OpenAPIHostileDocumentTests {
         }
     }
 }
+
+/// OpenAPI callbacks and WebSocket upgrades, as the importer reads them.
+@Suite("OpenAPI import: callbacks and upgrades")
+struct OpenAPICallbackImportTests {
+    @Test("Runtime expressions of a callback URL become templates; those a request cannot fill are refused", arguments: [
+        ("{$request.body#/callbackUrl}", "{{ body.callbackUrl }}"),
+        ("{$request.body#/hooks/0/url}", "{{ body.hooks[0].url }}"),
+        ("{$request.body#/call-back}", "{{ body['call-back'] }}"),
+        ("https://example.com/notify?id={$request.query.id}&by={$request.header.X-User}", "https://example.com/notify?id={{ query.id }}&by={{ headers['x-user'] }}"),
+        ("http://x/{$request.path.orderId}/{$method}", "http://x/{{ path.orderId }}/{{ request.method }}"),
+    ])
+    func runtimeExpressions(expression: String, template: String) {
+        #expect(OpenAPIImporter.template(fromRuntimeExpression: expression) == template)
+    }
+
+    @Test func expressionsOnlyAResponseHasAreRefused() {
+        for expression in ["{$response.body#/id}", "{$statusCode}", "{$url}", "http://x/{$request.body#/a"] {
+            #expect(OpenAPIImporter.template(fromRuntimeExpression: expression) == nil, "\(expression)")
+        }
+    }
+
+    @Test("A callback is made from the served response, its body from the schema; one needing the response is a warning; a GET documenting 101 is a WebSocket")
+    func callbacksAndUpgrades() throws {
+        let document = """
+            openapi: 3.1.0
+            info: { title: Hooks, version: "1" }
+            paths:
+              /orders:
+                post:
+                  responses: { "201": { description: created } }
+                  callbacks:
+                    shipped:
+                      "{$request.body#/hook}":
+                        post:
+                          requestBody: { content: { application/json: { schema: { type: object, required: [state], properties: { state: { const: shipped } } } } } }
+                          responses: { "200": { description: ok } }
+                    audit:
+                      "{$response.body#/auditUrl}":
+                        post: { responses: { "200": { description: ok } } }
+              /live:
+                get:
+                  responses: { "101": { description: switching to a WebSocket }, "401": { description: no token } }
+              /odd:
+                post:
+                  responses: { "101": { description: cannot be }, "200": { description: ok } }
+            """
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("doppel-hooks-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("api.yaml").path
+        try document.write(toFile: file, atomically: true, encoding: .utf8)
+        let contract = try ContractDocument.load(file: file)
+        let orders = try #require(contract.endpoints.first { $0.path.template == "/orders" })
+        let callback = try #require(orders.responses.first?.callbacks.first)
+        #expect(callback.name == "shipped" && callback.method == "POST" && orders.responses.first?.callbacks.count == 1)
+        #expect(callback.body?.constantValue == ["state": "shipped"])
+        #expect(contract.warnings.contains { $0.message.contains("callback 'audit'") && $0.severity == .warning })
+        let live = try #require(contract.endpoints.first { $0.path.template == "/live" })
+        #expect(live.socket != nil && live.responses.first?.status == 101)
+        let odd = try #require(contract.endpoints.first { $0.path.template == "/odd" })
+        #expect(odd.socket == nil && !contract.statuses(of: odd).contains(101))
+        #expect(contract.warnings.contains { $0.message.contains("POST /odd documents 101") })
+    }
+}

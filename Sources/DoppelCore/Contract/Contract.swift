@@ -294,6 +294,7 @@ package struct ResponseDefinition: Sendable {
         var schema: Schema?
         var description: String?
         var pushes: [SocketPush] = []
+        var callbacks: [CallbackDefinition] = []
 
         init(name: String, when: Expression?, status: Int, headers: [(String, ValueTemplate)], body: ResponseBody,
              bindings: [(String, ValueTemplate)], effects: [Effect], location: SourceLocation, delay: Delay?, fault: Fault?,
@@ -318,6 +319,7 @@ package struct ResponseDefinition: Sendable {
             let copy = Storage(name: name, when: when, status: status, headers: headers, body: body, bindings: bindings, effects: effects,
                                location: location, delay: delay, fault: fault, stream: stream, sequence: sequence, schema: schema, description: description)
             copy.pushes = pushes
+            copy.callbacks = callbacks
             return copy
         }
     }
@@ -386,6 +388,11 @@ package struct ResponseDefinition: Sendable {
     package var pushes: [SocketPush] {
         get { storage.pushes }
         set { fields.pushes = newValue }
+    }
+    /// Requests Doppel makes when this response is chosen (`callbacks`).
+    package var callbacks: [CallbackDefinition] {
+        get { storage.callbacks }
+        set { fields.callbacks = newValue }
     }
 }
 

@@ -36,8 +36,9 @@ public final class Journal: Sendable {
         /// The messages a WebSocket entry sent to its socket, at most `maximumSent` of `maximumMessage` bytes.
         public var sent: [String] = []
 
-        /// The methods of WebSocket entries: a message taken, messages sent, the socket closed.
-        public static let socketMethods: Set<String> = ["RECEIVE", "SEND", "CLOSE"]
+        /// The methods of entries that carry a message: a WebSocket's message
+        /// taken, messages sent, the socket closed; a callback Doppel made (its body as `message`).
+        public static let socketMethods: Set<String> = ["RECEIVE", "SEND", "CLOSE", "CALLBACK"]
 
         /// The entry as JSON, for the admin API.
         public var json: JSON {

@@ -121,6 +121,32 @@ extension MockEngine {
         return rendered
     }
 
+    /// `callbacks` rendered: URL, headers and body, each delay drawn.
+    static func render(_ callbacks: [CallbackDefinition], in context: EvaluationContext) throws(EvaluationError) -> [RenderedCallback] {
+        var rendered: [RenderedCallback] = []
+        for callback in callbacks {
+            let url = try callback.url.render(in: context).interpolationText
+            var headers: [(name: String, value: String)] = []
+            for (name, template) in callback.headers {
+                let value = try template.render(in: context)
+                if !value.isNull { headers.append((name, value.interpolationText)) }
+            }
+            var body: [UInt8] = []
+            if let template = callback.body {
+                let value = try template.render(in: context)
+                let isText = value.stringValue != nil
+                body = Array(try text(.constant(value), in: context).utf8)
+                if !headers.contains(where: { $0.name.caseInsensitiveEquals("content-type") }) {
+                    headers.append(("Content-Type", callback.contentType ?? (isText ? "text/plain; charset=utf-8" : "application/json")))
+                }
+            }
+            rendered.append(RenderedCallback(name: callback.name, method: callback.method, url: url, headers: headers, body: body,
+                                             delay: callback.delay?.sample() ?? 0, retries: callback.retries, retryDelay: callback.retryDelay,
+                                             timeout: callback.timeout))
+        }
+        return rendered
+    }
+
     /// Journals what happened on a socket: a message taken (`RECEIVE`),
     /// messages sent by a scheduled rule or a push (`SEND`), counted under
     /// `<endpoint>.<rule>` with status 101; or the socket closed (`CLOSE`),
@@ -139,6 +165,22 @@ extension MockEngine {
                                   why: outcome?.reason ?? reason, changes: outcome?.changes ?? [])
         if let message { entry.message = Journal.clip(message) }
         entry.sent = (sent.isEmpty ? outcome?.messages ?? [] : sent).prefix(Journal.maximumSent).map(Journal.clip)
+        return entry
+    }
+
+    /// Journals one attempt of a callback (`CALLBACK`): counted under
+    /// `target` (`<endpoint>.<name>`) with the receiver's status (0 for
+    /// none), its URL (without the query) as the path and its body as the message.
+    package func journalCallback(_ callback: RenderedCallback, target: String, session: String, status: Int, durationMicros: Int, reason: String) -> Journal.Entry {
+        let url = String(callback.url.prefix { $0 != "?" }.prefix(2048))
+        let now = sessions.session(session).now(real: clock())
+        let text = callback.body.isEmpty ? nil : String(decoding: callback.body, as: UTF8.self)
+        let why = Reason(reason)
+        let sequence = journal.record(time: now, session: session, method: "CALLBACK", path: url, query: nil, status: status, endpointID: target,
+                                      responseName: callback.name, durationMicros: durationMicros, reason: why, message: text)
+        var entry = Journal.Entry(sequence: sequence, time: now, session: session, method: "CALLBACK", path: url, query: nil, status: status,
+                                  endpointID: target, responseName: callback.name, durationMicros: durationMicros, why: why)
+        entry.message = text.map(Journal.clip)
         return entry
     }
 }

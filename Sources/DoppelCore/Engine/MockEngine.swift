@@ -334,6 +334,7 @@ public final class MockEngine: Sendable {
             var response = try renderer.render(definition, in: context, endpointID: endpointID).adding(extra)
             response.delay = (override?.delay ?? definition.delay ?? defaultDelay)?.sample() ?? 0
             if !definition.pushes.isEmpty { response.pushes = try Self.render(definition.pushes, in: context) }
+            if !definition.callbacks.isEmpty { response.callbacks = try Self.render(definition.callbacks, in: context) }
             return response
         } catch {
             throw .rendering(error, response: chosen.name)

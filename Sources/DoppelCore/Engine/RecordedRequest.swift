@@ -126,6 +126,8 @@ public struct MockResponse: Sendable {
     package var socket: SocketOpening?
     /// Messages for the session's open sockets (the chosen response's `push`).
     package var pushes: [RenderedPush] = []
+    /// Requests for the server to make (the chosen response's `callbacks`).
+    package var callbacks: [RenderedCallback] = []
 
     /// The engine's answer to a request it forwards.
     static func forwarding(endpointID: String?) -> MockResponse {

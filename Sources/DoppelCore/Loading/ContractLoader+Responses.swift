@@ -5,9 +5,9 @@ extension ContractLoader {
     static let eventKeys: Set<String> = ["event", "data", "id", "retry", "delay"]
     static let responseKeys: Set<String> = [
         "when", "ref", "name", "status", "description", "headers", "body", "text", "base64", "file", "chunks", "interval", "events",
-        "content_type", "let", "effects", "schema", "body_from_schema", "delay", "fault", "push",
+        "content_type", "let", "effects", "schema", "body_from_schema", "delay", "fault", "push", "callbacks",
     ]
-    static let referenceKeys: Set<String> = ["when", "ref", "name", "description", "let", "effects", "delay", "fault", "push"]
+    static let referenceKeys: Set<String> = ["when", "ref", "name", "description", "let", "effects", "delay", "fault", "push", "callbacks"]
     static let sequenceKeys: Set<String> = ["when", "sequence", "then", "per", "description"]
 
     /// A response given either as the name of a shared response or inline.
@@ -56,6 +56,7 @@ extension ContractLoader {
             response.delay = readDelay(reader["delay"]) ?? shared.delay
             response.fault = readFault(reader["fault"]) ?? shared.fault
             response.pushes = shared.pushes + (reader["push"].map { readPushes($0, roots: effectRoots, context: context) } ?? [])
+            response.callbacks = shared.callbacks + (reader["callbacks"].map { readCallbacks($0, roots: effectRoots, context: context) } ?? [])
             return response
         }
 
@@ -121,6 +122,7 @@ extension ContractLoader {
         response.delay = readDelay(reader["delay"])
         response.fault = readFault(reader["fault"])
         if let pushNode = reader["push"] { response.pushes = readPushes(pushNode, roots: renderRoots, context: context) }
+        if let callbacksNode = reader["callbacks"] { response.callbacks = readCallbacks(callbacksNode, roots: renderRoots, context: context) }
         if response.fault == .malformedJSON, !(response.body.contentType.map(MediaTypes.isJSON) ?? false) {
             diagnostics.error("fault malformed_json needs a JSON body to break", at: reader["fault"]!.location)
         }

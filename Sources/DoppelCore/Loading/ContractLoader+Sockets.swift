@@ -3,6 +3,9 @@ extension ContractLoader {
     static let socketRuleKeys: Set<String> = ["name", "description", "when", "let", "effects", "send", "push", "close", "delay", "interval", "schema"]
     static let pushKeys: Set<String> = ["socket", "send", "delay"]
     static let closeKeys: Set<String> = ["code", "reason"]
+    static let callbackKeys: Set<String> = ["name", "url", "method", "headers", "body", "schema", "content_type", "delay", "retries", "retry_delay", "timeout", "description"]
+    /// The most retries a callback may ask for.
+    static let maximumRetries = 10
     /// The most a close frame's reason may hold, in bytes (RFC 6455 section 5.5: 125 for the frame, 2 of them the code).
     static let maximumCloseReason = 123
 
@@ -139,5 +142,118 @@ extension ContractLoader {
             let known = sockets.isEmpty ? " (the contract has no WebSocket endpoint)" : Suggestion.hint(for: name, in: sockets)
             diagnostics.error("push names socket '\(name)', which is not a WebSocket endpoint\(known)", at: push.location)
         }
+    }
+
+    /// `callbacks:` of a response: requests Doppel makes when it is chosen.
+    mutating func readCallbacks(_ node: SourceNode, roots: Set<String>, context: String) -> [CallbackDefinition] {
+        guard let items = node.sequenceItems else {
+            diagnostics.error("'callbacks' of \(context) must be a list", at: node.location)
+            return []
+        }
+        var callbacks: [CallbackDefinition] = []
+        for (index, item) in items.enumerated() {
+            let name = "callbacks[\(index)]"
+            guard let reader = MappingReader(item, allowed: Self.callbackKeys, context: "\(name) of \(context)", diagnostics: &diagnostics) else { continue }
+            guard let urlNode = reader.required("url", diagnostics: &diagnostics), let url = compileTemplate(urlNode, roots: roots) else { continue }
+            if case .string(let fixed)? = url.constantValue {
+                let scheme = fixed.split(separator: ":", maxSplits: 1).first.map { $0.lowercased() }
+                if scheme != "http" && scheme != "https" || URLParts(fixed) == nil {
+                    diagnostics.error("a callback's url must be an http or https URL, like http://127.0.0.1:9000/hooks", at: urlNode.contentLocation)
+                }
+            }
+            var method = "POST"
+            if let methodNode = reader["method"], let text = methodNode.scalarText {
+                method = text.uppercased()
+                if !Self.methods.contains(method) {
+                    diagnostics.error("unknown method '\(text)'\(Suggestion.hint(for: method, in: Self.methods))", at: methodNode.location)
+                }
+            }
+            var headers: [(String, ValueTemplate)] = []
+            for entry in reader.entries("headers", diagnostics: &diagnostics) {
+                if let template = compileTemplate(entry.value, roots: roots) { headers.append((entry.name, template)) }
+            }
+            var body = reader["body"].flatMap { compileTemplate($0, roots: roots) }
+            if let schemaNode = reader["schema"], let schema = readSchema(schemaNode, context: "schema of \(name) of \(context)") {
+                if body != nil {
+                    diagnostics.error("a callback's 'schema' stands for its body; give one or the other", at: schemaNode.location)
+                } else if let value = SchemaSampler(registry: schemas).sample(schema) {
+                    // Generated once, here: the same body every time (as `body_from_schema`).
+                    body = .constant(value)
+                } else {
+                    diagnostics.warning("no body can be generated from the schema of \(name) of \(context); it is sent without one", at: schemaNode.location)
+                }
+            }
+            var retries = 0
+            if let retriesNode = reader["retries"] {
+                if case .int(let value) = retriesNode.json, (0...Self.maximumRetries).contains(value) {
+                    retries = value
+                } else {
+                    diagnostics.error("'retries' must be a whole number from 0 to \(Self.maximumRetries)", at: retriesNode.location)
+                }
+            }
+            func seconds(_ key: String, default value: Double, range: ClosedRange<Double>) -> Double {
+                guard let node = reader[key] else { return value }
+                if let duration = node.scalarText.flatMap(CalendarDuration.parse), duration.months == 0, range.contains(duration.seconds) {
+                    return duration.seconds
+                }
+                diagnostics.error("'\(key)' must be a duration from \(Self.durationText(range.lowerBound)) to \(Self.durationText(range.upperBound))", at: node.location)
+                return value
+            }
+            let delay = readDelay(reader["delay"])
+            if let delay, delay.maximum > 3600 {
+                diagnostics.error("a callback waits at most 1h before it is sent", at: reader["delay"]!.location)
+            }
+            callbacks.append(CallbackDefinition(
+                name: reader.string("name", diagnostics: &diagnostics) ?? name, method: method, url: url, headers: headers, body: body,
+                contentType: reader.string("content_type", diagnostics: &diagnostics), delay: delay, retries: retries,
+                retryDelay: seconds("retry_delay", default: 1, range: 0.01...3600), timeout: seconds("timeout", default: 10, range: 0.1...300),
+                location: item.location))
+        }
+        return callbacks
+    }
+
+    static func durationText(_ seconds: Double) -> String {
+        seconds < 1 ? "\(Int(seconds * 1000))ms" : seconds >= 3600 ? "\(Int(seconds / 3600))h" : "\(Int(seconds))s"
+    }
+}
+
+/// The scheme, host and port of an absolute http(s) URL, read without
+/// Foundation's URL parsing (which differs between platforms); nil when it is not one.
+package struct URLParts: Sendable, Equatable {
+    package let secure: Bool
+    /// Lowercased, without brackets around an IPv6 address.
+    package let host: String
+    package let port: Int
+    /// The path and query, from the first `/` (or `/` when there is none).
+    package let target: String
+
+    package init?(_ text: String) {
+        let lower = text.lowercased()
+        let rest: Substring
+        if lower.hasPrefix("http://") { secure = false; rest = text.dropFirst(7) } else if lower.hasPrefix("https://") { secure = true; rest = text.dropFirst(8) } else { return nil }
+        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
+        var authority = rest[..<authorityEnd]
+        // Credentials in a URL are not sent (and a '@' would hide the real host from a reader).
+        if authority.contains("@") { return nil }
+        var target = String(rest[authorityEnd...])
+        if let hash = target.firstIndex(of: "#") { target = String(target[..<hash]) }
+        if target.isEmpty || target.first == "?" { target = "/" + target }
+        self.target = target
+        var port = secure ? 443 : 80
+        if authority.first == "[" {
+            guard let close = authority.firstIndex(of: "]") else { return nil }
+            host = authority[authority.index(after: authority.startIndex)..<close].lowercased()
+            let after = authority[authority.index(after: close)...]
+            if after.first == ":" { guard let value = Int(after.dropFirst()), (1...65535).contains(value) else { return nil }; port = value } else if !after.isEmpty { return nil }
+        } else {
+            if let colon = authority.lastIndex(of: ":") {
+                guard let value = Int(authority[authority.index(after: colon)...]), (1...65535).contains(value) else { return nil }
+                port = value
+                authority = authority[..<colon]
+            }
+            host = authority.lowercased()
+        }
+        guard !host.isEmpty, host.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == ":" || $0 == "_" }) else { return nil }
+        self.port = port
     }
 }

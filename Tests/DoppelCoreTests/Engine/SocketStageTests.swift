@@ -127,6 +127,11 @@ import Testing
         ("request: GET /ws\n    websocket: { on_message: [ { name: a, send: x }, { name: a, send: y } ] }", "two rules of websocket of endpoint 'e' are named 'a'"),
         ("request: GET /plain\n    responses: [ { status: 101 } ]", "status 101 switches to a WebSocket"),
         ("request: GET /plain\n    responses: [ { push: [ { socket: nowhere, send: x } ] } ]", "push names socket 'nowhere', which is not a WebSocket endpoint"),
+        ("request: GET /plain\n    responses: [ { callbacks: [ { url: 'ftp://x/y' } ] } ]", "a callback's url must be an http or https URL"),
+        ("request: GET /plain\n    responses: [ { callbacks: [ { url: 'http://x/y', retries: 11 } ] } ]", "'retries' must be a whole number from 0 to 10"),
+        ("request: GET /plain\n    responses: [ { callbacks: [ { url: 'http://x/y', body: 1, schema: { type: integer } } ] } ]", "stands for its body"),
+        ("request: GET /plain\n    responses: [ { callbacks: [ { url: 'http://x/y', timeout: 1h } ] } ]", "'timeout' must be a duration from 100ms to 300s"),
+        ("request: GET /plain\n    responses: [ { callbacks: [ { url: 'http://x/y', delay: 2h } ] } ]", "a callback waits at most 1h"),
     ])
     func loaderErrors(endpoint: String, message: String) {
         let text = "doppel: 1\nendpoints:\n  e:\n    auth: none\n    \(endpoint)\n"
@@ -185,5 +190,34 @@ import Testing
         guard case .receive(let closed, let last) = scenario.steps[4].action, case .closeSocket(let closing, let code) = scenario.steps[5].action else { Issue.record("not closed/close"); return }
         #expect(closed.waitsForClose && closed.closeCode == 4001 && last == "socket")
         #expect(closing == "a" && code == 1000)
+    }
+
+    @Test("A response's callbacks are rendered in its request: URL, headers, body and content type, delay drawn")
+    func callbacksRender() throws {
+        let engine = MockEngine(contract: try loadContract("""
+            doppel: 1
+            endpoints:
+              pay:
+                request: POST /pay
+                auth: none
+                responses:
+                  - status: 202
+                    effects: [ ]
+                    callbacks:
+                      - { name: hook, url: "{{ body.hook }}?id={{ body.id }}", headers: { X-Id: "{{ body.id }}", X-None: "{{ null }}" },
+                          body: { id: "{{ body.id }}" }, delay: 2s, retries: 3 }
+                      - { url: "http://127.0.0.1/plain", method: put, body: "done {{ body.id }}" }
+                      - { url: "http://127.0.0.1/generated", schema: { type: object, required: [n], properties: { n: { type: integer, minimum: 4 } } } }
+            """))
+        let response = engine.respond(to: RecordedRequest(method: "POST", target: "/pay", headers: [("Content-Type", "application/json")],
+                                                          body: Array(#"{"hook": "http://127.0.0.1:9/h", "id": 7}"#.utf8)))
+        #expect(response.status == 202)
+        let callbacks = response.callbacks
+        #expect(callbacks.map(\.name) == ["hook", "callbacks[1]", "callbacks[2]"])
+        #expect(callbacks[0].url == "http://127.0.0.1:9/h?id=7" && callbacks[0].delay == 2 && callbacks[0].retries == 3 && callbacks[0].timeout == 10)
+        #expect(callbacks[0].headers.map(\.name) == ["X-Id", "Content-Type"] && callbacks[0].headers.last?.value == "application/json")
+        #expect(callbacks[0].body == Array(#"{"id":7}"#.utf8))
+        #expect(callbacks[1].method == "PUT" && callbacks[1].body == Array("done 7".utf8) && callbacks[1].headers.last?.value == "text/plain; charset=utf-8")
+        #expect(callbacks[2].body == Array(#"{"n":4}"#.utf8))
     }
 }

@@ -43,6 +43,7 @@ struct JSONSchemaTests {
             (ContractLoader.socketRuleKeys, "socketRule"),
             (ContractLoader.pushKeys, "push"),
             (ContractLoader.closeKeys, "close"),
+            (ContractLoader.callbackKeys, "callback"),
         ]
         for (loader, definition) in mappings {
             var known = Self.properties(schema, definition)
@@ -91,7 +92,7 @@ struct JSONSchemaTests {
         let compared: Set<String> = [
             "topLevelKeys", "infoKeys", "authKeys", "authSchemeKeys", "stateKeys", "collectionSpecKeys", "rateLimitKeys", "endpointKeys",
             "requestBodyKeys", "responseKeys", "referenceKeys", "sequenceKeys", "eventKeys", "delayKeys", "discriminatorKeys",
-            "topKeys", "givenKeys", "overrideKeys", "stepKeys", "partKeys", "expectKeys", "socketKeys", "socketRuleKeys", "pushKeys", "closeKeys",
+            "topKeys", "givenKeys", "overrideKeys", "stepKeys", "partKeys", "expectKeys", "socketKeys", "socketRuleKeys", "pushKeys", "closeKeys", "callbackKeys",
         ]
         #expect(named == compared, "key sets not compared with docs/schema: \(named.subtracting(compared).sorted())")
     }
