@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -50,6 +51,13 @@ def call(base, method, path, body=None, session=None, token=None):
 
 
 children = {}
+
+
+def healthy_at(base):
+    try:
+        return call(base, "GET", "/__doppel/health")[0] == 200
+    except OSError:
+        return False
 
 
 def make_child(base, session):
@@ -220,6 +228,34 @@ def main():
             assert ratio >= 7, f"{scheme}: text {colors[0]} on {colors[1]} has contrast {ratio:.1f}"
         driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "light"}]})
         ok("Light and dark mode: body text contrast at least 7:1")
+
+        # A WebSocket's traffic is a row too: the message taken, the rule, what it sent back.
+        realtime = subprocess.Popen([args.doppel, "serve", "contracts/realtime-demo.yaml", "--port", str(args.port + 1), "--log-format", "none"], cwd=ROOT)
+        try:
+            base2 = f"http://127.0.0.1:{args.port + 1}"
+            wait_for(lambda: healthy_at(base2), 20, "the realtime demo did not start")
+            driver.get(base2 + "/__doppel/ui/")
+            wait_for(lambda: driver.find_element(By.ID, "live").text == "live", 5, "the realtime demo's event stream did not go live")
+            sock = socket.create_connection(("127.0.0.1", args.port + 1), timeout=5)
+            sock.sendall(b"GET /v1/live HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ui\r\nDoppel-Session: ws-ui\r\nUpgrade: websocket\r\n"
+                         b"Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+            head = b""
+            while b"\r\n\r\n" not in head:
+                head += sock.recv(4096)
+            assert head.startswith(b"HTTP/1.1 101"), head
+            payload, mask = b'{"type":"ping"}', b"\x01\x02\x03\x04"
+            sock.sendall(bytes([0x81, 0x80 | len(payload)]) + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload)))
+            row = wait_for(lambda: driver.find_elements(By.XPATH, "//tbody[@id='journal-rows']/tr[td[3][text()='ws-ui'] and contains(., 'RECEIVE')]"),
+                           2, "the socket's message did not show")[0]
+            row.click()
+            wait_for(lambda: driver.find_element(By.ID, "detail").is_displayed(), 2, "the socket's row did not open")
+            detail = driver.find_element(By.ID, "detail").text
+            assert "live.ping" in detail and "Message taken" in detail and '"pong"' in detail, detail
+            sock.close()
+            ok("WebSockets: a message taken shows as a row with its rule, the message and the answer sent")
+        finally:
+            realtime.terminate()
+            realtime.wait(timeout=10)
 
         errors = console_errors()
         assert not errors, f"console errors: {errors}"

@@ -175,6 +175,8 @@ function dispatch(block) {
       setLive("live", "live");
       break;
     case "request":
+    case "socket":
+    case "callback":
       addEntry(value);
       break;
     case "state":
@@ -288,6 +290,12 @@ function message(title, part) {
     el("pre", { "aria-label": title + " body" }, body || "(no body)"));
 }
 
+/** Messages as sent, each pretty-printed when it is JSON. */
+function texts(title, list) {
+  const shown = list.map((text) => { try { return JSON.stringify(JSON.parse(text), null, 2); } catch (_) { return text; } });
+  return el("div", {}, el("h3", {}, title), el("pre", { "aria-label": title }, shown.length ? shown.join("\n\n") : "(none)"));
+}
+
 function showDetail(entry, tr) {
   for (const other of $("journal-rows").querySelectorAll("tr[aria-selected]")) other.removeAttribute("aria-selected");
   tr.setAttribute("aria-selected", "true");
@@ -299,7 +307,11 @@ function showDetail(entry, tr) {
     facts([["Why", entry.reason || "—"], ["Endpoint", entry.endpoint || "none matched"], ["Response", entry.response || "—"],
       ["Session", entry.session], ["Time", entry.time], ["Took", (entry.duration_us / 1000).toFixed(1) + " ms"],
       ["State changed", entry.changes && entry.changes.length ? entry.changes.join(", ") : "nothing"]]),
-    el("div", { class: "columns" }, message("Request", entry.request), message("Response", entry.answer)),
+    // A WebSocket's or a callback's entry carries its messages instead of a request and response.
+    "message" in entry
+      ? el("div", { class: "columns" }, texts(entry.method === "CALLBACK" ? "Body sent" : "Message taken", entry.message == null ? [] : [entry.message]),
+        texts("Messages sent", entry.sent || []))
+      : el("div", { class: "columns" }, message("Request", entry.request), message("Response", entry.answer)),
     el("div", { class: "row" }, el("button", { type: "button", onclick: () => { selectSession(entry.session); showView("sessions"); } }, "Show session " + entry.session)));
 }
 
