@@ -253,6 +253,15 @@ public enum OpenAPIExporter {
                 builtIn[422] = "The request does not match the contract (a problem listing every failing field)"
             }
         }
+        if endpoint.socket != nil {
+            // A WebSocket endpoint's own refusals: a request that is not an upgrade, one that is malformed.
+            for (status, text) in [(426, "Not a WebSocket upgrade (Upgrade: websocket, Sec-WebSocket-Version: 13 needed)"),
+                                   (400, "A malformed WebSocket upgrade (Sec-WebSocket-Key must be 16 bytes in base64)")]
+                where !byStatus.contains(where: { $0.status == status }) {
+                byStatus.append((status, []))
+                builtIn[status] = text
+            }
+        }
 
         var responses = JSONObject()
         for (status, definitions) in byStatus {

@@ -131,7 +131,7 @@ package final class CallbackSender: Sendable {
         }
         guard let parts = URLParts(callback.url) else {
             publish(Self.journal(callback, target: target, session: session, engine: engine(), status: 0, micros: 0,
-                                 reason: "not sent: '\(callback.url.prefix(200))' is not an http or https URL"))
+                                 reason: "not sent: '\(String(callback.url.prefix(200).unicodeScalars.map { $0.value < 0x20 ? " " : Character($0) }))' is not an http or https URL (with a host, and without credentials or control characters)"))
             return
         }
         guard allowed.permits(host: parts.host, port: parts.port) else {

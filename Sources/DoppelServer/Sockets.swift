@@ -123,7 +123,9 @@ final class SocketConnection: ChannelInboundHandler, RemovableChannelHandler {
     private var context: ChannelHandlerContext?
     /// The next run of each `every` rule.
     private var timers: [Scheduled<Void>?] = []
-    private var scheduled: [Scheduled<Void>] = []
+    /// Sends waiting for their delay (on_connect rules, delayed answers and pushes), by number; each leaves when it runs.
+    private var scheduled: [Int: Scheduled<Void>] = [:]
+    private var nextScheduled = 0
     private var idleTimer: Scheduled<Void>?
     private var lastFrame = NIODeadline.now()
     /// The token bucket of the message rate.
@@ -166,8 +168,7 @@ final class SocketConnection: ChannelInboundHandler, RemovableChannelHandler {
         guard let socket = engine.contract.endpoint(id: opening.endpointID)?.socket else { return }
         for rule in socket.onConnect {
             let delay = rule.definition.delay?.sample() ?? 0
-            let task = loop.assumeIsolated().scheduleTask(in: Self.amount(delay)) { [self] in run(rule, scheduled: true) }
-            scheduled.append(task)
+            later(delay, on: loop) { [self] in run(rule, scheduled: true) }
         }
         for (index, rule) in socket.every.enumerated() {
             timers.append(nil)
@@ -195,6 +196,10 @@ final class SocketConnection: ChannelInboundHandler, RemovableChannelHandler {
         case .binary:
             close(SocketClose(code: 1003, reason: "binary messages are not taken"), by: "the client sent a binary message; contracts describe text (JSON) messages")
         case .ping:
+            guard take() else {
+                close(SocketClose(code: 1008, reason: "more than \(Int(hub.limits.rate)) messages a second"), by: "the client sent more than \(Int(hub.limits.rate)) messages (pings among them) a second")
+                return
+            }
             var pong = frame.unmaskedData
             if pong.readableBytes > 125 { pong = pong.getSlice(at: pong.readerIndex, length: 125)! }
             write(WebSocketFrame(fin: true, opcode: .pong, data: pong))
@@ -287,7 +292,7 @@ final class SocketConnection: ChannelInboundHandler, RemovableChannelHandler {
             if let close = outcome.close { self.close(close, by: "rule \(outcome.rule ?? "") closed the socket") }
         }
         if outcome.delay > 0, let loop = context?.eventLoop {
-            scheduled.append(loop.assumeIsolated().scheduleTask(in: Self.amount(outcome.delay)) { send() })
+            later(outcome.delay, on: loop, send)
         } else {
             send()
         }
@@ -303,9 +308,26 @@ final class SocketConnection: ChannelInboundHandler, RemovableChannelHandler {
             sendText(text)
         }
         if delay > 0 {
-            scheduled.append(loop.assumeIsolated().scheduleTask(in: Self.amount(delay)) { send() })
+            guard scheduled.count < Self.maximumWaiting else {
+                publish(engine.journalSocket(opening, method: "SEND", rule: "push", reason: Reason("not sent: \(Self.maximumWaiting) delayed messages already wait on this socket (pushed by \(from))")))
+                return
+            }
+            later(delay, on: loop, send)
         } else {
             send()
+        }
+    }
+
+    /// The most sends one socket keeps waiting for their delay; past it a delayed push is not sent (journaled).
+    static let maximumWaiting = 1_000
+
+    /// Runs `body` after `seconds`, kept until then so the socket's end cancels it.
+    private func later(_ seconds: Double, on loop: any EventLoop, _ body: @escaping () -> Void) {
+        let id = nextScheduled
+        nextScheduled += 1
+        scheduled[id] = loop.assumeIsolated().scheduleTask(in: Self.amount(seconds)) { [self] in
+            scheduled[id] = nil
+            body()
         }
     }
 
@@ -322,7 +344,8 @@ final class SocketConnection: ChannelInboundHandler, RemovableChannelHandler {
     private func write(_ frame: WebSocketFrame) {
         guard let context else { return }
         let size = frame.data.readableBytes
-        if pendingBytes + size > hub.limits.outbound {
+        // A client that takes what it is sent may get a message of any size; one that has let the bound pile up is dropped.
+        if pendingBytes > 0, pendingBytes + size > hub.limits.outbound {
             hub.noteDropped()
             closing = true
             journalClose(code: 1008, reason: "dropped: the client read nothing while \(hub.limits.outbound >> 10) KiB of messages waited for it")
@@ -380,8 +403,8 @@ final class SocketConnection: ChannelInboundHandler, RemovableChannelHandler {
         closing = true
         for timer in timers { timer?.cancel() }
         timers = []
-        for task in scheduled { task.cancel() }
-        scheduled = []
+        for task in scheduled.values { task.cancel() }
+        scheduled = [:]
         idleTimer?.cancel()
         idleTimer = nil
         hub.leave(ObjectIdentifier(self), session: opening.session)

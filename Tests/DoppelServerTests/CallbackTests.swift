@@ -160,5 +160,8 @@ struct CallbackTests {
         #expect(URLParts("http://user@127.0.0.1/x") == nil, "credentials in a URL would hide its host from a reader")
         #expect(URLParts("https://[::1]:8443/a?b=1")?.host == "::1" && URLParts("https://[::1]:8443/a?b=1")?.target == "/a?b=1")
         #expect(URLParts("ftp://example.com/") == nil)
+        // The request line cannot be broken: control characters refuse the URL, spaces and the like are percent-encoded.
+        #expect(URLParts("http://127.0.0.1/a\r\nX-Evil: 1") == nil)
+        #expect(URLParts("http://127.0.0.1/a b?q=é&x=\"y\"")?.target == "/a%20b?q=%C3%A9&x=%22y%22")
     }
 }

@@ -1,5 +1,6 @@
 import DoppelCore
 import DoppelPostgres
+import DoppelRunner
 import DoppelServer
 import Foundation
 import Testing
@@ -134,6 +135,17 @@ struct SharedStateTests {
         #expect(try await a.send("GET", "/api/v1/free-stories", session: "other").json != nil)
         #expect(try await b.send("POST", "/__doppel/reset", json: ["session": "sc"]).status == 200)
         #expect(try await a.send("GET", "/api/v1/free-stories", session: "sc").json != nil)
+        await replicas.stop()
+    }
+
+    @Test("With a shared store a WebSocket upgrade is refused 501 (its rules would change a copy of the session); HTTP is served as ever")
+    func socketsAreRefusedWithASharedStore() async throws {
+        let replicas = try await SharedReplicas.start(1, contract: contractPath("realtime-demo.yaml"))
+        let port = replicas.replicas[0].port
+        let socket = try await WebSocketClient.connect(to: URL(string: "ws://127.0.0.1:\(port)/v1/live")!, headers: [("Authorization", "Bearer a"), ("Doppel-Session", "ws")])
+        #expect(socket.handshake.status == 501)
+        #expect(String(decoding: socket.handshake.body, as: UTF8.self).contains("websockets-need-local-state"))
+        #expect(try await replicas.clients()[0].send("GET", "/v1/subscription", token: "a", session: "ws").status == 200)
         await replicas.stop()
     }
 

@@ -231,6 +231,11 @@ struct SocketTests {
             for _ in 0..<300 { try? await second.send("hit") }
             #expect(await Self.closeCode(second) == 1008)
 
+            // Pings count toward the rate as messages do.
+            let pinger = try await Self.open(server, "/feed", session: "p", token: nil)
+            for _ in 0..<300 { try? await pinger.send(opcode: .ping, data: [1]) }
+            #expect(await Self.closeCode(pinger) == 1008)
+
             // Both closed sockets gave their places back.
             var again = try await Self.open(server, "/feed", session: "b", token: nil)
             for _ in 0..<50 where !again.isOpen {

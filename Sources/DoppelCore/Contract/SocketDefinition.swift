@@ -100,10 +100,20 @@ package struct RenderedPush: Sendable, Equatable {
 /// What the engine keeps of an upgrade it answered `101`, for the socket's
 /// rules to see: the upgrade request's roots (path, query, headers, `auth`,
 /// the endpoint's `let`s), without the state, which each rule reads anew.
-package struct SocketOpening: Sendable {
+/// A class: every `MockResponse` has room for one, and a reference keeps
+/// the answers that are not upgrades (nearly all) as small as they were.
+package final class SocketOpening: Sendable {
     package let endpointID: String
     package let session: String
     package let path: String
     package let roots: Roots
     package let request: RecordedRequest
+
+    package init(endpointID: String, session: String, path: String, roots: Roots, request: RecordedRequest) {
+        self.endpointID = endpointID
+        self.session = session
+        self.path = path
+        self.roots = roots
+        self.request = request
+    }
 }

@@ -102,14 +102,7 @@ extension ContractLoader {
                 pendingExamples.append((value, read, reader["body"]?.location ?? node.location, "the body of \(context)"))
             }
         }
-        var ownName = name
-        if let nameNode = reader["name"] {
-            if let text = nameNode.scalarText, nameNode.mappingPairs == nil, !text.isEmpty {
-                ownName = text
-            } else {
-                diagnostics.error("'name' of \(context) must be a non-empty string", at: nameNode.location)
-            }
-        }
+        let ownName = readName(reader, default: name, context: context)
         if reader.has("body_from_schema"), reader["schema"] == nil {
             diagnostics.error("'body_from_schema' of \(context) needs a 'schema' to generate the body from", at: reader["body_from_schema"]!.location)
         }
@@ -127,6 +120,14 @@ extension ContractLoader {
             diagnostics.error("fault malformed_json needs a JSON body to break", at: reader["fault"]!.location)
         }
         return response
+    }
+
+    /// A mapping's `name`: a non-empty string, else `name` (with an error when one is given that is not).
+    mutating func readName(_ reader: MappingReader, default name: String, context: String) -> String {
+        guard let nameNode = reader["name"] else { return name }
+        if let text = nameNode.scalarText, nameNode.mappingPairs == nil, !text.isEmpty { return text }
+        diagnostics.error("'name' of \(context) must be a non-empty string", at: nameNode.location)
+        return name
     }
 
     /// `sequence:`: the n-th selection answers with the n-th response of the list.

@@ -83,14 +83,7 @@ extension ContractLoader {
             }
         }
         let schema = reader["schema"].flatMap { readSchema($0, context: "schema of \(ruleContext)") }
-        var ownName = name
-        if let nameNode = reader["name"] {
-            if let text = nameNode.scalarText, nameNode.mappingPairs == nil, !text.isEmpty {
-                ownName = text
-            } else {
-                diagnostics.error("'name' of \(ruleContext) must be a non-empty string", at: nameNode.location)
-            }
-        }
+        let ownName = readName(reader, default: name, context: ruleContext)
         if messages.isEmpty, pushes.isEmpty, close == nil, effects.isEmpty {
             diagnostics.warning("\(ruleContext) sends nothing, changes nothing and closes nothing", at: node.location)
         }
@@ -204,7 +197,7 @@ extension ContractLoader {
                 diagnostics.error("a callback waits at most 1h before it is sent", at: reader["delay"]!.location)
             }
             callbacks.append(CallbackDefinition(
-                name: reader.string("name", diagnostics: &diagnostics) ?? name, method: method, url: url, headers: headers, body: body,
+                name: readName(reader, default: name, context: "\(name) of \(context)"), method: method, url: url, headers: headers, body: body,
                 contentType: reader.string("content_type", diagnostics: &diagnostics), delay: delay, retries: retries,
                 retryDelay: seconds("retry_delay", default: 1, range: 0.01...3600), timeout: seconds("timeout", default: 10, range: 0.1...300),
                 location: item.location))
@@ -238,7 +231,20 @@ package struct URLParts: Sendable, Equatable {
         var target = String(rest[authorityEnd...])
         if let hash = target.firstIndex(of: "#") { target = String(target[..<hash]) }
         if target.isEmpty || target.first == "?" { target = "/" + target }
-        self.target = target
+        // The request line is written as it is: a control character could end
+        // it (and start a header of the URL's choosing); a space, a non-ASCII
+        // letter or a character RFC 3986 leaves out is percent-encoded.
+        var encoded: [UInt8] = []
+        let hex = Array("0123456789ABCDEF".utf8)
+        for byte in target.utf8 {
+            if byte < 0x20 || byte == 0x7F { return nil }
+            if byte == 0x20 || byte > 0x7E || "\"<>\\^`{|}".utf8.contains(byte) {
+                encoded += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 15)]]
+            } else {
+                encoded.append(byte)
+            }
+        }
+        self.target = String(decoding: encoded, as: UTF8.self)
         var port = secure ? 443 : 80
         if authority.first == "[" {
             guard let close = authority.firstIndex(of: "]") else { return nil }
