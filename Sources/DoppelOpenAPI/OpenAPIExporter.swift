@@ -89,7 +89,90 @@ public enum OpenAPIExporter {
             .object(JSONObject([($0.name, .array([]))]))
         })
         operation["responses"] = .object(responses(endpoint, in: contract, engine: engine))
+        if let callbacks = callbacks(of: endpoint) { operation["callbacks"] = .object(callbacks) }
         return operation
+    }
+
+    /// The endpoint's responses' callbacks as OpenAPI `callbacks`: each one
+    /// whose URL a runtime expression can say (a fixed URL, or parts taken
+    /// from the request's body, query, headers or path); its body as the
+    /// request body's example when it is fixed. Others are left out: their
+    /// URLs need values OpenAPI cannot name (a `let`, the state).
+    static func callbacks(of endpoint: Endpoint) -> JSONObject? {
+        var seen: Set<String> = []
+        var callbacks = JSONObject()
+        for callback in endpoint.documentedResponses.flatMap(\.callbacks) where seen.insert(callback.name).inserted {
+            guard let url = runtimeExpression(callback.url) else { continue }
+            var body = JSONObject()
+            if let template = callback.body {
+                let type = callback.contentType ?? (template.constantValue?.stringValue != nil ? "text/plain" : "application/json")
+                var media = JSONObject()
+                if let value = template.constantValue { media["example"] = value }
+                body["content"] = .object(JSONObject([(type, .object(media))]))
+            }
+            var operation = JSONObject([("responses", .object(JSONObject([("2XX", .object(JSONObject([("description", "The receiver took it")])))])))])
+            if body["content"] != nil { operation["requestBody"] = .object(body) }
+            callbacks[callback.name] = .object(JSONObject([(url, .object(JSONObject([(callback.method.lowercased(), .object(operation))])))]))
+        }
+        return callbacks.isEmpty ? nil : callbacks
+    }
+
+    /// A callback URL template as an OpenAPI runtime expression, or nil.
+    static func runtimeExpression(_ template: ValueTemplate) -> String? {
+        func expression(_ source: String) -> String? {
+            let text = source.trimmingCharacters(in: .whitespaces)
+            if text == "request.method" { return "{$method}" }
+            if text == "body" { return "{$request.body}" }
+            if text.hasPrefix("body") {
+                var pointer = ""
+                var rest = Substring(text.dropFirst(4))
+                while !rest.isEmpty {
+                    if rest.hasPrefix(".") {
+                        let name = rest.dropFirst().prefix { $0.isLetter || $0.isNumber || $0 == "_" }
+                        guard !name.isEmpty else { return nil }
+                        pointer += "/" + name
+                        rest = rest.dropFirst(1 + name.count)
+                    } else if rest.hasPrefix("["), let close = rest.firstIndex(of: "]") {
+                        var key = rest[rest.index(after: rest.startIndex)..<close]
+                        if key.hasPrefix("'"), key.hasSuffix("'"), key.count >= 2 { key = key.dropFirst().dropLast() } else if Int(key) == nil { return nil }
+                        guard !key.contains("\\"), !key.contains("'") else { return nil }
+                        pointer += "/" + key.replacingOccurrences(of: "~", with: "~0").replacingOccurrences(of: "/", with: "~1")
+                        rest = rest[rest.index(after: close)...]
+                    } else {
+                        return nil
+                    }
+                }
+                return "{$request.body#\(pointer)}"
+            }
+            for (root, kind) in [("query", "query"), ("headers", "header"), ("path", "path")] {
+                if text.hasPrefix(root + "."), case let name = text.dropFirst(root.count + 1), name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }), !name.isEmpty {
+                    return "{$request.\(kind).\(name)}"
+                }
+                if text.hasPrefix(root + "['"), text.hasSuffix("']"), case let name = text.dropFirst(root.count + 2).dropLast(2), !name.contains("'"), !name.isEmpty {
+                    return "{$request.\(kind).\(name)}"
+                }
+            }
+            return nil
+        }
+        switch template {
+        case .constant(let value):
+            return value.stringValue.map { $0.replacingOccurrences(of: "{", with: "%7B").replacingOccurrences(of: "}", with: "%7D") }
+        case .expression(let single):
+            return expression(single.source)
+        case .interpolated(let segments):
+            var url = ""
+            for segment in segments {
+                switch segment {
+                case .text(let text): url += text.replacingOccurrences(of: "{", with: "%7B").replacingOccurrences(of: "}", with: "%7D")
+                case .expression(let part):
+                    guard let converted = expression(part.source) else { return nil }
+                    url += converted
+                }
+            }
+            return url
+        default:
+            return nil
+        }
     }
 
     /// One operation for endpoints that share a method and path: the first's

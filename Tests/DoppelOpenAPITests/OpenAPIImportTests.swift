@@ -529,4 +529,39 @@ struct OpenAPICallbackImportTests {
         #expect(odd.socket == nil && !contract.statuses(of: odd).contains(101))
         #expect(contract.warnings.contains { $0.message.contains("POST /odd documents 101") })
     }
+
+    @Test("A contract's callbacks are exported as OpenAPI callbacks when a runtime expression can say their URL, and read back")
+    func callbacksExportAndReadBack() throws {
+        let contract = try ContractLoader.load(text: """
+            doppel: 1
+            endpoints:
+              pay:
+                request: POST /pay
+                auth: none
+                responses:
+                  - status: 202
+                    let: { id: "'p1'" }
+                    callbacks:
+                      - { name: by-body, url: "{{ body.hooks[0].url }}", body: { event: paid } }
+                      - { name: by-host, url: "https://{{ headers['x-hook-host'] }}/paid?id={{ query.id }}" }
+                      - { name: fixed, url: "http://127.0.0.1:9000/paid", method: put }
+                      - { name: by-let, url: "http://127.0.0.1:9000/{{ id }}" }
+            """, file: "hooks.yaml")
+        let document = OpenAPIExporter.document(for: contract)
+        let callbacks = try #require(document["paths"]?["/pay"]?["post"]?["callbacks"]?.objectValue)
+        #expect(callbacks.keys.sorted() == ["by-body", "by-host", "fixed"], "a URL from a let cannot be said in OpenAPI")
+        #expect(callbacks["by-body"]?.objectValue?.keys.first == "{$request.body#/hooks/0/url}")
+        #expect(callbacks["by-host"]?.objectValue?.keys.first == "https://{$request.header.x-hook-host}/paid?id={$request.query.id}")
+        #expect(callbacks["fixed"]?["http://127.0.0.1:9000/paid"]?["put"] != nil)
+        #expect(callbacks["by-body"]?["{$request.body#/hooks/0/url}"]?["post"]?["requestBody"]?["content"]?["application/json"]?["example"] == ["event": "paid"])
+
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("doppel-hooks-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("exported.json").path
+        try Data(JSONWriter.encode(document)).write(to: URL(fileURLWithPath: file))
+        let readBack = try ContractDocument.load(file: file)
+        let names = readBack.endpoints.first?.responses.first?.callbacks.map(\.name) ?? []
+        #expect(names.sorted() == ["by-body", "by-host", "fixed"])
+    }
 }
