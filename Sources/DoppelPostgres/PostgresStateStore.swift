@@ -165,8 +165,13 @@ package final class PostgresStateStore: SharedState, Sendable {
     /// Stops the background work and the client, after a last journal
     /// write; the replica leaves the namespace's list of live replicas.
     package func shutdown() async {
-        for task in tasks.withLock({ $0.dropFirst() }) { task.cancel() }
+        let background = tasks.withLock { Array($0.dropFirst()) }
+        for task in background { task.cancel() }
         try? await Self.deadline(2) {
+            // The poll ends first: a heartbeat of it still on its way would
+            // otherwise write the replica back after it left (and a next
+            // replica of another contract would be refused, seeing it live).
+            for task in background { await task.value }
             try await self.flush()
             try await self.client.query("DELETE FROM doppel_replicas WHERE namespace = \(self.options.namespace) AND replica = \(self.replica)", logger: self.logger)
         }
