@@ -509,9 +509,13 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
         head.writeStaticString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ")
         head.writeString(SocketHub.accept(key: key))
         head.writeStaticString("\r\n")
+        if let spoken = exchange.engine.contract.endpoint(id: opening.endpointID)?.socket?.protocols,
+           let chosen = MockEngine.chosenProtocol(offered: MockEngine.offeredProtocols(exchange.request), spoken: spoken) {
+            head.writeString("Sec-WebSocket-Protocol: \(chosen)\r\n")
+        }
         // The contract's own headers, but none that frame a body (a 101 has none).
         for (name, value) in exchange.decision.response.headers where ResponseBytes.isToken(name)
-            && !["content-type", "content-length", "transfer-encoding", "connection", "upgrade", "sec-websocket-accept"].contains(name.lowercased()) {
+            && !["content-type", "content-length", "transfer-encoding", "connection", "upgrade", "sec-websocket-accept", "sec-websocket-protocol"].contains(name.lowercased()) {
             head.writeString("\(name): \(value.map { $0.isASCII && ($0 == "\t" || !$0.isNewline && $0.asciiValue.map { $0 >= 0x20 && $0 != 0x7F } ?? false) ? $0 : " " }.reduce(into: "") { $0.append($1) })\r\n")
         }
         head.writeStaticString("\r\n")

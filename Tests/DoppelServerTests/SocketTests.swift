@@ -117,6 +117,34 @@ struct SocketTests {
         }
     }
 
+    @Test("A subprotocol the endpoint speaks is answered in Sec-WebSocket-Protocol; one it does not is refused 400")
+    func subprotocols() async throws {
+        let contract = """
+            doppel: 1
+            endpoints:
+              gql:
+                request: GET /graphql
+                auth: none
+                websocket:
+                  protocols: [graphql-transport-ws]
+                  on_message:
+                    - { when: "message.type == 'connection_init'", send: { type: connection_ack } }
+            """
+        try await Self.withContract(contract) { server in
+            let url = Self.socketURL(server, "/graphql")
+            let socket = try await WebSocketClient.connect(to: url, headers: [("Sec-WebSocket-Protocol", "graphql-ws, graphql-transport-ws")])
+            #expect(socket.isOpen)
+            #expect(socket.handshake.headers.contains { $0.name == "Sec-WebSocket-Protocol" && $0.value == "graphql-transport-ws" })
+            try await socket.send(#"{"type":"connection_init"}"#)
+            #expect(await Self.next(socket) == ["type": "connection_ack"])
+            let refused = try await WebSocketClient.connect(to: url, headers: [("Sec-WebSocket-Protocol", "graphql-ws")])
+            #expect(refused.handshake.status == 400)
+            // None offered: opened, and no protocol answered.
+            let plain = try await WebSocketClient.connect(to: url)
+            #expect(plain.isOpen && !plain.handshake.headers.contains { $0.name == "Sec-WebSocket-Protocol" })
+        }
+    }
+
     static let limits = """
         doppel: 1
         state: { counters: { hits: 0 } }

@@ -16,6 +16,8 @@ package struct SocketDefinition: Sendable {
     package var onMessage: [SocketRule]
     /// The rule for a message no `on_message` rule takes; nil ignores it (journaled as unmatched).
     package var onUnmatched: SocketRule?
+    /// Subprotocols the endpoint speaks (`Sec-WebSocket-Protocol`), in order of preference; empty for none.
+    package var protocols: [String] = []
 
     /// Every rule, for coverage and lookups by name.
     package var rules: [SocketRule] { onConnect + every + onMessage + (onUnmatched.map { [$0] } ?? []) }

@@ -4,7 +4,7 @@ import Foundation
 /// run as a request is, in one transaction on the socket's session.
 extension MockEngine {
     /// Why an upgrade request cannot be taken (RFC 6455 section 4.2.1), or nil.
-    static func handshakeProblem(_ request: RecordedRequest) -> Problem? {
+    static func handshakeProblem(_ request: RecordedRequest, socket: SocketDefinition) -> Problem? {
         func hasToken(_ header: String, _ token: String) -> Bool {
             request.header(header)?.split(separator: ",").contains { $0.trimmingCharacters(in: .whitespaces).caseInsensitiveEquals(token) } ?? false
         }
@@ -17,7 +17,22 @@ extension MockEngine {
         guard let key = request.header("sec-websocket-key"), Data(base64Encoded: key.trimmingCharacters(in: .whitespaces))?.count == 16 else {
             return .malformedUpgrade("`Sec-WebSocket-Key` must be 16 random bytes in base64")
         }
+        let offered = offeredProtocols(request)
+        if !socket.protocols.isEmpty, !offered.isEmpty, chosenProtocol(offered: offered, spoken: socket.protocols) == nil {
+            return .malformedUpgrade("it offers the subprotocols \(offered.joined(separator: ", ")); this endpoint speaks \(socket.protocols.joined(separator: ", "))")
+        }
         return nil
+    }
+
+    /// The subprotocols an upgrade offers (`Sec-WebSocket-Protocol`), in its order.
+    package static func offeredProtocols(_ request: RecordedRequest) -> [String] {
+        request.headers.filter { $0.name.caseInsensitiveEquals("sec-websocket-protocol") }
+            .flatMap { $0.value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }.filter { !$0.isEmpty }
+    }
+
+    /// The subprotocol answered: the endpoint's most preferred one the client offers.
+    package static func chosenProtocol(offered: [String], spoken: [String]) -> String? {
+        spoken.first { offered.contains($0) }
     }
 
     /// Runs a scheduled rule of an open socket (`on_connect`, `every`);
@@ -113,7 +128,7 @@ extension MockEngine {
     }
 
     /// Whether a header name is an HTTP token (RFC 9110 section 5.6.2).
-    static func isToken(_ name: String) -> Bool {
+    package static func isToken(_ name: String) -> Bool {
         !name.isEmpty && name.utf8.allSatisfy { byte in
             (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || "!#$%&'*+-.^_`|~".utf8.contains(byte)
         }

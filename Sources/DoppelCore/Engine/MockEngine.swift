@@ -504,7 +504,7 @@ public final class MockEngine: Sendable {
         }
 
         // A WebSocket endpoint takes only an upgrade (after the checks every request has).
-        if endpoint.socket != nil, let problem = Self.handshakeProblem(request) { return .problem(problem, rateHeaders: rateHeaders) }
+        if let socket = endpoint.socket, let problem = Self.handshakeProblem(request, socket: socket) { return .problem(problem, rateHeaders: rateHeaders) }
 
         // 5. The request's own `Prefer`, else a scenario's forced response,
         // stands in for the contract's choice.

@@ -1,5 +1,5 @@
 extension ContractLoader {
-    static let socketKeys: Set<String> = ["on_connect", "every", "on_message", "on_unmatched", "description"]
+    static let socketKeys: Set<String> = ["on_connect", "every", "on_message", "on_unmatched", "protocols", "description"]
     static let socketRuleKeys: Set<String> = ["name", "description", "when", "let", "effects", "send", "push", "close", "delay", "interval", "schema"]
     static let pushKeys: Set<String> = ["socket", "send", "delay"]
     static let closeKeys: Set<String> = ["code", "reason"]
@@ -45,7 +45,19 @@ extension ContractLoader {
         for rule in onConnect + every + onMessage + (onUnmatched.map { [$0] } ?? []) where !seen.insert(rule.name).inserted {
             diagnostics.error("two rules of \(context) are named '\(rule.name)'; the journal and verify tell rules apart by name", at: rule.definition.location)
         }
-        return SocketDefinition(onConnect: onConnect, every: every, onMessage: onMessage, onUnmatched: onUnmatched)
+        var protocols: [String] = []
+        if let node = reader["protocols"] {
+            for item in node.sequenceItems ?? [node] {
+                guard let name = item.scalarText, !name.isEmpty, MockEngine.isToken(name) else {
+                    diagnostics.error("a subprotocol is a token like graphql-transport-ws", at: item.location)
+                    continue
+                }
+                protocols.append(name)
+            }
+        }
+        var socket = SocketDefinition(onConnect: onConnect, every: every, onMessage: onMessage, onUnmatched: onUnmatched)
+        socket.protocols = protocols
+        return socket
     }
 
     private mutating func readSocketRule(_ node: SourceNode, name: String, trigger: SocketTrigger, endpointLets: [String], context: String) -> SocketRule? {

@@ -29,7 +29,7 @@ import Testing
                   close: { code: 4001, reason: bye }
           closed-room:
             request: GET /closed
-            websocket: {}
+            websocket: { protocols: [chat.v2, chat.v1] }
             responses:
               - { when: "true", status: 403, body: { error: closed } }
               - { status: 101 }
@@ -57,6 +57,12 @@ import Testing
         // A response other than 101 is sent as HTTP; no socket.
         let closed = engine.respond(to: Self.upgrade("/closed"))
         #expect(closed.status == 403 && closed.socket == nil)
+        // Subprotocols: none offered is fine; offered, one must be spoken, the endpoint's preference first.
+        let unspoken = engine.respond(to: Self.upgrade("/closed", extra: [("Sec-WebSocket-Protocol", "chat.v3, other")]))
+        #expect(unspoken.status == 400)
+        #expect(String(decoding: unspoken.body, as: UTF8.self).contains("this endpoint speaks chat.v2, chat.v1"))
+        #expect(engine.respond(to: Self.upgrade("/closed", extra: [("Sec-WebSocket-Protocol", "chat.v1")])).status == 403)
+        #expect(MockEngine.chosenProtocol(offered: ["chat.v1", "chat.v2"], spoken: ["chat.v2", "chat.v1"]) == "chat.v2")
         // Not an upgrade at all: 426, after auth.
         let plain = engine.respond(to: RecordedRequest(method: "GET", target: "/chat/lobby", headers: [("Authorization", "Bearer good")]))
         #expect(plain.status == 426)
