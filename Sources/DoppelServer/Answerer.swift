@@ -133,6 +133,7 @@ struct Answerer: Sendable {
         }
         log.request(method: request.method, path: request.path, status: status, endpointID: decision.response.endpointID,
                     session: request.sessionID, durationMicros: micros)
+        guard decision.response.hasOutbound else { return }
         // Messages for the session's open sockets, once the answer that sends them is out.
         if !decision.response.pushes.isEmpty, let session = decision.entry?.session {
             sockets.push(decision.response.pushes, session: session, from: decision.response.responseName ?? decision.response.endpointID ?? "a response")

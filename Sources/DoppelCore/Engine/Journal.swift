@@ -31,10 +31,30 @@ public final class Journal: Sendable {
         public var reason: String? { why?.text }
         /// The state paths the request changed (`stories_used`, `stories.s_1`).
         public var changes: [String] = []
-        /// A WebSocket entry's message from the client (`RECEIVE`), at most `maximumMessage` bytes.
-        public var message: String?
+        /// What a WebSocket's or a callback's entry carries; nil for every
+        /// other entry, so an HTTP entry is as small to copy and keep as before.
+        var texts: Texts? = nil
+
+        final class Texts: Sendable {
+            let message: String?
+            let sent: [String]
+
+            init(message: String?, sent: [String]) {
+                self.message = message
+                self.sent = sent
+            }
+        }
+
+        /// A WebSocket entry's message from the client (`RECEIVE`), or a callback's body, at most `maximumMessage` bytes.
+        public var message: String? {
+            get { texts?.message }
+            set { texts = newValue == nil && sent.isEmpty ? nil : Texts(message: newValue, sent: sent) }
+        }
         /// The messages a WebSocket entry sent to its socket, at most `maximumSent` of `maximumMessage` bytes.
-        public var sent: [String] = []
+        public var sent: [String] {
+            get { texts?.sent ?? [] }
+            set { texts = message == nil && newValue.isEmpty ? nil : Texts(message: message, sent: newValue) }
+        }
 
         /// The methods of entries that carry a message: a WebSocket's message
         /// taken, messages sent, the socket closed; a callback Doppel made (its body as `message`).

@@ -122,12 +122,51 @@ public struct MockResponse: Sendable {
     package var changes: [String] = []
     /// The most changed paths a response lists.
     package static let maximumChanges = 16
+    /// What few answers carry: a socket to open, pushes, callbacks. One
+    /// optional reference, nil for nearly every answer, so a response is
+    /// copied (from stage to stage, into its decision) as cheaply as before
+    /// they existed.
+    private var extras: Extras?
+
+    private final class Extras: @unchecked Sendable {
+        // Changed only while uniquely referenced (`changingExtras`), so never while shared.
+        var socket: SocketOpening?
+        var pushes: [RenderedPush] = []
+        var callbacks: [RenderedCallback] = []
+
+        func copy() -> Extras {
+            let copy = Extras()
+            copy.socket = socket
+            copy.pushes = pushes
+            copy.callbacks = callbacks
+            return copy
+        }
+    }
+
+    private var changingExtras: Extras {
+        mutating get {
+            if extras == nil { extras = Extras() } else if !isKnownUniquelyReferenced(&extras!) { extras = extras!.copy() }
+            return extras!
+        }
+    }
+
     /// An upgrade answered `101` at a WebSocket endpoint: what the socket's rules see.
-    package var socket: SocketOpening?
+    package var socket: SocketOpening? {
+        get { extras?.socket }
+        set { if newValue != nil || extras != nil { changingExtras.socket = newValue } }
+    }
     /// Messages for the session's open sockets (the chosen response's `push`).
-    package var pushes: [RenderedPush] = []
+    package var pushes: [RenderedPush] {
+        get { extras?.pushes ?? [] }
+        set { if !newValue.isEmpty || extras != nil { changingExtras.pushes = newValue } }
+    }
     /// Requests for the server to make (the chosen response's `callbacks`).
-    package var callbacks: [RenderedCallback] = []
+    package var callbacks: [RenderedCallback] {
+        get { extras?.callbacks ?? [] }
+        set { if !newValue.isEmpty || extras != nil { changingExtras.callbacks = newValue } }
+    }
+    /// Whether the answer has pushes or callbacks for the server to act on.
+    package var hasOutbound: Bool { extras.map { !$0.pushes.isEmpty || !$0.callbacks.isEmpty } ?? false }
 
     /// The engine's answer to a request it forwards.
     static func forwarding(endpointID: String?) -> MockResponse {
