@@ -516,7 +516,9 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
         // The contract's own headers, but none that frame a body (a 101 has none).
         for (name, value) in exchange.decision.response.headers where ResponseBytes.isToken(name)
             && !["content-type", "content-length", "transfer-encoding", "connection", "upgrade", "sec-websocket-accept", "sec-websocket-protocol"].contains(name.lowercased()) {
-            head.writeString("\(name): \(value.map { $0.isASCII && ($0 == "\t" || !$0.isNewline && $0.asciiValue.map { $0 >= 0x20 && $0 != 0x7F } ?? false) ? $0 : " " }.reduce(into: "") { $0.append($1) })\r\n")
+            head.writeString("\(name): ")
+            ResponseBytes.writeValue(value, into: &head)
+            head.writeStaticString("\r\n")
         }
         head.writeStaticString("\r\n")
         raw.writeAndFlush(NIOAny(head), promise: nil)
@@ -748,18 +750,11 @@ enum ResponseBytes {
 
     /// RFC 9110's token: the characters a field name may have.
     static func isToken(_ name: String) -> Bool {
-        !name.isEmpty && name.utf8.allSatisfy { byte in
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-                return true
-            default:
-                return "!#$%&'*+-.^_`|~".utf8.contains(byte)
-            }
-        }
+        MockEngine.isToken(name)
     }
 
     /// A field value with surrounding whitespace trimmed and control characters (CR, LF, NUL among them) as spaces.
-    private static func writeValue(_ value: String, into buffer: inout ByteBuffer) {
+    static func writeValue(_ value: String, into buffer: inout ByteBuffer) {
         let bytes = value.utf8
         if bytes.allSatisfy({ $0 >= 0x20 && $0 != 0x7F }), bytes.first != 0x20, bytes.last != 0x20 {
             buffer.writeString(value)
