@@ -140,6 +140,7 @@ package final class PostgresStateStore: SharedState, Sendable {
         logger.logLevel = .critical
         let configuration: PostgresClient.Configuration
         do { configuration = try Self.configuration(options) } catch { throw error }
+        try await Self.probe(options, configuration: configuration, logger: logger)
         let store = PostgresStateStore(client: PostgresClient(configuration: configuration, backgroundLogger: logger), options: options,
                                        engine: engine, catalog: catalog, logger: logger)
         store.tasks.withLock { $0.append(Task { await store.client.run() }) }
@@ -212,6 +213,57 @@ package final class PostgresStateStore: SharedState, Sendable {
             ("application_name", "doppel"),
         ]
         return configuration
+    }
+
+    /// One connection made directly, before the pool's: a refused port, a
+    /// wrong password or a missing database is said at once, in the
+    /// server's words (the pool retries a failing connection until its
+    /// caller gives up, which would say only that no answer came).
+    static func probe(_ options: Options, configuration: PostgresClient.Configuration, logger: Logger) async throws(OpeningError) {
+        let tls: PostgresConnection.Configuration.TLS
+        do {
+            switch URLComponents(string: options.url)?.queryItems?.first(where: { $0.name == "sslmode" })?.value ?? "disable" {
+            case "prefer": tls = .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
+            case "require": tls = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
+            default: tls = .disable
+            }
+        } catch {
+            throw OpeningError(description: "cannot use the state store \(redacted(options.url)): TLS cannot be set up: \(error)")
+        }
+        var direct = PostgresConnection.Configuration(host: configuration.host ?? "127.0.0.1", port: configuration.port ?? 5432,
+                                                      username: configuration.username, password: configuration.password,
+                                                      database: configuration.database, tls: tls)
+        direct.options.connectTimeout = .milliseconds(Int64(max(1, options.timeout) * 1000))
+        direct.options.additionalStartupParameters = configuration.options.additionalStartupParameters
+        let probing = direct
+        do {
+            let connection = try await deadline(max(2, options.timeout * 2)) {
+                try await PostgresConnection.connect(configuration: probing, id: 0, logger: logger)
+            }
+            try? await connection.close()
+        } catch is Timeout {
+            throw OpeningError(description: "cannot use the state store \(redacted(options.url)): no answer within \(max(2, options.timeout * 2).formatted()) s; is PostgreSQL running there?")
+        } catch {
+            throw OpeningError(description: "cannot use the state store \(redacted(options.url)): \(describeConnecting(error))")
+        }
+    }
+
+    /// Why a connection could not be made, as a person would say it.
+    static func describeConnecting(_ error: any Error) -> String {
+        if let error = error as? PSQLError {
+            if let message = error.serverInfo?[.message] {
+                return message + (error.serverInfo?[.sqlState] == "3D000" ? " (create it, or name another database in the URL)" : "")
+            }
+            if let underlying = error.underlying {
+                let text = String(describing: underlying)
+                if text.contains("connectionRefused") || text.contains("Connection refused") || text.contains("ECONNREFUSED") {
+                    return "the connection was refused: is PostgreSQL listening on that host and port?"
+                }
+                return text
+            }
+            return "\(error.code)"
+        }
+        return describe(error)
     }
 
     /// The URL without its password.
@@ -410,7 +462,7 @@ package final class PostgresStateStore: SharedState, Sendable {
         bytes.writeBytes(data.encoded())
         let overrides = !(data.scenario?.overrides.isEmpty ?? true) || !data.forced.isEmpty
         try await connection.query("""
-            UPDATE doppel_sessions SET data = \(bytes), size = \(data.stateSize), scenario = \(data.scenario?.name),
+            UPDATE doppel_sessions SET data = \(bytes), size = \(data.stateSize), scenario = \(Self.storable(data.scenario?.name)),
                 has_overrides = \(overrides), last_used = now()
             WHERE namespace = \(options.namespace) AND id = \(session.id)
             """, logger: logger)
@@ -446,7 +498,24 @@ package final class PostgresStateStore: SharedState, Sendable {
         buffer.withLock { $0.add(row) }
     }
 
-    /// Writes the buffered entries in one statement; they go back to the buffer if it fails.
+    /// `text` as PostgreSQL's `text` can hold it: U+0000, which it refuses
+    /// (an `invalid byte sequence` that would fail the whole statement),
+    /// becomes U+FFFD. Every client-given text Doppel writes goes through
+    /// here: a path, a query, a JSON key named in a reason, a state path.
+    static func storable(_ text: String) -> String {
+        guard text.utf8.contains(0) else { return text }
+        return String(text.unicodeScalars.map { $0.value == 0 ? "\u{FFFD}" : Character($0) })
+    }
+
+    static func storable(_ text: String?) -> String? {
+        text.map { storable($0) }
+    }
+
+    /// Writes the buffered entries in one statement. If the database cannot
+    /// be reached they go back to the buffer; if it refuses the statement
+    /// (something in a row it cannot store), each row is written on its own
+    /// and the ones it still refuses are dropped and counted, so one bad
+    /// row never holds up the rows behind it.
     func flush() async throws {
         let rows = buffer.withLock { buffer -> [Row] in
             defer {
@@ -457,28 +526,58 @@ package final class PostgresStateStore: SharedState, Sendable {
         }
         guard !rows.isEmpty else { return }
         do {
-            try await client.query("""
-                INSERT INTO doppel_journal (namespace, time, session, method, path, query, status, endpoint, response, duration_us, proxied,
-                                            reason, changes, completed)
-                SELECT \(options.namespace), t, s, m, p, NULLIF(q, ''), st, NULLIF(e, ''), NULLIF(r, ''), d, x, NULLIF(w, ''),
-                       CASE WHEN c = '' THEN '{}'::text[] ELSE string_to_array(c, E'\\n') END, a
-                FROM unnest(\(rows.map(\.time))::float8[], \(rows.map(\.session))::text[], \(rows.map(\.method))::text[],
-                            \(rows.map(\.path))::text[], \(rows.map { $0.query ?? "" })::text[], \(rows.map(\.status))::int8[],
-                            \(rows.map { $0.endpointID ?? "" })::text[], \(rows.map { $0.responseName ?? "" })::text[],
-                            \(rows.map(\.durationMicros))::int8[], \(rows.map(\.proxied))::bool[], \(rows.map { $0.reason?.text ?? "" })::text[],
-                            \(rows.map { $0.changes.joined(separator: "\n") })::text[], \(rows.map(\.completed))::float8[])
-                     AS j(t, s, m, p, q, st, e, r, d, x, w, c, a)
-                """, logger: logger)
-        } catch {
-            // Back in front of what arrived meanwhile, as far as the bounds allow.
-            buffer.withLock { buffer in
-                let newer = buffer.rows
-                buffer.rows.removeAll(keepingCapacity: true)
-                buffer.textBytes = 0
-                for row in rows + newer { buffer.add(row) }
+            try await insert(rows)
+        } catch let error as PSQLError where error.serverInfo != nil {
+            var refused: (count: Int, error: any Error) = (0, error)
+            for (index, row) in rows.enumerated() {
+                do {
+                    try await insert([row])
+                } catch let error as PSQLError where error.serverInfo != nil {
+                    refused = (refused.count + 1, error)
+                } catch {
+                    if refused.count > 0 { note(refused: refused.count, refused.error) }
+                    requeue(Array(rows[index...]))
+                    throw error
+                }
             }
+            if refused.count > 0 { note(refused: refused.count, refused.error) }
+        } catch {
+            requeue(rows)
             throw error
         }
+    }
+
+    /// Rows that could not be written (the database could not be reached), back in
+    /// front of what arrived meanwhile, as far as the bounds allow.
+    private func requeue(_ rows: [Row]) {
+        buffer.withLock { buffer in
+            let newer = buffer.rows
+            buffer.rows.removeAll(keepingCapacity: true)
+            buffer.textBytes = 0
+            for row in rows + newer { buffer.add(row) }
+        }
+    }
+
+    /// Journal rows the database refused: dropped, counted, and said in health.
+    private func note(refused count: Int, _ error: any Error) {
+        buffer.withLock { $0.dropped += count }
+        status.withLock { $0.lastError = "journal entries refused by the database: \(Self.describe(error))" }
+        logger.warning("journal entries refused by the database and dropped", metadata: ["count": "\(count)", "error": "\(Self.describe(error))"])
+    }
+
+    private func insert(_ rows: [Row]) async throws {
+        try await client.query("""
+            INSERT INTO doppel_journal (namespace, time, session, method, path, query, status, endpoint, response, duration_us, proxied,
+                                        reason, changes, completed)
+            SELECT \(options.namespace), t, s, m, p, NULLIF(q, ''), st, NULLIF(e, ''), NULLIF(r, ''), d, x, NULLIF(w, ''),
+                   CASE WHEN c = '' THEN '{}'::text[] ELSE string_to_array(c, E'\\n') END, a
+            FROM unnest(\(rows.map(\.time))::float8[], \(rows.map { Self.storable($0.session) })::text[], \(rows.map { Self.storable($0.method) })::text[],
+                        \(rows.map { Self.storable($0.path) })::text[], \(rows.map { Self.storable($0.query ?? "") })::text[], \(rows.map(\.status))::int8[],
+                        \(rows.map { Self.storable($0.endpointID ?? "") })::text[], \(rows.map { Self.storable($0.responseName ?? "") })::text[],
+                        \(rows.map(\.durationMicros))::int8[], \(rows.map(\.proxied))::bool[], \(rows.map { Self.storable($0.reason?.text ?? "") })::text[],
+                        \(rows.map { Self.storable($0.changes.joined(separator: "\n")) })::text[], \(rows.map(\.completed))::float8[])
+                 AS j(t, s, m, p, q, st, e, r, d, x, w, c, a)
+            """, logger: logger)
     }
 
     // MARK: Background
@@ -514,7 +613,15 @@ package final class PostgresStateStore: SharedState, Sendable {
         // buffered before a barrier began is in the table once it ends.
         // (Written first, an entry buffered between the write and the read
         // would be acknowledged unwritten.)
-        try await flush()
+        do {
+            try await flush()
+        } catch {
+            // The journal waits for the next poll; the replica still says it
+            // is alive, acknowledging only the epoch it had (its journal is
+            // not all written), so no barrier passes it by.
+            try await heartbeat(acked: status.withLock { $0.epoch })
+            throw error
+        }
         if epoch != status.withLock({ $0.epoch }) {
             var overridden = Set<String>()
             for try await id in try await client.query(
@@ -526,8 +633,13 @@ package final class PostgresStateStore: SharedState, Sendable {
                 $0.epoch = epoch
             }
         }
+        try await heartbeat(acked: epoch)
+    }
+
+    /// Says this replica is alive, having acknowledged `epoch`.
+    private func heartbeat(acked epoch: Int64) async throws {
         try await client.query("""
-            INSERT INTO doppel_replicas (namespace, replica, heartbeat, acked) VALUES (\(namespace), \(replica), now(), \(epoch))
+            INSERT INTO doppel_replicas (namespace, replica, heartbeat, acked) VALUES (\(options.namespace), \(replica), now(), \(epoch))
             ON CONFLICT (namespace, replica) DO UPDATE SET heartbeat = now(), acked = EXCLUDED.acked
             """, logger: logger)
     }

@@ -315,4 +315,79 @@ struct SharedStateTests {
         #expect(used.json?["limits"]?["stories_used"] == 5)
         await replicas.stop()
     }
+    @Test("A NUL in a path, a JSON key and a state key is journaled and stored: the replica's journal, heartbeat and namespace are kept")
+    func nulCharactersAreStorable() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("nul-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("items.yaml").path
+        try """
+            doppel: 1
+            info: { title: Items, version: "1" }
+            state:
+              collections: { items: [] }
+            endpoints:
+              put-item:
+                request: PUT /items/{id}
+                body: { schema: { type: object, additionalProperties: false, properties: { n: { type: integer } } } }
+                responses:
+                  - status: 200
+                    effects: [ "state.items[path.id] = body" ]
+                    body: "{{ body }}"
+              get-item:
+                request: GET /items/{id}
+                responses:
+                  - when: path.id not in state.items
+                    status: 404
+                    body: { error: no such item }
+                  - status: 200
+                    body: "{{ state.items[path.id] }}"
+            """.write(toFile: file, atomically: true, encoding: .utf8)
+        let replicas = try await SharedReplicas.start(1, contract: file)
+        let client = replicas.clients()[0]
+        // A client-chosen state key and path with U+0000, and a refused JSON key holding one (named in the 422's reason).
+        #expect(try await client.send("PUT", "/items/x%00y", json: ["n": 1], session: "nul").status == 200)
+        #expect(try await client.send("PUT", "/items/a", json: ["a\u{0}b": 1], session: "nul").status == 422)
+        for index in 0..<20 {
+            #expect(try await client.send("PUT", "/items/i\(index)", json: ["n": .int(index)], session: "nul").status == 200)
+        }
+        #expect(try await client.send("GET", "/items/x%00y", session: "nul").json?["n"] == 1)
+        // Every answer counted (the barrier waits for this replica's journal), nothing dropped, the replica healthy.
+        let verified = try await client.send("POST", "/__doppel/verify", json: ["session": "nul", "endpoint": "put-item", "count": 22])
+        #expect(verified.json?["pass"] == .bool(true), "\(verified.json.map { JSONWriter.encodeString($0) } ?? "")")
+        try await Task.sleep(for: .milliseconds(300))
+        let health = try await client.send("GET", "/__doppel/health")
+        #expect(health.status == 200)
+        #expect(health.json?["state_store"]?["journal_dropped"] == 0)
+        #expect(health.json?["state_store"]?["last_error"] == .null, "\(health.json?["state_store"]?["last_error"] ?? .null)")
+        let journal = try await client.send("GET", "/__doppel/journal?session=nul&endpoint=put-item")
+        let stored = try #require(journal.json?["entries"]?.arrayValue?.first { $0["path"]?.stringValue == "/items/x%00y" })
+        #expect(stored["changes"]?.arrayValue?.contains { $0.stringValue?.contains("\u{FFFD}") == true } == true, "\(JSONWriter.encodeString(stored))")
+        let refused = try #require(journal.json?["entries"]?.arrayValue?.first { $0["status"] == 422 })
+        #expect(refused["reason"]?.stringValue?.contains("a\u{FFFD}b") == true, "\(JSONWriter.encodeString(refused))")
+        // Still alive to the namespace: another contract is refused on it.
+        await #expect(throws: PostgresStateStore.OpeningError.self) {
+            _ = try await SharedReplicas.start(1, contract: contractPath("currency.yaml"), namespace: replicas.namespace)
+        }
+        await replicas.stop()
+    }
+    @Test("A wrong store URL is said at once, in words that name what failed: a refused port, a missing database, an unknown user")
+    func wrongStoreURLsAreSaidAtOnce() async throws {
+        let base = try #require(URLComponents(string: TestDatabase.url!))
+        let port = base.port ?? 5432
+        let cases = [
+            ("postgres://doppel@127.0.0.1:1/doppel", "the connection was refused"),
+            ("postgres://\(base.user ?? "doppel")@127.0.0.1:\(port)/no_such_database", "database \"no_such_database\" does not exist"),
+            ("postgres://no_such_role@127.0.0.1:\(port)/doppel", "role \"no_such_role\" does not exist"),
+        ]
+        for (url, words) in cases {
+            let started = ContinuousClock.now
+            await #expect {
+                _ = try await SharedReplicas.start(1, contract: Self.tales, url: url)
+            } throws: { error in
+                "\(error)".contains(words)
+            }
+            #expect(ContinuousClock.now - started < .seconds(5), "\(url) took \(ContinuousClock.now - started)")
+        }
+    }
 }
