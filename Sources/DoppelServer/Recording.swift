@@ -174,12 +174,12 @@ package enum RecordingWriter {
             (try? YAMLWriter.yaml(value, header: header)) ?? "# Doppel could not write this recording as YAML.\n"
         }
         let contract = yaml(contractValue, header: """
-            Recorded by `doppel record` from \(target).
+            Recorded by `doppel record` from \(text.strike(target)).
             One endpoint per method and path; each status seen is a response with
             the first body recorded for it. Secrets are left out or "\(redacted)".
             """)
         let scenario = yaml(.object(JSONObject(scenarioMembers)), header: """
-            Recorded by `doppel record` from \(target): the exchanges in order,
+            Recorded by `doppel record` from \(text.strike(target)): the exchanges in order,
             each expecting the status the target gave. Run it against the
             recorded contract: doppel run THIS-FILE
             """)

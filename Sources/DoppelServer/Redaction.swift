@@ -24,7 +24,7 @@ package struct Redaction: Sendable {
     /// `client_secret`, `newPassword`, `X-Session-Token`, `aws_access_key_id`.
     static let secretParts = [
         "token", "passw", "passphrase", "secret", "apikey", "accesskey", "privatekey", "authorization", "cookie", "session",
-        "credential", "signature", "bearer", "jwt", "passcode", "sessid",
+        "credential", "signature", "bearer", "jwt", "passcode", "sessid", "assertion",
     ]
     /// Whole names, and endings, that mark a secret: `key`, `pwd`, `sig`, `X-Amz-Sig`, `license_key`.
     static let secretNames: Set<String> = ["key", "pwd", "pw", "pass", "pin", "sig", "auth", "sid", "hmac", "otp", "cvv", "cvc", "ssn"]
@@ -235,7 +235,12 @@ package struct Redaction: Sendable {
             UInt32(bytes[at]) << 24 | UInt32(bytes[at + 1]) << 16 | UInt32(bytes[at + 2]) << 8 | UInt32(bytes[at + 3])
         }
 
+        /// `text` with every secret seen by name, and every value shaped as a secret (`Redaction.Shapes`), replaced.
         package func strike(_ text: String) -> String {
+            Shapes.strike(strikeSeen(text))
+        }
+
+        private func strikeSeen(_ text: String) -> String {
             guard !byPrefix.isEmpty, text.utf8.count >= Self.shortest else { return text }
             let bytes = Array(text.utf8)
             var out: [UInt8] = []

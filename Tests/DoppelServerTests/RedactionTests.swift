@@ -114,9 +114,53 @@ struct RedactionTests {
         #expect(headers.contains { $0.0 == "X-Session-Token" && $0.1.constantValue == "[redacted]" })
     }
 
+    /// Secrets under names that say nothing, each known by its shape alone.
+    @Test func secretsKnownByTheirShapeAreNotWritten() throws {
+        func json(_ object: JSON) -> [UInt8] { Array(JSONWriter.encodeString(object).utf8) }
+        let jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJwbGFudGVkLXVzZXItNDIifQ.c2lnbmF0dXJlLXBsYW50ZWQ"
+        let pem = "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEAplantedKeyMaterialXYZ\n-----END RSA PRIVATE KEY-----"
+        let aws = "AKIAPLANTED0KEY12345"
+        let github = "ghp_" + String(repeating: "Pl4nt", count: 8)
+        let stripe = "sk_live_PlantedStripeKey12345"
+        let google = "AIza" + String(repeating: "P", count: 35)
+        let openai = "sk-proj-PlantedOpenAIKey_abcdefgh"
+        let code = "SplxlOBeZQQYbYS6WxSbIA"
+        let fragmentToken = "2YotnFZFEjr1zCsicMWpAA"
+        let assertion = "planted-client-assertion-value"
+        let inner = Data(#"{"session":{"token":"PlantedInnerToken42"}}"#.utf8).base64EncodedString()
+        let password = "hunter2planted"
+        let bearer = "PlantedBearerInText99"
+        let exchanges = [
+            Recorder.Exchange(
+                request: RecordedRequest(method: "GET", target: "/reset/\(jwt)/confirm", headers: []),
+                response: MockResponse(status: 302, headers: [("Location", "https://app.example/cb?code=\(code)&state=xyz#access_token=\(fragmentToken)&token_type=bearer")])),
+            Recorder.Exchange(
+                request: RecordedRequest(method: "POST", target: "/notes", headers: [("Content-Type", "application/json")],
+                                         body: json(["text": .string(pem), "ref": .string(aws), "blob": .string(inner)])),
+                response: MockResponse(status: 200, headers: [("Content-Type", "application/json")],
+                                       body: json(["data": .string(jwt), "keys": [.string(github), .string(stripe), .string(google), .string(openai)],
+                                                   "note": .string("sent with Bearer \(bearer) from the app")]))),
+            Recorder.Exchange(
+                request: RecordedRequest(method: "POST", target: "/oauth/token", headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                                         body: Array("grant_type=client_credentials&client_assertion=\(assertion)".utf8)),
+                response: MockResponse(status: 200, headers: [("Content-Type", "text/plain")], body: Array("see http://svc:\(password)@10.0.0.1/x".utf8))),
+        ]
+        let output = RecordingWriter.write(exchanges, target: "http://admin:\(password)@127.0.0.1:9000", contractFile: "contract.yaml")
+        let written = output.contract + output.scenario
+        for secret in [jwt, "MIIEpAIBAAKCAQEAplantedKeyMaterialXYZ", aws, github, stripe, google, openai, code, fragmentToken, assertion, inner,
+                       "PlantedInnerToken42", password, bearer] {
+            #expect(!written.contains(secret), "the recording holds \(secret)")
+        }
+        // What is not secret stays: the path's shape, the redirect's own state, the grant type.
+        for visible in ["/reset/", "state=xyz", "token_type=bearer", "client_credentials", "127.0.0.1:9000"] {
+            #expect(written.contains(visible), "\(visible) was lost")
+        }
+        _ = try ContractLoader.load(text: output.contract, file: "contract.yaml")
+    }
+
     @Test(arguments: [
         ("X-Api-Key", true), ("X-Session-Token", true), ("client_secret", true), ("key", true), ("pwd", true), ("sig", true),
-        ("Ocp-Apim-Subscription-Key", true), ("refreshToken", true), ("passcode", true),
+        ("Ocp-Apim-Subscription-Key", true), ("refreshToken", true), ("passcode", true), ("client_assertion", true),
         ("X-Request-Id", false), ("author", false), ("name", false), ("page", false), ("keyboard", false), ("content-type", false),
     ])
     func namesThatMarkSecrets(name: String, secret: Bool) {
