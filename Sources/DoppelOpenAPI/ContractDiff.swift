@@ -250,14 +250,26 @@ public enum ContractDiff {
             return (current, name)
         }
 
-        /// `allOf` branches merged: their properties and `required`, for comparing.
-        func flattened(_ schema: JSON, in schemas: [String: JSON], depth: Int = 0) -> JSON {
-            guard depth < 8, let branches = schema["allOf"]?.arrayValue, var object = schema.objectValue else { return schema }
+        /// The most `allOf` branches merged into one schema, however deep:
+        /// a document's nesting is followed to any depth, and a branch that
+        /// names itself again (a cycle) ends at this budget, not in a loop.
+        static let maximumMergedBranches = 10_000
+
+        /// `allOf` branches merged, at any depth: their properties and `required`, for comparing.
+        func flattened(_ schema: JSON, in schemas: [String: JSON]) -> JSON {
+            var budget = Self.maximumMergedBranches
+            return flattened(schema, in: schemas, budget: &budget)
+        }
+
+        private func flattened(_ schema: JSON, in schemas: [String: JSON], budget: inout Int) -> JSON {
+            guard budget > 0, let branches = schema["allOf"]?.arrayValue, var object = schema.objectValue else { return schema }
             object["allOf"] = nil
             var properties = object["properties"]?.objectValue ?? JSONObject()
             var required = object["required"]?.arrayValue ?? []
             for branch in branches {
-                let part = flattened(resolve(branch, in: schemas).0, in: schemas, depth: depth + 1)
+                budget -= 1
+                guard budget > 0 else { break }
+                let part = flattened(resolve(branch, in: schemas).0, in: schemas, budget: &budget)
                 for (name, value) in part["properties"]?.objectValue?.pairs ?? JSONObject().pairs where properties[name] == nil { properties[name] = value }
                 for name in part["required"]?.arrayValue ?? [] where !required.contains(name) { required.append(name) }
                 if object["type"] == nil, let type = part["type"] { object["type"] = type }
@@ -314,7 +326,9 @@ public enum ContractDiff {
             }
 
             if let oldValues = old["enum"]?.arrayValue, let newValues = new["enum"]?.arrayValue {
-                let removed = oldValues.filter { !newValues.contains($0) }, added = newValues.filter { !oldValues.contains($0) }
+                // Sets, so 60,000 values compare in linear time.
+                let oldSet = Set(oldValues), newSet = Set(newValues)
+                let removed = oldValues.filter { !newSet.contains($0) }, added = newValues.filter { !oldSet.contains($0) }
                 if request {
                     if !removed.isEmpty { add("request-enum-narrowed", true, signature, where_, "no longer accepts \(Self.values(removed))") }
                     if !added.isEmpty { add("request-enum-widened", false, signature, where_, "also accepts \(Self.values(added))") }
@@ -366,6 +380,59 @@ public enum ContractDiff {
             }
             if let oldItems = old["items"], let newItems = new["items"] {
                 compareSchema(oldItems, newItems, request: request, signature, place, pointer + "/[]")
+            }
+            for keyword in ["oneOf", "anyOf"] {
+                compareVariants(keyword, old[keyword]?.arrayValue, new[keyword]?.arrayValue, request: request, signature, place, pointer)
+            }
+        }
+
+        /// A `oneOf` or `anyOf`'s branches: matched by the schema they name
+        /// (`$ref`), the rest by position. A request that loses a branch
+        /// refuses values clients send; an answer that gains one may send
+        /// what clients cannot read. Matched branches are compared as schemas.
+        mutating func compareVariants(_ keyword: String, _ old: [JSON]?, _ new: [JSON]?, request: Bool, _ signature: String, _ place: String, _ pointer: String) {
+            guard old != nil || new != nil else { return }
+            let oldBranches = old ?? [], newBranches = new ?? []
+            let at = "\(place) \(pointer)/\(keyword)"
+            if old == nil || new == nil {
+                // A schema that became a choice, or a choice that became one schema.
+                add(request ? "request-variants-changed" : "response-variants-changed", true, signature, at,
+                    old == nil ? "the value is now one of \(newBranches.count) schemas" : "the value is no longer one of \(oldBranches.count) schemas")
+                return
+            }
+            func name(_ branch: JSON) -> String? { branch["$ref"]?.stringValue }
+            var unmatched = Array(newBranches.indices)
+            var pairs: [(Int, Int)] = []
+            var removed: [Int] = []
+            for (index, branch) in oldBranches.enumerated() {
+                if let ref = name(branch), let found = unmatched.firstIndex(where: { name(newBranches[$0]) == ref }) {
+                    pairs.append((index, unmatched.remove(at: found)))
+                } else {
+                    removed.append(index)
+                }
+            }
+            // Branches without a matching name pair up in order (an inline branch edited in place).
+            var stillRemoved: [Int] = []
+            for index in removed {
+                if name(oldBranches[index]) == nil, let found = unmatched.firstIndex(where: { name(newBranches[$0]) == nil }) {
+                    pairs.append((index, unmatched.remove(at: found)))
+                } else {
+                    stillRemoved.append(index)
+                }
+            }
+            func label(_ branch: JSON, _ index: Int) -> String {
+                name(branch).map { String($0.split(separator: "/").last ?? "") } ?? "branch \(index + 1)"
+            }
+            for index in stillRemoved {
+                add(request ? "request-variant-removed" : "response-variant-removed", request, signature, at,
+                    request ? "\(label(oldBranches[index], index)) is no longer accepted" : "\(label(oldBranches[index], index)) is no longer sent")
+            }
+            for index in unmatched {
+                add(request ? "request-variant-added" : "response-variant-added", !request, signature, at,
+                    request ? "\(label(newBranches[index], index)) is also accepted" : "\(label(newBranches[index], index)) may now be sent, which clients do not know")
+            }
+            for (a, b) in pairs.sorted(by: { $0.0 < $1.0 }) {
+                compareSchema(oldBranches[a], newBranches[b], request: request, signature, place, "\(pointer)/\(keyword)/\(a)")
             }
         }
 
