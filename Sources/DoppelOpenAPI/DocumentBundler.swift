@@ -23,10 +23,15 @@ import Foundation
 /// never a URL; at most `maximumFiles` files, each no larger than a
 /// contract; at most `maximumInlinedNodes` nodes copied in by inlining (a
 /// file that references another many times, nested, is refused rather than
-/// multiplied); cycles of inlined references are errors.
+/// multiplied); at most `maximumTotalBytes` in all the referenced files
+/// together (each read is held in memory with its marks, so a hundred files
+/// each within the limit of one would need gigabytes); cycles of inlined
+/// references are errors.
 package struct DocumentBundler {
     /// The most files one document may reference, itself excluded.
     package static let maximumFiles = 100
+    /// The most bytes the referenced files may hold together.
+    package static let maximumTotalBytes = 64 << 20
     /// The most nodes references may bring in by inlining, counted each time
     /// a target is used.
     static let maximumInlinedNodes = SourceReader.maximumNodes
@@ -53,6 +58,8 @@ package struct DocumentBundler {
     /// Targets being inlined, to find cycles.
     var inlining: Set<String> = []
     var inlinedNodes = 0
+    /// Bytes of the referenced files read so far.
+    var totalBytes = 0
     var refused = false
 
     /// The document with every reference to another file resolved, the
@@ -246,6 +253,16 @@ package struct DocumentBundler {
         }
         let relative = String(path.dropFirst(folder.count + 1))
         let shown = shownFolder.isEmpty ? relative : shownFolder + "/" + relative
+        let size = ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.intValue ?? 0
+        guard totalBytes + size <= Self.maximumTotalBytes else {
+            if !refused {
+                errors.error("the files the document references hold more than \(Self.maximumTotalBytes >> 20) MiB together ('\(relative)' would bring them to \((totalBytes + size) >> 20) MiB)",
+                             at: refNode.location)
+            }
+            refused = true
+            return nil
+        }
+        totalBytes += size
         switch SourceReader.readTree(file: shown, what: "referenced file") {
         case .success(let root?):
             files[path] = root

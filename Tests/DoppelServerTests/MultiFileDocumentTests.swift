@@ -124,6 +124,15 @@ struct MultiFileDocumentTests {
         defer { try? FileManager.default.removeItem(at: crowded) }
         let second = ContractDocument.lint(file: crowded.appendingPathComponent("api.yaml").path).map(\.description)
         #expect(second.count == 1 && second[0].contains("error: the document references more than \(DocumentBundler.maximumFiles) files"), "\(second)")
+
+        // Five files of 14 MiB, each within the bound of one: past 64 MiB together, the fifth is refused unread.
+        let text = "note: '" + String(repeating: "a", count: 14 << 20) + "'\n"
+        var heavy = ["api.yaml": Self.document(paths: "  {}", extra: "x-heavy:\n" + (0..<5).map { "  - { $ref: 'h\($0).yaml' }" }.joined(separator: "\n") + "\n")]
+        for index in 0..<5 { heavy["h\(index).yaml"] = text }
+        let weighty = try Self.folder(heavy)
+        defer { try? FileManager.default.removeItem(at: weighty) }
+        let third = ContractDocument.lint(file: weighty.appendingPathComponent("api.yaml").path).map(\.description)
+        #expect(third.count == 1 && third[0].contains("error: the files the document references hold more than 64 MiB together"), "\(third.map { $0.prefix(300) })")
     }
 
     // MARK: Helpers
