@@ -104,9 +104,6 @@ let package = Package(
                 "DoppelCore",
                 // Test servers serve OpenAPI documents as `doppel serve` does.
                 "DoppelOpenAPI",
-                // The runner's HTTP client. Foundation's URLSession would link
-                // libcurl and its TLS stack into every `doppel` process.
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 // Scenario socket steps and DoppelTesting's sockets (WebSocketClient.swift).
                 .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),

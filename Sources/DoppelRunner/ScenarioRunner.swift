@@ -1,5 +1,5 @@
-import AsyncHTTPClient
 import DoppelCore
+import DoppelServer
 import Foundation
 import NIOCore
 import NIOHTTP1
@@ -256,69 +256,55 @@ public struct ScenarioRunner: Sendable {
     /// connections may silently retry a request whose reused connection was
     /// reset or closed without a reply, hiding the very fault a step forces.
     /// Redirects are not followed: a step sees the status the target gave.
+    ///
+    /// With Doppel's own client (`Upstream`), as `--proxy` and callbacks:
+    /// the target is anyone's server, and AsyncHTTPClient 1.37 traps on a
+    /// status below 100 followed by a body, and bounds the wait for a head
+    /// but not a body that drips a byte at a time. Here `timeout` bounds the
+    /// whole exchange, the body by `maximumBodyBytes`.
     func send(_ request: OutgoingRequest) async throws -> HTTPAnswer {
-        var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
-        configuration.maximumUsesPerConnection = 1
-        configuration.connectionPool.retryConnectionEstablishment = false
-        configuration.timeout = .init(connect: .milliseconds(Int64(min(request.timeout, 30) * 1000)))
-        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        guard let url = URLComponents(string: request.url), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+              let host = url.host, !host.isEmpty, let origin = URL(string: "\(scheme)://\(host.contains(":") ? "[\(host)]" : host)\(url.port.map { ":\($0)" } ?? "")") else {
+            throw TargetFailure(description: "invalid URL (\(request.url))")
+        }
+        let client = Upstream(base: origin, timeout: request.timeout, maxBodySize: Self.maximumBodyBytes)
+        defer { Task { await client.shutdown() } }
+        let path = url.percentEncodedPath.isEmpty ? "/" : url.percentEncodedPath
+        let outgoing = RecordedRequest(method: request.method, path: path, query: url.percentEncodedQuery, headers: request.headers, body: request.body ?? [])
         do {
-            let answer = try await exchange(request, on: client)
-            try await client.shutdown()
-            return answer
+            let answer = try await client.send(outgoing)
+            var headers: [String: String] = [:]
+            for field in answer.headers {
+                // Repeated fields are joined as one, the way RFC 9110 allows.
+                headers[field.name] = headers[field.name].map { $0 + ", " + field.value } ?? field.value
+            }
+            return HTTPAnswer(status: answer.status, headers: headers, body: Data(answer.body))
         } catch {
-            try? await client.shutdown()
-            throw error
+            throw TargetFailure(description: Self.describe(error, timeout: request.timeout, address: "\(host):\(url.port ?? (scheme == "https" ? 443 : 80))"))
         }
     }
 
-    private func exchange(_ request: OutgoingRequest, on client: HTTPClient) async throws -> HTTPAnswer {
-        var outgoing = HTTPClientRequest(url: request.url)
-        outgoing.method = .init(rawValue: request.method)
-        for (name, value) in request.headers { outgoing.headers.add(name: name, value: value) }
-        if let body = request.body { outgoing.body = .bytes(ByteBuffer(bytes: body)) }
-        let deadline = NIODeadline.now() + .milliseconds(Int64(request.timeout * 1000))
-        let response = try await client.execute(outgoing, deadline: deadline)
-        let body = try await response.body.collect(upTo: Self.maximumBodyBytes)
-        var headers: [String: String] = [:]
-        for field in response.headers {
-            // Repeated fields are joined as one, the way RFC 9110 allows.
-            headers[field.name] = headers[field.name].map { $0 + ", " + field.value } ?? field.value
-        }
-        return HTTPAnswer(status: Int(response.status.code), headers: headers, body: Data(body.readableBytesView))
+    /// Why a target gave no answer, in words.
+    struct TargetFailure: Error, CustomStringConvertible {
+        let description: String
     }
 
     /// A transport failure in words, like `could not connect to 127.0.0.1:8000: connection refused`.
     static func describe(_ error: any Error, for request: OutgoingRequest) -> String {
-        let timeout = request.timeout
-        let address = URL(string: request.url).map { "\($0.host ?? "?"):\($0.port ?? ($0.scheme == "https" ? 443 : 80))" } ?? request.url
-        if let error = error as? HTTPClientError {
-            switch error {
-            case .deadlineExceeded, .readTimeout, .writeTimeout: return "no answer within \(formatSeconds(timeout))"
-            case .connectTimeout: return "could not connect to \(address) within \(formatSeconds(min(timeout, 30)))"
-            case .remoteConnectionClosed: return "the connection was closed before a complete response"
-            case .bodyLengthMismatch: return "the body was shorter than its Content-Length"
-            case .invalidURL, .emptyHost, .emptyScheme: return "invalid URL (\(error))"
-            default: return "\(error)"
-            }
+        "\(error)"
+    }
+
+    private static func describe(_ failure: Upstream.Failure, timeout: Double, address: String) -> String {
+        switch failure {
+        case .timedOut: "no answer within \(formatSeconds(timeout))"
+        case .couldNotConnect(let reason):
+            "could not connect to \(address): " + (reason == "the connection was refused" ? "connection refused" : reason)
+        case .closedBeforeAnswer: "the connection was closed before a complete response"
+        case .badStatus(let status): "a malformed response: status \(String(format: "%03d", status)) is not an HTTP status (100–599)"
+        case .tooLarge: "the response body is larger than \(maximumBodyBytes >> 20) MiB"
+        case .overBudget(let limit): "the response body does not fit in \(limit >> 20) MiB"
+        case .failed(let reason): reason
         }
-        if let error = error as? NIOConnectionError {
-            return "could not connect to \(address)" + (error.connectionErrors.first.map { ": \($0.error)" } ?? "")
-        }
-        if let error = error as? IOError {
-            switch error.errnoCode {
-            case ECONNREFUSED: return "could not connect to \(address): connection refused"
-            case ECONNRESET: return "the connection was reset"
-            case ETIMEDOUT: return "could not connect to \(address): timed out"
-            default: return error.description
-            }
-        }
-        if let error = error as? HTTPParserError {
-            if error == .invalidEOFState { return "the connection closed before the body was complete" }
-            return "a malformed response: \(error)"
-        }
-        if error is NIOTooManyBytesError { return "the response body is larger than \(maximumBodyBytes >> 20) MiB" }
-        return "\(error)"
     }
 
     private static func formatSeconds(_ seconds: Double) -> String {

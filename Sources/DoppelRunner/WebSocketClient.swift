@@ -28,6 +28,15 @@ public final class WebSocketClient: Sendable {
         case binary([UInt8])
         /// The server's close frame: its code (1005 for none) and reason.
         case close(code: Int, reason: String)
+
+        /// Bytes it holds.
+        var size: Int {
+            switch self {
+            case .text(let text): text.utf8.count
+            case .binary(let bytes): bytes.count
+            case .close(_, let reason): 2 + reason.utf8.count
+            }
+        }
     }
 
     /// Why a connection or a wait failed.
@@ -136,12 +145,32 @@ public final class WebSocketClient: Sendable {
             var handshake: Result<Handshake, Failure>?
             var handshakeWaiter: CheckedContinuation<Handshake, any Error>?
             var messages: [Message] = []
+            /// Bytes of the messages waiting to be received.
+            var queuedBytes = 0
             var waiter: (id: Int, continuation: CheckedContinuation<Message?, Never>)?
             var nextID = 0
             var ended = false
+
+            mutating func take() -> Message? {
+                guard !messages.isEmpty else { return nil }
+                let first = messages.removeFirst()
+                queuedBytes -= first.size
+                return first
+            }
         }
 
         private let state = NIOLockedValueBox(State())
+
+        /// The most messages, and bytes of them, kept unreceived: a server
+        /// that sends faster than a scenario reads is cut off past them
+        /// (the socket ends), rather than growing the runner without bound.
+        static let maximumQueued = 10_000
+        static let maximumQueuedBytes = 64 << 20
+
+        /// Whether `bytes` more can wait to be received.
+        func hasRoom(for bytes: Int) -> Bool {
+            state.withLockedValue { $0.messages.count < Self.maximumQueued && $0.queuedBytes + bytes <= Self.maximumQueuedBytes }
+        }
 
         func answered(_ result: Result<Handshake, Failure>) {
             let waiter = state.withLockedValue { state -> CheckedContinuation<Handshake, any Error>? in
@@ -170,20 +199,25 @@ public final class WebSocketClient: Sendable {
 
         func arrived(_ message: Message?) {
             let waiter = state.withLockedValue { state -> CheckedContinuation<Message?, Never>? in
-                if let message { state.messages.append(message) } else { state.ended = true }
+                if let message {
+                    state.messages.append(message)
+                    state.queuedBytes += message.size
+                } else {
+                    state.ended = true
+                }
                 guard let waiter = state.waiter else { return nil }
                 state.waiter = nil
                 return waiter.continuation
             }
             guard let waiter else { return }
-            let next = state.withLockedValue { $0.messages.isEmpty ? nil : $0.messages.removeFirst() }
+            let next = state.withLockedValue { $0.take() }
             waiter.resume(returning: next)
         }
 
         func next(timeout: Double, on loop: any EventLoop) async -> Message? {
             await withCheckedContinuation { continuation in
                 let (ready, id): (Message??, Int) = state.withLockedValue { state in
-                    if !state.messages.isEmpty { return (.some(state.messages.removeFirst()), 0) }
+                    if let first = state.take() { return (.some(first), 0) }
                     if state.ended { return (.some(nil), 0) }
                     state.nextID += 1
                     state.waiter = (state.nextID, continuation)
@@ -240,7 +274,7 @@ public final class WebSocketClient: Sendable {
             if status == 101 {
                 inbox.answered(.success(Handshake(status: 101, headers: headers, body: [])))
                 let sync = context.pipeline.syncOperations
-                let reader = FrameReader(inbox: inbox)
+                let reader = FrameReader(inbox: inbox, maxMessage: maxMessage)
                 do {
                     try sync.addHandler(WebSocketFrameEncoder(), position: .last)
                     try sync.addHandler(ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: maxMessage)), position: .last)
@@ -293,9 +327,13 @@ public final class WebSocketClient: Sendable {
         typealias InboundIn = WebSocketFrame
         typealias OutboundOut = WebSocketFrame
         private let inbox: Inbox
+        private let maxMessage: Int
         private let partial = NIOLockedValueBox<(opcode: WebSocketOpcode, bytes: [UInt8])?>(nil)
 
-        init(inbox: Inbox) { self.inbox = inbox }
+        init(inbox: Inbox, maxMessage: Int) {
+            self.inbox = inbox
+            self.maxMessage = maxMessage
+        }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             let frame = unwrapInboundIn(data)
@@ -303,15 +341,30 @@ public final class WebSocketClient: Sendable {
             let bytes = payload.readBytes(length: payload.readableBytes) ?? []
             switch frame.opcode {
             case .text, .binary, .continuation:
-                let whole = partial.withLockedValue { partial -> (WebSocketOpcode, [UInt8])? in
+                // A message of many fragments is bounded as one of a single frame is (`maxMessage`).
+                let whole = partial.withLockedValue { partial -> Result<(WebSocketOpcode, [UInt8])?, Failure> in
                     var current: (opcode: WebSocketOpcode, bytes: [UInt8]) = frame.opcode == .continuation ? partial ?? (.text, []) : (frame.opcode, [])
+                    guard current.bytes.count + bytes.count <= maxMessage else {
+                        partial = nil
+                        return .failure(Failure(description: "a message over \(maxMessage) bytes"))
+                    }
                     current.bytes += bytes
-                    if frame.fin { partial = nil; return current }
+                    if frame.fin { partial = nil; return .success(current) }
                     partial = current
-                    return nil
+                    return .success(nil)
                 }
-                if let (opcode, data) = whole {
-                    inbox.arrived(opcode == .text ? .text(String(decoding: data, as: UTF8.self)) : .binary(data))
+                switch whole {
+                case .failure:
+                    context.close(promise: nil)
+                case .success(let message?):
+                    guard inbox.hasRoom(for: message.1.count) else {
+                        // The scenario reads slower than the server sends: the socket ends here.
+                        context.close(promise: nil)
+                        return
+                    }
+                    inbox.arrived(message.0 == .text ? .text(String(decoding: message.1, as: UTF8.self)) : .binary(message.1))
+                case .success(nil):
+                    break
                 }
             case .ping:
                 context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, maskKey: .random(), data: ByteBuffer(bytes: bytes))), promise: nil)

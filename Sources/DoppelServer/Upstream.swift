@@ -18,7 +18,7 @@ import NIOSSL
 /// the wait for the head, not a body that arrives a byte at a time. Here one
 /// deadline covers the whole exchange, a status outside 200–599 is a 502,
 /// and the body is refused past `maxBodySize` as it arrives.
-final class Upstream: Sendable {
+package final class Upstream: Sendable {
     /// `http://host:port/base`, without a trailing slash: made from the
     /// upstream URL's scheme, host, port and path alone, so that nothing a
     /// request sends is read as part of the upstream's authority.
@@ -36,11 +36,11 @@ final class Upstream: Sendable {
     private let idle = NIOLockedValueBox<[any Channel]>([])
 
     /// The largest upstream body passed back; a larger one is a 502.
-    static let maxBodySize = 16 << 20
+    package static let maxBodySize = 16 << 20
     /// The most bytes of upstream bodies held at once, over all exchanges in
     /// flight: 200 concurrent 16 MiB answers would otherwise hold 3 GiB. An
     /// answer that would go past it is a 502.
-    static let maxBodyBytesInFlight = 256 << 20
+    package static let maxBodyBytesInFlight = 256 << 20
     /// Bytes of upstream bodies being received now (see `maxBodyBytesInFlight`).
     let inFlight: BodyBudget
     /// Idle upstream connections kept open for reuse.
@@ -51,8 +51,15 @@ final class Upstream: Sendable {
         "transfer-encoding", "upgrade", "host", "content-length",
     ]
 
-    init(base url: URL, timeout: Double, maxBodyBytesInFlight: Int = Upstream.maxBodyBytesInFlight) {
-        inFlight = BodyBudget(limit: maxBodyBytesInFlight)
+    /// The largest body of one answer this client reads.
+    let maxBodySize: Int
+
+    /// A client of the server at `url`; its answers' bodies are held in
+    /// `budget` (one of its own when nil, of `maxBodyBytesInFlight` bytes).
+    package init(base url: URL, timeout: Double, maxBodyBytesInFlight: Int = Upstream.maxBodyBytesInFlight,
+                 maxBodySize: Int = Upstream.maxBodySize, budget: BodyBudget? = nil) {
+        inFlight = budget ?? BodyBudget(limit: maxBodyBytesInFlight)
+        self.maxBodySize = maxBodySize
         let secure = url.scheme?.lowercased() == "https"
         host = url.host ?? "127.0.0.1"
         port = url.port ?? (secure ? 443 : 80)
@@ -73,6 +80,35 @@ final class Upstream: Sendable {
         guard request.path.utf8.first == UInt8(ascii: "/") else {
             return (Problem.invalidTarget(method: request.method, target: request.path).response(), false)
         }
+        do {
+            let answer = try await exchange(head(for: request), body: request.body, deadline: NIODeadline.now() + .nanoseconds(Int64(timeout * 1e9)))
+            defer { inFlight.release(answer.reserved) }
+            var response = MockResponse(status: Int(answer.head.status.code), body: answer.body.map { Array($0.readableBytesView) } ?? [])
+            response.headers = answer.head.headers.filter { !Self.hopByHop.contains($0.name.lowercased()) }.map { (name: $0.name, value: $0.value) }
+            return (response, true)
+        } catch .timedOut {
+            return (Problem.gatewayTimeout(upstream: base, seconds: timeout).response(), false)
+        } catch {
+            return (Problem.badGateway(upstream: base, reason: error.reason).response(), false)
+        }
+    }
+
+    /// One request as a client sends it, and the answer as it came, every
+    /// header included: what `doppel run --target` and `doppel verify` use,
+    /// so a provider's answer is read within the same bounds as a proxied
+    /// one (one deadline for the whole exchange, its body by size, a status
+    /// outside 200–599 refused). Throws why there is no answer.
+    package func send(_ request: RecordedRequest) async throws(Failure) -> (status: Int, headers: [(name: String, value: String)], body: [UInt8]) {
+        guard request.path.utf8.first == UInt8(ascii: "/") else { throw .failed("'\(request.path)' is not a path") }
+        let answer = try await exchange(head(for: request), body: request.body, deadline: NIODeadline.now() + .nanoseconds(Int64(timeout * 1e9)))
+        defer { inFlight.release(answer.reserved) }
+        return (Int(answer.head.status.code), answer.head.headers.map { (name: $0.name, value: $0.value) }, answer.body.map { Array($0.readableBytesView) } ?? [])
+    }
+
+    /// The head sent for `request`: its method, the upstream's base path
+    /// before its path, the upstream's `Host`, and its headers but those of
+    /// one connection.
+    private func head(for request: RecordedRequest) -> HTTPRequestHead {
         var head = HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: request.method),
                                    uri: basePath + request.path + (request.query.map { "?" + $0 } ?? ""))
         head.headers.add(name: "Host", value: hostHeader)
@@ -85,18 +121,7 @@ final class Upstream: Sendable {
         if !request.body.isEmpty || !["GET", "HEAD", "DELETE", "OPTIONS"].contains(request.method) {
             head.headers.add(name: "Content-Length", value: String(request.body.count))
         }
-        let deadline = NIODeadline.now() + .nanoseconds(Int64(timeout * 1e9))
-        do {
-            let answer = try await exchange(head, body: request.body, deadline: deadline)
-            defer { inFlight.release(answer.reserved) }
-            var response = MockResponse(status: Int(answer.head.status.code), body: answer.body.map { Array($0.readableBytesView) } ?? [])
-            response.headers = answer.head.headers.filter { !Self.hopByHop.contains($0.name.lowercased()) }.map { (name: $0.name, value: $0.value) }
-            return (response, true)
-        } catch .timedOut {
-            return (Problem.gatewayTimeout(upstream: base, seconds: timeout).response(), false)
-        } catch {
-            return (Problem.badGateway(upstream: base, reason: error.reason).response(), false)
-        }
+        return head
     }
 
     /// One request and its answer: on a kept connection if one is open (once
@@ -114,8 +139,13 @@ final class Upstream: Sendable {
         do {
             channel = try await connect(deadline: deadline)
         } catch {
+            // A refusal is said as one even when this task resumes past the
+            // deadline (a busy machine): only the connect's own timeout is a timeout.
             if case ChannelError.connectTimeout = error { throw .timedOut }
-            throw NIODeadline.now() >= deadline ? .timedOut : .failed(Self.describe(error))
+            if let error = error as? NIOConnectionError, error.connectionErrors.contains(where: {
+                if case ChannelError.connectTimeout = $0.error { return true } else { return false }
+            }) { throw .timedOut }
+            throw .couldNotConnect(Self.describe(error))
         }
         return try await run(head, body: body, on: channel, deadline: deadline)
     }
@@ -123,18 +153,22 @@ final class Upstream: Sendable {
     private func connect(deadline: NIODeadline) async throws -> any Channel {
         let tlsContext = try tls?.get()
         let serverName = host.contains(":") || host.allSatisfy({ $0.isNumber || $0 == "." }) ? nil : host
-        return try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        let bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .connectTimeout(max(.milliseconds(1), deadline - .now()))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let pipeline = channel.pipeline.syncOperations
                     if let tlsContext { try pipeline.addHandler(NIOSSLClientHandler(context: tlsContext, serverHostname: serverName)) }
                     try pipeline.addHTTPClientHandlers()
-                    try pipeline.addHandler(Exchange(limit: Self.maxBodySize, budget: self.inFlight))
+                    try pipeline.addHandler(Exchange(limit: self.maxBodySize, budget: self.inFlight))
                 }
             }
-            .connect(host: host, port: port)
-            .get()
+        // An address is connected to as it is: a name's lookup (getaddrinfo,
+        // on a shared pool of threads) can wait behind other work for seconds.
+        if let address = try? SocketAddress(ipAddress: host, port: port) {
+            return try await bootstrap.connect(to: address).get()
+        }
+        return try await bootstrap.connect(host: host, port: port).get()
     }
 
     /// Sends the request on `channel` and waits for the answer, at most until
@@ -181,30 +215,33 @@ final class Upstream: Sendable {
         return text
     }
 
-    func shutdown() async {
+    package func shutdown() async {
         for channel in idle.withLockedValue({ channels in defer { channels.removeAll() }; return channels }) {
             try? await channel.close()
         }
     }
 
     /// Why an exchange with the upstream failed.
-    enum Failure: Error {
+    package enum Failure: Error {
         case timedOut
+        /// No connection could be made (refused, unreachable, no such host).
+        case couldNotConnect(String)
         /// The connection closed (or was found closed) before any byte of an answer.
         case closedBeforeAnswer
         case badStatus(Int)
-        case tooLarge
-        case overBudget
+        case tooLarge(limit: Int)
+        case overBudget(limit: Int)
         case failed(String)
 
         /// The reason a 502 gives.
-        var reason: String {
+        package var reason: String {
             switch self {
+            case .couldNotConnect(let reason): reason
             case .timedOut: "it did not answer in time"
             case .closedBeforeAnswer: "it closed the connection without an answer"
             case .badStatus(let status): "its status \(status) is not one Doppel passes back (200–599)"
-            case .tooLarge: "its response body is larger than \(Upstream.maxBodySize) bytes"
-            case .overBudget: "its response body does not fit in the memory for upstream answers in flight (\(Upstream.maxBodyBytesInFlight >> 20) MiB), which other answers hold now"
+            case .tooLarge(let limit): "its response body is larger than \(limit) bytes"
+            case .overBudget(let limit): "its response body does not fit in the memory for upstream answers in flight (\(limit >> 20) MiB), which other answers hold now"
             case .failed(let reason): reason
             }
         }
@@ -270,12 +307,12 @@ private final class Exchange: ChannelInboundHandler {
             head = received
         case .body(let part):
             guard (body?.readableBytes ?? 0) + part.readableBytes <= limit else {
-                finish(.failure(Upstream.Failure.tooLarge))
+                finish(.failure(Upstream.Failure.tooLarge(limit: limit)))
                 context.close(promise: nil)
                 return
             }
             guard budget.reserve(part.readableBytes) else {
-                finish(.failure(Upstream.Failure.overBudget))
+                finish(.failure(Upstream.Failure.overBudget(limit: budget.limit)))
                 context.close(promise: nil)
                 return
             }
@@ -314,7 +351,7 @@ private final class Exchange: ChannelInboundHandler {
 }
 
 /// A count of bytes held, shared by every exchange, that refuses to go past its limit.
-final class BodyBudget: Sendable {
+package final class BodyBudget: Sendable {
     let limit: Int
     private let held = NIOLockedValueBox(0)
 

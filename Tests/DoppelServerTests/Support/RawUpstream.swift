@@ -23,9 +23,13 @@ final class RawUpstream: @unchecked Sendable {
     /// Whether it reads a request and never answers it, holding the connection until stopped.
     private let silent: Bool
 
-    init(answer: String, silent: Bool = false) throws {
+    /// Whether it writes its answer and then holds the connection until stopped (a body that never ends).
+    private let holds: Bool
+
+    init(answer: String, silent: Bool = false, holds: Bool = false) throws {
         self.answer = Array(answer.utf8)
         self.silent = silent
+        self.holds = holds
         #if canImport(Glibc)
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         #else
@@ -76,6 +80,7 @@ final class RawUpstream: @unchecked Sendable {
                 while !stopped.withLockedValue({ $0 }) { usleep(20_000) }
             } else {
                 _ = answer.withUnsafeBytes { Foundation.send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                while holds, !stopped.withLockedValue({ $0 }) { usleep(20_000) }
             }
             close(client)
         }
