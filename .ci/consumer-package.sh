@@ -20,7 +20,8 @@ package="$work/TalesClient"
 rm -rf "$package/Sources" "$package/Tests" "$package/Package.swift" "$package/contracts" "$package/scenarios"
 mkdir -p "$package"
 
-python3 - "$package" "$repo/README.md" "$repo/docs/testing.md" <<'PY'
+write_blocks() {
+python3 - "$package" "$@" <<'PY'
 import os, re, sys
 package, documents = sys.argv[1], sys.argv[2:]
 written = {}
@@ -45,10 +46,18 @@ if len(setups) != 1:
     sys.exit(f"expected one ```sh setup.sh block, found {len(setups)}")
 open(os.path.join(os.path.dirname(package), "setup.sh"), "w", encoding="utf-8").write(setups[0])
 PY
+}
 
+# The README's blocks alone, as a reader pastes them: the package they make
+# must load (every target with its sources) before docs/testing.md adds to it.
 # The package's contracts and scenarios come from the README's own setup
 # block, so a reader who pastes it gets what this script builds.
+write_blocks "$repo/README.md"
 (cd "$work" && bash -euo pipefail setup.sh)
+(cd "$package" && swift package describe >/dev/null) || { echo "the README's package does not load as pasted" >&2; exit 1; }
 
+# Then with docs/testing.md's blocks: they compile and their tests pass.
+write_blocks "$repo/README.md" "$repo/docs/testing.md"
+(cd "$work" && bash -euo pipefail setup.sh)
 cd "$package"
 swift test

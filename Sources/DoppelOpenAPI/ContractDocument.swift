@@ -145,6 +145,45 @@ public enum ContractDocument {
     /// `components.responses` a document may have for OpenAPIKit to validate it.
     package static let largestValidatedMap = 2_000
 
+    /// Keywords whose value is a schema, where JSON Schema 2020-12 allows
+    /// `true` or `false` for one.
+    static let schemaKeywords: Set<String> = [
+        "items", "contains", "not", "if", "then", "else", "propertyNames", "unevaluatedItems", "unevaluatedProperties", "additionalItems",
+    ]
+    /// Keywords whose value maps names to schemas, or lists schemas.
+    static let schemaMapKeywords: Set<String> = ["properties", "patternProperties", "$defs", "dependentSchemas"]
+    static let schemaListKeywords: Set<String> = ["prefixItems", "allOf", "anyOf", "oneOf"]
+
+    /// The document as OpenAPIKit is given it: a boolean schema (`items:
+    /// false` after `prefixItems`, valid JSON Schema 2020-12 that OpenAPIKit
+    /// 6.4 cannot decode) written as the object schema that means the same
+    /// (`{}` for true, `{not: {}}` for false). Only OpenAPIKit's copy:
+    /// Doppel's own schema loader reads the document as written.
+    static func booleanSchemasSpelledOut(_ value: JSON) -> JSON {
+        func schema(_ value: JSON) -> JSON {
+            switch value {
+            case .bool(true): return .object(JSONObject())
+            case .bool(false): return .object(JSONObject([("not", .object(JSONObject()))]))
+            default: return booleanSchemasSpelledOut(value)
+            }
+        }
+        switch value {
+        case .object(let object):
+            return .object(JSONObject(object.pairs.map { key, member in
+                if schemaKeywords.contains(key) { return (key, schema(member)) }
+                if schemaMapKeywords.contains(key), let map = member.objectValue {
+                    return (key, .object(JSONObject(map.pairs.map { ($0.key, schema($0.value)) })))
+                }
+                if schemaListKeywords.contains(key), let list = member.arrayValue { return (key, .array(list.map(schema))) }
+                return (key, booleanSchemasSpelledOut(member))
+            }))
+        case .array(let items):
+            return .array(items.map(booleanSchemasSpelledOut))
+        default:
+            return value
+        }
+    }
+
     /// Stage 1: decodes and validates the document with OpenAPIKit; its
     /// problems located in the document.
     static func read(root: SourceNode, file: String) -> [Diagnostic] {
@@ -159,7 +198,7 @@ public enum ContractDocument {
             // 1,000 operations take seconds; JSONDecoder takes milliseconds.
             // Vendor extensions (`x-`) are not decoded: Doppel does not use
             // them, and OpenAPIKit decodes every object twice to find them.
-            let json = Data(JSONWriter.encode(root.json))
+            let json = Data(JSONWriter.encode(Self.booleanSchemasSpelledOut(root.json)))
             let decoder = JSONDecoder()
             if version.hasPrefix("3.0") {
                 decoder.userInfo[OpenAPIKit30.VendorExtensionsConfiguration.enabledKey] = false

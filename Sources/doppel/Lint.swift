@@ -34,7 +34,7 @@ struct Lint: ParsableCommand {
             let file = found.hasPrefix(here) ? String(found.dropFirst(here.count)) : found
             // Found in a folder, a YAML file of another tool's (a CI workflow, a generator's config) is passed over.
             if !named.contains(found), ScenarioLoader.kind(of: found) == .other {
-                print("\(file): skipped (not a contract, scenario or OpenAPI document)")
+                say("\(file): skipped (not a contract, scenario or OpenAPI document)")
                 continue
             }
             let diagnostics = ScenarioLoader.isScenario(file: file)
@@ -45,11 +45,18 @@ struct Lint: ParsableCommand {
             errors += count + (strict ? warnings : 0)
             let warned = warnings == 0 ? "" : "\(warnings) warning\(warnings == 1 ? "" : "s")"
             if count > 0 {
-                print("\(file): \(count) error\(count == 1 ? "" : "s")" + (warned.isEmpty ? "" : ", " + warned))
+                say("\(file): \(count) error\(count == 1 ? "" : "s")" + (warned.isEmpty ? "" : ", " + warned))
             } else {
-                print(warned.isEmpty ? "\(file): ok" : "\(file): ok, \(warned)\(strict ? " (errors with --strict)" : "")")
+                say(warned.isEmpty ? "\(file): ok" : "\(file): ok, \(warned)\(strict ? " (errors with --strict)" : "")")
             }
         }
         if errors > 0 { throw ExitCode(1) }
+    }
+
+    /// A file's summary line, written at once (not through `print`'s
+    /// buffer), so it follows that file's problems on standard error in the
+    /// order they happened when both streams go to one terminal or pipe.
+    private func say(_ line: String) {
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
     }
 }

@@ -27,6 +27,10 @@ struct OpenAPIServingTests {
             #expect(unknown.status == 400)
             #expect(unknown.json?["type"] == "urn:doppel:problem:unknown-preference")
             #expect(unknown.json?["detail"]?.stringValue?.contains("200 two, 200 none, 400") == true)
+            // A code that is no status is named as it was written.
+            let impossible = try await client.send("GET", "/api/v2/pets", token: nil, headers: ["Prefer": "code=999"])
+            #expect(impossible.status == 400)
+            #expect(impossible.json?["detail"]?.stringValue?.contains("code=999 (not a status)") == true, "\(impossible.json ?? .null)")
             // An invalid query gets the operation's documented 400.
             let invalid = try await client.send("GET", "/api/v2/pets?limit=0", token: nil)
             #expect(invalid.status == 400 && invalid.json == ["error": "bad_request"])

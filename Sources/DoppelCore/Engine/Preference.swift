@@ -5,6 +5,8 @@
 package struct Preference: Sendable, Equatable {
     package var code: Int?
     package var example: String?
+    /// The code as it was written, for messages (`code=999`, not the 0 it is kept as).
+    private var codeText: String?
 
     /// The preference in a `Prefer` header; nil when it asks for neither a code nor an example.
     /// A `code` that is not a status (`code=abc`) is kept as an impossible 0, so it is refused, not ignored.
@@ -17,7 +19,9 @@ package struct Preference: Sendable, Equatable {
             var value = String(pair[1].trimmingSpaces)
             if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") { value = String(value.dropFirst().dropLast()) }
             switch name {
-            case "code": code = Int(value).flatMap { (100...599).contains($0) ? $0 : nil } ?? 0
+            case "code":
+                code = Int(value).flatMap { (100...599).contains($0) ? $0 : nil } ?? 0
+                codeText = String(value.prefix(40))
             case "example": example = value
             default: break
             }
@@ -34,6 +38,6 @@ package struct Preference: Sendable, Equatable {
 
     /// What was asked, for messages: `code=404, example=missing`.
     package var description: String {
-        [code.map { "code=\($0)" }, example.map { "example=\($0)" }].compactMap { $0 }.joined(separator: ", ")
+        [code.map { "code=\(codeText ?? String($0))" + ($0 == 0 ? " (not a status)" : "") }, example.map { "example=\($0)" }].compactMap { $0 }.joined(separator: ", ")
     }
 }

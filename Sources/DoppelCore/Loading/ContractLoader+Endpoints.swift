@@ -72,8 +72,10 @@ extension ContractLoader {
         }
         let full = basePath + String(parts[1])
         if full == "/__doppel" || full.hasPrefix("/__doppel/") {
-            diagnostics.error("path \(full) is under /__doppel/, which the admin API answers; this endpoint could never be reached",
-                              at: requestNode.contentLocation.advanced(by: parts[0].count + 1))
+            // In a vendor's document (the admin API's own, say) a mistake of the document, served as written.
+            let message = "path \(full) is under /__doppel/, which the admin API answers; this endpoint could never be reached"
+            let at = requestNode.contentLocation.advanced(by: parts[0].count + 1)
+            if isVendorDocument { diagnostics.warning(message, at: at) } else { diagnostics.error(message, at: at) }
         }
 
         let auth = reader["auth"].map { readSchemeNames($0, context: "auth of \(context)") } ?? defaultAuth

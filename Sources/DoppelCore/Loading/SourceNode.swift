@@ -445,7 +445,7 @@ package enum SourceReader {
                 if problemText.contains("Maximum nesting level") || contextText?.contains("Maximum nesting level") == true {
                     fail("YAML nests deeper than the parser allows (1000 levels; Doppel reads at most \(maximumDepth))", at: at)
                 } else {
-                    fail("YAML syntax: \(contextText.map { "\($0) " } ?? "")\(problemText)", at: at)
+                    fail("YAML syntax: \(contextText.map { "\($0) " } ?? "")\(problemText)\(SourceReader.syntaxHint(problemText))", at: at)
                 }
             }
         }
@@ -545,5 +545,23 @@ package enum SourceReader {
             }
             members.append(node)
         }
+    }
+}
+
+extension SourceReader {
+    /// What libyaml's words usually mean, said plainly: most of its syntax
+    /// errors are a line indented unlike its neighbours, or a `: ` inside a
+    /// plain value.
+    static func syntaxHint(_ problem: String) -> String {
+        if problem.contains("did not find expected key") || problem.contains("did not find expected '-' indicator") {
+            return " (check the indentation: this line is indented differently from the keys beside it)"
+        }
+        if problem.contains("mapping values are not allowed") {
+            return " (a value holding ': ' must be quoted, or a line is indented under a key that already has a value)"
+        }
+        if problem.contains("found character that cannot start any token") {
+            return " (a tab? YAML indents with spaces only; or quote a value starting with @ or `)"
+        }
+        return ""
     }
 }

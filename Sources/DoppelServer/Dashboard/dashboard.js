@@ -180,6 +180,11 @@ function dispatch(block) {
       addEntry(value);
       break;
     case "state":
+      // A session started over (a reset, a scenario, its whole state replaced), by this page or any
+      // other client: the changes marked before belong to the state it left.
+      if (/^(POST \S*\/reset|PUT \S*\/scenario|DELETE \S*\/scenario|PUT \S*\/state)/.test(value.call || "")) {
+        if (value.session === null) state.changes.clear(); else state.changes.delete(value.session);
+      }
       refreshSoon(value.session);
       break;
     case "journal":
