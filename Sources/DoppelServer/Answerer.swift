@@ -73,8 +73,13 @@ struct Answerer: Sendable {
         return .events(session: session)
     }
 
-    /// An admin call's answer, after telling the event stream what it changed.
+    /// An admin call's answer, after what follows from it: a reset ends the
+    /// callbacks its sessions still wait to send, and the event stream is
+    /// told what changed.
     func announced(_ response: MockResponse, for request: RecordedRequest) -> MockResponse {
+        if request.method == "POST", request.path == AdminAPI.prefix + "/reset", (200..<300).contains(response.status) {
+            if admin.namesNoSession(request) { callbacks.cancelAll() } else if let session = admin.namedSession(request) { callbacks.cancel(session: session) }
+        }
         guard events.isObserved, request.method != "GET", request.method != "HEAD", (200..<300).contains(response.status) else { return response }
         let call = String(request.path.dropFirst(AdminAPI.prefix.count))
         // Calls that change no session's state, clock or scenario are not events.
@@ -140,7 +145,11 @@ struct Answerer: Sendable {
         }
         if !decision.response.callbacks.isEmpty, let session = decision.entry?.session {
             let slot = self.slot, events = self.events, log = self.log
-            callbacks.send(decision.response.callbacks, endpointID: decision.response.endpointID, session: session, engine: { slot.versioned.engine }) { entry in
+            // A request Doppel sent as a callback says how deep in a chain of them it is.
+            // (A depth below 0 is a client's, and counts as 0: a chain cannot be lengthened by sending one.)
+            let depth = max(0, request.header(CallbackSender.depthHeader).flatMap { Int($0.trimmingCharacters(in: .whitespaces)) } ?? 0)
+            callbacks.send(decision.response.callbacks, endpointID: decision.response.endpointID, session: session, depth: depth,
+                           engine: { slot.versioned.engine }) { entry in
                 if events.isObserved, events.wants(session: entry.session) { events.publish("callback", session: entry.session, data: entry.json) }
                 log.request(method: entry.method, path: entry.path, status: entry.status, endpointID: entry.endpointID, session: entry.session,
                             durationMicros: entry.durationMicros)

@@ -81,6 +81,13 @@ package struct CallbackAllowError: Error, Sendable {
 /// 429) with a doubling wait, every attempt journaled (`CALLBACK`, counted
 /// under `<endpoint>.<name>` with the receiver's status, 0 for none).
 ///
+/// Bounded (docs/limits.md#callbacks): callbacks waiting or in flight, in
+/// all and per session (one session cannot take every place); the bytes of
+/// their bodies waiting; the bytes of receivers' answers held at once; and
+/// the length of a chain (a callback whose receiver is an endpoint that
+/// sends callbacks: each request Doppel sends carries its depth in
+/// `Doppel-Callback-Depth`). A reset ends its sessions' waiting callbacks.
+///
 /// Sent with Doppel's own HTTP client (`Upstream`), not AsyncHTTPClient:
 /// AsyncHTTPClient 1.37 traps on a status below 100 followed by a body, and
 /// a receiver is anyone's server; `Upstream` bounds the whole exchange by
@@ -89,7 +96,28 @@ package final class CallbackSender: Sendable {
     package let allowed: CallbackAllowList
     /// The most callbacks waiting or in flight at once; more are refused (and journaled).
     package static let maximumPending = 1_000
-    private let pending = NIOLockedValueBox([UUID: Task<Void, Never>]())
+    /// The most of them one session may have.
+    package static let maximumPendingPerSession = 100
+    /// The most bytes of callback bodies waiting or in flight at once.
+    package static let maximumBodyBytes = 64 << 20
+    /// The largest answer of a receiver read (its status is what counts); a larger one fails the attempt.
+    package static let maximumAnswerBytes = 1 << 20
+    /// The most bytes of receivers' answers held at once, over all callbacks.
+    package static let maximumAnswerBytesInFlight = 64 << 20
+    /// The longest chain: a callback sent in answer to a request that was itself the `maximumChain`-th callback of one is refused.
+    package static let maximumChain = 8
+    /// The header that carries a callback's place in a chain.
+    package static let depthHeader = "Doppel-Callback-Depth"
+
+    private struct Pending {
+        let session: String
+        let bodyBytes: Int
+        let task: Task<Void, Never>
+    }
+
+    private let pending = NIOLockedValueBox([UUID: Pending]())
+    /// Receivers' answers, held while read: one budget for every callback.
+    private let answers = BodyBudget(limit: CallbackSender.maximumAnswerBytesInFlight)
 
     package init(allowed: CallbackAllowList = .loopback) {
         self.allowed = allowed
@@ -98,33 +126,54 @@ package final class CallbackSender: Sendable {
     /// Callbacks waiting or in flight.
     package var count: Int { pending.withLockedValue { $0.count } }
 
-    /// Starts `callbacks`, asked for by an answer of `endpointID` in `session`.
-    func send(_ callbacks: [RenderedCallback], endpointID: String?, session: String, engine: @escaping @Sendable () -> MockEngine,
+    /// Starts `callbacks`, asked for by an answer of `endpointID` in
+    /// `session` to a request `depth` callbacks deep (0: not a callback).
+    func send(_ callbacks: [RenderedCallback], endpointID: String?, session: String, depth: Int = 0, engine: @escaping @Sendable () -> MockEngine,
               publish: @escaping @Sendable (Journal.Entry) -> Void) {
         for callback in callbacks {
             let id = UUID()
             let target = "\(endpointID ?? "fallbacks").\(callback.name)"
-            let started = pending.withLockedValue { pending -> Bool in
-                guard pending.count < Self.maximumPending else { return false }
-                pending[id] = Task { [self] in
-                    await deliver(callback, target: target, session: session, engine: engine, publish: publish)
-                    _ = self.pending.withLockedValue { $0.removeValue(forKey: id) }
-                }
-                return true
-            }
-            if !started {
+            guard depth < Self.maximumChain else {
                 publish(Self.journal(callback, target: target, session: session, engine: engine(), status: 0, micros: 0,
-                                     reason: "not sent: \(Self.maximumPending) callbacks are already waiting or in flight"))
+                                     reason: "not sent: it would be the \(depth + 1)th callback of a chain (each sent in answer to the one before); a chain ends at \(Self.maximumChain)"))
+                continue
+            }
+            let refusal = pending.withLockedValue { pending -> String? in
+                guard pending.count < Self.maximumPending else { return "\(Self.maximumPending) callbacks are already waiting or in flight" }
+                guard pending.values.lazy.filter({ $0.session == session }).count < Self.maximumPendingPerSession else {
+                    return "\(Self.maximumPendingPerSession) callbacks of session \(session) are already waiting or in flight"
+                }
+                let bytes = pending.values.reduce(0) { $0 + $1.bodyBytes }
+                guard bytes + callback.body.count <= Self.maximumBodyBytes else {
+                    return "the callbacks waiting or in flight already hold \(bytes >> 20) MiB of bodies (at most \(Self.maximumBodyBytes >> 20) MiB)"
+                }
+                pending[id] = Pending(session: session, bodyBytes: callback.body.count, task: Task { [self] in
+                    await deliver(callback, target: target, session: session, depth: depth + 1, engine: engine, publish: publish)
+                    _ = self.pending.withLockedValue { $0.removeValue(forKey: id) }
+                })
+                return nil
+            }
+            if let refusal {
+                publish(Self.journal(callback, target: target, session: session, engine: engine(), status: 0, micros: 0, reason: "not sent: " + refusal))
             }
         }
     }
 
-    /// Ends every waiting callback (the server is stopping).
+    /// Ends every waiting callback (the server is stopping, or every session was reset).
     package func cancelAll() {
-        for task in pending.withLockedValue({ pending in defer { pending.removeAll() }; return Array(pending.values) }) { task.cancel() }
+        for task in pending.withLockedValue({ pending in defer { pending.removeAll() }; return pending.values.map(\.task) }) { task.cancel() }
     }
 
-    private func deliver(_ callback: RenderedCallback, target: String, session: String, engine: @Sendable () -> MockEngine,
+    /// Ends the callbacks `session` waits to send (it was reset).
+    package func cancel(session: String) {
+        let tasks = pending.withLockedValue { pending -> [Task<Void, Never>] in
+            let ids = pending.filter { $0.value.session == session }.map(\.key)
+            return ids.compactMap { pending.removeValue(forKey: $0)?.task }
+        }
+        for task in tasks { task.cancel() }
+    }
+
+    private func deliver(_ callback: RenderedCallback, target: String, session: String, depth: Int, engine: @Sendable () -> MockEngine,
                          publish: @Sendable (Journal.Entry) -> Void) async {
         if callback.delay > 0 {
             do { try await Task.sleep(nanoseconds: UInt64(callback.delay * 1e9)) } catch { return }
@@ -140,14 +189,18 @@ package final class CallbackSender: Sendable {
             return
         }
         let bracketed = parts.host.contains(":") ? "[\(parts.host)]" : parts.host
-        let client = Upstream(base: URL(string: "\(parts.secure ? "https" : "http")://\(bracketed):\(parts.port)")!, timeout: callback.timeout)
+        let client = Upstream(base: URL(string: "\(parts.secure ? "https" : "http")://\(bracketed):\(parts.port)")!, timeout: callback.timeout,
+                              maxBodySize: Self.maximumAnswerBytes, budget: answers)
         defer { Task { await client.shutdown() } }
         let pathEnd = parts.target.firstIndex(of: "?") ?? parts.target.endIndex
         let request = RecordedRequest(method: callback.method, path: String(parts.target[..<pathEnd]),
                                       query: pathEnd < parts.target.endIndex ? String(parts.target[parts.target.index(after: pathEnd)...]) : nil,
-                                      headers: callback.headers + [(name: "User-Agent", value: "Doppel callbacks")], body: callback.body)
+                                      headers: callback.headers.filter { !$0.name.caseInsensitiveEquals(Self.depthHeader) }
+                                          + [(name: "User-Agent", value: "Doppel callbacks"), (name: Self.depthHeader, value: String(depth))],
+                                      body: callback.body)
         var wait = callback.retryDelay
         for attempt in 1...(callback.retries + 1) {
+            guard !Task.isCancelled else { return }
             let started = ContinuousClock.now
             let (answer, answered) = await client.forward(request)
             let micros = (ContinuousClock.now - started).wholeMicroseconds
@@ -155,7 +208,7 @@ package final class CallbackSender: Sendable {
             let of = callback.retries > 0 ? " (attempt \(attempt) of \(callback.retries + 1))" : ""
             let reason = answered
                 ? "\(callback.method) \(callback.url.prefix(200)) answered \(answer.status)\(of)"
-                : "\(callback.method) \(callback.url.prefix(200)) failed\(of): \(Self.detail(answer))"
+                : "\(callback.method) \(callback.url.prefix(200)) failed\(of): \(answer.status == 504 ? "no answer within \(callback.timeout.formatted()) s (the callback's timeout)" : Self.detail(answer))"
             publish(Self.journal(callback, target: target, session: session, engine: engine(), status: answered ? answer.status : 0, micros: micros, reason: reason))
             guard failed, attempt <= callback.retries else { return }
             do { try await Task.sleep(nanoseconds: UInt64(wait * 1e9)) } catch { return }

@@ -80,6 +80,8 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
     /// The engine this connection last answered with, and the slot's version it came from.
     private var engine: (version: Int, engine: MockEngine)?
     private var remoteAddress: String??
+    /// This server's port on the connection, read with `remoteAddress`.
+    private var localPort: Int?
     private var date = (second: 0, text: "")
     /// The event stream this connection carries (`GET /__doppel/events`), once opened.
     private var events: EventStream?
@@ -298,13 +300,19 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
     // MARK: Answering
 
     private func answer(_ incoming: Incoming, refusal: Problem?, context: ChannelHandlerContext) {
-        if remoteAddress == nil { remoteAddress = .some(context.channel.remoteAddress?.ipAddress) }
+        if remoteAddress == nil {
+            remoteAddress = .some(context.channel.remoteAddress?.ipAddress)
+            localPort = context.channel.localAddress?.port
+        }
         var headers: [(name: String, value: String)] = []
         headers.reserveCapacity(incoming.head.headers.count)
-        for (name, value) in incoming.head.headers { headers.append((name, value)) }
+        // An HTTP/1.0 request's Upgrade is ignored (RFC 9110 section 7.8): a WebSocket endpoint answers it 426.
+        let ignoresUpgrade = incoming.head.version.minor == 0 && incoming.head.version.major == 1
+        for (name, value) in incoming.head.headers where !ignoresUpgrade || name.lowercased() != "upgrade" { headers.append((name, value)) }
         // The engine's view of the request, made here and nowhere else.
-        let request = RecordedRequest(method: incoming.head.method.rawValue, path: incoming.path, query: incoming.query, headers: headers,
+        var request = RecordedRequest(method: incoming.head.method.rawValue, path: incoming.path, query: incoming.query, headers: headers,
                                       body: incoming.body.map { Array($0.readableBytesView) } ?? [], remoteAddress: remoteAddress!)
+        request.localPort = localPort
         let engine = currentEngine()
         switch answerer.decision(for: request, refusal: refusal, engine: engine) {
         case .now(let decision):

@@ -12,6 +12,8 @@ public struct RecordedRequest: Sendable {
     public var body: [UInt8]
     /// The client's address, when known.
     public var remoteAddress: String?
+    /// The port of this server the request arrived on, when known (`request.port`).
+    public var localPort: Int?
 
     /// A request; header names are lowercased.
     public init(method: String, path: String, query: String? = nil, headers: [(name: String, value: String)] = [], body: [UInt8] = [], remoteAddress: String? = nil) {
@@ -76,7 +78,8 @@ extension RecordedRequest {
     func root(_ slot: Roots.Slot) -> JSON {
         switch slot {
         case .request:
-            return .object(JSONObject([("method", .string(method)), ("path", .string(path)), ("query_string", query.map { .string($0) } ?? .null)]))
+            return .object(JSONObject([("method", .string(method)), ("path", .string(path)), ("query_string", query.map { .string($0) } ?? .null),
+                                       ("port", localPort.map { .int($0) } ?? .null)]))
         case .headers:
             var object = JSONObject()
             object.reserveCapacity(headers.count)
