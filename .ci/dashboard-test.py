@@ -14,16 +14,19 @@ its traffic (docs/dashboard.png). Bounded in time (--timeout).
 import argparse
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
 
 from selenium import webdriver
 from selenium.webdriver.common.by import By
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
@@ -196,10 +199,21 @@ def main():
         # The sessions view shows the state tree with what the last request changed.
         driver.find_element(By.ID, "tab-sessions").click()
         wait_for(lambda: "Session ui-test" in driver.find_element(By.ID, "session-detail").text, 5, "the session is not shown")
-        wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, "#session-detail .tree .changed"), 5, "the changed state is not marked")
-        changed = [e.text for e in driver.find_elements(By.CSS_SELECTOR, "#session-detail .tree .changed")]
-        assert "stories_used" in changed, changed
+        def marked():
+            # The view is drawn anew as events arrive: an element found a moment ago may be gone.
+            try:
+                return [e.text for e in driver.find_elements(By.CSS_SELECTOR, "#session-detail .tree .changed")]
+            except StaleElementReferenceException:
+                return []
+        wait_for(lambda: "stories_used" in marked(), 5, f"the changed state is not marked ({marked()})")
         ok("Sessions: the state as a tree, the last request's changes marked")
+
+        # Another client resets the session: the marks of the state it left go.
+        assert call(base, "POST", "/__doppel/reset?session=ui-test", token=TOKEN)[0] == 200
+        wait_for(lambda: not marked(), 5,
+                 "after another client's reset the old changes are still marked")
+        make_child(base, "ui-test")
+        ok("Sessions: a reset by another client clears the marked changes")
 
         # Coverage: reached and unreached statuses.
         driver.find_element(By.ID, "tab-coverage").click()
@@ -207,6 +221,20 @@ def main():
         assert driver.find_elements(By.CSS_SELECTOR, "#coverage-rows .badge.reached")
         assert driver.find_elements(By.CSS_SELECTOR, "#coverage-rows .badge.unreached")
         ok("Coverage: each endpoint's documented statuses, reached or not")
+
+        # At 1,400 px the journal fits: every column, Why and Response included, on screen without scrolling.
+        driver.set_window_size(1400, 1000)
+        driver.find_element(By.ID, "tab-journal").click()
+        for i in range(3):
+            call(base, "GET", "/api/v1/free-stories?language=en&limit=" + str(i + 1) + "&q=" + "x" * 200, session="ui-test-long-session-name-" + "y" * 60)
+        wait_for(lambda: len(driver.find_elements(By.CSS_SELECTOR, "#journal-rows tr")) > 3, 5, "the journal did not fill")
+        time.sleep(0.3)
+        right, width, why = driver.execute_script(
+            "const t = document.getElementById('journal'); const why = t.querySelector('th:last-child').getBoundingClientRect();"
+            "return [t.getBoundingClientRect().right, document.documentElement.clientWidth, why.right];")
+        assert right <= width + 1 and why <= width + 1, f"the journal is {right:.0f} px wide in a {width} px window (Why ends at {why:.0f})"
+        driver.set_window_size(1440, 1000)
+        ok("Journal: at 1,400 px every column fits, Why and Response included")
 
         # The keyboard: "/" goes to the journal's filter; a row opens with Enter.
         driver.find_element(By.TAG_NAME, "body").send_keys("/")
@@ -253,6 +281,44 @@ def main():
             assert "live.ping" in detail and "Message taken" in detail and '"pong"' in detail, detail
             sock.close()
             ok("WebSockets: a message taken shows as a row with its rule, the message and the answer sent")
+
+            errors = console_errors()
+            assert not errors, f"console errors: {errors}"
+
+            # A page on another origin, in the same browser, against a server without a token:
+            # the calls it can make without asking (no-cors, text bodies) are refused, nothing changes.
+            evil_dir = tempfile.mkdtemp(prefix="doppel-evil-")
+            with open(os.path.join(evil_dir, "evil.html"), "w") as page:
+                page.write("<!doctype html><script>const b = '%s';"
+                           "for (const [p, body] of [['/__doppel/clock?session=victim', '{\"advance\": \"400d\"}'],"
+                           " ['/__doppel/next?session=victim', '{\"endpoint\": \"get-subscription\", \"status\": 401}'], ['/__doppel/reset', '']])"
+                           " fetch(b + p, {method: 'POST', mode: 'no-cors', body}).catch(() => {});"
+                           "setTimeout(() => document.title = 'sent', 500);</script>" % base2)
+            evil = subprocess.Popen([sys.executable, "-m", "http.server", str(args.port + 2), "--bind", "127.0.0.1"], cwd=evil_dir,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                assert call(base2, "POST", "/__doppel/clock?session=kept", {"advance": "1d"})[0] == 200
+                def page_served():
+                    try:
+                        return urllib.request.urlopen(f"http://127.0.0.1:{args.port + 2}/evil.html", timeout=2).status == 200
+                    except OSError:
+                        return False
+                wait_for(page_served, 10, "the other origin's server did not start")
+                driver.get(f"http://localhost:{args.port + 2}/evil.html")
+                wait_for(lambda: driver.title == "sent", 5, "the other origin's page did not run")
+                clock = json.loads(call(base2, "GET", "/__doppel/clock?session=victim")[1])
+                assert not clock.get("offset_seconds"), f"a page of another origin moved the clock: {clock}"
+                waiting = json.loads(call(base2, "GET", "/__doppel/next?session=victim")[1])["waiting"]
+                assert waiting == [], f"a page of another origin forced an answer: {waiting}"
+                kept = json.loads(call(base2, "GET", "/__doppel/clock?session=kept")[1])
+                assert kept.get("offset_seconds"), f"a page of another origin reset every session: {kept}"
+                driver.get_log("browser")  # that page's own console: the 403s of its refused calls
+                driver.get("about:blank")
+            finally:
+                evil.terminate()
+                evil.wait(timeout=10)
+                shutil.rmtree(evil_dir, ignore_errors=True)
+            ok("Admin API: a page of another origin cannot move a clock, force an answer or reset the sessions")
         finally:
             realtime.terminate()
             realtime.wait(timeout=10)
@@ -262,6 +328,12 @@ def main():
         ok("no console errors after all of the above")
 
         if args.screenshot:
+            driver.get(base + "/__doppel/ui/")
+            wait_for(lambda: driver.find_element(By.ID, "token-form").is_displayed() or driver.find_element(By.ID, "live").text == "live", 5,
+                     "the page neither asked for the token nor went live")
+            if driver.find_element(By.ID, "token-form").is_displayed():
+                driver.find_element(By.ID, "token-input").send_keys(TOKEN + Keys.ENTER)
+            wait_for(lambda: driver.find_element(By.ID, "live").text == "live", 5, "the event stream did not go live")
             driver.find_element(By.ID, "filter-session").clear()
             driver.find_element(By.ID, "filter-session").send_keys("ui-test")
             rows = driver.find_elements(By.XPATH, "//tbody[@id='journal-rows']/tr[td[5][text()='402']]")

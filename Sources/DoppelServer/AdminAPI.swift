@@ -15,6 +15,8 @@ package struct AdminAPI: Sendable {
     /// The engine answering now.
     var engine: MockEngine { slot.current }
     let token: String?
+    /// Host names besides IP addresses and `localhost` the admin API answers to (`--allow-host`).
+    var allowedHosts: [String] = []
     let catalog: Locked<ScenarioCatalog>
     let startedAt: ContinuousClock.Instant
     /// The request log, for its dropped-line count.
@@ -41,6 +43,7 @@ package struct AdminAPI: Sendable {
     package func rebased(on engine: MockEngine) -> AdminAPI {
         var api = AdminAPI(slot: EngineSlot(engine), token: token, catalog: catalog.withLock { $0 }, log: log)
         api.events = events
+        api.allowedHosts = allowedHosts
         return api
     }
 
@@ -72,12 +75,21 @@ package struct AdminAPI: Sendable {
         "DELETE /next", "GET /events", "GET /ui/",
     ]
 
-    package func respond(to request: RecordedRequest) -> MockResponse {
+    /// What every admin call meets first: a refusal (a call from a web page
+    /// on another site or for another host, a body that is not JSON, no
+    /// token where one is set) or a dashboard file; nil when the call may go on.
+    package func gate(_ request: RecordedRequest) -> MockResponse? {
+        if let refusal = browserRefusal(request) { return refusal.response() }
         // The dashboard's files hold no data: the page asks for the token and sends it with each call.
         if let page = Dashboard.respond(to: request, tokenRequired: token != nil) { return page }
         if let token, !Self.carries(token, request) {
             return Problem.adminUnauthorized().response()
         }
+        return nil
+    }
+
+    package func respond(to request: RecordedRequest) -> MockResponse {
+        if let refused = gate(request) { return refused }
         let route = String(request.path.dropFirst(Self.prefix.count))
         switch (request.method, route) {
         case ("GET", "/health"), ("HEAD", "/health"): return health()

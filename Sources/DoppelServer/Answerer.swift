@@ -25,12 +25,15 @@ struct Answerer: Sendable {
     let sockets: SocketHub
     /// The callbacks answers ask for, on their way out.
     let callbacks: CallbackSender
+    /// Web origins besides this server's own and loopback ones whose pages may open sockets (`--allow-origin`).
+    let allowedOrigins: [String]
 
     init(slot: EngineSlot, log: RequestLog, maxBodySize: Int, hangLimit: Double = 30, adminToken: String? = nil,
          scenarios: ScenarioCatalog = ScenarioCatalog(), proxy: URL? = nil, proxyTimeout: Double = 30, recorder: Recorder? = nil,
          shared: (any SharedState)? = nil, maxEventStreams: Int = 1_000, socketLimits: SocketHub.Limits = SocketHub.Limits(),
-         callbackAllow: CallbackAllowList = .loopback) {
+         callbackAllow: CallbackAllowList = .loopback, allowedHosts: [String] = [], allowedOrigins: [String] = []) {
         self.slot = slot
+        self.allowedOrigins = allowedOrigins
         self.sockets = SocketHub(limits: socketLimits)
         self.callbacks = CallbackSender(allowed: callbackAllow)
         self.events = EventHub(maximumReaders: maxEventStreams)
@@ -38,6 +41,7 @@ struct Answerer: Sendable {
         self.recorder = recorder
         self.upstream = proxy.map { Upstream(base: $0, timeout: proxyTimeout) }
         var admin = AdminAPI(slot: slot, token: adminToken, catalog: scenarios, log: log)
+        admin.allowedHosts = allowedHosts
         admin.events = events
         admin.sockets = sockets
         self.admin = admin
@@ -52,7 +56,24 @@ struct Answerer: Sendable {
     func decide(_ request: RecordedRequest, refusal: Problem?, engine: MockEngine) -> Decision {
         if let refusal { return engine.decide(refusing: request, with: refusal) }
         if AdminAPI.handles(request.path) { return Decision(unjournaled: announced(admin.respond(to: request), for: request)) }
+        // Names are lowercase already: one pass, no allocation, on every request.
+        if request.headers.contains(where: { $0.name == "upgrade" }), let origin = request.header("origin"), !permits(origin: origin, of: request) {
+            return engine.decide(refusing: request, with: .socketOriginRefused(origin))
+        }
         return engine.decide(request)
+    }
+
+    /// Whether a page of `origin` may open a socket: it is this server's
+    /// own, a loopback one (a page on the developer's machine), or one
+    /// `--allow-origin` names. A page on any other site could otherwise act
+    /// on a session's sockets from a visitor's browser (cross-site
+    /// WebSocket hijacking).
+    func permits(origin: String, of request: RecordedRequest) -> Bool {
+        if allowedOrigins.contains("*") || allowedOrigins.contains(where: { $0.caseInsensitiveCompare(origin) == .orderedSame }) { return true }
+        if AdminAPI.isSameOrigin(origin, host: request.header("host")) { return true }
+        guard let separator = origin.range(of: "://"), ["http", "https"].contains(origin[..<separator.lowerBound].lowercased()) else { return false }
+        let name = AdminAPI.hostName(String(origin[separator.upperBound...]))
+        return name == "localhost" || name.hasSuffix(".localhost") || CallbackAllowList.isLoopback(name)
     }
 
     /// A decision now, one that waits for the shared state store, or an event stream to open.
@@ -67,7 +88,7 @@ struct Answerer: Sendable {
     /// to open, or the refusal; nil for any other request.
     private func eventStream(_ request: RecordedRequest) -> Pending? {
         guard request.path == AdminAPI.prefix + "/events", request.method == "GET" else { return nil }
-        if let token = admin.token, !AdminAPI.carries(token, request) { return .now(Decision(unjournaled: Problem.adminUnauthorized().response())) }
+        if let refused = admin.gate(request) { return .now(Decision(unjournaled: refused)) }
         let session = request.queryItems.last { $0.0 == "session" }?.1
         if let session, !SessionStore.isValid(id: session) { return .now(Decision(unjournaled: Problem.invalidSession(session).response())) }
         return .events(session: session)
@@ -103,9 +124,8 @@ struct Answerer: Sendable {
         }
         if refusal == nil, AdminAPI.handles(request.path) {
             let admin = self.admin
-            if let page = Dashboard.respond(to: request, tokenRequired: admin.token != nil) { return .now(Decision(unjournaled: page)) }
-            // The token is checked here, before the store is touched.
-            if let token = admin.token, !AdminAPI.carries(token, request) { return .now(Decision(unjournaled: Problem.adminUnauthorized().response())) }
+            // Refusals, the token and the dashboard's files are answered here, before the store is touched.
+            if let refused = admin.gate(request) { return .now(Decision(unjournaled: refused)) }
             return .later { [self] in Decision(unjournaled: announced(await shared.admin(request, api: admin), for: request)) }
         }
         let needed = refusal.map { engine.contract.fallback(for: $0) != nil && SessionStore.isValid(id: request.sessionID) }

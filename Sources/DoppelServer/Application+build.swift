@@ -42,7 +42,8 @@ package func buildApplication(
         slot: slot, log: log ?? RequestLog(format: configuration.logFormat), maxBodySize: configuration.maxBodySize,
         hangLimit: configuration.hangLimit, adminToken: configuration.adminToken, scenarios: scenarios,
         proxy: configuration.proxy, proxyTimeout: configuration.proxyTimeout, recorder: recorder, shared: shared,
-        maxEventStreams: configuration.maxEventStreams, socketLimits: configuration.socketLimits, callbackAllow: (try? CallbackAllowList(configuration.callbackAllow)) ?? (try! CallbackAllowList([])))
+        maxEventStreams: configuration.maxEventStreams, socketLimits: configuration.socketLimits, callbackAllow: (try? CallbackAllowList(configuration.callbackAllow)) ?? (try! CallbackAllowList([])),
+        allowedHosts: configuration.allowedHosts, allowedOrigins: configuration.allowedOrigins)
     return DoppelService(answerer: answerer, configuration: configuration, logger: logger, onServerRunning: onServerRunning)
 }
 

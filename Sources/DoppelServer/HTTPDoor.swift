@@ -538,6 +538,7 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
         do {
             try pipeline.addHandler(WebSocketFrameEncoder(), position: .last)
             try pipeline.addHandler(ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: limits.message)), position: .last)
+            try pipeline.addHandler(ClientFrameRules(), position: .last)
             try pipeline.addHandler(NIOWebSocketFrameAggregator(minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 1024,
                                                                 maxAccumulatedFrameSize: limits.message), position: .last)
             try pipeline.addHandler(socket, position: .last)

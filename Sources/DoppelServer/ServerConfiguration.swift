@@ -27,6 +27,15 @@ public struct ServerConfiguration: Sendable {
     public var hangLimit: Double = 30
     /// When set, every admin call must carry this token.
     public var adminToken: String?
+    /// Host names the admin API and the dashboard answer to besides IP
+    /// addresses, `localhost` and names under `.localhost` (`--allow-host`):
+    /// `*.example.com` for names under one, `*` for any. Keeps a page whose
+    /// name is rebound to this server from reading the journal.
+    public var allowedHosts: [String] = []
+    /// Web origins (`scheme://host[:port]`) whose pages may open the
+    /// contract's WebSockets besides this server's own and loopback ones
+    /// (`--allow-origin`; `*` for any).
+    public var allowedOrigins: [String] = []
     /// Seconds a connection may stay open with no request in progress.
     public var idleTimeout: Double = 60
     /// Seconds from a request's first byte to the end of its headers; slower requests get 408.

@@ -36,6 +36,8 @@ package final class SocketHub: Sendable {
     /// One open socket, as the hub knows it.
     struct Member: Sendable {
         let endpointID: String
+        /// The client's address: the `default` session's places are counted per address.
+        var address: String? = nil
         let loop: any EventLoop
         /// Sends a text (called on `loop`).
         let send: @Sendable (String, _ delay: Double, _ from: String) -> Void
@@ -56,10 +58,16 @@ package final class SocketHub: Sendable {
         self.limits = limits
     }
 
-    /// Adds a socket of `session`; false when the session has as many as allowed.
+    /// Adds a socket of `session`; false when the session has as many as
+    /// allowed. Clients that name no session all share `default`, so there
+    /// the bound is per client address: one client holding its places
+    /// leaves every other client theirs.
     func join(_ id: ObjectIdentifier, session: String, member: Member) -> Bool {
         let joined = sockets.withLockedValue { sockets in
-            guard (sockets[session]?.count ?? 0) < limits.perSession else { return false }
+            let open = sockets[session].map { members in
+                session == SessionStore.defaultID ? members.values.lazy.filter { $0.address == member.address }.count : members.count
+            } ?? 0
+            guard open < limits.perSession else { return false }
             sockets[session, default: [:]][id] = member
             return true
         }
@@ -152,7 +160,8 @@ final class SocketConnection: ChannelInboundHandler, RemovableChannelHandler {
     /// answered; false when the session has as many as allowed.
     func join(loop: any EventLoop) -> Bool {
         let bound = NIOLoopBound(self, eventLoop: loop)
-        return hub.join(ObjectIdentifier(self), session: opening.session, member: .init(endpointID: opening.endpointID, loop: loop) { text, delay, from in
+        return hub.join(ObjectIdentifier(self), session: opening.session,
+                        member: .init(endpointID: opening.endpointID, address: opening.request.remoteAddress, loop: loop) { text, delay, from in
             bound.value.deliverPush(text, delay: delay, from: from)
         })
     }
@@ -165,16 +174,20 @@ final class SocketConnection: ChannelInboundHandler, RemovableChannelHandler {
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
         let loop = context.eventLoop
-        guard let socket = engine.contract.endpoint(id: opening.endpointID)?.socket else { return }
+        watchIdle()
+        guard let socket = engine.contract.endpoint(id: opening.endpointID)?.socket else {
+            // A reload removed the endpoint between the 101 and now.
+            close(SocketClose(code: 1001, reason: "the endpoint is gone"), by: "a reload of the contract removed \(opening.endpointID)")
+            return
+        }
         for rule in socket.onConnect {
             let delay = rule.definition.delay?.sample() ?? 0
             later(delay, on: loop) { [self] in run(rule, scheduled: true) }
         }
         for (index, rule) in socket.every.enumerated() {
             timers.append(nil)
-            repeatEvery(rule, slot: index)
+            repeatEvery(rule.name, interval: rule.interval ?? 1, slot: index)
         }
-        watchIdle()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -205,8 +218,21 @@ final class SocketConnection: ChannelInboundHandler, RemovableChannelHandler {
             write(WebSocketFrame(fin: true, opcode: .pong, data: pong))
         case .connectionClose:
             var data = frame.unmaskedData
-            let code = data.readableBytes >= 2 ? data.readInteger(as: UInt16.self).map(Int.init) ?? 1005 : 1005
-            let reason = data.readString(length: data.readableBytes) ?? ""
+            guard data.readableBytes != 1 else {
+                close(SocketClose(code: 1002, reason: "a close frame's body is a code of two bytes"), by: "the client sent a close frame of one byte")
+                return
+            }
+            // No body means no code (1005); a code given must be one an endpoint may send.
+            let hasCode = data.readableBytes >= 2
+            let code = hasCode ? data.readInteger(as: UInt16.self).map(Int.init) ?? 1005 : 1005
+            guard !hasCode || SocketClose.isSendable(code) else {
+                close(SocketClose(code: 1002, reason: "close code \(code) may not be sent"), by: "the client closed with code \(code), which no endpoint may send (RFC 6455 section 7.4)")
+                return
+            }
+            guard let reason = String(validating: data.readableBytesView, as: UTF8.self) else {
+                close(SocketClose(code: 1007, reason: "a close reason must be UTF-8"), by: "the client's close reason is not UTF-8")
+                return
+            }
             // The close is answered with the same code (none for none), then the connection ends.
             var reply = context.channel.allocator.buffer(capacity: 2)
             if code != 1005 { reply.writeInteger(UInt16(code)) }
@@ -227,6 +253,8 @@ final class SocketConnection: ChannelInboundHandler, RemovableChannelHandler {
              NIOWebSocketFrameAggregator.Error.tooManyFragments, NIOWebSocketFrameAggregator.Error.nonFinalFragmentSizeIsTooSmall:
             close(SocketClose(code: 1009, reason: "a message holds at most \(hub.limits.message) bytes"),
                   by: "the client sent a message over \(hub.limits.message) bytes (--max-socket-message)")
+        case let broken as ClientFrameRules.Broken:
+            close(SocketClose(code: 1002, reason: "protocol error"), by: "the client broke the WebSocket protocol: \(broken.rule)")
         default:
             close(SocketClose(code: 1002, reason: "protocol error"), by: "the client broke the WebSocket protocol: \(error)")
         }
@@ -274,12 +302,20 @@ final class SocketConnection: ChannelInboundHandler, RemovableChannelHandler {
         perform(now)
     }
 
-    /// An `every` rule, run each `interval` from the last run until the socket ends.
-    private func repeatEvery(_ rule: SocketRule, slot: Int) {
+    /// An `every` rule, run each `interval` from the last run until the
+    /// socket ends. Found by name in the contract serving now at each run:
+    /// after a reload the rule as edited runs, one the edit removed stops,
+    /// and a socket whose endpoint the edit removed is closed (1001).
+    private func repeatEvery(_ name: String, interval: Double, slot: Int) {
         guard !closing, slot < timers.count, let loop = context?.eventLoop else { return }
-        timers[slot] = loop.assumeIsolated().scheduleTask(in: Self.amount(rule.interval ?? 1)) { [self] in
+        timers[slot] = loop.assumeIsolated().scheduleTask(in: Self.amount(interval)) { [self] in
+            guard let socket = engine.contract.endpoint(id: opening.endpointID)?.socket else {
+                close(SocketClose(code: 1001, reason: "the endpoint is gone"), by: "a reload of the contract removed \(opening.endpointID)")
+                return
+            }
+            guard let rule = socket.every.first(where: { $0.name == name }) else { return }
             run(rule, scheduled: true)
-            repeatEvery(rule, slot: slot)
+            repeatEvery(name, interval: rule.interval ?? 1, slot: slot)
         }
     }
 
@@ -292,7 +328,10 @@ final class SocketConnection: ChannelInboundHandler, RemovableChannelHandler {
             if let close = outcome.close { self.close(close, by: "rule \(outcome.rule ?? "") closed the socket") }
         }
         if outcome.delay > 0, let loop = context?.eventLoop {
-            later(outcome.delay, on: loop, send)
+            if !later(outcome.delay, on: loop, send) {
+                publish(engine.journalSocket(opening, method: "SEND", rule: outcome.rule,
+                                             reason: Reason("not sent: \(Self.maximumWaiting) delayed messages already wait on this socket")))
+            }
         } else {
             send()
         }
@@ -308,27 +347,31 @@ final class SocketConnection: ChannelInboundHandler, RemovableChannelHandler {
             sendText(text)
         }
         if delay > 0 {
-            guard scheduled.count < Self.maximumWaiting else {
+            if !later(delay, on: loop, send) {
                 publish(engine.journalSocket(opening, method: "SEND", rule: "push", reason: Reason("not sent: \(Self.maximumWaiting) delayed messages already wait on this socket (pushed by \(from))")))
-                return
             }
-            later(delay, on: loop, send)
         } else {
             send()
         }
     }
 
-    /// The most sends one socket keeps waiting for their delay; past it a delayed push is not sent (journaled).
+    /// The most sends one socket keeps waiting for their delay (delayed
+    /// answers, pushes and `on_connect` rules together); past it a delayed
+    /// send is not kept (journaled).
     static let maximumWaiting = 1_000
 
-    /// Runs `body` after `seconds`, kept until then so the socket's end cancels it.
-    private func later(_ seconds: Double, on loop: any EventLoop, _ body: @escaping () -> Void) {
+    /// Runs `body` after `seconds`, kept until then so the socket's end
+    /// cancels it; false (nothing kept) when `maximumWaiting` sends wait already.
+    @discardableResult
+    private func later(_ seconds: Double, on loop: any EventLoop, _ body: @escaping () -> Void) -> Bool {
+        guard scheduled.count < Self.maximumWaiting else { return false }
         let id = nextScheduled
         nextScheduled += 1
         scheduled[id] = loop.assumeIsolated().scheduleTask(in: Self.amount(seconds)) { [self] in
             scheduled[id] = nil
             body()
         }
+        return true
     }
 
     // MARK: Writing
@@ -427,5 +470,46 @@ final class SocketConnection: ChannelInboundHandler, RemovableChannelHandler {
 
     static func amount(_ seconds: Double) -> TimeAmount {
         .nanoseconds(Int64(min(max(seconds, 0), 1e9) * 1e9))
+    }
+}
+
+/// The rules of RFC 6455 section 5 that NIO's frame decoder leaves to its
+/// user, checked on each frame as it arrives (before fragments are joined,
+/// which drops the mask): a client masks every frame (5.1), sets no RSV bit
+/// without an extension that defines it, none being negotiated (5.2), uses
+/// no reserved opcode (5.2), and sends control frames whole and of at most
+/// 125 bytes (5.5).
+final class ClientFrameRules: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = WebSocketFrame
+    typealias InboundOut = WebSocketFrame
+
+    /// A rule the client broke, in words.
+    struct Broken: Error {
+        let rule: String
+    }
+
+    private var broken = false
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !broken else { return }
+        let frame = unwrapInboundIn(data)
+        let rule: String?
+        if frame.maskKey == nil {
+            rule = "a frame from a client must be masked (RFC 6455 section 5.1)"
+        } else if frame.rsv1 || frame.rsv2 || frame.rsv3 {
+            rule = "a frame has an RSV bit set, and no extension was negotiated (section 5.2)"
+        } else if ![.continuation, .text, .binary, .connectionClose, .ping, .pong].contains(frame.opcode) {
+            rule = "opcode \(frame.opcode) is reserved (section 5.2)"
+        } else if frame.opcode.isControlOpcode && (!frame.fin || frame.length > 125) {
+            rule = "a control frame must be whole and at most 125 bytes (section 5.5)"
+        } else {
+            rule = nil
+        }
+        if let rule {
+            broken = true
+            context.fireErrorCaught(Broken(rule: rule))
+            return
+        }
+        context.fireChannelRead(data)
     }
 }

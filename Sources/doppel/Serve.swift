@@ -79,6 +79,12 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("callback-allow"), help: "A host callbacks may go to: loopback (the default), a name or address, *.example.com, any of them with :PORT, or * for any; repeat for more. Others are refused and journaled, never contacted.")
     var callbackAllow: [String] = []
 
+    @Option(name: .customLong("allow-host"), help: "A host name the admin API and dashboard answer to besides IP addresses and localhost (a name that reaches this server, like mock.internal; *.example.com; * for any); repeat for more.")
+    var allowHost: [String] = []
+
+    @Option(name: .customLong("allow-origin"), help: "A web origin (like http://app.test:3000, or *) whose pages may open the contract's WebSockets besides this server's own and loopback ones; repeat for more.")
+    var allowOrigin: [String] = []
+
     @Option(help: "Forward requests no endpoint takes, and those of `proxy: true` endpoints, to this server (http or https URL).")
     var proxy: String?
 
@@ -250,6 +256,8 @@ struct Serve: AsyncParsableCommand {
         configuration.maxEventStreams = maxEventStreams
         configuration.maxSocketsPerSession = maxSocketsPerSession
         if !callbackAllow.isEmpty { configuration.callbackAllow = callbackAllow }
+        configuration.allowedHosts = allowHost
+        configuration.allowedOrigins = allowOrigin
         configuration.socketIdleTimeout = Self.seconds(socketIdleTimeout)!
         configuration.maxSocketMessage = ByteSize.parse(maxSocketMessage)!
         // glibc keeps what a burst of load freed in its per-thread arenas; an idle server hands it back.
@@ -334,7 +342,8 @@ struct Serve: AsyncParsableCommand {
         if adminToken == nil, !configuration.bindsLoopbackOnly {
             FileHandle.standardError.write(Data("""
                 doppel: warning: serving on \(listen.host) without --admin-token: anyone who can reach this address can \
-                read and change every session's state through /__doppel/; set --admin-token to guard it
+                read and change every session's state through /__doppel/; set --admin-token to guard it (the admin API \
+                answers requests addressed by IP address or localhost; name others with --allow-host)
 
                 """.utf8))
         }

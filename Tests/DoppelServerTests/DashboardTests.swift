@@ -28,7 +28,8 @@ struct DashboardStageTests {
     }
 
     func call(_ method: String, _ target: String, json: JSON? = nil) -> MockResponse {
-        admin.respond(to: RecordedRequest(method: method, target: "/__doppel" + target, body: json.map(JSONWriter.encode) ?? []))
+        admin.respond(to: RecordedRequest(method: method, target: "/__doppel" + target,
+                                          headers: json == nil ? [] : [(name: "Content-Type", value: "application/json")], body: json.map(JSONWriter.encode) ?? []))
     }
 
     func lastEntry() throws -> Journal.Entry { try #require(engine.journal.entries.last) }

@@ -24,7 +24,7 @@ struct EventStreamTests {
     /// Opens a stream and waits for its `ready` event.
     static func open(port: Int, query: String = "", token: String? = EventStreamTests.token) -> (socket: RawSocket, head: String) {
         let socket = try! RawSocket(port: port)
-        socket.send("GET /__doppel/events\(query) HTTP/1.1\r\nHost: x\r\n\(token.map { "Doppel-Admin-Token: \($0)\r\n" } ?? "")\r\n")
+        socket.send("GET /__doppel/events\(query) HTTP/1.1\r\nHost: 127.0.0.1\r\n\(token.map { "Doppel-Admin-Token: \($0)\r\n" } ?? "")\r\n")
         let head = socket.receive(timeout: 10) { $0.contains("event: ready") || $0.hasPrefix("HTTP/1.1 4") || $0.hasPrefix("HTTP/1.1 5") }.text
         return (socket, head)
     }
@@ -33,9 +33,9 @@ struct EventStreamTests {
     func eventsArriveLive() async throws {
         try await DoppelTestServer.with(contract: contractPath("tales.yaml"), configuration: configuration) { server in
             let port = server.port
-            let refused = try await rawAnswer(port: port, "GET /__doppel/events HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            let refused = try await rawAnswer(port: port, "GET /__doppel/events HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
             #expect(refused.hasPrefix("HTTP/1.1 401"))
-            let invalid = try await rawAnswer(port: port, "GET /__doppel/events?session=a%20b HTTP/1.1\r\nHost: x\r\nDoppel-Admin-Token: \(Self.token)\r\nConnection: close\r\n\r\n")
+            let invalid = try await rawAnswer(port: port, "GET /__doppel/events?session=a%20b HTTP/1.1\r\nHost: 127.0.0.1\r\nDoppel-Admin-Token: \(Self.token)\r\nConnection: close\r\n\r\n")
             #expect(invalid.hasPrefix("HTTP/1.1 400"))
 
             let (all, head) = try await RawSocket.run { Self.open(port: port) }
@@ -130,13 +130,13 @@ struct EventStreamScaleTests {
             var readers: [Int32] = []
             for _ in 0..<(readerCount - 1) {
                 let fd = try connectLoopback(port: port)
-                let request = Array("GET /__doppel/events?session=s HTTP/1.1\r\nHost: x\r\n\r\n".utf8)
+                let request = Array("GET /__doppel/events?session=s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8)
                 _ = request.withUnsafeBytes { Foundation.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
                 _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
                 readers.append(fd)
             }
             let silent = try connectLoopback(port: port, receiveBuffer: 4096)
-            let request = Array("GET /__doppel/events HTTP/1.1\r\nHost: x\r\n\r\n".utf8)
+            let request = Array("GET /__doppel/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8)
             _ = request.withUnsafeBytes { Foundation.send(silent, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             return (readers, silent)
         }

@@ -70,16 +70,16 @@ struct HardeningTests {
         try await server.expectHealthy(after: "cyclic-schema bodies")
 
         // Admin calls with 100,000-deep JSON and a 20,000-deep expression.
-        let deepAdmin = try await server.client.send("PUT", "/__doppel/scenario", body: Data(Self.nested(100_000, open: #"{"a":"#, close: "}", inner: "1").utf8))
+        let deepAdmin = try await server.client.send("PUT", "/__doppel/scenario", headers: ["Content-Type": "application/json"], body: Data(Self.nested(100_000, open: #"{"a":"#, close: "}", inner: "1").utf8))
         #expect(deepAdmin.status == 400)
         let deepWhen = #"{"overrides": [{"endpoint": "ok", "when": "\#(Self.nested(20_000, open: "(", close: ")", inner: "1"))", "status": 200}]}"#
-        let refusedWhen = try await server.client.send("PUT", "/__doppel/scenario", body: Data(deepWhen.utf8))
+        let refusedWhen = try await server.client.send("PUT", "/__doppel/scenario", headers: ["Content-Type": "application/json"], body: Data(deepWhen.utf8))
         #expect(refusedWhen.status == 400)
         try await server.expectHealthy(after: "deep admin calls")
 
         // An admin file: outside the contract's folder.
         let outside = #"{"overrides": [{"endpoint": "ok", "response": {"status": 200, "file": "../../../../../../../../etc/passwd"}}]}"#
-        let disclosed = try await server.client.send("PUT", "/__doppel/scenario", body: Data(outside.utf8))
+        let disclosed = try await server.client.send("PUT", "/__doppel/scenario", headers: ["Content-Type": "application/json"], body: Data(outside.utf8))
         #expect(disclosed.status == 400)
         #expect(String(decoding: disclosed.body, as: UTF8.self).contains("outside the contract's folder"))
         #expect(!(String(decoding: try await server.client.send("GET", "/ok").body, as: UTF8.self).contains("root:")))

@@ -41,7 +41,7 @@ struct PipelineTests {
         var testDescription: String { name }
     }
 
-    static func get(_ path: String) -> String { "GET \(path) HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" }
+    static func get(_ path: String) -> String { "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n" }
 
     static let kinds: [Kind] = [
         Kind(name: "plain", request: get("/plain"), bytes: { text, closed in
@@ -75,10 +75,10 @@ struct PipelineTests {
         Kind(name: "unmatched", request: get("/nowhere"), bytes: { text, closed in
             text.hasPrefix("HTTP/1.1 404 Not Found\r\n") && text.contains("Content-Type: application/problem+json") && text.contains("no-matching-endpoint") && closed
         }, entry: (404, nil, false)),
-        Kind(name: "refused: body over the limit", request: "POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 5000000\r\nConnection: close\r\n\r\n",
+        Kind(name: "refused: body over the limit", request: "POST /upload HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5000000\r\nConnection: close\r\n\r\n",
              bytes: { text, _ in text.hasPrefix("HTTP/1.1 413 Payload Too Large\r\n") && text.contains("payload-too-large") },
              entry: (413, nil, false)),
-        Kind(name: "refused: a target that is not a path", request: "GET http://elsewhere/x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        Kind(name: "refused: a target that is not a path", request: "GET http://elsewhere/x HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
              bytes: { text, closed in text.hasPrefix("HTTP/1.1 400 Bad Request\r\n") && text.contains("invalid-target") && closed },
              entry: (400, nil, false)),
         Kind(name: "admin call", request: get("/__doppel/health"), bytes: { text, closed in
@@ -141,8 +141,8 @@ struct PipelineTests {
         try await DoppelTestServer.with(engine: engine, configuration: configuration) { server in
             let port = server.port
             let order = ["/delayed", "/plain", "/streamed", "/proxied", "/nowhere", "/plain"]
-            let requests = order.map { "GET \($0) HTTP/1.1\r\nHost: x\r\n\r\n" }.joined()
-                + "GET /delayed HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+            let requests = order.map { "GET \($0) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" }.joined()
+                + "GET /delayed HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
             let reply = try await RawSocket.run {
                 let socket = try RawSocket(port: port)
                 socket.send(requests)
@@ -178,15 +178,15 @@ struct PipelineTests {
     }
 
     static let manners: [Manner] = [
-        Manner(name: "a malformed request behind a delayed one", request: "GET /delayed HTTP/1.1\r\nHost: x\r\n\r\nNOT HTTP AT ALL\r\n\r\n",
+        Manner(name: "a malformed request behind a delayed one", request: "GET /delayed HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nNOT HTTP AT ALL\r\n\r\n",
                marks: [#"{"kind":"delayed"}"#, "HTTP/1.1 400 Bad Request\r\n", "Connection: close\r\n", "malformed-request"], answers: 2),
         Manner(name: "a body over the limit, then another request",
-               request: "POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 1100000\r\n\r\n" + String(repeating: "a", count: 1_100_000)
-                   + "GET /plain HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+               request: "POST /upload HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1100000\r\n\r\n" + String(repeating: "a", count: 1_100_000)
+                   + "GET /plain HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
                marks: ["HTTP/1.1 413 Payload Too Large\r\n", "payload-too-large", "HTTP/1.1 200 OK\r\n", #"{"kind":"plain"}"#], answers: 2),
-        Manner(name: "an upgrade that is not taken", request: "GET /plain HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\nGET /plain HTTP/1.1\r\n\r\n",
+        Manner(name: "an upgrade that is not taken", request: "GET /plain HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\nGET /plain HTTP/1.1\r\n\r\n",
                marks: ["HTTP/1.1 200 OK\r\n", "Connection: close\r\n", #"{"kind":"plain"}"#], answers: 1),
-        Manner(name: "the client stops sending after two requests", request: "GET /delayed HTTP/1.1\r\nHost: x\r\n\r\nGET /plain HTTP/1.1\r\nHost: x\r\n\r\n",
+        Manner(name: "the client stops sending after two requests", request: "GET /delayed HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGET /plain HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
                halfClose: true, marks: [#"{"kind":"delayed"}"#, "Connection: close\r\n", #"{"kind":"plain"}"#], answers: 2),
     ]
 

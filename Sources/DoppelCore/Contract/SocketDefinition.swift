@@ -63,6 +63,13 @@ package struct SocketClose: Sendable, Equatable {
         self.code = code
         self.reason = reason
     }
+
+    /// Whether an endpoint may send `code` in a close frame (RFC 6455
+    /// section 7.4): not 1004–1006 or 1015, which mean "no code" or a
+    /// transport's failure, nor an unassigned one.
+    package static func isSendable(_ code: Int) -> Bool {
+        [1000, 1001, 1002, 1003, 1007, 1008, 1009, 1010, 1011, 1012, 1013, 1014].contains(code) || (3000...4999).contains(code)
+    }
 }
 
 /// What a socket rule did, for the transport to send and the journal to keep.

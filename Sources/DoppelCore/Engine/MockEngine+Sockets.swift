@@ -9,7 +9,10 @@ extension MockEngine {
             request.header(header)?.split(separator: ",").contains { $0.trimmingCharacters(in: .whitespaces).caseInsensitiveEquals(token) } ?? false
         }
         guard hasToken("upgrade", "websocket"), hasToken("connection", "upgrade") else {
-            return .upgradeRequired("send `Upgrade: websocket` and `Connection: Upgrade` (with `Sec-WebSocket-Key` and `Sec-WebSocket-Version: 13`)")
+            return .upgradeRequired("send `Upgrade: websocket` and `Connection: Upgrade` (with `Sec-WebSocket-Key` and `Sec-WebSocket-Version: 13`) in an HTTP/1.1 GET")
+        }
+        guard request.method == "GET" else {
+            return .malformedUpgrade("a WebSocket opens with GET (RFC 6455 section 4.1), not \(request.method)")
         }
         guard request.header("sec-websocket-version")?.trimmingCharacters(in: .whitespaces) == "13" else {
             return .upgradeRequired("only WebSocket version 13 is spoken; send `Sec-WebSocket-Version: 13`")

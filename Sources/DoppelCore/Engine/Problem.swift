@@ -196,6 +196,36 @@ public struct Problem: Sendable, Error {
                 headers: [(name: "WWW-Authenticate", value: "Bearer realm=\"doppel-admin\"")])
     }
 
+    /// 403: an admin call addressed by a host name that is not this server's (a rebound name).
+    package static func adminHostRefused(host: String) -> Problem {
+        Problem(status: 403, type: urn("admin-host-refused"), title: "Host not allowed",
+                detail: "The admin API answers requests addressed to an IP address, localhost or a name given with --allow-host; "
+                    + "'\(String(host.prefix(200)))' is none of them (start doppel serve with --allow-host \(host.split(separator: ":").first.map(String.init) ?? host) to allow it).")
+    }
+
+    /// 403: an admin call a web page on another origin made a browser send.
+    package static func adminCrossSite(_ evidence: String) -> Problem {
+        Problem(status: 403, type: urn("admin-cross-site"), title: "Cross-site admin call refused",
+                detail: "A web page on another origin cannot call the admin API (\(String(evidence.prefix(200)))); "
+                    + "call it from the dashboard, a test or curl, which send no Origin of another site.")
+    }
+
+    /// 415: an admin call whose body is not sent as JSON.
+    package static func adminBodyNotJSON(contentType: String?) -> Problem {
+        Problem(status: 415, type: urn("admin-body-not-json"), title: "Admin bodies are JSON",
+                detail: "An admin call's body must be sent with Content-Type: application/json"
+                    + (contentType.map { ", not '\(String($0.prefix(100)))'" } ?? " (none was sent)")
+                    + "; with curl, add -H 'Content-Type: application/json'.",
+                headers: [(name: "Accept-Post", value: "application/json")])
+    }
+
+    /// 403: a WebSocket upgrade from a web page of another origin.
+    package static func socketOriginRefused(_ origin: String) -> Problem {
+        Problem(status: 403, type: urn("websocket-origin-refused"), title: "WebSocket origin refused",
+                detail: "A page of '\(String(origin.prefix(200)))' may not open this server's WebSockets: only its own pages, "
+                    + "loopback ones and origins given with --allow-origin may.")
+    }
+
     /// 400: a state replacement that does not fit the contract's declaration.
     package static func invalidState(_ problems: [String]) -> Problem {
         Problem(status: 400, type: urn("invalid-state"), title: "Invalid state", detail: problems.joined(separator: "; ") + ".",

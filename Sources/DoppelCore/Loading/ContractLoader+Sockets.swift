@@ -122,8 +122,7 @@ extension ContractLoader {
     private mutating func readClose(_ node: SourceNode, context: String) -> SocketClose? {
         guard let reader = MappingReader(node, allowed: Self.closeKeys, context: "close of \(context)", diagnostics: &diagnostics) else { return nil }
         let code = reader.int("code", diagnostics: &diagnostics) ?? 1000
-        // Codes a peer may send (RFC 6455 section 7.4): not 1004–1006 or 1015, which mean "no code" or a transport's failure.
-        let usable = [1000, 1001, 1002, 1003, 1007, 1008, 1009, 1010, 1011, 1012, 1013, 1014].contains(code) || (3000...4999).contains(code)
+        let usable = SocketClose.isSendable(code)
         if !usable {
             diagnostics.error("close code \(code) cannot be sent: use 1000–1003, 1007–1014, or 3000–4999 for the API's own", at: reader["code"]?.location ?? node.location)
             return nil
