@@ -16,6 +16,18 @@ http       A `doppel serve` of the tale contract on a loopback port gets
            malformed chunks, truncated bodies, pipelined batches with HEAD.
            After every batch the server must still answer its health call in
            time, be alive, and stay under --max-rss-mib.
+surfaces   What came after: a server of a contract with a WebSocket and
+           callbacks gets mutated WebSocket frames (masks, RSV bits,
+           opcodes, lengths, fragments, close codes), admin calls with
+           hostile headers (Host, Origin, Sec-Fetch-Site, content types),
+           and NUL and other control characters in paths, JSON keys and
+           headers; its callbacks go to a receiver that answers mutated
+           responses (status 000, 099, endless bodies). The runners
+           (`doppel run --target`, `doppel verify`) go against that
+           receiver as their provider: they must end, 0 or 1, in time.
+           With DOPPEL_TEST_POSTGRES set, a second server keeps its
+           sessions and journal there and gets the control characters too:
+           it must stay healthy and drop no journal row.
 
 Why not libFuzzer: the toolchain here builds no -sanitize=fuzzer target for
 an executable package on Linux without a separate build of every
@@ -26,7 +38,7 @@ A failing input is written to Fuzz/crashes/ and printed with the seed, and
 the script exits 1. Inputs that reach a diagnostic not seen before are kept
 in Fuzz/corpus/documents/ (new files there can be committed as seeds).
 
-Usage: python3 Fuzz/fuzz.py --doppel .build/debug/doppel [--seconds 180] [--seed N]
+Usage: python3 Fuzz/fuzz.py --doppel .build/debug/doppel [--seconds 180] [--seed N] [--only documents|http|surfaces]
 """
 import argparse
 import hashlib
@@ -62,17 +74,17 @@ DICTIONARY = [
 # HTTP requests that the tale contract answers, as raw bytes; mutated below.
 TOKEN = "eyJhbGciOiJub25lIn0.eyJzdWIiOiJ1c2VyLTEiLCJleHAiOjQxMDI0NDQ4MDB9."
 VALID_REQUESTS = [
-    b"GET /api/v1/free-stories?language=en HTTP/1.1\r\nHost: x\r\n\r\n",
-    b"HEAD /api/v1/free-stories?language=en HTTP/1.1\r\nHost: x\r\n\r\n",
-    (lambda body: ("POST /api/v1/stories/generate HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + TOKEN +
+    b"GET /api/v1/free-stories?language=en HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+    b"HEAD /api/v1/free-stories?language=en HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+    (lambda body: ("POST /api/v1/stories/generate HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + TOKEN +
                    f"\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n" + body).encode())(
         '{"child_id":"child-1","hero":"fox","theme":"space","language":"en"}'),
-    b"GET /__doppel/health HTTP/1.1\r\nHost: x\r\n\r\n",
-    b"GET /__doppel/journal?limit=5 HTTP/1.1\r\nHost: x\r\n\r\n",
-    b'PUT /__doppel/scenario HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}',
-    b"POST /api/v1/children HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Type: application/json\r\n\r\n5\r\n{\"a\":\r\n2\r\n1}\r\n0\r\n\r\n",
+    b"GET /__doppel/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+    b"GET /__doppel/journal?limit=5 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+    b'PUT /__doppel/scenario HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}',
+    b"POST /api/v1/children HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\nContent-Type: application/json\r\n\r\n5\r\n{\"a\":\r\n2\r\n1}\r\n0\r\n\r\n",
     b"GET /api/v1/free-stories HTTP/1.0\r\n\r\n",
-    b"OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"OPTIONS * HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
 ]
 HTTP_TOKENS = [
     b"\r\n", b"\r\n\r\n", b"Transfer-Encoding: chunked\r\n", b"Content-Length: 5\r\n", b"Content-Length: -1\r\n",
@@ -199,7 +211,7 @@ def fuzz_documents(args, rng, deadline):
         while time.monotonic() < deadline:
             path, text = rng.choice(texts)
             mutant = mutate_text(rng, text, [t for _, t in texts])
-            suffix = ".json" if path.endswith(".json") and rng.random() < 0.5 else ".yaml"
+            suffix = ".json" if path.removesuffix(".seed").endswith(".json") and rng.random() < 0.5 else ".yaml"
             file = os.path.join(work, "fuzzed" + suffix)
             with open(file, "w", encoding="utf-8", errors="surrogateescape") as out:
                 out.write(mutant)
@@ -216,7 +228,8 @@ def fuzz_documents(args, rng, deadline):
                 seen |= new
                 if args.keep_corpus:
                     os.makedirs(CORPUS, exist_ok=True)
-                    name = hashlib.sha1(data).hexdigest()[:16] + suffix
+                    # `.seed`: kept out of `doppel lint .` (not named as YAML), read here by the folder.
+                    name = hashlib.sha1(data).hexdigest()[:16] + suffix + ".seed"
                     with open(os.path.join(CORPUS, name), "wb") as out:
                         out.write(data)
                     kept += 1
@@ -251,7 +264,7 @@ def mutate_request(rng):
 def health(port, timeout):
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=timeout) as connection:
-            connection.sendall(b"GET /__doppel/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            connection.sendall(b"GET /__doppel/health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
             answer = b""
             while True:
                 chunk = connection.recv(65536)
@@ -333,6 +346,289 @@ def fuzz_http(args, rng, deadline):
                 sys.exit(1)
 
 
+SURFACE_CONTRACT = """doppel: 1
+state:
+  counters: { hits: 0 }
+  collections: { items: [] }
+endpoints:
+  live:
+    request: GET /live
+    websocket:
+      every:
+        - { name: tick, interval: 200ms, send: { tick: true } }
+      on_message:
+        - { name: later, when: "message == 'later'", delay: 30s, send: { late: true } }
+        - { name: hit, effects: [ "state.hits += 1" ], send: "{{ message }}" }
+  put-item:
+    request: PUT /items/{id}
+    body: { schema: { type: object, additionalProperties: false, properties: { n: { type: integer } } } }
+    responses:
+      - status: 200
+        effects: [ "state.items[path.id] = body" ]
+        body: "{{ body }}"
+        callbacks:
+          - { name: told, url: "http://127.0.0.1:{{ query.port }}/hook", body: { id: "{{ path.id }}" }, retries: 1, retry_delay: 100ms, timeout: 1s }
+  hop:
+    request: POST /hop
+    responses:
+      - status: 202
+        callbacks:
+          - { name: again, url: "http://127.0.0.1:{{ request.port }}/hop", body: {} }
+"""
+
+ADMIN_CALLS = [("GET", "/__doppel/journal"), ("GET", "/__doppel/events"), ("POST", "/__doppel/reset"), ("POST", "/__doppel/clock"),
+               ("POST", "/__doppel/next"), ("PUT", "/__doppel/state"), ("GET", "/__doppel/ui/"), ("PUT", "/__doppel/scenario")]
+HOSTILE_HEADERS = [b"Host: attacker.example\r\n", b"Host: localhost\r\n", b"Host: [::1]:1\r\n", b"Host: \r\n", b"Origin: null\r\n",
+                   b"Origin: https://evil.example\r\n", b"Origin: http://127.0.0.1\r\n", b"Sec-Fetch-Site: cross-site\r\n",
+                   b"Sec-Fetch-Site: same-origin\r\n", b"Sec-Fetch-Site: \xff\r\n", b"Content-Type: text/plain\r\n",
+                   b"Content-Type: application/json\r\n", b"Content-Type: application/x-json+json;;\r\n", b"Upgrade: websocket\r\n"]
+CONTROL = ["\u0000", "\u0001", "\u001f", "\u007f", "\u2028", "\ufffe", "\ud800"]
+
+
+def frame(rng, opcode=None, payload=None, masked=None, fin=None, rsv=0):
+    """A WebSocket frame, some parts of it chosen at random."""
+    opcode = rng.randrange(16) if opcode is None else opcode
+    payload = payload if payload is not None else bytes(rng.randrange(256) for _ in range(rng.choice([0, 1, 2, 5, 125, 126, 300])))
+    masked = rng.random() < 0.85 if masked is None else masked
+    fin = rng.random() < 0.8 if fin is None else fin
+    head = bytes([(0x80 if fin else 0) | (rsv << 4) | opcode])
+    length = len(payload)
+    if length < 126:
+        head += bytes([(0x80 if masked else 0) | length])
+    elif length < 65536:
+        head += bytes([(0x80 if masked else 0) | 126]) + length.to_bytes(2, "big")
+    else:
+        head += bytes([(0x80 if masked else 0) | 127]) + length.to_bytes(8, "big")
+    if masked:
+        mask = bytes(rng.randrange(256) for _ in range(4))
+        return head + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+    return head + payload
+
+
+def socket_session(rng):
+    """An upgrade, then frames: valid messages, delayed ones, and broken ones."""
+    data = (b"GET /live HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n")
+    if rng.random() < 0.3:
+        data += rng.choice(HOSTILE_HEADERS)
+    data += b"Doppel-Session: s" + str(rng.randrange(4)).encode() + b"\r\n\r\n"
+    for _ in range(rng.randint(1, 40)):
+        kind = rng.random()
+        if kind < 0.3:
+            data += frame(rng, opcode=1, payload=rng.choice([b"later", b"hit", b'{"a":"\\u0000"}', "\u00e9\u0000\u0007".encode()]), masked=True, fin=True)
+        elif kind < 0.45:
+            code = rng.choice([0, 999, 1000, 1005, 1006, 1015, 3000, 4999, 5000, 65535])
+            data += frame(rng, opcode=8, payload=code.to_bytes(2, "big") + rng.choice([b"", b"bye", b"\xff\xfe"]), masked=True, fin=True)
+        elif kind < 0.55:
+            data += frame(rng, opcode=rng.choice([1, 0, 0]), fin=False, masked=True) + frame(rng, opcode=0, fin=True, masked=True)
+        else:
+            data += frame(rng, rsv=rng.choice([0, 0, 1, 2, 4]))
+    return data
+
+
+def admin_call(rng):
+    method, path = rng.choice(ADMIN_CALLS)
+    body = rng.choice([b"", b"{}", b'{"session": "s1", "advance": "1d"}', b'{"endpoint": "put-item", "status": 200}',
+                       ('{"state": {"hits": 1, "items": {"a' + rng.choice(CONTROL) + 'b": {}}}}').encode("utf-8", "surrogatepass")])
+    headers = b"".join(rng.choice(HOSTILE_HEADERS) for _ in range(rng.randint(0, 3)))
+    if b"Host:" not in headers:
+        headers = b"Host: 127.0.0.1\r\n" + headers
+    return (f"{method} {path}?session=s{rng.randrange(4)} HTTP/1.1\r\n".encode() + headers +
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body)
+
+
+def stored_text_request(rng, port):
+    """A request whose path, JSON key or query holds a control character: each ends in some stored text."""
+    character = rng.choice(CONTROL)
+    encoded = "".join(f"%{b:02X}" for b in character.encode("utf-8", "surrogatepass"))
+    key = "k" + character + "y"
+    body = ('{"' + key.encode("unicode_escape").decode().replace('"', '') + '": 1}' if rng.random() < 0.5 else '{"n": 1}').encode()
+    return (f"PUT /items/x{encoded}y?port={port}&q=a{encoded} HTTP/1.1\r\nHost: 127.0.0.1\r\nDoppel-Session: s{rng.randrange(4)}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode() + body
+
+
+HOSTILE_ANSWERS = [
+    b"HTTP/1.1 000 Zero\r\nContent-Length: 5\r\n\r\nhello", b"HTTP/1.1 099 Low\r\nContent-Length: 5\r\n\r\nhello",
+    b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\nab", b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nffffffff\r\nabc",
+    b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nab", b"garbage\r\n\r\n", b"",
+    b"HTTP/1.1 503 No\r\nRetry-After: 99999999999\r\nContent-Length: 0\r\n\r\n", b"HTTP/1.1 200 OK\r\nX: " + b"a" * 70000 + b"\r\n\r\n",
+    b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: x\r\n\r\n" + b"\x81\x7f" + b"\xff" * 8,
+    b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 12\r\n\r\n{"a":"\\u0000"}',
+]
+
+
+class HostileReceiver:
+    """A loopback server that answers each connection with a mutated hostile answer, then holds or closes it."""
+
+    def __init__(self, rng):
+        import threading
+        self.rng = random.Random(rng.randrange(1 << 32))
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(64)
+        self.listener.settimeout(0.5)
+        self.port = self.listener.getsockname()[1]
+        self.stopped = False
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self):
+        import threading
+        while not self.stopped:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:
+                continue
+            threading.Thread(target=self.answer, args=(connection,), daemon=True).start()
+
+    def answer(self, connection):
+        try:
+            connection.settimeout(2)
+            try:
+                connection.recv(65536)
+            except OSError:
+                pass
+            answer = bytearray(self.rng.choice(HOSTILE_ANSWERS))
+            if answer and self.rng.random() < 0.3:
+                answer[self.rng.randrange(len(answer))] = self.rng.randrange(256)
+            connection.sendall(bytes(answer))
+            if self.rng.random() < 0.3:
+                time.sleep(self.rng.choice([0.5, 3]))  # a body that never ends, held a while
+        except OSError:
+            pass
+        finally:
+            connection.close()
+
+    def stop(self):
+        self.stopped = True
+        self.listener.close()
+
+
+def start_server(args, contract, extra=()):
+    port = free_port()
+    server = subprocess.Popen([args.doppel, "serve", contract, "--host", "127.0.0.1", "--port", str(port), "--log-format", "none",
+                               "--header-timeout", "2s", "--body-timeout", "2s", "--idle-timeout", "5s", "--socket-idle-timeout", "5s", *extra],
+                              cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    started = time.monotonic()
+    while not health(port, 1):
+        if server.poll() is not None or time.monotonic() - started > 30:
+            log("FAILURE: doppel serve did not start: " + server.stderr.read().decode("utf-8", "replace")[-2000:])
+            sys.exit(1)
+        time.sleep(0.1)
+    return port, server
+
+
+def stop_server(server):
+    if server.poll() is None:
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            log("FAILURE: doppel serve did not stop within 10 s of SIGTERM")
+            sys.exit(1)
+
+
+def health_json(port):
+    import json
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as connection:
+        connection.sendall(b"GET /__doppel/health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        answer = b""
+        while chunk := connection.recv(65536):
+            answer += chunk
+    return json.loads(answer.split(b"\r\n\r\n", 1)[1] or b"{}")
+
+
+def fuzz_surfaces(args, rng, deadline):
+    work = tempfile.mkdtemp(prefix="doppel-fuzz-surfaces-")
+    receiver = HostileReceiver(rng)
+    servers = []
+    try:
+        contract = os.path.join(work, "surfaces.yaml")
+        with open(contract, "w") as out:
+            out.write(SURFACE_CONTRACT)
+        port, server = start_server(args, contract)
+        servers.append(("in memory", port, server))
+        store = os.environ.get("DOPPEL_TEST_POSTGRES")
+        if store:
+            # Sockets need local state; the stored server gets the stored-text requests.
+            stored_contract = os.path.join(work, "stored.yaml")
+            with open(stored_contract, "w") as out:
+                out.write(SURFACE_CONTRACT.split("  live:")[0] + "  put-item:" + SURFACE_CONTRACT.split("  put-item:")[1])
+            stored_port, stored = start_server(args, stored_contract, ["--state-store", store, "--state-namespace", f"fuzz-{args.seed}-{os.getpid()}"])
+            servers.append(("state store", stored_port, stored))
+        sent = {"frames": 0, "admin": 0, "stored": 0, "runs": 0}
+        last = b""
+        runners = 0
+        while time.monotonic() < deadline:
+            choice = rng.random()
+            if choice < 0.35:
+                data, target = socket_session(rng), port
+                sent["frames"] += 1
+            elif choice < 0.6:
+                data, target = admin_call(rng), rng.choice(servers)[1]
+                sent["admin"] += 1
+            elif choice < 0.97:
+                data, target = stored_text_request(rng, receiver.port), rng.choice(servers)[1]
+                sent["stored"] += 1
+            else:
+                data, target = None, None
+            last = data or last
+            if data is not None:
+                try:
+                    with socket.create_connection(("127.0.0.1", target), timeout=3) as connection:
+                        connection.sendall(data)
+                        # Read what comes for half a second at most (a socket's ticks never stop by themselves).
+                        until = time.monotonic() + 0.5
+                        try:
+                            while time.monotonic() < until:
+                                connection.settimeout(max(0.01, until - time.monotonic()))
+                                if not connection.recv(65536):
+                                    break
+                        except OSError:
+                            pass
+                except OSError:
+                    pass
+            else:
+                # A runner against the hostile receiver as its provider: it ends, 0 or 1, within its bounds.
+                runners += 1
+                if rng.random() < 0.5:
+                    command = [args.doppel, "verify", contract, "--target", f"http://127.0.0.1:{receiver.port}", "--timeout", "1", "--max-requests", "10"]
+                else:
+                    scenario = os.path.join(work, "hostile-scenario.yaml")
+                    with open(scenario, "w") as out:
+                        out.write("contract: surfaces.yaml\nsteps:\n  - request: PUT /items/a\n    json: { n: 1 }\n    timeout: 1s\n    expect: { status: 200 }\n"
+                                  "  - socket: GET /live\n  - receive: { tick: true }\n    within: 1s\n")
+                    command = [args.doppel, "run", scenario, "--target", f"http://127.0.0.1:{receiver.port}"]
+                code, output, problem = run_bounded(command, args.hang_seconds, args.max_rss_mib, work)
+                if problem:
+                    fail("hang or growth", f"{command[1]} against a hostile provider: {problem}", " ".join(command).encode(), ".txt", args.seed)
+                if code is not None and code not in (0, 1):
+                    fail("crash", f"{command[1]} against a hostile provider exited with {code}: {output[-2000:]}", " ".join(command).encode(), ".txt", args.seed)
+            for name, server_port, server in servers:
+                if server.poll() is not None:
+                    fail("crash", f"doppel serve ({name}) exited with {server.returncode}: " + server.stderr.read().decode("utf-8", "replace")[-2000:],
+                         last, ".surfaces", args.seed)
+                rss = rss_mib(server.pid) or 0
+                if rss > args.max_rss_mib:
+                    fail("growth", f"doppel serve ({name}) holds {rss:.0f} MiB (bound {args.max_rss_mib} MiB)", last, ".surfaces", args.seed)
+        for name, server_port, server in servers:
+            if not health(server_port, args.hang_seconds):
+                fail("hang", f"doppel serve ({name}) gave no health answer within {args.hang_seconds} s", last, ".surfaces", args.seed)
+            if name == "state store":
+                time.sleep(0.5)
+                found = health_json(server_port).get("state_store", {})
+                if found.get("journal_dropped") or not found.get("reachable"):
+                    fail("stored text", f"the replica dropped journal rows or lost the store: {found}", last, ".surfaces", args.seed)
+        log(f"surfaces: {sent['frames']} socket sessions, {sent['admin']} admin calls, {sent['stored']} stored-text requests, "
+            f"{runners} runner runs against a hostile provider, no crash, hang or growth")
+    finally:
+        for _, _, server in servers:
+            stop_server(server)
+        receiver.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--doppel", required=True, help="the doppel binary to fuzz")
@@ -341,7 +637,7 @@ def main():
     parser.add_argument("--hang-seconds", type=float, default=30, help="longer than this is a hang (default 30)")
     parser.add_argument("--max-rss-mib", type=float, default=1024, help="more memory than this is unbounded growth (default 1024)")
     parser.add_argument("--keep-corpus", action="store_true", help="keep inputs with new diagnostics in Fuzz/corpus/documents")
-    parser.add_argument("--only", choices=["documents", "http"], help="fuzz one target only")
+    parser.add_argument("--only", choices=["documents", "http", "surfaces"], help="fuzz one target only")
     args = parser.parse_args()
     args.doppel = os.path.abspath(args.doppel)
     if args.seed is None:
@@ -349,11 +645,13 @@ def main():
     log(f"seed {args.seed}; {args.seconds:.0f} s")
     rng = random.Random(args.seed)
     start = time.monotonic()
-    if args.only != "http":
-        share = 1.0 if args.only == "documents" else 0.6
-        fuzz_documents(args, rng, start + args.seconds * share)
-    if args.only != "documents":
-        fuzz_http(args, rng, start + args.seconds)
+    # Shares of the time: documents 50 %, http 25 %, surfaces 25 % (all of it for one target with --only).
+    shares = {"documents": 0.5, "http": 0.25, "surfaces": 0.25} if args.only is None else {args.only: 1.0}
+    elapsed = 0.0
+    for target, function in [("documents", fuzz_documents), ("http", fuzz_http), ("surfaces", fuzz_surfaces)]:
+        if target in shares:
+            elapsed += shares[target]
+            function(args, rng, start + args.seconds * elapsed)
 
 
 if __name__ == "__main__":
