@@ -277,17 +277,8 @@ def health(port, timeout):
 
 
 def fuzz_http(args, rng, deadline):
-    port = free_port()
-    server = subprocess.Popen([args.doppel, "serve", "contracts/tales.yaml", "--host", "127.0.0.1", "--port", str(port),
-                               "--log-format", "none", "--header-timeout", "2s", "--body-timeout", "2s", "--idle-timeout", "5s"],
-                              cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    port, server = start_server(args, "contracts/tales.yaml")
     try:
-        started = time.monotonic()
-        while not health(port, 1):
-            if server.poll() is not None or time.monotonic() - started > 30:
-                log("FAILURE: doppel serve did not start: " + server.stderr.read().decode("utf-8", "replace")[-2000:])
-                sys.exit(1)
-            time.sleep(0.1)
         # Eight clients at once, each sending batches until the deadline;
         # this thread checks the server between them.
         import threading
@@ -336,14 +327,7 @@ def fuzz_http(args, rng, deadline):
         batches = state["batches"]
         log(f"http: {batches} batches of pipelined requests, peak {peak:.0f} MiB, no crash, hang or growth")
     finally:
-        if server.poll() is None:
-            server.send_signal(signal.SIGTERM)
-            try:
-                server.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                log("FAILURE: doppel serve did not stop within 10 s of SIGTERM")
-                sys.exit(1)
+        stop_server(server)
 
 
 SURFACE_CONTRACT = """doppel: 1

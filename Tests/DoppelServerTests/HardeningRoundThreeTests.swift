@@ -434,4 +434,40 @@ struct HardeningRoundThreeTests {
         while await second.receive(within: 2) != nil { read += 1 }
         #expect(read == WebSocketClient.Inbox.maximumQueued, "\(read) messages were kept")
     }
+    @Test("doppel lint writes each file's problems before its summary line, when both streams go to one pipe")
+    func lintSaysEachFileInOrder() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("lint-order-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let good = folder.appendingPathComponent("good.yaml"), bad = folder.appendingPathComponent("bad.yaml")
+        try "doppel: 1\nendpoints:\n  a: { request: GET /a, responses: [ { status: 204 } ] }\n".write(to: good, atomically: true, encoding: .utf8)
+        try "doppel: 1\nendpoints:\n  a:\n    request: GET /a\n   responses: []\n".write(to: bad, atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = try #require(CommandLineTests.executable, "build the doppel executable first (swift build)")
+        process.arguments = ["lint", good.path, bad.path]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let lines = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n").map(String.init)
+        process.waitUntilExit()
+        #expect(lines.count == 3, "\(lines)")
+        #expect(lines.first == good.path + ": ok", "\(lines)")
+        #expect(lines.dropFirst().first?.hasPrefix(bad.path + ":5:4: error: YAML syntax:") == true, "\(lines)")
+        #expect(lines.last == bad.path + ": 1 error", "\(lines)")
+    }
+
+    @Test("A callback whose receiver does not answer fails at the callback's own timeout, and says so")
+    func callbackTimeoutIsNamedAsItsOwn() async throws {
+        let silent = try RawUpstream(answer: "", silent: true)
+        defer { silent.stop() }
+        let contract = CallbackTests.webhook.replacingOccurrences(of: "retries: 2", with: "retries: 0").replacingOccurrences(of: "retry_delay: 100ms", with: "timeout: 200ms")
+        try await SocketTests.withContract(contract) { server in
+            #expect(try await TestClient(base: server.baseURL).send("POST", "/pay?port=\(silent.port)", json: ["amount": 1], token: nil).status == 202)
+            try await CallbackTests.eventually { server.engine.journal.entries.contains { $0.method == "CALLBACK" } }
+            let attempt = try #require(server.engine.journal.entries.first { $0.method == "CALLBACK" })
+            #expect(attempt.reason?.contains("no answer within 0.2 s (the callback's timeout)") == true, "\(attempt.reason ?? "")")
+            #expect(attempt.reason?.contains("--proxy-timeout") == false)
+        }
+    }
 }
