@@ -52,6 +52,6 @@ sleep 0.3
 client "$N"
 kill -INT $PS 2>/dev/null || true; wait $PS 2>/dev/null || true
 kill $P; wait $P 2>/dev/null || true
-ins=$(awk -F, '/task-clock/ {printf "%d", $1 * 1000000}' $W/perf)
+ins=$(awk -F, '/task-clock/ {printf "%.0f", $1 * 1000000}' $W/perf)  # %d overflows past 2^31 in mawk
 echo "$(basename $BIN) $KIND: $((ins / N)) ns of CPU per request"
 rm -rf $W
