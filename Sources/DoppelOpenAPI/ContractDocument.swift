@@ -210,6 +210,15 @@ public enum ContractDocument {
         } catch {
             let problem = OpenAPIKit.OpenAPI.Error(from: error)
             let keys = problem.codingPath.map(\.stringValue)
+            if keys.contains("callbacks") {
+                // OpenAPIKit reads a callback's URL as a runtime expression and
+                // stops at one it cannot parse (`{{` in it); Doppel reads callbacks
+                // itself, the URL's other braces as they are, so serving and
+                // importing the document agree.
+                let reason = problem.localizedDescription.split(separator: "\n").first.map(String.init) ?? ""
+                return [Diagnostic(.warning, at: locate(problem.codingPath, in: root),
+                                   "OpenAPIKit cannot read this callback (\(reason)); Doppel reads it itself, and the rest of the document is not checked by OpenAPIKit")]
+            }
             if keys.contains("schema") || keys.starts(with: ["components", "schemas"]) {
                 // OpenAPIKit's schema model does not take every JSON Schema
                 // 2020-12 form (`items: false`); Doppel's own schema loader

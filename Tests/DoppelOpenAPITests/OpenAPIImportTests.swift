@@ -530,6 +530,33 @@ struct OpenAPICallbackImportTests {
         #expect(contract.warnings.contains { $0.message.contains("POST /odd documents 101") })
     }
 
+    @Test("A callback URL OpenAPIKit cannot parse (`{{` in it) is a warning: serving and importing agree, and the braces are sent as written")
+    func aCallbackURLOpenAPIKitCannotReadIsAWarning() throws {
+        let document = """
+            openapi: 3.1.0
+            info: { title: Hooks, version: "1" }
+            paths:
+              /pay:
+                post:
+                  responses: { "202": { description: taken } }
+                  callbacks:
+                    done:
+                      "http://127.0.0.1:9/a{{b}}c":
+                        post: { responses: { "200": { description: ok } } }
+            """
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("doppel-hooks-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("api.yaml").path
+        try document.write(toFile: file, atomically: true, encoding: .utf8)
+        let problems = ContractDocument.lint(file: file)
+        #expect(problems.allSatisfy { $0.severity == .warning }, "\(problems)")
+        #expect(problems.contains { $0.message.hasPrefix("OpenAPIKit cannot read this callback") })
+        let contract = try ContractDocument.load(file: file)
+        let callback = try #require(contract.endpoints.first?.responses.first?.callbacks.first)
+        #expect(try callback.url.render(in: EvaluationContext(roots: [:], now: 0)) == "http://127.0.0.1:9/a{{b}}c")
+    }
+
     @Test("A contract's callbacks are exported as OpenAPI callbacks when a runtime expression can say their URL, and read back")
     func callbacksExportAndReadBack() throws {
         let contract = try ContractLoader.load(text: """
