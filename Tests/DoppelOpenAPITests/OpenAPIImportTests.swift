@@ -544,17 +544,14 @@ struct OpenAPICallbackImportTests {
                       "http://127.0.0.1:9/a{{b}}c":
                         post: { responses: { "200": { description: ok } } }
             """
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("doppel-hooks-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let file = folder.appendingPathComponent("api.yaml").path
-        try document.write(toFile: file, atomically: true, encoding: .utf8)
-        let problems = ContractDocument.lint(file: file)
-        #expect(problems.allSatisfy { $0.severity == .warning }, "\(problems)")
-        #expect(problems.contains { $0.message.hasPrefix("OpenAPIKit cannot read this callback") })
-        let contract = try ContractDocument.load(file: file)
-        let callback = try #require(contract.endpoints.first?.responses.first?.callbacks.first)
-        #expect(try callback.url.render(in: EvaluationContext(roots: [:], now: 0)) == "http://127.0.0.1:9/a{{b}}c")
+        try withDocument(document) { file, _ in
+            let problems = ContractDocument.lint(file: file)
+            #expect(problems.allSatisfy { $0.severity == .warning }, "\(problems)")
+            #expect(problems.contains { $0.message.hasPrefix("OpenAPIKit cannot read this callback") })
+            let contract = try ContractDocument.load(file: file)
+            let callback = try #require(contract.endpoints.first?.responses.first?.callbacks.first)
+            #expect(try callback.url.render(in: EvaluationContext(roots: [:], now: 0)) == "http://127.0.0.1:9/a{{b}}c")
+        }
     }
 
     @Test("A contract's callbacks are exported as OpenAPI callbacks when a runtime expression can say their URL, and read back")
