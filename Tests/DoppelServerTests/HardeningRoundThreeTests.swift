@@ -127,7 +127,7 @@ struct HardeningRoundThreeTests {
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         while !String(decoding: received, as: UTF8.self).contains("\r\n") {
-            let n = recv(fd, &buffer, buffer.count, 0)
+            let n = receiveSome(fd, into: &buffer)
             if n <= 0 { break }
             received += buffer[0..<n]
         }
@@ -147,7 +147,7 @@ struct HardeningRoundThreeTests {
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
-            let n = recv(fd, &buffer, buffer.count, 0)
+            let n = receiveSome(fd, into: &buffer)
             if n <= 0 { break }
             received += buffer[0..<n]
         }
@@ -380,13 +380,14 @@ struct HardeningRoundThreeTests {
             port = Int(UInt16(bigEndian: address.sin_port))
             let listener = fd
             Thread {
-                let client = accept(listener, nil, nil)
+                defer { close(listener) }  // here, not in stop(): see RawUpstream.stop()
+                let client = acceptConnection(listener)
                 guard client >= 0 else { return }
                 defer { close(client) }
                 var received: [UInt8] = []
                 var buffer = [UInt8](repeating: 0, count: 4096)
                 while !String(decoding: received, as: UTF8.self).contains("\r\n\r\n") {
-                    let n = recv(client, &buffer, buffer.count, 0)
+                    let n = receiveSome(client, into: &buffer)
                     if n <= 0 { return }
                     received += buffer[0..<n]
                 }
@@ -394,13 +395,13 @@ struct HardeningRoundThreeTests {
                 let key = text.components(separatedBy: "\r\n").first { $0.lowercased().hasPrefix("sec-websocket-key:") }?.split(separator: ":", maxSplits: 1).last
                     .map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
                 let head = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: \(WebSocketClient.acceptValue(for: key))\r\n\r\n"
-                SocketScaleTests.send(client, Array(head.utf8) + frames)
+                sendAll(client, Array(head.utf8) + frames)
                 // Held until the client closes it.
-                while recv(client, &buffer, buffer.count, 0) > 0 {}
+                while receiveSome(client, into: &buffer) > 0 {}
             }.start()
         }
 
-        func stop() { shutdown(fd, Int32(SHUT_RDWR)); close(fd) }
+        func stop() { shutdown(fd, Int32(SHUT_RDWR)) }
 
         /// A server frame: unmasked.
         static func frame(fin: Bool, opcode: UInt8, _ payload: [UInt8]) -> [UInt8] {

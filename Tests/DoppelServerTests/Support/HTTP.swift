@@ -97,14 +97,15 @@ enum RawHTTP {
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
         var sent = 0
         while sent < request.count {
-            let n = request[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+            let n = request[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n < 0, errno == EINTR { continue }
             if n <= 0 { break }  // the server may close early, e.g. after a 413
             sent += n
         }
         var reply: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
-            let n = recv(fd, &buffer, buffer.count, 0)
+            let n = receiveSome(fd, into: &buffer)
             if n == 0 { return (reply, .closed) }
             if n < 0 { return (reply, errno == ECONNRESET ? .reset : .timedOut) }
             reply.append(contentsOf: buffer[0..<n])

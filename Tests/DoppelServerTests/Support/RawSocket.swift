@@ -19,13 +19,7 @@ final class RawSocket: @unchecked Sendable {
     deinit { close(fd) }
 
     func send(_ text: String) {
-        let bytes = Array(text.utf8)
-        var sent = 0
-        while sent < bytes.count {
-            let n = bytes[sent...].withUnsafeBytes { Foundation.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if n <= 0 { return }
-            sent += n
-        }
+        sendAll(fd, Array(text.utf8))
     }
 
     /// Closes the sending half: the server reads the end of its input.
@@ -39,10 +33,9 @@ final class RawSocket: @unchecked Sendable {
         var buffer = [UInt8](repeating: 0, count: 65536)
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
-            var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             let waitMillis = Int32(max(1, deadline.timeIntervalSinceNow * 1000))
-            guard poll(&descriptor, 1, waitMillis) > 0 else { break }
-            let n = recv(fd, &buffer, buffer.count, 0)
+            guard waitReadable(fd, millis: waitMillis) else { break }
+            let n = receiveSome(fd, into: &buffer)
             if n <= 0 { return (String(decoding: reply, as: UTF8.self), true) }
             reply.append(contentsOf: buffer[0..<n])
             if done(String(decoding: reply, as: UTF8.self)) { break }

@@ -53,21 +53,24 @@ final class RawUpstream: @unchecked Sendable {
     /// `http://127.0.0.1:PORT`
     var url: URL { URL(string: "http://127.0.0.1:\(port)")! }
 
+    /// Stops accepting. The listening socket is closed by the accepting
+    /// thread once it is done with it: closed here, its number could be given
+    /// to another test's socket before that thread's next `accept`, which
+    /// would then take that test's connections.
     func stop() {
         stopped.withLockedValue { $0 = true }
         shutdown(fd, Int32(SHUT_RDWR))
-        close(fd)
     }
 
     private func acceptLoop() {
+        defer { close(fd) }
         while !stopped.withLockedValue({ $0 }) {
-            let client = accept(fd, nil, nil)
+            let client = acceptConnection(fd)
             if client < 0 { return }
             var received: [UInt8] = []
             var buffer = [UInt8](repeating: 0, count: 4096)
-            var descriptor = pollfd(fd: client, events: Int16(POLLIN), revents: 0)
-            while poll(&descriptor, 1, 60_000) > 0 {  // generous: in the full suite, load tests can hold the shared event loops for many seconds
-                let n = recv(client, &buffer, buffer.count, 0)
+            while waitReadable(client, millis: 60_000) {  // generous: in the full suite, load tests can hold the shared event loops for many seconds
+                let n = receiveSome(client, into: &buffer)
                 if n <= 0 { break }
                 received.append(contentsOf: buffer[0..<n])
                 if received.count > 65536 || String(decoding: received, as: UTF8.self).contains("\r\n\r\n") { break }
@@ -79,10 +82,10 @@ final class RawUpstream: @unchecked Sendable {
                 // wait in the listen queue): a client only ever sees its own timeout.
                 while !stopped.withLockedValue({ $0 }) { usleep(20_000) }
             } else {
-                _ = answer.withUnsafeBytes { Foundation.send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                sendAll(client, answer)
                 while holds, !stopped.withLockedValue({ $0 }) { usleep(20_000) }
             }
-            close(client)
+            closeGracefully(client)
         }
     }
 }

@@ -1,0 +1,68 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+// The blocking calls of the suite's hand-written loopback servers, gone on
+// with after a signal. The suite starts processes, and a child's exit can
+// interrupt a helper's `poll`, `recv`, `send` or `accept` (EINTR). Taken as
+// "the peer is done", that made a fake upstream answer before it had read the
+// request and close the connection with the request unread: the kernel then
+// resets the connection, and the client loses the answer it was sent
+// ("closed the connection without an answer"), in the full suite only.
+
+/// Whether `fd` has something to read (or its end) within `millis`.
+func waitReadable(_ fd: Int32, millis: Int32) -> Bool {
+    let deadline = ContinuousClock.now + .milliseconds(Int(millis))
+    while true {
+        var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        let left = deadline - ContinuousClock.now
+        let wait = max(0, Int32(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000))
+        let ready = poll(&descriptor, 1, wait)
+        if ready > 0 { return true }
+        if ready == 0 || errno != EINTR { return false }
+    }
+}
+
+/// `recv` into `buffer`: the count read, 0 at the end, below 0 for an error other than a signal.
+func receiveSome(_ fd: Int32, into buffer: inout [UInt8]) -> Int {
+    while true {
+        let n = recv(fd, &buffer, buffer.count, 0)
+        if n >= 0 || errno != EINTR { return n }
+    }
+}
+
+/// Writes all of `bytes`; false when the peer is gone.
+@discardableResult
+func sendAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+    var sent = 0
+    while sent < bytes.count {
+        let n = bytes[sent...].withUnsafeBytes { Foundation.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        if n < 0, errno == EINTR { continue }
+        if n <= 0 { return false }
+        sent += n
+    }
+    return true
+}
+
+/// `accept` on a listening socket: a connection, or below 0 once the socket is shut down.
+func acceptConnection(_ listener: Int32) -> Int32 {
+    while true {
+        let client = accept(listener, nil, nil)
+        if client >= 0 || errno != EINTR { return client }
+    }
+}
+
+/// Ends a served connection without a reset: says the end of output, reads
+/// what the client still sends (for at most a second), then closes. A close
+/// with unread input resets the connection, and a reset throws away what the
+/// client had not read yet.
+func closeGracefully(_ fd: Int32) {
+    shutdown(fd, Int32(SHUT_WR))
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    let deadline = ContinuousClock.now + .seconds(1)
+    while ContinuousClock.now < deadline, waitReadable(fd, millis: 100), receiveSome(fd, into: &buffer) > 0 {}
+    close(fd)
+}
