@@ -555,7 +555,8 @@ public enum OpenAPIExporter {
         }
         if !schema.required.isEmpty { object["required"] = .array(schema.required.map { .string($0) }) }
         if let additional = schema.additionalProperties {
-            object["additionalProperties"] = additional.map(schemaJSON) ?? .bool(false)
+            let written = additional.map(schemaJSON) ?? .bool(false)
+            object["additionalProperties"] = written == .object(JSONObject()) ? .bool(true) : written
         }
         if !schema.prefixItems.isEmpty { object["prefixItems"] = .array(schema.prefixItems.map(schemaJSON)) }
         if let items = schema.items { object["items"] = schemaJSON(items) }
@@ -584,6 +585,26 @@ public enum OpenAPIExporter {
             object["discriminator"] = .object(spec)
         }
         if let not = schema.not { object["not"] = schemaJSON(not) }
+        if let advanced = schema.advanced {
+            if !advanced.patternProperties.isEmpty {
+                object["patternProperties"] = .object(JSONObject(advanced.patternProperties.map { ($0.0.source, schemaJSON($0.1)) }))
+            }
+            if let names = advanced.propertyNames { object["propertyNames"] = schemaJSON(names) }
+            if !advanced.dependentRequired.isEmpty {
+                object["dependentRequired"] = .object(JSONObject(advanced.dependentRequired.map { ($0.0, .array($0.1.map { .string($0) })) }))
+            }
+            if !advanced.dependentSchemas.isEmpty {
+                object["dependentSchemas"] = .object(JSONObject(advanced.dependentSchemas.map { ($0.0, schemaJSON($0.1)) }))
+            }
+            if let condition = advanced.ifSchema { object["if"] = schemaJSON(condition) }
+            if let then = advanced.thenSchema { object["then"] = schemaJSON(then) }
+            if let otherwise = advanced.elseSchema { object["else"] = schemaJSON(otherwise) }
+            if let contains = advanced.contains { object["contains"] = schemaJSON(contains) }
+            if let value = advanced.minContains { object["minContains"] = .int(value) }
+            if let value = advanced.maxContains { object["maxContains"] = .int(value) }
+            if let unevaluated = advanced.unevaluatedProperties { object["unevaluatedProperties"] = schemaJSON(unevaluated) }
+            if let unevaluated = advanced.unevaluatedItems { object["unevaluatedItems"] = schemaJSON(unevaluated) }
+        }
         if let value = schema.defaultValue { object["default"] = value }
         return .object(object)
     }

@@ -696,10 +696,7 @@ package struct OpenAPIImporter: Sendable {
         "definitions", "$dynamicAnchor", "$vocabulary",
     ]
     /// Keywords Doppel's validator does not check yet, dropped with a warning.
-    static let unchecked: Set<String> = [
-        "patternProperties", "propertyNames", "if", "then", "else", "dependentRequired", "dependentSchemas", "dependencies",
-        "unevaluatedProperties", "unevaluatedItems", "contains", "minContains", "maxContains", "$dynamicRef",
-    ]
+    static let unchecked: Set<String> = ["$dynamicRef"]
 
     /// A schema as the contract format writes it: `$ref`s to component
     /// schemas by name, 3.0's boolean `exclusiveMinimum` as 3.1's number,
@@ -716,6 +713,19 @@ package struct OpenAPIImporter: Sendable {
                 if let target = schemaReference(value) { fields.append((name, target)) }
             case "properties":
                 fields.append((name, ContractNode.map((value.mappingPairs ?? []).compactMap { pair in pair.key.scalarText.map { ($0, schema(pair.value)) } }, at: value.location)))
+            case "patternProperties", "dependentSchemas":
+                fields.append((name, ContractNode.map((value.mappingPairs ?? []).compactMap { pair in pair.key.scalarText.map { ($0, schema(pair.value)) } }, at: value.location)))
+            case "dependencies":
+                // Draft 4's (OpenAPI 3.0's) one keyword for both: a list of names or a schema.
+                var names: [(String, SourceNode)] = [], schemas: [(String, SourceNode)] = []
+                for (member, dependent) in value.mappingPairs ?? [] {
+                    guard let text = member.scalarText else { continue }
+                    if dependent.sequenceItems != nil { names.append((text, dependent)) } else { schemas.append((text, schema(dependent))) }
+                }
+                if !names.isEmpty { fields.append(("dependentRequired", ContractNode.map(names, at: value.location))) }
+                if !schemas.isEmpty { fields.append(("dependentSchemas", ContractNode.map(schemas, at: value.location))) }
+            case "propertyNames", "if", "then", "else", "contains", "unevaluatedProperties", "unevaluatedItems":
+                fields.append((name, schema(value)))
             case "items", "additionalProperties", "not":
                 fields.append((name, value.sequenceItems != nil ? ContractNode.list(value.sequenceItems!.map { schema($0) }, at: value.location) : schema(value)))
             case "allOf", "anyOf", "oneOf", "prefixItems":

@@ -320,7 +320,8 @@ struct OpenAPIImportTests {
             #expect(messages.contains { $0.contains("security scheme 'digest' (http digest) is not supported") })
             // deepObject is read in the query now: no warning.
             #expect(!messages.contains { $0.contains("style deepObject") })
-            #expect(messages.contains { $0.contains("'patternProperties' is not checked by Doppel yet") })
+            // patternProperties is checked now: kept, without a word.
+            #expect(!messages.contains { $0.contains("patternProperties") })
             #expect(messages.contains { $0.contains("TRACE /a is not served") })
             #expect(found.allSatisfy { $0.severity == .warning })
             // Still served: the unsupported parts are named, the rest works.

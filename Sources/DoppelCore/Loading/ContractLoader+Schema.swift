@@ -73,7 +73,9 @@ extension ContractLoader {
         var additional: Schema??
         if let node = reader["additionalProperties"] {
             switch node.json {
-            case .bool(true): additional = nil
+            // Kept, as a schema that takes anything: it still says every
+            // other member was looked at, for `unevaluatedProperties`.
+            case .bool(true): additional = .some(Schema())
             case .bool(false): additional = .some(nil)
             default: additional = .some(readSchema(node, context: "additionalProperties of \(context)"))
             }
@@ -131,6 +133,7 @@ extension ContractLoader {
         if let refNode = reader["$ref"], let text = refNode.scalarText {
             ref = reference(text, at: refNode.location)?.ref
         }
+        let advanced = readAdvanced(reader, context: context)
         return Schema(
             types: types,
             nullable: reader.bool("nullable", diagnostics: &diagnostics) ?? false,
@@ -164,8 +167,50 @@ extension ContractLoader {
             defaultValue: reader["default"]?.json,
             example: reader["example"]?.json ?? reader["examples"]?.sequenceItems?.first?.json,
             style: style,
-            explode: reader.bool("explode", diagnostics: &diagnostics)
+            explode: reader.bool("explode", diagnostics: &diagnostics),
+            advanced: advanced
         )
+    }
+
+    /// The rarer keywords of a schema (`Schema.Advanced`).
+    mutating func readAdvanced(_ reader: MappingReader, context: String) -> Schema.Advanced {
+        var advanced = Schema.Advanced()
+        func sub(_ key: String) -> Schema? {
+            reader[key].flatMap { readSchema($0, context: "\(key) of \(context)") }
+        }
+        for entry in reader.entries("patternProperties", diagnostics: &diagnostics) {
+            do {
+                let pattern = try Schema.Pattern(entry.name)
+                if let schema = readSchema(entry.value, context: "patternProperties '\(entry.name)' of \(context)") {
+                    advanced.patternProperties.append((pattern, schema))
+                }
+            } catch {
+                documentMistake("unusable pattern '\(entry.name)' in patternProperties of \(context): \(error.message)", at: entry.value.location,
+                                servedAs: "members are not checked by it")
+            }
+        }
+        advanced.propertyNames = sub("propertyNames")
+        for entry in reader.entries("dependentRequired", diagnostics: &diagnostics) {
+            guard let names = entry.value.sequenceItems?.compactMap(\.scalarText) else {
+                diagnostics.error("dependentRequired '\(entry.name)' in \(context) must be a list of property names", at: entry.value.location)
+                continue
+            }
+            advanced.dependentRequired.append((entry.name, names))
+        }
+        for entry in reader.entries("dependentSchemas", diagnostics: &diagnostics) {
+            if let schema = readSchema(entry.value, context: "dependentSchemas '\(entry.name)' of \(context)") {
+                advanced.dependentSchemas.append((entry.name, schema))
+            }
+        }
+        advanced.ifSchema = sub("if")
+        advanced.thenSchema = sub("then")
+        advanced.elseSchema = sub("else")
+        advanced.contains = sub("contains")
+        advanced.minContains = reader.int("minContains", diagnostics: &diagnostics)
+        advanced.maxContains = reader.int("maxContains", diagnostics: &diagnostics)
+        advanced.unevaluatedProperties = sub("unevaluatedProperties")
+        advanced.unevaluatedItems = sub("unevaluatedItems")
+        return advanced
     }
 
     /// A schema that refers to a named one: `Name`, `#/schemas/Name` or `#/components/schemas/Name`.

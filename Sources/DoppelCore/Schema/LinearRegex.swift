@@ -14,7 +14,8 @@
 /// `.`, classes `[a-z]` `[^…]` with `\d \D \w \W \s \S` inside and out,
 /// anchors `^ $ \b \B`, groups `( )`, `(?: )`, `(?<name> )`, alternation, and
 /// the quantifiers `* + ? {n} {n,} {n,m}` with their lazy forms (the same
-/// for match or no match). Backreferences and lookaround cannot run in
+/// for match or no match), and Unicode property escapes `\p{…}` `\P{…}` of
+/// general categories and a few binary properties (`UnicodeProperties`). Backreferences and lookaround cannot run in
 /// linear time and are refused when the contract loads.
 package struct LinearRegex: Sendable {
     /// The most instructions a compiled pattern may have (counted repeats like `{1,500}` expand).
@@ -41,10 +42,35 @@ package struct LinearRegex: Sendable {
         var ranges: [ClosedRange<UInt32>]
         var negated = false
 
+        /// Whether the set holds `scalar`. Compiled sets are `merged`: sorted
+        /// and apart, so a set of many ranges (`\p{L}` has hundreds) is
+        /// searched by halves.
         func contains(_ scalar: UInt32) -> Bool {
             var hit = false
-            for range in ranges where range.contains(scalar) { hit = true; break }
+            if ranges.count <= 8 {
+                for range in ranges where range.contains(scalar) { hit = true; break }
+            } else {
+                var low = 0, high = ranges.count
+                while low < high {
+                    let middle = (low + high) / 2
+                    if ranges[middle].upperBound < scalar { low = middle + 1 } else { high = middle }
+                }
+                hit = low < ranges.count && ranges[low].contains(scalar)
+            }
             return hit != negated
+        }
+
+        /// The same set with its ranges sorted and joined where they touch.
+        func merged() -> CharacterSet {
+            var joined: [ClosedRange<UInt32>] = []
+            for range in ranges.sorted(by: { $0.lowerBound < $1.lowerBound }) {
+                if let last = joined.last, range.lowerBound <= last.upperBound &+ 1 {
+                    joined[joined.count - 1] = last.lowerBound...max(last.upperBound, range.upperBound)
+                } else {
+                    joined.append(range)
+                }
+            }
+            return CharacterSet(ranges: joined, negated: negated)
         }
 
         static func single(_ scalar: UInt32) -> CharacterSet { CharacterSet(ranges: [scalar...scalar]) }
@@ -354,7 +380,20 @@ package struct LinearRegex: Sendable {
                     return .set(.single(value))
                 }
                 return .set(.single(try hex(count: 4)))
-            case 0x70, 0x50: throw fail("Unicode property escapes (\\p, \\P) are not supported")
+            case 0x70, 0x50: // p, P: \p{Letter}, \P{Nd}, \p{gc=Lu}
+                guard current == 0x7B else { throw fail("\\p and \\P need a property in braces, as \\p{Letter}") }
+                index += 1
+                var name = ""
+                while let h = current, h != 0x7D, name.unicodeScalars.count < 64 {
+                    name.unicodeScalars.append(Unicode.Scalar(h) ?? "?")
+                    index += 1
+                }
+                guard current == 0x7D else { throw fail("missing '}' after \\p{") }
+                index += 1
+                guard let ranges = UnicodeProperties.ranges(of: name) else {
+                    throw fail("unknown Unicode property '\(name)' (general categories such as Letter, Lu or Nd, and Alphabetic, White_Space, Uppercase, Lowercase, ASCII, Any are known)")
+                }
+                return .set(CharacterSet(ranges: ranges, negated: c == 0x50))
             default:
                 let isLetter = (65...90).contains(c) || (97...122).contains(c)
                 if isLetter { throw fail("unknown escape '\\\(Character(Unicode.Scalar(c)!))'") }
@@ -443,7 +482,7 @@ package struct LinearRegex: Sendable {
             }
             switch node {
             case .empty: break
-            case .set(let set): program.append(.character(set))
+            case .set(let set): program.append(.character(set.merged()))
             case .assertion(let kind): program.append(.assertion(kind))
             case .sequence(let items): for item in items { try emit(item) }
             case .alternation(let options):

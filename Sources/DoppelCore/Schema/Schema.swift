@@ -9,8 +9,11 @@ import Foundation
 /// `minItems`, `maxItems`, `uniqueItems`, `prefixItems`, `minProperties`,
 /// `maxProperties`, `multipleOf`, `allOf`, `anyOf`, `oneOf` (with OpenAPI's
 /// `discriminator`), `not`, `$ref` to a named schema (beside other keywords,
-/// as JSON Schema 2020-12 allows), `true`/`false` as schemas, and `default`
-/// (filled in for missing top-level properties of query, headers and body).
+/// as JSON Schema 2020-12 allows), `true`/`false` as schemas, `default`
+/// (filled in for missing top-level properties of query, headers and body),
+/// and the rarer ones of `Advanced`: `patternProperties`, `propertyNames`,
+/// `dependentRequired`, `dependentSchemas`, `if`/`then`/`else`, `contains`,
+/// `minContains`, `maxContains`, `unevaluatedProperties`, `unevaluatedItems`.
 package final class Schema: Sendable {
     package let types: [String]?
     /// `types` as a set of flags, read on every validation instead of comparing type names.
@@ -60,6 +63,45 @@ package final class Schema: Sendable {
     /// properties of an endpoint's `query` and `cookies` schemas.
     package let style: String?
     package let explode: Bool?
+    /// The keywords few schemas use (conditions, dependencies, `contains`,
+    /// `patternProperties`, `unevaluated*`), kept apart: nil for most schemas,
+    /// so the common ones stay small and are checked without looking at them.
+    package let advanced: Advanced?
+
+    /// JSON Schema 2020-12's keywords beyond the common ones.
+    package struct Advanced: Sendable {
+        /// Members whose names match a pattern must match its schema (all that match).
+        package var patternProperties: [(Pattern, Schema)] = []
+        /// Every member name, as a string, must match this schema.
+        package var propertyNames: Schema?
+        /// When a member is present, these must be too.
+        package var dependentRequired: [(String, [String])] = []
+        /// When a member is present, the whole object must match the schema.
+        package var dependentSchemas: [(String, Schema)] = []
+        /// `if`, `then`, `else`: a value that matches `if` must match `then`; one that does not, `else`.
+        package var ifSchema: Schema?
+        package var thenSchema: Schema?
+        package var elseSchema: Schema?
+        /// Items matching `contains`: at least `minContains` (1 when not given), at most `maxContains`.
+        package var contains: Schema?
+        package var minContains: Int?
+        package var maxContains: Int?
+        /// Members (items) no other keyword of this schema, or of its passing subschemas, looked at must match this.
+        package var unevaluatedProperties: Schema?
+        package var unevaluatedItems: Schema?
+
+        package init() {}
+
+        /// Whether any keyword is set.
+        package var isEmpty: Bool {
+            patternProperties.isEmpty && propertyNames == nil && dependentRequired.isEmpty && dependentSchemas.isEmpty && ifSchema == nil
+                && thenSchema == nil && elseSchema == nil && contains == nil && minContains == nil && maxContains == nil
+                && unevaluatedProperties == nil && unevaluatedItems == nil
+        }
+
+        /// Whether `unevaluatedProperties` or `unevaluatedItems` is set: validation then collects what was looked at.
+        var needsEvaluation: Bool { unevaluatedProperties != nil || unevaluatedItems != nil }
+    }
 
     /// The member that names a polymorphic value's schema, and the names it may take.
     package struct Discriminator: Sendable {
@@ -110,7 +152,8 @@ package final class Schema: Sendable {
         items: Schema? = nil, prefixItems: [Schema] = [], minItems: Int? = nil, maxItems: Int? = nil, uniqueItems: Bool = false,
         minProperties: Int? = nil, maxProperties: Int? = nil, multipleOf: Double? = nil,
         allOf: [Schema] = [], anyOf: [Schema] = [], oneOf: [Schema] = [], discriminator: Discriminator? = nil, not: Schema? = nil,
-        ref: String? = nil, defaultValue: JSON? = nil, example: JSON? = nil, style: String? = nil, explode: Bool? = nil
+        ref: String? = nil, defaultValue: JSON? = nil, example: JSON? = nil, style: String? = nil, explode: Bool? = nil,
+        advanced: Advanced? = nil
     ) {
         self.types = types
         self.typeSet = TypeSet(types ?? [])
@@ -147,6 +190,7 @@ package final class Schema: Sendable {
         self.example = example
         self.style = style
         self.explode = explode
+        self.advanced = advanced?.isEmpty == false ? advanced : nil
     }
 
     /// JSON type names as flags.
@@ -201,6 +245,8 @@ package final class Schema: Sendable {
         "maxItems", "uniqueItems", "prefixItems", "minProperties", "maxProperties", "multipleOf", "allOf", "anyOf", "oneOf",
         "discriminator", "not", "$ref", "default", "description", "title", "example", "examples", "deprecated", "readOnly",
         "writeOnly", "$comment", "style", "explode",
+        "patternProperties", "propertyNames", "dependentRequired", "dependentSchemas", "if", "then", "else", "contains",
+        "minContains", "maxContains", "unevaluatedProperties", "unevaluatedItems",
     ]
 
     /// The parameter styles `style` understands.

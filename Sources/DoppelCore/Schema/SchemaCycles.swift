@@ -1,5 +1,6 @@
 /// Finds named schemas that refer back to themselves without descending into
-/// the value (through `$ref`, `allOf`, `anyOf`, `oneOf` or `not` alone).
+/// the value (through `$ref`, `allOf`, `anyOf`, `oneOf`, `not`, `if`/`then`/`else`
+/// or `dependentSchemas` alone).
 ///
 /// `Node: {properties: {next: Node}}` is a recursive *data* shape and fine:
 /// each turn of the cycle moves one level into the value, so validation ends
@@ -58,6 +59,11 @@ enum SchemaCycles {
             pending += next.anyOf
             pending += next.oneOf
             if let negated = next.not { pending.append(negated) }
+            // The rarer keywords that look at the same value: conditions and dependent schemas.
+            if let advanced = next.advanced {
+                pending += [advanced.ifSchema, advanced.thenSchema, advanced.elseSchema].compactMap { $0 }
+                pending += advanced.dependentSchemas.map(\.1)
+            }
         }
     }
 }

@@ -181,8 +181,9 @@ package struct SchemaSampler: Sendable {
         case "uri": text = "https://example.com/"
         default: text = "string"
         }
-        if let min = schema.minLength, text.count < min { text += String(repeating: "x", count: min - text.count) }
-        if let max = schema.maxLength, text.count > max { text = String(text.prefix(max)) }
+        // Lengths in code points, as the validator counts them.
+        if let min = schema.minLength, text.unicodeScalars.count < min { text += String(repeating: "x", count: min - text.unicodeScalars.count) }
+        if let max = schema.maxLength, text.unicodeScalars.count > max { text = String(String.UnicodeScalarView(text.unicodeScalars.prefix(max))) }
         if let pattern = schema.pattern, !pattern.matches(text),
            let made = pattern.example(minLength: schema.minLength ?? 0, maxLength: schema.maxLength) {
             return made

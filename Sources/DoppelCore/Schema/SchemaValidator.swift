@@ -134,10 +134,11 @@ package struct SchemaValidator: Sendable {
             run.add("expected \(types.joined(separator: " or ")), got \(value.typeName)")
             return
         }
-        if let constant = schema.constValue, !value.looselyEquals(constant) {
+        if let constant = schema.constValue, !Self.schemaEquals(value, constant) {
             run.add("must be \(JSONWriter.encodeString(constant))")
         }
-        if let options = schema.enumValues, let keys = schema.enumKeys, !keys.contains(value.equalityKey) {
+        if let options = schema.enumValues, let keys = schema.enumKeys,
+           !keys.contains(value.equalityKey) || (Self.mayDifferInCodePoints(value) && !options.contains { Self.schemaEquals(value, $0) }) {
             // A long list is named by its first values: the message stays short.
             let shown = options.prefix(Self.enumValuesShown).map { JSONWriter.encodeString($0) }.joined(separator: ", ")
             let list = options.count > Self.enumValuesShown ? shown + " (and \(options.count - Self.enumValuesShown) more)" : shown
@@ -173,6 +174,22 @@ package struct SchemaValidator: Sendable {
                     if run.done { return }
                 }
             }
+            if let advanced = schema.advanced, let contains = advanced.contains {
+                var matching = 0
+                for (i, item) in items.enumerated() {
+                    run.path.append(.index(i))
+                    if passes(item, contains, depth: depth + 1, run: &run) { matching += 1 }
+                    run.path.removeLast()
+                    if run.exhausted { return }
+                }
+                let least = advanced.minContains ?? 1
+                if matching < least {
+                    run.add("must contain at least \(least) item\(least == 1 ? "" : "s") matching 'contains', has \(matching)")
+                }
+                if let most = advanced.maxContains, matching > most {
+                    run.add("must contain at most \(most) item\(most == 1 ? "" : "s") matching 'contains', has \(matching)")
+                }
+            }
         case .object(let object):
             for name in schema.required where object[name] == nil {
                 run.add("is required", child: name)
@@ -183,26 +200,65 @@ package struct SchemaValidator: Sendable {
             if let max = schema.maxProperties, object.count > max {
                 run.add("must have at most \(max) propert\(max == 1 ? "y" : "ies"), has \(object.count)")
             }
+            let patterns = schema.advanced?.patternProperties ?? []
             for pair in object.pairs {
                 if run.done { return }
-                let memberSchema: Schema
+                var memberSchema: Schema?
+                var matched = false
                 if let own = schema.property(pair.key) {
                     memberSchema = own
-                } else if case .some(let additional) = schema.additionalProperties {
+                    matched = true
+                }
+                // Every pattern that matches the name applies, beside the property's own schema.
+                for (pattern, patternSchema) in patterns where pattern.matches(pair.key) {
+                    matched = true
+                    run.path.append(.key(pair.key))
+                    validate(pair.value, patternSchema, depth: depth + 1, run: &run)
+                    run.path.removeLast()
+                    if run.done { return }
+                }
+                if !matched, case .some(let additional) = schema.additionalProperties {
                     guard let additional, additional !== Schema.never else {
                         run.add("is not an allowed property", child: pair.key)
                         continue
                     }
                     memberSchema = additional
-                } else {
-                    continue
                 }
+                guard let memberSchema else { continue }
                 run.path.append(.key(pair.key))
                 validate(pair.value, memberSchema, depth: depth + 1, run: &run)
                 run.path.removeLast()
             }
+            if let advanced = schema.advanced {
+                if let names = advanced.propertyNames {
+                    for pair in object.pairs {
+                        if run.done { return }
+                        run.path.append(.key(pair.key))
+                        if !passes(.string(pair.key), names, depth: depth + 1, run: &run), !run.exhausted {
+                            run.add("is not an allowed property name (propertyNames)")
+                        }
+                        run.path.removeLast()
+                    }
+                }
+                for (name, needed) in advanced.dependentRequired where object[name] != nil {
+                    for other in needed where object[other] == nil {
+                        run.add("is required when '\(name)' is present", child: other)
+                    }
+                }
+                for (name, dependent) in advanced.dependentSchemas where object[name] != nil {
+                    if run.done { return }
+                    validate(value, dependent, depth: depth + 1, run: &run)
+                }
+            }
         default:
             break
+        }
+        if let advanced = schema.advanced, let condition = advanced.ifSchema, !run.done {
+            if passes(value, condition, depth: depth + 1, run: &run) {
+                if let then = advanced.thenSchema, !run.exhausted { validate(value, then, depth: depth + 1, run: &run) }
+            } else if let otherwise = advanced.elseSchema, !run.exhausted {
+                validate(value, otherwise, depth: depth + 1, run: &run)
+            }
         }
         for sub in schema.allOf {
             if run.done { return }
@@ -212,6 +268,7 @@ package struct SchemaValidator: Sendable {
             // OpenAPI: the discriminator's value names the one branch to check,
             // even where the branches' shapes would overlap.
             validateDiscriminated(value, schema, discriminator, depth: depth, run: &run)
+            validateUnevaluated(value, schema, depth: depth, run: &run)
             return
         }
         if !schema.anyOf.isEmpty, !run.done {
@@ -232,6 +289,143 @@ package struct SchemaValidator: Sendable {
         }
         if let negated = schema.not, !run.done, passes(value, negated, depth: depth + 1, run: &run), !run.exhausted {
             run.add(schema === Schema.never ? "no value is allowed here (the schema is false)" : "must not match the 'not' schema")
+        }
+        validateUnevaluated(value, schema, depth: depth, run: &run)
+    }
+
+    /// What the keywords of a schema and of its passing subschemas looked
+    /// at, for `unevaluatedProperties` and `unevaluatedItems` (JSON Schema
+    /// 2020-12 §11: the annotations of `properties`, `patternProperties`,
+    /// `additionalProperties`, `prefixItems`, `items`, `contains` and of the
+    /// `unevaluated*` keywords themselves, through `$ref`, `allOf`, the
+    /// passing branches of `anyOf` and `oneOf`, `if`/`then`/`else` and
+    /// `dependentSchemas`; never through `not`).
+    private struct Evaluated {
+        var keys: Set<String> = []
+        var allKeys = false
+        /// Items `0..<items` were looked at (`prefixItems`).
+        var items = 0
+        var allItems = false
+        var indexes: Set<Int> = []
+    }
+
+    /// Checks the members and items nothing else looked at against `unevaluatedProperties` and `unevaluatedItems`.
+    private func validateUnevaluated(_ value: JSON, _ schema: Schema, depth: Int, run: inout Run) {
+        guard let advanced = schema.advanced, advanced.needsEvaluation, !run.done else { return }
+        var seen = Evaluated()
+        collect(value, schema, own: false, depth: depth, run: &run, into: &seen)
+        if run.exhausted { return }
+        switch value {
+        case .object(let object):
+            guard let unevaluated = advanced.unevaluatedProperties, !seen.allKeys else { return }
+            for pair in object.pairs where !seen.keys.contains(pair.key) {
+                if run.done { return }
+                if unevaluated === Schema.never {
+                    run.add("is not an allowed property (unevaluatedProperties)", child: pair.key)
+                    continue
+                }
+                run.path.append(.key(pair.key))
+                validate(pair.value, unevaluated, depth: depth + 1, run: &run)
+                run.path.removeLast()
+            }
+        case .array(let items):
+            guard let unevaluated = advanced.unevaluatedItems, !seen.allItems else { return }
+            for (i, item) in items.enumerated() where i >= seen.items && !seen.indexes.contains(i) {
+                if run.done { return }
+                run.path.append(.index(i))
+                if unevaluated === Schema.never {
+                    run.add("is not an allowed item (unevaluatedItems)")
+                } else {
+                    validate(item, unevaluated, depth: depth + 1, run: &run)
+                }
+                run.path.removeLast()
+            }
+        default:
+            return
+        }
+    }
+
+    /// Adds what `schema` looks at in `value` to `seen`; `own` false leaves
+    /// out the schema's own `unevaluated*` (they are what is being decided).
+    private func collect(_ value: JSON, _ schema: Schema, own: Bool = true, depth: Int, run: inout Run, into seen: inout Evaluated) {
+        run.checks += 1
+        guard depth < Self.maximumDepth, run.checks <= Self.maximumChecks else {
+            if !run.exhausted {
+                run.add("validation stopped after \(Self.maximumChecks) schema checks; the value is too complex for its schema")
+                run.exhausted = true
+            }
+            return
+        }
+        if run.exhausted { return }
+        if let ref = schema.ref, let target = registry[ref] {
+            collect(value, target, depth: depth + 1, run: &run, into: &seen)
+        }
+        let advanced = schema.advanced
+        switch value {
+        case .object(let object):
+            if schema.additionalProperties != nil || (own && advanced?.unevaluatedProperties != nil) {
+                seen.allKeys = true
+            }
+            if !seen.allKeys {
+                for pair in object.pairs {
+                    if schema.property(pair.key) != nil || advanced?.patternProperties.contains(where: { $0.0.matches(pair.key) }) == true {
+                        seen.keys.insert(pair.key)
+                    }
+                }
+            }
+            for (name, dependent) in advanced?.dependentSchemas ?? [] where object[name] != nil {
+                collect(value, dependent, depth: depth + 1, run: &run, into: &seen)
+            }
+        case .array(let items):
+            seen.items = max(seen.items, min(items.count, schema.prefixItems.count))
+            if schema.items != nil || (own && advanced?.unevaluatedItems != nil) { seen.allItems = true }
+            if let contains = advanced?.contains, !seen.allItems {
+                for (i, item) in items.enumerated() where passes(item, contains, depth: depth + 1, run: &run) {
+                    seen.indexes.insert(i)
+                }
+            }
+        default:
+            break
+        }
+        for branch in schema.allOf { collect(value, branch, depth: depth + 1, run: &run, into: &seen) }
+        for branch in schema.anyOf + schema.oneOf where passes(value, branch, depth: depth + 1, run: &run) {
+            collect(value, branch, depth: depth + 1, run: &run, into: &seen)
+        }
+        if let condition = advanced?.ifSchema {
+            if passes(value, condition, depth: depth + 1, run: &run) {
+                collect(value, condition, depth: depth + 1, run: &run, into: &seen)
+                if let then = advanced?.thenSchema { collect(value, then, depth: depth + 1, run: &run, into: &seen) }
+            } else if let otherwise = advanced?.elseSchema {
+                collect(value, otherwise, depth: depth + 1, run: &run, into: &seen)
+            }
+        }
+    }
+
+    /// Whether two values are equal as JSON Schema means it: numbers by
+    /// value (`1` is `1.0`), strings code point by code point. Swift's
+    /// string `==` takes canonically equivalent texts as one ("é" and
+    /// "e\u{301}"), which a server comparing bytes would not.
+    static func schemaEquals(_ a: JSON, _ b: JSON) -> Bool {
+        a.looselyEquals(b) && sameCodePoints(a, b)
+    }
+
+    private static func sameCodePoints(_ a: JSON, _ b: JSON) -> Bool {
+        switch (a, b) {
+        case (.string(let x), .string(let y)): x.utf8.elementsEqual(y.utf8)
+        case (.array(let x), .array(let y)): zip(x, y).allSatisfy { sameCodePoints($0, $1) }
+        case (.object(let x), .object(let y)):
+            x.pairs.allSatisfy { pair in y.pairs.contains { $0.key.utf8.elementsEqual(pair.key.utf8) && sameCodePoints(pair.value, $0.value) } }
+        default: true
+        }
+    }
+
+    /// Whether `==` on this value could take a different text for it: it
+    /// holds text beyond ASCII (or is a container; few enums list those).
+    static func mayDifferInCodePoints(_ value: JSON) -> Bool {
+        switch value {
+        case .string(let s): s.utf8.contains { $0 >= 0x80 }
+        case .array, .object: true
+        default: false
         }
     }
 
@@ -283,10 +477,12 @@ package struct SchemaValidator: Sendable {
     }
 
     private func validateString(_ s: String, _ schema: Schema, into run: inout Run) {
-        if let min = schema.minLength, s.count < min {
+        // Lengths count code points (JSON Schema 2020-12 §6.3.1), not what
+        // Swift counts as characters: "🇫🇷" is 2 long, "e\u{301}" is 2.
+        if let min = schema.minLength, s.unicodeScalars.count < min {
             run.add("must be at least \(min) character\(min == 1 ? "" : "s") long")
         }
-        if let max = schema.maxLength, s.count > max {
+        if let max = schema.maxLength, s.unicodeScalars.count > max {
             run.add("must be at most \(max) character\(max == 1 ? "" : "s") long")
         }
         if let pattern = schema.pattern, !pattern.matches(s) {

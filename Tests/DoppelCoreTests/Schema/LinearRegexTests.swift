@@ -13,12 +13,16 @@ import Testing
         ("^(?:red|green)-(?<n>\\d+)$", "green-42", true), ("^[\\d-]+$", "12-34", true), ("^[\\D]+$", "ab1", false),
         ("(x+x+)+y", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", false),
         ("^$", "", true), ("^[+-]?\\d+(\\.\\d+)?$", "-3.14", true), ("^\\x41\\u{1F600}$", "A😀", true),
+        // Unicode property escapes: general categories and their groups, negated, inside classes.
+        ("^\\p{Letter}+$", "Hello", true), ("^\\p{L}+$", "πσ", true), ("^\\p{L}+$", "123", false), ("^\\p{Lu}\\p{Ll}+$", "Émile", true),
+        ("^\\p{Nd}+$", "١٢٣", true), ("^\\P{Nd}+$", "abc", true), ("^\\P{Nd}+$", "a1", false), ("^[\\p{L}\\d_]+$", "näme_1", true),
+        ("^\\p{gc=Lu}$", "a", false), ("^\\p{White_Space}$", "\u{3000}", true),
     ])
     func matchesLikeECMAScript(_ pattern: String, _ text: String, _ expected: Bool) throws {
         #expect(try LinearRegex(pattern).matches(text) == expected)
     }
 
-    @Test(arguments: ["(a)\\1", "(?=a)", "(?!a)", "(?<=a)b", "(?<!a)b", "[a", "(a", "a)", "*a", "a**", "\\p{L}", "a{1,200}{1,200}", "[z-a]"])
+    @Test(arguments: ["(a)\\1", "(?=a)", "(?!a)", "(?<=a)b", "(?<!a)b", "[a", "(a", "a)", "*a", "a**", "\\p{NoSuchProperty}", "\\pL", "\\p{L", "a{1,200}{1,200}", "[z-a]"])
     func refusesWhatCannotRunInLinearTimeOrIsMalformed(_ pattern: String) {
         #expect((try? LinearRegex(pattern)) == nil)
     }
