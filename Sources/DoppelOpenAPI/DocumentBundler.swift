@@ -61,17 +61,27 @@ package struct DocumentBundler {
     /// Bytes of the referenced files read so far.
     var totalBytes = 0
     var refused = false
+    /// Schema resources by absolute URI (no fragment): each file's own
+    /// `file://` URL and every `$id`, resolved against the base it is in;
+    /// their file and pointer.
+    var resources: [String: (path: String, pointer: String)] = [:]
+    /// `$anchor`s and `$dynamicAnchor`s, as `RESOURCE-URI#NAME`.
+    var anchors: [String: (path: String, pointer: String)] = [:]
+    /// The files whose resources are in `resources` and `anchors`.
+    var indexed: Set<String> = []
 
     /// The document with every reference to another file resolved, the
     /// errors found on the way, and the files read (to be watched).
     static func bundle(_ root: SourceNode, file: String) -> (root: SourceNode, diagnostics: [Diagnostic], files: [String]) {
-        guard hasExternalReference(root) else { return (root, [], []) }
+        guard hasExternalReference(root) || needsSchemaResolution(root) else { return (root, [], []) }
         let rootURL = URL(fileURLWithPath: file).standardizedFileURL.resolvingSymlinksInPath()
         let folder = rootURL.deletingLastPathComponent().path
         let schemaNames = Set(root["components"]?["schemas"]?.mappingPairs?.compactMap(\.key.scalarText) ?? [])
         let shownFolder = (file as NSString).deletingLastPathComponent
         var bundler = DocumentBundler(folder: folder == "/" ? "" : folder, rootPath: rootURL.path, shownFolder: shownFolder, takenNames: schemaNames)
         bundler.files[rootURL.path] = root
+        bundler.index(root, path: rootURL.path)
+        bundler.indexed.insert(rootURL.path)
         // `components.schemas.Pet: {$ref: pet.yaml}` names pet.yaml's schema `Pet`.
         for pair in root["components"]?["schemas"]?.mappingPairs ?? [] {
             guard let name = pair.key.scalarText, pair.value.mappingPairs?.count == 1, let ref = pair.value["$ref"]?.scalarText,
@@ -98,6 +108,147 @@ package struct DocumentBundler {
         }
     }
 
+    /// Whether a schema of the document uses what the importer cannot take
+    /// as written: an `$id` or `$anchor`, or a `$ref` within the document
+    /// to anything but a whole component (`#/components/schemas/Pet/$defs/tag`,
+    /// `#/$defs/x`, `#node`).
+    static func needsSchemaResolution(_ node: SourceNode) -> Bool {
+        switch node.kind {
+        case .scalar: return false
+        case .sequence(let items): return items.contains(where: needsSchemaResolution)
+        case .mapping(let pairs):
+            for pair in pairs {
+                guard let key = pair.key.scalarText else { continue }
+                if literalKeys.contains(key) { continue }
+                if key == "$id" || key == "$anchor" { return true }
+                if key == "$ref", let text = pair.value.scalarText, text.hasPrefix("#") {
+                    let tokens = tokens(String(text.dropFirst()))
+                    let whole = (tokens.count == 3 && tokens[0] == "components") || tokens.first == "paths"
+                    if !whole { return true }
+                }
+                if needsSchemaResolution(pair.value) { return true }
+            }
+            return false
+        }
+    }
+
+    // MARK: Schema resources
+
+    /// Records the schema resources and anchors of a file read.
+    mutating func index(_ root: SourceNode, path: String) {
+        let own = URL(fileURLWithPath: path).absoluteString
+        if resources[own] == nil { resources[own] = (path, "") }
+        var pending: [(node: SourceNode, pointer: String, base: String)] = [(root, "", own)]
+        while let (node, pointer, outer) = pending.popLast() {
+            switch node.kind {
+            case .scalar:
+                continue
+            case .sequence(let items):
+                for (index, item) in items.enumerated() { pending.append((item, pointer + "/\(index)", outer)) }
+            case .mapping(let pairs):
+                var base = outer
+                if let id = node["$id"]?.scalarText, let resolved = Self.resolve(id, against: outer) {
+                    base = Self.withoutFragment(resolved)
+                    if resources[base] == nil { resources[base] = (path, pointer) }
+                }
+                for key in ["$anchor", "$dynamicAnchor"] {
+                    if let name = node[key]?.scalarText, anchors[base + "#" + name] == nil { anchors[base + "#" + name] = (path, pointer) }
+                }
+                for pair in pairs {
+                    guard let key = pair.key.scalarText, !Self.literalKeys.contains(key) else { continue }
+                    pending.append((pair.value, pointer + "/" + SchemaValidator.escape(key), base))
+                }
+            }
+        }
+    }
+
+    /// The base URI at a place in a file: the file's URL, changed by every
+    /// `$id` on the way down to it.
+    /// The node's own `$id` is left out: rewriting it applies it.
+    func base(of path: String, pointer: String) -> String {
+        var base = URL(fileURLWithPath: path).absoluteString
+        guard var node = files[path] else { return base }
+        for token in Self.tokens(pointer) {
+            if let id = node["$id"]?.scalarText, let resolved = Self.resolve(id, against: base) { base = Self.withoutFragment(resolved) }
+            guard let next = Int(token).flatMap({ index in node.sequenceItems.flatMap { $0.indices.contains(index) ? $0[index] : nil } }) ?? node[token] else { break }
+            node = next
+        }
+        return base
+    }
+
+    /// `reference` resolved against `base` (RFC 3986), as an absolute URI.
+    static func resolve(_ reference: String, against base: String) -> String? {
+        if reference.hasPrefix("#") { return withoutFragment(base) + reference }
+        // Absolute already (`https://…`, `urn:uuid:…`): a scheme, then a colon.
+        if let colon = reference.firstIndex(of: ":"), reference[..<colon].allSatisfy({ $0.isLetter || $0.isNumber || "+-.".contains($0) }),
+           reference[..<colon].first?.isLetter == true {
+            return reference
+        }
+        guard let baseURL = URL(string: withoutFragment(base)), let url = URL(string: reference, relativeTo: baseURL) else { return nil }
+        return url.absoluteString
+    }
+
+    static func withoutFragment(_ uri: String) -> String {
+        uri.firstIndex(of: "#").map { String(uri[..<$0]) } ?? uri
+    }
+
+    /// Where a schema reference leads, by the schema resources known (and
+    /// the files it names, read and indexed on the way): its file and
+    /// pointer; nil, with an error, when it leads nowhere Doppel may read.
+    mutating func locateSchema(_ ref: String, base: String, at refNode: SourceNode) -> (SourceNode, String, String)? {
+        guard let absolute = Self.resolve(ref, against: base) else {
+            errors.error("$ref '\(ref)' is not a URI reference", at: refNode.location)
+            return nil
+        }
+        let resource = Self.withoutFragment(absolute)
+        let fragment = absolute.firstIndex(of: "#").map { String(absolute[absolute.index(after: $0)...]) } ?? ""
+        if resources[resource] == nil, resource.hasPrefix("file:"), let path = URL(string: resource)?.standardizedFileURL.resolvingSymlinksInPath().path {
+            guard path.hasPrefix(folder + "/") || path == rootPath else {
+                errors.error("$ref '\(ref)' resolves outside the document's folder; Doppel reads only files beside the document or below it", at: refNode.location)
+                return nil
+            }
+            guard let root = read(path, ref: ref, at: refNode) else { return nil }
+            if indexed.insert(path).inserted { index(root, path: path) }
+            if resources[resource] == nil { resources[resource] = (path, "") }
+        }
+        guard let found = resources[resource] else {
+            errors.error("$ref '\(ref)' names \(resource), which is neither a file beside the document nor a schema with that $id in it; Doppel does not fetch from the network", at: refNode.location)
+            return nil
+        }
+        var (path, pointer) = found
+        if !fragment.isEmpty {
+            let decoded = fragment.removingPercentEncoding ?? fragment
+            if decoded.hasPrefix("/") {
+                pointer = found.pointer + decoded
+            } else if let anchored = anchors[resource + "#" + decoded] {
+                (path, pointer) = anchored
+            } else {
+                errors.error("unresolved $ref '\(ref)': no $anchor '\(decoded)' in \(resource)", at: refNode.location)
+                return nil
+            }
+        }
+        // In the OpenAPI document itself, schemas live under `components.schemas`,
+        // a `schema` of something, or `$defs`; a pointer elsewhere (`#/paths`) is a mistake.
+        let tokens = Self.tokens(pointer)
+        if path == rootPath, !tokens.contains(where: { ["schemas", "schema", "$defs", "definitions"].contains($0) }) {
+            errors.error("$ref '\(ref)' does not point at a schema (schemas are under components.schemas, a 'schema' or '$defs')", at: refNode.location)
+            return nil
+        }
+        var target = files[path]
+        for token in tokens {
+            if let index = Int(token), let items = target?.sequenceItems {
+                target = items.indices.contains(index) ? items[index] : nil
+            } else {
+                target = target?[token]
+            }
+        }
+        guard let target else {
+            errors.error("unresolved $ref '\(ref)': nothing at '\(pointer)' in \(path == rootPath ? "the document" : URL(fileURLWithPath: path).lastPathComponent)", at: refNode.location)
+            return nil
+        }
+        return (target, path, pointer)
+    }
+
     // MARK: Rewriting
 
     static let literalKeys: Set<String> = ["example", "default", "enum", "const", "value"]
@@ -105,7 +256,9 @@ package struct DocumentBundler {
     /// The node with its references resolved. `keys` are the mapping keys
     /// from the top of its file (to tell where schemas go); `schema` says
     /// the node is a schema or inside one.
-    mutating func rewrite(_ node: SourceNode, in file: String, keys: [String], schema: Bool) -> SourceNode {
+    /// `base` is the base URI a schema's references resolve against, when
+    /// an `$id` made it other than the file's own URL.
+    mutating func rewrite(_ node: SourceNode, in file: String, keys: [String], schema: Bool, base: String? = nil) -> SourceNode {
         if refused { return node }
         switch node.kind {
         case .scalar:
@@ -113,39 +266,56 @@ package struct DocumentBundler {
         case .sequence(let items):
             var changed = false
             let rewritten = items.map { item in
-                let new = rewrite(item, in: file, keys: keys, schema: schema)
+                let new = rewrite(item, in: file, keys: keys, schema: schema, base: base)
                 changed = changed || new !== item
                 return new
             }
             return changed ? SourceNode(kind: .sequence(rewritten), placedAs: node) : node
         case .mapping(let pairs):
-            if let refNode = node["$ref"], let ref = refNode.scalarText, file != rootPath || !ref.hasPrefix("#") {
-                return reference(ref, at: refNode, in: node, file: file, keys: keys, schema: schema)
+            var base = base
+            if schema, let id = node["$id"]?.scalarText, let resolved = Self.resolve(id, against: base ?? URL(fileURLWithPath: file).absoluteString) {
+                base = Self.withoutFragment(resolved)
             }
-            var changed = false
-            let rewritten = pairs.map { pair in
-                let key = pair.key.scalarText ?? ""
-                // Literal values: a `$ref` in them is data, not a reference.
-                if Self.literalKeys.contains(key) || (schema && key == "examples") { return pair }
-                let isSchema = schema || key == "schema" || (key == "schemas" && keys == ["components"])
-                let new = rewrite(pair.value, in: file, keys: keys + [key], schema: isSchema)
-                changed = changed || new !== pair.value
-                return (key: pair.key, value: new)
+            if let refNode = node["$ref"], let ref = refNode.scalarText {
+                // In a schema, any reference but one to a whole component of
+                // the document as written goes by URI (`$id`, `$anchor`, pointers into schemas).
+                let plain = file == rootPath && base == nil && ref.hasPrefix("#") && (!schema || Self.componentSchemaName(String(ref.dropFirst())) != nil)
+                if !plain {
+                    return reference(ref, at: refNode, in: node, file: file, keys: keys, schema: schema, base: base)
+                }
             }
+            let (rewritten, changed) = rewrite(pairs, in: file, keys: keys, schema: schema, base: base)
             return changed ? SourceNode(kind: .mapping(rewritten), placedAs: node) : node
         }
     }
 
+    /// The members of a mapping with their references resolved, and whether any changed.
+    mutating func rewrite(_ pairs: [(key: SourceNode, value: SourceNode)], in file: String, keys: [String], schema: Bool,
+                          base: String?) -> ([(key: SourceNode, value: SourceNode)], Bool) {
+        var changed = false
+        let rewritten = pairs.map { pair in
+            let key = pair.key.scalarText ?? ""
+            // Literal values: a `$ref` in them is data, not a reference.
+            if Self.literalKeys.contains(key) || (schema && key == "examples") { return pair }
+            let isSchema = schema || key == "schema" || (key == "schemas" && keys == ["components"])
+            let new = rewrite(pair.value, in: file, keys: keys + [key], schema: isSchema, base: isSchema ? base : nil)
+            changed = changed || new !== pair.value
+            return (key: pair.key, value: new)
+        }
+        return (rewritten, changed)
+    }
+
     /// A `$ref` in `file`: a schema reference named in `components.schemas`,
     /// or any other reference replaced by its target.
-    mutating func reference(_ ref: String, at refNode: SourceNode, in node: SourceNode, file: String, keys: [String], schema: Bool) -> SourceNode {
-        guard let (target, path, pointer) = locate(ref, at: refNode, from: file) else { return node }
+    mutating func reference(_ ref: String, at refNode: SourceNode, in node: SourceNode, file: String, keys: [String], schema: Bool, base: String?) -> SourceNode {
+        let located = schema ? locateSchema(ref, base: base ?? URL(fileURLWithPath: file).absoluteString, at: refNode) : locate(ref, at: refNode, from: file)
+        guard let (target, path, pointer) = located else { return node }
         let key = path + "#" + pointer
         if schema {
             // `components.schemas.Pet: {$ref: pet.yaml}` in the document: the
             // target is `Pet` itself (named so before anything was rewritten).
             if file == rootPath, keys.count == 3, keys[0] == "components", keys[1] == "schemas", schemaNames[key] == keys[2] {
-                return rewrite(target, in: path, keys: Self.tokens(pointer), schema: true)
+                return rewrite(target, in: path, keys: Self.tokens(pointer), schema: true, base: targetBase(path, pointer))
             }
             let name: String
             if path == rootPath, let own = Self.componentSchemaName(pointer) {
@@ -155,12 +325,14 @@ package struct DocumentBundler {
             } else {
                 name = freshName(pointer: pointer, path: path)
                 schemaNames[key] = name
-                let content = rewrite(target, in: path, keys: Self.tokens(pointer), schema: true)
+                let content = rewrite(target, in: path, keys: Self.tokens(pointer), schema: true, base: targetBase(path, pointer))
                 added.append((name, content))
             }
-            let pairs = (node.mappingPairs ?? []).map { pair in
-                pair.key.scalarText == "$ref" ? (key: pair.key, value: ContractNode.string("#/components/schemas/" + SchemaValidator.escape(name), at: pair.value.location)) : pair
-            }
+            // The reference's siblings (JSON Schema 2020-12 keeps them) are schemas too, their references resolved alike.
+            let (siblings, _) = rewrite((node.mappingPairs ?? []).filter { $0.key.scalarText != "$ref" }, in: file, keys: keys, schema: true, base: base)
+            let pairs = (node.mappingPairs ?? []).compactMap { pair in
+                pair.key.scalarText == "$ref" ? (key: pair.key, value: ContractNode.string("#/components/schemas/" + SchemaValidator.escape(name), at: pair.value.location)) : nil
+            } + siblings
             return SourceNode(kind: .mapping(pairs), placedAs: node)
         }
         if path == rootPath && pointer.isEmpty {
@@ -193,6 +365,12 @@ package struct DocumentBundler {
         guard !siblings.isEmpty, let targetPairs = content.mappingPairs else { return content }
         let overridden = Set(siblings.compactMap(\.key.scalarText))
         return SourceNode(kind: .mapping(targetPairs.filter { !overridden.contains($0.key.scalarText ?? "") } + siblings), placedAs: content)
+    }
+
+    /// The base URI of a schema reached by a reference, nil when it is its file's own URL.
+    func targetBase(_ path: String, _ pointer: String) -> String? {
+        let base = base(of: path, pointer: pointer)
+        return base == URL(fileURLWithPath: path).absoluteString ? nil : base
     }
 
     /// The node a reference names, with its file's resolved path and its
