@@ -20,16 +20,15 @@ import Foundation
 /// columns every later diagnostic needs) and reads any URL it is given.
 ///
 /// Bounded: files only inside the document's folder (after symbolic links),
-/// never a URL; at most `maximumFiles` files, each no larger than a
-/// contract; at most `maximumInlinedNodes` nodes copied in by inlining (a
+/// never a URL; files each no larger than a contract (as many as a real
+/// document has: vendors publish documents of thousands of files, so the
+/// bound is on what they hold, not on their count); at most `maximumInlinedNodes` nodes copied in by inlining (a
 /// file that references another many times, nested, is refused rather than
 /// multiplied); at most `maximumTotalBytes` in all the referenced files
 /// together (each read is held in memory with its marks, so a hundred files
 /// each within the limit of one would need gigabytes); cycles of inlined
 /// references are errors.
 package struct DocumentBundler {
-    /// The most files one document may reference, itself excluded.
-    package static let maximumFiles = 100
     /// The most bytes the referenced files may hold together.
     package static let maximumTotalBytes = 64 << 20
     /// The most nodes references may bring in by inlining, counted each time
@@ -101,6 +100,7 @@ package struct DocumentBundler {
         case .sequence(let items): return items.contains(where: hasExternalReference)
         case .mapping(let pairs):
             for pair in pairs {
+                if pair.key.scalarText?.hasPrefix("x-") == true { continue }
                 if pair.key.scalarText == "$ref", let text = pair.value.scalarText, !text.hasPrefix("#") { return true }
                 if hasExternalReference(pair.value) { return true }
             }
@@ -119,7 +119,7 @@ package struct DocumentBundler {
         case .mapping(let pairs):
             for pair in pairs {
                 guard let key = pair.key.scalarText else { continue }
-                if literalKeys.contains(key) { continue }
+                if literalKeys.contains(key) || key.hasPrefix("x-") { continue }
                 if key == "$id" || key == "$anchor" { return true }
                 if key == "$ref", let text = pair.value.scalarText, text.hasPrefix("#") {
                     let tokens = tokens(String(text.dropFirst()))
@@ -155,7 +155,7 @@ package struct DocumentBundler {
                     if let name = node[key]?.scalarText, anchors[base + "#" + name] == nil { anchors[base + "#" + name] = (path, pointer) }
                 }
                 for pair in pairs {
-                    guard let key = pair.key.scalarText, !Self.literalKeys.contains(key) else { continue }
+                    guard let key = pair.key.scalarText, !Self.literalKeys.contains(key), !key.hasPrefix("x-") else { continue }
                     pending.append((pair.value, pointer + "/" + SchemaValidator.escape(key), base))
                 }
             }
@@ -295,8 +295,9 @@ package struct DocumentBundler {
         var changed = false
         let rewritten = pairs.map { pair in
             let key = pair.key.scalarText ?? ""
-            // Literal values: a `$ref` in them is data, not a reference.
-            if Self.literalKeys.contains(key) || (schema && key == "examples") { return pair }
+            // Literal values: a `$ref` in them is data, not a reference. An
+            // extension (`x-…`) is its vendor's own: never followed.
+            if Self.literalKeys.contains(key) || (schema && key == "examples") || key.hasPrefix("x-") { return pair }
             let isSchema = schema || key == "schema" || (key == "schemas" && keys == ["components"])
             let new = rewrite(pair.value, in: file, keys: keys + [key], schema: isSchema, base: isSchema ? base : nil)
             changed = changed || new !== pair.value
@@ -424,11 +425,6 @@ package struct DocumentBundler {
     /// A referenced file's tree, read once.
     mutating func read(_ path: String, ref: String, at refNode: SourceNode) -> SourceNode? {
         if let root = files[path] { return root }
-        guard files.count <= Self.maximumFiles else {
-            if !refused { errors.error("the document references more than \(Self.maximumFiles) files", at: refNode.location) }
-            refused = true
-            return nil
-        }
         let relative = String(path.dropFirst(folder.count + 1))
         let shown = shownFolder.isEmpty ? relative : shownFolder + "/" + relative
         let size = ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.intValue ?? 0

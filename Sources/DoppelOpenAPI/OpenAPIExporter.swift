@@ -538,34 +538,51 @@ public enum OpenAPIExporter {
             if schema.nullable, !types.contains("null") { types.append("null") }
             object["type"] = types.count == 1 ? .string(types[0]) : .array(types.map { .string($0) })
         }
+        // A keyword only ever applies to values of its type: beside a `type`
+        // that rules those out it says nothing, and is left out (`maxLength`
+        // beside `type: object`, `null` in the `enum` of `type: string`).
+        // The schema means the same, and tools that insist keywords match
+        // the type (OpenAPIKit among them) read it.
+        let applies = { (kinds: [String]) -> Bool in schema.types.map { types in kinds.contains { types.contains($0) } } ?? true }
+        let admitted = schema.types.map { Schema.TypeSet(schema.nullable ? $0 + ["null"] : $0) }
         if let values = schema.enumValues {
-            object["enum"] = .array(schema.nullable && !values.contains(.null) ? values + [.null] : values)
+            let kept = admitted.map { set in values.filter { set.admits($0) } } ?? values
+            object["enum"] = .array(schema.nullable && !kept.contains(.null) ? kept + [.null] : kept)
         }
         if let value = schema.constValue { object["const"] = value }
-        if let value = schema.minimum { object["minimum"] = number(value) }
-        if let value = schema.maximum { object["maximum"] = number(value) }
-        if let value = schema.exclusiveMinimum { object["exclusiveMinimum"] = number(value) }
-        if let value = schema.exclusiveMaximum { object["exclusiveMaximum"] = number(value) }
-        if let value = schema.minLength { object["minLength"] = .int(value) }
-        if let value = schema.maxLength { object["maxLength"] = .int(value) }
-        if let pattern = schema.pattern { object["pattern"] = .string(pattern.source) }
-        if let format = schema.format { object["format"] = .string(format) }
-        if !schema.properties.isEmpty {
-            object["properties"] = .object(JSONObject(schema.properties.map { ($0.0, schemaJSON($0.1)) }))
+        if applies(["integer", "number"]) {
+            if let value = schema.minimum { object["minimum"] = number(value) }
+            if let value = schema.maximum { object["maximum"] = number(value) }
+            if let value = schema.exclusiveMinimum { object["exclusiveMinimum"] = number(value) }
+            if let value = schema.exclusiveMaximum { object["exclusiveMaximum"] = number(value) }
+            if let value = schema.multipleOf { object["multipleOf"] = number(value) }
         }
-        if !schema.required.isEmpty { object["required"] = .array(schema.required.map { .string($0) }) }
-        if let additional = schema.additionalProperties {
-            let written = additional.map(schemaJSON) ?? .bool(false)
-            object["additionalProperties"] = written == .object(JSONObject()) ? .bool(true) : written
+        if applies(["string"]) {
+            if let value = schema.minLength { object["minLength"] = .int(value) }
+            if let value = schema.maxLength { object["maxLength"] = .int(value) }
+            if let pattern = schema.pattern { object["pattern"] = .string(pattern.source) }
+            if let format = schema.format { object["format"] = .string(format) }
         }
-        if !schema.prefixItems.isEmpty { object["prefixItems"] = .array(schema.prefixItems.map(schemaJSON)) }
-        if let items = schema.items { object["items"] = schemaJSON(items) }
-        if let value = schema.minProperties { object["minProperties"] = .int(value) }
-        if let value = schema.maxProperties { object["maxProperties"] = .int(value) }
-        if let value = schema.multipleOf { object["multipleOf"] = number(value) }
-        if let value = schema.minItems { object["minItems"] = .int(value) }
-        if let value = schema.maxItems { object["maxItems"] = .int(value) }
-        if schema.uniqueItems { object["uniqueItems"] = true }
+        let objects = applies(["object"]), arrays = applies(["array"])
+        if objects {
+            if !schema.properties.isEmpty {
+                object["properties"] = .object(JSONObject(schema.properties.map { ($0.0, schemaJSON($0.1)) }))
+            }
+            if !schema.required.isEmpty { object["required"] = .array(schema.required.map { .string($0) }) }
+            if let additional = schema.additionalProperties {
+                let written = additional.map(schemaJSON) ?? .bool(false)
+                object["additionalProperties"] = written == .object(JSONObject()) ? .bool(true) : written
+            }
+            if let value = schema.minProperties { object["minProperties"] = .int(value) }
+            if let value = schema.maxProperties { object["maxProperties"] = .int(value) }
+        }
+        if arrays {
+            if !schema.prefixItems.isEmpty { object["prefixItems"] = .array(schema.prefixItems.map(schemaJSON)) }
+            if let items = schema.items { object["items"] = schemaJSON(items) }
+            if let value = schema.minItems { object["minItems"] = .int(value) }
+            if let value = schema.maxItems { object["maxItems"] = .int(value) }
+            if schema.uniqueItems { object["uniqueItems"] = true }
+        }
         if !schema.allOf.isEmpty { object["allOf"] = .array(schema.allOf.map(schemaJSON)) }
         if !schema.anyOf.isEmpty {
             let branches: JSON = .array(schema.anyOf.map(schemaJSON))
@@ -585,7 +602,7 @@ public enum OpenAPIExporter {
             object["discriminator"] = .object(spec)
         }
         if let not = schema.not { object["not"] = schemaJSON(not) }
-        if let advanced = schema.advanced {
+        if let advanced = schema.advanced.map({ Self.applicable($0, objects: objects, arrays: arrays) }) {
             if !advanced.patternProperties.isEmpty {
                 object["patternProperties"] = .object(JSONObject(advanced.patternProperties.map { ($0.0.source, schemaJSON($0.1)) }))
             }
@@ -607,6 +624,25 @@ public enum OpenAPIExporter {
         }
         if let value = schema.defaultValue { object["default"] = value }
         return .object(object)
+    }
+
+    /// The rarer keywords that can apply beside the schema's `type`.
+    static func applicable(_ advanced: Schema.Advanced, objects: Bool, arrays: Bool) -> Schema.Advanced {
+        var kept = advanced
+        if !objects {
+            kept.patternProperties = []
+            kept.propertyNames = nil
+            kept.dependentRequired = []
+            kept.dependentSchemas = []
+            kept.unevaluatedProperties = nil
+        }
+        if !arrays {
+            kept.contains = nil
+            kept.minContains = nil
+            kept.maxContains = nil
+            kept.unevaluatedItems = nil
+        }
+        return kept
     }
 
     /// Whole numbers as integers: `minimum: 1`, not `1.0`.

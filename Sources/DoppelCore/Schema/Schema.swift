@@ -194,15 +194,15 @@ package final class Schema: Sendable {
     }
 
     /// JSON type names as flags.
-    struct TypeSet: OptionSet, Sendable {
-        let rawValue: UInt8
+    package struct TypeSet: OptionSet, Sendable {
+        package let rawValue: UInt8
         static let null = TypeSet(rawValue: 1), boolean = TypeSet(rawValue: 2), integer = TypeSet(rawValue: 4), number = TypeSet(rawValue: 8)
         static let string = TypeSet(rawValue: 16), array = TypeSet(rawValue: 32), object = TypeSet(rawValue: 64)
 
-        init(rawValue: UInt8) { self.rawValue = rawValue }
+        package init(rawValue: UInt8) { self.rawValue = rawValue }
 
         /// The flags of the names given; unknown names add none.
-        init(_ names: [String]) {
+        package init(_ names: [String]) {
             var set: TypeSet = []
             for name in names {
                 switch name {
@@ -220,7 +220,7 @@ package final class Schema: Sendable {
         }
 
         /// Whether a value is of one of the types (a whole fractional number counts as an integer; any integer as a number).
-        func admits(_ value: JSON) -> Bool {
+        package func admits(_ value: JSON) -> Bool {
             switch value {
             case .null: contains(.null)
             case .bool: contains(.boolean)

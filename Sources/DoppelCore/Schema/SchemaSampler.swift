@@ -27,6 +27,10 @@ package struct SchemaSampler: Sendable {
     private struct Run {
         var visiting: [String] = []
         var size = 0
+        /// Optional members with a fixed value (`const`, `default`, `enum`,
+        /// `example`) are kept at any depth: a `oneOf` branch's sample made
+        /// without them may fit every branch (`{}`).
+        var keepFixedMembers = false
     }
 
     package init(registry: [String: Schema]) {
@@ -75,10 +79,22 @@ package struct SchemaSampler: Sendable {
                 guard let candidate = sample(branch, depth: depth + 1, run: &run) else { continue }
                 if index == 0 { first = candidate }
                 if validator.validate(candidate, against: schema).isEmpty { return candidate }
+                // Again with the members that tell branches apart (a `type: {enum: [bank]}`).
+                guard !run.keepFixedMembers else { continue }
+                run.keepFixedMembers = true
+                let fuller = sample(branch, depth: depth + 1, run: &run)
+                run.keepFixedMembers = false
+                if let fuller, validator.validate(fuller, against: schema).isEmpty { return fuller }
             }
             return first
         }
         return own(schema, depth: depth, run: &run)
+    }
+
+    /// Whether a schema (or the one it refers to) names its value: `const`, `default`, `enum` or `example`.
+    private func hasFixedValue(_ schema: Schema) -> Bool {
+        let target = schema.ref.flatMap { registry[$0] } ?? schema
+        return [schema, target].contains { $0.constValue != nil || $0.defaultValue != nil || $0.enumValues != nil || $0.example != nil }
     }
 
     /// A value of the schema's own type, ignoring combinators.
@@ -89,7 +105,7 @@ package struct SchemaSampler: Sendable {
             var object = JSONObject()
             for (name, property) in schema.properties {
                 let required = schema.required.contains(name)
-                guard required || depth < Self.maximumDepth / 2 else { continue }
+                guard required || depth < Self.maximumDepth / 2 || (run.keepFixedMembers && hasFixedValue(property)) else { continue }
                 if let value = sample(property, depth: depth + 1, run: &run) {
                     object[name] = value
                 } else if required {
