@@ -282,13 +282,18 @@ package struct OpenAPIImporter: Sendable {
     /// hold as they are (a space, `"`, `<`, non-ASCII letters) percent-encoded
     /// with uppercase hex, as clients send them; escapes already there,
     /// template braces and what RFC 3986 allows in a path are kept.
+    /// A `%` is an escape only before two hexadecimal digits; any other
+    /// (`unsafe % characters`) is a literal percent sign, sent as `%25`.
     static func encodedPath(_ path: String) -> String {
-        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~!$&'()*+,;=:@/%{}".utf8)
-        guard !path.utf8.allSatisfy(allowed.contains) else { return path }
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~!$&'()*+,;=:@/{}".utf8)
+        let source = Array(path.utf8)
+        func isHex(_ byte: UInt8) -> Bool { (48...57).contains(byte) || (65...70).contains(byte) || (97...102).contains(byte) }
+        func isEscape(_ index: Int) -> Bool { index + 2 < source.count && isHex(source[index + 1]) && isHex(source[index + 2]) }
+        guard !source.indices.allSatisfy({ allowed.contains(source[$0]) || (source[$0] == UInt8(ascii: "%") && isEscape($0)) }) else { return path }
         let hex = Array("0123456789ABCDEF".utf8)
         var bytes: [UInt8] = []
-        for byte in path.utf8 {
-            if allowed.contains(byte) {
+        for (index, byte) in source.enumerated() {
+            if allowed.contains(byte) || (byte == UInt8(ascii: "%") && isEscape(index)) {
                 bytes.append(byte)
             } else {
                 bytes += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 15)]]

@@ -23,16 +23,19 @@ enum Negotiation {
             .filter { $0.status == chosen.status && mediaType(of: $0).map { $0 != type } ?? false }
         guard !alternatives.isEmpty else { return .keep }
         let ranges = parse(accept)
-        if quality(of: type, in: ranges) > 0 { return .keep }
+        let own = quality(of: type, in: ranges)
+        // Another media type only when `Accept` prefers it (a higher quality);
+        // at the same quality the chosen response stands.
         var best: (quality: Double, response: ResponseDefinition)?
         var seen: [String] = [type]
         for alternative in alternatives {
             guard let other = mediaType(of: alternative) else { continue }
             if !seen.contains(other) { seen.append(other) }
             let q = quality(of: other, in: ranges)
-            if q > 0, q > (best?.quality ?? 0) { best = (q, alternative) }
+            if q > max(own, best?.quality ?? 0) { best = (q, alternative) }
         }
         if let best { return .use(best.response) }
+        if own > 0 { return .keep }
         return .refuse(seen)
     }
 

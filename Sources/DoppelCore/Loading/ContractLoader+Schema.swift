@@ -67,7 +67,9 @@ extension ContractLoader {
                     }
                 }
             } else {
-                diagnostics.error("'required' in \(context) must be a list of property names", at: requiredNode.location)
+                // `required: true` on a property is a Swagger 2.0-era habit that JSON Schema does not know.
+                documentMistake("'required' in \(context) must be a list of property names\(requiredNode.json == .bool(true) ? " (a property is required by listing it in its object's 'required')" : "")",
+                                at: requiredNode.location, servedAs: "it is left out")
             }
         }
         var additional: Schema??

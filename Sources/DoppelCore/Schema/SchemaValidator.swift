@@ -691,6 +691,12 @@ extension SchemaValidator {
         return !types.contains("string") && !types.contains("array") && (types.contains("integer") || types.contains("number"))
     }
 
+    /// Digits, with a sign before them at most.
+    static func isIntegerText(_ text: String) -> Bool {
+        let digits = text.utf8.first == UInt8(ascii: "-") || text.utf8.first == UInt8(ascii: "+") ? text.utf8.dropFirst() : text.utf8[...]
+        return !digits.isEmpty && digits.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
+    }
+
     static func looksLikeJSONNumber(_ text: String) -> Bool {
         guard let first = text.utf8.first, first == UInt8(ascii: "-") || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first) else { return false }
         return text.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") || $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "-") }
@@ -701,6 +707,8 @@ extension SchemaValidator {
         let set = schema.typeSet
         if set.contains(.string) { return .string(text) }
         if set.contains(.integer), let i = Int(text) { return .int(i) }
+        // An integer beyond Int's 64 bits, as a JSON body's is read: a whole double.
+        if set.contains(.integer), text.utf8.count < 400, Self.isIntegerText(text), let d = Double(text), d.isFinite { return .double(d) }
         // A number as JSON writes one: `Double` also reads `nan`, `inf`,
         // `infinity` and hexadecimal, and `1e400` as infinity.
         if set.contains(.number), let d = Double(text), d.isFinite, Self.looksLikeJSONNumber(text) { return Int(text).map { .int($0) } ?? .double(d) }
