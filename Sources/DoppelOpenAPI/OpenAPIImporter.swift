@@ -639,6 +639,11 @@ package struct OpenAPIImporter: Sendable {
                 return [ContractNode.map(base + [("schema", schema(schemaNode)), ("body_from_schema", ContractNode.plain("true", at: typeKey.location))],
                                          at: response.location)] + alternatives
             }
+            // A binary type: a small file of it (`SampleFiles`), or no bytes, with its type either way.
+            if !json, type != "*/*" {
+                return [ContractNode.map(base + [("base64", ContractNode.string(SampleFiles.base64(for: MediaTypes.essence(type)) ?? "", at: typeKey.location))],
+                                         at: response.location)] + alternatives
+            }
             return [ContractNode.map(base, at: response.location)] + alternatives
         }
         return examples.map { example in
@@ -648,9 +653,28 @@ package struct OpenAPIImporter: Sendable {
                 fields.append(("body", Self.escapedTemplates(example.value)))
             } else if let text = example.value.scalarText {
                 fields.append(("text", ContractNode.string(Self.escaped(text), at: example.value.location)))
+            } else if Self.isXML(type) {
+                fields.append(("text", ContractNode.string(Self.escaped(XMLExample.text(example.value.json, root: xmlRoot(of: media))), at: example.value.location)))
             }
             return ContractNode.map(fields + schemaField, at: response.location)
         } + alternatives
+    }
+
+    /// Whether a media type is XML: `application/xml`, `text/xml`, `…+xml`.
+    static func isXML(_ type: String) -> Bool {
+        let essence = MediaTypes.essence(type)
+        return essence == "application/xml" || essence == "text/xml" || essence.hasSuffix("+xml")
+    }
+
+    /// The root element of an XML example: the schema's `xml.name`, else
+    /// the name of the component it refers to, else `root`.
+    mutating func xmlRoot(of media: SourceNode) -> String {
+        guard let schemaNode = media["schema"] else { return "root" }
+        if let name = schemaNode["xml"]?["name"]?.scalarText { return name }
+        // Looked up without a word: a reference that leads nowhere is reported where the schema is read.
+        guard let ref = schemaNode["$ref"]?.scalarText, let last = ref.split(separator: "/").last else { return "root" }
+        let component = Self.unescape(String(last))
+        return root["components"]?["schemas"]?[component]?["xml"]?["name"]?.scalarText ?? component
     }
 
     /// A response in another of its media types: its first example (JSON as
@@ -663,11 +687,15 @@ package struct OpenAPIImporter: Sendable {
                 fields.append(("body", Self.escapedTemplates(example.value)))
             } else if let text = example.value.scalarText {
                 fields.append(("text", ContractNode.string(Self.escaped(text), at: example.value.location)))
+            } else if Self.isXML(type) {
+                fields.append(("text", ContractNode.string(Self.escaped(XMLExample.text(example.value.json, root: xmlRoot(of: media))), at: example.value.location)))
             } else {
                 return nil
             }
         } else if let schemaNode = media["schema"], json || MediaTypes.isText(type) {
             fields += [("schema", schema(schemaNode)), ("body_from_schema", ContractNode.plain("true", at: typeKey.location))]
+        } else if !json {
+            fields.append(("base64", ContractNode.string(SampleFiles.base64(for: MediaTypes.essence(type)) ?? "", at: typeKey.location)))
         } else {
             return nil
         }

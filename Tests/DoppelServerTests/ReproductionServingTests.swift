@@ -133,4 +133,140 @@ struct ReproductionServingTests {
             #expect(got15 == 422)
         }
     }
+
+    static func multipart(_ parts: [(headers: String, content: String)]) -> Data {
+        Data((parts.map { "--b\r\n\($0.headers)\r\n\r\n\($0.content)\r\n" }.joined() + "--b--\r\n").utf8)
+    }
+
+    /// `multipart-file.yaml`, `multipart-object.yaml`: a file part for `type: string, format: binary` got
+    /// 422 "expected string, got object"; a JSON part for an object property was refused.
+    @Test func multipartFilesAndJSONPartsAreReadAsOpenAPISaysThem() async throws {
+        try await Self.serving("""
+            openapi: 3.0.3
+            info: {title: multipart object part, version: '1'}
+            paths:
+              /upload:
+                post:
+                  requestBody:
+                    required: true
+                    content:
+                      multipart/form-data:
+                        schema:
+                          type: object
+                          required: [attributes, file]
+                          properties:
+                            attributes:
+                              type: object
+                              required: [name]
+                              properties:
+                                name: {type: string}
+                            file: {type: string, format: binary, maxLength: 10}
+                            extras: {type: array, items: {type: string, format: binary}}
+                  responses:
+                    '201':
+                      description: created
+                      content:
+                        application/json:
+                          schema: {type: object, properties: {ok: {type: boolean}}}
+                          example: {ok: true}
+            """) { client in
+            let form = ["Content-Type": "multipart/form-data; boundary=b"]
+            let file = (headers: "Content-Disposition: form-data; name=\"file\"; filename=\"a.png\"\r\nContent-Type: image/png", content: "PNGDATA")
+            let extra = (headers: "Content-Disposition: form-data; name=\"extras\"; filename=\"b.bin\"", content: "xyz")
+            let typed = (headers: "Content-Disposition: form-data; name=\"attributes\"\r\nContent-Type: application/json", content: #"{"name":"x"}"#)
+            let untyped = (headers: "Content-Disposition: form-data; name=\"attributes\"", content: #"{"name":"x"}"#)
+            let accepted = try await client.send("POST", "/upload", token: nil, headers: form, body: Self.multipart([typed, file, extra, extra]))
+            #expect(accepted.status == 201, "\(accepted.json ?? .null)")
+            // An object property's part is JSON by default, as OpenAPI says.
+            let plain = try await client.send("POST", "/upload", token: nil, headers: form, body: Self.multipart([untyped, file]))
+            #expect(plain.status == 201, "\(plain.json ?? .null)")
+            // Its schema is checked; a file's length (maxLength) counts its bytes.
+            let nameless = (headers: "Content-Disposition: form-data; name=\"attributes\"", content: #"{"nam":"x"}"#)
+            let large = (headers: file.headers, content: String(repeating: "p", count: 11))
+            let refused = try await client.send("POST", "/upload", token: nil, headers: form, body: Self.multipart([nameless, large]))
+            #expect(refused.status == 422)
+            let messages = refused.json?["errors"]?.arrayValue?.compactMap { $0["pointer"]?.stringValue } ?? []
+            #expect(messages == ["/body/attributes/name", "/body/file"], "\(refused.json ?? .null)")
+            let broken = (headers: typed.headers, content: "{bad")
+            let unreadable = try await client.send("POST", "/upload", token: nil, headers: form, body: Self.multipart([broken, file]))
+            #expect(unreadable.status == 422)
+            #expect(unreadable.json?["errors"]?.arrayValue?.first?["message"]?.stringValue?.hasPrefix("the part is not valid JSON") == true, "\(unreadable.json ?? .null)")
+        }
+    }
+
+    /// `octet-upload.yaml`: a binary response with no example was served empty and without a `Content-Type`.
+    @Test func binaryResponsesWithoutAnExampleAreSmallFilesOfTheirType() async throws {
+        try await Self.serving("""
+            openapi: 3.0.3
+            info: {title: raw upload, version: '1'}
+            paths:
+              /raw:
+                put:
+                  requestBody:
+                    required: true
+                    content:
+                      application/octet-stream:
+                        schema: {type: string, format: binary}
+                  responses:
+                    '204': {description: stored}
+              /image:
+                get:
+                  responses:
+                    '200': { description: png, content: { image/png: { schema: {type: string, format: binary} } } }
+              /report:
+                get:
+                  responses:
+                    '200': { description: pdf, content: { application/pdf: { schema: {type: string, format: binary} } } }
+              /blob:
+                get:
+                  responses:
+                    '200': { description: bytes, content: { application/octet-stream: { schema: {type: string, format: binary} } } }
+            """) { client in
+            #expect(try await client.send("PUT", "/raw", token: nil, headers: ["Content-Type": "application/octet-stream"], body: Data([0, 1, 2, 255])).status == 204)
+            let image = try await client.send("GET", "/image", token: nil)
+            #expect(image.header("Content-Type") == "image/png")
+            #expect(image.body.prefix(8) == Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]))
+            let report = try await client.send("GET", "/report", token: nil)
+            #expect(report.header("Content-Type") == "application/pdf")
+            #expect(String(decoding: report.body, as: UTF8.self).hasPrefix("%PDF-1.4") && String(decoding: report.body, as: UTF8.self).hasSuffix("%%EOF\n"))
+            let blob = try await client.send("GET", "/blob", token: nil)
+            #expect(blob.status == 200 && blob.header("Content-Type") == "application/octet-stream" && blob.body.isEmpty)
+        }
+    }
+
+    /// `xml.yaml`: an XML media type with a structured example was dropped; `Accept: application/xml` got JSON.
+    @Test func aStructuredXMLExampleIsServedAsXML() async throws {
+        try await Self.serving("""
+            openapi: 3.0.0
+            info: {title: xml, version: "1"}
+            paths:
+              /pets:
+                get:
+                  responses:
+                    "200":
+                      description: successful operation
+                      content:
+                        application/json:
+                          schema: { $ref: "#/components/schemas/Pet" }
+                          examples: { response: { value: { id: 2, name: Fluffy, status: available } } }
+                        application/xml:
+                          schema: { $ref: "#/components/schemas/Pet" }
+                          examples: { response: { value: { id: 1, name: "Sharik & <co>", tags: [a, b], status: available } } }
+            components:
+              schemas:
+                Pet:
+                  type: object
+                  required: [name]
+                  properties:
+                    id: { type: integer, format: int64 }
+                    name: { type: string, example: doggie }
+                    status: { type: string, enum: [available, pending, sold] }
+            """) { client in
+            let xml = try await client.send("GET", "/pets", token: nil, headers: ["Accept": "application/xml"])
+            #expect(xml.header("Content-Type") == "application/xml")
+            #expect(String(decoding: xml.body, as: UTF8.self) == "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Pet><id>1</id><name>Sharik &amp; &lt;co&gt;</name><tags>a</tags><tags>b</tags><status>available</status></Pet>")
+            let json = try await client.send("GET", "/pets", token: nil)
+            #expect(json.json == ["id": 2, "name": "Fluffy", "status": "available"])
+        }
+    }
 }

@@ -68,6 +68,11 @@ package struct RequestValidator: Sendable {
                 .filter { !unreadable.contains($0.pointer) }
         }
         var body: JSON = .null
+        /// What the body schema checks, when it is not `body` itself: a
+        /// multipart file sent for a property of type string is checked as
+        /// its content (OpenAPI's `type: string, format: binary`), while
+        /// expressions still see `{filename, content_type, size}`.
+        var checked: JSON?
         let contentType = request.header("content-type")
         if !request.body.isEmpty {
             let essence = contentType.map(MediaTypes.essence) ?? ""
@@ -89,8 +94,9 @@ package struct RequestValidator: Sendable {
                     return .rejected(.malformedMultipart("the Content-Type has no boundary parameter"))
                 }
                 do {
-                    let (form, formIssues) = multipartObject(try FormBody.multipartParts(request.body, boundary: boundary), schema: endpoint.body?.schema)
+                    let (form, view, formIssues) = multipartObject(try FormBody.multipartParts(request.body, boundary: boundary), schema: endpoint.body?.schema)
                     body = form
+                    checked = view
                     issues += formIssues.map { ValidationIssue(pointer: "/body" + $0.pointer, message: $0.message) }
                 } catch {
                     return .rejected(.malformedMultipart(error.reason))
@@ -103,7 +109,7 @@ package struct RequestValidator: Sendable {
             if request.body.isEmpty {
                 if spec.required { issues.append(ValidationIssue(pointer: "/body", message: "a request body is required")) }
             } else if let schema = spec.schema {
-                let bodyIssues = validator.validate(body, against: schema)
+                let bodyIssues = validator.validate(checked ?? body, against: schema)
                 if !bodyIssues.isEmpty {
                     let unreadableFields = Set(issues.map(\.pointer))
                     issues += bodyIssues.map { ValidationIssue(pointer: "/body" + $0.pointer, message: $0.message) }
@@ -118,35 +124,79 @@ package struct RequestValidator: Sendable {
     }
 
     /// Multipart parts as an object: fields as text read by their schema
-    /// type, files as `{filename, content_type, size}`; repeated names become lists.
-    private func multipartObject(_ parts: [FormBody.Part], schema: Schema?) -> (JSON, [ValidationIssue]) {
-        let fields = parts.filter { !$0.isFile }.map { ($0.name, String(decoding: $0.content, as: UTF8.self)) }
-        let (coerced, issues) = validator.coerceParameters(fields, by: schema, repeatedAsList: true)
-        var object = coerced.objectValue ?? JSONObject()
+    /// type, JSON parts (a JSON `Content-Type`, or a property of type object
+    /// or array) parsed, files as `{filename, content_type, size}`; repeated
+    /// names become lists. With it, the value the schema checks (nil when it
+    /// is the same): files sent for a property of type string as their content.
+    private func multipartObject(_ parts: [FormBody.Part], schema: Schema?) -> (JSON, JSON?, [ValidationIssue]) {
         let resolved = schema.map(validator.resolve)
+        func propertyTypes(_ name: String) -> Schema.TypeSet? {
+            guard let property = resolved?.property(name).map(validator.resolve), property.types != nil else { return nil }
+            return property.typeSet
+        }
+        // OpenAPI's default for a part of an object or array property is application/json.
+        func isJSONPart(_ part: FormBody.Part) -> Bool {
+            if let type = part.contentType, MediaTypes.isJSON(type) { return true }
+            guard part.contentType == nil, let types = propertyTypes(part.name) else { return false }
+            return !types.contains(.string) && (types.contains(.object) || types.contains(.array))
+        }
+        var issues: [ValidationIssue] = []
+        var parsed: [(String, JSON)] = []
+        for part in parts where !part.isFile && isJSONPart(part) {
+            do {
+                parsed.append((part.name, try JSONReader.parse(part.content)))
+            } catch {
+                issues.append(ValidationIssue(pointer: "/" + SchemaValidator.escape(part.name), message: "the part is not valid JSON: \(error.description)"))
+            }
+        }
+        let fields = parts.filter { !$0.isFile && !isJSONPart($0) }.map { ($0.name, String(decoding: $0.content, as: UTF8.self)) }
+        let (coerced, coercionIssues) = validator.coerceParameters(fields, by: schema, repeatedAsList: true)
+        issues += coercionIssues
+        var object = coerced.objectValue ?? JSONObject()
+        for (name, value) in parsed {
+            switch object[name] {
+            case .array(let items)?: object[name] = .array(items + [value])
+            case let earlier?: object[name] = .array([earlier, value])
+            case nil: object[name] = value
+            }
+        }
         // Files are gathered per name first and stored once: appending to a
         // list still held by the object would copy it on every part.
-        var files: [String: [JSON]] = [:]
+        var files: [String: [(file: JSON, content: JSON)]] = [:]
         var order: [String] = []
         for part in parts where part.isFile {
             let file = JSON.object(JSONObject([
                 ("filename", .string(part.filename!)), ("content_type", part.contentType.map { .string($0) } ?? .null),
                 ("size", .int(part.content.count)),
             ]))
+            // The content as text of one code point a byte, so lengths count bytes.
+            let content = JSON.string(String(String.UnicodeScalarView(part.content.map { Unicode.Scalar($0) })))
             if files[part.name] == nil { order.append(part.name) }
-            files[part.name, default: []].append(file)
+            files[part.name, default: []].append((file, content))
         }
+        guard !order.isEmpty else { return (.object(object), nil, issues) }
+        var view = object
         for name in order {
-            var list = files[name]!
+            var list = files[name]!.map(\.file)
+            // A property of type string (and not object) takes a file as its content.
+            let property = resolved?.property(name).map(validator.resolve)
+            let target = property?.typeSet.contains(.array) == true ? property?.items.map(validator.resolve) : property
+            let asContent = target.map { $0.types == nil ? $0.format == "binary" : $0.typeSet.contains(.string) && !$0.typeSet.contains(.object) } ?? false
+            var checkedList = asContent ? files[name]!.map(\.content) : list
             switch object[name] {
-            case .array(let fields)?: list = fields + list
-            case let field?: list.insert(field, at: 0)
+            case .array(let fields)?:
+                list = fields + list
+                checkedList = fields + checkedList
+            case let field?:
+                list.insert(field, at: 0)
+                checkedList.insert(field, at: 0)
             case nil: break
             }
             let wantsList = resolved?.property(name).map(validator.resolve)?.types?.contains("array") == true
             object[name] = list.count == 1 && !wantsList ? list[0] : .array(list)
+            view[name] = checkedList.count == 1 && !wantsList ? checkedList[0] : .array(checkedList)
         }
-        return (.object(object), issues)
+        return (.object(object), .object(view), issues)
     }
 
     /// The name-value pairs of a `Cookie` header (`a=1; b=2`), in order.
