@@ -125,12 +125,20 @@ public enum ContractDocument {
         case .success(nil): throw ContractError(diagnostics: [Diagnostic(at: SourceLocation(file: file, line: 1, column: 1), "the contract is empty")])
         case .failure(let error): throw error
         }
-        guard OpenAPIImporter.isOpenAPI(parsed) else { return Source(tree: parsed, endpoints: nil, diagnostics: [], isOpenAPI: false, deferredCheck: nil, document: nil, referencedFiles: []) }
+        // Swagger 2.0: read as the OpenAPI 3.0 document that says the same (`Swagger2Converter`).
+        var converted: [Diagnostic] = []
+        var document = parsed
+        var adapt: ((SourceNode, [String], Bool) -> SourceNode)?
+        if Swagger2Converter.isSwagger2(parsed) {
+            (document, converted) = Swagger2Converter.convert(parsed)
+            adapt = { node, keys, isSchema in Swagger2Converter.adaptReferenced(node, keys: keys, schema: isSchema, document: parsed) }
+        }
+        guard OpenAPIImporter.isOpenAPI(document) else { return Source(tree: parsed, endpoints: nil, diagnostics: [], isOpenAPI: false, deferredCheck: nil, document: nil, referencedFiles: []) }
         // References to other files, brought in first (`DocumentBundler`).
-        let (bundled, bundleProblems, referencedFiles) = DocumentBundler.bundle(parsed, file: file)
+        let (bundled, bundleProblems, referencedFiles) = DocumentBundler.bundle(document, file: file, adapt: adapt)
         if !bundleProblems.isEmpty { throw ContractError(diagnostics: bundleProblems) }
         let root = bundled
-        let problems = check == .now ? read(root: root, file: file) : []
+        let problems = converted + (check == .now ? read(root: root, file: file) : [])
         if problems.contains(where: { $0.severity == .error }) { throw ContractError(diagnostics: problems) }
         let deferredCheck: (@Sendable () -> [Diagnostic])? = check == .deferred ? { @Sendable in read(root: root, file: file) } : nil
         if endpointsInTree {

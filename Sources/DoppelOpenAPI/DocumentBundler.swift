@@ -68,16 +68,23 @@ package struct DocumentBundler {
     var anchors: [String: (path: String, pointer: String)] = [:]
     /// The files whose resources are in `resources` and `anchors`.
     var indexed: Set<String> = []
+    /// See `bundle(_:file:adapt:)`.
+    var adapt: ((SourceNode, [String], Bool) -> SourceNode)?
 
     /// The document with every reference to another file resolved, the
     /// errors found on the way, and the files read (to be watched).
-    static func bundle(_ root: SourceNode, file: String) -> (root: SourceNode, diagnostics: [Diagnostic], files: [String]) {
+    /// `adapt`: what a target read from another file becomes before it is
+    /// brought in (a Swagger 2.0 document's parts, in 3.0's form), given
+    /// the keys where the reference is and whether it is a schema.
+    static func bundle(_ root: SourceNode, file: String,
+                       adapt: ((SourceNode, [String], Bool) -> SourceNode)? = nil) -> (root: SourceNode, diagnostics: [Diagnostic], files: [String]) {
         guard hasExternalReference(root) || needsSchemaResolution(root) else { return (root, [], []) }
         let rootURL = URL(fileURLWithPath: file).standardizedFileURL.resolvingSymlinksInPath()
         let folder = rootURL.deletingLastPathComponent().path
         let schemaNames = Set(root["components"]?["schemas"]?.mappingPairs?.compactMap(\.key.scalarText) ?? [])
         let shownFolder = (file as NSString).deletingLastPathComponent
         var bundler = DocumentBundler(folder: folder == "/" ? "" : folder, rootPath: rootURL.path, shownFolder: shownFolder, takenNames: schemaNames)
+        bundler.adapt = adapt
         bundler.files[rootURL.path] = root
         bundler.index(root, path: rootURL.path)
         bundler.indexed.insert(rootURL.path)
@@ -112,21 +119,21 @@ package struct DocumentBundler {
     /// as written: an `$id` or `$anchor`, or a `$ref` within the document
     /// to anything but a whole component (`#/components/schemas/Pet/$defs/tag`,
     /// `#/$defs/x`, `#node`).
-    static func needsSchemaResolution(_ node: SourceNode) -> Bool {
+    static func needsSchemaResolution(_ node: SourceNode, parent: String? = nil) -> Bool {
         switch node.kind {
         case .scalar: return false
-        case .sequence(let items): return items.contains(where: needsSchemaResolution)
+        case .sequence(let items): return items.contains { needsSchemaResolution($0, parent: parent) }
         case .mapping(let pairs):
             for pair in pairs {
                 guard let key = pair.key.scalarText else { continue }
-                if literalKeys.contains(key) || key.hasPrefix("x-") { continue }
+                if isLiteral(key, parent: parent) || key.hasPrefix("x-") { continue }
                 if key == "$id" || key == "$anchor" { return true }
                 if key == "$ref", let text = pair.value.scalarText, text.hasPrefix("#") {
                     let tokens = tokens(String(text.dropFirst()))
                     let whole = (tokens.count == 3 && tokens[0] == "components") || tokens.first == "paths"
                     if !whole { return true }
                 }
-                if needsSchemaResolution(pair.value) { return true }
+                if needsSchemaResolution(pair.value, parent: key) { return true }
             }
             return false
         }
@@ -138,13 +145,13 @@ package struct DocumentBundler {
     mutating func index(_ root: SourceNode, path: String) {
         let own = URL(fileURLWithPath: path).absoluteString
         if resources[own] == nil { resources[own] = (path, "") }
-        var pending: [(node: SourceNode, pointer: String, base: String)] = [(root, "", own)]
-        while let (node, pointer, outer) = pending.popLast() {
+        var pending: [(node: SourceNode, pointer: String, base: String, parent: String?)] = [(root, "", own, nil)]
+        while let (node, pointer, outer, parent) = pending.popLast() {
             switch node.kind {
             case .scalar:
                 continue
             case .sequence(let items):
-                for (index, item) in items.enumerated() { pending.append((item, pointer + "/\(index)", outer)) }
+                for (index, item) in items.enumerated() { pending.append((item, pointer + "/\(index)", outer, parent)) }
             case .mapping(let pairs):
                 var base = outer
                 if let id = node["$id"]?.scalarText, let resolved = Self.resolve(id, against: outer) {
@@ -155,8 +162,8 @@ package struct DocumentBundler {
                     if let name = node[key]?.scalarText, anchors[base + "#" + name] == nil { anchors[base + "#" + name] = (path, pointer) }
                 }
                 for pair in pairs {
-                    guard let key = pair.key.scalarText, !Self.literalKeys.contains(key), !key.hasPrefix("x-") else { continue }
-                    pending.append((pair.value, pointer + "/" + SchemaValidator.escape(key), base))
+                    guard let key = pair.key.scalarText, !Self.isLiteral(key, parent: parent), !key.hasPrefix("x-") else { continue }
+                    pending.append((pair.value, pointer + "/" + SchemaValidator.escape(key), base, key))
                 }
             }
         }
@@ -252,6 +259,18 @@ package struct DocumentBundler {
     // MARK: Rewriting
 
     static let literalKeys: Set<String> = ["example", "default", "enum", "const", "value"]
+    /// Mappings whose keys are names (a property, a status, a media type),
+    /// never keywords: a property named `default` or a `default` response is
+    /// no literal value.
+    static let nameMaps: Set<String> = [
+        "properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "schemas", "responses", "parameters", "headers",
+        "securitySchemes", "callbacks", "links", "requestBodies", "pathItems", "paths", "content", "encoding", "examples",
+    ]
+
+    /// Whether the value under `key` is a literal value (in which a `$ref` is data), in a mapping that is the value of `parent`.
+    static func isLiteral(_ key: String, parent: String?) -> Bool {
+        literalKeys.contains(key) && !(parent.map(nameMaps.contains) ?? false)
+    }
 
     /// The node with its references resolved. `keys` are the mapping keys
     /// from the top of its file (to tell where schemas go); `schema` says
@@ -297,7 +316,7 @@ package struct DocumentBundler {
             let key = pair.key.scalarText ?? ""
             // Literal values: a `$ref` in them is data, not a reference. An
             // extension (`x-…`) is its vendor's own: never followed.
-            if Self.literalKeys.contains(key) || (schema && key == "examples") || key.hasPrefix("x-") { return pair }
+            if Self.isLiteral(key, parent: keys.last) || (schema && key == "examples" && !(keys.last.map(Self.nameMaps.contains) ?? false)) || key.hasPrefix("x-") { return pair }
             let isSchema = schema || key == "schema" || (key == "schemas" && keys == ["components"])
             let new = rewrite(pair.value, in: file, keys: keys + [key], schema: isSchema, base: isSchema ? base : nil)
             changed = changed || new !== pair.value
@@ -326,7 +345,8 @@ package struct DocumentBundler {
             } else {
                 name = freshName(pointer: pointer, path: path)
                 schemaNames[key] = name
-                let content = rewrite(target, in: path, keys: Self.tokens(pointer), schema: true, base: targetBase(path, pointer))
+                let adapted = path != rootPath ? adapt?(target, keys, true) ?? target : target
+                let content = rewrite(adapted, in: path, keys: Self.tokens(pointer), schema: true, base: targetBase(path, pointer))
                 added.append((name, content))
             }
             // The reference's siblings (JSON Schema 2020-12 keeps them) are schemas too, their references resolved alike.
@@ -350,7 +370,8 @@ package struct DocumentBundler {
                 return node
             }
             inlining.insert(key)
-            content = rewrite(target, in: path, keys: Self.tokens(pointer), schema: false)
+            let adapted = path != rootPath ? adapt?(target, keys, false) ?? target : target
+            content = rewrite(adapted, in: path, keys: Self.tokens(pointer), schema: false)
             inlining.remove(key)
             let size = Self.count(content)
             inlined[key] = (content, size)

@@ -269,4 +269,77 @@ struct ReproductionServingTests {
             #expect(json.json == ["id": 2, "name": "Fluffy", "status": "available"])
         }
     }
+
+    /// `swagger20-minimal.yaml`: a Swagger 2.0 document was read as a Doppel contract ("unknown key 'paths'").
+    @Test func swaggerTwoDocumentsServeAsTheySay() async throws {
+        try await Self.serving("""
+            swagger: "2.0"
+            info: { title: Shop, version: "1" }
+            host: shop.example
+            basePath: /v1
+            schemes: [https]
+            consumes: [application/json]
+            produces: [application/json]
+            securityDefinitions:
+              key: { type: apiKey, name: X-Key, in: header }
+            parameters:
+              Limit: { name: limit, in: query, type: integer, minimum: 1, maximum: 50 }
+            paths:
+              /items:
+                get:
+                  operationId: listItems
+                  parameters:
+                    - $ref: "#/parameters/Limit"
+                    - { name: tags, in: query, type: array, items: { type: string }, collectionFormat: csv }
+                  responses:
+                    "200":
+                      description: items
+                      headers: { X-Total: { type: integer } }
+                      schema: { type: array, items: { $ref: "#/definitions/Item" } }
+                      examples: { application/json: [ { id: 1, name: pen, note: null } ] }
+                post:
+                  operationId: addItem
+                  security: [ { key: [] } ]
+                  parameters:
+                    - { name: item, in: body, required: true, schema: { $ref: "#/definitions/Item" } }
+                  responses:
+                    "201": { description: added, schema: { $ref: "#/definitions/Item" } }
+                    "401": { description: no key }
+              /items/{id}/photo:
+                post:
+                  operationId: uploadPhoto
+                  consumes: [multipart/form-data]
+                  parameters:
+                    - { name: id, in: path, required: true, type: integer }
+                    - { name: file, in: formData, required: true, type: file }
+                    - { name: caption, in: formData, type: string, maxLength: 5 }
+                  responses:
+                    "204": { description: stored }
+            definitions:
+              Item:
+                type: object
+                required: [id, name]
+                properties:
+                  id: { type: integer }
+                  name: { type: string }
+                  note: { type: string, x-nullable: true }
+            """) { client in
+            let list = try await client.send("GET", "/v1/items?limit=5&tags=a,b", token: nil)
+            #expect(list.status == 200 && list.json == [["id": 1, "name": "pen", "note": nil]], "\(list.json ?? .null)")
+            #expect(try await client.send("GET", "/v1/items?limit=99", token: nil).status == 422)
+            let noKey = try await client.send("POST", "/v1/items", json: ["id": 2, "name": "ink"], token: nil)
+            #expect(noKey.status == 401)
+            let added = try await client.send("POST", "/v1/items", json: ["id": 2, "name": "ink"], token: nil, headers: ["X-Key": "k"])
+            #expect(added.status == 201, "\(added.json ?? .null)")
+            let invalid = try await client.send("POST", "/v1/items", json: ["id": "two"], token: nil, headers: ["X-Key": "k"])
+            #expect(invalid.status == 422)
+            let form = ["Content-Type": "multipart/form-data; boundary=b"]
+            let file = (headers: "Content-Disposition: form-data; name=\"file\"; filename=\"a.png\"", content: "PNG")
+            let caption = (headers: "Content-Disposition: form-data; name=\"caption\"", content: "hello")
+            #expect(try await client.send("POST", "/v1/items/3/photo", token: nil, headers: form, body: Self.multipart([file, caption])).status == 204)
+            let long = (headers: caption.headers, content: "too long")
+            #expect(try await client.send("POST", "/v1/items/3/photo", token: nil, headers: form, body: Self.multipart([file, long])).status == 422)
+            #expect(try await client.send("POST", "/v1/items/3/photo", token: nil, headers: form, body: Self.multipart([caption])).status == 422)
+        }
+    }
 }

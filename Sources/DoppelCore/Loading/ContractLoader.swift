@@ -92,8 +92,8 @@ public struct ContractLoader: Sendable {
         guard let root else {
             throw ContractError(diagnostics: [Diagnostic(at: SourceLocation(file: file, line: 1, column: 1), "the contract is empty")])
         }
-        if root["openapi"] != nil, root["doppel"] == nil {
-            throw ContractError(diagnostics: [Diagnostic(at: root.location, "this is an OpenAPI document, not a Doppel contract; the doppel command serves it as it is (DoppelOpenAPI's ContractDocument loads it from Swift)")])
+        if root["openapi"] != nil || root["swagger"] != nil, root["doppel"] == nil {
+            throw ContractError(diagnostics: [Diagnostic(at: root.location, "this is an OpenAPI\(root["swagger"] != nil ? " (Swagger 2.0)" : "") document, not a Doppel contract; the doppel command serves it as it is (DoppelOpenAPI's ContractDocument loads it from Swift)")])
         }
         return try load(root: root, file: file)
     }
