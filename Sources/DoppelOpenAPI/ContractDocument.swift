@@ -134,6 +134,9 @@ public enum ContractDocument {
             adapt = { node, keys, isSchema in Swagger2Converter.adaptReferenced(node, keys: keys, schema: isSchema, document: parsed) }
         }
         guard OpenAPIImporter.isOpenAPI(document) else { return Source(tree: parsed, endpoints: nil, diagnostics: [], isOpenAPI: false, deferredCheck: nil, document: nil, referencedFiles: []) }
+        // A version Doppel cannot serve is refused by every command alike, before
+        // anything is served (not in the check `serve` runs beside the server).
+        if let unsupported = unsupportedVersion(document) { throw ContractError(diagnostics: [unsupported]) }
         // References to other files, brought in first (`DocumentBundler`).
         let (bundled, bundleProblems, referencedFiles) = DocumentBundler.bundle(document, file: file, adapt: adapt)
         if !bundleProblems.isEmpty { throw ContractError(diagnostics: bundleProblems) }
@@ -194,11 +197,17 @@ public enum ContractDocument {
 
     /// Stage 1: decodes and validates the document with OpenAPIKit; its
     /// problems located in the document.
-    static func read(root: SourceNode, file: String) -> [Diagnostic] {
+    /// The refusal of a document's `openapi` version, nil for one Doppel serves.
+    static func unsupportedVersion(_ root: SourceNode) -> Diagnostic? {
         let version = root["openapi"]?.scalarText ?? ""
-        guard version.hasPrefix("3.0") || version.hasPrefix("3.1") else {
-            return [Diagnostic(at: root["openapi"]?.location ?? root.location, "OpenAPI \(version) is not supported; Doppel reads OpenAPI 3.0 and 3.1 documents")]
-        }
+        guard !(version.hasPrefix("3.0") || version.hasPrefix("3.1")) else { return nil }
+        return Diagnostic(at: root["openapi"]?.location ?? root.location,
+                          "OpenAPI \(version) is not supported; Doppel reads OpenAPI 3.0 and 3.1 documents, and Swagger 2.0")
+    }
+
+    static func read(root: SourceNode, file: String) -> [Diagnostic] {
+        if let unsupported = unsupportedVersion(root) { return [unsupported] }
+        let version = root["openapi"]?.scalarText ?? ""
         let document: OpenAPIKit.OpenAPI.Document
         do {
             // Decoded from the tree already read, as JSON: Yams's Decoder

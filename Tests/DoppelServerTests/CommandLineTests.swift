@@ -51,6 +51,21 @@ struct CommandLineTests {
         return Run(status: process.terminationStatus, output: String(decoding: output, as: UTF8.self), errors: String(decoding: errors, as: UTF8.self))
     }
 
+    /// `oas32-query.yaml`: lint and import refused an OpenAPI version Doppel cannot serve, yet `serve`
+    /// printed the same refusal and then listened. Every command refuses it alike and exits non-zero.
+    @Test(arguments: [["lint"], ["routes"], ["import"], ["export"], ["serve", "--port", "0"]])
+    func aDocumentDoppelCannotServeIsRefusedByEveryCommand(_ command: [String]) throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("doppel-refused-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("api.yaml")
+        try "openapi: 4.0.0\ninfo: {title: future, version: '1'}\npaths: {}\n".write(to: file, atomically: true, encoding: .utf8)
+        let result = try run([command[0], file.path] + command.dropFirst())
+        #expect(result.status != 0)
+        #expect(result.errors.contains("api.yaml:1:10: error: OpenAPI 4.0.0 is not supported"), "\(result.errors)")
+        #expect(!result.output.contains("Listening"))
+    }
+
     @Test func lintReportsEveryPlantedMistakeAndExitsOne() throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("planted-\(UUID().uuidString).yaml")
         defer { try? FileManager.default.removeItem(at: file) }
