@@ -735,7 +735,21 @@ package struct OpenAPIImporter: Sendable {
     /// schemas by name, 3.0's boolean `exclusiveMinimum` as 3.1's number,
     /// annotation keywords and formats Doppel does not check left out.
     mutating func schema(_ node: SourceNode) -> SourceNode {
-        guard let pairs = node.mappingPairs else { return node }
+        guard var pairs = node.mappingPairs else { return node }
+        // OpenAPI 3.0 (as draft 4): a `$ref`'s siblings are ignored. `nullable`
+        // beside one is kept, as the documents that write it mean it.
+        if isVersion30, node["$ref"] != nil {
+            let ignored = pairs.filter { pair in
+                guard let key = pair.key.scalarText else { return false }
+                return key != "$ref" && key != "nullable" && !key.hasPrefix("x-") && !Self.annotations.contains(key)
+                    && !["description", "title", "example", "deprecated", "readOnly", "writeOnly", "externalDocs"].contains(key)
+            }
+            if let first = ignored.first {
+                warnings.warning("\(ignored.compactMap(\.key.scalarText).map { "'\($0)'" }.joined(separator: ", ")) beside $ref \(ignored.count == 1 ? "is" : "are") ignored, as OpenAPI 3.0 says (3.1 checks both: wrap them in allOf to keep them in 3.0)",
+                                 at: first.key.location)
+                pairs = pairs.filter { pair in !ignored.contains { $0.key === pair.key } }
+            }
+        }
         var fields: [(String, SourceNode)] = []
         for (key, value) in pairs {
             guard let name = key.scalarText else { continue }
@@ -759,8 +773,15 @@ package struct OpenAPIImporter: Sendable {
                 if !schemas.isEmpty { fields.append(("dependentSchemas", ContractNode.map(schemas, at: value.location))) }
             case "propertyNames", "if", "then", "else", "contains", "unevaluatedProperties", "unevaluatedItems":
                 fields.append((name, schema(value)))
+            case "items" where value.sequenceItems != nil:
+                // Draft 4's (OpenAPI 3.0's) tuple: a list of `items` is 2020-12's
+                // `prefixItems`, and `additionalItems` its `items`.
+                fields.append(("prefixItems", ContractNode.list(value.sequenceItems!.map { schema($0) }, at: value.location)))
+                if let additional = node["additionalItems"] { fields.append(("items", schema(additional))) }
+            case "additionalItems":
+                continue
             case "items", "additionalProperties", "not":
-                fields.append((name, value.sequenceItems != nil ? ContractNode.list(value.sequenceItems!.map { schema($0) }, at: value.location) : schema(value)))
+                fields.append((name, schema(value)))
             case "allOf", "anyOf", "oneOf", "prefixItems":
                 fields.append((name, ContractNode.list((value.sequenceItems ?? []).map { schema($0) }, at: value.location)))
             case "format":
@@ -784,6 +805,11 @@ package struct OpenAPIImporter: Sendable {
                 if name.hasPrefix("x-") || Self.annotations.contains(name) { continue }
                 if Self.unchecked.contains(name) {
                     warnings.warning("schema keyword '\(name)' is not checked by Doppel yet; it is left out", at: key.location)
+                    continue
+                }
+                // JSON Schema ignores keywords it does not know; so does Doppel, saying so.
+                if !Schema.keywords.contains(name) {
+                    warnings.warning("'\(name)' is no JSON Schema keyword Doppel knows; it is ignored\(Suggestion.hint(for: name, in: Schema.keywords))", at: key.location)
                     continue
                 }
                 fields.append((name, value))
