@@ -200,9 +200,9 @@ public enum ContractDocument {
     /// The refusal of a document's `openapi` version, nil for one Doppel serves.
     static func unsupportedVersion(_ root: SourceNode) -> Diagnostic? {
         let version = root["openapi"]?.scalarText ?? ""
-        guard !(version.hasPrefix("3.0") || version.hasPrefix("3.1")) else { return nil }
+        guard !(version.hasPrefix("3.0") || version.hasPrefix("3.1") || version.hasPrefix("3.2")) else { return nil }
         return Diagnostic(at: root["openapi"]?.location ?? root.location,
-                          "OpenAPI \(version) is not supported; Doppel reads OpenAPI 3.0 and 3.1 documents, and Swagger 2.0")
+                          "OpenAPI \(version) is not supported; Doppel reads OpenAPI 3.0, 3.1 and 3.2 documents, and Swagger 2.0")
     }
 
     static func read(root: SourceNode, file: String) -> [Diagnostic] {

@@ -62,7 +62,7 @@ package struct OpenAPIImporter: Sendable {
 
     // MARK: The contract
 
-    static let methods = ["get", "put", "post", "delete", "options", "head", "patch", "trace"]
+    static let methods = ["get", "put", "post", "delete", "options", "head", "patch", "trace", "query"]
 
     mutating func convert() -> SourceNode {
         let (prepared, operations, schemes) = prepare()
@@ -134,8 +134,18 @@ package struct OpenAPIImporter: Sendable {
         for (pathKey, rawItem) in paths?.mappingPairs ?? [] {
             guard let path = pathKey.scalarText, let item = resolved(rawItem) else { continue }
             let shared = item["parameters"]?.sequenceItems ?? []
-            for (methodKey, operation) in item.mappingPairs ?? [] {
-                guard let method = methodKey.scalarText, Self.methods.contains(method) else { continue }
+            // OpenAPI 3.2: operations of any other method, by its name.
+            var entries = (item.mappingPairs ?? []).filter { $0.key.scalarText.map(Self.methods.contains) ?? false }
+            for (methodKey, operation) in item["additionalOperations"]?.mappingPairs ?? [] {
+                guard let name = methodKey.scalarText else { continue }
+                if Self.methods.contains(name.lowercased()) {
+                    warnings.warning("additionalOperations may not hold \(name), one of the fixed fields' methods; it is left out", at: methodKey.location)
+                    continue
+                }
+                entries.append((key: methodKey, value: operation))
+            }
+            for (methodKey, operation) in entries {
+                guard let method = methodKey.scalarText else { continue }
                 if method == "trace" {
                     warnings.warning("TRACE \(path) is not served: Doppel does not answer TRACE", at: methodKey.location)
                     continue
@@ -443,6 +453,11 @@ package struct OpenAPIImporter: Sendable {
         var otherPlaces: [String] = []
         for raw in own + shared {
             guard let parameter = resolved(raw), let name = parameter["name"]?.scalarText, let place = parameter["in"]?.scalarText else { continue }
+            if place == "querystring" {
+                // OpenAPI 3.2: the whole query string as one value. Not served yet, and never served wrongly.
+                errors.error("parameter '\(name)' is in: querystring (OpenAPI 3.2: the whole query as one value), which Doppel does not serve yet", at: parameter["in"]!.location)
+                continue
+            }
             let slot = places.firstIndex(where: { $0.0 == place }) ?? 4
             // The operation's own come first and win over the path item's.
             if slot == 4 {
@@ -490,6 +505,7 @@ package struct OpenAPIImporter: Sendable {
     mutating func requestBody(_ raw: SourceNode?) -> SourceNode? {
         guard let raw, let body = resolved(raw), let content = body["content"]?.mappingPairs, !content.isEmpty else { return nil }
         let at = body.location
+        refuseSequentialMedia(content)
         let chosen = content.first { $0.key.scalarText.map(Self.isJSON) ?? false } ?? content[0]
         var fields: [(String, SourceNode)] = [("content_type", ContractNode.list(content.map { ContractNode.string($0.key.scalarText ?? "", at: $0.key.location) }, at: at))]
         if let schemaNode = chosen.value["schema"] { fields.append(("schema", schema(schemaNode))) }
@@ -618,6 +634,7 @@ package struct OpenAPIImporter: Sendable {
               let type = typeKey.scalarText else {
             return [ContractNode.map(base, at: response.location)]
         }
+        refuseSequentialMedia(content)
         // The response in each other media type the document gives, for `Accept` to choose (documented, after the first).
         let alternatives = content.filter { $0.key.scalarText != type }.compactMap { other -> SourceNode? in
             guard let otherType = other.key.scalarText, otherType != "*/*" else { return nil }
@@ -702,6 +719,16 @@ package struct OpenAPIImporter: Sendable {
         return ContractNode.map(fields, at: location)
     }
 
+    /// OpenAPI 3.2's sequential media types described item by item
+    /// (`itemSchema`: `text/event-stream`, `application/jsonl`, ...): not
+    /// served yet, so refused rather than served without their items.
+    mutating func refuseSequentialMedia(_ content: [(key: SourceNode, value: SourceNode)]) {
+        for (key, media) in content {
+            guard let item = media["itemSchema"], media["schema"] == nil, media["example"] == nil, media["examples"] == nil else { continue }
+            errors.error("'\(key.scalarText ?? "")' is described item by item (itemSchema, OpenAPI 3.2), which Doppel does not serve yet", at: item.location)
+        }
+    }
+
     /// A media type's examples in order: `example`, else each of `examples`
     /// (by name), else the schema's own `example` or first of `examples`.
     mutating func examples(of media: SourceNode) -> [(name: String?, value: SourceNode)] {
@@ -710,7 +737,8 @@ package struct OpenAPIImporter: Sendable {
             var list: [(name: String?, value: SourceNode)] = []
             for (key, raw) in named {
                 guard let name = key.scalarText, let example = resolved(raw) else { continue }
-                if let value = example["value"] {
+                // OpenAPI 3.2's `dataValue` is the value as data, as `value` is.
+                if let value = example["value"] ?? example["dataValue"] {
                     list.append((name, value))
                 } else if example["externalValue"] != nil {
                     warnings.warning("example '\(name)' is an externalValue, which Doppel does not fetch; it is left out", at: example.location)

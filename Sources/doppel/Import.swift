@@ -6,7 +6,7 @@ import Foundation
 struct Import: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "import",
-        abstract: "Write an OpenAPI 3.0/3.1 or Swagger 2.0 document as a Doppel contract, ready for state to be added.",
+        abstract: "Write an OpenAPI 3.0/3.1/3.2 or Swagger 2.0 document as a Doppel contract, ready for state to be added.",
         discussion: """
             Every operation with its parameters, request body and security, and every \
             documented response: the first 2xx under 'responses', the rest under \

@@ -231,7 +231,7 @@ struct OpenAPIImportTests {
         #expect(found.first?.contains("not a valid OpenAPI 3.1.0 document") == true)
 
         let version = try diagnostics("openapi: 2.0.0\ninfo: { title: Old, version: '1' }\npaths: {}\n")
-        #expect(version == ["api.yaml:1:10: error: OpenAPI 2.0.0 is not supported; Doppel reads OpenAPI 3.0 and 3.1 documents, and Swagger 2.0"])
+        #expect(version == ["api.yaml:1:10: error: OpenAPI 2.0.0 is not supported; Doppel reads OpenAPI 3.0, 3.1 and 3.2 documents, and Swagger 2.0"])
     }
 
     @Test func referencesThatCannotBeReadOrLoopAreRefused() throws {

@@ -173,4 +173,30 @@ struct ReproductionTests {
             #expect(validator.validate(["code": "é"], against: body).map(\.description) == ["/code: must be at least 2 characters long"])
         }
     }
+
+    /// What OpenAPI 3.2 adds that Doppel does not serve yet (item-by-item media types, `in: querystring`)
+    /// is an error, so the document is never served without it.
+    @Test func whatThreeTwoAddsAndDoppelDoesNotServeYetIsRefused() throws {
+        try Self.withFiles([("api.yaml", """
+            openapi: 3.2.0
+            info: {title: 3.2 streams, version: '1'}
+            paths:
+              /items:
+                get:
+                  parameters:
+                    - { name: all, in: querystring, content: { application/x-www-form-urlencoded: { schema: {type: object} } } }
+                  responses:
+                    '200':
+                      description: ok
+                      content:
+                        application/jsonl:
+                          itemSchema: {type: object, properties: {id: {type: integer}}}
+            """)]) { file in
+            let found = ContractDocument.lint(file: file).map(\.description).map { $0.replacingOccurrences(of: file, with: "api.yaml") }
+            #expect(found.contains { $0.contains("error: parameter 'all' is in: querystring") }, "\(found)")
+            #expect(found.contains { $0.contains("error: 'application/jsonl' is described item by item (itemSchema, OpenAPI 3.2)") }, "\(found)")
+            #expect(throws: ContractError.self) { try ContractDocument.load(file: file) }
+            #expect(throws: ContractError.self) { try ContractDocument.loadDeferringCheck(file: file) }
+        }
+    }
 }

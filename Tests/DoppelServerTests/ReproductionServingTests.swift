@@ -342,4 +342,41 @@ struct ReproductionServingTests {
             #expect(try await client.send("POST", "/v1/items/3/photo", token: nil, headers: form, body: Self.multipart([caption])).status == 422)
         }
     }
+
+    /// `oas32-query.yaml`: OpenAPI 3.2 documents were refused (and yet listened to, answering 3.2's
+    /// operations 404). The QUERY operation and `additionalOperations` are served; `dataValue` examples read.
+    @Test func openAPIThreeTwoOperationsAreServed() async throws {
+        try await Self.serving("""
+            openapi: 3.2.0
+            info: {title: 3.2 features, version: '1'}
+            tags:
+              - { name: search, kind: nav, summary: Search }
+              - { name: admin, parent: search }
+            paths:
+              /search:
+                query:
+                  requestBody:
+                    required: true
+                    content:
+                      application/json:
+                        schema: {type: object, required: [q], properties: {q: {type: string}}}
+                  responses:
+                    '200':
+                      summary: the hits
+                      description: ok
+                      content:
+                        application/json:
+                          examples: { some: { dataValue: {hits: 1} } }
+                additionalOperations:
+                  PURGE:
+                    responses:
+                      '204': {description: purged}
+            """) { client in
+            let found = try await client.send("QUERY", "/search", json: ["q": "x"], token: nil)
+            #expect(found.status == 200 && found.json == ["hits": 1], "\(found.status) \(found.json ?? .null)")
+            #expect(try await client.send("QUERY", "/search", json: ["r": "x"], token: nil).status == 422)
+            #expect(try await client.send("PURGE", "/search", token: nil).status == 204)
+            #expect(try await client.send("GET", "/search", token: nil).status == 405)
+        }
+    }
 }

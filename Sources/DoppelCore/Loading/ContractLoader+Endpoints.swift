@@ -4,7 +4,15 @@ extension ContractLoader {
         "request", "summary", "description", "auth", "match", "let", "path", "query", "headers", "cookies", "body", "on_invalid",
         "on_unauthorized", "responses", "documented", "proxy", "websocket",
     ]
-    static let methods: Set<String> = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+    /// The methods a contract's endpoints may use: HTTP's, and QUERY (a safe
+    /// method with a body, which OpenAPI 3.2 describes). A vendor's
+    /// document may name any other (OpenAPI 3.2's `additionalOperations`).
+    static let methods: Set<String> = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "QUERY"]
+
+    /// Whether a method is an HTTP token (RFC 9110 §9.1) of letters, digits and `-`, `_`, `.`.
+    static func isMethodToken(_ method: String) -> Bool {
+        !method.isEmpty && method.count <= 32 && method.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "-_.".unicodeScalars.contains($0)) }
+    }
 
     mutating func readEndpoints(_ node: SourceNode?, basePath: String, defaultAuth: [String]) -> [Endpoint] {
         guard let node else {
@@ -60,7 +68,7 @@ extension ContractLoader {
             return nil
         }
         let method = parts[0].uppercased()
-        if !Self.methods.contains(method) {
+        if !Self.methods.contains(method), !(isVendorDocument && Self.isMethodToken(method)) {
             diagnostics.error("unknown method '\(parts[0])'\(Suggestion.hint(for: method, in: Self.methods))", at: requestNode.contentLocation)
         }
         let path: PathTemplate
