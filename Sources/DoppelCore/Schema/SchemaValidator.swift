@@ -107,33 +107,77 @@ package struct SchemaValidator: Sendable {
         return !inner.failed
     }
 
+    // `validate` recurses once or more per level of the value (through
+    // `$ref`, combinators, items and members), so its stack frame is paid
+    // hundreds of times for a deep body, on an event loop's thread. Each
+    // part is a function of its own, never inlined, so that the frame on
+    // the stack per level holds only what that level is doing (a debug
+    // build gives a function one slot for every temporary of every branch).
     private func validate(_ value: JSON, _ schema: Schema, depth: Int, run: inout Run) {
         if run.done { return }
         run.checks += 1
-        guard depth < Self.maximumDepth else {
-            run.add("schema nesting deeper than \(Self.maximumDepth) levels")
-            run.exhausted = true
-            return
-        }
-        guard run.checks <= Self.maximumChecks else {
-            run.add("validation stopped after \(Self.maximumChecks) schema checks; the value is too complex for its schema")
-            run.exhausted = true
+        guard depth < Self.maximumDepth, run.checks <= Self.maximumChecks else {
+            stop(depth: depth, run: &run)
             return
         }
         // `nullable` admits null whatever else the schema says, a `$ref` included.
         if value.isNull, schema.nullable { return }
         if let ref = schema.ref {
             guard let target = registry[ref] else {
-                run.add("unknown schema '\(ref)'")
+                unknown(ref, run: &run)
                 return
             }
             validate(value, target, depth: depth + 1, run: &run)
             if run.done { return }
         }
-        if let types = schema.types, !schema.typeSet.admits(value) {
-            run.add("expected \(types.joined(separator: " or ")), got \(value.typeName)")
+        if schema.types != nil, !schema.typeSet.admits(value) {
+            wrongType(value, schema, run: &run)
             return
         }
+        if schema.constValue != nil || schema.enumValues != nil {
+            validateValue(value, schema, run: &run)
+            if run.done { return }
+        }
+        switch value {
+        case .int, .double:
+            validateNumber(value.numberValue!, schema, into: &run)
+        case .string(let s):
+            validateString(s, schema, into: &run)
+        case .array(let items):
+            validateArray(items, schema, depth: depth, run: &run)
+        case .object(let object):
+            validateObject(value, object, schema, depth: depth, run: &run)
+        default:
+            break
+        }
+        if !schema.allOf.isEmpty || !schema.anyOf.isEmpty || !schema.oneOf.isEmpty || schema.not != nil || schema.advanced != nil {
+            validateCombinations(value, schema, depth: depth, run: &run)
+        }
+    }
+
+    @inline(never)
+    private func stop(depth: Int, run: inout Run) {
+        if depth >= Self.maximumDepth {
+            run.add("schema nesting deeper than \(Self.maximumDepth) levels")
+        } else {
+            run.add("validation stopped after \(Self.maximumChecks) schema checks; the value is too complex for its schema")
+        }
+        run.exhausted = true
+    }
+
+    @inline(never)
+    private func unknown(_ ref: String, run: inout Run) {
+        run.add("unknown schema '\(ref)'")
+    }
+
+    @inline(never)
+    private func wrongType(_ value: JSON, _ schema: Schema, run: inout Run) {
+        run.add("expected \((schema.types ?? []).joined(separator: " or ")), got \(value.typeName)")
+    }
+
+    /// `const` and `enum`.
+    @inline(never)
+    private func validateValue(_ value: JSON, _ schema: Schema, run: inout Run) {
         if let constant = schema.constValue, !Self.schemaEquals(value, constant) {
             run.add("must be \(JSONWriter.encodeString(constant))")
         }
@@ -144,121 +188,78 @@ package struct SchemaValidator: Sendable {
             let list = options.count > Self.enumValuesShown ? shown + " (and \(options.count - Self.enumValuesShown) more)" : shown
             run.add("must be one of \(list), got \(JSONWriter.encodeString(value).prefix(200))")
         }
-        if run.done { return }
-        switch value {
-        case .int, .double:
-            validateNumber(value.numberValue!, schema, into: &run)
-        case .string(let s):
-            validateString(s, schema, into: &run)
-        case .array(let items):
-            if let min = schema.minItems, items.count < min {
-                run.add("must have at least \(min) item\(min == 1 ? "" : "s"), has \(items.count)")
-            }
-            if let max = schema.maxItems, items.count > max {
-                run.add("must have at most \(max) item\(max == 1 ? "" : "s"), has \(items.count)")
-            }
-            if schema.uniqueItems, Set(items).count != items.count {
-                run.add("items must be unique")
-            }
-            for (i, (item, itemSchema)) in zip(items, schema.prefixItems).enumerated() {
+    }
+
+    @inline(never)
+    private func validateArray(_ items: [JSON], _ schema: Schema, depth: Int, run: inout Run) {
+        if let min = schema.minItems, items.count < min {
+            run.add("must have at least \(min) item\(min == 1 ? "" : "s"), has \(items.count)")
+        }
+        if let max = schema.maxItems, items.count > max {
+            run.add("must have at most \(max) item\(max == 1 ? "" : "s"), has \(items.count)")
+        }
+        if schema.uniqueItems, Set(items).count != items.count {
+            run.add("items must be unique")
+        }
+        for (i, (item, itemSchema)) in zip(items, schema.prefixItems).enumerated() {
+            run.path.append(.index(i))
+            validate(item, itemSchema, depth: depth + 1, run: &run)
+            run.path.removeLast()
+            if run.done { return }
+        }
+        if let itemSchema = schema.items {
+            for (i, item) in items.enumerated().dropFirst(schema.prefixItems.count) {
                 run.path.append(.index(i))
                 validate(item, itemSchema, depth: depth + 1, run: &run)
                 run.path.removeLast()
                 if run.done { return }
             }
-            if let itemSchema = schema.items {
-                for (i, item) in items.enumerated().dropFirst(schema.prefixItems.count) {
-                    run.path.append(.index(i))
-                    validate(item, itemSchema, depth: depth + 1, run: &run)
-                    run.path.removeLast()
-                    if run.done { return }
-                }
-            }
-            if let advanced = schema.advanced, let contains = advanced.contains {
-                var matching = 0
-                for (i, item) in items.enumerated() {
-                    run.path.append(.index(i))
-                    if passes(item, contains, depth: depth + 1, run: &run) { matching += 1 }
-                    run.path.removeLast()
-                    if run.exhausted { return }
-                }
-                let least = advanced.minContains ?? 1
-                if matching < least {
-                    run.add("must contain at least \(least) item\(least == 1 ? "" : "s") matching 'contains', has \(matching)")
-                }
-                if let most = advanced.maxContains, matching > most {
-                    run.add("must contain at most \(most) item\(most == 1 ? "" : "s") matching 'contains', has \(matching)")
-                }
-            }
-        case .object(let object):
-            for name in schema.required where object[name] == nil {
-                run.add("is required", child: name)
-            }
-            if let min = schema.minProperties, object.count < min {
-                run.add("must have at least \(min) propert\(min == 1 ? "y" : "ies"), has \(object.count)")
-            }
-            if let max = schema.maxProperties, object.count > max {
-                run.add("must have at most \(max) propert\(max == 1 ? "y" : "ies"), has \(object.count)")
-            }
-            let patterns = schema.advanced?.patternProperties ?? []
-            for pair in object.pairs {
-                if run.done { return }
-                var memberSchema: Schema?
-                var matched = false
-                if let own = schema.property(pair.key) {
-                    memberSchema = own
-                    matched = true
-                }
-                // Every pattern that matches the name applies, beside the property's own schema.
-                for (pattern, patternSchema) in patterns where pattern.matches(pair.key) {
-                    matched = true
-                    run.path.append(.key(pair.key))
-                    validate(pair.value, patternSchema, depth: depth + 1, run: &run)
-                    run.path.removeLast()
-                    if run.done { return }
-                }
-                if !matched, case .some(let additional) = schema.additionalProperties {
-                    guard let additional, additional !== Schema.never else {
-                        run.add("is not an allowed property", child: pair.key)
-                        continue
-                    }
-                    memberSchema = additional
-                }
-                guard let memberSchema else { continue }
-                run.path.append(.key(pair.key))
-                validate(pair.value, memberSchema, depth: depth + 1, run: &run)
-                run.path.removeLast()
-            }
-            if let advanced = schema.advanced {
-                if let names = advanced.propertyNames {
-                    for pair in object.pairs {
-                        if run.done { return }
-                        run.path.append(.key(pair.key))
-                        if !passes(.string(pair.key), names, depth: depth + 1, run: &run), !run.exhausted {
-                            run.add("is not an allowed property name (propertyNames)")
-                        }
-                        run.path.removeLast()
-                    }
-                }
-                for (name, needed) in advanced.dependentRequired where object[name] != nil {
-                    for other in needed where object[other] == nil {
-                        run.add("is required when '\(name)' is present", child: other)
-                    }
-                }
-                for (name, dependent) in advanced.dependentSchemas where object[name] != nil {
-                    if run.done { return }
-                    validate(value, dependent, depth: depth + 1, run: &run)
-                }
-            }
-        default:
-            break
         }
-        if let advanced = schema.advanced, let condition = advanced.ifSchema, !run.done {
-            if passes(value, condition, depth: depth + 1, run: &run) {
-                if let then = advanced.thenSchema, !run.exhausted { validate(value, then, depth: depth + 1, run: &run) }
-            } else if let otherwise = advanced.elseSchema, !run.exhausted {
-                validate(value, otherwise, depth: depth + 1, run: &run)
+        if let advanced = schema.advanced, advanced.contains != nil {
+            validateContains(items, advanced, depth: depth, run: &run)
+        }
+    }
+
+    @inline(never)
+    private func validateObject(_ value: JSON, _ object: JSONObject, _ schema: Schema, depth: Int, run: inout Run) {
+        for name in schema.required where object[name] == nil {
+            run.add("is required", child: name)
+        }
+        if let min = schema.minProperties, object.count < min {
+            run.add("must have at least \(min) propert\(min == 1 ? "y" : "ies"), has \(object.count)")
+        }
+        if let max = schema.maxProperties, object.count > max {
+            run.add("must have at most \(max) propert\(max == 1 ? "y" : "ies"), has \(object.count)")
+        }
+        if let advanced = schema.advanced {
+            validateAdvancedMembers(value, object, schema, advanced, depth: depth, run: &run)
+            return
+        }
+        for pair in object.pairs {
+            if run.done { return }
+            let memberSchema: Schema
+            if let own = schema.property(pair.key) {
+                memberSchema = own
+            } else if case .some(let additional) = schema.additionalProperties {
+                guard let additional, additional !== Schema.never else {
+                    run.add("is not an allowed property", child: pair.key)
+                    continue
+                }
+                memberSchema = additional
+            } else {
+                continue
             }
+            run.path.append(.key(pair.key))
+            validate(pair.value, memberSchema, depth: depth + 1, run: &run)
+            run.path.removeLast()
+        }
+    }
+
+    /// `if`/`then`/`else`, `allOf`, `anyOf`, `oneOf` (by a discriminator when there is one), `not`, and `unevaluated*`.
+    @inline(never)
+    private func validateCombinations(_ value: JSON, _ schema: Schema, depth: Int, run: inout Run) {
+        if let advanced = schema.advanced, advanced.ifSchema != nil, !run.done {
+            validateCondition(value, advanced, depth: depth, run: &run)
         }
         for sub in schema.allOf {
             if run.done { return }
@@ -293,6 +294,92 @@ package struct SchemaValidator: Sendable {
         validateUnevaluated(value, schema, depth: depth, run: &run)
     }
 
+    /// `contains`, `minContains` and `maxContains` of an array.
+    @inline(never)
+    private func validateContains(_ items: [JSON], _ advanced: Schema.Advanced, depth: Int, run: inout Run) {
+        guard let contains = advanced.contains else { return }
+        var matching = 0
+        for (i, item) in items.enumerated() {
+            run.path.append(.index(i))
+            if passes(item, contains, depth: depth + 1, run: &run) { matching += 1 }
+            run.path.removeLast()
+            if run.exhausted { return }
+        }
+        let least = advanced.minContains ?? 1
+        if matching < least {
+            run.add("must contain at least \(least) item\(least == 1 ? "" : "s") matching 'contains', has \(matching)")
+        }
+        if let most = advanced.maxContains, matching > most {
+            run.add("must contain at most \(most) item\(most == 1 ? "" : "s") matching 'contains', has \(matching)")
+        }
+    }
+
+    /// An object's members when the schema has the rarer keywords: each by
+    /// its property's schema and every `patternProperties` pattern its name
+    /// matches, else `additionalProperties`; then `propertyNames`,
+    /// `dependentRequired` and `dependentSchemas`.
+    @inline(never)
+    private func validateAdvancedMembers(_ value: JSON, _ object: JSONObject, _ schema: Schema, _ advanced: Schema.Advanced, depth: Int, run: inout Run) {
+        for pair in object.pairs {
+            if run.done { return }
+            var memberSchema: Schema?
+            var matched = false
+            if let own = schema.property(pair.key) {
+                memberSchema = own
+                matched = true
+            }
+            // Every pattern that matches the name applies, beside the property's own schema.
+            for (pattern, patternSchema) in advanced.patternProperties where pattern.matches(pair.key) {
+                matched = true
+                run.path.append(.key(pair.key))
+                validate(pair.value, patternSchema, depth: depth + 1, run: &run)
+                run.path.removeLast()
+                if run.done { return }
+            }
+            if !matched, case .some(let additional) = schema.additionalProperties {
+                guard let additional, additional !== Schema.never else {
+                    run.add("is not an allowed property", child: pair.key)
+                    continue
+                }
+                memberSchema = additional
+            }
+            guard let memberSchema else { continue }
+            run.path.append(.key(pair.key))
+            validate(pair.value, memberSchema, depth: depth + 1, run: &run)
+            run.path.removeLast()
+        }
+        if let names = advanced.propertyNames {
+            for pair in object.pairs {
+                if run.done { return }
+                run.path.append(.key(pair.key))
+                if !passes(.string(pair.key), names, depth: depth + 1, run: &run), !run.exhausted {
+                    run.add("is not an allowed property name (propertyNames)")
+                }
+                run.path.removeLast()
+            }
+        }
+        for (name, needed) in advanced.dependentRequired where object[name] != nil {
+            for other in needed where object[other] == nil {
+                run.add("is required when '\(name)' is present", child: other)
+            }
+        }
+        for (name, dependent) in advanced.dependentSchemas where object[name] != nil {
+            if run.done { return }
+            validate(value, dependent, depth: depth + 1, run: &run)
+        }
+    }
+
+    /// `if`, `then`, `else`.
+    @inline(never)
+    private func validateCondition(_ value: JSON, _ advanced: Schema.Advanced, depth: Int, run: inout Run) {
+        guard let condition = advanced.ifSchema else { return }
+        if passes(value, condition, depth: depth + 1, run: &run) {
+            if let then = advanced.thenSchema, !run.exhausted { validate(value, then, depth: depth + 1, run: &run) }
+        } else if let otherwise = advanced.elseSchema, !run.exhausted {
+            validate(value, otherwise, depth: depth + 1, run: &run)
+        }
+    }
+
     /// What the keywords of a schema and of its passing subschemas looked
     /// at, for `unevaluatedProperties` and `unevaluatedItems` (JSON Schema
     /// 2020-12 §11: the annotations of `properties`, `patternProperties`,
@@ -310,6 +397,7 @@ package struct SchemaValidator: Sendable {
     }
 
     /// Checks the members and items nothing else looked at against `unevaluatedProperties` and `unevaluatedItems`.
+    @inline(never)
     private func validateUnevaluated(_ value: JSON, _ schema: Schema, depth: Int, run: inout Run) {
         guard let advanced = schema.advanced, advanced.needsEvaluation, !run.done else { return }
         var seen = Evaluated()
