@@ -117,7 +117,7 @@ struct HardeningRoundThreeTests {
         let connected = withUnsafePointer(to: &local) { l in
             withUnsafePointer(to: &remote) { r in
                 l.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } == 0
-                    && r.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } == 0
+                    && r.withMemoryRebound(to: sockaddr.self, capacity: 1) { connectSocket(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
             }
         }
         guard connected else { close(fd); throw TestServerError(message: "cannot connect from \(source)") }

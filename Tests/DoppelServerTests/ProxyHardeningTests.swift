@@ -85,7 +85,12 @@ import Testing
         let request = RecordedRequest(method: "GET", target: "/large")
         // Other answers hold 900,000 of the 1,000,000 bytes.
         #expect(upstream.inFlight.reserve(900_000))
-        let refused = await upstream.forward(request)
+        var refused = await upstream.forward(request)
+        // The budget is what is tested: a connection lost before any answer
+        // (seen on a loaded machine in the full suite) is tried again, twice at most.
+        for _ in 0..<2 where String(decoding: refused.response.body, as: UTF8.self).contains("closed the connection without an answer") {
+            refused = await upstream.forward(request)
+        }
         #expect(refused.response.status == 502)
         #expect(String(decoding: refused.response.body, as: UTF8.self).contains("memory for upstream answers in flight"))
         #expect(upstream.inFlight.current == 900_000)

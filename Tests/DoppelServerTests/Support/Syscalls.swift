@@ -47,11 +47,20 @@ func sendAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
     return true
 }
 
-/// `accept` on a listening socket: a connection, or below 0 once the socket is shut down.
+/// `accept` on a listening socket: a connection, or below 0 once the socket
+/// is shut down. A pending connection the client gave up on, or a process
+/// out of descriptors for a moment (the suite holds thousands of sockets at
+/// times), is waited out rather than taken for the end: a fake server that
+/// stopped there would leave the next client's connection to be reset.
 func acceptConnection(_ listener: Int32) -> Int32 {
     while true {
         let client = accept(listener, nil, nil)
-        if client >= 0 || errno != EINTR { return client }
+        if client >= 0 { return client }
+        switch errno {
+        case EINTR, ECONNABORTED: continue
+        case EMFILE, ENFILE, ENOBUFS, ENOMEM: usleep(10_000)
+        default: return client
+        }
     }
 }
 
@@ -70,4 +79,24 @@ func closeGracefully(_ fd: Int32) {
         drained += n
     }
     close(fd)
+}
+
+/// `connect` to `address`, gone on with after a signal: an interrupted
+/// connect goes on in the background (EINTR), and its outcome is read once
+/// the socket is writable, rather than taken for a refusal.
+func connectSocket(_ fd: Int32, _ address: UnsafePointer<sockaddr>, _ length: socklen_t) -> Bool {
+    if connect(fd, address, length) == 0 { return true }
+    guard errno == EINTR || errno == EINPROGRESS else { return false }
+    let deadline = ContinuousClock.now + .seconds(30)
+    while ContinuousClock.now < deadline {
+        var descriptor = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+        let ready = poll(&descriptor, 1, 1_000)
+        if ready < 0, errno == EINTR { continue }
+        if ready <= 0 { continue }
+        var failure: Int32 = 0
+        var size = socklen_t(MemoryLayout<Int32>.size)
+        getsockopt(fd, SOL_SOCKET, SO_ERROR, &failure, &size)
+        return failure == 0
+    }
+    return false
 }
