@@ -275,7 +275,14 @@ public struct ScenarioRunner: Sendable {
         let path = url.percentEncodedPath.isEmpty ? "/" : url.percentEncodedPath
         let outgoing = RecordedRequest(method: request.method, path: path, query: url.percentEncodedQuery, headers: request.headers, body: request.body ?? [])
         do {
-            let answer = try await client.send(outgoing)
+            let answer: (status: Int, headers: [(name: String, value: String)], body: [UInt8])
+            do {
+                answer = try await client.send(outgoing)
+            } catch .closedBeforeAnswer where ["GET", "HEAD", "OPTIONS", "PUT", "DELETE"].contains(request.method.uppercased()) {
+                // A connection closed before any byte of an answer: an idempotent
+                // request is sent once more, as RFC 9110 (section 9.2.2) lets a client.
+                answer = try await client.send(outgoing)
+            }
             var headers: [String: String] = [:]
             for field in answer.headers {
                 // Repeated fields are joined as one, the way RFC 9110 allows.

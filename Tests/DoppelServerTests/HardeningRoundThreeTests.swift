@@ -346,7 +346,7 @@ struct HardeningRoundThreeTests {
             defer { upstream.stop() }
             let runner = ScenarioRunner(baseURL: upstream.url, isDoppel: false)
             // Generous: the full suite loads the machine; what counts is the failure's words, not its time.
-            await #expect { _ = try await runner.send(.init(method: "GET", url: upstream.url.absoluteString + "/x", timeout: 30)) } throws: { error in
+            await #expect { _ = try await runner.send(.init(method: "GET", url: upstream.url.absoluteString + "/x", timeout: 90)) } throws: { error in
                 "\(error)".contains("status \(status)")
             }
         }
