@@ -364,11 +364,12 @@ struct HardeningRoundThreeTests {
     /// connection until it is closed.
     final class HostileSocketServer: @unchecked Sendable {
         let port: Int
-        private let fd: Int32
+        private let listener: ListeningSocket
 
         init(frames: [UInt8]) throws {
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            self.fd = fd
+            let listener = ListeningSocket(fd)
+            self.listener = listener
             var address = sockaddr_in()
             address.sin_family = sa_family_t(AF_INET)
             address.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -376,12 +377,11 @@ struct HardeningRoundThreeTests {
             let bound = withUnsafeMutablePointer(to: &address) { pointer in
                 pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && listen(fd, 4) == 0 && getsockname(fd, $0, &length) == 0 }
             }
-            guard bound else { throw TestServerError(message: "cannot listen") }
+            guard bound else { listener.close(); throw TestServerError(message: "cannot listen") }
             port = Int(UInt16(bigEndian: address.sin_port))
-            let listener = fd
             Thread {
-                defer { close(listener) }  // here, not in stop(): see RawUpstream.stop()
-                let client = acceptConnection(listener)
+                defer { listener.close() }  // here, not in stop(): see ListeningSocket
+                let client = acceptConnection(listener.fd)
                 guard client >= 0 else { return }
                 defer { close(client) }
                 var received: [UInt8] = []
@@ -401,7 +401,7 @@ struct HardeningRoundThreeTests {
             }.start()
         }
 
-        func stop() { shutdown(fd, Int32(SHUT_RDWR)) }
+        func stop() { listener.stop() }
 
         /// A server frame: unmasked.
         static func frame(fin: Bool, opcode: UInt8, _ payload: [UInt8]) -> [UInt8] {

@@ -12,7 +12,7 @@ import Darwin
 /// for hosts that must never be reached.
 final class RawUpstream: @unchecked Sendable {
     let port: Int
-    private let fd: Int32
+    private let listener: ListeningSocket
     private let answer: [UInt8]
     private let seen = NIOLockedValueBox<[String]>([])
     private let stopped = NIOLockedValueBox(false)
@@ -35,7 +35,7 @@ final class RawUpstream: @unchecked Sendable {
         #else
         let fd = socket(AF_INET, SOCK_STREAM, 0)
         #endif
-        self.fd = fd
+        self.listener = ListeningSocket(fd)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = 0
@@ -44,7 +44,7 @@ final class RawUpstream: @unchecked Sendable {
         let bound = withUnsafeMutablePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && listen(fd, 16) == 0 && getsockname(fd, $0, &length) == 0 }
         }
-        guard bound else { close(fd); throw URLError(.cannotConnectToHost) }
+        guard bound else { listener.close(); throw URLError(.cannotConnectToHost) }
         port = Int(UInt16(bigEndian: address.sin_port))
         let thread = Thread { [self] in acceptLoop() }
         thread.start()
@@ -56,16 +56,16 @@ final class RawUpstream: @unchecked Sendable {
     /// Stops accepting. The listening socket is closed by the accepting
     /// thread once it is done with it: closed here, its number could be given
     /// to another test's socket before that thread's next `accept`, which
-    /// would then take that test's connections.
+    /// would then take that test's connections (see `ListeningSocket`).
     func stop() {
         stopped.withLockedValue { $0 = true }
-        shutdown(fd, Int32(SHUT_RDWR))
+        listener.stop()
     }
 
     private func acceptLoop() {
-        defer { close(fd) }
+        defer { listener.close() }
         while !stopped.withLockedValue({ $0 }) {
-            let client = acceptConnection(fd)
+            let client = acceptConnection(listener.fd)
             if client < 0 { return }
             var received: [UInt8] = []
             var buffer = [UInt8](repeating: 0, count: 4096)

@@ -100,3 +100,33 @@ func connectSocket(_ fd: Int32, _ address: UnsafePointer<sockaddr>, _ length: so
     }
     return false
 }
+
+/// A listening socket that one thread accepts on and another stops. Closing
+/// it and shutting it down go through one lock: once closed, its number may
+/// be given to any other socket of the process (another test's connection),
+/// and a `shutdown` of that number would end that connection instead, with
+/// no answer read ("closed before a complete response", in the full suite
+/// only). Stopping after the accepting thread is done does nothing.
+final class ListeningSocket: @unchecked Sendable {
+    let fd: Int32
+    private let lock = NSLock()
+    private var open = true
+
+    init(_ fd: Int32) { self.fd = fd }
+
+    /// Wakes an `accept` waiting on it (it returns an error); nothing once closed.
+    func stop() {
+        lock.lock()
+        defer { lock.unlock() }
+        if open { shutdown(fd, Int32(SHUT_RDWR)) }
+    }
+
+    /// Closes it, once; called by the accepting thread when it is done with it.
+    func close() {
+        lock.lock()
+        defer { lock.unlock() }
+        guard open else { return }
+        open = false
+        _ = Foundation.close(fd)
+    }
+}
