@@ -68,6 +68,9 @@ package struct DocumentBundler {
     var anchors: [String: (path: String, pointer: String)] = [:]
     /// The files whose resources are in `resources` and `anchors`.
     var indexed: Set<String> = []
+    /// Files that are local copies of a URL (see `mirrored(_:)`), by
+    /// resolved path: the URL, their base URI in place of their own.
+    var copiedFrom: [String: String] = [:]
     /// See `bundle(_:file:adapt:)`.
     var adapt: ((SourceNode, [String], Bool) -> SourceNode)?
 
@@ -143,7 +146,7 @@ package struct DocumentBundler {
 
     /// Records the schema resources and anchors of a file read.
     mutating func index(_ root: SourceNode, path: String) {
-        let own = URL(fileURLWithPath: path).absoluteString
+        let own = ownURI(path)
         if resources[own] == nil { resources[own] = (path, "") }
         var pending: [(node: SourceNode, pointer: String, base: String, parent: String?)] = [(root, "", own, nil)]
         while let (node, pointer, outer, parent) = pending.popLast() {
@@ -173,7 +176,7 @@ package struct DocumentBundler {
     /// `$id` on the way down to it.
     /// The node's own `$id` is left out: rewriting it applies it.
     func base(of path: String, pointer: String) -> String {
-        var base = URL(fileURLWithPath: path).absoluteString
+        var base = ownURI(path)
         guard var node = files[path] else { return base }
         for token in Self.tokens(pointer) {
             if let id = node["$id"]?.scalarText, let resolved = Self.resolve(id, against: base) { base = Self.withoutFragment(resolved) }
@@ -199,6 +202,30 @@ package struct DocumentBundler {
         uri.firstIndex(of: "#").map { String(uri[..<$0]) } ?? uri
     }
 
+    /// A file's own base URI: its `file://` URL, or the URL it is a copy of.
+    func ownURI(_ path: String) -> String {
+        copiedFrom[path] ?? URL(fileURLWithPath: path).absoluteString
+    }
+
+    /// The local copy of an `http(s)` URL a reference names, when the
+    /// document's folder has one where `wget -x URL` saves it:
+    /// `HOST[:PORT]/PATH` (`localhost:1234/integer.json`,
+    /// `raw.githubusercontent.com/org/api/main/common.yaml`). Doppel never
+    /// fetches from the network, which would make what a document means
+    /// depend on a server's day (and let a document make Doppel call any
+    /// address); a copy is read like any file beside the document, in its
+    /// bounds, and references inside it resolve against the URL.
+    func mirrored(_ uri: String) -> String? {
+        guard let url = URL(string: uri), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+              let host = url.host, !host.isEmpty, !host.contains("/") else { return nil }
+        let path = url.path
+        guard !path.isEmpty, !path.hasSuffix("/") else { return nil }
+        let hostPart = host.lowercased() + (url.port.map { ":\($0)" } ?? "")
+        let local = URL(fileURLWithPath: folder + "/" + hostPart + path).standardizedFileURL.resolvingSymlinksInPath().path
+        guard local.hasPrefix(folder + "/" + hostPart + "/"), FileManager.default.fileExists(atPath: local) else { return nil }
+        return local
+    }
+
     /// Where a schema reference leads, by the schema resources known (and
     /// the files it names, read and indexed on the way): its file and
     /// pointer; nil, with an error, when it leads nowhere Doppel may read.
@@ -218,8 +245,16 @@ package struct DocumentBundler {
             if indexed.insert(path).inserted { index(root, path: path) }
             if resources[resource] == nil { resources[resource] = (path, "") }
         }
+        if resources[resource] == nil, let path = mirrored(resource) {
+            guard let root = read(path, ref: ref, at: refNode) else { return nil }
+            if indexed.insert(path).inserted {
+                copiedFrom[path] = resource
+                index(root, path: path)
+            }
+            if resources[resource] == nil { resources[resource] = (path, "") }
+        }
         guard let found = resources[resource] else {
-            errors.error("$ref '\(ref)' names \(resource), which is neither a file beside the document nor a schema with that $id in it; Doppel does not fetch from the network", at: refNode.location)
+            errors.error("$ref '\(ref)' names \(resource), which is neither a file beside the document nor a schema with that $id in it; Doppel does not fetch from the network: save a copy of it in the document's folder as HOST/PATH (where `wget -x URL` saves it)", at: refNode.location)
             return nil
         }
         var (path, pointer) = found
@@ -292,7 +327,7 @@ package struct DocumentBundler {
             return changed ? SourceNode(kind: .sequence(rewritten), placedAs: node) : node
         case .mapping(let pairs):
             var base = base
-            if schema, let id = node["$id"]?.scalarText, let resolved = Self.resolve(id, against: base ?? URL(fileURLWithPath: file).absoluteString) {
+            if schema, let id = node["$id"]?.scalarText, let resolved = Self.resolve(id, against: base ?? ownURI(file)) {
                 base = Self.withoutFragment(resolved)
             }
             if let refNode = node["$ref"], let ref = refNode.scalarText {
@@ -328,7 +363,7 @@ package struct DocumentBundler {
     /// A `$ref` in `file`: a schema reference named in `components.schemas`,
     /// or any other reference replaced by its target.
     mutating func reference(_ ref: String, at refNode: SourceNode, in node: SourceNode, file: String, keys: [String], schema: Bool, base: String?) -> SourceNode {
-        let located = schema ? locateSchema(ref, base: base ?? URL(fileURLWithPath: file).absoluteString, at: refNode) : locate(ref, at: refNode, from: file)
+        let located = schema ? locateSchema(ref, base: base ?? ownURI(file), at: refNode) : locate(ref, at: refNode, from: file)
         guard let (target, path, pointer) = located else { return node }
         let key = path + "#" + pointer
         if schema {
@@ -399,11 +434,12 @@ package struct DocumentBundler {
     /// pointer; nil, with an error, when it cannot be read.
     mutating func locate(_ ref: String, at refNode: SourceNode, from file: String) -> (SourceNode, String, String)? {
         let filePart = ref.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
-        if filePart.contains("://") {
-            errors.error("$ref '\(ref)' is a URL; Doppel reads references to files in the document's folder, not from the network", at: refNode.location)
+        let copy = filePart.contains("://") ? mirrored(filePart) : nil
+        if filePart.contains("://"), copy == nil {
+            errors.error("$ref '\(ref)' is a URL; Doppel reads references to files in the document's folder, not from the network: save a copy of it there as HOST/PATH (where `wget -x URL` saves it)", at: refNode.location)
             return nil
         }
-        guard let (path, pointer) = place(ref, from: file) else {
+        guard let (path, pointer) = copy.map({ ($0, String(ref.drop { $0 != "#" }.dropFirst())) }) ?? place(ref, from: file) else {
             errors.error("$ref '\(ref)' resolves outside the document's folder; Doppel reads only files beside the document or below it", at: refNode.location)
             return nil
         }

@@ -56,6 +56,9 @@ struct JSONSchemaTestSuiteTests {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("doppel-jsts-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
+        // The suite's remote documents, at the URL its cases name them by
+        // (`http://localhost:1234/…`), where a user saves a copy of a URL.
+        try FileManager.default.copyItem(at: root.appendingPathComponent("remotes"), to: folder.appendingPathComponent("localhost:1234"))
         var failed: [String: String] = [:]
         var total = 0
         for (index, group) in try groups(draft: draft).enumerated() {

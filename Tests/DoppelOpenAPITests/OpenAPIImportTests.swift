@@ -336,6 +336,56 @@ struct OpenAPIImportTests {
         }
     }
 
+    @Test func aURLIsReadFromItsCopyInTheDocumentsFolderAndNeverFetched() throws {
+        try withDocument("""
+            openapi: 3.1.0
+            info: { title: Remote, version: "1" }
+            paths:
+              /pets:
+                post:
+                  parameters:
+                    - $ref: "https://schemas.example.com/common/v1/parts.yaml#/parameters/trace"
+                  requestBody:
+                    content:
+                      application/json:
+                        schema: { $ref: "https://schemas.example.com/common/v1/pet.json#/$defs/Pet" }
+                  responses: { "200": { description: ok } }
+            """) { file, folder in
+            let copies = folder + "/schemas.example.com/common/v1"
+            try FileManager.default.createDirectory(atPath: copies, withIntermediateDirectories: true)
+            // Inside a copy, a relative reference is relative to the URL it stands for.
+            try #"{"$id": "https://schemas.example.com/common/v1/pet.json", "$defs": {"Pet": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}, "tag": {"$ref": "tag.json"}}}}}"#
+                .write(toFile: copies + "/pet.json", atomically: true, encoding: .utf8)
+            try #"{"type": "string", "maxLength": 3}"#.write(toFile: copies + "/tag.json", atomically: true, encoding: .utf8)
+            try "parameters:\n  trace: { name: X-Trace, in: header, required: true, schema: { type: string } }\n"
+                .write(toFile: copies + "/parts.yaml", atomically: true, encoding: .utf8)
+            let contract = try ContractDocument.load(file: file, checkingWithOpenAPIKit: false)
+            let endpoint = try #require(contract.endpoints.first)
+            #expect(endpoint.headers?.required.map { $0.lowercased() } == ["x-trace"])
+            let body = try #require(endpoint.body?.schema)
+            let validator = SchemaValidator(registry: contract.schemas)
+            #expect(validator.validate(["name": "Rex", "tag": "dog"], against: body).isEmpty)
+            #expect(validator.validate(["tag": "poodle"], against: body).map(\.description) == ["/name: is required", "/tag: must be at most 3 characters long"])
+        }
+        // No copy: the error says where one would be read; a path that climbs out of its host's folder is never read.
+        let missing = try diagnostics("""
+            openapi: 3.1.0
+            info: { title: Remote, version: "1" }
+            paths:
+              /a:
+                post:
+                  requestBody: { content: { application/json: { schema: { $ref: "https://example.com/pet.json" } } } }
+                  responses: { "200": { description: ok } }
+              /b:
+                post:
+                  requestBody: { content: { application/json: { schema: { $ref: "https://example.com/../../api.yaml" } } } }
+                  responses: { "200": { description: ok } }
+            """)
+        #expect(missing.count == 2, "\(missing)")
+        #expect(missing.first?.hasPrefix("api.yaml:6:") == true && missing.first?.contains("Doppel does not fetch from the network: save a copy of it in the document's folder as HOST/PATH") == true, "\(missing)")
+        #expect(missing.last?.hasPrefix("api.yaml:10:") == true, "\(missing)")
+    }
+
     @Test func unsupportedFeaturesAreNamedNotSilentlyDropped() throws {
         try withDocument("""
             openapi: 3.1.0
