@@ -139,9 +139,9 @@ public enum ContractDocument {
         if let unsupported = unsupportedVersion(document) { throw ContractError(diagnostics: [unsupported]) }
         // References to other files, brought in first (`DocumentBundler`).
         let (bundled, bundleProblems, referencedFiles) = DocumentBundler.bundle(document, file: file, adapt: adapt)
-        if !bundleProblems.isEmpty { throw ContractError(diagnostics: bundleProblems) }
+        if bundleProblems.contains(where: { $0.severity == .error }) { throw ContractError(diagnostics: bundleProblems) }
         let root = bundled
-        let problems = converted + (check == .now ? read(root: root, file: file) : [])
+        let problems = converted + bundleProblems + (check == .now ? read(root: root, file: file) : [])
         if problems.contains(where: { $0.severity == .error }) { throw ContractError(diagnostics: problems) }
         let deferredCheck: (@Sendable () -> [Diagnostic])? = check == .deferred ? { @Sendable in read(root: root, file: file) } : nil
         if endpointsInTree {
@@ -195,6 +195,78 @@ public enum ContractDocument {
         }
     }
 
+    /// The copy of a document OpenAPIKit decodes, with what Doppel reads
+    /// itself (and warns about) but OpenAPIKit 6.4 stops at taken out:
+    /// boolean schemas spelled out (`booleanSchemasSpelledOut`); in a 3.1
+    /// or 3.2 document, draft 4's boolean `exclusiveMinimum` and
+    /// `exclusiveMaximum` (a schema of the draft 4 dialect, by its
+    /// `$schema` or the document's `jsonSchemaDialect`; Doppel reads them
+    /// as 3.0's); security requirements that name a scheme the document
+    /// does not declare (Doppel warns and leaves them out).
+    static func forOpenAPIKit(_ document: JSON, version30: Bool) -> JSON {
+        var value = booleanSchemasSpelledOut(document)
+        guard case .object(var top) = value else { return value }
+        let declared = Set(top["components"]?.objectValue?["securitySchemes"]?.objectValue?.pairs.map(\.key) ?? [])
+        func known(_ security: JSON) -> JSON {
+            guard let list = security.arrayValue else { return security }
+            return .array(list.filter { requirement in requirement.objectValue?.pairs.allSatisfy { declared.contains($0.key) } ?? true })
+        }
+        func clean(_ value: JSON, parent: String?) -> JSON {
+            switch value {
+            case .object(let object):
+                let integer = Self.isIntegerSchema(object)
+                return .object(JSONObject(object.pairs.compactMap { key, member in
+                    if !version30, key == "exclusiveMinimum" || key == "exclusiveMaximum", case .bool = member { return nil }
+                    if integer, Self.integerBounds.contains(key), case .double = member { return nil }
+                    if key == "security", parent.map({ ["paths", "properties", "components"].contains($0) }) != true { return (key, known(member)) }
+                    return (key, clean(member, parent: key))
+                }))
+            case .array(let items):
+                return .array(items.map { clean($0, parent: parent) })
+            default:
+                return value
+            }
+        }
+        if let security = top["security"] { top["security"] = known(security) }
+        if let paths = top["paths"] { top["paths"] = clean(paths, parent: "paths") }
+        if let components = top["components"] { top["components"] = clean(components, parent: "components") }
+        if let webhooks = top["webhooks"] { top["webhooks"] = clean(webhooks, parent: "webhooks") }
+        value = .object(top)
+        return value
+    }
+
+    /// The keywords OpenAPIKit 6.4 reads as 64-bit integers in an integer
+    /// schema: a bound past that range (`maximum: 18446744073709551615`,
+    /// valid JSON Schema, Doppel reads it as a number) is left out of
+    /// OpenAPIKit's copy, whose decoding would stop there.
+    static let integerBounds: Set<String> = ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"]
+
+    /// Whether a schema object's `type` is `integer` (alone or in a list).
+    static func isIntegerSchema(_ object: JSONObject) -> Bool {
+        switch object["type"] {
+        case .string("integer"): true
+        case .array(let types): types.contains(.string("integer"))
+        default: false
+        }
+    }
+
+    /// What `forOpenAPIKit` does for integer bounds alone, for a document
+    /// Doppel wrote (`OpenAPIDocumentWriter` checks it with OpenAPIKit).
+    package static func integerBoundsInRange(_ value: JSON) -> JSON {
+        switch value {
+        case .object(let object):
+            let integer = isIntegerSchema(object)
+            return .object(JSONObject(object.pairs.compactMap { key, member in
+                if integer, integerBounds.contains(key), case .double = member { return nil }
+                return (key, integerBoundsInRange(member))
+            }))
+        case .array(let items):
+            return .array(items.map(integerBoundsInRange))
+        default:
+            return value
+        }
+    }
+
     /// Stage 1: decodes and validates the document with OpenAPIKit; its
     /// problems located in the document.
     /// The refusal of a document's `openapi` version, nil for one Doppel serves.
@@ -215,7 +287,7 @@ public enum ContractDocument {
             // 1,000 operations take seconds; JSONDecoder takes milliseconds.
             // Vendor extensions (`x-`) are not decoded: Doppel does not use
             // them, and OpenAPIKit decodes every object twice to find them.
-            let json = Data(JSONWriter.encode(Self.booleanSchemasSpelledOut(root.json)))
+            let json = Data(JSONWriter.encode(Self.forOpenAPIKit(root.json, version30: version.hasPrefix("3.0"))))
             let decoder = JSONDecoder()
             if version.hasPrefix("3.0") {
                 decoder.userInfo[OpenAPIKit30.VendorExtensionsConfiguration.enabledKey] = false

@@ -104,15 +104,16 @@ package struct DocumentBundler {
     }
 
     /// Whether any `$ref` in the tree names something other than `#…`.
-    static func hasExternalReference(_ node: SourceNode) -> Bool {
+    static func hasExternalReference(_ node: SourceNode, parent: String? = nil) -> Bool {
         switch node.kind {
         case .scalar: return false
-        case .sequence(let items): return items.contains(where: hasExternalReference)
+        case .sequence(let items): return items.contains { hasExternalReference($0, parent: parent) }
         case .mapping(let pairs):
             for pair in pairs {
-                if pair.key.scalarText?.hasPrefix("x-") == true { continue }
-                if pair.key.scalarText == "$ref", let text = pair.value.scalarText, !text.hasPrefix("#") { return true }
-                if hasExternalReference(pair.value) { return true }
+                guard let key = pair.key.scalarText else { continue }
+                if key.hasPrefix("x-"), isSkipped(key, parent: parent) { continue }
+                if key == "$ref", let text = pair.value.scalarText, !text.hasPrefix("#") { return true }
+                if hasExternalReference(pair.value, parent: key) { return true }
             }
             return false
         }
@@ -129,11 +130,12 @@ package struct DocumentBundler {
         case .mapping(let pairs):
             for pair in pairs {
                 guard let key = pair.key.scalarText else { continue }
-                if isLiteral(key, parent: parent) || key.hasPrefix("x-") { continue }
+                if isSkipped(key, parent: parent) { continue }
                 if key == "$id" || key == "$anchor" { return true }
                 if key == "$ref", let text = pair.value.scalarText, text.hasPrefix("#") {
                     let tokens = tokens(String(text.dropFirst()))
-                    let whole = (tokens.count == 3 && tokens[0] == "components") || tokens.first == "paths"
+                    // A path item (`#/paths/~1pets`) is whole; a schema inside one (`…/schema/properties/x`) is not.
+                    let whole = (tokens.count == 3 && tokens[0] == "components") || (tokens.first == "paths" && !tokens.contains("schema"))
                     if !whole { return true }
                 }
                 if needsSchemaResolution(pair.value, parent: key) { return true }
@@ -165,7 +167,7 @@ package struct DocumentBundler {
                     if let name = node[key]?.scalarText, anchors[base + "#" + name] == nil { anchors[base + "#" + name] = (path, pointer) }
                 }
                 for pair in pairs {
-                    guard let key = pair.key.scalarText, !Self.isLiteral(key, parent: parent), !key.hasPrefix("x-") else { continue }
+                    guard let key = pair.key.scalarText, !Self.isSkipped(key, parent: parent) else { continue }
                     pending.append((pair.value, pointer + "/" + SchemaValidator.escape(key), base, key))
                 }
             }
@@ -302,9 +304,24 @@ package struct DocumentBundler {
         "securitySchemes", "callbacks", "links", "requestBodies", "pathItems", "paths", "content", "encoding", "examples",
     ]
 
+    /// Schema keywords whose value is a map of names to schemas.
+    static let schemaMaps: Set<String> = ["properties", "patternProperties", "$defs", "definitions", "dependentSchemas"]
+
     /// Whether the value under `key` is a literal value (in which a `$ref` is data), in a mapping that is the value of `parent`.
     static func isLiteral(_ key: String, parent: String?) -> Bool {
         literalKeys.contains(key) && !(parent.map(nameMaps.contains) ?? false)
+    }
+
+    /// Whether the value under `key` is left as it is: a literal value, or
+    /// an extension (`x-…`: its vendor's own, never followed), in a mapping
+    /// that is the value of `parent`. In a mapping of names, `x-request-id`
+    /// is a header's name and `default` a property's (but the Paths and
+    /// Responses Objects take extensions beside their paths and statuses).
+    static func isSkipped(_ key: String, parent: String?) -> Bool {
+        if isLiteral(key, parent: parent) { return true }
+        guard key.hasPrefix("x-") else { return false }
+        guard let parent, nameMaps.contains(parent) else { return true }
+        return parent == "paths" || parent == "responses"
     }
 
     /// The node with its references resolved. `keys` are the mapping keys
@@ -351,13 +368,51 @@ package struct DocumentBundler {
             let key = pair.key.scalarText ?? ""
             // Literal values: a `$ref` in them is data, not a reference. An
             // extension (`x-…`) is its vendor's own: never followed.
-            if Self.isLiteral(key, parent: keys.last) || (schema && key == "examples" && !(keys.last.map(Self.nameMaps.contains) ?? false)) || key.hasPrefix("x-") { return pair }
+            if Self.isSkipped(key, parent: keys.last) || (schema && key == "examples" && !(keys.last.map(Self.nameMaps.contains) ?? false)) { return pair }
             let isSchema = schema || key == "schema" || (key == "schemas" && keys == ["components"])
+            if schema, Self.schemaMaps.contains(key), keys.last.map({ !Self.nameMaps.contains($0) }) ?? true,
+               pair.value.mappingPairs?.count == 1, let refNode = pair.value["$ref"], let ref = refNode.scalarText {
+                // `properties: {$ref: attributes.yml#/ids}`: a vendor's way to
+                // share a map of properties. JSON Schema would read a property
+                // named `$ref`; the document means the map it names, as bundlers write it in.
+                guard let (target, path, _) = locate(ref, at: refNode, from: file), target.mappingPairs != nil else { return pair }
+                errors.warning("a $ref as the whole of '\(key)' is read as the map it names (JSON Schema reads it as one member named '$ref')", at: refNode.location)
+                changed = true
+                return (key: pair.key, value: rewrite(target, in: path, keys: keys + [key], schema: true, base: nil))
+            }
+            if schema, key == "discriminator", keys.last.map({ !Self.nameMaps.contains($0) }) ?? true {
+                let new = discriminator(pair.value, in: file, keys: keys, base: base)
+                changed = changed || new !== pair.value
+                return (key: pair.key, value: new)
+            }
             let new = rewrite(pair.value, in: file, keys: keys + [key], schema: isSchema, base: isSchema ? base : nil)
             changed = changed || new !== pair.value
             return (key: pair.key, value: new)
         }
         return (rewritten, changed)
+    }
+
+    /// A discriminator whose `mapping` values that are references (not
+    /// bare schema names) name the schemas as they are in the bundled
+    /// document: a value in another file (`'#/cat'` in `models/pet.yml`,
+    /// `cat.yaml`) is a reference like a `$ref`, its target brought into
+    /// `components.schemas`.
+    mutating func discriminator(_ node: SourceNode, in file: String, keys: [String], base: String?) -> SourceNode {
+        guard let pairs = node.mappingPairs, let mapping = node["mapping"], let entries = mapping.mappingPairs else { return node }
+        var changed = false
+        let rewritten = entries.map { entry -> (key: SourceNode, value: SourceNode) in
+            guard let value = entry.value.scalarText, value.contains("#") || value.contains("/") || value.contains(".") else { return entry }
+            let plain = file == rootPath && base == nil && value.hasPrefix("#") && Self.componentSchemaName(String(value.dropFirst())) != nil
+            if plain { return entry }
+            let asReference = SourceNode(kind: .mapping([(key: ContractNode.string("$ref", at: entry.value.location), value: entry.value)]), location: entry.value.location)
+            let resolved = reference(value, at: entry.value, in: asReference, file: file, keys: keys, schema: true, base: base)
+            guard resolved !== asReference, let target = resolved["$ref"] else { return entry }
+            changed = true
+            return (key: entry.key, value: target)
+        }
+        guard changed else { return node }
+        let newMapping = SourceNode(kind: .mapping(rewritten), placedAs: mapping)
+        return SourceNode(kind: .mapping(pairs.map { $0.key.scalarText == "mapping" ? (key: $0.key, value: newMapping) : $0 }), placedAs: node)
     }
 
     /// A `$ref` in `file`: a schema reference named in `components.schemas`,

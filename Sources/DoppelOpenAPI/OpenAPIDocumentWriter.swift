@@ -56,7 +56,8 @@ public enum OpenAPIDocumentWriter {
     ) throws(Failure) -> String {
         let parsed: Document
         do {
-            parsed = try decode(Document.self, from: document)
+            // Checked without integer bounds past 64 bits, which OpenAPIKit cannot hold (written as they are).
+            parsed = try decode(Document.self, from: ContractDocument.integerBoundsInRange(document))
         } catch {
             throw Failure(description: "OpenAPIKit cannot read the document: \(error)")
         }

@@ -645,9 +645,16 @@ public enum OpenAPIExporter {
         return kept
     }
 
-    /// Whole numbers as integers: `minimum: 1`, not `1.0`.
+    /// Whole numbers as integers: `minimum: 1`, not `1.0`, and
+    /// `9007199254740993000`, not `9.007199254740993e+18` (an integer
+    /// schema's bound must be an integer literal). A bound read as
+    /// 2^63 (a document's `maximum: 9223372036854775807`, the largest
+    /// 64-bit integer, as the nearest double) is written as that integer,
+    /// which reads back as the same double.
     static func number(_ value: Double) -> JSON {
-        value == value.rounded() && abs(value) < 1e15 ? .int(Int(value)) : .double(value)
+        guard value == value.rounded(), value.isFinite else { return .double(value) }
+        if value == 9_223_372_036_854_775_808.0 { return .int(Int.max) }
+        return abs(value) < 9_223_372_036_854_775_808.0 ? .int(Int(value)) : .double(value)
     }
 
     static func reasonPhrase(_ status: Int) -> String {

@@ -132,7 +132,19 @@ package struct OpenAPIImporter: Sendable {
         var operations: [Operation] = []
         let paths = root["paths"]
         for (pathKey, rawItem) in paths?.mappingPairs ?? [] {
-            guard let path = pathKey.scalarText, let item = resolved(rawItem) else { continue }
+            guard let written = pathKey.scalarText, let item = resolved(rawItem) else { continue }
+            var (path, repeated) = Self.distinctParameterNames(written)
+            let fragment = path.firstIndex(of: "#").map { String(path[$0...]) }
+            if let fragment {
+                // `/files/{id}#get_shared_link`: a vendor's way to document a
+                // variant of an operation. No request carries a fragment: it
+                // is that path (see `withoutShadowedVariants`).
+                path = String(path.dropLast(fragment.count))
+            }
+            if !repeated.isEmpty {
+                warnings.warning("path parameter\(repeated.count == 1 ? "" : "s") \(repeated.map { "'\($0)'" }.joined(separator: ", ")) appear\(repeated.count == 1 ? "s" : "") twice in '\(written)' (OpenAPI names each once); a repeat is matched as \(repeated.map { "'\($0)_2'" }.joined(separator: ", "))",
+                                 at: pathKey.location)
+            }
             let shared = item["parameters"]?.sequenceItems ?? []
             // OpenAPI 3.2: operations of any other method, by its name.
             var entries = (item.mappingPairs ?? []).filter { $0.key.scalarText.map(Self.methods.contains) ?? false }
@@ -150,11 +162,62 @@ package struct OpenAPIImporter: Sendable {
                     warnings.warning("TRACE \(path) is not served: Doppel does not answer TRACE", at: methodKey.location)
                     continue
                 }
-                let id = uniqueID(operation["operationId"]?.scalarText ?? Self.slug(method: method, path: path))
-                operations.append(Operation(id: id, method: method, path: path, node: operation, sharedParameters: shared))
+                let id = uniqueID(operation["operationId"]?.scalarText ?? Self.slug(method: method, path: written))
+                operations.append(Operation(id: id, method: method, path: path, node: operation, sharedParameters: shared,
+                                            fragment: fragment.map { (written, $0, methodKey.location) }))
             }
         }
-        return (top, Self.concreteFirst(operations), schemes)
+        return (top, Self.concreteFirst(withoutShadowedVariants(operations)), schemes)
+    }
+
+    /// The operations without those of a path written with a fragment
+    /// (`/files/{id}#get_shared_link`) whose method the same path has
+    /// without one, or had in an earlier variant: no request can tell them
+    /// apart, so the other answers, and each left out is warned about.
+    mutating func withoutShadowedVariants(_ operations: [Operation]) -> [Operation] {
+        guard operations.contains(where: { $0.fragment != nil }) else { return operations }
+        var kept: [Operation] = []
+        for operation in operations.sorted(by: { ($0.fragment == nil ? 0 : 1) < ($1.fragment == nil ? 0 : 1) }) {
+            guard let (written, _, location) = operation.fragment else {
+                kept.append(operation)
+                continue
+            }
+            if let other = kept.first(where: { $0.method == operation.method && $0.path == operation.path }) {
+                warnings.warning("path '\(written)' has a fragment, which no request carries: \(operation.method.uppercased()) \(operation.path) is '\(other.id)', and '\(operation.id)' is left out", at: location)
+            } else {
+                warnings.warning("path '\(written)' has a fragment, which no request carries: it is served as '\(operation.path)'", at: location)
+                kept.append(operation)
+            }
+        }
+        // Document order, as before.
+        let order = Dictionary(uniqueKeysWithValues: operations.enumerated().map { ($1.id, $0) })
+        return kept.sorted { order[$0.id, default: 0] < order[$1.id, default: 0] }
+    }
+
+    /// A path template with each repeated parameter name made distinct
+    /// (`/a/{id}/b/{id}` is `/a/{id}/b/{id_2}`), and the names repeated.
+    static func distinctParameterNames(_ path: String) -> (String, [String]) {
+        guard path.contains("{") else { return (path, []) }
+        var seen: [String: Int] = [:]
+        var repeated: [String] = []
+        var result = ""
+        var rest = Substring(path)
+        while let open = rest.firstIndex(of: "{"), let close = rest[open...].firstIndex(of: "}") {
+            result += rest[..<open]
+            let name = String(rest[rest.index(after: open)..<close])
+            let count = seen[name, default: 0] + 1
+            seen[name] = count
+            if count == 1 {
+                result += "{\(name)}"
+            } else {
+                var fresh = "\(name)_\(count)"
+                while seen[fresh] != nil || path.contains("{\(fresh)}") { fresh += "_" }
+                if !repeated.contains(name) { repeated.append(name) }
+                result += "{\(fresh)}"
+            }
+            rest = rest[rest.index(after: close)...]
+        }
+        return (result + rest, repeated)
     }
 
     /// Operations in document order, except that of two paths with as many
@@ -279,7 +342,8 @@ package struct OpenAPIImporter: Sendable {
             if known.contains(where: { $0.name == name }) {
                 if !names.contains(where: { $0.scalarText == name }) { names.append(ContractNode.string(name, at: pairs[0].key.location)) }
             } else if resolved(root["components"]?["securitySchemes"])?[name] == nil {
-                errors.error("security requirement names '\(name)', which components.securitySchemes does not declare", at: pairs[0].key.location)
+                // A vendor's mistake: warned about, and the requirement left out (it cannot be checked).
+                warnings.warning("security requirement names '\(name)', which components.securitySchemes does not declare; Doppel cannot check it and leaves it out", at: pairs[0].key.location)
             }
         }
         if names.isEmpty { return items.isEmpty ? ContractNode.string("none", at: security.location) : nil }
@@ -319,6 +383,8 @@ package struct OpenAPIImporter: Sendable {
         let path: String
         let node: SourceNode
         let sharedParameters: [SourceNode]
+        /// For a path written with a fragment: the path as written, the fragment, and where the method is.
+        var fragment: (written: String, fragment: String, location: SourceLocation)? = nil
     }
 
     mutating func endpoint(_ operation: Operation, schemes: [Scheme]) -> (String, SourceNode)? {
@@ -503,7 +569,7 @@ package struct OpenAPIImporter: Sendable {
     /// `requestBody` as the endpoint's `body`: every media type accepted,
     /// checked by the schema of the first JSON one (else the first).
     mutating func requestBody(_ raw: SourceNode?) -> SourceNode? {
-        guard let raw, let body = resolved(raw), let content = body["content"]?.mappingPairs, !content.isEmpty else { return nil }
+        guard let raw, let body = resolved(raw), let content = mediaTypes(body["content"]), !content.isEmpty else { return nil }
         let at = body.location
         refuseSequentialMedia(content)
         let chosen = content.first { $0.key.scalarText.map(Self.isJSON) ?? false } ?? content[0]
@@ -544,7 +610,7 @@ package struct OpenAPIImporter: Sendable {
                         ("name", ContractNode.string(methods.count > 1 ? "\(name).\(method)" : name, at: nameKey.location)),
                         ("url", ContractNode.string(url, at: urlKey.location)), ("method", ContractNode.string(method.uppercased(), at: at)),
                     ]
-                    if let body = resolved(documented["requestBody"]), let content = body["content"]?.mappingPairs, !content.isEmpty {
+                    if let body = resolved(documented["requestBody"]), let content = mediaTypes(body["content"]), !content.isEmpty {
                         let chosen = content.first { $0.key.scalarText.map(Self.isJSON) ?? false } ?? content[0]
                         if let type = chosen.key.scalarText, !type.caseInsensitiveEquals("application/json"), type != "*/*" {
                             fields.append(("content_type", ContractNode.string(type, at: chosen.key.location)))
@@ -630,7 +696,7 @@ package struct OpenAPIImporter: Sendable {
         }
         if !headers.isEmpty { base.append(("headers", ContractNode.map(headers, at: response.location))) }
 
-        guard let content = response["content"]?.mappingPairs, let (typeKey, media) = content.first(where: { $0.key.scalarText.map(Self.isJSON) ?? false }) ?? content.first,
+        guard let content = mediaTypes(response["content"]), let (typeKey, media) = content.first(where: { $0.key.scalarText.map(Self.isJSON) ?? false }) ?? content.first,
               let type = typeKey.scalarText else {
             return [ContractNode.map(base, at: response.location)]
         }
@@ -717,6 +783,28 @@ package struct OpenAPIImporter: Sendable {
             return nil
         }
         return ContractNode.map(fields, at: location)
+    }
+
+    /// A `content` map's media types. A key that lists several
+    /// (`text/csv, text/comma-separated-values`: a mistake seen in real
+    /// documents, where a key is one media type or range) is read as one
+    /// entry for each, with a warning; a type already given is not repeated.
+    mutating func mediaTypes(_ content: SourceNode?) -> [(key: SourceNode, value: SourceNode)]? {
+        guard let pairs = content?.mappingPairs else { return nil }
+        guard pairs.contains(where: { $0.key.scalarText?.contains(",") == true }) else { return pairs }
+        var entries: [(key: SourceNode, value: SourceNode)] = []
+        for pair in pairs {
+            guard let text = pair.key.scalarText, text.contains(",") else {
+                entries.append(pair)
+                continue
+            }
+            let types = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            warnings.warning("'\(text)' names \(types.count) media types in one key; each is read as a media type of its own", at: pair.key.location)
+            for type in types where !entries.contains(where: { $0.key.scalarText == type }) {
+                entries.append((key: ContractNode.string(type, at: pair.key.location), value: pair.value))
+            }
+        }
+        return entries
     }
 
     /// OpenAPI 3.2's sequential media types described item by item

@@ -386,6 +386,73 @@ struct OpenAPIImportTests {
         #expect(missing.last?.hasPrefix("api.yaml:10:") == true, "\(missing)")
     }
 
+    /// What a vendor's document of 2,900 files does (DigitalOcean's): a
+    /// discriminator's mapping into another file, a header named `x-…`
+    /// given by reference, a `properties` map shared by reference, and an
+    /// integer bound past 64 bits. Each was refused or lost before.
+    @Test func aMultiFileVendorDocumentsWaysAreRead() throws {
+        try withDocument("""
+            openapi: 3.0.0
+            info: { title: Actions, version: "2" }
+            paths:
+              /actions:
+                post:
+                  requestBody: { content: { application/json: { schema: { $ref: "models/actions.yml#/action" } } } }
+                  responses:
+                    "400": { $ref: "responses/bad.yml" }
+                    "200":
+                      description: ok
+                      content: { application/json: { schema: { type: object, properties: { bytes: { type: integer, maximum: 18446744073709551615 } } } } }
+            """) { file, folder in
+            try FileManager.default.createDirectory(atPath: folder + "/models", withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: folder + "/responses", withIntermediateDirectories: true)
+            try """
+                action:
+                  type: object
+                  required: [type]
+                  properties: { type: { type: string } }
+                  discriminator:
+                    propertyName: type
+                    mapping: { assign: "#/assign", resize: "#/resize" }
+                  oneOf: [{ $ref: "#/assign" }, { $ref: "#/resize" }]
+                assign:
+                  type: object
+                  required: [droplet_id]
+                  properties:
+                    $ref: "attributes.yml#/assign_properties"
+                resize:
+                  type: object
+                  required: [size]
+                  properties: { size: { type: string } }
+                """.write(toFile: folder + "/models/actions.yml", atomically: true, encoding: .utf8)
+            try "assign_properties:\n  droplet_id: { type: integer }\n".write(toFile: folder + "/models/attributes.yml", atomically: true, encoding: .utf8)
+            try """
+                description: Bad Request
+                headers:
+                  x-request-id: { $ref: "../shared.yml#/x-request-id" }
+                """.write(toFile: folder + "/responses/bad.yml", atomically: true, encoding: .utf8)
+            try "x-request-id: { description: The request, schema: { type: string, format: uuid } }\n".write(toFile: folder + "/shared.yml", atomically: true, encoding: .utf8)
+
+            let diagnostics = ContractDocument.lint(file: file)
+            #expect(!diagnostics.contains { $0.severity == .error }, "\(diagnostics)")
+            #expect(diagnostics.contains { $0.message.hasPrefix("a $ref as the whole of 'properties' is read as the map it names") })
+            let contract = try ContractDocument.load(file: file)
+            let endpoint = try #require(contract.endpoints.first)
+            let body = try #require(endpoint.body?.schema)
+            let validator = SchemaValidator(registry: contract.schemas)
+            #expect(validator.validate(["type": "assign", "droplet_id": 7], against: body).isEmpty)
+            #expect(validator.validate(["type": "resize", "size": "s-1"], against: body).isEmpty)
+            #expect(!validator.validate(["type": "assign", "droplet_id": "seven"], against: body).isEmpty)
+            #expect(!validator.validate(["type": "resize"], against: body).isEmpty)
+            // The 400's header, under its `x-` name, had its reference left unfollowed (an error: "points outside the document").
+            #expect(!diagnostics.contains { $0.message.contains("x-request-id") }, "\(diagnostics)")
+            let exported = OpenAPIExporter.document(for: contract)
+            // The bound past 64 bits is written as it was read; OpenAPIKit, which holds 64 bits, checks the rest.
+            let text = try OpenAPIDocumentWriter.write(exported, as: .yaml)
+            #expect(text.contains("maximum: 1.8446744073709552e+19"), "\(text)")
+        }
+    }
+
     @Test func unsupportedFeaturesAreNamedNotSilentlyDropped() throws {
         try withDocument("""
             openapi: 3.1.0
