@@ -316,7 +316,12 @@ public enum ContractDocument {
                 return [Diagnostic(.warning, at: locate(problem.codingPath, in: root),
                                    "OpenAPIKit cannot read this schema (\(reason)); Doppel checks it with its own validator, and the rest of the document is not checked by OpenAPIKit")]
             }
-            return [Diagnostic(at: locate(problem.codingPath, in: root), "not a valid OpenAPI \(version) document: \(problem.localizedDescription)")]
+            // Doppel reads the document itself, and `serve` runs this check
+            // beside the server (only printing it): so that lint and serve
+            // agree, what only OpenAPIKit finds is a warning, as every
+            // mistake of someone else's document is (`lint --strict` fails on it).
+            return [Diagnostic(.warning, at: locate(problem.codingPath, in: root),
+                               "not a valid OpenAPI \(version) document: \(problem.localizedDescription) (Doppel serves it as it reads it; OpenAPIKit checked no further)")]
         }
         // OpenAPIKit 6.4's ordered dictionary counts itself on every
         // subscript, so its validation takes time that grows with the square
@@ -330,9 +335,9 @@ public enum ContractDocument {
         do {
             try document.validate(strict: false)
         } catch let collection as OpenAPIKit.ValidationErrorCollection {
-            return collection.values.map { Diagnostic(at: locate($0.codingPath, in: root), "invalid OpenAPI document: \($0.reason)") }
+            return collection.values.map { Diagnostic(.warning, at: locate($0.codingPath, in: root), "invalid OpenAPI document: \($0.reason)") }
         } catch {
-            return [Diagnostic(at: root.location, "invalid OpenAPI document: \(error)")]
+            return [Diagnostic(.warning, at: root.location, "invalid OpenAPI document: \(error)")]
         }
         return []
     }

@@ -696,7 +696,15 @@ package struct OpenAPIImporter: Sendable {
         }
         if !headers.isEmpty { base.append(("headers", ContractNode.map(headers, at: response.location))) }
 
-        guard let content = mediaTypes(response["content"]), let (typeKey, media) = content.first(where: { $0.key.scalarText.map(Self.isJSON) ?? false }) ?? content.first,
+        // The media type answered first: a JSON one with something to send
+        // (an example or a schema), else any with something, else as listed
+        // (a Swagger 2.0 response `produces` JSON and XML, with an XML example only).
+        func isJSON(_ entry: (key: SourceNode, value: SourceNode)) -> Bool { entry.key.scalarText.map(Self.isJSON) ?? false }
+        func hasContent(_ entry: (key: SourceNode, value: SourceNode)) -> Bool {
+            entry.value["example"] != nil || entry.value["examples"] != nil || entry.value["schema"] != nil
+        }
+        guard let content = mediaTypes(response["content"]),
+              let (typeKey, media) = content.first(where: { isJSON($0) && hasContent($0) }) ?? content.first(where: hasContent) ?? content.first(where: isJSON) ?? content.first,
               let type = typeKey.scalarText else {
             return [ContractNode.map(base, at: response.location)]
         }

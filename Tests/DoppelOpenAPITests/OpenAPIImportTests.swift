@@ -228,7 +228,8 @@ struct OpenAPIImportTests {
             """)
         #expect(found.count == 1)
         #expect(found.first?.hasPrefix("api.yaml:9:") == true || found.first?.hasPrefix("api.yaml:8:") == true, "\(found)")
-        #expect(found.first?.contains("not a valid OpenAPI 3.1.0 document") == true)
+        // Found by OpenAPIKit alone: a warning, as serving (which runs that check beside the server) takes it.
+        #expect(found.first?.contains("warning: not a valid OpenAPI 3.1.0 document") == true)
 
         let version = try diagnostics("openapi: 2.0.0\ninfo: { title: Old, version: '1' }\npaths: {}\n")
         #expect(version == ["api.yaml:1:10: error: OpenAPI 2.0.0 is not supported; Doppel reads OpenAPI 3.0, 3.1 and 3.2 documents, and Swagger 2.0"])

@@ -114,16 +114,20 @@ package struct SchemaSampler: Sendable {
             }
             return .object(object)
         case "array":
-            let count = max(schema.minItems ?? 1, schema.prefixItems.count)
+            // `contains`: the first items after `prefixItems` are samples of it, `minContains` of them (1 when not given).
+            let contains = schema.advanced?.contains
+            let containing = contains == nil ? 0 : schema.advanced?.minContains ?? 1
+            let count = max(schema.minItems ?? 1, schema.prefixItems.count + containing)
             // Each item counts at least once against the size, so a huge `minItems` gives up here.
             guard count <= Self.maximumSize - run.size else { return nil }
             run.size += count
             var items: [JSON] = []
             for index in 0..<count {
-                let itemSchema = index < schema.prefixItems.count ? schema.prefixItems[index] : schema.items
+                let containsItem = index >= schema.prefixItems.count && index < schema.prefixItems.count + containing
+                let itemSchema = index < schema.prefixItems.count ? schema.prefixItems[index] : containsItem ? contains : schema.items
                 guard let itemSchema else { items.append(.null); continue }
                 guard let value = sample(itemSchema, depth: depth + 1, run: &run) else {
-                    if (schema.minItems ?? 0) > index { return nil }
+                    if (schema.minItems ?? 0) > index || containsItem { return nil }
                     break
                 }
                 items.append(value)

@@ -43,6 +43,12 @@ import Testing
                 - { type: integer, minimum: 0 }
                 - { type: string }
             """),
+        ("an array that must contain items of a kind (Prism's harness: it came out as [null])", """
+            Sample: { type: array, contains: { type: integer, exclusiveMinimum: 20, exclusiveMaximum: 50 } }
+            """),
+        ("contains with minContains after prefixItems, and items", """
+            Sample: { type: array, prefixItems: [{ type: string }], items: { type: integer }, contains: { type: integer, minimum: 7 }, minContains: 2 }
+            """),
         ("a recursive schema", """
             Node: { type: object, required: [name], properties: { name: { type: string }, children: { type: array, items: { $ref: Node } } } }
             Sample: { $ref: Node }
