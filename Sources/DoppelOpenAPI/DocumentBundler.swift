@@ -66,6 +66,8 @@ package struct DocumentBundler {
     var resources: [String: (path: String, pointer: String)] = [:]
     /// `$anchor`s and `$dynamicAnchor`s, as `RESOURCE-URI#NAME`.
     var anchors: [String: (path: String, pointer: String)] = [:]
+    /// The `$dynamicAnchor` names of each schema resource (by its absolute URI), in order.
+    var dynamicAnchors: [String: [String]] = [:]
     /// The files whose resources are in `resources` and `anchors`.
     var indexed: Set<String> = []
     /// Files that are local copies of a URL (see `mirrored(_:)`), by
@@ -131,7 +133,7 @@ package struct DocumentBundler {
             for pair in pairs {
                 guard let key = pair.key.scalarText else { continue }
                 if isSkipped(key, parent: parent) { continue }
-                if key == "$id" || key == "$anchor" { return true }
+                if key == "$id" || key == "$anchor" || key == "$dynamicRef" || key == "$dynamicAnchor" { return true }
                 if key == "$ref", let text = pair.value.scalarText, text.hasPrefix("#") {
                     let tokens = tokens(String(text.dropFirst()))
                     // A path item (`#/paths/~1pets`) is whole; a schema inside one (`…/schema/properties/x`) is not.
@@ -166,6 +168,7 @@ package struct DocumentBundler {
                 for key in ["$anchor", "$dynamicAnchor"] {
                     if let name = node[key]?.scalarText, anchors[base + "#" + name] == nil { anchors[base + "#" + name] = (path, pointer) }
                 }
+                if let name = node["$dynamicAnchor"]?.scalarText, !(dynamicAnchors[base]?.contains(name) ?? false) { dynamicAnchors[base, default: []].append(name) }
                 for pair in pairs {
                     guard let key = pair.key.scalarText, !Self.isSkipped(key, parent: parent) else { continue }
                     pending.append((pair.value, pointer + "/" + SchemaValidator.escape(key), base, key))
@@ -347,6 +350,9 @@ package struct DocumentBundler {
             if schema, let id = node["$id"]?.scalarText, let resolved = Self.resolve(id, against: base ?? ownURI(file)) {
                 base = Self.withoutFragment(resolved)
             }
+            if schema, node["$dynamicRef"] != nil || resourceRoot(node, file: file, keys: keys) {
+                return dynamic(node, in: file, keys: keys, base: base)
+            }
             if let refNode = node["$ref"], let ref = refNode.scalarText {
                 // In a schema, any reference but one to a whole component of
                 // the document as written goes by URI (`$id`, `$anchor`, pointers into schemas).
@@ -390,6 +396,83 @@ package struct DocumentBundler {
             return (key: pair.key, value: new)
         }
         return (rewritten, changed)
+    }
+
+    // MARK: Dynamic references
+
+    /// Whether a schema node is the root of a schema resource that has
+    /// `$dynamicAnchor`s: it has an `$id`, or it is a referenced file's top.
+    func resourceRoot(_ node: SourceNode, file: String, keys: [String]) -> Bool {
+        guard !dynamicAnchors.isEmpty else { return false }
+        if node["$id"] != nil { return true }
+        return keys.isEmpty && file != rootPath && dynamicAnchors[ownURI(file)] != nil
+    }
+
+    /// A schema with `$dynamicRef` or at the root of a resource with
+    /// dynamic anchors, written for Doppel's validator, which keeps the
+    /// dynamic scope (JSON Schema 2020-12 §8.2.3.2): `$dynamicRef` becomes
+    /// `x-doppel-dynamic-ref: {ref: '#/components/schemas/NAME', anchor: A}`
+    /// (its initial target, and the anchor to look for in the dynamic scope
+    /// when that target has the same `$dynamicAnchor`; a plain `$ref` when
+    /// it has not), and a resource root gets
+    /// `x-doppel-dynamic-scope: {ANCHOR: '#/components/schemas/NAME', ...}`,
+    /// each anchored schema brought into `components.schemas`.
+    mutating func dynamic(_ node: SourceNode, in file: String, keys: [String], base: String?) -> SourceNode {
+        guard var pairs = node.mappingPairs else { return node }
+        // `rewrite` has applied the node's own `$id` to `base` already.
+        let resource = base ?? ownURI(file)
+        var extra: [(key: SourceNode, value: SourceNode)] = []
+        if let refNode = node["$dynamicRef"], let ref = refNode.scalarText {
+            pairs.removeAll { $0.key.scalarText == "$dynamicRef" }
+            let asReference = SourceNode(kind: .mapping([(key: ContractNode.string("$ref", at: refNode.location), value: refNode)]), location: refNode.location)
+            let located = locateSchema(ref, base: resource, at: refNode)
+            let resolved = reference(ref, at: refNode, in: asReference, file: file, keys: keys, schema: true, base: resource)
+            if let target = resolved["$ref"], resolved !== asReference {
+                let fragment = ref.firstIndex(of: "#").map { String(ref[ref.index(after: $0)...]) } ?? ""
+                let bookended = !fragment.isEmpty && !fragment.hasPrefix("/") && located?.0["$dynamicAnchor"]?.scalarText == fragment
+                // Not bookended: exactly a `$ref`. Beside a `$ref` the schema has, in an allOf.
+                let member: (String, SourceNode) = bookended
+                    ? ("x-doppel-dynamic-ref", ContractNode.map([("ref", target), ("anchor", ContractNode.string(fragment, at: refNode.location))], at: refNode.location))
+                    : ("$ref", target)
+                if pairs.contains(where: { $0.key.scalarText == "$ref" }) {
+                    let rewrittenAllOf = (node["allOf"]?.sequenceItems ?? []).map { rewrite($0, in: file, keys: keys + ["allOf"], schema: true, base: resource) }
+                    extra.append((key: ContractNode.string("allOf", at: refNode.location),
+                                  value: ContractNode.list([ContractNode.map([member], at: refNode.location)] + rewrittenAllOf, at: refNode.location)))
+                    pairs.removeAll { $0.key.scalarText == "allOf" }
+                } else {
+                    extra.append((key: ContractNode.string(member.0, at: refNode.location), value: member.1))
+                }
+            }
+        }
+        if resourceRoot(node, file: file, keys: keys) || node["$dynamicAnchor"] != nil, let scope = dynamicScope(of: resource, file: file, keys: keys, at: node.location) {
+            extra.append(scope)
+        }
+        // The rest as any schema's (its own `$ref` included), the dynamic keys beside.
+        let rest = SourceNode(kind: .mapping(pairs), placedAs: node)
+        var rewritten: SourceNode
+        if let refNode = rest["$ref"], let ref = refNode.scalarText,
+           !(file == rootPath && base == nil && ref.hasPrefix("#") && Self.componentSchemaName(String(ref.dropFirst())) != nil) {
+            rewritten = reference(ref, at: refNode, in: rest, file: file, keys: keys, schema: true, base: resource)
+        } else {
+            let (members, _) = rewrite(pairs, in: file, keys: keys, schema: true, base: resource)
+            rewritten = SourceNode(kind: .mapping(members), placedAs: node)
+        }
+        guard !extra.isEmpty, let done = rewritten.mappingPairs else { return rewritten }
+        return SourceNode(kind: .mapping(done + extra), placedAs: node)
+    }
+
+    /// `x-doppel-dynamic-scope` for a schema of `resource`: its dynamic
+    /// anchors, each brought into `components.schemas`; nil when it has none.
+    mutating func dynamicScope(of resource: String, file: String, keys: [String], at location: SourceLocation) -> (key: SourceNode, value: SourceNode)? {
+        guard let names = dynamicAnchors[resource] else { return nil }
+        var scope: [(String, SourceNode)] = []
+        for name in names {
+            let anchorRef = resource + "#" + name
+            let asReference = SourceNode(kind: .mapping([(key: ContractNode.string("$ref", at: location), value: ContractNode.string(anchorRef, at: location))]), location: location)
+            let resolved = reference(anchorRef, at: asReference["$ref"]!, in: asReference, file: file, keys: keys, schema: true, base: resource)
+            if let target = resolved["$ref"], resolved !== asReference { scope.append((name, target)) }
+        }
+        return scope.isEmpty ? nil : (key: ContractNode.string("x-doppel-dynamic-scope", at: location), value: ContractNode.map(scope, at: location))
     }
 
     /// A discriminator whose `mapping` values that are references (not
@@ -436,7 +519,15 @@ package struct DocumentBundler {
                 name = freshName(pointer: pointer, path: path)
                 schemaNames[key] = name
                 let adapted = path != rootPath ? adapt?(target, keys, true) ?? target : target
-                let content = rewrite(adapted, in: path, keys: Self.tokens(pointer), schema: true, base: targetBase(path, pointer))
+                var content = rewrite(adapted, in: path, keys: Self.tokens(pointer), schema: true, base: targetBase(path, pointer))
+                // Reached inside a schema resource with dynamic anchors (not at its root): that resource joins the dynamic scope too.
+                if !dynamicAnchors.isEmpty, let pairs = content.mappingPairs, content["x-doppel-dynamic-scope"] == nil {
+                    var resource = self.base(of: path, pointer: pointer)
+                    if let id = target["$id"]?.scalarText, let resolved = Self.resolve(id, against: resource) { resource = Self.withoutFragment(resolved) }
+                    if let scope = dynamicScope(of: resource, file: path, keys: Self.tokens(pointer), at: content.location) {
+                        content = SourceNode(kind: .mapping(pairs + [scope]), placedAs: content)
+                    }
+                }
                 added.append((name, content))
             }
             // The reference's siblings (JSON Schema 2020-12 keeps them) are schemas too, their references resolved alike.

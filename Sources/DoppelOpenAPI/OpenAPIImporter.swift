@@ -925,6 +925,18 @@ package struct OpenAPIImporter: Sendable {
                 fields.append((name, value))
             case "discriminator":
                 fields.append((name, discriminator(value)))
+            case "x-doppel-dynamic-ref":
+                // `$dynamicRef`, as `DocumentBundler` resolved it: `{ref: Name, anchor: A}`.
+                if let refNode = value["ref"], let target = schemaReference(refNode), let anchor = value["anchor"] {
+                    fields.append(("$dynamicRef", ContractNode.map([("ref", target), ("anchor", anchor)], at: value.location)))
+                }
+            case "x-doppel-dynamic-scope":
+                // The `$dynamicAnchor`s of a schema resource: `{A: Name, ...}`.
+                let scope = (value.mappingPairs ?? []).compactMap { pair -> (String, SourceNode)? in
+                    guard let anchor = pair.key.scalarText, let target = schemaReference(pair.value) else { return nil }
+                    return (anchor, target)
+                }
+                if !scope.isEmpty { fields.append(("$dynamicScope", ContractNode.map(scope, at: value.location))) }
             default:
                 if name.hasPrefix("x-") || Self.annotations.contains(name) { continue }
                 if Self.unchecked.contains(name) {

@@ -337,6 +337,60 @@ struct OpenAPIImportTests {
         }
     }
 
+    /// JSON Schema 2020-12's extensible tree: `StrictTree` extends `Tree`
+    /// by its own `$dynamicAnchor`, so the nodes deep inside a strict tree
+    /// are strict too, while a plain tree's are not.
+    @Test func aDynamicReferenceIsResolvedInTheDynamicScope() throws {
+        try withDocument("""
+            openapi: 3.1.0
+            info: { title: Trees, version: "1" }
+            paths:
+              /strict:
+                post:
+                  requestBody: { content: { application/json: { schema: { $ref: "#/components/schemas/StrictTree" } } } }
+                  responses: { "200": { description: ok } }
+              /plain:
+                post:
+                  requestBody: { content: { application/json: { schema: { $ref: "#/components/schemas/Tree" } } } }
+                  responses: { "200": { description: ok } }
+            components:
+              schemas:
+                Tree:
+                  $id: https://example.com/tree
+                  $dynamicAnchor: node
+                  type: object
+                  properties:
+                    data: true
+                    children: { type: array, items: { $dynamicRef: "#node" } }
+                StrictTree:
+                  $id: https://example.com/strict-tree
+                  $dynamicAnchor: node
+                  $ref: tree
+                  unevaluatedProperties: false
+            """) { file, _ in
+            let diagnostics = ContractDocument.lint(file: file)
+            #expect(!diagnostics.contains { $0.message.contains("dynamicRef") }, "\(diagnostics)")
+            let contract = try ContractDocument.load(file: file)
+            let validator = SchemaValidator(registry: contract.schemas)
+            let strict = try #require(contract.endpoints.first { $0.id == "post-strict" }?.body?.schema)
+            let plain = try #require(contract.endpoints.first { $0.id == "post-plain" }?.body?.schema)
+            let misspelled: JSON = ["children": [["daat": 1]]]
+            #expect(validator.validate(["children": [["data": 1, "children": []]]], against: strict).isEmpty)
+            #expect(validator.validate(misspelled, against: strict).map(\.description) == ["/children/0/daat: is not an allowed property (unevaluatedProperties)"])
+            #expect(validator.validate(misspelled, against: plain).isEmpty)
+            // The import says it in the contract's words, and serves the same.
+            let source = try ContractDocument.contractTree(file: file)
+            let text = try YAMLWriter.yaml(source.tree)
+            #expect(text.contains("$dynamicRef:") && text.contains("$dynamicScope:"), "\(text)")
+            let imported = try ContractLoader.load(text: text, file: "trees.yaml")
+            let again = SchemaValidator(registry: imported.schemas)
+            let importedStrict = try #require(imported.endpoints.first { $0.id == "post-strict" }?.body?.schema)
+            #expect(again.validate(misspelled, against: importedStrict).count == 1)
+            // An export writes the first target as a plain $ref, which OpenAPIKit reads.
+            _ = try OpenAPIDocumentWriter.write(OpenAPIExporter.document(for: contract), as: .yaml)
+        }
+    }
+
     @Test func aURLIsReadFromItsCopyInTheDocumentsFolderAndNeverFetched() throws {
         try withDocument("""
             openapi: 3.1.0

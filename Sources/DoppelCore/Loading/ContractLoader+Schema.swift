@@ -135,7 +135,16 @@ extension ContractLoader {
         if let refNode = reader["$ref"], let text = refNode.scalarText {
             ref = reference(text, at: refNode.location)?.ref
         }
-        let advanced = readAdvanced(reader, context: context)
+        var advanced = readAdvanced(reader, context: context)
+        // `$dynamicRef: {ref: Name, anchor: A}` (as `doppel import` writes JSON Schema's): `ref` is its initial target.
+        if let dynamic = reader["$dynamicRef"] {
+            if ref == nil, let refNode = dynamic["ref"], let text = refNode.scalarText, let anchor = dynamic["anchor"]?.scalarText {
+                ref = reference(text, at: refNode.location)?.ref
+                advanced.dynamicAnchor = anchor
+            } else {
+                diagnostics.error("$dynamicRef in \(context) must be {ref: NAME, anchor: ANCHOR}, in a schema without $ref", at: dynamic.location)
+            }
+        }
         return Schema(
             types: types,
             nullable: reader.bool("nullable", diagnostics: &diagnostics) ?? false,
@@ -212,6 +221,11 @@ extension ContractLoader {
         advanced.maxContains = reader.int("maxContains", diagnostics: &diagnostics)
         advanced.unevaluatedProperties = sub("unevaluatedProperties")
         advanced.unevaluatedItems = sub("unevaluatedItems")
+        for entry in reader.entries("$dynamicScope", diagnostics: &diagnostics) {
+            if let text = entry.value.scalarText, let name = reference(text, at: entry.value.location)?.ref {
+                advanced.dynamicScope.append((entry.name, name))
+            }
+        }
         return advanced
     }
 

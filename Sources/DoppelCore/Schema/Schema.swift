@@ -89,6 +89,15 @@ package final class Schema: Sendable {
         /// Members (items) no other keyword of this schema, or of its passing subschemas, looked at must match this.
         package var unevaluatedProperties: Schema?
         package var unevaluatedItems: Schema?
+        /// `$dynamicRef` (JSON Schema 2020-12 §8.2.3.2): the schema's `ref` is
+        /// its initial target, which has `$dynamicAnchor` of this name; the
+        /// outermost schema resource of the dynamic scope with an anchor of
+        /// the name is used instead.
+        package var dynamicAnchor: String?
+        /// At a schema resource's root: its `$dynamicAnchor`s, each with the
+        /// schema (by name) it is on. Entering the schema enters the
+        /// resource into the dynamic scope.
+        package var dynamicScope: [(anchor: String, schema: String)] = []
 
         package init() {}
 
@@ -96,7 +105,7 @@ package final class Schema: Sendable {
         package var isEmpty: Bool {
             patternProperties.isEmpty && propertyNames == nil && dependentRequired.isEmpty && dependentSchemas.isEmpty && ifSchema == nil
                 && thenSchema == nil && elseSchema == nil && contains == nil && minContains == nil && maxContains == nil
-                && unevaluatedProperties == nil && unevaluatedItems == nil
+                && unevaluatedProperties == nil && unevaluatedItems == nil && dynamicAnchor == nil && dynamicScope.isEmpty
         }
 
         /// Whether `unevaluatedProperties` or `unevaluatedItems` is set: validation then collects what was looked at.
@@ -246,7 +255,7 @@ package final class Schema: Sendable {
         "discriminator", "not", "$ref", "default", "description", "title", "example", "examples", "deprecated", "readOnly",
         "writeOnly", "$comment", "style", "explode",
         "patternProperties", "propertyNames", "dependentRequired", "dependentSchemas", "if", "then", "else", "contains",
-        "minContains", "maxContains", "unevaluatedProperties", "unevaluatedItems",
+        "minContains", "maxContains", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$dynamicScope",
     ]
 
     /// The parameter styles `style` understands.

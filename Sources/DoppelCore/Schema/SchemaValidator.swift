@@ -56,6 +56,10 @@ package struct SchemaValidator: Sendable {
         var exhausted = false
         /// Only whether the value is valid matters (inside anyOf, oneOf, not): stop at the first issue.
         var firstOnly = false
+        /// The dynamic scope: the `$dynamicAnchor`s of each schema resource
+        /// entered on the way to the schema being checked, outermost first
+        /// (empty unless the schemas use `$dynamicRef`).
+        var scope: [[(anchor: String, schema: String)]] = []
 
         init(base: String) { self.base = base }
 
@@ -97,6 +101,7 @@ package struct SchemaValidator: Sendable {
         inner.path = run.path
         inner.checks = run.checks
         inner.firstOnly = true
+        inner.scope = run.scope
         validate(value, schema, depth: depth, run: &inner)
         run.checks = inner.checks
         if inner.exhausted {
@@ -120,9 +125,14 @@ package struct SchemaValidator: Sendable {
             stop(depth: depth, run: &run)
             return
         }
+        if let advanced = schema.advanced, !advanced.dynamicScope.isEmpty, run.scope.last?.first?.schema != advanced.dynamicScope.first?.schema {
+            enter(advanced.dynamicScope, value, schema, depth: depth, run: &run)
+            return
+        }
         // `nullable` admits null whatever else the schema says, a `$ref` included.
         if value.isNull, schema.nullable { return }
-        if let ref = schema.ref {
+        if var ref = schema.ref {
+            if let anchor = schema.advanced?.dynamicAnchor { ref = dynamicTarget(anchor, run: run) ?? ref }
             guard let target = registry[ref] else {
                 unknown(ref, run: &run)
                 return
@@ -153,6 +163,24 @@ package struct SchemaValidator: Sendable {
         if !schema.allOf.isEmpty || !schema.anyOf.isEmpty || !schema.oneOf.isEmpty || schema.not != nil || schema.advanced != nil {
             validateCombinations(value, schema, depth: depth, run: &run)
         }
+    }
+
+    /// Validates `schema`, the root of a schema resource with dynamic anchors, with the resource in the dynamic scope.
+    @inline(never)
+    private func enter(_ anchors: [(anchor: String, schema: String)], _ value: JSON, _ schema: Schema, depth: Int, run: inout Run) {
+        run.scope.append(anchors)
+        validate(value, schema, depth: depth, run: &run)
+        run.scope.removeLast()
+    }
+
+    /// The schema a `$dynamicRef` to `anchor` uses: the one of the outermost
+    /// resource in the dynamic scope with that `$dynamicAnchor`.
+    @inline(never)
+    private func dynamicTarget(_ anchor: String, run: Run) -> String? {
+        for anchors in run.scope {
+            if let found = anchors.first(where: { $0.anchor == anchor }) { return found.schema }
+        }
+        return nil
     }
 
     @inline(never)
@@ -445,8 +473,15 @@ package struct SchemaValidator: Sendable {
             return
         }
         if run.exhausted { return }
-        if let ref = schema.ref, let target = registry[ref] {
-            collect(value, target, depth: depth + 1, run: &run, into: &seen)
+        if let advanced = schema.advanced, !advanced.dynamicScope.isEmpty, run.scope.last?.first?.schema != advanced.dynamicScope.first?.schema {
+            run.scope.append(advanced.dynamicScope)
+            collect(value, schema, own: own, depth: depth, run: &run, into: &seen)
+            run.scope.removeLast()
+            return
+        }
+        if var ref = schema.ref {
+            if let anchor = schema.advanced?.dynamicAnchor { ref = dynamicTarget(anchor, run: run) ?? ref }
+            if let target = registry[ref] { collect(value, target, depth: depth + 1, run: &run, into: &seen) }
         }
         let advanced = schema.advanced
         switch value {
