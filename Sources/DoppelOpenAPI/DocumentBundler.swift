@@ -424,12 +424,11 @@ package struct DocumentBundler {
         var extra: [(key: SourceNode, value: SourceNode)] = []
         if let refNode = node["$dynamicRef"], let ref = refNode.scalarText {
             pairs.removeAll { $0.key.scalarText == "$dynamicRef" }
-            let asReference = SourceNode(kind: .mapping([(key: ContractNode.string("$ref", at: refNode.location), value: refNode)]), location: refNode.location)
-            let located = locateSchema(ref, base: resource, at: refNode)
-            let resolved = reference(ref, at: refNode, in: asReference, file: file, keys: keys, schema: true, base: resource)
-            if let target = resolved["$ref"], resolved !== asReference {
+            // Located once here (an error said once), then named as any reference's target is.
+            if let (located, _, _) = locateSchema(ref, base: resource, at: refNode),
+               let target = componentReference(ref, at: refNode, file: file, keys: keys, base: resource) {
                 let fragment = ref.firstIndex(of: "#").map { String(ref[ref.index(after: $0)...]) } ?? ""
-                let bookended = !fragment.isEmpty && !fragment.hasPrefix("/") && located?.0["$dynamicAnchor"]?.scalarText == fragment
+                let bookended = !fragment.isEmpty && !fragment.hasPrefix("/") && located["$dynamicAnchor"]?.scalarText == fragment
                 // Not bookended: exactly a `$ref`. Beside a `$ref` the schema has, in an allOf.
                 let member: (String, SourceNode) = bookended
                     ? ("x-doppel-dynamic-ref", ContractNode.map([("ref", target), ("anchor", ContractNode.string(fragment, at: refNode.location))], at: refNode.location))
@@ -468,11 +467,22 @@ package struct DocumentBundler {
         var scope: [(String, SourceNode)] = []
         for name in names {
             let anchorRef = resource + "#" + name
-            let asReference = SourceNode(kind: .mapping([(key: ContractNode.string("$ref", at: location), value: ContractNode.string(anchorRef, at: location))]), location: location)
-            let resolved = reference(anchorRef, at: asReference["$ref"]!, in: asReference, file: file, keys: keys, schema: true, base: resource)
-            if let target = resolved["$ref"], resolved !== asReference { scope.append((name, target)) }
+            if let target = componentReference(anchorRef, at: ContractNode.string(anchorRef, at: location), file: file, keys: keys, base: resource) {
+                scope.append((name, target))
+            }
         }
         return scope.isEmpty ? nil : (key: ContractNode.string("x-doppel-dynamic-scope", at: location), value: ContractNode.map(scope, at: location))
+    }
+
+    /// The `#/components/schemas/NAME` node a schema reference written
+    /// somewhere other than a `$ref` (a `$dynamicRef`, a dynamic anchor, a
+    /// discriminator's mapping) becomes, its target brought into
+    /// `components.schemas` as a `$ref`'s is; nil, with the error, when it
+    /// leads nowhere.
+    mutating func componentReference(_ ref: String, at refNode: SourceNode, file: String, keys: [String], base: String?) -> SourceNode? {
+        let asReference = SourceNode(kind: .mapping([(key: ContractNode.string("$ref", at: refNode.location), value: refNode)]), location: refNode.location)
+        let resolved = reference(ref, at: refNode, in: asReference, file: file, keys: keys, schema: true, base: base)
+        return resolved === asReference ? nil : resolved["$ref"]
     }
 
     /// A discriminator whose `mapping` values that are references (not
@@ -487,9 +497,7 @@ package struct DocumentBundler {
             guard let value = entry.value.scalarText, value.contains("#") || value.contains("/") || value.contains(".") else { return entry }
             let plain = file == rootPath && base == nil && value.hasPrefix("#") && Self.componentSchemaName(String(value.dropFirst())) != nil
             if plain { return entry }
-            let asReference = SourceNode(kind: .mapping([(key: ContractNode.string("$ref", at: entry.value.location), value: entry.value)]), location: entry.value.location)
-            let resolved = reference(value, at: entry.value, in: asReference, file: file, keys: keys, schema: true, base: base)
-            guard resolved !== asReference, let target = resolved["$ref"] else { return entry }
+            guard let target = componentReference(value, at: entry.value, file: file, keys: keys, base: base) else { return entry }
             changed = true
             return (key: entry.key, value: target)
         }

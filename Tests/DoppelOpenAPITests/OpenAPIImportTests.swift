@@ -389,6 +389,16 @@ struct OpenAPIImportTests {
             // An export writes the first target as a plain $ref, which OpenAPIKit reads.
             _ = try OpenAPIDocumentWriter.write(OpenAPIExporter.document(for: contract), as: .yaml)
         }
+        // One that leads nowhere is said once, at its place.
+        let broken = try diagnostics("""
+            openapi: 3.1.0
+            info: { title: Trees, version: "1" }
+            paths: {}
+            components:
+              schemas:
+                Tree: { type: array, items: { $dynamicRef: "#missing" } }
+            """)
+        #expect(broken.count == 1 && broken.first?.contains("error: unresolved $ref '#missing': no $anchor 'missing'") == true, "\(broken)")
     }
 
     @Test func aURLIsReadFromItsCopyInTheDocumentsFolderAndNeverFetched() throws {
