@@ -73,6 +73,11 @@ package struct DocumentBundler {
     /// Files that are local copies of a URL (see `mirrored(_:)`), by
     /// resolved path: the URL, their base URI in place of their own.
     var copiedFrom: [String: String] = [:]
+    /// The folder of the document's `$self` URI (OpenAPI 3.2), ending in
+    /// `/`: the URI the document says it has, so the base of its relative
+    /// references, while it is read from its folder here. A URI below it
+    /// names the file at the same place below the document's folder.
+    var selfFolder: String?
     /// See `bundle(_:file:adapt:)`.
     var adapt: ((SourceNode, [String], Bool) -> SourceNode)?
 
@@ -90,6 +95,11 @@ package struct DocumentBundler {
         let shownFolder = (file as NSString).deletingLastPathComponent
         var bundler = DocumentBundler(folder: folder == "/" ? "" : folder, rootPath: rootURL.path, shownFolder: shownFolder, takenNames: schemaNames)
         bundler.adapt = adapt
+        if let own = root["$self"]?.scalarText, let uri = resolve(own, against: rootURL.absoluteString), !uri.hasPrefix("file:"),
+           let slash = withoutFragment(uri).lastIndex(of: "/") {
+            bundler.copiedFrom[rootURL.path] = withoutFragment(uri)
+            bundler.selfFolder = String(uri[...slash])
+        }
         bundler.files[rootURL.path] = root
         bundler.index(root, path: rootURL.path)
         bundler.indexed.insert(rootURL.path)
@@ -209,7 +219,12 @@ package struct DocumentBundler {
 
     /// A file's own base URI: its `file://` URL, or the URL it is a copy of.
     func ownURI(_ path: String) -> String {
-        copiedFrom[path] ?? URL(fileURLWithPath: path).absoluteString
+        if let copied = copiedFrom[path] { return copied }
+        if let selfFolder, path.hasPrefix(folder + "/") {
+            let relative = String(path.dropFirst(folder.count + 1))
+            return selfFolder + (relative.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? relative)
+        }
+        return URL(fileURLWithPath: path).absoluteString
     }
 
     /// The local copy of an `http(s)` URL a reference names, when the
@@ -221,6 +236,15 @@ package struct DocumentBundler {
     /// address); a copy is read like any file beside the document, in its
     /// bounds, and references inside it resolve against the URL.
     func mirrored(_ uri: String) -> String? {
+        if let selfFolder, uri.hasPrefix(selfFolder) {
+            // Below the document's own `$self`: the file at that place below its folder.
+            var rest = String(uri.dropFirst(selfFolder.count))
+            if let end = rest.firstIndex(where: { $0 == "?" || $0 == "#" }) { rest = String(rest[..<end]) }
+            guard !rest.isEmpty, let decoded = rest.removingPercentEncoding else { return nil }
+            let local = URL(fileURLWithPath: folder + "/" + decoded).standardizedFileURL.resolvingSymlinksInPath().path
+            guard local.hasPrefix(folder + "/"), FileManager.default.fileExists(atPath: local) else { return nil }
+            return local
+        }
         guard let url = URL(string: uri), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
               let host = url.host, !host.isEmpty, !host.contains("/") else { return nil }
         let path = url.path

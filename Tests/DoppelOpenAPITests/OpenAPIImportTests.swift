@@ -451,6 +451,54 @@ struct OpenAPIImportTests {
         #expect(missing.last?.hasPrefix("api.yaml:10:") == true, "\(missing)")
     }
 
+    /// OpenAPI 3.2's `$self`: the URI the document gives itself is the base
+    /// of its references, and a URI below its folder names the file at that
+    /// place below the document's own folder (where it is read, never fetched).
+    @Test func aDocumentsSelfURIIsTheBaseOfItsReferences() throws {
+        try withDocument("""
+            openapi: 3.2.0
+            $self: https://api.example.com/v1/openapi.yaml
+            info: { title: Self, version: "1" }
+            paths:
+              /pets:
+                post:
+                  requestBody: { content: { application/json: { schema: { $ref: "https://api.example.com/v1/schemas/pet.yaml" } } } }
+                  responses: { "200": { description: ok } }
+              /owners:
+                post:
+                  requestBody: { content: { application/json: { schema: { $ref: "https://api.example.com/v1/openapi.yaml#/components/schemas/Owner" } } } }
+                  responses: { "200": { description: ok } }
+            components:
+              schemas:
+                Owner: { type: object, required: [name], properties: { name: { type: string, maxLength: 4 } } }
+            """) { file, folder in
+            try FileManager.default.createDirectory(atPath: folder + "/schemas", withIntermediateDirectories: true)
+            // Relative to its URI, https://api.example.com/v1/schemas/pet.yaml: `../openapi.yaml` is the document.
+            try "type: object\nrequired: [owner]\nproperties:\n  owner: { $ref: '../openapi.yaml#/components/schemas/Owner' }\n  id: { $id: 'ids/pet-id', type: integer }\n  same: { $ref: 'ids/pet-id' }\n"
+                .write(toFile: folder + "/schemas/pet.yaml", atomically: true, encoding: .utf8)
+            let contract = try ContractDocument.load(file: file, checkingWithOpenAPIKit: true)
+            let validator = SchemaValidator(registry: contract.schemas)
+            let pets = try #require(contract.endpoints.first { $0.id == "post-pets" }?.body?.schema)
+            #expect(validator.validate(["owner": ["name": "Ann"], "id": 1, "same": 2], against: pets).isEmpty)
+            #expect(validator.validate(["owner": ["name": "Annabel"], "same": "x"], against: pets).map(\.description)
+                == ["/owner/name: must be at most 4 characters long", "/same: expected integer, got string"])
+            let owners = try #require(contract.endpoints.first { $0.id == "post-owners" }?.body?.schema)
+            #expect(validator.validate(["name": 5], against: owners).map(\.description) == ["/name: expected string, got integer"])
+        }
+        // Another host is still never fetched.
+        let elsewhere = try diagnostics("""
+            openapi: 3.2.0
+            $self: https://api.example.com/v1/openapi.yaml
+            info: { title: Self, version: "1" }
+            paths:
+              /a:
+                post:
+                  requestBody: { content: { application/json: { schema: { $ref: "https://api.example.com/v2/pet.yaml" } } } }
+                  responses: { "200": { description: ok } }
+            """)
+        #expect(elsewhere.count == 1 && elsewhere.first?.contains("Doppel does not fetch from the network") == true, "\(elsewhere)")
+    }
+
     /// What a vendor's document of 2,900 files does (DigitalOcean's): a
     /// discriminator's mapping into another file, a header named `x-…`
     /// given by reference, a `properties` map shared by reference, and an
