@@ -20,7 +20,8 @@ public enum OpenAPIExporter {
 
     private static func build(for contract: Contract) -> JSON {
         var document = JSONObject()
-        document["openapi"] = "3.1.0"
+        // 3.2 where a response is described item by item (`itemSchema`), which 3.1 has no word for.
+        document["openapi"] = describesItems(contract) ? "3.2.0" : "3.1.0"
         var info = JSONObject([("title", .string(contract.info.title)), ("version", .string(contract.info.version))])
         if let description = contract.info.description { info["description"] = .string(description) }
         document["info"] = .object(info)
@@ -386,9 +387,20 @@ public enum OpenAPIExporter {
         // Per media type: the first declared schema, else the first body's shape.
         var schemas: [(type: String, schema: JSON, declared: Bool)] = []
         var examples: [String: JSONObject] = [:]
+        // Media types described item by item: their `itemSchema`, examples as sent.
+        var itemTypes: Set<String> = []
         for definition in definitions {
             for leaf in definition.sequence.map(\.responses) ?? [definition] {
-                guard let type = leaf.body.contentType ?? leaf.stream?.contentType else { continue }
+                guard var type = leaf.body.contentType ?? leaf.stream?.contentType else { continue }
+                if let itemSchema = leaf.itemSchema {
+                    type = MediaTypes.essence(type)
+                    if !schemas.contains(where: { $0.type == type }) { schemas.append((type, schemaJSON(itemSchema), true)) }
+                    itemTypes.insert(type)
+                    if let text = engine.sampleBody(of: leaf, for: endpoint)?.stringValue {
+                        examples[type, default: JSONObject()][exampleName(leaf.name)] = ["serializedValue": .string(text)]
+                    }
+                    continue
+                }
                 let schema = leaf.schema.map(schemaJSON) ?? inferredSchema(leaf.body)
                 if let index = schemas.firstIndex(where: { $0.type == type }) {
                     if leaf.schema != nil, !schemas[index].declared {
@@ -409,7 +421,7 @@ public enum OpenAPIExporter {
         guard !schemas.isEmpty else { return nil }
         var content = JSONObject()
         for (type, schema, _) in schemas {
-            var media = JSONObject([("schema", schema)])
+            var media = JSONObject([(itemTypes.contains(type) ? "itemSchema" : "schema", schema)])
             if let lead, MediaTypes.essence(type) == lead.type {
                 // The sample request's answer first, under its response's name.
                 var ordered: [(String, JSON)] = [(lead.name, .object(JSONObject([("value", lead.value)])))]
@@ -420,6 +432,15 @@ public enum OpenAPIExporter {
             content[type] = .object(media)
         }
         return content
+    }
+
+    /// Whether any response of the contract is described item by item.
+    static func describesItems(_ contract: Contract) -> Bool {
+        contract.endpoints.contains { endpoint in
+            (endpoint.responses + endpoint.documented).contains { response in
+                (response.sequence.map(\.responses) ?? [response]).contains { $0.itemSchema != nil }
+            }
+        }
     }
 
     /// `tales[0]` is not a valid component key everywhere; `tales-0` is.

@@ -571,10 +571,17 @@ package struct OpenAPIImporter: Sendable {
     mutating func requestBody(_ raw: SourceNode?) -> SourceNode? {
         guard let raw, let body = resolved(raw), let content = mediaTypes(body["content"]), !content.isEmpty else { return nil }
         let at = body.location
-        refuseSequentialMedia(content)
         let chosen = content.first { $0.key.scalarText.map(Self.isJSON) ?? false } ?? content[0]
         var fields: [(String, SourceNode)] = [("content_type", ContractNode.list(content.map { ContractNode.string($0.key.scalarText ?? "", at: $0.key.location) }, at: at))]
         if let schemaNode = chosen.value["schema"] { fields.append(("schema", schema(schemaNode))) }
+        // A body sent item by item (OpenAPI 3.2's itemSchema): each item checked on its own.
+        if let (key, media) = content.first(where: { $0.value["itemSchema"] != nil && $0.value["schema"] == nil }), let item = media["itemSchema"] {
+            if SequentialMedia(key.scalarText ?? "") != nil {
+                fields.append(("item_schema", schema(item)))
+            } else {
+                warnings.warning("'\(key.scalarText ?? "")' is described item by item (itemSchema), but Doppel reads items only as application/jsonl (or x-ndjson), application/json-seq, text/event-stream or multipart/mixed; its items are not checked", at: item.location)
+            }
+        }
         fields.append(("required", ContractNode.plain(body["required"]?.json == .bool(true) ? "true" : "false", at: body["required"]?.location ?? at)))
         if let example = examples(of: chosen.value).first, Self.isJSON(chosen.key.scalarText ?? "") {
             fields.append(("example", example.value))
@@ -701,18 +708,20 @@ package struct OpenAPIImporter: Sendable {
         // (a Swagger 2.0 response `produces` JSON and XML, with an XML example only).
         func isJSON(_ entry: (key: SourceNode, value: SourceNode)) -> Bool { entry.key.scalarText.map(Self.isJSON) ?? false }
         func hasContent(_ entry: (key: SourceNode, value: SourceNode)) -> Bool {
-            entry.value["example"] != nil || entry.value["examples"] != nil || entry.value["schema"] != nil
+            entry.value["example"] != nil || entry.value["examples"] != nil || entry.value["schema"] != nil || entry.value["itemSchema"] != nil
         }
         guard let content = mediaTypes(response["content"]),
               let (typeKey, media) = content.first(where: { isJSON($0) && hasContent($0) }) ?? content.first(where: hasContent) ?? content.first(where: isJSON) ?? content.first,
               let type = typeKey.scalarText else {
             return [ContractNode.map(base, at: response.location)]
         }
-        refuseSequentialMedia(content)
         // The response in each other media type the document gives, for `Accept` to choose (documented, after the first).
         let alternatives = content.filter { $0.key.scalarText != type }.compactMap { other -> SourceNode? in
             guard let otherType = other.key.scalarText, otherType != "*/*" else { return nil }
             return alternative(other.value, type: otherType, typeKey: other.key, base: base, at: response.location)
+        }
+        if media["itemSchema"] != nil, media["schema"] == nil {
+            return itemResponses(media, type: type, typeKey: typeKey, base: base, at: response.location) + alternatives
         }
         let json = Self.isJSON(type)
         if !type.caseInsensitiveEquals("application/json") && type != "*/*" { base.append(("content_type", ContractNode.string(type, at: typeKey.location))) }
@@ -771,6 +780,9 @@ package struct OpenAPIImporter: Sendable {
     /// A response in another of its media types: its first example (JSON as
     /// a body, else as text), or a body generated from its schema.
     mutating func alternative(_ media: SourceNode, type: String, typeKey: SourceNode, base: [(String, SourceNode)], at location: SourceLocation) -> SourceNode? {
+        if media["itemSchema"] != nil, media["schema"] == nil {
+            return itemResponses(media, type: type, typeKey: typeKey, base: base, at: location).first
+        }
         var fields = base + [("content_type", ContractNode.string(type, at: typeKey.location))]
         let json = Self.isJSON(type)
         if let example = examples(of: media).first {
@@ -815,13 +827,47 @@ package struct OpenAPIImporter: Sendable {
         return entries
     }
 
-    /// OpenAPI 3.2's sequential media types described item by item
-    /// (`itemSchema`: `text/event-stream`, `application/jsonl`, ...): not
-    /// served yet, so refused rather than served without their items.
-    mutating func refuseSequentialMedia(_ content: [(key: SourceNode, value: SourceNode)]) {
-        for (key, media) in content {
-            guard let item = media["itemSchema"], media["schema"] == nil, media["example"] == nil, media["examples"] == nil else { continue }
-            errors.error("'\(key.scalarText ?? "")' is described item by item (itemSchema, OpenAPI 3.2), which Doppel does not serve yet", at: item.location)
+    /// How many items a stream described only by its `itemSchema` sends.
+    static let generatedItems = 3
+
+    /// A response of a sequential media type described item by item
+    /// (OpenAPI 3.2's `itemSchema`: `text/event-stream`, `application/jsonl`,
+    /// `application/json-seq`, `multipart/mixed`): one contract response per
+    /// example, its items sent one by one, else `generatedItems` items
+    /// generated from the item schema. An example is the list of items
+    /// (`dataValue`, `value`) or the stream as sent (`serializedValue`).
+    mutating func itemResponses(_ media: SourceNode, type: String, typeKey: SourceNode, base: [(String, SourceNode)], at location: SourceLocation) -> [SourceNode] {
+        let item = media["itemSchema"]!
+        guard let framing = SequentialMedia(type) else {
+            warnings.warning("'\(type)' is described item by item (itemSchema), but Doppel writes items only as text/event-stream, application/jsonl (or x-ndjson), application/json-seq or multipart/mixed; the response is sent without a body", at: item.location)
+            return [ContractNode.map(base + [("content_type", ContractNode.string(type, at: typeKey.location))], at: location)]
+        }
+        let fields = base + [("content_type", ContractNode.string(type, at: typeKey.location)), ("item_schema", schema(item))]
+        var examples: [(name: String?, items: [SourceNode], at: SourceLocation)] = []
+        var candidates: [(name: String?, node: SourceNode)] = media["example"].map { [(nil, $0)] } ?? []
+        if candidates.isEmpty {
+            for (key, raw) in media["examples"]?.mappingPairs ?? [] {
+                guard let example = resolved(raw) else { continue }
+                if let value = example["dataValue"] ?? example["value"] ?? example["serializedValue"] { candidates.append((key.scalarText, value)) }
+            }
+        }
+        for (name, node) in candidates {
+            if let list = node.sequenceItems, !list.isEmpty {
+                examples.append((name, list, node.location))
+            } else if let text = node.scalarText, let read = try? framing.read(Array(text.utf8)), !read.isEmpty {
+                examples.append((name, read.map { ContractNode.value($0, at: node.location) }, node.location))
+            } else {
+                warnings.warning("example\(name.map { " '\($0)'" } ?? "") of '\(type)' is neither a list of items nor the stream as sent; it is left out", at: node.location)
+            }
+        }
+        guard !examples.isEmpty else {
+            return [ContractNode.map(fields + [("items_from_schema", ContractNode.plain(String(Self.generatedItems), at: item.location))], at: location)]
+        }
+        return examples.map { example in
+            var own = fields
+            if let name = example.name { own.insert(("name", ContractNode.string(name, at: example.at)), at: 0) }
+            own.append(("items", ContractNode.list(example.items.map(Self.escapedTemplates), at: example.at)))
+            return ContractNode.map(own, at: location)
         }
     }
 
@@ -1070,6 +1116,16 @@ package enum ContractNode {
 
     static func list(_ items: [SourceNode], at location: SourceLocation) -> SourceNode {
         SourceNode(kind: .sequence(items), location: location)
+    }
+
+    /// A JSON value as a node: strings as strings, other scalars plain.
+    static func value(_ value: JSON, at location: SourceLocation) -> SourceNode {
+        switch value {
+        case .string(let text): string(text, at: location)
+        case .array(let items): list(items.map { self.value($0, at: location) }, at: location)
+        case .object(let members): map(members.pairs.map { ($0.key, self.value($0.value, at: location)) }, at: location)
+        default: plain(value.interpolationText, at: location)
+        }
     }
 
     /// A string, whatever it looks like.

@@ -21,8 +21,10 @@ enum BodyShape {
     private static func check(_ body: [UInt8], contentType: String?, against response: ResponseDefinition, registry: [String: Schema]) -> [String] {
         let type = contentType.map(MediaTypes.essence)
         if let stream = response.stream {
-            // A stream's parts arrive as one body: its type is what can be checked.
-            return type == MediaTypes.essence(stream.contentType) ? [] : ["Content-Type is \(contentType ?? "absent"), not \(stream.contentType)"]
+            // A stream's parts arrive as one body: its type, and each item against `item_schema` where one is given.
+            guard type == MediaTypes.essence(stream.contentType) else { return ["Content-Type is \(contentType ?? "absent"), not \(stream.contentType)"] }
+            guard let itemSchema = response.itemSchema, let media = contentType.flatMap(SequentialMedia.init) else { return [] }
+            return itemProblems(body, media: media, schema: itemSchema, registry: registry)
         }
         switch response.body {
         case .empty:
@@ -40,6 +42,19 @@ enum BodyShape {
             shape(of: value, against: template, at: "", into: &problems)
             return problems
         }
+    }
+
+    /// The problems of a body read item by item (`/items/2/id: expected
+    /// integer, got string`); at most 20.
+    static func itemProblems(_ body: [UInt8], media: SequentialMedia, schema: Schema, registry: [String: Schema]) -> [String] {
+        let items: [JSON]
+        do { items = try media.read(body) } catch { return ["the body cannot be read item by item: \(error.reason)"] }
+        let validator = SchemaValidator(registry: registry)
+        var problems: [String] = []
+        for (index, item) in items.enumerated() where problems.count < 20 {
+            problems += validator.validate(item, against: schema).map { "/items/\(index)\($0.pointer): \($0.message)" }
+        }
+        return Array(problems.prefix(20))
     }
 
     /// The problems of a value against a body template's shape.

@@ -463,6 +463,14 @@ public struct ProviderVerifier: Sendable {
                     request.headers.append((name: "content-type", value: "application/json"))
                 }))
             }
+            if let spec = endpoint.body, let itemSchema = spec.itemSchema, let wrong = wrongValue(for: resolved(itemSchema)) {
+                inputs.append(("an item of the wrong type", { request in
+                    guard let type = request.header("content-type"), let media = SequentialMedia(type),
+                          let items = try? media.read(request.body), !items.isEmpty else { return }
+                    let sent = items + [wrong]
+                    request.body = sent.enumerated().flatMap { media.write($1, last: $0 == sent.count - 1, limit: Expression.maximumBuild) ?? [] }
+                }))
+            }
             if let query = endpoint.query, let name = query.required.first {
                 inputs.append(("required query parameter '\(name)' left out", { request in
                     let kept = (request.query ?? "").split(separator: "&").filter { !$0.hasPrefix(ScenarioRunner.encode(name) + "=") }

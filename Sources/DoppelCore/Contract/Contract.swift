@@ -269,6 +269,9 @@ package struct BodySpec: Sendable {
     package let required: Bool
     /// The contract's example body, if it gives one.
     package var example: JSON? = nil
+    /// The schema each item keeps, for a body of a sequential media type
+    /// (`item_schema`: JSON Lines, JSON text sequences, events, multipart/mixed).
+    package var itemSchema: Schema? = nil
 }
 
 /// A response as the contract declares it (compare `MockResponse`, what is sent).
@@ -295,6 +298,7 @@ package struct ResponseDefinition: Sendable {
         var description: String?
         var pushes: [SocketPush] = []
         var callbacks: [CallbackDefinition] = []
+        var itemSchema: Schema?
 
         init(name: String, when: Expression?, status: Int, headers: [(String, ValueTemplate)], body: ResponseBody,
              bindings: [(String, ValueTemplate)], effects: [Effect], location: SourceLocation, delay: Delay?, fault: Fault?,
@@ -320,6 +324,7 @@ package struct ResponseDefinition: Sendable {
                                location: location, delay: delay, fault: fault, stream: stream, sequence: sequence, schema: schema, description: description)
             copy.pushes = pushes
             copy.callbacks = callbacks
+            copy.itemSchema = itemSchema
             return copy
         }
     }
@@ -378,6 +383,11 @@ package struct ResponseDefinition: Sendable {
     package var schema: Schema? {
         get { storage.schema }
         set { fields.schema = newValue }
+    }
+    /// The schema each item of a streamed body keeps (`item_schema`).
+    package var itemSchema: Schema? {
+        get { storage.itemSchema }
+        set { fields.itemSchema = newValue }
     }
     /// Text for people.
     public var description: String? {

@@ -54,10 +54,14 @@ package enum StreamDefinition: Sendable {
     case chunks([ValueTemplate], interval: Double, contentType: String)
     /// Server-Sent Events, each after its own delay.
     case events([EventDefinition])
+    /// Items of a sequential media type (`items`: JSON Lines, JSON text
+    /// sequences, events, multipart/mixed), each written as its framing
+    /// says, `interval` apart.
+    case items([ValueTemplate], interval: Double, media: SequentialMedia, contentType: String)
 
     package var contentType: String {
         switch self {
-        case .chunks(_, _, let type): type
+        case .chunks(_, _, let type), .items(_, _, _, let type): type
         case .events: "text/event-stream"
         }
     }

@@ -42,7 +42,9 @@ package enum FormBody {
     }
 
     /// Splits a multipart body (RFC 7578) into its parts.
-    package static func multipartParts(_ body: [UInt8], boundary: String) throws(MalformedMultipart) -> [Part] {
+    /// `named`: each part must have a `Content-Disposition` name, as form
+    /// data's do (`multipart/mixed` parts have none).
+    package static func multipartParts(_ body: [UInt8], boundary: String, named: Bool = true) throws(MalformedMultipart) -> [Part] {
         let delimiter = Array(("--" + boundary).utf8)
         guard var position = find(delimiter, in: body, from: 0) else {
             throw MalformedMultipart(reason: "the boundary '\(boundary)' does not occur in the body")
@@ -81,7 +83,7 @@ package enum FormBody {
                     }
                 }
             }
-            guard !part.name.isEmpty else { throw MalformedMultipart(reason: "a part has no Content-Disposition name") }
+            guard !part.name.isEmpty || !named else { throw MalformedMultipart(reason: "a part has no Content-Disposition name") }
             parts.append(part)
             position = next + 2
         }

@@ -571,7 +571,13 @@ public final class MockEngine: Sendable {
         var body: [UInt8] = []
         // The body: the contract's example, else one made from the schema;
         // as JSON where the endpoint takes JSON, else as a form.
-        if let spec = endpoint.body, let value = spec.example ?? spec.schema.flatMap(sampler.sample) {
+        if let spec = endpoint.body, spec.schema == nil, spec.example == nil, let itemSchema = spec.itemSchema,
+           let type = spec.contentTypes.first(where: { SequentialMedia($0) != nil }).map(SequentialMedia.withBoundary),
+           let media = SequentialMedia(type), let item = sampler.sample(itemSchema) {
+            // Items: two made from the item schema, in the body's framing.
+            headers.append((name: "Content-Type", value: type))
+            body = (media.write(item, last: false, limit: Expression.maximumBuild) ?? []) + (media.write(item, last: true, limit: Expression.maximumBuild) ?? [])
+        } else if let spec = endpoint.body, let value = spec.example ?? spec.schema.flatMap(sampler.sample) {
             if let json = spec.contentTypes.first(where: MediaTypes.isJSON) ?? (spec.contentTypes.isEmpty ? "application/json" : nil) {
                 headers.append((name: "Content-Type", value: json))
                 body = JSONWriter.encode(value)

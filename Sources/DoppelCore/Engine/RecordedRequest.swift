@@ -114,7 +114,7 @@ public struct MockResponse: Sendable {
     /// A deliberate failure the transport should produce (`Decision.Delivery.fault`).
     var fault: Fault?
     /// A body to send in parts over time instead of `body` (`Decision.Delivery.stream`).
-    var stream: [StreamPart]?
+    package var stream: [StreamPart]?
     /// The request is to be forwarded to the upstream server (`Decision.Delivery.forward`).
     var forward = false
     /// Why this response was chosen (the `when` that held, the limit

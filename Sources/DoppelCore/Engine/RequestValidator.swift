@@ -79,7 +79,18 @@ package struct RequestValidator: Sendable {
             if let spec = endpoint.body, contentType == nil || !Self.accepts(spec.contentTypes, essence: essence) {
                 return .rejected(.unsupportedMediaType(contentType, accepted: spec.contentTypes))
             }
-            if let contentType, MediaTypes.isJSON(contentType) {
+            if let itemSchema = endpoint.body?.itemSchema, let media = contentType.flatMap(SequentialMedia.init) {
+                // Item by item (OpenAPI 3.2's itemSchema): expressions see the list of items.
+                do {
+                    let items = try media.read(request.body)
+                    body = .array(items)
+                    for (index, item) in items.enumerated() where issues.count < 100 {
+                        issues += validator.validate(item, against: itemSchema).map { ValidationIssue(pointer: "/body/\(index)" + $0.pointer, message: $0.message) }
+                    }
+                } catch {
+                    issues.append(ValidationIssue(pointer: "/body", message: "cannot be read item by item: \(error.reason)"))
+                }
+            } else if let contentType, MediaTypes.isJSON(contentType) {
                 do {
                     body = try JSONReader.parse(request.body)
                 } catch {

@@ -62,6 +62,16 @@ package struct ResponseRenderer: Sendable {
                 parts.append(StreamPart(delay: index == 0 ? 0 : interval, bytes: Array(try chunk.render(in: context).interpolationText.utf8)))
             }
             return parts
+        case .items(let items, let interval, let media, _):
+            var parts: [StreamPart] = []
+            parts.reserveCapacity(items.count)
+            for (index, item) in items.enumerated() {
+                guard let bytes = media.write(try item.render(in: context), last: index == items.count - 1, limit: Expression.maximumBuild) else {
+                    throw .budget("an item of the response")
+                }
+                parts.append(StreamPart(delay: index == 0 ? 0 : interval, bytes: bytes))
+            }
+            return parts
         case .events(let events):
             var parts: [StreamPart] = []
             for event in events {

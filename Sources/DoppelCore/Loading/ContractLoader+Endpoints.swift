@@ -1,5 +1,5 @@
 extension ContractLoader {
-    static let requestBodyKeys: Set<String> = ["schema", "content_type", "required", "example", "description"]
+    static let requestBodyKeys: Set<String> = ["schema", "item_schema", "content_type", "required", "example", "description"]
     static let endpointKeys: Set<String> = [
         "request", "summary", "description", "auth", "match", "let", "path", "query", "headers", "cookies", "body", "on_invalid",
         "on_unauthorized", "responses", "documented", "proxy", "websocket",
@@ -190,8 +190,13 @@ extension ContractLoader {
         if let example = reader["example"], let schema {
             pendingExamples.append((example.json, schema, example.location, "the example body of \(context)"))
         }
-        return BodySpec(schema: schema, contentTypes: types.map { $0.lowercased() }, required: reader.bool("required", diagnostics: &diagnostics) ?? (schema != nil),
-                        example: reader["example"]?.json)
+        let itemSchema = reader["item_schema"].flatMap { readSchema($0, context: "item_schema of the body of \(context)") }
+        if let node = reader["item_schema"], !types.contains(where: { SequentialMedia($0) != nil }) {
+            diagnostics.error("'item_schema' of the body of \(context) describes the items of a sequential content_type (application/jsonl, application/x-ndjson, application/json-seq, text/event-stream, multipart/mixed), and none is accepted", at: node.location)
+        }
+        return BodySpec(schema: schema, contentTypes: types.map { $0.lowercased() },
+                        required: reader.bool("required", diagnostics: &diagnostics) ?? (schema != nil || itemSchema != nil),
+                        example: reader["example"]?.json, itemSchema: itemSchema)
     }
 
     /// Flags endpoints that can never be reached because an earlier one with

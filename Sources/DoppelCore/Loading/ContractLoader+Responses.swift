@@ -5,7 +5,7 @@ extension ContractLoader {
     static let eventKeys: Set<String> = ["event", "data", "id", "retry", "delay"]
     static let responseKeys: Set<String> = [
         "when", "ref", "name", "status", "description", "headers", "body", "text", "base64", "file", "chunks", "interval", "events",
-        "content_type", "let", "effects", "schema", "body_from_schema", "delay", "fault", "push", "callbacks",
+        "items", "items_from_schema", "item_schema", "content_type", "let", "effects", "schema", "body_from_schema", "delay", "fault", "push", "callbacks",
     ]
     static let referenceKeys: Set<String> = ["when", "ref", "name", "description", "let", "effects", "delay", "fault", "push", "callbacks"]
     static let sequenceKeys: Set<String> = ["when", "sequence", "then", "per", "description"]
@@ -111,7 +111,15 @@ extension ContractLoader {
             effects: effects, location: node.location)
         response.schema = schema
         response.description = reader.string("description", diagnostics: &diagnostics)
-        response.stream = readStream(reader, roots: renderRoots, explicitType: explicitType, context: context)
+        if let node = reader["item_schema"] { response.itemSchema = readSchema(node, context: "item_schema of \(context)") }
+        response.stream = readStream(reader, roots: renderRoots, explicitType: explicitType, itemSchema: response.itemSchema, context: context)
+        if let node = reader["item_schema"] {
+            // What it describes must be a stream of items Doppel can read back one by one.
+            let type = response.stream?.contentType ?? explicitType ?? ""
+            if response.stream == nil || SequentialMedia(type) == nil {
+                diagnostics.error("'item_schema' of \(context) describes the items of a streamed body ('items', 'events', or 'chunks' of a sequential content_type: text/event-stream, application/jsonl, application/x-ndjson, application/json-seq, multipart/mixed)", at: node.location)
+            }
+        }
         response.delay = readDelay(reader["delay"])
         response.fault = readFault(reader["fault"])
         if let pushNode = reader["push"] { response.pushes = readPushes(pushNode, roots: renderRoots, context: context) }
@@ -191,8 +199,11 @@ extension ContractLoader {
         return fault
     }
 
-    /// `chunks` with `interval`, or `events`.
-    private mutating func readStream(_ reader: MappingReader, roots: Set<String>, explicitType: String?, context: String) -> StreamDefinition? {
+    /// `chunks` with `interval`, `items` (or `items_from_schema`) with `interval`, or `events`.
+    private mutating func readStream(_ reader: MappingReader, roots: Set<String>, explicitType: String?, itemSchema: Schema?, context: String) -> StreamDefinition? {
+        if reader.has("items") || reader.has("items_from_schema") {
+            return readItems(reader, roots: roots, explicitType: explicitType, itemSchema: itemSchema, context: context)
+        }
         if let chunksNode = reader["chunks"] {
             guard let items = chunksNode.sequenceItems, !items.isEmpty else {
                 diagnostics.error("'chunks' in \(context) must be a non-empty list", at: chunksNode.location)
@@ -210,7 +221,7 @@ extension ContractLoader {
             return .chunks(templates, interval: interval, contentType: explicitType ?? "text/plain; charset=utf-8")
         }
         if let node = reader["interval"], !reader.has("chunks") {
-            diagnostics.error("'interval' in \(context) only applies to 'chunks'", at: node.location)
+            diagnostics.error("'interval' in \(context) only applies to 'chunks' and 'items'", at: node.location)
         }
         guard let eventsNode = reader["events"] else { return nil }
         guard let items = eventsNode.sequenceItems, !items.isEmpty else {
@@ -230,8 +241,63 @@ extension ContractLoader {
         return .events(events)
     }
 
+    /// The most items `items_from_schema` generates.
+    static let maximumGeneratedItems = 100
+
+    /// `items` (each a template), or `items_from_schema: N` (N values
+    /// generated from `item_schema` once, here), of a sequential media type.
+    private mutating func readItems(_ reader: MappingReader, roots: Set<String>, explicitType: String?, itemSchema: Schema?, context: String) -> StreamDefinition? {
+        let type = explicitType ?? "application/jsonl"
+        let at = (reader["items"] ?? reader["items_from_schema"])!.location
+        guard let media = SequentialMedia(type) else {
+            diagnostics.error("'items' of \(context) are sent as a sequential media type (text/event-stream, application/jsonl, application/x-ndjson, application/json-seq, multipart/mixed); content_type '\(type)' is not one", at: at)
+            return nil
+        }
+        var templates: [ValueTemplate] = []
+        if let node = reader["items"] {
+            if let countNode = reader["items_from_schema"] {
+                diagnostics.error("'items_from_schema' of \(context) stands for 'items'; give one or the other", at: countNode.location)
+            }
+            guard let list = node.sequenceItems, !list.isEmpty else {
+                diagnostics.error("'items' in \(context) must be a non-empty list", at: node.location)
+                return nil
+            }
+            for item in list {
+                guard let template = compileTemplate(item, roots: roots) else { continue }
+                templates.append(template)
+                if let itemSchema, let value = template.constantValue {
+                    pendingExamples.append((value, itemSchema, item.location, "an item of \(context)"))
+                }
+            }
+        } else if let countNode = reader["items_from_schema"] {
+            guard case .int(let count) = countNode.json, (1...Self.maximumGeneratedItems).contains(count) else {
+                diagnostics.error("'items_from_schema' of \(context) must be a number of items from 1 to \(Self.maximumGeneratedItems)", at: countNode.location)
+                return nil
+            }
+            guard let itemSchema else {
+                diagnostics.error("'items_from_schema' of \(context) needs an 'item_schema' to generate the items from", at: countNode.location)
+                return nil
+            }
+            guard let value = SchemaSampler(registry: schemas).sample(itemSchema) else {
+                diagnostics.warning("no item can be generated from the item_schema of \(context): a value would recurse without end or hold more than \(SchemaSampler.maximumSize) values and characters, so the response is sent without items; write 'items' instead", at: countNode.location)
+                return nil
+            }
+            templates = Array(repeating: .constant(value), count: count)
+        }
+        var interval = 0.0
+        if let intervalNode = reader["interval"] {
+            guard let duration = intervalNode.scalarText.flatMap(CalendarDuration.parse), duration.months == 0 else {
+                diagnostics.error("'interval' in \(context) must be a duration like 100ms", at: intervalNode.location)
+                return nil
+            }
+            interval = duration.seconds
+        }
+        guard !templates.isEmpty else { return nil }
+        return .items(templates, interval: interval, media: media, contentType: SequentialMedia.withBoundary(type))
+    }
+
     private mutating func readBody(_ reader: MappingReader, roots: Set<String>, explicitType: String?, context: String) -> ResponseBody {
-        let bodyKeys = ["body", "text", "base64", "file", "chunks", "events"].filter { reader.has($0) }
+        let bodyKeys = ["body", "text", "base64", "file", "chunks", "events", "items"].filter { reader.has($0) }
         if bodyKeys.count > 1 {
             diagnostics.error("\(context) has \(bodyKeys.map { "'\($0)'" }.joined(separator: " and ")); give only one body", at: reader.node.location)
         }
