@@ -110,7 +110,11 @@ public enum ContractDiff {
         mutating func compare(_ a: Endpoint, _ b: Endpoint, _ signature: String) {
             compareAuth(a, b, signature)
             compareParameters("path", Self.pathSchema(a), Self.pathSchema(b), signature)
-            for (place, oldSchema, newSchema) in [("query", a.query, b.query), ("header", a.headers, b.headers)] {
+            // A querystring of form fields is the query's parameters by another name.
+            func query(_ endpoint: Endpoint) -> Schema? {
+                endpoint.query ?? endpoint.queryString.flatMap { $0.contentTypes.first == "application/x-www-form-urlencoded" ? $0.schema : nil }
+            }
+            for (place, oldSchema, newSchema) in [("query", query(a), query(b)), ("header", a.headers, b.headers)] {
                 compareParameters(place, oldSchema.map(OpenAPIExporter.schemaJSON), newSchema.map(OpenAPIExporter.schemaJSON), signature)
             }
             compareBody(a.body, b.body, signature)

@@ -21,7 +21,7 @@ public enum OpenAPIExporter {
     private static func build(for contract: Contract) -> JSON {
         var document = JSONObject()
         // 3.2 where a response is described item by item (`itemSchema`), which 3.1 has no word for.
-        document["openapi"] = describesItems(contract) ? "3.2.0" : "3.1.0"
+        document["openapi"] = needsThreeTwo(contract) ? "3.2.0" : "3.1.0"
         var info = JSONObject([("title", .string(contract.info.title)), ("version", .string(contract.info.version))])
         if let description = contract.info.description { info["description"] = .string(description) }
         document["info"] = .object(info)
@@ -287,12 +287,24 @@ public enum OpenAPIExporter {
                 parameters.append(.object(parameter))
             }
         }
+        if let spec = endpoint.queryString {
+            // OpenAPI 3.2: the whole query as one parameter (its name is not kept in the contract).
+            var parameter = JSONObject([("name", "querystring"), ("in", "querystring")])
+            if spec.required { parameter["required"] = true }
+            let type = spec.contentTypes.first ?? "application/x-www-form-urlencoded"
+            parameter["content"] = .object(JSONObject([(type, .object(JSONObject([("schema", spec.schema.map(schemaJSON) ?? .object(JSONObject()))])))]))
+            parameters.append(.object(parameter))
+        }
         return parameters
     }
 
     static func requestBody(_ body: BodySpec) -> JSON {
         var content = JSONObject()
         for type in body.contentTypes.isEmpty ? ["application/json"] : body.contentTypes {
+            if let itemSchema = body.itemSchema, body.schema == nil, SequentialMedia(type) != nil {
+                content[type] = .object(JSONObject([("itemSchema", schemaJSON(itemSchema))]))
+                continue
+            }
             content[type] = .object(JSONObject([("schema", body.schema.map(schemaJSON) ?? .object(JSONObject()))]))
         }
         return .object(JSONObject([("required", .bool(body.required)), ("content", .object(content))]))
@@ -325,7 +337,8 @@ public enum OpenAPIExporter {
             }
         }
         contract.documentedResponses(of: endpoint).forEach(add)
-        let validates = endpoint.query != nil || endpoint.headers != nil || endpoint.body?.schema != nil
+        let validates = endpoint.query != nil || endpoint.queryString != nil || endpoint.headers != nil || endpoint.body?.schema != nil
+            || endpoint.body?.itemSchema != nil
         var builtIn: [Int: String] = [:]
         // The contract's fallbacks where they answer for this endpoint.
         if endpoint.body != nil, let malformed = contract.fallbacks[.malformedBody] { add(malformed) }
@@ -434,10 +447,11 @@ public enum OpenAPIExporter {
         return content
     }
 
-    /// Whether any response of the contract is described item by item.
-    static func describesItems(_ contract: Contract) -> Bool {
+    /// Whether the contract says what only OpenAPI 3.2 can: a body
+    /// described item by item, the query as one value.
+    static func needsThreeTwo(_ contract: Contract) -> Bool {
         contract.endpoints.contains { endpoint in
-            (endpoint.responses + endpoint.documented).contains { response in
+            endpoint.queryString != nil || endpoint.body?.itemSchema != nil || (endpoint.responses + endpoint.documented).contains { response in
                 (response.sequence.map(\.responses) ?? [response]).contains { $0.itemSchema != nil }
             }
         }

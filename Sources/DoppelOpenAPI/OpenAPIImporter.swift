@@ -517,11 +517,12 @@ package struct OpenAPIImporter: Sendable {
         // still checked, and they are left out.
         var byPlace: [[(name: String, required: Bool, schema: SourceNode, at: SourceLocation)]] = [[], [], [], [], []]
         var otherPlaces: [String] = []
+        // OpenAPI 3.2's `in: querystring`: the whole query string as one value, the operation's own first.
+        var queryString: (name: String, node: SourceNode)?
         for raw in own + shared {
             guard let parameter = resolved(raw), let name = parameter["name"]?.scalarText, let place = parameter["in"]?.scalarText else { continue }
             if place == "querystring" {
-                // OpenAPI 3.2: the whole query string as one value. Not served yet, and never served wrongly.
-                errors.error("parameter '\(name)' is in: querystring (OpenAPI 3.2: the whole query as one value), which Doppel does not serve yet", at: parameter["in"]!.location)
+                if queryString == nil { queryString = (name, self.queryString(parameter)) }
                 continue
             }
             let slot = places.firstIndex(where: { $0.0 == place }) ?? 4
@@ -553,6 +554,14 @@ package struct OpenAPIImporter: Sendable {
             byPlace[slot].append((name, required, schema, parameter.location))
         }
         var result: [(String, SourceNode)] = []
+        if let queryString {
+            // OpenAPI: a querystring parameter is the only description of the query.
+            if let first = byPlace[1].first {
+                warnings.warning("parameter '\(first.name)' is in: query beside '\(queryString.name)' in: querystring, which describes the whole query; the query parameters are left out", at: first.at)
+                byPlace[1] = []
+            }
+            result.append(("querystring", queryString.node))
+        }
         for (slot, (_, key)) in places.enumerated() {
             let list = byPlace[slot]
             guard let first = list.first else { continue }
@@ -564,6 +573,21 @@ package struct OpenAPIImporter: Sendable {
             result.append((key, ContractNode.map(object, at: first.at)))
         }
         return result
+    }
+
+    /// An `in: querystring` parameter as the endpoint's `querystring`: its
+    /// one media type (form fields unless it says otherwise), schema and example.
+    mutating func queryString(_ parameter: SourceNode) -> SourceNode {
+        let at = parameter.location
+        var fields: [(String, SourceNode)] = []
+        let media = parameter["content"]?.mappingPairs?.first
+        if let type = media?.key.scalarText, MediaTypes.essence(type) != "application/x-www-form-urlencoded" {
+            fields.append(("content_type", ContractNode.string(type, at: media!.key.location)))
+        }
+        if let schemaNode = media?.value["schema"] ?? parameter["schema"] { fields.append(("schema", schema(schemaNode))) }
+        if parameter["required"]?.json == .bool(true) { fields.append(("required", ContractNode.plain("true", at: parameter["required"]!.location))) }
+        if let description = parameter["description"]?.scalarText { fields.append(("description", ContractNode.string(description, at: at))) }
+        return ContractNode.map(fields, at: at)
     }
 
     /// `requestBody` as the endpoint's `body`: every media type accepted,

@@ -471,7 +471,20 @@ public struct ProviderVerifier: Sendable {
                     request.body = sent.enumerated().flatMap { media.write($1, last: $0 == sent.count - 1, limit: Expression.maximumBuild) ?? [] }
                 }))
             }
-            if let query = endpoint.query, let name = query.required.first {
+            if let spec = endpoint.queryString, spec.schema != nil {
+                let type = spec.contentTypes.first ?? "application/x-www-form-urlencoded"
+                if MediaTypes.isJSON(type) {
+                    inputs.append(("a query string that is not JSON", { request in
+                        request = RecordedRequest(method: request.method, path: request.path, query: "%7Bunfinished", headers: request.headers, body: request.body)
+                    }))
+                } else if spec.required {
+                    inputs.append(("the required query string left out", { request in
+                        request = RecordedRequest(method: request.method, path: request.path, query: nil, headers: request.headers, body: request.body)
+                    }))
+                }
+            }
+            if let query = endpoint.query ?? endpoint.queryString?.schema.map(resolved), let name = query.required.first,
+               endpoint.queryString.map({ ($0.contentTypes.first ?? "application/x-www-form-urlencoded") == "application/x-www-form-urlencoded" }) ?? true {
                 inputs.append(("required query parameter '\(name)' left out", { request in
                     let kept = (request.query ?? "").split(separator: "&").filter { !$0.hasPrefix(ScenarioRunner.encode(name) + "=") }
                     request = RecordedRequest(method: request.method, path: request.path, query: kept.isEmpty ? nil : kept.joined(separator: "&"),

@@ -1,4 +1,6 @@
 import DoppelCore
+import DoppelOpenAPI
+import DoppelRunner
 import DoppelTesting
 import Foundation
 import Testing
@@ -377,6 +379,48 @@ struct ReproductionServingTests {
             #expect(try await client.send("QUERY", "/search", json: ["r": "x"], token: nil).status == 422)
             #expect(try await client.send("PURGE", "/search", token: nil).status == 204)
             #expect(try await client.send("GET", "/search", token: nil).status == 405)
+        }
+    }
+    /// OpenAPI 3.2's `in: querystring` (once refused): the whole query as one
+    /// JSON value, served, checked and verified.
+    @Test func openAPIThreeTwoQueryStringIsServedAndVerified() async throws {
+        let document = """
+            openapi: 3.2.0
+            info: {title: querystring, version: '1'}
+            paths:
+              /search:
+                get:
+                  parameters:
+                    - name: filter
+                      in: querystring
+                      required: true
+                      content:
+                        application/json:
+                          schema: {type: object, required: [numbers], properties: {numbers: {type: array, items: {type: integer}}}}
+                  responses:
+                    '200': {description: ok, content: {application/json: {example: {found: 1}}}}
+            """
+        try await Self.serving(document) { (client: TestClient) async throws in
+            #expect(try await client.send("GET", "/search?%7B%22numbers%22%3A%5B1%2C2%5D%7D", token: nil).json == ["found": 1])
+            #expect(try await client.send("GET", "/search", token: nil).status == 422)
+            #expect(try await client.send("GET", "/search?%7B%22numbers%22%3A%22x%22%7D", token: nil).status == 422)
+        }
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("doppel-qs-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("api.yaml").path, loose = folder.appendingPathComponent("loose.yaml").path
+        try document.write(toFile: file, atomically: true, encoding: .utf8)
+        // A provider that takes any query.
+        try "doppel: 1\nendpoints:\n  s: { request: GET /search, responses: [ { body: { found: 1 } } ] }\n".write(toFile: loose, atomically: true, encoding: .utf8)
+        let contract = try ContractDocument.load(file: file)
+        try await DoppelTestServer.with(contract: file) { server in
+            let report = await ProviderVerifier(contract: contract, target: server.baseURL).run()
+            #expect(report.failed == 0 && report.notReached == 0, "\(report.checks.flatMap(VerifyReport.lines))")
+        }
+        try await DoppelTestServer.with(contract: loose) { server in
+            let report = await ProviderVerifier(contract: contract, target: server.baseURL).run()
+            let said = report.checks.filter { $0.outcome == .failed }.flatMap(VerifyReport.lines).joined(separator: "\n")
+            #expect(said.contains("a query string that is not JSON"), "\(said)")
         }
     }
 }

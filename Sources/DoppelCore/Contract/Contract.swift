@@ -191,6 +191,10 @@ package final class Endpoint: Sendable {
     package let headers: Schema?
     package let cookies: Schema?
     package let body: BodySpec?
+    /// The whole query string as one value (`querystring`, OpenAPI 3.2's
+    /// `in: querystring`): read as its `contentTypes[0]` says and checked by
+    /// its schema; expressions see it as `query`. Never with `query`.
+    package let queryString: BodySpec?
     /// The response for a request that fails validation; nil gives the built-in 422.
     package let onInvalid: ResponseDefinition?
     /// The response for a request no scheme admits, instead of the scheme's own `failure`.
@@ -209,7 +213,9 @@ package final class Endpoint: Sendable {
     init(id: String, method: String, path: PathTemplate, summary: String?, auth: [String], match: [Condition],
          bindings: [(String, ValueTemplate)], pathParameters: Schema?, query: Schema?, headers: Schema?, cookies: Schema?,
          body: BodySpec?, onInvalid: ResponseDefinition?, onUnauthorized: ResponseDefinition?, responses: [ResponseDefinition],
-         documented: [ResponseDefinition], location: SourceLocation, proxy: Bool = false, socket: SocketDefinition? = nil) {
+         documented: [ResponseDefinition], location: SourceLocation, proxy: Bool = false, socket: SocketDefinition? = nil,
+         queryString: BodySpec? = nil) {
+        self.queryString = queryString
         self.id = id
         self.method = method
         self.path = path

@@ -559,6 +559,18 @@ public final class MockEngine: Sendable {
             guard let text = pair.value.parameterText else { continue }
             query.append(encoded(pair.key) + "=" + encoded(text))
         }
+        if let spec = endpoint.queryString, let value = spec.example ?? spec.schema.flatMap(sampler.sample) {
+            // The whole query as one value: form fields, else its JSON or text, percent-encoded.
+            if spec.contentTypes.first ?? "application/x-www-form-urlencoded" == "application/x-www-form-urlencoded", let fields = value.objectValue {
+                for pair in fields.pairs {
+                    for item in pair.value.arrayValue ?? [pair.value] {
+                        if let text = item.parameterText { query.append(encoded(pair.key) + "=" + encoded(text)) }
+                    }
+                }
+            } else {
+                query.append(encoded(MediaTypes.isJSON(spec.contentTypes.first ?? "") ? JSONWriter.encodeString(value) : value.stringValue ?? JSONWriter.encodeString(value)))
+            }
+        }
         var headers: [(name: String, value: String)] = []
         // Required header parameters (a `User-Agent` of a documented form), from their schemas.
         if let schema = endpoint.headers, let values = sampler.sample(schema)?.objectValue {

@@ -37,9 +37,14 @@ package struct RequestValidator: Sendable {
                 .map { ValidationIssue(pointer: "/path" + $0.pointer, message: $0.message) }
             path = raw
         }
-        let (rawQuery, queryIssues) = validator.coerceParameters(queryItems, by: endpoint.query)
-        issues += queryIssues.map { ValidationIssue(pointer: "/query" + $0.pointer, message: $0.message) }
-        var query = validator.applyingDefaults(to: rawQuery, schema: endpoint.query)
+        var query: JSON
+        if let spec = endpoint.queryString {
+            query = readQueryString(request.query, items: queryItems, spec: spec, issues: &issues)
+        } else {
+            let (rawQuery, queryIssues) = validator.coerceParameters(queryItems, by: endpoint.query)
+            issues += queryIssues.map { ValidationIssue(pointer: "/query" + $0.pointer, message: $0.message) }
+            query = validator.applyingDefaults(to: rawQuery, schema: endpoint.query)
+        }
         var headers: JSON?
         if let schema = endpoint.headers {
             let (rawHeaders, headerIssues) = validator.coerceParameters(request.headers.map { ($0.name, $0.value) }, by: schema, caseInsensitive: true)
@@ -129,9 +134,47 @@ package struct RequestValidator: Sendable {
                 body = validator.applyingDefaults(to: body, schema: schema)
             }
         }
-        if query.objectValue == nil { query = .object(JSONObject()) }
+        if query.objectValue == nil, endpoint.queryString == nil { query = .object(JSONObject()) }
         let validated = ValidatedRequest(path: path, query: query, headers: headers, body: body)
         return issues.isEmpty ? .valid(validated) : .invalid(issues, validated)
+    }
+
+    /// The whole query string as one value (`querystring`), checked by its
+    /// schema: form fields as `query` reads them, a JSON text (percent-decoded),
+    /// or the decoded text. Absent or empty: null (form fields: `{}`), an
+    /// issue when it is required.
+    func readQueryString(_ raw: String?, items: [(String, String)], spec: BodySpec, issues: inout [ValidationIssue]) -> JSON {
+        let type = spec.contentTypes.first ?? "application/x-www-form-urlencoded"
+        let form = type == "application/x-www-form-urlencoded"
+        guard let raw, !raw.isEmpty else {
+            if spec.required { issues.append(ValidationIssue(pointer: "/query", message: "a query string is required")) }
+            return form ? .object(JSONObject()) : .null
+        }
+        var value: JSON
+        if form {
+            let (read, formIssues) = validator.coerceParameters(items, by: spec.schema, repeatedAsList: true)
+            issues += formIssues.map { ValidationIssue(pointer: "/query" + $0.pointer, message: $0.message) }
+            value = spec.schema.map { validator.applyingDefaults(to: read, schema: $0) } ?? read
+            if !formIssues.isEmpty { return value }
+        } else {
+            // RFC 3986 percent-decoding (a `+` is a plus sign here, not a space).
+            guard let text = raw.removingPercentEncoding else {
+                issues.append(ValidationIssue(pointer: "/query", message: "is not valid percent-encoding"))
+                return .null
+            }
+            if MediaTypes.isJSON(type) {
+                do { value = try JSONReader.parse(Array(text.utf8)) } catch {
+                    issues.append(ValidationIssue(pointer: "/query", message: "is not JSON: \(error.description)"))
+                    return .string(text)
+                }
+            } else {
+                value = .string(text)
+            }
+        }
+        if let schema = spec.schema {
+            issues += validator.validate(value, against: schema).map { ValidationIssue(pointer: "/query" + $0.pointer, message: $0.message) }
+        }
+        return value
     }
 
     /// Multipart parts as an object: fields as text read by their schema

@@ -1,9 +1,10 @@
 extension ContractLoader {
     static let requestBodyKeys: Set<String> = ["schema", "item_schema", "content_type", "required", "example", "description"]
     static let endpointKeys: Set<String> = [
-        "request", "summary", "description", "auth", "match", "let", "path", "query", "headers", "cookies", "body", "on_invalid",
+        "request", "summary", "description", "auth", "match", "let", "path", "query", "querystring", "headers", "cookies", "body", "on_invalid",
         "on_unauthorized", "responses", "documented", "proxy", "websocket",
     ]
+    static let queryStringKeys: Set<String> = ["schema", "content_type", "required", "example", "description"]
     /// The methods a contract's endpoints may use: HTTP's, and QUERY (a safe
     /// method with a body, which OpenAPI 3.2 describes). A vendor's
     /// document may name any other (OpenAPI 3.2's `additionalOperations`).
@@ -110,6 +111,10 @@ extension ContractLoader {
         let validator = SchemaValidator(registry: schemas)
         numericQuery = { validator.readsAsNumber($0, by: query) }
         defer { numericQuery = nil }
+        let queryString = reader["querystring"].flatMap { readQueryString($0, context: context) }
+        if queryString != nil, let node = reader["query"] {
+            diagnostics.error("\(context) has 'query' and 'querystring'; 'querystring' is the whole query, so give one or the other", at: node.location)
+        }
         let headers = reader["headers"].flatMap { readSchema($0, context: "headers of \(context)") }
         let cookies = reader["cookies"].flatMap { readSchema($0, context: "cookies of \(context)") }
         let body = reader["body"].flatMap { readBodySpec($0, context: context) }
@@ -177,7 +182,20 @@ extension ContractLoader {
             id: id, method: method, path: path, summary: reader.string("summary", diagnostics: &diagnostics), auth: auth,
             match: match, bindings: endpointBindings, pathParameters: pathParameters, query: query, headers: headers, cookies: cookies,
             body: body, onInvalid: onInvalid, onUnauthorized: onUnauthorized, responses: responses, documented: documented,
-            location: node.location, proxy: proxy, socket: socket)
+            location: node.location, proxy: proxy, socket: socket, queryString: queryString)
+    }
+
+    /// `querystring:`: the whole query string as one value, read as its
+    /// `content_type` (form fields by default, JSON, or text) says.
+    private mutating func readQueryString(_ node: SourceNode, context: String) -> BodySpec? {
+        guard let reader = MappingReader(node, allowed: Self.queryStringKeys, context: "querystring of \(context)", diagnostics: &diagnostics) else { return nil }
+        let schema = reader["schema"].flatMap { readSchema($0, context: "querystring schema of \(context)") }
+        let type = reader.string("content_type", diagnostics: &diagnostics) ?? "application/x-www-form-urlencoded"
+        if let example = reader["example"], let schema {
+            pendingExamples.append((example.json, schema, example.location, "the example querystring of \(context)"))
+        }
+        return BodySpec(schema: schema, contentTypes: [MediaTypes.essence(type)], required: reader.bool("required", diagnostics: &diagnostics) ?? false,
+                        example: reader["example"]?.json)
     }
 
     private mutating func readBodySpec(_ node: SourceNode, context: String) -> BodySpec? {

@@ -32,6 +32,7 @@ struct JSONSchemaTests {
             (ContractLoader.rateLimitKeys, "rateLimit"),
             (ContractLoader.endpointKeys, "endpoint"),
             (ContractLoader.requestBodyKeys, "requestBody"),
+            (ContractLoader.queryStringKeys, "queryString"),
             (ContractLoader.responseKeys, "inlineResponse"),
             (ContractLoader.referenceKeys, "referenceResponse"),
             (ContractLoader.sequenceKeys, "sequence"),
@@ -91,7 +92,7 @@ struct JSONSchemaTests {
         #expect(literal.isEmpty, "name these key sets and compare them with docs/schema: \(literal)")
         let compared: Set<String> = [
             "topLevelKeys", "infoKeys", "authKeys", "authSchemeKeys", "stateKeys", "collectionSpecKeys", "rateLimitKeys", "endpointKeys",
-            "requestBodyKeys", "responseKeys", "referenceKeys", "sequenceKeys", "eventKeys", "delayKeys", "discriminatorKeys",
+            "requestBodyKeys", "queryStringKeys", "responseKeys", "referenceKeys", "sequenceKeys", "eventKeys", "delayKeys", "discriminatorKeys",
             "topKeys", "givenKeys", "overrideKeys", "stepKeys", "partKeys", "expectKeys", "socketKeys", "socketRuleKeys", "pushKeys", "closeKeys", "callbackKeys",
         ]
         #expect(named == compared, "key sets not compared with docs/schema: \(named.subtracting(compared).sorted())")
