@@ -586,10 +586,12 @@ public enum OpenAPIExporter {
         }
         if let value = schema.constValue { object["const"] = value }
         if applies(["integer", "number"]) {
-            if let value = schema.minimum { object["minimum"] = number(value) }
-            if let value = schema.maximum { object["maximum"] = number(value) }
-            if let value = schema.exclusiveMinimum { object["exclusiveMinimum"] = number(value) }
-            if let value = schema.exclusiveMaximum { object["exclusiveMaximum"] = number(value) }
+            // A bound past 2^53 as written, not as the nearest double.
+            let exact = schema.advanced?.exactBounds ?? [:]
+            if let value = schema.minimum { object["minimum"] = exact["minimum"].map(JSON.int) ?? number(value) }
+            if let value = schema.maximum { object["maximum"] = exact["maximum"].map(JSON.int) ?? number(value) }
+            if let value = schema.exclusiveMinimum { object["exclusiveMinimum"] = exact["exclusiveMinimum"].map(JSON.int) ?? number(value) }
+            if let value = schema.exclusiveMaximum { object["exclusiveMaximum"] = exact["exclusiveMaximum"].map(JSON.int) ?? number(value) }
             if let value = schema.multipleOf { object["multipleOf"] = number(value) }
         }
         if applies(["string"]) {

@@ -108,6 +108,33 @@ struct ReproductionServingTests {
             #expect(negative.json?["errors"]?.arrayValue?.first?["message"]?.stringValue?.hasPrefix("must be at least 1") == true, "\(negative.json ?? .null)")
             let got13 = try await client.send("GET", "/echo?n=12345678901234567890.5", token: nil).status
             #expect(got13 == 422)
+            // Messages name big integers in digits (they printed -1.8446744073709552e+19).
+            let twoToThe64 = try await client.send("GET", "/echo?n=-18446744073709551616", token: nil)
+            #expect(twoToThe64.json?["errors"]?.arrayValue?.first?["message"] == "must be at least 1, got -18446744073709551616", "\(twoToThe64.json ?? .null)")
+        }
+    }
+
+    /// Bounds past 2^53 are kept as written: integers are compared with them
+    /// exactly and messages name both as written (a maximum of
+    /// 9007199254740993 was the double 9007199254740992.0, and let 9007199254740993 through
+    /// a maximum of 9007199254740992 as the same double).
+    @Test func integerBoundsPastTwoToTheFiftyThreeAreExact() async throws {
+        try await Self.serving("""
+            doppel: 1
+            endpoints:
+              e:
+                request: POST /e
+                body: { schema: { type: object, properties: { n: { type: integer, maximum: 9007199254740993 }, low: { type: integer, maximum: 9007199254740992 }, m: { type: integer, multipleOf: 7 }, big: { type: integer, minimum: -9223372036854775807 } } } }
+                responses: [ { status: 204 } ]
+            """) { (client: TestClient) async throws in
+            func errors(_ body: JSON) async throws -> [String] {
+                try await client.send("POST", "/e", json: body, token: nil).json?["errors"]?.arrayValue?.compactMap { $0["message"]?.stringValue } ?? []
+            }
+            #expect(try await errors(["n": 9007199254740993, "low": 9007199254740992, "m": 9007199254740995, "big": -9223372036854775807]) == [])
+            #expect(try await errors(["n": 9007199254740994]) == ["must be at most 9007199254740993, got 9007199254740994"])
+            #expect(try await errors(["low": 9007199254740993]) == ["must be at most 9007199254740992, got 9007199254740993"])
+            #expect(try await errors(["m": 9007199254740996]) == ["must be a multiple of 7, got 9007199254740996"])
+            #expect(try await errors(["big": -9223372036854775808]) == ["must be at least -9223372036854775807, got -9223372036854775808"])
         }
     }
 

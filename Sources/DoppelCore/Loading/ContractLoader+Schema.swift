@@ -136,6 +136,9 @@ extension ContractLoader {
             ref = reference(text, at: refNode.location)?.ref
         }
         var advanced = readAdvanced(reader, context: context)
+        for key in ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"] {
+            if case .int(let bound)? = reader[key]?.json, Int(exactly: Double(bound)) != bound { advanced.exactBounds[key] = bound }
+        }
         // `$dynamicRef: {ref: Name, anchor: A}` (as `doppel import` writes JSON Schema's): `ref` is its initial target.
         if let dynamic = reader["$dynamicRef"] {
             if ref == nil, let refNode = dynamic["ref"], let text = refNode.scalarText, let anchor = dynamic["anchor"]?.scalarText {

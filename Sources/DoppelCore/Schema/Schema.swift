@@ -98,6 +98,11 @@ package final class Schema: Sendable {
         /// schema (by name) it is on. Entering the schema enters the
         /// resource into the dynamic scope.
         package var dynamicScope: [(anchor: String, schema: String)] = []
+        /// Bounds written as integers that a `Double` cannot hold exactly
+        /// (past 2^53: `maximum: 9223372036854775807`), by keyword
+        /// (`minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum`):
+        /// integers are compared with them exactly, and messages name them as written.
+        package var exactBounds: [String: Int] = [:]
 
         package init() {}
 
@@ -105,7 +110,7 @@ package final class Schema: Sendable {
         package var isEmpty: Bool {
             patternProperties.isEmpty && propertyNames == nil && dependentRequired.isEmpty && dependentSchemas.isEmpty && ifSchema == nil
                 && thenSchema == nil && elseSchema == nil && contains == nil && minContains == nil && maxContains == nil
-                && unevaluatedProperties == nil && unevaluatedItems == nil && dynamicAnchor == nil && dynamicScope.isEmpty
+                && unevaluatedProperties == nil && unevaluatedItems == nil && dynamicAnchor == nil && dynamicScope.isEmpty && exactBounds.isEmpty
         }
 
         /// Whether `unevaluatedProperties` or `unevaluatedItems` is set: validation then collects what was looked at.

@@ -150,7 +150,7 @@ package struct SchemaValidator: Sendable {
         }
         switch value {
         case .int, .double:
-            validateNumber(value.numberValue!, schema, into: &run)
+            validateNumber(value, schema, into: &run)
         case .string(let s):
             validateString(s, schema, into: &run)
         case .array(let items):
@@ -577,24 +577,46 @@ package struct SchemaValidator: Sendable {
         }
     }
 
-    private func validateNumber(_ n: Double, _ schema: Schema, into run: inout Run) {
-        func text(_ d: Double) -> String { d.rounded() == d && abs(d) < 9e15 ? String(Int(d)) : String(d) }
-        if let min = schema.minimum, n < min {
-            run.add("must be at least \(text(min)), got \(text(n))")
+    private func validateNumber(_ value: JSON, _ schema: Schema, into run: inout Run) {
+        let n = value.numberValue!
+        let exact = schema.advanced?.exactBounds ?? [:]
+        /// How `value` compares with a bound: exactly for an integer (with
+        /// the bound as written, or the double when it is a whole number in
+        /// range), else as doubles. -1, 0, 1.
+        func order(_ key: String, _ bound: Double) -> Int {
+            if case .int(let i) = value {
+                let whole = exact[key] ?? (bound.rounded() == bound && abs(bound) < 9.2e18 ? Int(bound) : nil)
+                if let whole { return i < whole ? -1 : i == whole ? 0 : 1 }
+            }
+            return n < bound ? -1 : n == bound ? 0 : 1
         }
-        if let max = schema.maximum, n > max {
-            run.add("must be at most \(text(max)), got \(text(n))")
+        // Whole numbers as digits, never as 1.8e+19: the value as sent, a bound as written.
+        func text(_ d: Double) -> String {
+            guard d.rounded() == d, abs(d) < 1e21 else { return String(d) }
+            return abs(d) < 9e15 ? String(Int(d)) : String(format: "%.0f", d)
         }
-        if let min = schema.exclusiveMinimum, n <= min {
-            run.add("must be greater than \(text(min)), got \(text(n))")
+        func bound(_ key: String, _ d: Double) -> String { exact[key].map(String.init) ?? text(d) }
+        let got: String
+        if case .int(let i) = value { got = String(i) } else { got = text(n) }
+        if let min = schema.minimum, order("minimum", min) < 0 {
+            run.add("must be at least \(bound("minimum", min)), got \(got)")
         }
-        if let max = schema.exclusiveMaximum, n >= max {
-            run.add("must be less than \(text(max)), got \(text(n))")
+        if let max = schema.maximum, order("maximum", max) > 0 {
+            run.add("must be at most \(bound("maximum", max)), got \(got)")
+        }
+        if let min = schema.exclusiveMinimum, order("exclusiveMinimum", min) <= 0 {
+            run.add("must be greater than \(bound("exclusiveMinimum", min)), got \(got)")
+        }
+        if let max = schema.exclusiveMaximum, order("exclusiveMaximum", max) >= 0 {
+            run.add("must be less than \(bound("exclusiveMaximum", max)), got \(got)")
         }
         if let factor = schema.multipleOf {
             let quotient = n / factor
-            if quotient.rounded() != quotient || !quotient.isFinite {
-                run.add("must be a multiple of \(text(factor)), got \(text(n))")
+            if case .int(let i) = value, factor.rounded() == factor, factor >= 1, factor < 9.2e18 {
+                // An integer by a whole factor: exactly, past 2^53 too.
+                if i % Int(factor) != 0 { run.add("must be a multiple of \(text(factor)), got \(got)") }
+            } else if quotient.rounded() != quotient || !quotient.isFinite {
+                run.add("must be a multiple of \(text(factor)), got \(got)")
             }
         }
     }
