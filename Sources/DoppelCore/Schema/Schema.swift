@@ -267,7 +267,11 @@ package final class Schema: Sendable {
     package static let styles: Set<String> = ["form", "pipeDelimited", "spaceDelimited", "deepObject"]
 
     /// The formats `format` understands.
-    package static let formats: Set<String> = ["uuid", "date-time", "date", "email", "uri"]
+    /// The formats Doppel asserts (`SchemaValidator.string(_:hasFormat:)`, `Formats`).
+    package static let formats: Set<String> = [
+        "uuid", "date-time", "date", "email", "uri", "time", "duration", "ipv4", "ipv6", "hostname", "idn-email", "json-pointer",
+        "relative-json-pointer", "uri-reference", "iri", "iri-reference", "uri-template", "byte",
+    ]
 }
 
 /// One way a value failed its schema, located by JSON pointer.

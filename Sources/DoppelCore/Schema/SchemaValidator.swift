@@ -647,18 +647,17 @@ package struct SchemaValidator: Sendable {
         case "uuid":
             return isUUID(s)
         case "date-time":
-            return isDateTime(s) && UTCCalendar.parse(s) != nil
+            // The time after the `T` as `time` is (a leap second only at 23:59 UTC).
+            guard isDateTime(s), UTCCalendar.parse(s) != nil, let t = s.utf8.firstIndex(where: { $0 == 84 || $0 == 116 }) else { return false }
+            return Formats.isTime(Array(s.utf8[s.utf8.index(after: t)...])[...])
         case "date":
             return s.count == 10 && UTCCalendar.parse(s) != nil
         case "email":
-            let parts = s.split(separator: "@", omittingEmptySubsequences: false)
-            return parts.count == 2 && !parts[0].isEmpty && parts[1].contains(".") && !parts[1].hasPrefix(".")
-                && !parts[1].hasSuffix(".") && !s.contains(" ")
+            return s.utf8.allSatisfy { $0 < 128 } && Formats.isIDNEmail(s)
         case "uri":
-            guard let colon = s.firstIndex(of: ":"), colon != s.startIndex else { return false }
-            return s[..<colon].allSatisfy { $0.isLetter || $0.isNumber || "+-.".contains($0) } && !s.contains(" ")
+            return Formats.isURIReference(s, iri: false, absolute: true)
         default:
-            return true
+            return Formats.check(s, format) ?? true
         }
     }
 

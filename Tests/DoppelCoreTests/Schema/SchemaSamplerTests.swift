@@ -75,4 +75,17 @@ import Testing
             #expect(longer.unicodeScalars.count >= 8 && regex.matches(longer), "\(longer) for \(source)")
         }
     }
+
+    /// Every format Doppel asserts is generated as a value of that format
+    /// (an imported document keeps them, and a body generated for it must
+    /// keep its own schema), and a value of another format is refused.
+    @Test(arguments: Schema.formats.sorted())
+    func aGeneratedStringHasItsFormat(format: String) throws {
+        let contract = try loadContract("doppel: 1\nschemas:\n  S: { type: string, format: \(format) }\nendpoints: {}")
+        let schema = try #require(contract.schemas["S"])
+        let value = try #require(SchemaSampler(registry: contract.schemas).sample(schema))
+        let validator = SchemaValidator(registry: contract.schemas)
+        #expect(validator.validate(value, against: schema).isEmpty, "\(value)")
+        #expect(!validator.validate(" not one ", against: schema).isEmpty)
+    }
 }
