@@ -112,6 +112,7 @@ package struct SchemaSampler: Sendable {
                     return nil
                 }
             }
+            if schema.advanced != nil { conditioned(&object, schema, depth: depth, run: &run) }
             return .object(object)
         case "array":
             // `contains`: the first items after `prefixItems` are samples of it, `minContains` of them (1 when not given).
@@ -151,6 +152,36 @@ package struct SchemaSampler: Sendable {
             return .null
         default:
             return schema.nullable ? .null : .object(JSONObject())
+        }
+    }
+
+    /// What an object's members bring in made to hold: the `then` (or
+    /// `else`) its `if` picks and the `dependentSchemas` of members present
+    /// (each member they describe sampled from its own schema and theirs
+    /// together, each they require added), and `dependentRequired`.
+    private func conditioned(_ object: inout JSONObject, _ schema: Schema, depth: Int, run: inout Run) {
+        guard let advanced = schema.advanced else { return }
+        var parts: [Schema] = []
+        if let condition = advanced.ifSchema {
+            let holds = SchemaValidator(registry: registry).validate(.object(object), against: condition).isEmpty
+            if let branch = holds ? advanced.thenSchema : advanced.elseSchema { parts.append(branch) }
+        }
+        for (name, dependent) in advanced.dependentSchemas where object[name] != nil { parts.append(dependent) }
+        func own(_ name: String) -> Schema? { schema.properties.first { $0.0 == name }?.1 }
+        for var part in parts {
+            if let ref = part.ref, part.properties.isEmpty, part.required.isEmpty, let target = registry[ref] { part = target }
+            for (name, property) in part.properties where object[name] != nil || part.required.contains(name) {
+                let combined = own(name).map { Schema(allOf: [$0, property]) } ?? property
+                if let value = sample(combined, depth: depth + 1, run: &run) { object[name] = value }
+            }
+            for name in part.required where object[name] == nil {
+                object[name] = own(name).flatMap { sample($0, depth: depth + 1, run: &run) } ?? .string("string")
+            }
+        }
+        for (name, needed) in advanced.dependentRequired where object[name] != nil {
+            for other in needed where object[other] == nil {
+                object[other] = own(other).flatMap { sample($0, depth: depth + 1, run: &run) } ?? .string("string")
+            }
         }
     }
 

@@ -15,6 +15,24 @@ import Testing
         ("a pattern with a negated class and a bounded length", """
             Sample: { type: string, pattern: "^[^@ ]+@[^@ ]+\\\\.[a-z]{2,3}$", maxLength: 20 }
             """),
+        ("if/then/else and dependents, which the sampled members bring in", """
+            Sample:
+              type: object
+              required: [kind]
+              properties: { kind: { type: string, enum: [big, small] }, size: { type: integer }, label: { type: string } }
+              if: { properties: { kind: { const: big } } }
+              then: { properties: { size: { minimum: 100 } }, required: [size] }
+              else: { properties: { size: { maximum: 10 } } }
+              dependentSchemas: { size: { properties: { unit: { const: cm } }, required: [unit] } }
+              dependentRequired: { label: [note] }
+            """),
+        ("an else branch that requires what the object lacks", """
+            Sample:
+              type: object
+              properties: { kind: { type: string, example: small } }
+              if: { properties: { kind: { const: big } }, required: [kind] }
+              else: { properties: { count: { type: integer, minimum: 3 } }, required: [count] }
+            """),
         ("an unanchored pattern inside a format", """
             Sample: { type: string, format: date, pattern: "^20[0-9]{2}-" }
             """),
