@@ -210,14 +210,7 @@ extension ContractLoader {
                 return nil
             }
             let templates = items.compactMap { compileTemplate($0, roots: roots) }
-            var interval = 0.0
-            if let intervalNode = reader["interval"] {
-                guard let duration = intervalNode.scalarText.flatMap(CalendarDuration.parse), duration.months == 0 else {
-                    diagnostics.error("'interval' in \(context) must be a duration like 100ms", at: intervalNode.location)
-                    return nil
-                }
-                interval = duration.seconds
-            }
+            guard let interval = readInterval(reader, context: context) else { return nil }
             return .chunks(templates, interval: interval, contentType: explicitType ?? "text/plain; charset=utf-8")
         }
         if let node = reader["interval"], !reader.has("chunks") {
@@ -239,6 +232,17 @@ extension ContractLoader {
                 retry: event.int("retry", diagnostics: &diagnostics), delay: readDelay(event["delay"])?.minimum ?? 0))
         }
         return .events(events)
+    }
+
+    /// `interval`: seconds between a stream's parts, 0 when not given; nil,
+    /// with an error, when it is not a duration.
+    private mutating func readInterval(_ reader: MappingReader, context: String) -> Double? {
+        guard let node = reader["interval"] else { return 0 }
+        guard let duration = node.scalarText.flatMap(CalendarDuration.parse), duration.months == 0 else {
+            diagnostics.error("'interval' in \(context) must be a duration like 100ms", at: node.location)
+            return nil
+        }
+        return duration.seconds
     }
 
     /// The most items `items_from_schema` generates.
@@ -284,15 +288,7 @@ extension ContractLoader {
             }
             templates = Array(repeating: .constant(value), count: count)
         }
-        var interval = 0.0
-        if let intervalNode = reader["interval"] {
-            guard let duration = intervalNode.scalarText.flatMap(CalendarDuration.parse), duration.months == 0 else {
-                diagnostics.error("'interval' in \(context) must be a duration like 100ms", at: intervalNode.location)
-                return nil
-            }
-            interval = duration.seconds
-        }
-        guard !templates.isEmpty else { return nil }
+        guard let interval = readInterval(reader, context: context), !templates.isEmpty else { return nil }
         return .items(templates, interval: interval, media: media, contentType: SequentialMedia.withBoundary(type))
     }
 
