@@ -331,7 +331,7 @@ public struct ContractLoader: Sendable {
             // An undefined one is reported, and the scheme still declared, so
             // that endpoints naming it are not also wrong.
             let failure = spec["failure"].flatMap { readResponseReference($0, name: "\(entry.name).failure", scope: Self.requestRoots, endpointLets: []) }
-                ?? Self.defaultUnauthorized(at: entry.value.location, challenge: kind == .basic ? Self.basicChallenge(realm: realm) : "Bearer")
+                ?? Self.defaultUnauthorized(at: entry.value.location, challenge: Self.challenge(for: kind, realm: realm))
             var issued: String?
             if let issuedNode = spec["issued"], let collection = issuedNode.scalarText {
                 if kindsOfState[collection] == .collection {
@@ -406,6 +406,25 @@ public struct ContractLoader: Sendable {
             .replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
         if quoted.isEmpty { quoted = "API" }
         return "Basic realm=\"\(quoted)\", charset=\"UTF-8\""
+    }
+
+    /// The challenge of a scheme's built-in 401 (RFC 9110 §11.6.1: a 401
+    /// names a scheme the client can answer): Basic with its realm, Bearer,
+    /// and for an API key, which has no registered scheme, `ApiKey` with
+    /// where the key goes (`ApiKey header="x-api-key"`), never a Bearer
+    /// challenge a client would answer with the wrong credentials.
+    static func challenge(for kind: AuthScheme.Kind, realm: String) -> String {
+        switch kind {
+        case .basic: return basicChallenge(realm: realm)
+        case .apiKey(let header, let query, let cookie):
+            func quoted(_ text: String) -> String {
+                "\"" + text.filter { $0.asciiValue.map { $0 >= 0x20 && $0 != 0x7F } ?? false }
+                    .replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+            }
+            let places = [("header", header), ("query", query), ("cookie", cookie)].compactMap { name, value in value.map { "\(name)=\(quoted($0))" } }
+            return "ApiKey " + places.joined(separator: ", ")
+        default: return "Bearer"
+        }
     }
 
     /// The built-in 401 for a scheme that declares no `failure`.

@@ -30,6 +30,8 @@ import Testing
         #expect(engine.send("GET", "/keyed", token: nil, headers: [(name: "X-API-KEY", value: "wrong")]).status == 401)
         #expect(engine.send("GET", "/keyed?api_key=secret", token: nil).status == 200)
         #expect(engine.send("GET", "/keyed?api_key=", token: nil).status == 401)
+        // An API key's 401 says where the key goes, never a Bearer challenge (it said Bearer).
+        #expect(engine.send("GET", "/keyed", token: nil).header("www-authenticate") == #"ApiKey header="x-api-key", query="api_key""#)
         #expect(engine.send("GET", "/public", token: nil).status == 200)
     }
 
