@@ -578,14 +578,16 @@ package struct SchemaValidator: Sendable {
     }
 
     private func validateNumber(_ value: JSON, _ schema: Schema, into run: inout Run) {
+        guard schema.minimum != nil || schema.maximum != nil || schema.exclusiveMinimum != nil || schema.exclusiveMaximum != nil
+            || schema.multipleOf != nil else { return }
         let n = value.numberValue!
-        let exact = schema.advanced?.exactBounds ?? [:]
+        let exact = schema.advanced?.exactBounds
         /// How `value` compares with a bound: exactly for an integer (with
         /// the bound as written, or the double when it is a whole number in
         /// range), else as doubles. -1, 0, 1.
         func order(_ key: String, _ bound: Double) -> Int {
             if case .int(let i) = value {
-                let whole = exact[key] ?? (bound.rounded() == bound && abs(bound) < 9.2e18 ? Int(bound) : nil)
+                let whole = exact?[key] ?? (bound.rounded() == bound && abs(bound) < 9.2e18 ? Int(bound) : nil)
                 if let whole { return i < whole ? -1 : i == whole ? 0 : 1 }
             }
             return n < bound ? -1 : n == bound ? 0 : 1
@@ -595,9 +597,9 @@ package struct SchemaValidator: Sendable {
             guard d.rounded() == d, abs(d) < 1e21 else { return String(d) }
             return abs(d) < 9e15 ? String(Int(d)) : String(format: "%.0f", d)
         }
-        func bound(_ key: String, _ d: Double) -> String { exact[key].map(String.init) ?? text(d) }
-        let got: String
-        if case .int(let i) = value { got = String(i) } else { got = text(n) }
+        func bound(_ key: String, _ d: Double) -> String { exact?[key].map(String.init) ?? text(d) }
+        // Written only for a message: a valid number builds no text.
+        var got: String { if case .int(let i) = value { String(i) } else { text(n) } }
         if let min = schema.minimum, order("minimum", min) < 0 {
             run.add("must be at least \(bound("minimum", min)), got \(got)")
         }
