@@ -85,18 +85,23 @@ import Testing
         let request = RecordedRequest(method: "GET", target: "/large")
         // Other answers hold 900,000 of the 1,000,000 bytes.
         #expect(upstream.inFlight.reserve(900_000))
-        var refused = await upstream.forward(request)
         // The budget is what is tested: a connection lost before any answer
-        // (seen on a loaded machine in the full suite) is tried again, twice at most.
-        for _ in 0..<2 where String(decoding: refused.response.body, as: UTF8.self).contains("closed the connection without an answer") {
-            refused = await upstream.forward(request)
+        // (seen on a loaded machine in the full suite, for either exchange)
+        // is tried again, three times at most.
+        func forward() async -> (response: MockResponse, answered: Bool) {
+            var answer = await upstream.forward(request)
+            for _ in 0..<3 where String(decoding: answer.response.body, as: UTF8.self).contains("closed the connection without an answer") {
+                answer = await upstream.forward(request)
+            }
+            return answer
         }
+        let refused = await forward()
         #expect(refused.response.status == 502)
         #expect(String(decoding: refused.response.body, as: UTF8.self).contains("memory for upstream answers in flight"))
         #expect(upstream.inFlight.current == 900_000)
         upstream.inFlight.release(900_000)
-        let passed = await upstream.forward(request)
-        #expect(passed.response.status == 200)
+        let passed = await forward()
+        #expect(passed.response.status == 200, "\(String(decoding: passed.response.body, as: UTF8.self))")
         #expect(passed.response.body.count == 200_000)
         // Nothing stays held once answers are passed back.
         #expect(upstream.inFlight.current == 0)
