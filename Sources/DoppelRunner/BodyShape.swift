@@ -97,6 +97,33 @@ enum BodyShape {
         }
     }
 
+    /// The problems of a value against the contract's own rendering of the
+    /// same request: every member it has, of its type, and each item against
+    /// the rendering's item at the same place (the first where the rendering
+    /// has fewer). Integers and numbers are one kind here: a rendering writes
+    /// a whole number without its fraction. `null` stands for anything.
+    static func shape(of value: JSON, againstRendering expected: JSON, at pointer: String, into problems: inout [String]) {
+        guard problems.count < 20 else { return }
+        let place = pointer.isEmpty ? "/" : pointer
+        switch expected {
+        case .null:
+            return
+        case .object(let members):
+            guard let actual = value.objectValue else { return problems.append("\(place): expected object, got \(kind(of: value))") }
+            each(members.pairs.lazy.map { ($0.key, $0.value) }, of: actual, at: pointer, into: &problems) { shape(of: $0, againstRendering: $1, at: $2, into: &$3) }
+        case .array(let items):
+            guard let actual = value.arrayValue else { return problems.append("\(place): expected array, got \(kind(of: value))") }
+            guard !items.isEmpty else { return }
+            for (index, item) in actual.enumerated() {
+                shape(of: item, againstRendering: index < items.count ? items[index] : items[0], at: "\(pointer)/\(index)", into: &problems)
+            }
+        default:
+            let want = kind(of: expected), got = kind(of: value)
+            if want == got || (["number", "integer"].contains(want) && ["number", "integer"].contains(got)) { return }
+            problems.append("\(place): expected \(want), got \(got)")
+        }
+    }
+
     /// The problems of a value against an example value's shape. `null` in
     /// the contract stands for a value not known yet: anything is taken.
     static func shape(of value: JSON, against expected: JSON, at pointer: String, into problems: inout [String]) {

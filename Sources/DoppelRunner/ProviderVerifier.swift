@@ -45,6 +45,17 @@ public struct ProviderVerifier: Sendable {
         public var rate: Double?
         /// Seconds one request may take.
         public var timeout: Double = 10
+        /// Whether sequences are sent at all (see `ProviderVerifier+Walks`): they
+        /// write to the provider (records, counters, purchases) many times over.
+        public var sequences = true
+        /// Random sequences sent after the planned ones.
+        public var walks = 3
+        /// Steps in each random sequence.
+        public var walkLength = 8
+        /// A shell command run before each sequence that prints a fresh bearer token (a new account).
+        public var tokenCommand: String?
+        /// A shell command run before each sequence that prints headers (`Name: value`, one a line) of a fresh session.
+        public var sessionCommand: String?
 
         /// The defaults: every endpoint, no credentials of one's own, seed 1, 1,000 requests, 10 s each.
         public init() {}
@@ -133,6 +144,10 @@ public struct ProviderVerifier: Sendable {
                 run.checks.append(check)
             }
         }
+        for check in await run.walkChecks() {
+            progress(check)
+            run.checks.append(check)
+        }
         return Report(checks: run.checks, coverage: coverage(of: run.checks), stopped: run.stopped)
     }
 
@@ -149,7 +164,15 @@ public struct ProviderVerifier: Sendable {
             default: return 3
             }
         }
-        return chosen.enumerated().sorted { (rank($0.element), $0.offset) < (rank($1.element), $1.offset) }.map(\.element)
+        // A collection whose records other endpoints' bodies name (`child_id`
+        // for `POST /children`) is created first, so they can name one.
+        let named = Set(chosen.flatMap { Run.namedCollections(of: $0, contract: contract) })
+        func first(_ endpoint: Endpoint) -> Int {
+            guard endpoint.method == "POST", endpoint.path.parameterNames.isEmpty,
+                  let last = endpoint.path.template.split(separator: "/").last else { return 1 }
+            return named.contains(last.lowercased()) ? 0 : 1
+        }
+        return chosen.enumerated().sorted { (rank($0.element), first($0.element), $0.offset) < (rank($1.element), first($1.element), $1.offset) }.map(\.element)
     }
 
     func coverage(of checks: [Check]) -> [Coverage] {
@@ -173,11 +196,37 @@ public struct ProviderVerifier: Sendable {
 
     // MARK: One run
 
+    /// Sample requests by endpoint id (they are the same every time: built from the contract and its seed).
+    final class SampleRequests: @unchecked Sendable {
+        private let lock = NSLock()
+        private var built: [String: RecordedRequest] = [:]
+
+        func request(for endpoint: Endpoint, from engine: MockEngine) -> RecordedRequest {
+            lock.lock()
+            if let known = built[endpoint.id] { lock.unlock(); return known }
+            lock.unlock()
+            let sample = engine.sampleRequest(for: endpoint)
+            lock.lock()
+            built[endpoint.id] = sample
+            lock.unlock()
+            return sample
+        }
+    }
+
     /// The state of a run: what the target and the oracle issued (a token,
     /// ids), the requests spent, and whether the target can be reached.
     struct Run {
         let verifier: ProviderVerifier
         let oracle: MockEngine
+        /// The contract's engine on a clock 40 days and a minute on: a
+        /// value a sequence gets there too is the state's, not the time's.
+        let laterOracle: MockEngine
+        /// Sequences started, each in a session of its own.
+        var walksStarted = 0
+        /// Each endpoint's sample request, built once: planning asks for it thousands of times.
+        let samples = SampleRequests()
+        /// Names this run's sessions apart from earlier runs' on the same target.
+        let runID = String(UInt32.random(in: 0...UInt32.max), radix: 16)
         var checks: [Check] = []
         var target = Side()
         var mirror = Side()
@@ -190,11 +239,17 @@ public struct ProviderVerifier: Sendable {
         struct Side {
             var token: String?
             var ids: [String: String] = [:]
+            /// A walk's own start: its `Doppel-Session`, and the token and
+            /// headers `--token-command` and `--session-command` gave it.
+            var session: String?
+            var freshToken: String?
+            var freshHeaders: [(name: String, value: String)] = []
         }
 
         init(verifier: ProviderVerifier) {
             self.verifier = verifier
             self.oracle = MockEngine(contract: verifier.contract, journalCapacity: 100)
+            self.laterOracle = MockEngine(contract: verifier.contract, journalCapacity: 10, clock: { Date().timeIntervalSince1970 + 40 * 86_400 + 61 })
             self.random = SplitMix64(seed: verifier.options.seed)
         }
 
@@ -211,15 +266,31 @@ public struct ProviderVerifier: Sendable {
             if let unknown = unknownID(for: endpoint) {
                 checks.append(await expect(endpoint, "unknown id", pathValue: unknown, only404: true))
             }
+            if let last = endpoint.path.parameterNames.last, let schema = endpoint.pathParameters?.property(last).map(resolved),
+               let types = schema.types, types.count == 1, ["integer", "number"].contains(types[0]) {
+                checks.append(await expect(endpoint, "path parameter '\(last)' of the wrong type", change: { _ in }, pathValue: "not-a-number"))
+            }
+            let run = self
+            let (branches, refusals) = await PlanningQueue.run { (run.branches(of: endpoint), run.refusals(of: endpoint)) }
+            for (name, change) in branches {
+                let check = await valid(endpoint, name: name, change: change)
+                // A value the contract itself refuses in this request is no branch of it.
+                if check.outcome == .notReached, check.summary.hasPrefix("Doppel could not build") { continue }
+                checks.append(check)
+            }
+            for (name, change) in refusals {
+                checks.append(await expect(endpoint, name, change: change))
+            }
             return checks
         }
 
         // MARK: Checks
 
         /// The valid request: any documented status, its body and headers as documented.
-        mutating func valid(_ endpoint: Endpoint) async -> Check {
-            var check = Check(endpointID: endpoint.id, name: "valid request", outcome: .notReached, summary: "")
-            let sample = request(for: endpoint, side: mirror, oracle: true)
+        mutating func valid(_ endpoint: Endpoint, name: String = "valid request", change: ((inout RecordedRequest) -> Void)? = nil) async -> Check {
+            var check = Check(endpointID: endpoint.id, name: name, outcome: .notReached, summary: "")
+            var sample = request(for: endpoint, side: mirror, oracle: true)
+            change?(&sample)
             let expected = oracleAnswer(sample)
             if isRefusal(expected.status, of: endpoint, asInvalid: true) {
                 check.summary = "Doppel could not build a request the contract accepts (it answers \(expected.status)): give the body or its parameters an example"
@@ -231,7 +302,8 @@ public struct ProviderVerifier: Sendable {
                 return check
             }
             remember(expected, of: endpoint, on: &mirror)
-            let outgoing = request(for: endpoint, side: target, oracle: false)
+            var outgoing = request(for: endpoint, side: target, oracle: false)
+            change?(&outgoing)
             guard let answer = await send(outgoing, for: &check) else { return check }
             check.status = answer.status
             // A WebSocket's close codes are not HTTP statuses; verify checks its upgrade.
@@ -250,6 +322,14 @@ public struct ProviderVerifier: Sendable {
                 check.details = [curl(outgoing)] + bodyLines(answer)
                 return check
             }
+            // A documented 5xx says the provider may fail, not that this request may fail it: where the contract answers, the provider must too.
+            if answer.status >= 500, expected.status < 500 {
+                check.outcome = .failed
+                check.statuses = [answer.status]
+                check.summary = "the target failed (\(answer.status)) where the contract answers \(expected.status)"
+                check.details = [curl(outgoing)] + bodyLines(answer)
+                return check
+            }
             guard documented.contains(answer.status) else {
                 check.outcome = .failed
                 check.statuses = documented
@@ -258,6 +338,7 @@ public struct ProviderVerifier: Sendable {
                 return check
             }
             let problems = self.problems(answer, status: answer.status, of: endpoint, oracle: expected.status == answer.status ? expected : nil)
+                + relations(answer, request: outgoing, of: endpoint, oracle: expected)
             if problems.isEmpty {
                 check.outcome = .passed
                 check.summary = "\(answer.status) as documented"
@@ -342,6 +423,14 @@ public struct ProviderVerifier: Sendable {
                 for (name, _) in candidate.headers where name.lowercased() != "content-type" {
                     if !answer.headers.keys.contains(where: { $0.lowercased() == name.lowercased() }) { found.append("header \(name): missing") }
                 }
+                // A templated body without a schema (a list from `data`, a record
+                // read back) is held to the shape of the contract's own rendering
+                // of the same request: its types, members and every item.
+                if found.isEmpty, candidate.schema == nil, case .json(let template, _, _) = candidate.body, !template.expressions.isEmpty,
+                   let oracle, oracle.responseName == candidate.name, oracle.status == status,
+                   let rendered = try? JSONReader.parse(oracle.body), let actual = try? JSONReader.parse([UInt8](answer.body)) {
+                    BodyShape.shape(of: actual, againstRendering: rendered, at: "", into: &found)
+                }
                 if found.isEmpty { return [] }
                 if best == nil || found.count < best!.count { best = found }
             }
@@ -362,12 +451,22 @@ public struct ProviderVerifier: Sendable {
             return best ?? []
         }
 
+        /// The relations between an answer's own values that its response
+        /// states (`converted_amount` from `amount` and the answer's `rate`).
+        func relations(_ answer: ScenarioRunner.HTTPAnswer, request: RecordedRequest, of endpoint: Endpoint, oracle: MockResponse) -> [String] {
+            let documented = endpoint.documentedResponses
+            guard let response = (oracle.status == answer.status ? documented.first { $0.name == oracle.responseName } : nil)
+                    ?? documented.first(where: { $0.status == answer.status }),
+                  let value = try? JSONReader.parse([UInt8](answer.body)) else { return [] }
+            return self.oracle.relationProblems(of: response, for: endpoint, request: request, answer: value)
+        }
+
         // MARK: Requests
 
         /// The endpoint's sample request for one side: its credentials, and
         /// the ids that side's earlier answers gave.
         func request(for endpoint: Endpoint, side: Side, oracle: Bool, credentials: Bool = true, lastPathValue: String? = nil) -> RecordedRequest {
-            let sample = self.oracle.sampleRequest(for: endpoint)
+            let sample = samples.request(for: endpoint, from: self.oracle)
             // Path values: the sample's, or an id the run created under a collection.
             var values = endpoint.path.match(EndpointRouter.segments(of: sample.path)) ?? [:]
             let template = endpoint.path.template
@@ -388,7 +487,7 @@ public struct ProviderVerifier: Sendable {
                 let schemes = endpoint.auth.compactMap { contract.authSchemes[$0] }
                 if oracle {
                     if let scheme = schemes.first { add(sampleCredential(for: scheme, token: side.token), to: &headers, query: &query) }
-                } else if let token = options.token ?? side.token, schemes.contains(where: { $0.kind == .bearer }) {
+                } else if let token = side.freshToken ?? options.token ?? side.token, schemes.contains(where: { $0.kind == .bearer }) {
                     headers.append((name: "Authorization", value: "Bearer \(token)"))
                 } else if !options.headers.contains(where: { isCredential($0.name, in: schemes) }), let scheme = schemes.first {
                     add(sampleCredential(for: scheme, token: side.token), to: &headers, query: &query)
@@ -396,17 +495,46 @@ public struct ProviderVerifier: Sendable {
             }
             if !oracle {
                 let schemes = endpoint.auth.compactMap { contract.authSchemes[$0] }
-                for header in options.headers where credentials || !isCredential(header.name, in: schemes) {
+                for header in options.headers + side.freshHeaders where credentials || !isCredential(header.name, in: schemes) {
                     headers.removeAll { $0.name.lowercased() == header.name.lowercased() }
                     headers.append(header)
                 }
-                if let session = options.session { headers.append((name: "Doppel-Session", value: session)) }
+                if let session = side.session ?? options.session, !headers.contains(where: { $0.name.lowercased() == MockEngine.sessionHeader }) {
+                    headers.append((name: "Doppel-Session", value: session))
+                }
             } else {
-                headers.append((name: "Doppel-Session", value: "doppel-verify"))
+                headers.append((name: "Doppel-Session", value: side.session ?? "doppel-verify"))
             }
             // The template has the base path already.
             return RecordedRequest(method: sample.method, path: path,
-                                   query: query.isEmpty ? nil : query.joined(separator: "&"), headers: headers, body: sample.body)
+                                   query: query.isEmpty ? nil : query.joined(separator: "&"), headers: headers,
+                                   body: Self.withCreatedIDs(sample.body, side.ids))
+        }
+
+        /// A JSON body whose members name records the run created (`child_id`
+        /// for a record POSTed to `/children`) carries those records' ids.
+        static func withCreatedIDs(_ body: [UInt8], _ ids: [String: String]) -> [UInt8] {
+            guard !ids.isEmpty, case .object(var object)? = try? JSONReader.parse(body) else { return body }
+            var changed = false
+            for (key, value) in object.pairs where value.stringValue != nil || value.intValue != nil {
+                let stem: Substring
+                if key.hasSuffix("_id") { stem = key.dropLast(3) } else if key.hasSuffix("Id") { stem = key.dropLast(2) } else { continue }
+                guard !stem.isEmpty else { continue }
+                let names = Set([String(stem), plural(String(stem))].map { $0.lowercased() })
+                guard let id = ids.first(where: { names.contains(($0.key.split(separator: "/").last.map(String.init) ?? "").lowercased()) })?.value else { continue }
+                object[key] = value.intValue != nil ? (Int(id).map(JSON.int) ?? .string(id)) : .string(id)
+                changed = true
+            }
+            return changed ? JSONWriter.encode(.object(object)) : body
+        }
+
+        /// The English plural of a resource's name: `child` → `children`, `story` → `stories`.
+        static func plural(_ word: String) -> String {
+            let irregular = ["child": "children", "person": "people", "man": "men", "woman": "women", "mouse": "mice"]
+            if let known = irregular[word.lowercased()] { return known }
+            if word.hasSuffix("y"), let before = word.dropLast().last, !"aeiou".contains(before) { return word.dropLast() + "ies" }
+            if ["s", "x", "z", "ch", "sh"].contains(where: word.hasSuffix) { return word + "es" }
+            return word + "s"
         }
 
         /// A credential the contract takes: the first it lists, else one of the right shape.
@@ -491,10 +619,43 @@ public struct ProviderVerifier: Sendable {
                                               headers: request.headers, body: request.body)
                 }))
             }
+            if endpoint.queryString == nil, let query = endpoint.query {
+                // Each kind of bad value once, at the first parameter that can take it.
+                let properties = query.properties.map { ($0.0, resolved($0.1)) }
+                if let (name, value) = properties.lazy.compactMap({ name, schema in Self.queryOutOfRange(schema).map { (name, $0) } }).first {
+                    inputs.append(("query parameter '\(name)' out of range (\(value))", { Self.setQuery(&$0, name, value) }))
+                }
+                if let (name, _) = properties.first(where: { _, schema in
+                    schema.enumValues == nil && (schema.types ?? []).count == 1 && ["integer", "number", "boolean"].contains(schema.types![0])
+                }) {
+                    inputs.append(("query parameter '\(name)' of the wrong type", { Self.setQuery(&$0, name, "not-a-number") }))
+                }
+                if let (name, _) = properties.first(where: { _, schema in schema.enumValues?.allSatisfy({ $0.stringValue != nil }) ?? false }) {
+                    inputs.append(("query parameter '\(name)' not one of its values", { Self.setQuery(&$0, name, "doppel-verify-not-listed") }))
+                }
+            }
             if let headers = endpoint.headers, let name = headers.required.first(where: { !["accept", "content-type", "authorization"].contains($0.lowercased()) }) {
                 inputs.append(("required header '\(name)' left out", { request in request.headers.removeAll { $0.name == name.lowercased() } }))
             }
             return inputs
+        }
+
+        /// A query parameter's value just past its bounds, as sent.
+        static func queryOutOfRange(_ schema: Schema) -> String? {
+            let integer = schema.types == ["integer"]
+            func text(_ number: Double) -> String { integer && number.rounded() == number && abs(number) < 9e15 ? String(Int(number)) : String(number) }
+            if let maximum = schema.maximum { return text(integer ? maximum.rounded(.down) + 1 : maximum + 1) }
+            if let minimum = schema.minimum { return text(integer ? minimum.rounded(.up) - 1 : minimum - 1) }
+            if let maxLength = schema.maxLength, maxLength < 2_000 { return String(repeating: "x", count: maxLength + 1) }
+            return nil
+        }
+
+        /// The request with one query parameter set to `value` (added, or in place of its values).
+        static func setQuery(_ request: inout RecordedRequest, _ name: String, _ value: String) {
+            let key = ScenarioRunner.encode(name)
+            var pairs = (request.query ?? "").split(separator: "&").map(String.init).filter { $0 != key && !$0.hasPrefix(key + "=") }
+            pairs.append(key + "=" + ScenarioRunner.encode(value))
+            request = RecordedRequest(method: request.method, path: request.path, query: pairs.joined(separator: "&"), headers: request.headers, body: request.body)
         }
 
         static func editBody(_ request: inout RecordedRequest, _ edit: (inout JSONObject) -> Void) {

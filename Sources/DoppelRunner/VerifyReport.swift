@@ -29,7 +29,7 @@ public enum VerifyReport {
         }
         for (endpoint, entries) in byEndpoint { lines.append("  \(endpoint): \(entries.joined(separator: ", "))") }
         if rows.contains(where: { $0.state == "not reached" }) {
-            lines.append("  (a status only state reaches, such as a limit's 402, is for a scenario: doppel run --target)")
+            lines.append("  (a status no request or sequence reached, such as one the contract only documents or one after the clock moves, is for a scenario: doppel run --target)")
         }
         return lines
     }

@@ -11,7 +11,11 @@ struct Verify: AsyncParsableCommand {
             For every endpoint: a valid request (it must get a documented status, with the documented body and \
             headers), the same without credentials on a protected endpoint, invalid input (a required member left \
             out, a wrong type, a value out of range, malformed JSON), and an unknown id where a 404 is documented \
-            (each must get the status the contract gives it, with its body). Prints a line per check, the documented \
+            (each must get the status the contract gives it, with its body). Then sequences from a fresh start, \
+            sent to the provider and to the contract's engine in lockstep: each reaches a status state decides \
+            (a limit's 402, a deleted record's 404), reads a change back, or walks at random from --seed; each \
+            answer must have the contract's status, shape and the values it derives from state. A failing sequence \
+            is shrunk and printed as a scenario. Prints a line per check, the documented \
             statuses no check reached, and 'N passed, N failed'; exits 1 when any check fails. See docs/verify.md.
             """
     )
@@ -46,6 +50,21 @@ struct Verify: AsyncParsableCommand {
     @Option(help: "Seconds one request may take.")
     var timeout: Double = 10
 
+    @Flag(inversion: .prefixedNo, help: "Send sequences of requests in lockstep with the contract after the single checks (they write to the provider many times over).")
+    var sequences = true
+
+    @Option(help: "Random sequences sent after the planned ones, each from a fresh start (0: none).")
+    var walks = 3
+
+    @Option(name: .customLong("walk-length"), help: "Steps in each random sequence.")
+    var walkLength = 8
+
+    @Option(name: .customLong("token-command"), help: "A shell command run before each sequence that prints a fresh bearer token (a new account, so its limits start at zero).")
+    var tokenCommand: String?
+
+    @Option(name: .customLong("session-command"), help: "A shell command run before each sequence that prints the headers of a fresh session, one 'Name: value' a line.")
+    var sessionCommand: String?
+
     @Option(help: "Write a JUnit XML report to this file.")
     var junit: String?
 
@@ -59,6 +78,8 @@ struct Verify: AsyncParsableCommand {
         if maxRequests < 1 { throw ValidationError("--max-requests must be at least 1") }
         if let rate, !(rate > 0) { throw ValidationError("--rate must be more than 0") }
         if !(timeout > 0) || timeout > 3_600 { throw ValidationError("--timeout must be more than 0 and at most 3600 seconds") }
+        if walks < 0 || walks > 1_000 { throw ValidationError("--walks must be 0 to 1000") }
+        if walkLength < 2 || walkLength > 100 { throw ValidationError("--walk-length must be 2 to 100") }
         if let session, !SessionStore.isValid(id: session) {
             throw ValidationError("--session must be 1 to 128 of A-Z a-z 0-9 . _ : -")
         }
@@ -88,6 +109,11 @@ struct Verify: AsyncParsableCommand {
         options.maxRequests = maxRequests
         options.rate = rate
         options.timeout = timeout
+        options.sequences = sequences
+        options.walks = walks
+        options.walkLength = walkLength
+        options.tokenCommand = tokenCommand
+        options.sessionCommand = sessionCommand
         let verifier = ProviderVerifier(contract: loaded, target: URL(string: target)!, options: options)
         let unknown = verifier.unknownEndpoints()
         if !unknown.isEmpty {

@@ -441,11 +441,11 @@ struct ReproductionServingTests {
         try "doppel: 1\nendpoints:\n  s: { request: GET /search, responses: [ { body: { found: 1 } } ] }\n".write(toFile: loose, atomically: true, encoding: .utf8)
         let contract = try ContractDocument.load(file: file)
         try await DoppelTestServer.with(contract: file) { server in
-            let report = await ProviderVerifier(contract: contract, target: server.baseURL).run()
+            let report = await ProviderVerifier(contract: contract, target: server.baseURL, options: .inTheSuite).run()
             #expect(report.failed == 0 && report.notReached == 0, "\(report.checks.flatMap(VerifyReport.lines))")
         }
         try await DoppelTestServer.with(contract: loose) { server in
-            let report = await ProviderVerifier(contract: contract, target: server.baseURL).run()
+            let report = await ProviderVerifier(contract: contract, target: server.baseURL, options: .inTheSuite).run()
             let said = report.checks.filter { $0.outcome == .failed }.flatMap(VerifyReport.lines).joined(separator: "\n")
             #expect(said.contains("a query string that is not JSON"), "\(said)")
         }

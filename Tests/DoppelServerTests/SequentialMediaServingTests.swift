@@ -100,7 +100,7 @@ struct SequentialMediaServingTests {
             let contract = try ContractDocument.load(file: file)
             // The document served by Doppel passes every check, an item of the wrong type sent included.
             try await DoppelTestServer.with(contract: file) { server in
-                let report = await ProviderVerifier(contract: contract, target: server.baseURL).run()
+                let report = await ProviderVerifier(contract: contract, target: server.baseURL, options: .inTheSuite).run()
                 #expect(report.failed == 0 && report.notReached == 0, "\(report.checks.flatMap(VerifyReport.lines))")
                 #expect(report.checks.contains { $0.endpointID == "post-ingest" && $0.outcome == .passed && VerifyReport.lines(for: $0).joined().contains("an item of the wrong type") },
                         "\(report.checks.flatMap(VerifyReport.lines))")
@@ -116,7 +116,7 @@ struct SequentialMediaServingTests {
                   ingest: { request: POST /ingest, responses: [ { status: 204 } ] }
                 """.write(toFile: provider, atomically: true, encoding: .utf8)
             try await DoppelTestServer.with(contract: provider) { server in
-                let report = await ProviderVerifier(contract: contract, target: server.baseURL).run()
+                let report = await ProviderVerifier(contract: contract, target: server.baseURL, options: .inTheSuite).run()
                 func said(_ endpoint: String) -> String {
                     report.checks.filter { $0.endpointID == endpoint && $0.outcome == .failed }.flatMap(VerifyReport.lines).joined(separator: "\n")
                 }

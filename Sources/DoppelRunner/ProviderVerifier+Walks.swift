@@ -1,0 +1,575 @@
+import DoppelCore
+import DoppelServer
+import Foundation
+
+/// Walks: sequences of requests sent to the provider and, in lockstep, to the
+/// contract's own engine, each from a fresh start. Each answer must have the
+/// engine's status, its body the shape of the engine's, and the values the
+/// contract derives from state (`StateDerivation`) the engine's values.
+///
+/// The sequences are planned on the engine alone, which costs the provider
+/// nothing: for each endpoint and documented status, the shortest sequence
+/// that reaches it (the endpoint repeated, after a record is created, or
+/// created and deleted), for each change of state a read that shows it, then
+/// `walks` random sequences from the seed. A failing sequence is shrunk (a
+/// step left out while the failure stays) and printed as a scenario file.
+extension ProviderVerifier.Run {
+    /// One planned sequence.
+    struct Walk {
+        /// What the sequence is for: `generate-story 402`.
+        var purpose: String
+        var steps: [Endpoint]
+    }
+
+    /// The outcome of sending one sequence.
+    struct WalkResult {
+        /// The step that differed (from 0), nil when none did.
+        var failedAt: Int?
+        /// What differed.
+        var differences: [String] = []
+        /// One line per step sent: request, the provider's status, the contract's.
+        var transcript: [String] = []
+        /// The requests sent to the provider and the contract's answers, for the scenario.
+        var sent: [(request: RecordedRequest, expected: MockResponse, endpoint: Endpoint, target: ScenarioRunner.HTTPAnswer?)] = []
+        /// Why the sequence could not be sent (the budget, a fresh start that failed).
+        var notSent: String?
+    }
+
+    /// The most times an endpoint is repeated to reach a status.
+    static let maximumRepeats = 12
+    /// The most replays spent shrinking one failing sequence.
+    static let maximumShrinkReplays = 12
+
+    /// Endpoints a walk may use: plain HTTP, no sockets or proxies.
+    var walkable: [Endpoint] {
+        verifier.orderedEndpoints().filter { $0.socket == nil && !$0.proxy }
+    }
+
+    // MARK: Planning
+
+    /// The sequences to send, planned on a scratch engine.
+    mutating func plannedWalks() -> [Walk] {
+        let endpoints = walkable
+        guard !endpoints.isEmpty else { return [] }
+        var planner = Planner(run: self)
+        var walks: [Walk] = []
+        var seen: Set<[String]> = []
+        // A single step is a walk when it reaches a status the checks of one request do not (a 404 of a record never created).
+        func add(_ walk: Walk, single: Bool = false) {
+            let key = walk.steps.map(\.id)
+            guard walk.steps.count >= (single ? 1 : 2), seen.insert(key).inserted else { return }
+            walks.append(walk)
+        }
+        // Every documented status state can reach, by the shortest sequence.
+        let creators = endpoints.filter { $0.method == "POST" }
+        var prefixes: [[Endpoint]] = [[]] + creators.map { [$0] }
+        for creator in creators {
+            for delete in endpoints where delete.method == "DELETE" && delete.path.template.hasPrefix(creator.path.template + "/") {
+                prefixes.append([creator, delete])
+            }
+        }
+        var reachedBy: [String: [Endpoint]] = [:]  // endpoint id → shortest 2xx sequence ending in it
+        for endpoint in endpoints {
+            // Only what can change this endpoint's answer comes before it: a
+            // record of a collection it lives under or its body names.
+            let named = Self.namedCollections(of: endpoint, contract: contract)
+            let relevant = prefixes.filter { prefix in
+                guard let creator = prefix.first else { return true }
+                let collection = creator.path.template
+                return creator.id != endpoint.id && (endpoint.path.template.hasPrefix(collection + "/")
+                    || named.contains((collection.split(separator: "/").last.map(String.init) ?? "").lowercased()))
+            }
+            var best: [Int: [Endpoint]] = [:]
+            for prefix in relevant {
+                for (status, steps) in planner.firstStatuses(prefix: prefix, repeating: endpoint) where best[status].map({ steps.count < $0.count }) ?? true {
+                    best[status] = steps
+                }
+            }
+            for status in best.keys.sorted() {
+                guard let steps = best[status] else { continue }
+                if (200...299).contains(status), reachedBy[endpoint.id] == nil { reachedBy[endpoint.id] = steps }
+                add(Walk(purpose: "\(endpoint.id) \(status)", steps: steps), single: !(200...299).contains(status) && !checks.contains {
+                    $0.endpointID == endpoint.id && $0.status == status
+                })
+            }
+        }
+        // Each change of state read back: a write that succeeds, then every read whose answer it changes.
+        for writer in endpoints where !["GET", "HEAD"].contains(writer.method) {
+            guard let steps = reachedBy[writer.id] else { continue }
+            for reader in endpoints where reader.method == "GET" && reader.id != writer.id {
+                if planner.changes(after: steps, reader: reader) {
+                    add(Walk(purpose: "\(reader.id) after \(writer.id)", steps: steps + [reader]))
+                }
+            }
+        }
+        // Random sequences from the seed.
+        for index in 0..<max(0, options.walks) {
+            var steps: [Endpoint] = []
+            for _ in 0..<max(2, options.walkLength) {
+                steps.append(endpoints[Int(random.next() % UInt64(endpoints.count))])
+            }
+            add(Walk(purpose: "random walk \(index + 1)", steps: steps))
+        }
+        return walks
+    }
+
+    /// The collections a body names by a member (`child_id`: `child`, `children`), lowercased.
+    static func namedCollections(of endpoint: Endpoint, contract: Contract) -> Set<String> {
+        guard let schema = endpoint.body?.schema else { return [] }
+        let resolved = contract.schemas[schema.ref ?? ""] ?? schema
+        return Set(resolved.properties.map(\.0).compactMap { key -> String? in
+            key.hasSuffix("_id") ? String(key.dropLast(3)).lowercased() : key.hasSuffix("Id") ? String(key.dropLast(2)).lowercased() : nil
+        }.flatMap { [$0, plural($0)] })
+    }
+
+    /// Plans on a scratch engine of the contract: each sequence in a session of its own.
+    struct Planner {
+        let run: ProviderVerifier.Run
+        let engine: MockEngine
+        var sessions = 0
+
+        init(run: ProviderVerifier.Run) {
+            self.run = run
+            self.engine = MockEngine(contract: run.verifier.contract, journalCapacity: 10)
+        }
+
+        /// Answers a sequence in a fresh session, each step's status.
+        mutating func statuses(of steps: [Endpoint]) -> [Int] {
+            sessions += 1
+            var side = ProviderVerifier.Run.Side(session: "doppel-verify-plan-\(sessions)")
+            var statuses: [Int] = []
+            for step in steps {
+                let answer = answer(step, side: &side)
+                statuses.append(answer.status)
+            }
+            return statuses
+        }
+
+        func answer(_ endpoint: Endpoint, side: inout ProviderVerifier.Run.Side) -> MockResponse {
+            let request = run.request(for: endpoint, side: side, oracle: true)
+            let decision = engine.decide(request)
+            engine.complete(decision, durationMicros: 0)
+            run.remember(decision.response, of: endpoint, on: &side)
+            return decision.response
+        }
+
+        /// After `prefix`, the endpoint repeated: each status it first gives, with the sequence that gave it.
+        mutating func firstStatuses(prefix: [Endpoint], repeating endpoint: Endpoint) -> [(Int, [Endpoint])] {
+            sessions += 1
+            var side = ProviderVerifier.Run.Side(session: "doppel-verify-plan-\(sessions)")
+            for step in prefix { _ = answer(step, side: &side) }
+            var found: [(Int, [Endpoint])] = []
+            var seen: Set<Int> = []
+            for count in 1...ProviderVerifier.Run.maximumRepeats {
+                let status = answer(endpoint, side: &side).status
+                if seen.insert(status).inserted { found.append((status, prefix + Array(repeating: endpoint, count: count))) }
+                if status >= 500 { break }
+            }
+            return found
+        }
+
+        /// Whether `reader`'s answer after `steps` differs from its answer in a fresh session.
+        mutating func changes(after steps: [Endpoint], reader: Endpoint) -> Bool {
+            sessions += 1
+            var fresh = ProviderVerifier.Run.Side(session: "doppel-verify-plan-\(sessions)")
+            let before = answer(reader, side: &fresh)
+            sessions += 1
+            var side = ProviderVerifier.Run.Side(session: "doppel-verify-plan-\(sessions)")
+            for step in steps { _ = answer(step, side: &side) }
+            let after = answer(reader, side: &side)
+            guard before.status == after.status else { return true }
+            guard let a = try? JSONReader.parse(before.body), let b = try? JSONReader.parse(after.body) else { return before.body != after.body }
+            // Values the contract derives from state, compared as a provider's would be.
+            guard let response = reader.documentedResponses.first(where: { $0.name == after.responseName }),
+                  let place = StateDerivation(endpoint: reader, response: response).places(of: response) else { return false }
+            var differences: [String] = []
+            ProviderVerifier.Run.compare(b, expected: a, stable: a, place: place, at: "", into: &differences)
+            return !differences.isEmpty
+        }
+    }
+
+    // MARK: Sending
+
+    /// Plans the walks, sends each, shrinks and reports those that fail.
+    mutating func walkChecks() async -> [ProviderVerifier.Check] {
+        guard options.sequences else { return [] }
+        var checks: [ProviderVerifier.Check] = []
+        // Planning is a few thousand answers of the engine: on the planning
+        // queue, so that it never holds one of the few threads all tasks
+        // share (a server in the same process answers through them).
+        let planned = await PlanningQueue.run { [self] in
+            var run = self
+            return (run.plannedWalks(), run.random)
+        }
+        random = planned.1
+        for walk in planned.0 {
+            let last = walk.steps.last!
+            var check = ProviderVerifier.Check(endpointID: last.id, name: "sequence: \(walk.purpose) (\(walk.steps.count) step\(walk.steps.count == 1 ? "" : "s"))", outcome: .notReached, summary: "")
+            var result = await send(walk.steps)
+            if let notSent = result.notSent {
+                check.summary = notSent
+                checks.append(check)
+                if stopped != nil { break }
+                continue
+            }
+            check.sentAt = Date()
+            guard let failedAt = result.failedAt else {
+                check.outcome = .passed
+                check.status = result.sent.last?.target?.status
+                check.summary = "\(walk.steps.count) steps in lockstep with the contract"
+                checks.append(check)
+                continue
+            }
+            // Shrunk: the steps up to the failing one, then each left out while the failure stays.
+            var steps = Array(walk.steps[...failedAt])
+            var replays = 0
+            var index = steps.count - 2
+            while index >= 0, replays < Self.maximumShrinkReplays, stopped == nil {
+                var shorter = steps
+                shorter.remove(at: index)
+                replays += 1
+                let retried = await send(shorter)
+                if retried.notSent == nil, retried.failedAt != nil {
+                    steps = Array(shorter[...retried.failedAt!])
+                    result = retried
+                    index = min(index, steps.count - 1) - 1
+                } else {
+                    index -= 1
+                }
+            }
+            let failing = result.failedAt ?? failedAt
+            check = ProviderVerifier.Check(endpointID: steps[failing].id, name: check.name, outcome: .failed, summary: "")
+            check.status = result.sent[failing].target?.status
+            check.statuses = [result.sent[failing].expected.status]
+            check.sentAt = Date()
+            check.summary = "step \(failing + 1) of \(failing + 1) (\(steps[failing].id)): " + (result.differences.first ?? "differs")
+            check.details = ["  the sequence, from a fresh start:"] + result.transcript.map { "    " + $0 }
+                + result.differences.dropFirst().map { "  " + $0 }
+                + ["  a scenario that reproduces it (doppel run --target \(verifier.baseURL.absoluteString) FILE):"]
+                + scenario(result).split(separator: "\n", omittingEmptySubsequences: false).map { "    " + $0 }
+            checks.append(check)
+        }
+        return checks
+    }
+
+    /// Sends one sequence from a fresh start to the provider and the contract.
+    mutating func send(_ steps: [Endpoint]) async -> WalkResult {
+        var result = WalkResult()
+        walksStarted += 1
+        // A session no earlier run used: a Doppel target keeps the sessions of runs before.
+        let session = "doppel-verify-\(options.seed)-\(runID)-\(walksStarted)"
+        var target = Side(session: session)
+        var mirror = Side(session: session)
+        var shifted = Side(session: session)
+        do {
+            try await freshStart(&target)
+        } catch {
+            result.notSent = "not sent: \(error)"
+            return result
+        }
+        for (index, endpoint) in steps.enumerated() {
+            guard stopped == nil, sent < options.maxRequests else {
+                result.notSent = stopped ?? "not sent: --max-requests (\(options.maxRequests)) reached"
+                if stopped == nil { stopped = result.notSent }
+                return result
+            }
+            let mirrored = request(for: endpoint, side: mirror, oracle: true)
+            let expected = oracleAnswer(mirrored)
+            remember(expected, of: endpoint, on: &mirror)
+            // The same sequence on a clock moved on: what differs there is time's, not state's.
+            let shiftedRequest = request(for: endpoint, side: shifted, oracle: true)
+            let decision = laterOracle.decide(shiftedRequest)
+            laterOracle.complete(decision, durationMicros: 0)
+            remember(decision.response, of: endpoint, on: &shifted)
+
+            let outgoing = request(for: endpoint, side: target, oracle: false)
+            var check = ProviderVerifier.Check(endpointID: endpoint.id, name: "", outcome: .notReached, summary: "")
+            let answer = await send(outgoing, for: &check)
+            result.sent.append((outgoing, expected, endpoint, answer))
+            guard let answer else {
+                result.failedAt = index
+                result.differences = [check.summary]
+                result.transcript.append("\(index + 1). \(outgoing.method) \(outgoing.path) → no answer (the contract: \(expected.status))")
+                return result
+            }
+            result.transcript.append("\(index + 1). \(outgoing.method) \(outgoing.path)\(outgoing.query.map { "?" + $0 } ?? "") → \(answer.status) (the contract: \(expected.status))")
+            var differences: [String] = []
+            if answer.status != expected.status {
+                differences.append("expected \(expected.status)\(describe(expected, of: endpoint)), got \(answer.status)")
+            } else {
+                differences += problems(answer, status: answer.status, of: endpoint, oracle: expected)
+                differences += stateValues(answer, expected: expected, later: decision.response, of: endpoint)
+                differences += relations(answer, request: outgoing, of: endpoint, oracle: expected)
+            }
+            if !differences.isEmpty {
+                result.failedAt = index
+                result.differences = differences
+                return result
+            }
+            remember(answer, of: endpoint, on: &target)
+        }
+        return result
+    }
+
+    /// The values the contract derives from state, the provider's against the contract's.
+    func stateValues(_ answer: ScenarioRunner.HTTPAnswer, expected: MockResponse, later: MockResponse, of endpoint: Endpoint) -> [String] {
+        guard let response = endpoint.documentedResponses.first(where: { $0.name == expected.responseName }),
+              let place = StateDerivation(endpoint: endpoint, response: response).places(of: response),
+              let wanted = try? JSONReader.parse(expected.body), let actual = try? JSONReader.parse([UInt8](answer.body)) else { return [] }
+        // Only values the same on a later clock: a date, a generated id, are not state's.
+        let stable = later.status == expected.status ? (try? JSONReader.parse(later.body)) : nil
+        guard let stable else { return [] }
+        var differences: [String] = []
+        Self.compare(actual, expected: wanted, stable: stable, place: place, at: "", into: &differences)
+        return differences
+    }
+
+    /// Compares the places derived from state whose value is exact (see `StateDerivation`).
+    static func compare(_ actual: JSON, expected: JSON, stable: JSON, place: StateDerivation.Place, at pointer: String, into differences: inout [String]) {
+        guard differences.count < 20 else { return }
+        switch place {
+        case .free:
+            return
+        case .object(let members):
+            guard let actualObject = actual.objectValue, let expectedObject = expected.objectValue, let stableObject = stable.objectValue else { return }
+            for (key, member) in members {
+                guard let wanted = expectedObject[key], let steady = stableObject[key] else { continue }
+                let at = pointer + "/" + SchemaValidator.escape(key)
+                guard let got = actualObject[key] else {
+                    if case .free = member { continue }
+                    differences.append("\(at): missing (the contract: \(JSONWriter.encodeString(wanted)))")
+                    continue
+                }
+                compare(got, expected: wanted, stable: steady, place: member, at: at, into: &differences)
+            }
+        case .array(let items):
+            guard let actualItems = actual.arrayValue, let expectedItems = expected.arrayValue, let stableItems = stable.arrayValue else { return }
+            for (index, item) in items.enumerated() where index < actualItems.count && index < expectedItems.count && index < stableItems.count {
+                compare(actualItems[index], expected: expectedItems[index], stable: stableItems[index], place: item, at: pointer + "/\(index)", into: &differences)
+            }
+        case .derived(let plain):
+            compareValue(actual, expected: expected, stable: stable, plain: plain, at: pointer, into: &differences)
+        }
+    }
+
+    /// A value from state: numbers and booleans always, text where the contract reads it as it is.
+    static func compareValue(_ actual: JSON, expected: JSON, stable: JSON, plain: Bool, at pointer: String, into differences: inout [String]) {
+        guard differences.count < 20, expected == stable else { return }
+        switch expected {
+        case .object(let object):
+            guard let actualObject = actual.objectValue else { return }
+            for (key, value) in object.pairs {
+                guard let steady = stable.objectValue?[key] else { continue }
+                let at = pointer + "/" + SchemaValidator.escape(key)
+                guard let got = actualObject[key] else {
+                    differences.append("\(at): missing (the contract: \(JSONWriter.encodeString(value)))")
+                    continue
+                }
+                compareValue(got, expected: value, stable: steady, plain: plain, at: at, into: &differences)
+            }
+        case .array(let items):
+            guard let actualItems = actual.arrayValue else { return }
+            if actualItems.count != items.count {
+                differences.append("\(pointer.isEmpty ? "/" : pointer): \(actualItems.count) items, the contract's state has \(items.count)")
+                return
+            }
+            for (index, item) in items.enumerated() {
+                compareValue(actualItems[index], expected: item, stable: item, plain: plain, at: pointer + "/\(index)", into: &differences)
+            }
+        case .string:
+            guard plain, actual != expected else { return }
+            differences.append("\(pointer.isEmpty ? "/" : pointer): expected \(JSONWriter.encodeString(expected)) from the session's state, got \(JSONWriter.encodeString(actual))")
+        default:
+            guard !Self.sameValue(actual, expected) else { return }
+            differences.append("\(pointer.isEmpty ? "/" : pointer): expected \(JSONWriter.encodeString(expected)) from the session's state, got \(JSONWriter.encodeString(actual))")
+        }
+    }
+
+    /// Equal, an integer and the same number written as a decimal included.
+    static func sameValue(_ a: JSON, _ b: JSON) -> Bool {
+        if a == b { return true }
+        if let x = a.numberValue, let y = b.numberValue { return x == y }
+        return false
+    }
+
+    /// A fresh start on the provider: a new `Doppel-Session` (a Doppel
+    /// isolates by it), and what `--token-command` and `--session-command` print.
+    func freshStart(_ side: inout Side) async throws(ProviderVerifier.CommandFailure) {
+        if let command = options.tokenCommand {
+            let token = try await ProviderVerifier.runCommand(command, timeout: options.timeout).trimmingCharacters(in: .whitespacesAndNewlines)
+            guard !token.isEmpty, !token.contains("\n") else { throw .init(description: "--token-command printed \(token.isEmpty ? "nothing" : "more than one line"); it must print one token") }
+            side.freshToken = token
+        }
+        if let command = options.sessionCommand {
+            for line in try await ProviderVerifier.runCommand(command, timeout: options.timeout).split(whereSeparator: \.isNewline) where !line.trimmingCharacters(in: .whitespaces).isEmpty {
+                guard let colon = line.firstIndex(of: ":"), colon != line.startIndex else {
+                    throw .init(description: "--session-command printed '\(line.prefix(80))'; each line must be a header, 'Name: value'")
+                }
+                side.freshHeaders.append((name: String(line[..<colon]).trimmingCharacters(in: .whitespaces),
+                                          value: String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)))
+            }
+        }
+    }
+
+    // MARK: The scenario
+
+    /// The failing sequence as a scenario file `doppel run --target` runs:
+    /// ids the provider issued are captured and used by the later steps.
+    func scenario(_ result: WalkResult) -> String {
+        var lines = ["# doppel verify --seed \(options.seed): the shortest sequence found that fails",
+                     "contract: \(URL(fileURLWithPath: contract.file).standardizedFileURL.path)",
+                     "steps:"]
+        var captured: [String: String] = [:]  // id → name
+        // Doppel's own sample credentials are written out, so the scenario runs;
+        // any other (the user's, one the provider issued) is not.
+        let samples = Set(contract.authSchemes.values.map { scheme -> String in
+            switch sampleCredential(for: scheme, token: nil) {
+            case .header(_, let value), .query(_, let value): value
+            }
+        })
+        for (index, step) in result.sent.enumerated() {
+            var request = step.request
+            func placed(_ text: String) -> String {
+                var text = text
+                for (id, name) in captured { text = text.replacingOccurrences(of: id, with: "{{ \(name) }}") }
+                return text
+            }
+            let target = placed(request.path) + (request.query.map { "?" + placed($0) } ?? "")
+            lines.append("  - request: \(request.method) \(target)")
+            let headers = request.headers.filter { !["content-type", "content-length", "doppel-session"].contains($0.name.lowercased()) }
+            if !headers.isEmpty {
+                lines.append("    headers:")
+                for (name, value) in headers {
+                    let shown = Redaction.isSecretName(name) && !samples.contains(value) ? "*** (your credentials)" : value
+                    lines.append("      \(name): \(JSONWriter.encodeString(.string(shown)))")
+                }
+            }
+            if !request.body.isEmpty, let json = try? JSONReader.parse(request.body) {
+                lines.append("    json: \(placed(JSONWriter.encodeString(json)))")
+            }
+            request.headers = []
+            var expect = "{ status: \(step.expected.status) }"
+            if index == result.failedAt, let differences = Optional(result.differences), step.target?.status == step.expected.status,
+               let wanted = try? JSONReader.parse(step.expected.body), let response = step.endpoint.documentedResponses.first(where: { $0.name == step.expected.responseName }),
+               let place = StateDerivation(endpoint: step.endpoint, response: response).places(of: response), !differences.isEmpty {
+                if let values = Self.exactValues(wanted, place: place) {
+                    expect = "{ status: \(step.expected.status), body: \(JSONWriter.encodeString(values)) }"
+                }
+            }
+            lines.append("    expect: \(expect)")
+            if (200...299).contains(step.expected.status), step.request.method == "POST", step.endpoint.path.parameterNames.isEmpty,
+               let object = (try? JSONReader.parse(step.target.map { [UInt8]($0.body) } ?? []))?.objectValue,
+               let id = object["id"].flatMap({ $0.stringValue ?? $0.intValue.map(String.init) }), id.count >= 4 {
+                let name = (step.endpoint.path.template.split(separator: "/").last.map(String.init) ?? "record").replacingOccurrences(of: "-", with: "_") + "_id_\(index + 1)"
+                captured[id] = name
+                lines.append("    capture: { \(name): body.id }")
+            }
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// The parts of a body the contract derives exactly from state, as an expectation.
+    static func exactValues(_ value: JSON, place: StateDerivation.Place) -> JSON? {
+        switch place {
+        case .free: return nil
+        case .derived(let plain):
+            if case .string = value, !plain { return nil }
+            if case .object = value, !plain { return nil }
+            if case .array = value, !plain { return nil }
+            return value
+        case .object(let members):
+            guard let object = value.objectValue else { return nil }
+            var kept: [(String, JSON)] = []
+            for key in members.keys.sorted() {
+                if let member = members[key], let inner = object[key], let exact = exactValues(inner, place: member) { kept.append((key, exact)) }
+            }
+            return kept.isEmpty ? nil : .object(JSONObject(kept))
+        case .array:
+            return nil
+        }
+    }
+}
+
+extension ProviderVerifier {
+    /// A command of the user's that failed or printed what cannot be used.
+    public struct CommandFailure: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// Runs a shell command, its output read (64 KiB at most) within
+    /// `timeout` seconds, on a thread of its own: waiting for a process
+    /// must not hold one of the few threads every task shares.
+    static func runCommand(_ command: String, timeout: Double) async throws(CommandFailure) -> String {
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<String, CommandFailure>, Never>) in
+            Thread {
+                do throws(CommandFailure) {
+                    continuation.resume(returning: .success(try runCommandWaiting(command, timeout: timeout)))
+                } catch {
+                    continuation.resume(returning: .failure(error))
+                }
+            }.start()
+        }
+        return try result.get()
+    }
+
+    private static func runCommandWaiting(_ command: String, timeout: Double) throws(CommandFailure) -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", command]
+        let output = Pipe(), errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        process.standardInput = FileHandle.nullDevice
+        do { try process.run() } catch { throw CommandFailure(description: "could not run '\(command)': \(error.localizedDescription)") }
+        let deadline = Date().addingTimeInterval(timeout)
+        let collected = OutputBox()
+        let reader = Thread {
+            var data = Data()
+            while let chunk = try? output.fileHandleForReading.read(upToCount: 4096), !chunk.isEmpty {
+                if data.count < 65_536 { data.append(chunk.prefix(65_536 - data.count)) }
+            }
+            collected.set(data)
+        }
+        reader.start()
+        while process.isRunning, Date() < deadline { usleep(10_000) }
+        if process.isRunning {
+            process.terminate()
+            throw CommandFailure(description: "'\(command)' did not finish within \(Int(timeout))s")
+        }
+        while collected.get() == nil, Date() < deadline.addingTimeInterval(1) { usleep(5_000) }
+        let text = String(decoding: collected.get() ?? Data(), as: UTF8.self)
+        guard process.terminationStatus == 0 else {
+            let said = String(decoding: (try? errors.fileHandleForReading.read(upToCount: 2_000)) ?? Data(), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            throw CommandFailure(description: "'\(command)' exited with \(process.terminationStatus)" + (said.isEmpty ? "" : ": \(said)"))
+        }
+        return text
+    }
+
+    private final class OutputBox: @unchecked Sendable {
+        private let lock = NSLock()
+        private var data: Data?
+        func set(_ value: Data) { lock.lock(); data = value; lock.unlock() }
+        func get() -> Data? { lock.lock(); defer { lock.unlock() }; return data }
+    }
+}
+
+/// CPU-bound work (planning on the contract's engine) run on one queue for
+/// the whole process, awaited without holding a thread of the shared pool:
+/// verify runs in the same process as servers (a test suite's), and several
+/// runs planning at once must not take every core from them.
+enum PlanningQueue {
+    private final class Box<T>: @unchecked Sendable {
+        var value: T
+        init(_ value: T) { self.value = value }
+    }
+
+    private static let queue = DispatchQueue(label: "doppel.verify.planning", qos: .utility)
+
+    static func run<T>(_ work: @escaping () -> T) async -> T {
+        let job = Box(work)
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Box<T>, Never>) in
+            queue.async { continuation.resume(returning: Box(job.value())) }
+        }
+        return result.value
+    }
+}

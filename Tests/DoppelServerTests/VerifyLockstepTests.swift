@@ -1,0 +1,217 @@
+import DoppelCore
+import DoppelOpenAPI
+import DoppelRunner
+import DoppelServer
+import DoppelTesting
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import Testing
+
+/// `doppel verify` in lockstep with the contract: stand-ins of the tales
+/// provider (Doppel serving the tales contract with one bug planted) are
+/// caught, each naming the endpoint, the sequence and the difference, while
+/// Doppel serving the contract itself passes (`VerifyTests`).
+// One at a time: each runs a server and a few hundred requests, and the full suite shares two cores.
+@Suite("Verify in lockstep with the contract", .serialized)
+struct VerifyLockstepTests {
+    static let talesFile = repositoryRoot.appendingPathComponent("contracts/tales.yaml").path
+
+    /// One bug planted in the tales contract, and what verify must say about it.
+    struct Bug: CustomTestStringConvertible, Sendable {
+        let name: String
+        let from: String
+        let to: String
+        /// The failing check's endpoint, a part of its name, and texts its lines hold.
+        let endpoint: String
+        let check: String
+        let says: [String]
+        /// The endpoints verified (the run is kept to those the bug is about).
+        var endpoints: [String]
+        var testDescription: String { name }
+    }
+
+    static let bugs: [Bug] = [
+        Bug(name: "the monthly limit is never reached", from: "        monthly_stories: 5\n", to: "        monthly_stories: 6\n",
+            endpoint: "generate-story", check: "sequence: generate-story 402", says: ["step 7 of 7 (generate-story): expected 402", "got 200"], endpoints: ["create-child", "generate-story"]),
+        Bug(name: "the limit's 402 has no limit_info",
+            from: "          limit_info:\n            current_plan: \"{{ state.plan }}\"\n            monthly_limit: \"{{ limits.monthly_stories }}\"\n            stories_used: \"{{ used }}\"\n            reset_date: \"{{ month_start(clock.now, 1) }}\"\n",
+            to: "", endpoint: "generate-story", check: "sequence: generate-story 402", says: ["/limit_info: missing"], endpoints: ["create-child", "generate-story"]),
+        Bug(name: "the story counter never moves", from: "          - state.stories_used = used + 1\n", to: "",
+            endpoint: "get-subscription", check: "get-subscription after generate-story", says: ["/limits/stories_remaining: expected 4 from the session's state, got 5"], endpoints: ["create-child", "generate-story", "get-subscription"]),
+        Bug(name: "the subscription reports a constant", from: "stories_remaining: \"{{ if(limits.monthly_stories == -1, -1, max(limits.monthly_stories - used, 0)) }}\"",
+            to: "stories_remaining: 5", endpoint: "get-subscription", check: "get-subscription after generate-story",
+            says: ["/limits/stories_remaining: expected 4 from the session's state, got 5"], endpoints: ["create-child", "generate-story", "get-subscription"]),
+        Bug(name: "a wrong type inside a templated list", from: "      title: The Magic Garden\n", to: "      title: 12345\n",
+            endpoint: "list-free-stories", check: "valid request", says: ["/1/title: expected string, got integer"], endpoints: ["list-free-stories"]),
+        Bug(name: "a 500 on a branch the example does not take",
+            from: "      - status: 200\n        schema: GenerateStoryResponse\n",
+            to: "      - when: story_type == 'combined'\n        status: 500\n        body: { detail: boom }\n      - status: 200\n        schema: GenerateStoryResponse\n",
+            endpoint: "generate-story", check: "body 'story_type' = \"combined\"", says: ["the target failed (500) where the contract answers 200"], endpoints: ["create-child", "generate-story"]),
+        Bug(name: "a conditional rule not enforced", from: "      - when: story_type in ['hero', 'combined'] and body.hero_id == null\n        ref: hero-required\n", to: "",
+            endpoint: "generate-story", check: "rule `story_type in ['hero', 'combined'] and body.hero_id == null` met", says: ["expected 400 (hero-required), got 200"], endpoints: ["create-child", "generate-story"]),
+        Bug(name: "an out-of-range query accepted", from: "maximum: 100, default: 50", to: "maximum: 1000, default: 50",
+            endpoint: "list-purchases", check: "query parameter 'limit' out of range (101)", says: ["expected 400", "got 200"], endpoints: ["list-purchases"]),
+        Bug(name: "a created child is not kept", from: "          - state.children[child.id] = child\n", to: "          - state.usage_month = state.usage_month\n",
+            endpoint: "generate-story", check: "sequence: generate-story", says: ["expected 200", "got 404"], endpoints: ["create-child", "generate-story"]),
+        Bug(name: "a purchase does not change the plan", from: "          - state.plan = tier\n", to: "",
+            endpoint: "get-subscription", check: "get-subscription after purchase", says: ["expected \"basic\" from the session's state, got \"free\""], endpoints: ["purchase", "get-subscription"]),
+    ]
+
+    @Test(arguments: bugs)
+    func aPlantedBugIsCaught(_ bug: Bug) async throws {
+        let text = try String(contentsOfFile: Self.talesFile, encoding: .utf8)
+        #expect(text.contains(bug.from), "the bug's text is in the contract")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("lockstep-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let mutated = folder.appendingPathComponent("tales.yaml")
+        try text.replacingOccurrences(of: bug.from, with: bug.to).write(to: mutated, atomically: true, encoding: .utf8)
+        let contract = try ContractDocument.load(file: Self.talesFile)
+        try await DoppelTestServer.with(contract: mutated.path) { server in
+            var options = ProviderVerifier.Options.inTheSuite
+            options.endpointIDs = bug.endpoints
+            let report = await ProviderVerifier(contract: contract, target: server.baseURL, options: options).run()
+            let failed = report.checks.filter { $0.outcome == .failed && $0.endpointID == bug.endpoint && $0.name.contains(bug.check) }
+            let all = report.checks.filter { $0.outcome == .failed }.flatMap(VerifyReport.lines).joined(separator: "\n")
+            #expect(!failed.isEmpty, "\(all)")
+            let lines = failed.flatMap(VerifyReport.lines).joined(separator: "\n")
+            for said in bug.says { #expect(lines.contains(said), "\(said) in:\n\(lines)") }
+        }
+    }
+
+    /// A relation the contract states (`converted_amount` is `amount × rate`
+    /// for the answer's own `rate`): a provider whose arithmetic is off fails;
+    /// one whose rates differ from the contract's data, but whose arithmetic
+    /// holds, passes (its data is its own).
+    @Test(arguments: [
+        (from: "converted_amount: \"{{ round(query.amount * rate, 2) }}\"", to: "converted_amount: \"{{ round(query.amount * rate * 1.01, 2) }}\"", fails: true),
+        (from: "    EUR: 0.92\n", to: "    EUR: 0.95\n", fails: false),
+    ])
+    func aComputedValueIsHeldToItsRelation(from: String, to: String, fails: Bool) async throws {
+        let file = repositoryRoot.appendingPathComponent("contracts/currency.yaml").path
+        let text = try String(contentsOfFile: file, encoding: .utf8)
+        #expect(text.contains(from))
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("lockstep-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let mutated = folder.appendingPathComponent("currency.yaml")
+        try text.replacingOccurrences(of: from, with: to).write(to: mutated, atomically: true, encoding: .utf8)
+        let contract = try ContractDocument.load(file: file)
+        try await DoppelTestServer.with(contract: mutated.path) { server in
+            var options = ProviderVerifier.Options.inTheSuite
+            options.endpointIDs = ["convert"]
+            let report = await ProviderVerifier(contract: contract, target: server.baseURL, options: options).run()
+            let lines = report.checks.filter { $0.outcome == .failed }.flatMap(VerifyReport.lines).joined(separator: "\n")
+            if fails {
+                #expect(lines.contains("FAIL convert: valid request"), "\(lines)")
+                #expect(lines.contains("/converted_amount: expected 92.0 (round(query.amount * rate, 2), with the answer's own rate 0.92), got 92.92"), "\(lines)")
+            } else {
+                #expect(report.failed == 0, "\(lines)")
+                #expect(report.passed > 0)
+            }
+        }
+    }
+
+    /// A provider whose users share one account: every request lands in one
+    /// session, whatever `Doppel-Session` says (a forwarder in front of Doppel
+    /// drops the header). No sequence starts fresh, so the limits are met early.
+    @Test func stateSharedBetweenSessionsIsCaught() async throws {
+        try await DoppelTestServer.with(contract: Self.talesFile) { server in
+            let router = Router()
+            let base = server.baseURL
+            router.on("**", method: .get) { request, _ in try await Self.forward(request, to: base) }
+            router.on("**", method: .post) { request, _ in try await Self.forward(request, to: base) }
+            let (port, task) = try await startLoopbackApp(router)
+            defer { task.cancel() }
+            let contract = try ContractDocument.load(file: Self.talesFile)
+            let report = await ProviderVerifier(contract: contract, target: URL(string: "http://127.0.0.1:\(port)")!, options: .inTheSuite).run()
+            let failed = report.checks.filter { $0.outcome == .failed && $0.name.hasPrefix("sequence: ") }
+            #expect(failed.contains { $0.name.contains("create-child 402") && $0.summary.contains("expected 200") && $0.summary.contains("got 402") },
+                    "\(report.checks.filter { $0.outcome == .failed }.flatMap(VerifyReport.lines).joined(separator: "\n"))")
+        }
+    }
+
+    static func forward(_ request: Request, to base: URL) async throws -> Response {
+        let headers = request.headers.filter { $0.name.canonicalName != "doppel-session" && $0.name.canonicalName != "host" }
+            .map { (name: $0.name.rawName, value: $0.value) }
+        let body = try await request.body.collect(upTo: 1 << 20)
+        let upstream = Upstream(base: base, timeout: 60)
+        defer { Task { await upstream.shutdown() } }
+        let answer = try await upstream.send(RecordedRequest(method: request.method.rawValue, path: request.uri.path, query: request.uri.query,
+                                                             headers: headers, body: Array(buffer: body)))
+        var fields = HTTPFields()
+        fields[.contentType] = answer.headers.first { $0.name.lowercased() == "content-type" }?.value ?? "application/json"
+        return Response(status: .init(code: answer.status), headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: answer.body)))
+    }
+
+    /// The shortest failing sequence is printed as a scenario that `doppel
+    /// run --target` runs: it fails against the buggy provider and passes
+    /// against Doppel serving the contract.
+    @Test func theFailingSequenceIsAScenarioThatReproducesIt() async throws {
+        let bug = Self.bugs[0]
+        let text = try String(contentsOfFile: Self.talesFile, encoding: .utf8)
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("lockstep-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let mutated = folder.appendingPathComponent("tales.yaml")
+        try text.replacingOccurrences(of: bug.from, with: bug.to).write(to: mutated, atomically: true, encoding: .utf8)
+        let contract = try ContractDocument.load(file: Self.talesFile)
+        let scenarioFile = folder.appendingPathComponent("found.yaml").path
+        try await DoppelTestServer.with(contract: mutated.path) { server in
+            var options = ProviderVerifier.Options.inTheSuite
+            options.endpointIDs = ["create-child", "generate-story"]
+            let report = await ProviderVerifier(contract: contract, target: server.baseURL, options: options).run()
+            let failed = try #require(report.checks.first { $0.outcome == .failed && $0.name.contains("generate-story 402") })
+            let start = try #require(failed.details.firstIndex { $0.contains("a scenario that reproduces it") })
+            let scenario = failed.details[(start + 1)...].map { String($0.dropFirst(4)) }.joined(separator: "\n")
+            #expect(scenario.contains("capture: { children_id_1: body.id }"), "\(scenario)")
+            #expect(scenario.contains("\"child_id\":\"{{ children_id_1 }}\""), "\(scenario)")
+            try scenario.write(toFile: scenarioFile, atomically: true, encoding: .utf8)
+            let loaded = try ScenarioLoader.load(file: scenarioFile)
+            #expect(loaded.steps.count == 7)
+            let result = await ScenarioRunner(baseURL: server.baseURL, isDoppel: false).run(loaded, session: "reproduce-1")
+            #expect(!result.passed)
+            #expect(result.steps.last?.outcome == .failed)
+        }
+        try await DoppelTestServer.with(contract: Self.talesFile) { server in
+            let loaded = try ScenarioLoader.load(file: scenarioFile)
+            let result = await ScenarioRunner(baseURL: server.baseURL, isDoppel: false).run(loaded, session: "reproduce-2")
+            #expect(result.passed, "\(result.steps.map { "\($0)" })")
+        }
+    }
+
+    /// `--max-requests` bounds the sequences too; `--token-command` is run
+    /// once per sequence, and one that fails is said.
+    @Test func sequencesAreBoundedAndStartFresh() async throws {
+        let contract = try ContractDocument.load(file: Self.talesFile)
+        try await DoppelTestServer.with(contract: Self.talesFile) { server in
+            var options = ProviderVerifier.Options.inTheSuite
+            options.maxRequests = 40
+            let report = await ProviderVerifier(contract: contract, target: server.baseURL, options: options).run()
+            #expect(server.engine.journal.entries.count == 40)
+            #expect(report.stopped?.contains("--max-requests (40)") == true)
+            #expect(report.failed == 0)
+
+            let counter = FileManager.default.temporaryDirectory.appendingPathComponent("tokens-\(UUID().uuidString)").path
+            defer { try? FileManager.default.removeItem(atPath: counter) }
+            options = ProviderVerifier.Options.inTheSuite
+            options.endpointIDs = ["create-child", "get-subscription"]
+            options.walks = 1
+            // A JWT per sequence (tales takes any), each run counted in a file.
+            options.tokenCommand = "echo x >> '\(counter)'; echo eyJhbGciOiJub25lIn0.eyJzdWIiOiJ1c2VyIn0.c2ln"
+            let fresh = await ProviderVerifier(contract: contract, target: server.baseURL, options: options).run()
+            let sequences = fresh.checks.filter { $0.name.hasPrefix("sequence: ") }
+            #expect(!sequences.isEmpty && fresh.failed == 0, "\(fresh.checks.flatMap(VerifyReport.lines))")
+            let runs = try String(contentsOfFile: counter, encoding: .utf8).split(separator: "\n").count
+            #expect(runs == sequences.count)
+
+            options.tokenCommand = "echo broken >&2; exit 3"
+            let broken = await ProviderVerifier(contract: contract, target: server.baseURL, options: options).run()
+            let notSent = broken.checks.filter { $0.name.hasPrefix("sequence: ") }
+            #expect(!notSent.isEmpty && notSent.allSatisfy { $0.outcome == .notReached && $0.summary.contains("exited with 3: broken") },
+                    "\(notSent.map(\.summary))")
+        }
+    }
+}
