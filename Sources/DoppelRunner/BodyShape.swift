@@ -97,36 +97,14 @@ enum BodyShape {
         }
     }
 
-    /// The problems of a value against the contract's own rendering of the
-    /// same request: every member it has, of its type, and each item against
-    /// the rendering's item at the same place (the first where the rendering
-    /// has fewer). Integers and numbers are one kind here: a rendering writes
-    /// a whole number without its fraction. `null` stands for anything.
-    static func shape(of value: JSON, againstRendering expected: JSON, at pointer: String, into problems: inout [String]) {
-        guard problems.count < 20 else { return }
-        let place = pointer.isEmpty ? "/" : pointer
-        switch expected {
-        case .null:
-            return
-        case .object(let members):
-            guard let actual = value.objectValue else { return problems.append("\(place): expected object, got \(kind(of: value))") }
-            each(members.pairs.lazy.map { ($0.key, $0.value) }, of: actual, at: pointer, into: &problems) { shape(of: $0, againstRendering: $1, at: $2, into: &$3) }
-        case .array(let items):
-            guard let actual = value.arrayValue else { return problems.append("\(place): expected array, got \(kind(of: value))") }
-            guard !items.isEmpty else { return }
-            for (index, item) in actual.enumerated() {
-                shape(of: item, againstRendering: index < items.count ? items[index] : items[0], at: "\(pointer)/\(index)", into: &problems)
-            }
-        default:
-            let want = kind(of: expected), got = kind(of: value)
-            if want == got || (["number", "integer"].contains(want) && ["number", "integer"].contains(got)) { return }
-            problems.append("\(place): expected \(want), got \(got)")
-        }
-    }
-
     /// The problems of a value against an example value's shape. `null` in
     /// the contract stands for a value not known yet: anything is taken.
-    static func shape(of value: JSON, against expected: JSON, at pointer: String, into problems: inout [String]) {
+    ///
+    /// Against the contract's own rendering of the same request
+    /// (`rendering`), each item is held to the rendering's item at the same
+    /// place (the first where the rendering has fewer), and integers and
+    /// numbers are one kind: a rendering writes a whole number without its fraction.
+    static func shape(of value: JSON, against expected: JSON, at pointer: String, into problems: inout [String], rendering: Bool = false) {
         guard problems.count < 20 else { return }
         let place = pointer.isEmpty ? "/" : pointer
         switch expected {
@@ -134,16 +112,19 @@ enum BodyShape {
             return
         case .object(let members):
             guard let actual = value.objectValue else { return problems.append("\(place): expected object, got \(kind(of: value))") }
-            each(members.pairs.lazy.map { ($0.key, $0.value) }, of: actual, at: pointer, into: &problems) { shape(of: $0, against: $1, at: $2, into: &$3) }
+            each(members.pairs.lazy.map { ($0.key, $0.value) }, of: actual, at: pointer, into: &problems) {
+                shape(of: $0, against: $1, at: $2, into: &$3, rendering: rendering)
+            }
         case .array(let items):
             guard let actual = value.arrayValue else { return problems.append("\(place): expected array, got \(kind(of: value))") }
-            if let first = items.first {
-                for (index, item) in actual.enumerated() { shape(of: item, against: first, at: "\(pointer)/\(index)", into: &problems) }
+            guard let first = items.first else { return }
+            for (index, item) in actual.enumerated() {
+                shape(of: item, against: rendering && index < items.count ? items[index] : first, at: "\(pointer)/\(index)", into: &problems, rendering: rendering)
             }
         default:
             let want = kind(of: expected), got = kind(of: value)
-            // An integer is a number; a number where an integer was shown is not.
-            if want == got || (want == "number" && got == "integer") { return }
+            // An integer is a number; a number where an integer was shown is not (unless rendered).
+            if want == got || (want == "number" && got == "integer") || (rendering && want == "integer" && got == "number") { return }
             problems.append("\(place): expected \(want), got \(got)")
         }
     }

@@ -429,7 +429,7 @@ public struct ProviderVerifier: Sendable {
                 if found.isEmpty, candidate.schema == nil, case .json(let template, _, _) = candidate.body, !template.expressions.isEmpty,
                    let oracle, oracle.responseName == candidate.name, oracle.status == status,
                    let rendered = try? JSONReader.parse(oracle.body), let actual = try? JSONReader.parse([UInt8](answer.body)) {
-                    BodyShape.shape(of: actual, againstRendering: rendered, at: "", into: &found)
+                    BodyShape.shape(of: actual, against: rendered, at: "", into: &found, rendering: true)
                 }
                 if found.isEmpty { return [] }
                 if best == nil || found.count < best!.count { best = found }

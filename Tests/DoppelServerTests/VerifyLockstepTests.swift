@@ -59,17 +59,23 @@ struct VerifyLockstepTests {
             endpoint: "get-subscription", check: "get-subscription after purchase", says: ["expected \"basic\" from the session's state, got \"free\""], endpoints: ["purchase", "get-subscription"]),
     ]
 
-    @Test(arguments: bugs)
-    func aPlantedBugIsCaught(_ bug: Bug) async throws {
-        let text = try String(contentsOfFile: Self.talesFile, encoding: .utf8)
-        #expect(text.contains(bug.from), "the bug's text is in the contract")
+    /// A copy of a bundled contract with one text replaced, in a folder of
+    /// its own (removed after `body`): a stand-in provider when Doppel serves it.
+    static func withPlanted(_ name: String, from: String, to: String, _ body: (_ folder: URL, _ mutated: String) async throws -> Void) async throws {
+        let text = try String(contentsOfFile: repositoryRoot.appendingPathComponent("contracts/\(name).yaml").path, encoding: .utf8)
+        #expect(text.contains(from), "the planted text is in \(name).yaml")
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("lockstep-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let mutated = folder.appendingPathComponent("tales.yaml")
-        try text.replacingOccurrences(of: bug.from, with: bug.to).write(to: mutated, atomically: true, encoding: .utf8)
+        let mutated = folder.appendingPathComponent("\(name).yaml")
+        try text.replacingOccurrences(of: from, with: to).write(to: mutated, atomically: true, encoding: .utf8)
+        try await body(folder, mutated.path)
+    }
+
+    @Test(arguments: bugs)
+    func aPlantedBugIsCaught(_ bug: Bug) async throws {
         let contract = try ContractDocument.load(file: Self.talesFile)
-        try await DoppelTestServer.with(contract: mutated.path) { server in
+        try await Self.withPlanted("tales", from: bug.from, to: bug.to) { _, mutated in try await DoppelTestServer.with(contract: mutated) { server in
             var options = ProviderVerifier.Options.inTheSuite
             options.endpointIDs = bug.endpoints
             let report = await ProviderVerifier(contract: contract, target: server.baseURL, options: options).run()
@@ -78,7 +84,7 @@ struct VerifyLockstepTests {
             #expect(!failed.isEmpty, "\(all)")
             let lines = failed.flatMap(VerifyReport.lines).joined(separator: "\n")
             for said in bug.says { #expect(lines.contains(said), "\(said) in:\n\(lines)") }
-        }
+        } }
     }
 
     /// A relation the contract states (`converted_amount` is `amount × rate`
@@ -90,16 +96,8 @@ struct VerifyLockstepTests {
         (from: "    EUR: 0.92\n", to: "    EUR: 0.95\n", fails: false),
     ])
     func aComputedValueIsHeldToItsRelation(from: String, to: String, fails: Bool) async throws {
-        let file = repositoryRoot.appendingPathComponent("contracts/currency.yaml").path
-        let text = try String(contentsOfFile: file, encoding: .utf8)
-        #expect(text.contains(from))
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("lockstep-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let mutated = folder.appendingPathComponent("currency.yaml")
-        try text.replacingOccurrences(of: from, with: to).write(to: mutated, atomically: true, encoding: .utf8)
-        let contract = try ContractDocument.load(file: file)
-        try await DoppelTestServer.with(contract: mutated.path) { server in
+        let contract = try ContractDocument.load(file: repositoryRoot.appendingPathComponent("contracts/currency.yaml").path)
+        try await Self.withPlanted("currency", from: from, to: to) { _, mutated in try await DoppelTestServer.with(contract: mutated) { server in
             var options = ProviderVerifier.Options.inTheSuite
             options.endpointIDs = ["convert"]
             let report = await ProviderVerifier(contract: contract, target: server.baseURL, options: options).run()
@@ -111,7 +109,7 @@ struct VerifyLockstepTests {
                 #expect(report.failed == 0, "\(lines)")
                 #expect(report.passed > 0)
             }
-        }
+        } }
     }
 
     /// A provider whose users share one account: every request lands in one
@@ -151,34 +149,30 @@ struct VerifyLockstepTests {
     /// against Doppel serving the contract.
     @Test func theFailingSequenceIsAScenarioThatReproducesIt() async throws {
         let bug = Self.bugs[0]
-        let text = try String(contentsOfFile: Self.talesFile, encoding: .utf8)
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("lockstep-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let mutated = folder.appendingPathComponent("tales.yaml")
-        try text.replacingOccurrences(of: bug.from, with: bug.to).write(to: mutated, atomically: true, encoding: .utf8)
         let contract = try ContractDocument.load(file: Self.talesFile)
-        let scenarioFile = folder.appendingPathComponent("found.yaml").path
-        try await DoppelTestServer.with(contract: mutated.path) { server in
-            var options = ProviderVerifier.Options.inTheSuite
-            options.endpointIDs = ["create-child", "generate-story"]
-            let report = await ProviderVerifier(contract: contract, target: server.baseURL, options: options).run()
-            let failed = try #require(report.checks.first { $0.outcome == .failed && $0.name.contains("generate-story 402") })
-            let start = try #require(failed.details.firstIndex { $0.contains("a scenario that reproduces it") })
-            let scenario = failed.details[(start + 1)...].map { String($0.dropFirst(4)) }.joined(separator: "\n")
-            #expect(scenario.contains("capture: { children_id_1: body.id }"), "\(scenario)")
-            #expect(scenario.contains("\"child_id\":\"{{ children_id_1 }}\""), "\(scenario)")
-            try scenario.write(toFile: scenarioFile, atomically: true, encoding: .utf8)
-            let loaded = try ScenarioLoader.load(file: scenarioFile)
-            #expect(loaded.steps.count == 7)
-            let result = await ScenarioRunner(baseURL: server.baseURL, isDoppel: false).run(loaded, session: "reproduce-1")
-            #expect(!result.passed)
-            #expect(result.steps.last?.outcome == .failed)
-        }
-        try await DoppelTestServer.with(contract: Self.talesFile) { server in
-            let loaded = try ScenarioLoader.load(file: scenarioFile)
-            let result = await ScenarioRunner(baseURL: server.baseURL, isDoppel: false).run(loaded, session: "reproduce-2")
-            #expect(result.passed, "\(result.steps.map { "\($0)" })")
+        try await Self.withPlanted("tales", from: bug.from, to: bug.to) { folder, mutated in
+            let scenarioFile = folder.appendingPathComponent("found.yaml").path
+            try await DoppelTestServer.with(contract: mutated) { server in
+                var options = ProviderVerifier.Options.inTheSuite
+                options.endpointIDs = ["create-child", "generate-story"]
+                let report = await ProviderVerifier(contract: contract, target: server.baseURL, options: options).run()
+                let failed = try #require(report.checks.first { $0.outcome == .failed && $0.name.contains("generate-story 402") })
+                let start = try #require(failed.details.firstIndex { $0.contains("a scenario that reproduces it") })
+                let scenario = failed.details[(start + 1)...].map { String($0.dropFirst(4)) }.joined(separator: "\n")
+                #expect(scenario.contains("capture: { children_id_1: body.id }"), "\(scenario)")
+                #expect(scenario.contains("\"child_id\":\"{{ children_id_1 }}\""), "\(scenario)")
+                try scenario.write(toFile: scenarioFile, atomically: true, encoding: .utf8)
+                let loaded = try ScenarioLoader.load(file: scenarioFile)
+                #expect(loaded.steps.count == 7)
+                let result = await ScenarioRunner(baseURL: server.baseURL, isDoppel: false).run(loaded, session: "reproduce-1")
+                #expect(!result.passed)
+                #expect(result.steps.last?.outcome == .failed)
+            }
+            try await DoppelTestServer.with(contract: Self.talesFile) { server in
+                let loaded = try ScenarioLoader.load(file: scenarioFile)
+                let result = await ScenarioRunner(baseURL: server.baseURL, isDoppel: false).run(loaded, session: "reproduce-2")
+                #expect(result.passed, "\(result.steps.map { "\($0)" })")
+            }
         }
     }
 
