@@ -56,8 +56,10 @@ public enum ContractDiff {
         let oldSchemas: [String: JSON]
         let newSchemas: [String: JSON]
         var changes: [Change] = []
-        /// Named schema pairs being compared, so recursive schemas end.
+        /// Named schema pairs being compared (per endpoint and place), so recursive schemas end.
         var comparing: Set<String> = []
+        /// Named schema pairs compared in all: a bound on the work for documents of many shared schemas.
+        var comparisons = 0
 
         init(old: Contract, new: Contract) {
             self.old = old
@@ -303,14 +305,22 @@ public enum ContractDiff {
         mutating func compareSchema(_ a: JSON, _ b: JSON, request: Bool, _ signature: String, _ place: String, _ pointer: String) {
             let (oldResolved, oldName) = resolve(a, in: oldSchemas)
             let (newResolved, newName) = resolve(b, in: newSchemas)
+            // A named pair is compared once per endpoint and place, and not
+            // again inside itself (a recursive schema ends): a change to a
+            // shared schema is reported at every endpoint that uses it.
+            var entered: String?
             if let oldName, let newName {
-                let key = "\(request)|\(place)|\(oldName)|\(newName)"
-                guard !comparing.contains(key), comparing.count < 10_000 else { return }
+                let key = "\(request)|\(signature)|\(place)|\(oldName)|\(newName)"
+                guard !comparing.contains(key), comparisons < 100_000 else { return }
                 comparing.insert(key)
+                comparisons += 1
+                entered = key
             }
+            defer { if let entered { comparing.remove(entered) } }
             guard changes.count < maximumChanges else { return }
             let old = flattened(oldResolved, in: oldSchemas), new = flattened(newResolved, in: newSchemas)
-            if old == new, oldName == nil, newName == nil { return }
+            // Equal text is an equal schema only where no reference inside may have changed (`items: Item`).
+            if old == new, oldName == nil, newName == nil, !Self.hasReference(old) { return }
             let where_ = pointer.isEmpty ? place : "\(place) \(pointer)"
 
             if let oldTypes = Self.types(old), let newTypes = Self.types(new), oldTypes != newTypes {
@@ -352,7 +362,7 @@ public enum ContractDiff {
             let oldRequired = Set(old["required"]?.arrayValue?.compactMap(\.stringValue) ?? [])
             let newRequired = Set(new["required"]?.arrayValue?.compactMap(\.stringValue) ?? [])
             for (name, schema) in oldProperties.pairs {
-                let member = pointer + "/" + name
+                let member = pointer + "/" + SchemaValidator.escape(name)
                 guard let after = newProperties[name] else {
                     if request {
                         add("request-field-removed", new["additionalProperties"] == .bool(false), signature, "\(place) \(member)",
@@ -371,7 +381,7 @@ public enum ContractDiff {
                 compareSchema(schema, after, request: request, signature, place, member)
             }
             for (name, _) in newProperties.pairs where oldProperties[name] == nil {
-                let member = pointer + "/" + name
+                let member = pointer + "/" + SchemaValidator.escape(name)
                 if request {
                     if newRequired.contains(name) {
                         add("request-field-added-required", true, signature, "\(place) \(member)", "a new required field")
@@ -463,6 +473,15 @@ public enum ContractDiff {
             }
             if let format = new["format"], format != old["format"] {
                 add("request-format-changed", true, signature, place, "the format became \(format.stringValue ?? "")")
+            }
+        }
+
+        /// Whether a schema refers to a named one anywhere inside.
+        static func hasReference(_ schema: JSON) -> Bool {
+            switch schema {
+            case .object(let members): members.pairs.contains { $0.key == "$ref" || hasReference($0.value) }
+            case .array(let items): items.contains(where: hasReference)
+            default: false
             }
         }
 

@@ -141,6 +141,19 @@ struct ContractDiffTests {
         #expect(changes.first { $0.kind == "request-enum-narrowed" }?.detail.contains("c0") == true)
     }
 
+    /// A change to a shared schema is told at every endpoint that uses it
+    /// (it was told only at the first), and a member's name is escaped in
+    /// the JSON pointer (`a/b` as `a~1b`).
+    @Test func aSharedSchemasChangeIsToldAtEveryEndpoint() throws {
+        let new = Self.shop.replacingOccurrences(of: "note: { type: string }", with: "note: { type: integer }")
+        let changes = ContractDiff.changes(from: try Self.contract(Self.shop), to: try Self.contract(new))
+        let renamed = changes.filter { $0.kind == "response-type-changed" && $0.place.hasSuffix("/note") }
+        #expect(Set(renamed.map(\.endpoint)) == ["GET /items", "POST /items", "GET /items/{}"], "\(changes.map { "\($0.kind) \($0.endpoint) \($0.place)" })")
+        let escaped = Self.shop.replacingOccurrences(of: "note: { type: string }", with: "note: { type: string }\n      a/b~c: { type: integer }")
+        let added = ContractDiff.changes(from: try Self.contract(escaped), to: try Self.contract(escaped.replacingOccurrences(of: "a/b~c: { type: integer }", with: "a/b~c: { type: string }")))
+        #expect(added.contains { $0.place.hasSuffix("/a~1b~0c") }, "\(added.map { "\($0.kind) \($0.endpoint) \($0.place)" })")
+    }
+
     static func contract(_ text: String) throws -> Contract {
         try ContractLoader.load(text: text, file: "shop.yaml")
     }
