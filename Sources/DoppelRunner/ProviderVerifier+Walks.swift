@@ -229,8 +229,10 @@ extension ProviderVerifier.Run {
                 shorter.remove(at: index)
                 replays += 1
                 let retried = await send(shorter)
-                if retried.notSent == nil, retried.failedAt != nil {
-                    steps = Array(shorter[...retried.failedAt!])
+                // The failure stays when the same last step still fails (an
+                // earlier step failing instead is another failure).
+                if retried.notSent == nil, retried.failedAt == shorter.count - 1 {
+                    steps = shorter
                     result = retried
                     index = min(index, steps.count - 1) - 1
                 } else {
