@@ -495,6 +495,7 @@ extension ProviderVerifier.Run {
 extension ProviderVerifier {
     /// A command of the user's that failed or printed what cannot be used.
     public struct CommandFailure: Error, CustomStringConvertible {
+        /// What failed, with what the command said on stderr.
         public let description: String
     }
 
