@@ -48,9 +48,10 @@ extension ProviderVerifier.Run {
     // MARK: Planning
 
     /// The sequences to send, planned on a scratch engine.
-    mutating func plannedWalks() -> [Walk] {
+    /// The walks, and why planning stopped early when it did.
+    mutating func plannedWalks() -> (walks: [Walk], stopped: String?) {
         let endpoints = walkable
-        guard !endpoints.isEmpty else { return [] }
+        guard !endpoints.isEmpty else { return ([], nil) }
         var planner = Planner(run: self)
         var walks: [Walk] = []
         var seen: Set<[String]> = []
@@ -110,7 +111,10 @@ extension ProviderVerifier.Run {
             }
             add(Walk(purpose: "random walk \(index + 1)", steps: steps))
         }
-        return walks
+        let stopped = planner.exhausted
+            ? "planning stopped after \(Planner.maximumAnswers) answers of the contract's engine (\(endpoints.count) endpoints): the sequences found so far and the random ones are sent; --endpoint plans the rest"
+            : nil
+        return (walks, stopped)
     }
 
     /// The collections a body names by a member (`child_id`: `child`, `children`), lowercased.
@@ -127,25 +131,19 @@ extension ProviderVerifier.Run {
         let run: ProviderVerifier.Run
         let engine: MockEngine
         var sessions = 0
+        /// Answers of the engine so far: planning stops at `maximumAnswers`
+        /// (a document of hundreds of operations has tens of thousands of pairs to try).
+        var answered = 0
+        static let maximumAnswers = 10_000
+        var exhausted: Bool { answered >= Self.maximumAnswers }
 
         init(run: ProviderVerifier.Run) {
             self.run = run
             self.engine = MockEngine(contract: run.verifier.contract, journalCapacity: 10)
         }
 
-        /// Answers a sequence in a fresh session, each step's status.
-        mutating func statuses(of steps: [Endpoint]) -> [Int] {
-            sessions += 1
-            var side = ProviderVerifier.Run.Side(session: "doppel-verify-plan-\(sessions)")
-            var statuses: [Int] = []
-            for step in steps {
-                let answer = answer(step, side: &side)
-                statuses.append(answer.status)
-            }
-            return statuses
-        }
-
-        func answer(_ endpoint: Endpoint, side: inout ProviderVerifier.Run.Side) -> MockResponse {
+        mutating func answer(_ endpoint: Endpoint, side: inout ProviderVerifier.Run.Side) -> MockResponse {
+            answered += 1
             let request = run.request(for: endpoint, side: side, oracle: true)
             let decision = engine.decide(request)
             engine.complete(decision, durationMicros: 0)
@@ -155,6 +153,7 @@ extension ProviderVerifier.Run {
 
         /// After `prefix`, the endpoint repeated: each status it first gives, with the sequence that gave it.
         mutating func firstStatuses(prefix: [Endpoint], repeating endpoint: Endpoint) -> [(Int, [Endpoint])] {
+            guard !exhausted else { return [] }
             sessions += 1
             var side = ProviderVerifier.Run.Side(session: "doppel-verify-plan-\(sessions)")
             for step in prefix { _ = answer(step, side: &side) }
@@ -170,6 +169,7 @@ extension ProviderVerifier.Run {
 
         /// Whether `reader`'s answer after `steps` differs from its answer in a fresh session.
         mutating func changes(after steps: [Endpoint], reader: Endpoint) -> Bool {
+            guard !exhausted else { return false }
             sessions += 1
             var fresh = ProviderVerifier.Run.Side(session: "doppel-verify-plan-\(sessions)")
             let before = answer(reader, side: &fresh)
@@ -202,7 +202,10 @@ extension ProviderVerifier.Run {
             return (run.plannedWalks(), run.random)
         }
         random = planned.1
-        for walk in planned.0 {
+        if let stopped = planned.0.stopped {
+            checks.append(ProviderVerifier.Check(endpointID: walkable.first?.id ?? "", name: "sequences", outcome: .notReached, summary: stopped))
+        }
+        for walk in planned.0.walks {
             let last = walk.steps.last!
             var check = ProviderVerifier.Check(endpointID: last.id, name: "sequence: \(walk.purpose) (\(walk.steps.count) step\(walk.steps.count == 1 ? "" : "s"))", outcome: .notReached, summary: "")
             var result = await send(walk.steps)

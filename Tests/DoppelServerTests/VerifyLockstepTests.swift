@@ -178,6 +178,34 @@ struct VerifyLockstepTests {
         }
     }
 
+    /// Planning is bounded: a document of many operations (here 80 writes and
+    /// 80 reads, 6,400 pairs to try) stops at 10,000 answers of the engine,
+    /// says so, and still sends what it found.
+    @Test func planningIsBounded() async throws {
+        var text = "doppel: 1\nstate: { counters: { n: 0 } }\nendpoints:\n"
+        for index in 0..<80 {
+            text += "  put-\(index): { request: PUT /things/\(index), responses: [ { effects: [ state.n += 1 ], body: { n: \"{{ state.n }}\" } } ] }\n"
+            text += "  get-\(index): { request: GET /things/\(index), responses: [ { body: { n: \"{{ state.n }}\" } } ] }\n"
+        }
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("lockstep-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("many.yaml").path
+        try text.write(toFile: file, atomically: true, encoding: .utf8)
+        let contract = try ContractDocument.load(file: file)
+        try await DoppelTestServer.with(contract: file) { server in
+            var options = ProviderVerifier.Options.inTheSuite
+            options.maxRequests = 400
+            let report = await ProviderVerifier(contract: contract, target: server.baseURL, options: options).run()
+            let stopped = report.checks.first { $0.name == "sequences" }
+            #expect(stopped?.outcome == .notReached)
+            #expect(stopped?.summary.contains("planning stopped after 10000 answers of the contract's engine (160 endpoints)") == true, "\(stopped?.summary ?? "none")")
+            // What was found is sent: reads after writes among them, every one passing against Doppel.
+            #expect(report.checks.contains { $0.name.hasPrefix("sequence: get-") && $0.name.contains(" after put-") && $0.outcome == .passed })
+            #expect(report.failed == 0, "\(report.checks.filter { $0.outcome == .failed }.flatMap(VerifyReport.lines))")
+        }
+    }
+
     /// `--max-requests` bounds the sequences too; `--token-command` is run
     /// once per sequence, and one that fails is said.
     @Test func sequencesAreBoundedAndStartFresh() async throws {
