@@ -121,9 +121,7 @@ extension ProviderVerifier.Run {
     static func namedCollections(of endpoint: Endpoint, contract: Contract) -> Set<String> {
         guard let schema = endpoint.body?.schema else { return [] }
         let resolved = contract.schemas[schema.ref ?? ""] ?? schema
-        return Set(resolved.properties.map(\.0).compactMap { key -> String? in
-            key.hasSuffix("_id") ? String(key.dropLast(3)).lowercased() : key.hasSuffix("Id") ? String(key.dropLast(2)).lowercased() : nil
-        }.flatMap { [$0, plural($0)] })
+        return Set(resolved.properties.map(\.0).compactMap(idStem(of:)).flatMap { [$0, plural($0)] })
     }
 
     /// Plans on a scratch engine of the contract: each sequence in a session of its own.
@@ -302,9 +300,11 @@ extension ProviderVerifier.Run {
             if answer.status != expected.status {
                 differences.append("expected \(expected.status)\(describe(expected, of: endpoint)), got \(answer.status)")
             } else {
-                differences += problems(answer, status: answer.status, of: endpoint, oracle: expected)
-                differences += stateValues(answer, expected: expected, later: decision.response, of: endpoint)
-                differences += relations(answer, request: outgoing, of: endpoint, oracle: expected)
+                // The provider's body is read once for every check below.
+                let actual = try? JSONReader.parse([UInt8](answer.body))
+                differences += problems(answer, actual: actual, status: answer.status, of: endpoint, oracle: expected)
+                differences += stateValues(actual, expected: expected, later: decision.response, of: endpoint)
+                differences += relations(answer, actual: actual, request: outgoing, of: endpoint, oracle: expected)
             }
             if !differences.isEmpty {
                 result.failedAt = index
@@ -317,10 +317,10 @@ extension ProviderVerifier.Run {
     }
 
     /// The values the contract derives from state, the provider's against the contract's.
-    func stateValues(_ answer: ScenarioRunner.HTTPAnswer, expected: MockResponse, later: MockResponse, of endpoint: Endpoint) -> [String] {
+    func stateValues(_ actual: JSON?, expected: MockResponse, later: MockResponse, of endpoint: Endpoint) -> [String] {
         guard let response = endpoint.documentedResponses.first(where: { $0.name == expected.responseName }),
               let place = StateDerivation(endpoint: endpoint, response: response).places(of: response),
-              let wanted = try? JSONReader.parse(expected.body), let actual = try? JSONReader.parse([UInt8](answer.body)) else { return [] }
+              let wanted = try? JSONReader.parse(expected.body), let actual else { return [] }
         // Only values the same on a later clock: a date, a generated id, are not state's.
         let stable = later.status == expected.status ? (try? JSONReader.parse(later.body)) : nil
         guard let stable else { return [] }
@@ -433,7 +433,7 @@ extension ProviderVerifier.Run {
             }
         })
         for (index, step) in result.sent.enumerated() {
-            var request = step.request
+            let request = step.request
             func placed(_ text: String) -> String {
                 var text = text
                 for (id, name) in captured { text = text.replacingOccurrences(of: id, with: "{{ \(name) }}") }
@@ -452,11 +452,10 @@ extension ProviderVerifier.Run {
             if !request.body.isEmpty, let json = try? JSONReader.parse(request.body) {
                 lines.append("    json: \(placed(JSONWriter.encodeString(json)))")
             }
-            request.headers = []
             var expect = "{ status: \(step.expected.status) }"
-            if index == result.failedAt, let differences = Optional(result.differences), step.target?.status == step.expected.status,
+            if index == result.failedAt, !result.differences.isEmpty, step.target?.status == step.expected.status,
                let wanted = try? JSONReader.parse(step.expected.body), let response = step.endpoint.documentedResponses.first(where: { $0.name == step.expected.responseName }),
-               let place = StateDerivation(endpoint: step.endpoint, response: response).places(of: response), !differences.isEmpty {
+               let place = StateDerivation(endpoint: step.endpoint, response: response).places(of: response) {
                 if let values = Self.exactValues(wanted, place: place) {
                     expect = "{ status: \(step.expected.status), body: \(JSONWriter.encodeString(values)) }"
                 }

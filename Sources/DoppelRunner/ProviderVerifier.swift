@@ -337,8 +337,9 @@ public struct ProviderVerifier: Sendable {
                 check.details = [curl(outgoing)] + bodyLines(answer)
                 return check
             }
-            let problems = self.problems(answer, status: answer.status, of: endpoint, oracle: expected.status == answer.status ? expected : nil)
-                + relations(answer, request: outgoing, of: endpoint, oracle: expected)
+            let actual = try? JSONReader.parse([UInt8](answer.body))
+            let problems = self.problems(answer, actual: actual, status: answer.status, of: endpoint, oracle: expected.status == answer.status ? expected : nil)
+                + relations(answer, actual: actual, request: outgoing, of: endpoint, oracle: expected)
             if problems.isEmpty {
                 check.outcome = .passed
                 check.summary = "\(answer.status) as documented"
@@ -378,7 +379,7 @@ public struct ProviderVerifier: Sendable {
                 check.details = [curl(outgoing)] + bodyLines(answer)
                 return check
             }
-            let problems = self.problems(answer, status: answer.status, of: endpoint, oracle: expected)
+            let problems = self.problems(answer, actual: try? JSONReader.parse([UInt8](answer.body)), status: answer.status, of: endpoint, oracle: expected)
             if problems.isEmpty {
                 check.outcome = .passed
                 check.summary = "\(answer.status) as documented"
@@ -414,7 +415,9 @@ public struct ProviderVerifier: Sendable {
 
         /// What differs between an answer and the contract's responses of its
         /// status (and the oracle's own answer, when it gave that status).
-        func problems(_ answer: ScenarioRunner.HTTPAnswer, status: Int, of endpoint: Endpoint, oracle: MockResponse?) -> [String] {
+        /// `actual` is the answer's body read as JSON (nil when it is not JSON),
+        /// read once by the caller for every check of the answer.
+        func problems(_ answer: ScenarioRunner.HTTPAnswer, actual: JSON?, status: Int, of endpoint: Endpoint, oracle: MockResponse?) -> [String] {
             let contentType = answer.headers.first { $0.key.lowercased() == "content-type" }?.value
             let candidates = contract.documentedResponses(of: endpoint).filter { $0.status == status }
             var best: [String]?
@@ -428,7 +431,7 @@ public struct ProviderVerifier: Sendable {
                 // of the same request: its types, members and every item.
                 if found.isEmpty, candidate.schema == nil, case .json(let template, _, _) = candidate.body, !template.expressions.isEmpty,
                    let oracle, oracle.responseName == candidate.name, oracle.status == status,
-                   let rendered = try? JSONReader.parse(oracle.body), let actual = try? JSONReader.parse([UInt8](answer.body)) {
+                   let rendered = try? JSONReader.parse(oracle.body), let actual {
                     BodyShape.shape(of: actual, against: rendered, at: "", into: &found, rendering: true)
                 }
                 if found.isEmpty { return [] }
@@ -437,7 +440,7 @@ public struct ProviderVerifier: Sendable {
             if let oracle {
                 // Doppel's own answer (a problem, a rendered body): the same shape.
                 let expectedJSON = try? JSONReader.parse(oracle.body)
-                if let expectedJSON, let actual = try? JSONReader.parse([UInt8](answer.body)) {
+                if let expectedJSON, let actual {
                     var found: [String] = []
                     BodyShape.shape(of: actual, against: expectedJSON, at: "", into: &found)
                     if found.isEmpty { return [] }
@@ -453,11 +456,11 @@ public struct ProviderVerifier: Sendable {
 
         /// The relations between an answer's own values that its response
         /// states (`converted_amount` from `amount` and the answer's `rate`).
-        func relations(_ answer: ScenarioRunner.HTTPAnswer, request: RecordedRequest, of endpoint: Endpoint, oracle: MockResponse) -> [String] {
+        func relations(_ answer: ScenarioRunner.HTTPAnswer, actual: JSON?, request: RecordedRequest, of endpoint: Endpoint, oracle: MockResponse) -> [String] {
             let documented = endpoint.documentedResponses
             guard let response = (oracle.status == answer.status ? documented.first { $0.name == oracle.responseName } : nil)
                     ?? documented.first(where: { $0.status == answer.status }),
-                  let value = try? JSONReader.parse([UInt8](answer.body)) else { return [] }
+                  let value = actual else { return [] }
             return self.oracle.relationProblems(of: response, for: endpoint, request: request, answer: value)
         }
 
@@ -517,15 +520,20 @@ public struct ProviderVerifier: Sendable {
             guard !ids.isEmpty, case .object(var object)? = try? JSONReader.parse(body) else { return body }
             var changed = false
             for (key, value) in object.pairs where value.stringValue != nil || value.intValue != nil {
-                let stem: Substring
-                if key.hasSuffix("_id") { stem = key.dropLast(3) } else if key.hasSuffix("Id") { stem = key.dropLast(2) } else { continue }
-                guard !stem.isEmpty else { continue }
-                let names = Set([String(stem), plural(String(stem))].map { $0.lowercased() })
+                guard let stem = idStem(of: key) else { continue }
+                let names: Set = [stem, plural(stem)]
                 guard let id = ids.first(where: { names.contains(($0.key.split(separator: "/").last.map(String.init) ?? "").lowercased()) })?.value else { continue }
                 object[key] = value.intValue != nil ? (Int(id).map(JSON.int) ?? .string(id)) : .string(id)
                 changed = true
             }
             return changed ? JSONWriter.encode(.object(object)) : body
+        }
+
+        /// The record a member names by its id, lowercased: `child_id` and
+        /// `childId` name `child`; any other member names none.
+        static func idStem(of key: String) -> String? {
+            let stem = key.hasSuffix("_id") ? key.dropLast(3) : key.hasSuffix("Id") ? key.dropLast(2) : ""
+            return stem.isEmpty ? nil : stem.lowercased()
         }
 
         /// The English plural of a resource's name: `child` → `children`, `story` → `stories`.
