@@ -121,6 +121,7 @@ public enum ContractDiff {
             }
             compareBody(a.body, b.body, signature)
             compareResponses(a, b, signature)
+            compareSocket(a, b, signature)
         }
 
         mutating func compareAuth(_ a: Endpoint, _ b: Endpoint, _ signature: String) {
@@ -201,7 +202,8 @@ public enum ContractDiff {
         }
 
         mutating func compareResponses(_ a: Endpoint, _ b: Endpoint, _ signature: String) {
-            let oldStatuses = old.statuses(of: a), newStatuses = new.statuses(of: b)
+            // A socket's close codes are compared with its rules (`compareSocket`).
+            let oldStatuses = Self.statuses(old.documentedResponses(of: a)), newStatuses = Self.statuses(new.documentedResponses(of: b))
             // An endpoint that no longer asks for credentials no longer refuses them: its 401 goes with `auth-removed`.
             let refusals = b.auth.isEmpty ? old.unauthorizedStatuses(of: a) : []
             for status in oldStatuses where !newStatuses.contains(status) && !refusals.contains(status) {
@@ -214,6 +216,8 @@ public enum ContractDiff {
                 let before = old.documentedResponses(of: a).filter { $0.status == status }
                 let after = new.documentedResponses(of: b).filter { $0.status == status }
                 let place = "\(status) response"
+                compareCallbacks(before, after, signature, place)
+                comparePushes(before, after, signature, place)
                 let oldHeaders = Set(before.flatMap { $0.headers.map { $0.0.lowercased() } }).subtracting(["content-type"])
                 let newHeaders = Set(after.flatMap { $0.headers.map { $0.0.lowercased() } })
                 for header in oldHeaders.subtracting(newHeaders).sorted() {
@@ -228,6 +232,12 @@ public enum ContractDiff {
                 guard let oldSchema = Self.bodySchema(before), let newSchema = Self.bodySchema(after) else { continue }
                 compareSchema(oldSchema, newSchema, request: false, signature, place + " body", "")
             }
+        }
+
+        /// The statuses of responses, in order, without repeats.
+        static func statuses(_ responses: [ResponseDefinition]) -> [Int] {
+            var seen: Set<Int> = []
+            return responses.map(\.status).filter { seen.insert($0).inserted }
         }
 
         /// A status's body schema: the first declared, else the first body's shape.

@@ -75,6 +75,7 @@ public enum ContractDocument {
     private static func load(_ source: Source, file: String) throws(ContractError) -> Contract {
         var contract = try ContractLoader.load(root: source.tree, file: file, warnings: source.diagnostics, endpoints: source.endpoints, isVendorDocument: source.isOpenAPI)
         contract.bodyFiles += source.referencedFiles
+        contract.isOpenAPIDocument = source.isOpenAPI
         return contract
     }
 

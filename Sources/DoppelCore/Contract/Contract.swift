@@ -26,6 +26,9 @@ public struct Contract: Sendable {
     package var fallbacks: [Fallback: ResponseDefinition] = [:]
     /// The body files the contract reads (`file:`), as absolute paths.
     package var bodyFiles: [String] = []
+    /// Whether it was read from an OpenAPI document, which says nothing of
+    /// socket rules or pushes (`doppel diff` compares those only between contracts).
+    package var isOpenAPIDocument = false
     /// What loading found worth saying that did not stop it (`lint` prints these).
     public var warnings: [Diagnostic] = []
 
