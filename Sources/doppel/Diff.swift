@@ -9,8 +9,9 @@ struct Diff: ParsableCommand {
         discussion: """
             OLD and NEW are Doppel contracts or OpenAPI documents, in any mix. Removed endpoints, statuses and response \
             fields, a request field newly required, a narrowed type, enum or range, a response enum with new values, a \
-            changed auth scheme are breaking; additions a client can ignore are compatible. Exits 1 when any change is \
-            breaking. See docs/verify.md.
+            changed auth scheme are breaking; additions a client can ignore are compatible. WebSocket rules, close codes, pushes and \
+            callbacks are compared too. With --journal, each breaking change says which calls a journal (or a saved \
+            event stream) observed it breaks. Exits 1 when any change is breaking. See docs/verify.md.
             """
     )
 
@@ -27,6 +28,9 @@ struct Diff: ParsableCommand {
     @Option(help: "text (default), json, or markdown (a summary for a pull request comment).")
     var format: Format = .text
 
+    @Option(help: ArgumentHelp("A journal of the old version's use (GET /__doppel/journal's answer, or GET /__doppel/events saved): each breaking change says which observed calls, and how many of the sessions, it breaks.", valueName: "file"))
+    var journal: String?
+
     func run() throws {
         let before: Contract, after: Contract
         do {
@@ -40,31 +44,73 @@ struct Diff: ParsableCommand {
         let breaking = changes.filter(\.breaking).count
         var summary = changes.isEmpty ? "no changes" : "\(breaking) breaking, \(changes.count - breaking) compatible"
         if changes.count >= ContractDiff.maximumChanges { summary += " (the first \(ContractDiff.maximumChanges) changes found; there are more)" }
+        var exposures: [ContractDiff.Exposure?] = changes.map { _ in nil }
+        var observed: JSON?
+        if let journal {
+            let calls: [ContractDiff.ObservedCall]
+            do {
+                calls = try ContractDiff.observedCalls(Self.read(journal))
+            } catch {
+                let reason = (error as? ContractDiff.JournalError)?.message ?? (error as NSError).localizedDescription
+                FileHandle.standardError.write(Data("\(journal): error: \(reason)\n".utf8))
+                throw ExitCode(2)
+            }
+            exposures = ContractDiff.exposures(of: changes, from: before, to: after, calls: calls)
+            let sessions = Set(calls.map(\.session))
+            let broken = Set(exposures.compactMap { $0 }.filter(\.exact).flatMap(\.sessions))
+            let maybe = Set(exposures.compactMap { $0 }.filter { !$0.exact }.flatMap(\.sessions)).subtracting(broken)
+            var line = "journal: \(calls.count) calls by \(sessions.count) sessions; breaking for \(broken.count) of \(sessions.count)"
+            if !broken.isEmpty { line += " (\(broken.sorted().prefix(10).joined(separator: ", "))\(broken.count > 10 ? ", …" : ""))" }
+            if !maybe.isEmpty { line += "; \(maybe.count) more call an endpoint whose body or headers changed (the journal keeps neither)" }
+            summary += "\n" + line
+            observed = .object(JSONObject([("file", .string(journal)), ("calls", .int(calls.count)), ("sessions", .int(sessions.count)),
+                                           ("broken_sessions", .array(broken.sorted().map(JSON.string))),
+                                           ("maybe_broken_sessions", .array(maybe.sorted().map(JSON.string)))]))
+        }
         switch format {
         case .json:
-            let document: JSON = .object(JSONObject([("old", .string(old)), ("new", .string(new)), ("breaking", .int(breaking)),
-                                                     ("compatible", .int(changes.count - breaking)), ("changes", .array(changes.map(\.json)))]))
-            print(String(decoding: JSONWriter.encode(document), as: UTF8.self))
+            let listed: [JSON] = zip(changes, exposures).map { change, exposure in
+                guard let exposure, case .object(var object) = change.json else { return change.json }
+                object["observed"] = exposure.json
+                return .object(object)
+            }
+            var document = JSONObject([("old", .string(old)), ("new", .string(new)), ("breaking", .int(breaking)),
+                                       ("compatible", .int(changes.count - breaking)), ("changes", .array(listed))])
+            if let observed { document["journal"] = observed }
+            let json: JSON = .object(document)
+            print(String(decoding: JSONWriter.encode(json), as: UTF8.self))
         case .markdown:
-            print("### Contract changes: \(summary)\n")
+            let lines = summary.split(separator: "\n")
+            print("### Contract changes: \(lines[0])\n")
             print("`\(old)` → `\(new)`\n")
+            for line in lines.dropFirst() { print(line + "\n") }
             if !changes.isEmpty {
-                print("| | endpoint | where | change |")
-                print("| --- | --- | --- | --- |")
-                for change in changes {
-                    let cells = [change.breaking ? "❌ breaking" : "✅ compatible", change.endpoint.isEmpty ? "(all)" : "`\(change.endpoint)`",
-                                 change.place, change.detail].map { $0.replacingOccurrences(of: "|", with: "\\|") }
+                print("| | endpoint | where | change |" + (journal == nil ? "" : " observed |"))
+                print("| --- | --- | --- | --- |" + (journal == nil ? "" : " --- |"))
+                for (change, exposure) in zip(changes, exposures) {
+                    let cells = ([change.breaking ? "❌ breaking" : "✅ compatible", change.endpoint.isEmpty ? "(all)" : "`\(change.endpoint)`",
+                                  change.place, change.detail] + (journal == nil ? [] : [exposure?.text ?? ""])).map { $0.replacingOccurrences(of: "|", with: "\\|") }
                     print("| " + cells.joined(separator: " | ") + " |")
                 }
             }
         case .text:
-            for change in changes {
+            for (index, change) in changes.enumerated() {
                 let endpoint = change.endpoint.isEmpty ? "" : change.endpoint + "  "
                 let place = change.place.isEmpty ? "" : change.place + ": "
                 print("\(change.breaking ? "BREAKING  " : "compatible") \(endpoint)\(place)\(change.detail)  [\(change.kind)]")
+                if let exposure = exposures[index] { print("           observed: \(exposure.text)") }
             }
             print(summary)
         }
         if breaking > 0 { throw ExitCode(1) }
+    }
+
+    /// A journal file's bytes, refused past `ContractDiff.maximumJournalBytes` before it is read.
+    static func read(_ path: String) throws -> [UInt8] {
+        let attributes = try FileManager.default.attributesOfItem(atPath: path)
+        if let size = attributes[.size] as? Int, size > ContractDiff.maximumJournalBytes {
+            throw ContractDiff.JournalError(message: "the journal is \(size) bytes; at most \(ContractDiff.maximumJournalBytes) are read")
+        }
+        return [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
     }
 }

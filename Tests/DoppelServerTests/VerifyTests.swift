@@ -260,6 +260,61 @@ struct VerifyTests {
         #expect(markdown.output.contains("| ❌ breaking | `GET /items/{}` | 200 response body /name | the field may now be absent |"), "\(markdown.output)")
     }
 
+    /// `doppel diff --journal`: clients in five sessions use Doppel serving
+    /// tales; its journal, read over the admin API, tells which of them a
+    /// narrowed query breaks (alice sent `limit=500`), and the event stream,
+    /// which keeps bodies, which a newly required member breaks (bob sent no
+    /// `hero_id`).
+    @Test func diffTellsWhichObservedClientsAChangeBreaks() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("diff-journal-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let old = contractPath("tales.yaml"), new = folder.appendingPathComponent("new.yaml")
+        try String(contentsOfFile: old, encoding: .utf8)
+            .replacingOccurrences(of: "    required: [language, child_id]\n", with: "    required: [language, child_id, hero_id]\n")
+            .replacingOccurrences(of: "limit: { type: integer, minimum: 1, maximum: 1000 }", with: "limit: { type: integer, minimum: 1, maximum: 100 }")
+            .write(to: new, atomically: true, encoding: .utf8)
+        let journal = folder.appendingPathComponent("journal.json"), events = folder.appendingPathComponent("events.txt")
+        try await DoppelTestServer.with(contract: old) { server in
+            let client = TestClient(base: server.baseURL)
+            // The event stream, read while the clients work: a raw socket, ended once the last request's event came.
+            let port = try #require(server.baseURL.port)
+            async let streamed = RawHTTP.exchange(port: port, Array("GET /__doppel/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8), timeout: 4)
+            try await Task.sleep(for: .milliseconds(500))
+            for name in ["alice", "bob", "carol", "dave", "erin"] {
+                _ = try await client.send("GET", "/api/v1/free-stories?limit=\(name == "alice" ? 500 : 10)", token: nil, session: name)
+            }
+            let child = "123e4567-e89b-12d3-a456-426614174000"
+            _ = try await client.send("POST", "/api/v1/stories/generate", json: ["language": "en", "child_id": .string(child)], session: "bob")
+            _ = try await client.send("POST", "/api/v1/stories/generate",
+                                      json: ["language": "en", "child_id": .string(child), "hero_id": "987fcdeb-51a2-43f7-b123-9876543210ab"], session: "carol")
+            let answer = try await client.send("GET", "/__doppel/journal?limit=10000", token: nil)
+            try answer.body.write(to: journal)
+            // Saved as `curl -N` saves it: the body, its chunks joined.
+            let reply = Array(try await streamed.utf8), crlf = Array("\r\n".utf8)
+            var at = try #require(reply.firstRange(of: crlf + crlf)).upperBound
+            var joined: [UInt8] = []
+            while let line = reply[at...].firstRange(of: crlf), let size = Int(String(decoding: reply[at..<line.lowerBound], as: UTF8.self), radix: 16), size > 0 {
+                let end = min(line.upperBound + size, reply.count)
+                joined += reply[line.upperBound..<end]
+                at = min(end + 2, reply.count)
+            }
+            try Data(joined).write(to: events)
+        }
+        let told = try CommandLineTests().run(["diff", old, new.path, "--journal", journal.path])
+        #expect(told.status == 1)
+        #expect(told.output.contains("BREAKING   GET /free-stories  query limit: maximum 1000 became 100  [request-range-narrowed]\n           observed: 1 call by 1 of 5 sessions (alice)\n"), "\(told.output)")
+        #expect(told.output.contains("observed: 2 calls by 2 of 5 sessions (bob, carol) reach it; the journal keeps no bodies or headers"), "\(told.output)")
+        #expect(told.output.contains("journal: 7 calls by 5 sessions; breaking for 1 of 5 (alice); 2 more call an endpoint whose body or headers changed"), "\(told.output)")
+        let exact = try CommandLineTests().run(["diff", old, new.path, "--journal", events.path, "--format", "json"])
+        let json = try #require(try? JSONReader.parse(Array(exact.output.utf8)), "\(exact.errors)")
+        #expect(json["journal"]?["broken_sessions"] == ["alice", "bob"], "\(exact.output)")
+        let hero = json["changes"]?.arrayValue?.first { $0["kind"] == "request-field-now-required" }
+        #expect(hero?["observed"]?["sessions"] == ["bob"] && hero?["observed"]?["exact"] == true, "\(exact.output)")
+        let broken = try CommandLineTests().run(["diff", old, new.path, "--journal", folder.appendingPathComponent("none.json").path])
+        #expect(broken.status == 2 && broken.errors.contains("none.json: error:"), "\(broken.errors)")
+    }
+
     @Test func theCommandPrintsEachCheckAndExitsOneOnFailure() async throws {
         let file = repositoryRoot.appendingPathComponent("contracts/currency.yaml").path
         try await DoppelTestServer.with(contract: file) { server in
