@@ -37,9 +37,11 @@ extension ProviderVerifier.Run {
         return (sample, schema.properties.map { ($0.0, resolved($0.1)) })
     }
 
-    /// A valid request for each other value of each enum member of the body.
+    /// A valid request for each other value of each enum member of the
+    /// body, and for each `oneOf`/`anyOf` branch (of the body, or of one of
+    /// its members) the sample does not take.
     func branches(of endpoint: Endpoint) -> [(String, (inout RecordedRequest) -> Void)] {
-        guard let (sample, properties) = bodyMembers(of: endpoint) else { return [] }
+        guard let (sample, properties) = bodyMembers(of: endpoint), let whole = endpoint.body?.schema.map(resolved) else { return [] }
         var found: [(String, (inout RecordedRequest) -> Void)] = []
         for (name, schema) in properties {
             for value in schema.enumValues ?? [] where value != sample[name] && !value.isNull && found.count < Self.maximumBranches {
@@ -47,7 +49,36 @@ extension ProviderVerifier.Run {
                 found.append(("valid request, body \(edit)", edit.apply))
             }
         }
+        let sampler = SchemaSampler(registry: contract.schemas), validator = SchemaValidator(registry: contract.schemas)
+        // The body's own branches: each a whole body, kept only where the whole schema takes it.
+        // A branch the example already takes is sent by the valid request.
+        for (index, branch, value) in Self.branchSamples(of: whole, sampler: sampler) where found.count < Self.maximumBranches {
+            guard case .object(var object) = value, !validator.validate(.object(sample), against: branch).isEmpty else { continue }
+            // Members outside the branches (the sample's) stay, as a client sends them.
+            for (name, member) in sample.pairs where object[name] == nil && whole.properties.contains(where: { $0.0 == name }) { object[name] = member }
+            guard validator.validate(.object(object), against: whole).isEmpty else { continue }
+            let body = JSONWriter.encode(.object(object))
+            found.append(("valid request, body of branch \(index + 1) of its \(whole.oneOf.isEmpty ? "anyOf" : "oneOf")", { $0.body = body }))
+        }
+        // A member's branches: the member set to each.
+        for (name, schema) in properties {
+            for (index, branch, value) in Self.branchSamples(of: schema, sampler: sampler) where found.count < Self.maximumBranches {
+                if let sent = sample[name], validator.validate(sent, against: branch).isEmpty { continue }
+                var object = sample
+                object[name] = value
+                guard validator.validate(.object(object), against: whole).isEmpty else { continue }
+                let edit = BodyEdit(set: [(name, value)])
+                found.append(("valid request, body '\(name)' of branch \(index + 1) of its \(schema.oneOf.isEmpty ? "anyOf" : "oneOf")", edit.apply))
+            }
+        }
         return found
+    }
+
+    /// A sample of each `oneOf` (else `anyOf`) branch of a schema, with the branch's index.
+    static func branchSamples(of schema: Schema, sampler: SchemaSampler) -> [(Int, Schema, JSON)] {
+        let branches = schema.oneOf.isEmpty ? schema.anyOf : schema.oneOf
+        guard branches.count > 1 else { return [] }
+        return branches.enumerated().compactMap { index, branch in sampler.sample(branch).map { (index, branch, $0) } }
     }
 
     /// For each response the contract chooses by a `when` to refuse input

@@ -645,6 +645,23 @@ public struct ProviderVerifier: Sendable {
             if let headers = endpoint.headers, let name = headers.required.first(where: { !["accept", "content-type", "authorization"].contains($0.lowercased()) }) {
                 inputs.append(("required header '\(name)' left out", { request in request.headers.removeAll { $0.name == name.lowercased() } }))
             }
+            if let headers = endpoint.headers {
+                // As for the query: each kind of bad value once, at the first header that can take it (never a credential's).
+                let schemes = endpoint.auth.compactMap { contract.authSchemes[$0] }
+                let properties = headers.properties.map { ($0.0, resolved($0.1)) }
+                    .filter { !["accept", "content-type", "content-length"].contains($0.0.lowercased()) && !isCredential($0.0, in: schemes) }
+                if let (name, value) = properties.lazy.compactMap({ name, schema in Self.queryOutOfRange(schema).map { (name, $0) } }).first {
+                    inputs.append(("header '\(name)' out of range (\(value))", { Self.setHeader(&$0, name, value) }))
+                }
+                if let (name, _) = properties.first(where: { _, schema in
+                    schema.enumValues == nil && (schema.types ?? []).count == 1 && ["integer", "number", "boolean"].contains(schema.types![0])
+                }) {
+                    inputs.append(("header '\(name)' of the wrong type", { Self.setHeader(&$0, name, "not-a-number") }))
+                }
+                if let (name, _) = properties.first(where: { _, schema in schema.enumValues?.allSatisfy({ $0.stringValue != nil }) ?? false }) {
+                    inputs.append(("header '\(name)' not one of its values", { Self.setHeader(&$0, name, "doppel-verify-not-listed") }))
+                }
+            }
             return inputs
         }
 
@@ -664,6 +681,12 @@ public struct ProviderVerifier: Sendable {
             var pairs = (request.query ?? "").split(separator: "&").map(String.init).filter { $0 != key && !$0.hasPrefix(key + "=") }
             pairs.append(key + "=" + ScenarioRunner.encode(value))
             request = RecordedRequest(method: request.method, path: request.path, query: pairs.joined(separator: "&"), headers: request.headers, body: request.body)
+        }
+
+        /// The request with one header set to `value` (added, or in place of its values).
+        static func setHeader(_ request: inout RecordedRequest, _ name: String, _ value: String) {
+            request.headers.removeAll { $0.name.lowercased() == name.lowercased() }
+            request.headers.append((name: name.lowercased(), value: value))
         }
 
         static func editBody(_ request: inout RecordedRequest, _ edit: (inout JSONObject) -> Void) {

@@ -46,13 +46,17 @@ struct VerifyTests {
           NewItem:
             type: object
             required: [name, price]
-            properties: { name: { type: string, maxLength: 40 }, price: { type: number, minimum: 0 } }
+            properties:
+              name: { type: string, maxLength: 40 }
+              price: { type: number, minimum: 0 }
+              pay: { oneOf: [ { type: object, required: [card], properties: { card: { type: string } } }, { type: object, required: [iban], properties: { iban: { type: string } } } ] }
         responses:
           invalid: { status: 400, body: { error: invalid_item, message: "The item is not valid." } }
         endpoints:
           create-item:
             request: POST /items
             body: { schema: NewItem, example: { name: Lamp, price: 12.5 } }
+            headers: { properties: { X-Priority: { type: integer, minimum: 1, maximum: 5 } } }
             on_invalid: invalid
             responses:
               - status: 201
@@ -95,6 +99,13 @@ struct VerifyTests {
                  to: "body: { schema: { type: object, required: [name, price], properties: { name: { type: string, maxLength: 2 }, price: { type: number } } } }",
                  endpoint: "create-item", says: "valid request: the target refused a request the contract accepts: got 400, the contract answers 201"),
         Mutation(name: "invalid input accepted", from: "    on_invalid: invalid\n", to: "", endpoint: "create-item", says: "expected 400 (invalid), got 422"),
+        Mutation(name: "a header out of range accepted", from: "X-Priority: { type: integer, minimum: 1, maximum: 5 }", to: "X-Priority: { type: integer, minimum: 1 }",
+                 endpoint: "create-item", says: "header 'X-Priority' out of range (6): expected 400 (invalid), got 201"),
+        Mutation(name: "a header of the wrong type accepted", from: "X-Priority: { type: integer, minimum: 1, maximum: 5 }", to: "X-Priority: { type: string }",
+                 endpoint: "create-item", says: "header 'X-Priority' of the wrong type: expected 400 (invalid), got 201"),
+        Mutation(name: "a oneOf branch that fails", from: "    responses:\n      - status: 201",
+                 to: "    responses:\n      - { when: body.pay.iban != null, status: 500, body: { error: broken } }\n      - status: 201",
+                 endpoint: "create-item", says: "valid request, body 'pay' of branch 2 of its oneOf: "),
     ]
 
     @Test(arguments: mutations)
@@ -141,7 +152,8 @@ struct VerifyTests {
             guard request.headers[.authorization]?.hasPrefix("Bearer ") == true else { return json(.unauthorized, #"{"type":"about:blank","title":"Unauthorized","status":401,"detail":"no token"}"#) }
             let body = try await request.body.collect(upTo: 1 << 16)
             guard let object = try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any],
-                  let name = object["name"] as? String, name.count <= 40, let price = object["price"] as? Double, price >= 0 else {
+                  let name = object["name"] as? String, name.count <= 40, let price = object["price"] as? Double, price >= 0,
+                  request.headers[HTTPField.Name("X-Priority")!].map({ Int($0).map { (1...5).contains($0) } ?? false }) ?? true else {
                 return json(.badRequest, #"{"error":"invalid_item","message":"no"}"#)
             }
             return json(.created, #"{"id":7,"name":"\#(name)","price":\#(price)}"#)
