@@ -7,28 +7,35 @@
 extension MockEngine {
     /// The relations of `response` that `answer` (a provider's answer to
     /// `request`) breaks, each as `/member: expected …, got …`. A relation is
-    /// a top-level member whose expression reads a `let` that another
-    /// top-level member shows as it is; one that reads state is not checked
-    /// (the provider's state is its own).
+    /// a member (at any depth of objects) whose expression reads a `let`
+    /// that another member shows as it is; one that reads state is not
+    /// checked (the provider's state is its own).
     package func relationProblems(of response: ResponseDefinition, for endpoint: Endpoint, request: RecordedRequest, answer: JSON) -> [String] {
-        guard case .json(.object(let template), _, _) = response.body, let provided = answer.objectValue else { return [] }
+        guard case .json(.object, _, _) = response.body, answer.objectValue != nil, case .json(let body, _, _) = response.body else { return [] }
         let bindings = endpoint.bindings + response.bindings
         let letNames = Set(bindings.map(\.0))
-        // Lets an answer shows as they are: `rate: "{{ rate }}"`.
-        var shown: [String: String] = [:]
-        for (key, value) in template.pairs {
-            if case .expression(let expression) = value, expression.isName, let name = expression.rootNames.first, letNames.contains(name) {
-                shown[name] = key
+        // Members of objects at any depth (not inside lists), by their path.
+        let members = Self.members(of: body, at: [])
+        func provided(_ path: [String]) -> JSON? {
+            var value: JSON? = answer
+            for key in path { value = value?.objectValue?[key] }
+            return value
+        }
+        // Lets an answer shows as they are: `rate: "{{ rate }}"`, here or in a nested object.
+        var shown: [String: [String]] = [:]
+        for (path, value) in members {
+            if case .expression(let expression) = value, expression.isName, let name = expression.rootNames.first, letNames.contains(name), shown[name] == nil {
+                shown[name] = path
             }
         }
         guard !shown.isEmpty else { return [] }
         let derivation = StateDerivation(endpoint: endpoint, response: response)
-        var relations: [(String, Expression)] = []
-        for (key, value) in template.pairs {
-            guard case .expression(let expression) = value, !expression.isPath, provided[key] != nil,
+        var relations: [([String], Expression)] = []
+        for (path, value) in members {
+            guard case .expression(let expression) = value, !expression.isPath, provided(path) != nil,
                   !expression.rootNames.isDisjoint(with: Set(shown.keys)) else { continue }
             if case .derived = derivation.places(of: value) { continue }
-            relations.append((key, expression))
+            relations.append((path, expression))
         }
         guard !relations.isEmpty else { return [] }
         // The request as the contract reads it, the lets as the provider's answer shows them.
@@ -41,7 +48,7 @@ extension MockEngine {
         }
         context.roots[.state] = .object(contract.state.initial)
         for (name, value) in bindings {
-            if let key = shown[name], let theirs = provided[key] {
+            if let path = shown[name], let theirs = provided(path) {
                 context.roots[bound: name] = theirs
             } else {
                 guard let rendered = try? value.render(in: context) else { return [] }
@@ -49,16 +56,22 @@ extension MockEngine {
             }
         }
         var problems: [String] = []
-        for (key, expression) in relations {
-            guard let expected = try? expression.evaluate(in: context), let got = provided[key] else { continue }
+        for (path, expression) in relations {
+            guard let expected = try? expression.evaluate(in: context), let got = provided(path) else { continue }
             if expected == got { continue }
             if let x = expected.numberValue, let y = got.numberValue, abs(x - y) <= 1e-9 * max(1, abs(x)) { continue }
             let inputs = shown.filter { expression.rootNames.contains($0.key) }.sorted { $0.key < $1.key }
-                .map { "\($0.value) \(JSONWriter.encodeString(provided[$0.value] ?? .null))" }.joined(separator: ", ")
+                .map { "\($0.value.joined(separator: ".")) \(JSONWriter.encodeString(provided($0.value) ?? .null))" }.joined(separator: ", ")
             let source = expression.source.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed()
-            problems.append("/\(SchemaValidator.escape(key)): expected \(JSONWriter.encodeString(expected)) (\(String(source)), with the answer's own \(inputs)), got \(JSONWriter.encodeString(got))")
+            problems.append(path.map { "/" + SchemaValidator.escape($0) }.joined() + ": expected \(JSONWriter.encodeString(expected)) (\(String(source)), with the answer's own \(inputs)), got \(JSONWriter.encodeString(got))")
         }
         return problems
+    }
+
+    /// The members of a body's objects, at any depth down to 16 (not inside lists), with their paths.
+    static func members(of template: ValueTemplate, at path: [String]) -> [([String], ValueTemplate)] {
+        guard case .object(let object) = template, path.count < 16 else { return [] }
+        return object.pairs.flatMap { key, value in [(path + [key], value)] + members(of: value, at: path + [key]) }
     }
 
     private func baseRoots(forRelationsOf request: RecordedRequest) -> Roots {

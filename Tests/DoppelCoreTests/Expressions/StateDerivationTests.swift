@@ -70,4 +70,33 @@ import Testing
         let off = engine.relationProblems(of: ok, for: convert, request: request, answer: answer(rate: 0.95, converted: 96))
         #expect(off == ["/converted_amount: expected 95.0 (round(query.amount * rate, 2), with the answer's own rate 0.95), got 96.0"])
     }
+
+    /// A relation inside a nested object, with the let it reads shown elsewhere in the body.
+    @Test func aNestedRelationIsChecked() throws {
+        let contract = try ContractLoader.load(text: """
+            doppel: 1
+            info: { title: Prices, version: "1" }
+            data: { rates: { EUR: 0.9 } }
+            endpoints:
+              quote:
+                request: GET /quote
+                query: { required: [amount], properties: { amount: { type: number } } }
+                let:
+                  rate: data.rates.EUR
+                responses:
+                  - body:
+                      meta: { rate: "{{ rate }}" }
+                      result: { total: { value: "{{ query.amount * rate }}", currency: EUR } }
+            """, file: "prices.yaml")
+        let quote = try #require(contract.endpoint(id: "quote"))
+        let engine = MockEngine(contract: contract)
+        let request = RecordedRequest(method: "GET", path: "/quote", query: "amount=10", headers: [], body: [])
+        func answer(rate: Double, value: Double) -> JSON {
+            .object(JSONObject([("meta", .object(JSONObject([("rate", .double(rate))]))),
+                                ("result", .object(JSONObject([("total", .object(JSONObject([("value", .double(value)), ("currency", "EUR")])))])))]))
+        }
+        #expect(engine.relationProblems(of: quote.responses[0], for: quote, request: request, answer: answer(rate: 0.8, value: 8)).isEmpty)
+        let off = engine.relationProblems(of: quote.responses[0], for: quote, request: request, answer: answer(rate: 0.8, value: 9))
+        #expect(off == ["/result/total/value: expected 8.0 (query.amount * rate, with the answer's own meta.rate 0.8), got 9.0"], "\(off)")
+    }
 }
