@@ -270,6 +270,11 @@ extension ProviderVerifier.Run {
             result.notSent = "not sent: \(error)"
             return result
         }
+        if let setup = options.setup {
+            // The setup runs on the contract's engines too, so their sessions start where the provider's does.
+            mirror.token = await setUp(setup, on: oracle, session: session) ?? mirror.token
+            shifted.token = await setUp(setup, on: laterOracle, session: session) ?? shifted.token
+        }
         for (index, endpoint) in steps.enumerated() {
             guard stopped == nil, sent < options.maxRequests else {
                 result.notSent = stopped ?? "not sent: --max-requests (\(options.maxRequests)) reached"
@@ -414,6 +419,32 @@ extension ProviderVerifier.Run {
                                           value: String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)))
             }
         }
+        if let setup = options.setup {
+            var runner = ScenarioRunner(baseURL: verifier.baseURL, isDoppel: false)
+            runner.sendsSession = side.session != nil
+            let result = await runner.run(setup, session: side.session ?? "default")
+            if let failed = result.steps.firstIndex(where: { $0.outcome == .failed }) {
+                let step = result.steps[failed]
+                throw .init(description: "--setup \(setup.file): step \(failed + 1) (\(step.name)) failed: \(([step.summary] + step.details).joined(separator: "; "))")
+            }
+            if let token = result.captured["token"] {
+                guard let text = token.stringValue, !text.isEmpty else {
+                    throw .init(description: "--setup \(setup.file): its capture 'token' is \(JSONWriter.encodeString(token)), not a text")
+                }
+                side.freshToken = text
+            }
+            for (name, value) in result.captured["headers"]?.objectValue?.pairs ?? JSONObject().pairs {
+                side.freshHeaders.append((name: name, value: value.stringValue ?? JSONWriter.encodeString(value)))
+            }
+        }
+    }
+
+    /// Runs a setup scenario on one of the contract's engines, in `session`; the token it captured.
+    func setUp(_ setup: Scenario, on engine: MockEngine, session: String) async -> String? {
+        var runner = ScenarioRunner(baseURL: verifier.baseURL, isDoppel: false)
+        runner.sendsSession = true
+        runner.engine = engine
+        return await runner.run(setup, session: session).captured["token"]?.stringValue
     }
 
     // MARK: The scenario
@@ -424,6 +455,9 @@ extension ProviderVerifier.Run {
         var lines = ["# doppel verify --seed \(options.seed): the shortest sequence found that fails",
                      "contract: \(URL(fileURLWithPath: contract.file).standardizedFileURL.path)",
                      "steps:"]
+        if let setup = options.setup {
+            lines.insert("# from a fresh start: put the steps of \(setup.file) (--setup) first, and use its token", at: 1)
+        }
         var captured: [String: String] = [:]  // id → name
         // Doppel's own sample credentials are written out, so the scenario runs;
         // any other (the user's, one the provider issued) is not.

@@ -56,6 +56,12 @@ public struct ProviderVerifier: Sendable {
         public var tokenCommand: String?
         /// A shell command run before each sequence that prints headers (`Name: value`, one a line) of a fresh session.
         public var sessionCommand: String?
+        /// A scenario whose steps run against the target before each
+        /// sequence, in the sequence's session (sign up, sign in): a value it
+        /// captures as `token` is the sequence's bearer token, one captured as
+        /// `headers` (an object) its headers. It runs on the contract's engine
+        /// too, in the same session; its given state and overrides are not imposed.
+        public var setup: Scenario?
 
         /// The defaults: every endpoint, no credentials of one's own, seed 1, 1,000 requests, 10 s each.
         public init() {}

@@ -19,12 +19,19 @@ public struct ScenarioRunner: Sendable {
     public let isDoppel: Bool
     /// The admin token of the target, if it requires one.
     public let adminToken: String?
+    /// Whether each request carries the session as `Doppel-Session` (a
+    /// Doppel target's, and `verify --setup`'s, which runs in a sequence's session).
+    package var sendsSession: Bool
+    /// Answers requests in process instead of over HTTP (`verify --setup`
+    /// run on the contract's engine beside the provider); nil sends them.
+    package var engine: MockEngine?
 
     /// A runner against `baseURL`; `probe(_:adminToken:)` tells whether it is a Doppel server.
     public init(baseURL: URL, isDoppel: Bool, adminToken: String? = nil) {
         self.baseURL = baseURL
         self.isDoppel = isDoppel
         self.adminToken = adminToken
+        sendsSession = isDoppel
     }
 
     /// Asks `baseURL` whether it is a Doppel server.
@@ -65,6 +72,8 @@ public struct ScenarioRunner: Sendable {
         public let steps: [StepResult]
         /// Whether no step failed.
         public var passed: Bool { steps.allSatisfy { $0.outcome != .failed } }
+        /// The values the steps captured, by name, as the run ended.
+        public var captured: [String: JSON] = [:]
     }
 
     /// Runs a scenario in its own session.
@@ -100,7 +109,9 @@ public struct ScenarioRunner: Sendable {
             steps.append(result)
         }
         await sockets.closeAll()
-        return ScenarioResult(scenario: scenario, session: session, notes: notes, steps: steps)
+        var result = ScenarioResult(scenario: scenario, session: session, notes: notes, steps: steps)
+        result.captured = captured
+        return result
     }
 
     private func run(_ step: Step, scenario: Scenario, session: String, captured: inout [String: JSON]) async -> StepResult {
@@ -183,7 +194,7 @@ public struct ScenarioRunner: Sendable {
             throw EvaluationError("'\(target)' is not a valid path")
         }
         var request = OutgoingRequest(method: template.method, url: baseURL.absoluteString.trimmingTrailingSlash + target, timeout: template.timeout)
-        if isDoppel { request.setHeader("Doppel-Session", session) }
+        if sendsSession { request.setHeader("Doppel-Session", session) }
         for (name, value) in scenario.defaultHeaders { request.setHeader(name, try value.render(in: context).interpolationText) }
         switch template.body {
         case .none:
@@ -270,10 +281,19 @@ public struct ScenarioRunner: Sendable {
               let host = url.host, !host.isEmpty, let origin = URL(string: "\(scheme)://\(host.contains(":") ? "[\(host)]" : host)\(url.port.map { ":\($0)" } ?? "")") else {
             throw TargetFailure(description: "invalid URL (\(request.url))")
         }
-        let client = Upstream(base: origin, timeout: request.timeout, maxBodySize: Self.maximumBodyBytes)
-        defer { Task { await client.shutdown() } }
         let path = url.percentEncodedPath.isEmpty ? "/" : url.percentEncodedPath
         let outgoing = RecordedRequest(method: request.method, path: path, query: url.percentEncodedQuery, headers: request.headers, body: request.body ?? [])
+        if let engine {
+            let decision = engine.decide(outgoing)
+            engine.complete(decision, durationMicros: 0)
+            var body = decision.response.body
+            if case .stream(let parts) = decision.delivery { body = parts.flatMap(\.bytes) }
+            var headers: [String: String] = [:]
+            for field in decision.response.headers { headers[field.name] = headers[field.name].map { $0 + ", " + field.value } ?? field.value }
+            return HTTPAnswer(status: decision.response.status, headers: headers, body: Data(body))
+        }
+        let client = Upstream(base: origin, timeout: request.timeout, maxBodySize: Self.maximumBodyBytes)
+        defer { Task { await client.shutdown() } }
         do {
             let answer: (status: Int, headers: [(name: String, value: String)], body: [UInt8])
             do {

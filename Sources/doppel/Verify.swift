@@ -65,6 +65,9 @@ struct Verify: AsyncParsableCommand {
     @Option(name: .customLong("session-command"), help: "A shell command run before each sequence that prints the headers of a fresh session, one 'Name: value' a line.")
     var sessionCommand: String?
 
+    @Option(help: ArgumentHelp("A scenario file whose steps run against the target before each sequence, in its session (sign up, sign in): its capture 'token' is the sequence's bearer token, its capture 'headers' (an object) its headers.", valueName: "file"))
+    var setup: String?
+
     @Option(help: "Write a JUnit XML report to this file.")
     var junit: String?
 
@@ -114,6 +117,14 @@ struct Verify: AsyncParsableCommand {
         options.walkLength = walkLength
         options.tokenCommand = tokenCommand
         options.sessionCommand = sessionCommand
+        if let setup {
+            do {
+                options.setup = try ScenarioLoader.load(file: setup, contract: loaded)
+            } catch {
+                printDiagnostics(error.diagnostics)
+                throw ExitCode(1)
+            }
+        }
         let verifier = ProviderVerifier(contract: loaded, target: URL(string: target)!, options: options)
         let unknown = verifier.unknownEndpoints()
         if !unknown.isEmpty {

@@ -238,4 +238,80 @@ struct VerifyLockstepTests {
                     "\(notSent.map(\.summary))")
         }
     }
+
+    /// `--setup`: a scenario run against the target before each sequence,
+    /// in its session; its captured `token` is the sequence's credential
+    /// (one the provider refuses makes every sequence fail), and a step that
+    /// fails leaves the sequences not reached, saying which.
+    @Test func aSetupScenarioStartsEachSequence() async throws {
+        let contract = try ContractDocument.load(file: Self.talesFile)
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("setup-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        func setup(_ token: String, status: Int = 200) throws -> Scenario {
+            let file = folder.appendingPathComponent("setup-\(status)-\(token.count).yaml")
+            try """
+                contract: \(Self.talesFile)
+                steps:
+                  - request: GET /api/v1/subscription/plans
+                    headers: { Authorization: "Bearer eyJhbGciOiJub25lIn0.eyJzdWIiOiJ1c2VyIn0.c2ln" }
+                    expect: { status: \(status) }
+                    capture: { token: "'\(token)'" }
+                """.write(to: file, atomically: true, encoding: .utf8)
+            return try ScenarioLoader.load(file: file.path, contract: contract)
+        }
+        try await DoppelTestServer.with(contract: Self.talesFile) { server in
+            var options = ProviderVerifier.Options.inTheSuite
+            options.endpointIDs = ["create-child", "get-subscription"]
+            options.walks = 1
+            options.setup = try setup("eyJhbGciOiJub25lIn0.eyJzdWIiOiJ1c2VyIn0.c2ln")
+            let fresh = await ProviderVerifier(contract: contract, target: server.baseURL, options: options).run()
+            let sequences = fresh.checks.filter { $0.name.hasPrefix("sequence: ") }
+            #expect(!sequences.isEmpty && fresh.failed == 0, "\(fresh.checks.flatMap(VerifyReport.lines))")
+            // One setup request in each sequence's own session, before its steps, which the token it captured let in.
+            let entries = server.engine.journal.entries
+            let setups = entries.filter { $0.endpointID == "list-plans" }
+            let sessions = Set(setups.map(\.session))
+            #expect(setups.count == sequences.count && sessions.count == sequences.count && setups.allSatisfy { $0.session.hasPrefix("doppel-verify-") },
+                    "\(setups.map(\.session))")
+            let steps = entries.filter { sessions.contains($0.session) && $0.endpointID != "list-plans" }
+            #expect(!steps.isEmpty && steps.allSatisfy { $0.status != 401 }, "\(steps.map(\.status))")
+
+            // A token the provider refuses: every step of every sequence is refused, on the provider
+            // and on the contract's engine alike (the setup ran there too), so the sequences agree.
+            options.setup = try setup("not-a-jwt")
+            let refused = await ProviderVerifier(contract: contract, target: server.baseURL, options: options).run()
+            #expect(refused.failed == 0, "\(refused.checks.filter { $0.outcome == .failed }.flatMap(VerifyReport.lines))")
+            let later = server.engine.journal.entries
+            let newSessions = Set(later.filter { $0.endpointID == "list-plans" }.map(\.session)).subtracting(sessions)
+            let refusedSteps = later.filter { newSessions.contains($0.session) && $0.endpointID != "list-plans" }
+            #expect(!newSessions.isEmpty && !refusedSteps.isEmpty && refusedSteps.allSatisfy { $0.status == 401 }, "\(refusedSteps.map(\.status))")
+
+            options.setup = try setup("x", status: 418)
+            let broken = await ProviderVerifier(contract: contract, target: server.baseURL, options: options).run()
+            let notSent = broken.checks.filter { $0.name.hasPrefix("sequence: ") }
+            #expect(!notSent.isEmpty && notSent.allSatisfy { $0.outcome == .notReached && $0.summary.contains("step 1") && $0.summary.contains("failed") },
+                    "\(notSent.map(\.summary))")
+        }
+        // A contract that issues its tokens: the setup signs in on the provider
+        // and on the contract's engine alike, so each side holds a token its own server issued.
+        let ekFile = repositoryRoot.appendingPathComponent("contracts/eknetwork-demo.yaml").path
+        let ek = try ContractDocument.load(file: ekFile)
+        let signIn = folder.appendingPathComponent("sign-in.yaml")
+        try """
+            contract: \(ekFile)
+            steps:
+              - request: POST /v1/auth/sign-in
+                json: { email: user@example.com, password: password }
+                expect: { status: 200 }
+                capture: { token: body.accessToken }
+            """.write(to: signIn, atomically: true, encoding: .utf8)
+        try await DoppelTestServer.with(contract: ekFile) { server in
+            var options = ProviderVerifier.Options.inTheSuite
+            options.setup = try ScenarioLoader.load(file: signIn.path, contract: ek)
+            let report = await ProviderVerifier(contract: ek, target: server.baseURL, options: options).run()
+            #expect(report.failed == 0 && report.checks.contains { $0.name.hasPrefix("sequence: ") && $0.outcome == .passed },
+                    "\(report.checks.filter { $0.outcome == .failed }.flatMap(VerifyReport.lines))")
+        }
+    }
 }
