@@ -276,6 +276,10 @@ public struct ProviderVerifier: Sendable {
                let types = schema.types, types.count == 1, ["integer", "number"].contains(types[0]) {
                 checks.append(await expect(endpoint, "path parameter '\(last)' of the wrong type", change: { _ in }, pathValue: "not-a-number"))
             }
+            if let last = endpoint.path.parameterNames.last, let schema = endpoint.pathParameters?.property(last).map(resolved),
+               let outside = Self.queryOutOfRange(schema) {
+                checks.append(await expect(endpoint, "path parameter '\(last)' out of range (\(outside))", change: { _ in }, pathValue: outside))
+            }
             let run = self
             let (branches, refusals) = await PlanningQueue.run { (run.branches(of: endpoint), run.refusals(of: endpoint)) }
             for (name, change) in branches {
