@@ -184,11 +184,9 @@ extension ContractDiff {
             self.new = new
             self.calls = calls
             totalSessions = Set(calls.map(\.session)).count
-            var oldBySignature: [String: Endpoint] = [:], newBySignature: [String: Endpoint] = [:]
-            for endpoint in old.endpoints { oldBySignature[Differ.signature(endpoint, basePath: old.basePath)] = oldBySignature[Differ.signature(endpoint, basePath: old.basePath)] ?? endpoint }
-            for endpoint in new.endpoints { newBySignature[Differ.signature(endpoint, basePath: new.basePath)] = newBySignature[Differ.signature(endpoint, basePath: new.basePath)] ?? endpoint }
-            self.oldBySignature = oldBySignature
-            self.newBySignature = newBySignature
+            // The first endpoint of a signature, as `ContractDiff` compares it.
+            oldBySignature = Dictionary(old.endpoints.map { (Differ.signature($0, basePath: old.basePath), $0) }) { first, _ in first }
+            newBySignature = Dictionary(new.endpoints.map { (Differ.signature($0, basePath: new.basePath), $0) }) { first, _ in first }
             validator = SchemaValidator(registry: new.schemas)
             var byEndpoint: [String: [Int]] = [:]
             for (index, call) in calls.enumerated() {
