@@ -278,13 +278,14 @@ package final class EventHub: Sendable {
         if forwarded {
             out.bytes.append(contentsOf: #"{"headers":[],"body":"(answered by the upstream)","body_bytes":0,"truncated":false"#.utf8)
         } else {
-            var body = response.body
+            // A HEAD's answer is sent without its body.
+            var body = request.method == "HEAD" ? [] : response.body
             var kind = "whole"
             switch decision.delivery {
             case .stream(let parts):
                 kind = "stream"
                 body = []
-                for part in parts where body.count <= bodyLimit { body += part.bytes }
+                for part in parts where body.count <= bodyLimit && request.method != "HEAD" { body += part.bytes }
             case .fault(let fault): kind = "fault: \(fault)"
             default: break
             }

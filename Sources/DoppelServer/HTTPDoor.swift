@@ -362,9 +362,16 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
             writeLast(ResponseBytes.encode(response, date: currentDate(), close: closing, omitBody: exchange.isHead, allocator: context.channel.allocator),
                       context: context)
         case .stream(let parts):
-            answering = true
             // HTTP/1.0 has no chunked coding: the body ends where the connection does.
             let chunked = (exchange.head.version.major, exchange.head.version.minor) >= (1, 1)
+            if exchange.isHead {
+                // The GET's head (its framing says chunked, no length), and no body: nothing to wait for.
+                finish(exchange, status: response.status)
+                writeLast(ResponseBytes.encode(response, date: currentDate(), close: closing, framing: chunked ? .chunked : .untilClose,
+                                               allocator: context.channel.allocator), context: context)
+                return
+            }
+            answering = true
             if !chunked { closeAfterAnswer = true }
             write(ResponseBytes.encode(response, date: currentDate(), close: closing, framing: chunked ? .chunked : .untilClose,
                                        allocator: context.channel.allocator), context: context)
@@ -433,7 +440,7 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
             // Promise the whole body, send half, then drop the connection.
             finish(exchange, status: response.status)
             var bytes = ResponseBytes.encode(response, date: currentDate(), close: false, omitBody: true, allocator: channel.allocator)
-            bytes.writeBytes(response.body.prefix(response.body.count / 2))
+            if !exchange.isHead { bytes.writeBytes(response.body.prefix(response.body.count / 2)) }
             connection.rawContext?.writeAndFlush(NIOAny(bytes)).whenComplete { _ in channel.close(promise: nil) }
         case .malformedJSON:
             // Rendered into the body already: the rest is an ordinary answer.

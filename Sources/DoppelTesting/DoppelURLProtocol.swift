@@ -119,6 +119,13 @@ public final class DoppelURLProtocol: URLProtocol {
             // Repeated headers are joined, as HTTP allows.
             fields[header.name] = fields[header.name].map { "\($0), \(header.value)" } ?? header.value
         }
+        // A HEAD's answer is the GET's head alone: its length, no body (a stream's: neither).
+        let isHead = request.httpMethod?.uppercased() == "HEAD"
+        if isHead {
+            if stream == nil { fields["Content-Length"] = String(response.body.count) }
+            stream = nil
+            response.body = []
+        }
         guard let head = HTTPURLResponse(url: url, statusCode: response.status, httpVersion: "HTTP/1.1", headerFields: fields) else {
             client.urlProtocol(self, didFailWithError: URLError(.badServerResponse))
             return

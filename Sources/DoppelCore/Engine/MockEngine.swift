@@ -151,10 +151,8 @@ public final class MockEngine: Sendable {
         } else {
             response = Problem.invalidSession(sessionID).response()
         }
-        if request.method == "HEAD" {
-            response.body = []
-            response.stream = nil
-        }
+        // A HEAD's answer is the GET's: each transport sends its head alone
+        // (RFC 9110 section 9.3.2), its `Content-Length` the GET's body's.
         return Decision(response, entry: entry(for: request, sessionID: sessionID, valid: valid, time: now, response: response))
     }
 
@@ -183,7 +181,6 @@ public final class MockEngine: Sendable {
         } else if valid {
             now = lookup(sessionID).now(real: now)
         }
-        if request.method == "HEAD" { response.body = [] }
         return Decision(response, entry: entry(for: request, sessionID: sessionID, valid: valid, time: now, response: response))
     }
 
