@@ -138,7 +138,7 @@ struct Answerer: Sendable {
     /// problem naming it; kept by the recorder when the upstream answered.
     func forward(_ request: RecordedRequest) async -> MockResponse {
         guard let upstream else {
-            return Problem.badGateway(upstream: "(none)", reason: "no upstream is configured (--proxy)").response()
+            return Problem.noUpstream.response()
         }
         let (answer, answered) = await upstream.forward(request)
         if answered { recorder?.record(request, answer) }

@@ -90,7 +90,7 @@ public final class DoppelURLProtocol: URLProtocol {
         var response = decision.response
         if decision.delivery == .forward {
             // No upstream in process: the 502 `doppel serve` gives without `--proxy`.
-            response = Problem.badGateway(upstream: "(none)", reason: "no upstream is configured (--proxy)").response()
+            response = Problem.noUpstream.response()
         }
         engine.complete(decision, status: response.status, durationMicros: (ContinuousClock.now - started).wholeMicroseconds)
         guard !isCancelled, let client else { return }

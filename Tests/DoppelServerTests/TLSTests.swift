@@ -50,7 +50,11 @@ import Testing
         }
         // A plain HTTP request to the HTTPS port is refused too, and the server serves on.
         let plain = TestClient(base: URL(string: "http://127.0.0.1:\(server.port)")!, timeout: 5)
-        _ = try? await plain.send("GET", "/api/v1/free-stories", token: nil)
+        let answered = server.engine.journal.entries.count
+        await #expect(throws: (any Error).self) {
+            _ = try await plain.send("GET", "/api/v1/free-stories", token: nil)
+        }
+        #expect(server.engine.journal.entries.count == answered, "a plain request to the HTTPS port reached the contract")
         let again = try await trusting.execute(HTTPClientRequest(url: server.url("/api/v1/free-stories").absoluteString), timeout: .seconds(5))
         #expect(again.status.code == 200)
     }

@@ -166,6 +166,10 @@ public struct Problem: Sendable, Error {
                 detail: "The upstream \(upstream) gave no answer: \(reason).", extra: [("upstream", .string(upstream))])
     }
 
+    /// 502 for a request the contract forwards where no upstream is
+    /// configured: the one answer both transports give it.
+    public static let noUpstream = badGateway(upstream: "(none)", reason: "no upstream is configured (--proxy)")
+
     /// 504: the upstream server did not answer in time.
     public static func gatewayTimeout(upstream: String, seconds: Double) -> Problem {
         Problem(status: 504, type: urn("gateway-timeout"), title: "Gateway timeout",
