@@ -1,6 +1,6 @@
 import Foundation
 
-/// Stage 2: checks an endpoint's credentials.
+/// Stage 3: checks an endpoint's credentials.
 package struct Authenticator: Sendable {
     let schemes: [String: AuthScheme]
 

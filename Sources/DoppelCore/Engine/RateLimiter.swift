@@ -1,4 +1,4 @@
-/// Stage 2½: counts requests against the contract's rate limits, per key,
+/// Stage 4: counts requests against the contract's rate limits, per key,
 /// on the session's clock.
 package struct RateLimiter: Sendable {
     let limits: [RateLimit]

@@ -1,4 +1,4 @@
-/// Stage 3: reads query, headers and body into typed JSON and checks them
+/// Stage 2: reads query, headers and body into typed JSON and checks them
 /// against the endpoint's schemas.
 package struct RequestValidator: Sendable {
     let validator: SchemaValidator

@@ -1,4 +1,4 @@
-/// Stages 4 and 5: picks the first response whose `when` holds and applies
+/// Stage 5: picks the first response whose `when` holds and applies
 /// its effects, both against one consistent view of the session's state.
 package struct ResponseSelector: Sendable {
     let kinds: [String: StateDeclaration.Kind]
