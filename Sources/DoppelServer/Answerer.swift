@@ -28,7 +28,7 @@ struct Answerer: Sendable {
     /// Web origins besides this server's own and loopback ones whose pages may open sockets (`--allow-origin`).
     let allowedOrigins: [String]
 
-    init(slot: EngineSlot, log: RequestLog, maxBodySize: Int, hangLimit: Double = 30, adminToken: String? = nil,
+    init(slot: EngineSlot, log: RequestLog, maxBodySize: Int, hangLimit: Double = ServerConfiguration.defaults.hangLimit, adminToken: String? = nil,
          scenarios: ScenarioCatalog = ScenarioCatalog(), proxy: URL? = nil, proxyTimeout: Double = 30, recorder: Recorder? = nil,
          shared: (any SharedState)? = nil, maxEventStreams: Int = 1_000, socketLimits: SocketHub.Limits = SocketHub.Limits(),
          callbackAllow: CallbackAllowList = .loopback, allowedHosts: [String] = [], allowedOrigins: [String] = []) {

@@ -118,9 +118,16 @@ public struct ServerConfiguration: Sendable {
         return TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(key))
     }
 
+    /// `doppel serve`'s defaults, each written once (above): the CLI's
+    /// options, the in-process transport and the server read them here.
+    public static let defaults = ServerConfiguration(defaults: ())
+
+    private init(defaults: Void) {}
+
     /// A configuration; what is not given keeps `doppel serve`'s default.
-    public init(host: String = "127.0.0.1", port: Int = 8000, maxBodySize: Int = 1 << 20, logFormat: RequestLog.Format = .text,
-                journalCapacity: Int = 10_000, sessionLimit: Int = 10_000, defaultDelay: Delay? = nil, hangLimit: Double = 30,
+    public init(host: String = defaults.host, port: Int = defaults.port, maxBodySize: Int = defaults.maxBodySize,
+                logFormat: RequestLog.Format = defaults.logFormat, journalCapacity: Int = defaults.journalCapacity,
+                sessionLimit: Int = defaults.sessionLimit, defaultDelay: Delay? = nil, hangLimit: Double = defaults.hangLimit,
                 adminToken: String? = nil) {
         self.adminToken = adminToken
         self.defaultDelay = defaultDelay

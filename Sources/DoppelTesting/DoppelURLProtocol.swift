@@ -1,4 +1,5 @@
 import DoppelCore
+import DoppelServer
 import DoppelOpenAPI
 import DoppelRunner
 import Foundation
@@ -27,9 +28,9 @@ public final class DoppelURLProtocol: URLProtocol {
     private static let counter = Locked(0)
     private let cancelled = Locked(false)
     /// The longest a `no_answer` fault holds a request, in seconds.
-    public static let hangLimit: Double = 30
+    public static let hangLimit: Double = ServerConfiguration.defaults.hangLimit
     /// The largest request body taken, as `doppel serve`'s default `--max-body-size`; larger ones get its 413.
-    public static let maxBodySize = 1 << 20
+    public static let maxBodySize = ServerConfiguration.defaults.maxBodySize
 
     /// Registers `engine` to answer requests to `baseURL`.
     public static func register(_ engine: MockEngine, at baseURL: URL) {

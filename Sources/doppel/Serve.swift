@@ -26,16 +26,16 @@ struct Serve: AsyncParsableCommand {
     var logFormat: String = "text"
 
     @Option(name: .customLong("max-body-size"), help: "Largest request body accepted, like 1MiB or 64KiB; larger ones get 413.")
-    var maxBodySize: String = "1MiB"
+    var maxBodySize: String = Defaults.size(ServerConfiguration.defaults.maxBodySize)
 
     @Option(name: .customLong("journal-size"), help: "The most requests kept in the journal.")
-    var journalSize: Int = 10_000
+    var journalSize: Int = ServerConfiguration.defaults.journalCapacity
 
     @Option(help: "Delay every response that declares none: a duration like 200ms, or a range like 100ms-300ms.")
     var delay: String?
 
     @Option(name: .customLong("hang-limit"), help: "The longest a no_answer fault keeps a connection open, like 30s.")
-    var hangLimit: String = "30s"
+    var hangLimit: String = Defaults.seconds(ServerConfiguration.defaults.hangLimit)
 
     @Option(help: "A scenario every session starts from (its given state and overrides).")
     var scenario: String?
@@ -47,34 +47,34 @@ struct Serve: AsyncParsableCommand {
     var adminToken: String?
 
     @Option(name: .customLong("max-sessions"), help: "The most sessions held at once; a new one evicts the least recently used.")
-    var maxSessions: Int = 10_000
+    var maxSessions: Int = ServerConfiguration.defaults.sessionLimit
 
     @Option(name: .customLong("session-idle"), help: "Evict sessions unused this long, like 1h; 0 keeps them.")
-    var sessionIdle: String = "1h"
+    var sessionIdle: String = Defaults.seconds(ServerConfiguration.defaults.sessionIdleLimit ?? 0)
 
     @Option(name: .customLong("idle-timeout"), help: "Close connections with no request in progress after this long, like 60s.")
-    var idleTimeout: String = "60s"
+    var idleTimeout: String = Defaults.seconds(ServerConfiguration.defaults.idleTimeout)
 
     @Option(name: .customLong("header-timeout"), help: "Answer 408 when a request's headers take longer than this to arrive, like 10s.")
-    var headerTimeout: String = "10s"
+    var headerTimeout: String = Defaults.seconds(ServerConfiguration.defaults.headerTimeout)
 
     @Option(name: .customLong("body-timeout"), help: "Answer 408 when a request body pauses longer than this, like 30s, or takes longer in all than this and a second per 500 bytes.")
-    var bodyTimeout: String = "30s"
+    var bodyTimeout: String = Defaults.seconds(ServerConfiguration.defaults.bodyTimeout)
 
     @Option(name: .customLong("max-connections"), help: "The most connections open at once; more wait to be accepted.")
-    var maxConnections: Int = 10_000
+    var maxConnections: Int = ServerConfiguration.defaults.maxConnections
 
     @Option(name: .customLong("max-event-streams"), help: "The most GET /__doppel/events streams (dashboards among them) open at once; more get 503.")
-    var maxEventStreams: Int = 1_000
+    var maxEventStreams: Int = ServerConfiguration.defaults.maxEventStreams
 
     @Option(name: .customLong("max-sockets-per-session"), help: "The most WebSockets one session may have open; more get 429.")
-    var maxSocketsPerSession: Int = 16
+    var maxSocketsPerSession: Int = ServerConfiguration.defaults.maxSocketsPerSession
 
     @Option(name: .customLong("socket-idle-timeout"), help: "Close a WebSocket (1001) whose client sends no frame for this long, like 300s.")
-    var socketIdleTimeout: String = "300s"
+    var socketIdleTimeout: String = Defaults.seconds(ServerConfiguration.defaults.socketIdleTimeout)
 
     @Option(name: .customLong("max-socket-message"), help: "The largest message a WebSocket client may send, like 64KiB; a larger one closes the socket (1009).")
-    var maxSocketMessage: String = "64KiB"
+    var maxSocketMessage: String = Defaults.size(ServerConfiguration.defaults.maxSocketMessage)
 
     @Option(name: .customLong("callback-allow"), help: "A host callbacks may go to: loopback (the default), a name or address, *.example.com, any of them with :PORT, or * for any; repeat for more. Others are refused and journaled, never contacted.")
     var callbackAllow: [String] = []
@@ -89,7 +89,7 @@ struct Serve: AsyncParsableCommand {
     var proxy: String?
 
     @Option(name: .customLong("proxy-timeout"), help: "How long the --proxy server may take to connect and to answer before a 504, like 30s.")
-    var proxyTimeout: String = "30s"
+    var proxyTimeout: String = Defaults.seconds(ServerConfiguration.defaults.proxyTimeout)
 
     @Option(name: .customLong("tls-cert"), help: "Serve HTTPS with this certificate (PEM; intermediates after it), with --tls-key.")
     var tlsCert: String?
@@ -363,5 +363,21 @@ struct Serve: AsyncParsableCommand {
             FileHandle.standardError.write(Data("doppel: cannot serve on \(listen.host):\(listen.port): \(ListenOptions.failure(error))\n".utf8))
             throw ExitCode(1)
         }
+    }
+}
+
+/// `ServerConfiguration.defaults` as `doppel serve`'s options spell them
+/// (`30s`, `1h`, `1MiB`), so each default is written once.
+enum Defaults {
+    static func seconds(_ value: Double) -> String {
+        let whole = Int(value)
+        guard Double(whole) == value else { return "\(value)s" }
+        return whole >= 3600 && whole % 3600 == 0 ? "\(whole / 3600)h" : "\(whole)s"
+    }
+
+    static func size(_ bytes: Int) -> String {
+        if bytes >= 1 << 20, bytes % (1 << 20) == 0 { return "\(bytes >> 20)MiB" }
+        if bytes >= 1 << 10, bytes % (1 << 10) == 0 { return "\(bytes >> 10)KiB" }
+        return "\(bytes)"
     }
 }
