@@ -38,7 +38,7 @@ struct CallbackTests {
 
     /// Waits until `condition` holds (or 10 s pass).
     static func eventually(_ condition: () -> Bool) async throws {
-        for _ in 0..<200 where !condition() { try await Task.sleep(for: .milliseconds(50)) }
+        await DoppelServerTests.eventually(within: 10, every: .milliseconds(50)) { condition() }
     }
 
     @Test("An OpenAPI document's callback, served as it is, calls the receiver with a body valid against the callback's schema")

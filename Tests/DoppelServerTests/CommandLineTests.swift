@@ -253,8 +253,7 @@ struct CommandLineTests {
         #expect(logLine.contains(#""method":"GET","path":"/api/v1/free-stories","status":200,"endpoint":"list-free-stories""#))
 
         process.terminate()  // SIGTERM
-        let stopBy = Date().addingTimeInterval(10)
-        while process.isRunning, Date() < stopBy { try await Task.sleep(for: .milliseconds(50)) }
+        await eventually(within: 10, every: .milliseconds(50)) { !process.isRunning }
         #expect(!process.isRunning)
         #expect(process.terminationReason == .exit)
         #expect(process.terminationStatus == 0)

@@ -220,7 +220,7 @@ struct DashboardStageTests {
         func take(_ frames: [ByteBuffer]) { self.frames.withLock { $0 += frames.map { String(buffer: EventHub.unchunked($0)) } } }
         /// Waits (at most 5 s) until `count` events have arrived: the hub hands them over in batches, 10 ms after the first.
         func settled(_ count: Int) async throws {
-            for _ in 0..<500 where frames.withLock({ $0.count }) < count { try await Task.sleep(for: .milliseconds(10)) }
+            await eventually(within: 5, every: .milliseconds(10)) { frames.withLock { $0.count } >= count }
         }
     }
 

@@ -146,9 +146,9 @@ struct EventStreamScaleTests {
         }
         let client = TestClient(base: base, maxConnections: 8)
         var open = 0
-        for _ in 0..<200 where open < readerCount {
+        try await eventually(within: 10, every: .milliseconds(50)) {
             open = try await client.send("GET", "/__doppel/health", token: nil).json?["event_streams"]?["open"]?.intValue ?? 0
-            if open < readerCount { try await Task.sleep(for: .milliseconds(50)) }
+            return open >= readerCount
         }
         #expect(open == readerCount)
 

@@ -239,7 +239,7 @@ struct HardeningTests {
         #expect(answer.status == 200)
         // The answer came and the process ends: the shutdown, not the hour the
         // delay asks for, ended the wait (15 s is a loaded machine's margin, not a claim about speed).
-        while server.process.isRunning, Date().timeIntervalSince(signalled) < 15 { try await Task.sleep(for: .milliseconds(20)) }
+        await eventually(within: 15 - Date().timeIntervalSince(signalled)) { !server.process.isRunning }
         #expect(!server.process.isRunning, "the grace period, not the delay, ends the wait")
         #expect(server.process.terminationStatus == 0)
     }
@@ -289,7 +289,7 @@ struct HardeningTests {
         let second = Date()
         server.process.terminate()
         // Ended long before the 60 s grace period the first signal started (15 s is a loaded machine's margin).
-        while server.process.isRunning, Date().timeIntervalSince(second) < 15 { try await Task.sleep(for: .milliseconds(20)) }
+        await eventually(within: 15 - Date().timeIntervalSince(second)) { !server.process.isRunning }
         #expect(!server.process.isRunning, "the second signal, not the grace period, ends the process")
         #expect(server.process.terminationStatus == 128 + SIGTERM)
         withExtendedLifetime(holder) {}

@@ -36,8 +36,7 @@ extension CommandLineTests {
         #expect(try await client.send("GET", "/missing", token: nil).status == 404)
 
         process.interrupt()  // SIGINT: write the recording and stop
-        let stopBy = Date().addingTimeInterval(10)
-        while process.isRunning, Date() < stopBy { try await Task.sleep(for: .milliseconds(50)) }
+        await eventually(within: 10, every: .milliseconds(50)) { !process.isRunning }
         #expect(process.terminationStatus == 0)
         let summary = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(summary.contains("Recorded 4 exchanges (3 endpoints)"))

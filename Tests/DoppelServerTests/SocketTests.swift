@@ -361,9 +361,9 @@ struct SocketScaleTests {
         }
         defer { idle.forEach { close($0) } }
         var open = 0
-        for _ in 0..<200 where open < count {
+        try await eventually(within: 10, every: .milliseconds(50)) {
             open = try await client.send("GET", "/__doppel/health", token: nil).json?["sockets"]?["open"]?.intValue ?? 0
-            if open < count { try await Task.sleep(for: .milliseconds(50)) }
+            return open >= count
         }
         #expect(open == count)
 

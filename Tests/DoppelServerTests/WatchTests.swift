@@ -39,14 +39,10 @@ extension CommandLineTests {
         #expect(served.banner.contains("Watching \(contract.path) and its body files for changes"))
         let client = TestClient(base: URL(string: "http://127.0.0.1:\(served.port)")!)
         func hit() async throws -> JSON? { try await client.send("POST", "/hit", token: nil, session: "s1").json }
-        /// Polls until `check` holds, for at most `seconds`; returns how long it took.
+        /// How long `check` took to hold (the shared `eventually`), or nil when it did not within `seconds`.
         func eventually(within seconds: Double, _ check: () async throws -> Bool) async throws -> Double? {
             let start = Date()
-            while Date().timeIntervalSince(start) < seconds {
-                if try await check() { return Date().timeIntervalSince(start) }
-                try await Task.sleep(for: .milliseconds(20))
-            }
-            return nil
+            return try await DoppelServerTests.eventually(within: seconds, check) ? Date().timeIntervalSince(start) : nil
         }
 
         #expect(try await hit()?["hits"] == 1)
