@@ -529,7 +529,7 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
             head.writeString("Sec-WebSocket-Protocol: \(chosen)\r\n")
         }
         // The contract's own headers, but none that frame a body (a 101 has none).
-        for (name, value) in exchange.decision.response.headers where ResponseBytes.isToken(name)
+        for (name, value) in exchange.decision.response.headers where HTTPToken.isValid(name)
             && !["content-type", "content-length", "transfer-encoding", "connection", "upgrade", "sec-websocket-accept", "sec-websocket-protocol"].contains(name.lowercased()) {
             head.writeString("\(name): ")
             ResponseBytes.writeValue(value, into: &head)
@@ -739,7 +739,7 @@ enum ResponseBytes {
             buffer.writeString(HTTPResponseStatus(statusCode: response.status).reasonPhrase)
             buffer.writeStaticString("\r\n")
         }
-        for header in response.headers where isToken(header.name) && !serverSet.contains(where: header.name.caseInsensitiveEquals) {
+        for header in response.headers where HTTPToken.isValid(header.name) && !serverSet.contains(where: header.name.caseInsensitiveEquals) {
             buffer.writeString(header.name)
             buffer.writeStaticString(": ")
             writeValue(header.value, into: &buffer)
@@ -762,11 +762,6 @@ enum ResponseBytes {
         buffer.writeStaticString("\r\n")
         if framing == .length, !omitBody { buffer.writeBytes(response.body) }
         return buffer
-    }
-
-    /// RFC 9110's token: the characters a field name may have.
-    static func isToken(_ name: String) -> Bool {
-        MockEngine.isToken(name)
     }
 
     /// A field value with surrounding whitespace trimmed and control characters (CR, LF, NUL among them) as spaces.

@@ -130,13 +130,6 @@ extension MockEngine {
         return String(decoding: encoded, as: UTF8.self)
     }
 
-    /// Whether a header name is an HTTP token (RFC 9110 section 5.6.2).
-    package static func isToken(_ name: String) -> Bool {
-        !name.isEmpty && name.utf8.allSatisfy { byte in
-            (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || "!#$%&'*+-.^_`|~".utf8.contains(byte)
-        }
-    }
-
     /// `push` items rendered, each with its delay drawn.
     static func render(_ pushes: [SocketPush], in context: EvaluationContext) throws(EvaluationError) -> [RenderedPush] {
         var rendered: [RenderedPush] = []
@@ -155,7 +148,7 @@ extension MockEngine {
             for (name, template) in callback.headers {
                 let value = try template.render(in: context)
                 // A value's control characters become spaces (a line break would start a header of the request's choosing).
-                if !value.isNull, Self.isToken(name) {
+                if !value.isNull, HTTPToken.isValid(name) {
                     headers.append((name, String(value.interpolationText.unicodeScalars.map { $0.value < 0x20 && $0 != "\t" || $0.value == 0x7F ? " " : Character($0) })))
                 }
             }

@@ -48,7 +48,7 @@ extension ContractLoader {
         var protocols: [String] = []
         if let node = reader["protocols"] {
             for item in node.sequenceItems ?? [node] {
-                guard let name = item.scalarText, !name.isEmpty, MockEngine.isToken(name) else {
+                guard let name = item.scalarText, !name.isEmpty, HTTPToken.isValid(name) else {
                     diagnostics.error("a subprotocol is a token like graphql-transport-ws", at: item.location)
                     continue
                 }
