@@ -225,9 +225,7 @@ public struct ScenarioRunner: Sendable {
     }
 
     static func encode(_ text: String) -> String {
-        var allowed = CharacterSet.alphanumerics
-        allowed.insert(charactersIn: "-._~")
-        return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
+        FormEncoding.percentEncoded(text)
     }
 
     /// A response as the runner saw it.
@@ -354,40 +352,4 @@ public struct ScenarioRunner: Sendable {
 
 extension String {
     var trimmingTrailingSlash: String { hasSuffix("/") ? String(dropLast()) : self }
-}
-
-/// Encodes `multipart/form-data` bodies (RFC 7578) for scenario steps and tests.
-public enum MultipartBody {
-    /// One part of a `multipart/form-data` body.
-    public struct Part: Sendable {
-        /// The form field's name.
-        public var name: String
-        /// The file name, for a file field.
-        public var filename: String?
-        /// The part's media type, if given.
-        public var contentType: String?
-        /// The part's content.
-        public var content: String
-
-        /// A part named `name` holding `content`.
-        public init(name: String, filename: String? = nil, contentType: String? = nil, content: String) {
-            self.name = name
-            self.filename = filename
-            self.contentType = contentType
-            self.content = content
-        }
-    }
-
-    /// The body, with parts separated by `boundary`.
-    public static func encode(_ parts: [Part], boundary: String) -> Data {
-        var text = ""
-        for part in parts {
-            text += "--\(boundary)\r\nContent-Disposition: form-data; name=\"\(part.name)\""
-            if let filename = part.filename { text += "; filename=\"\(filename)\"" }
-            text += "\r\n"
-            if let type = part.contentType { text += "Content-Type: \(type)\r\n" }
-            text += "\r\n\(part.content)\r\n"
-        }
-        return Data((text + "--\(boundary)--\r\n").utf8)
-    }
 }

@@ -544,9 +544,7 @@ public final class MockEngine: Sendable {
             path = path.replacingOccurrences(of: "{\(name)...}", with: value).replacingOccurrences(of: "{\(name)}", with: value)
         }
         var query: [String] = []
-        func encoded(_ text: String) -> String {
-            text.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~"))) ?? text
-        }
+        let encoded = FormEncoding.percentEncoded
         // The required members, and those the endpoint's `match` reads (a
         // variant told apart by `query.target != null` needs its target).
         let matched = endpoint.match.map(\.expression.source).joined(separator: " ")
@@ -599,12 +597,9 @@ public final class MockEngine: Sendable {
             } else if spec.contentTypes.contains("multipart/form-data"), let fields = value.objectValue {
                 let boundary = "doppel-sample-boundary"
                 headers.append((name: "Content-Type", value: "multipart/form-data; boundary=\(boundary)"))
-                var text = ""
-                for pair in fields.pairs {
-                    let value = pair.value.stringValue ?? JSONWriter.encodeString(pair.value)
-                    text += "--\(boundary)\r\nContent-Disposition: form-data; name=\"\(pair.key)\"\r\n\r\n\(value)\r\n"
-                }
-                body = Array((text + "--\(boundary)--\r\n").utf8)
+                body = FormEncoding.multipart(fields.pairs.map {
+                    FormEncoding.Part(name: $0.key, content: $0.value.stringValue ?? JSONWriter.encodeString($0.value))
+                }, boundary: boundary)
             } else {
                 headers.append((name: "Content-Type", value: spec.contentTypes.first ?? "application/json"))
                 body = JSONWriter.encode(value)
