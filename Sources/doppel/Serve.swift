@@ -124,24 +124,10 @@ struct Serve: AsyncParsableCommand {
     var shutdownGrace: String = "5s"
 
     func validate() throws {
-        guard RequestLog.Format(rawValue: logFormat) != nil else { throw ValidationError("--log-format must be text, json or none") }
-        guard let size = ByteSize.parse(maxBodySize), size > 0 else {
-            throw ValidationError("--max-body-size must be a size like 1MiB, 512KiB or 1048576")
-        }
-        guard journalSize > 0 else { throw ValidationError("--journal-size must be at least 1") }
-        if let delay, Delay.parse(delay) == nil {
-            throw ValidationError("--delay must be a duration like 200ms or a range like 100ms-300ms")
-        }
         if let tls, tls != "self-signed" { throw ValidationError("--tls takes self-signed; give your own certificate with --tls-cert and --tls-key") }
         if (tlsCert == nil) != (tlsKey == nil) { throw ValidationError("--tls-cert and --tls-key go together") }
         if tls != nil, tlsCert != nil { throw ValidationError("give --tls self-signed or --tls-cert and --tls-key, not both") }
         if tlsDir != nil, tls == nil { throw ValidationError("--tls-dir is for --tls self-signed") }
-        if let proxy {
-            guard upstreamURL(proxy) != nil else {
-                throw ValidationError("--proxy must be an http or https URL like http://127.0.0.1:9000 or https://staging.example.com/api")
-            }
-        }
-        guard maxSessions > 0 else { throw ValidationError("--max-sessions must be at least 1") }
         if stateStore != nil {
             if watch { throw ValidationError("--watch cannot be used with --state-store: replicas sharing sessions must serve one contract; restart them together") }
             if proxy != nil { throw ValidationError("--proxy cannot be used with --state-store yet") }
@@ -151,6 +137,37 @@ struct Serve: AsyncParsableCommand {
         guard (1...128).contains(stateNamespace.utf8.count), SessionStore.isValid(id: stateNamespace) else {
             throw ValidationError("--state-namespace must be 1 to 128 letters, digits or . _ : -")
         }
+        _ = try settings()
+    }
+
+    /// What the options say, read once: the server's configuration (its
+    /// TLS and idle work aside, which `run` adds) and the process's own
+    /// durations. `validate` reads them to refuse bad options; `run` serves them.
+    struct Settings {
+        var configuration: ServerConfiguration
+        var stateStoreTimeout: Double
+        var shutdownGrace: Double
+    }
+
+    func settings() throws -> Settings {
+        guard let format = RequestLog.Format(rawValue: logFormat) else { throw ValidationError("--log-format must be text, json or none") }
+        guard let size = ByteSize.parse(maxBodySize), size > 0 else {
+            throw ValidationError("--max-body-size must be a size like 1MiB, 512KiB or 1048576")
+        }
+        guard journalSize > 0 else { throw ValidationError("--journal-size must be at least 1") }
+        var defaultDelay: Delay?
+        if let delay {
+            guard let parsed = Delay.parse(delay) else { throw ValidationError("--delay must be a duration like 200ms or a range like 100ms-300ms") }
+            defaultDelay = parsed
+        }
+        var upstream: URL?
+        if let proxy {
+            guard let url = upstreamURL(proxy) else {
+                throw ValidationError("--proxy must be an http or https URL like http://127.0.0.1:9000 or https://staging.example.com/api")
+            }
+            upstream = url
+        }
+        guard maxSessions > 0 else { throw ValidationError("--max-sessions must be at least 1") }
         guard maxConnections > 0 else { throw ValidationError("--max-connections must be at least 1") }
         guard maxEventStreams > 0 else { throw ValidationError("--max-event-streams must be at least 1") }
         do { _ = try CallbackAllowList(callbackAllow) } catch {
@@ -160,14 +177,34 @@ struct Serve: AsyncParsableCommand {
         guard let message = ByteSize.parse(maxSocketMessage), (125...(16 << 20)).contains(message) else {
             throw ValidationError("--max-socket-message must be a size from 125B to 16MiB, like 64KiB")
         }
-        for (name, value, zeroAllowed) in [("--hang-limit", hangLimit, false), ("--session-idle", sessionIdle, true), ("--idle-timeout", idleTimeout, false),
-                                           ("--header-timeout", headerTimeout, false), ("--body-timeout", bodyTimeout, false),
-                                           ("--shutdown-grace", shutdownGrace, true), ("--proxy-timeout", proxyTimeout, false),
-                                           ("--state-store-timeout", stateStoreTimeout, false), ("--socket-idle-timeout", socketIdleTimeout, false)] {
+        func duration(_ name: String, _ value: String, zeroAllowed: Bool = false) throws -> Double {
             guard let seconds = Self.seconds(value), seconds > 0 || (zeroAllowed && seconds == 0) else {
                 throw ValidationError("\(name) must be a duration like 30s\(zeroAllowed ? " (or 0)" : "")")
             }
+            return seconds
         }
+        var configuration = ServerConfiguration(host: listen.host, port: listen.port, maxBodySize: size, logFormat: format, journalCapacity: journalSize,
+                                                defaultDelay: defaultDelay, hangLimit: try duration("--hang-limit", hangLimit))
+        let idle = try duration("--session-idle", sessionIdle, zeroAllowed: true)
+        configuration.sessionIdleLimit = idle > 0 ? idle : nil
+        configuration.idleTimeout = try duration("--idle-timeout", idleTimeout)
+        configuration.headerTimeout = try duration("--header-timeout", headerTimeout)
+        configuration.bodyTimeout = try duration("--body-timeout", bodyTimeout)
+        let grace = try duration("--shutdown-grace", shutdownGrace, zeroAllowed: true)
+        configuration.proxyTimeout = try duration("--proxy-timeout", proxyTimeout)
+        let storeTimeout = try duration("--state-store-timeout", stateStoreTimeout)
+        configuration.socketIdleTimeout = try duration("--socket-idle-timeout", socketIdleTimeout)
+        configuration.adminToken = adminToken
+        configuration.sessionLimit = maxSessions
+        configuration.maxConnections = maxConnections
+        configuration.maxEventStreams = maxEventStreams
+        configuration.maxSocketsPerSession = maxSocketsPerSession
+        configuration.maxSocketMessage = message
+        if !callbackAllow.isEmpty { configuration.callbackAllow = callbackAllow }
+        configuration.allowedHosts = allowHost
+        configuration.allowedOrigins = allowOrigin
+        configuration.proxy = upstream
+        return Settings(configuration: configuration, stateStoreTimeout: storeTimeout, shutdownGrace: grace)
     }
 
     /// What `--tls self-signed` prints: where the authority is and how to trust it.
@@ -242,27 +279,10 @@ struct Serve: AsyncParsableCommand {
             printDiagnostics(error.diagnostics)
             throw ExitCode(1)
         }
-        var configuration = ServerConfiguration(
-            host: listen.host, port: listen.port, maxBodySize: ByteSize.parse(maxBodySize)!, logFormat: RequestLog.Format(rawValue: logFormat)!,
-            journalCapacity: journalSize, defaultDelay: delay.flatMap(Delay.parse), hangLimit: Self.seconds(hangLimit)!)
-        configuration.adminToken = adminToken
-        configuration.sessionLimit = maxSessions
-        let idle = Self.seconds(sessionIdle)!
-        configuration.sessionIdleLimit = idle > 0 ? idle : nil
-        configuration.idleTimeout = Self.seconds(idleTimeout)!
-        configuration.headerTimeout = Self.seconds(headerTimeout)!
-        configuration.bodyTimeout = Self.seconds(bodyTimeout)!
-        configuration.maxConnections = maxConnections
-        configuration.maxEventStreams = maxEventStreams
-        configuration.maxSocketsPerSession = maxSocketsPerSession
-        if !callbackAllow.isEmpty { configuration.callbackAllow = callbackAllow }
-        configuration.allowedHosts = allowHost
-        configuration.allowedOrigins = allowOrigin
-        configuration.socketIdleTimeout = Self.seconds(socketIdleTimeout)!
-        configuration.maxSocketMessage = ByteSize.parse(maxSocketMessage)!
+        let settings = try settings()
+        var configuration = settings.configuration
         // glibc keeps what a burst of load freed in its per-thread arenas; an idle server hands it back.
         configuration.whenIdle = { _ = GlibcHeap.trim?(0) }
-        configuration.proxy = proxy.flatMap(upstreamURL)
         var trustNote: [String] = []
         do {
             if let tlsCert, let tlsKey {
@@ -289,7 +309,6 @@ struct Serve: AsyncParsableCommand {
             FileHandle.standardError.write(Data("doppel: cannot serve HTTPS: \(error)\n".utf8))
             throw ExitCode(1)
         }
-        configuration.proxyTimeout = Self.seconds(proxyTimeout)!
         let engine = MockEngine(contract: contract, configuration: configuration)
         var catalog = ScenarioCatalog()
         do {
@@ -311,7 +330,7 @@ struct Serve: AsyncParsableCommand {
         if let stateStore {
             var options = PostgresStateStore.Options(url: stateStore)
             options.namespace = stateNamespace
-            options.timeout = Self.seconds(stateStoreTimeout)!
+            options.timeout = settings.stateStoreTimeout
             do {
                 shared = try await PostgresStateStore.open(options, engine: engine, catalog: catalog)
                 if let previous = shared?.tookOver {
@@ -348,7 +367,7 @@ struct Serve: AsyncParsableCommand {
                 """.utf8))
         }
         ProcessLimits.raiseOpenFileLimit()
-        let grace = Self.seconds(shutdownGrace)!
+        let grace = settings.shutdownGrace
         ShutdownSignals.exitOnSecondSignal { log.flush(timeout: 0.5) }
         do {
             var group = ServiceGroupConfiguration(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: Logger(label: "doppel"))
