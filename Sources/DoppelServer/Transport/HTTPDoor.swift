@@ -30,11 +30,11 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundIn = Never
 
-    private let answerer: Answerer
-    private let connection: ConnectionGuard.State
+    let answerer: Answerer
+    let connection: ConnectionGuard.State
 
     /// A request being read.
-    private struct Incoming {
+    struct Incoming {
         let head: HTTPRequestHead
         let path: String
         let query: String?
@@ -44,7 +44,7 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
         let refusal: Problem?
     }
 
-    private enum Reading {
+    enum Reading {
         case idle
         case collecting(Incoming)
         /// The rest of a body already answered (413) is read and dropped.
@@ -52,39 +52,39 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     /// What arrived and waits for the answer in progress, or for the client to take its answers.
-    private enum Held {
+    enum Held {
         case part(HTTPServerRequestPart)
         case malformed(HTTPParserError)
     }
 
-    private var reading = Reading.idle
+    var reading = Reading.idle
     /// An answer is being delivered over time (delay, stream, hang, upstream).
-    private var answering = false
+    var answering = false
     /// The wait in progress and what follows it, ended early by a graceful shutdown or the client leaving.
-    private var waiting: (task: Scheduled<Void>, then: () -> Void)?
-    private var held = CircularBuffer<Held>()
-    private var draining = false
+    var waiting: (task: Scheduled<Void>, then: () -> Void)?
+    var held = CircularBuffer<Held>()
+    var draining = false
     /// A read asked for while held back.
-    private var readPending = false
+    var readPending = false
     /// Closes a connection whose answers have not been taken for the idle timeout.
-    private var stalled: Scheduled<Void>?
+    var stalled: Scheduled<Void>?
     /// A graceful shutdown asked the connection to close.
-    private var quiescing = false
+    var quiescing = false
     /// The answer in progress is the connection's last (the request asked
     /// for it, or cannot be followed safely).
-    private var closeAfterAnswer = false
+    var closeAfterAnswer = false
     /// The client closed its half of the connection.
-    private var inputClosed = false
+    var inputClosed = false
     /// The channel is gone: waits end, writes go nowhere.
-    private var closed = false
+    var closed = false
     /// The engine this connection last answered with, and the slot's version it came from.
-    private var engine: (version: Int, engine: MockEngine)?
-    private var remoteAddress: String??
+    var engine: (version: Int, engine: MockEngine)?
+    var remoteAddress: String??
     /// This server's port on the connection, read with `remoteAddress`.
-    private var localPort: Int?
-    private var date = (second: 0, text: "")
+    var localPort: Int?
+    var date = (second: 0, text: "")
     /// The event stream this connection carries (`GET /__doppel/events`), once opened.
-    private var events: EventStream?
+    var events: EventStream?
 
     init(answerer: Answerer, connection: ConnectionGuard.State) {
         self.answerer = answerer
@@ -115,7 +115,7 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    private static func isHead(_ part: HTTPServerRequestPart) -> Bool {
+    static func isHead(_ part: HTTPServerRequestPart) -> Bool {
         if case .head = part { return true }
         return false
     }
@@ -178,13 +178,13 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     /// Nothing read, answered or held.
-    private var isIdle: Bool {
+    var isIdle: Bool {
         if case .idle = reading, !answering, held.isEmpty { return true }
         return false
     }
 
     /// The held parts, in order, until an answer takes time or the answers back up.
-    private func drain(context: ChannelHandlerContext) {
+    func drain(context: ChannelHandlerContext) {
         guard !draining else { return }
         draining = true
         defer { draining = false }
@@ -210,7 +210,7 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     /// A client that takes no answer for the idle timeout is let go.
-    private func watchStall(context: ChannelHandlerContext) {
+    func watchStall(context: ChannelHandlerContext) {
         guard stalled == nil else { return }
         let channel = context.channel
         stalled = context.eventLoop.scheduleTask(in: .nanoseconds(Int64(connection.limits.idle * 1e9))) {
@@ -218,7 +218,7 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    private func process(_ part: HTTPServerRequestPart, context: ChannelHandlerContext) {
+    func process(_ part: HTTPServerRequestPart, context: ChannelHandlerContext) {
         switch part {
         case .head(let head):
             let target = Self.split(head.uri)
@@ -276,17 +276,17 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     /// The one body-size rule (`--max-body-size`), for a declared length and for the bytes arrived.
-    private func isOverLimit(_ bodyBytes: Int) -> Bool { bodyBytes > answerer.maxBodySize }
+    func isOverLimit(_ bodyBytes: Int) -> Bool { bodyBytes > answerer.maxBodySize }
 
     /// A body over the limit: answered 413 at once; the rest of it is read and dropped.
-    private func tooLarge(_ incoming: Incoming, context: ChannelHandlerContext) {
+    func tooLarge(_ incoming: Incoming, context: ChannelHandlerContext) {
         reading = .discarding
         answer(incoming, refusal: incoming.refusal ?? .payloadTooLarge(limit: answerer.maxBodySize), context: context)
     }
 
     /// A request the HTTP decoder could not read: 400, and the connection
     /// closed (what follows cannot be framed).
-    private func refuseMalformed(_ error: HTTPParserError, context: ChannelHandlerContext) {
+    func refuseMalformed(_ error: HTTPParserError, context: ChannelHandlerContext) {
         guard !closed else { return }
         let problem = Problem.malformedRequest("\(error)")
         let bytes = ResponseBytes.encode(problem.response(), date: currentDate(), close: true, allocator: context.channel.allocator)
@@ -299,7 +299,7 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
 
     // MARK: Answering
 
-    private func answer(_ incoming: Incoming, refusal: Problem?, context: ChannelHandlerContext) {
+    func answer(_ incoming: Incoming, refusal: Problem?, context: ChannelHandlerContext) {
         if remoteAddress == nil {
             remoteAddress = .some(context.channel.remoteAddress?.ipAddress)
             localPort = context.channel.localAddress?.port
@@ -330,7 +330,7 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     /// A decided answer: delivered after its delay, or now.
-    private func proceed(_ exchange: Exchange, context: ChannelHandlerContext) {
+    func proceed(_ exchange: Exchange, context: ChannelHandlerContext) {
         let decision = exchange.decision
         if decision.delay > 0 {
             wait(decision.delay, context: context) { [self] in deliver(exchange, context: context) }
@@ -341,7 +341,7 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     /// One request and its decision, on their way out.
-    private struct Exchange {
+    struct Exchange {
         let request: RecordedRequest
         let decision: Decision
         let engine: MockEngine
@@ -350,7 +350,7 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
         var isHead: Bool { head.method == .HEAD }
     }
 
-    private func deliver(_ exchange: Exchange, context: ChannelHandlerContext) {
+    func deliver(_ exchange: Exchange, context: ChannelHandlerContext) {
         let response = exchange.decision.response
         switch exchange.decision.delivery {
         case .whole:
@@ -394,7 +394,7 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     /// A stream's parts, each after its pause; the answer is finished before its last bytes.
-    private func stream(_ parts: ArraySlice<StreamPart>, chunked: Bool, _ exchange: Exchange, context: ChannelHandlerContext) {
+    func stream(_ parts: ArraySlice<StreamPart>, chunked: Bool, _ exchange: Exchange, context: ChannelHandlerContext) {
         guard let part = parts.first else {
             finish(exchange, status: exchange.decision.response.status)
             var end = context.channel.allocator.buffer(capacity: 5)
@@ -415,7 +415,7 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     /// A deliberate failure: the answer is finished (journaled) as the connection breaks.
-    private func breakConnection(with fault: Fault, _ exchange: Exchange, context: ChannelHandlerContext) {
+    func breakConnection(with fault: Fault, _ exchange: Exchange, context: ChannelHandlerContext) {
         let channel = context.channel
         let response = exchange.decision.response
         switch fault {
@@ -452,7 +452,7 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// Runs `then` after `seconds`, or at once when there is no wait (or the
     /// connection is closing or gone); the wait ends early on `hurry()`.
-    private func wait(_ seconds: Double, context: ChannelHandlerContext, then: @escaping () -> Void) {
+    func wait(_ seconds: Double, context: ChannelHandlerContext, then: @escaping () -> Void) {
         guard seconds > 0, !quiescing, !closed else { return then() }
         answering = true
         let task = context.eventLoop.assumeIsolated().scheduleTask(in: .nanoseconds(Int64(min(seconds, 1e9) * 1e9))) { [self] in
@@ -464,7 +464,7 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// Ends the wait in progress now (graceful shutdown, the client gone);
     /// later waits of the same answer are skipped.
-    private func hurry() {
+    func hurry() {
         guard let (task, then) = waiting else { return }
         waiting = nil
         task.cancel()
@@ -472,18 +472,18 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     /// Whether the answer being written is the connection's last.
-    private var closing: Bool { closeAfterAnswer || quiescing || (inputClosed && held.isEmpty) }
+    var closing: Bool { closeAfterAnswer || quiescing || (inputClosed && held.isEmpty) }
 
-    private func finish(_ exchange: Exchange, status: Int) {
+    func finish(_ exchange: Exchange, status: Int) {
         answerer.finish(exchange.decision, of: exchange.request, sent: status, engine: exchange.engine, started: exchange.started)
     }
 
-    private func write(_ bytes: ByteBuffer, context: ChannelHandlerContext) {
+    func write(_ bytes: ByteBuffer, context: ChannelHandlerContext) {
         connection.rawContext?.writeAndFlush(NIOAny(bytes), promise: nil)
     }
 
     /// An answer's last bytes: the connection is idle again (or closed), and held requests go on.
-    private func writeLast(_ bytes: ByteBuffer, context: ChannelHandlerContext) {
+    func writeLast(_ bytes: ByteBuffer, context: ChannelHandlerContext) {
         answering = false
         guard let raw = connection.rawContext, !closed else { return }
         connection.responseWritten(on: context.eventLoop)
@@ -497,181 +497,7 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
         drain(context: context)
     }
 
-    // MARK: WebSockets
-
-    /// An upgrade the contract answered 101: the handshake's answer, then
-    /// the connection's HTTP handlers give way to WebSocket frames and the
-    /// socket's rules (`SocketConnection`). Done in one turn of the event
-    /// loop, so no byte the client sends after the 101 reaches the HTTP
-    /// decoder (a client sends none before it, RFC 6455 section 4.1). A
-    /// session with as many sockets as allowed gets 429 instead.
-    private func upgrade(_ exchange: Exchange, opening: SocketOpening, context: ChannelHandlerContext) {
-        let socket = SocketConnection(answerer: answerer, opening: opening)
-        guard !closed, let raw = connection.rawContext, let key = exchange.request.header("sec-websocket-key"),
-              socket.join(loop: context.eventLoop) else {
-            let refused = Exchange(request: exchange.request,
-                                   decision: { var decision = exchange.decision
-                                       decision.response = Problem.tooManySockets(limit: answerer.sockets.limits.perSession).response(endpointID: opening.endpointID)
-                                       return decision }(),
-                                   engine: exchange.engine, head: exchange.head, started: exchange.started)
-            closeAfterAnswer = true
-            finish(refused, status: 429)
-            writeLast(ResponseBytes.encode(refused.decision.response, date: currentDate(), close: true, allocator: context.channel.allocator), context: context)
-            return
-        }
-        finish(exchange, status: 101)
-        var head = context.channel.allocator.buffer(capacity: 256)
-        head.writeStaticString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ")
-        head.writeString(SocketHub.accept(key: key))
-        head.writeStaticString("\r\n")
-        if let spoken = exchange.engine.contract.endpoint(id: opening.endpointID)?.socket?.protocols,
-           let chosen = MockEngine.chosenProtocol(offered: MockEngine.offeredProtocols(exchange.request), spoken: spoken) {
-            head.writeString("Sec-WebSocket-Protocol: \(chosen)\r\n")
-        }
-        // The contract's own headers, but none that frame a body (a 101 has none).
-        for (name, value) in exchange.decision.response.headers where HTTPToken.isValid(name)
-            && !["content-type", "content-length", "transfer-encoding", "connection", "upgrade", "sec-websocket-accept", "sec-websocket-protocol"].contains(name.lowercased()) {
-            head.writeString("\(name): ")
-            ResponseBytes.writeValue(value, into: &head)
-            head.writeStaticString("\r\n")
-        }
-        head.writeStaticString("\r\n")
-        raw.writeAndFlush(NIOAny(head), promise: nil)
-        connection.stop()
-        held.removeAll()
-        closed = true
-        let pipeline = context.pipeline.syncOperations
-        let limits = answerer.sockets.limits
-        do {
-            try pipeline.addHandler(WebSocketFrameEncoder(), position: .last)
-            try pipeline.addHandler(ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: limits.message)), position: .last)
-            try pipeline.addHandler(ClientFrameRules(), position: .last)
-            try pipeline.addHandler(NIOWebSocketFrameAggregator(minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 1024,
-                                                                maxAccumulatedFrameSize: limits.message), position: .last)
-            try pipeline.addHandler(socket, position: .last)
-            // The HTTP handlers go, this one last.
-            for handler in [try pipeline.context(handlerType: ConnectionGuard.RequestWatcher.self),
-                            try pipeline.context(handlerType: ByteToMessageHandler<HTTPRequestDecoder>.self),
-                            try pipeline.context(handlerType: ConnectionGuard.ByteWatcher.self), context] {
-                pipeline.removeHandler(context: handler, promise: nil)
-            }
-        } catch {
-            socket.leave()
-            context.close(promise: nil)
-        }
-    }
-
-    // MARK: The event stream
-
-    /// An open `GET /__doppel/events` stream: the reader the hub hands
-    /// events to, and the events waiting while the client does not take them.
-    private struct EventStream {
-        let reader: EventReader
-        let chunked: Bool
-        var queue = CircularBuffer<ByteBuffer>()
-        var queuedBytes = 0
-        var heartbeat: RepeatedTask?
-    }
-
-    /// Subscribes this connection to the hub and sends the stream's head
-    /// and a `ready` event; the stream is the connection's last answer. A
-    /// full hub is answered 503.
-    private func openEvents(session: String?, head: HTTPRequestHead, context: ChannelHandlerContext) {
-        closeAfterAnswer = true
-        let hub = answerer.events
-        let reader = EventReader(door: NIOLoopBound(self, eventLoop: context.eventLoop), context: context)
-        guard hub.subscribe(reader, session: session) else {
-            writeLast(ResponseBytes.encode(Problem.tooManyEventStreams(limit: hub.maximumReaders).response(), date: currentDate(), close: true,
-                                           allocator: context.channel.allocator), context: context)
-            return
-        }
-        answering = true
-        let chunked = (head.version.major, head.version.minor) >= (1, 1)
-        events = EventStream(reader: reader, chunked: chunked)
-        let response = MockResponse(status: 200, headers: [
-            (name: "Content-Type", value: "text/event-stream; charset=utf-8"), (name: "Cache-Control", value: "no-store"),
-            (name: "X-Accel-Buffering", value: "no"),
-        ])
-        write(ResponseBytes.encode(response, date: currentDate(), close: true, framing: chunked ? .chunked : .untilClose,
-                                   allocator: context.channel.allocator), context: context)
-        push([EventHub.frame("ready", data: .object(JSONObject([("session", session.map(JSON.string) ?? .null), ("readers", .int(hub.readerCount))])))],
-             context: context)
-        // A comment now and then keeps a quiet stream open through proxies, and finds a client that left.
-        let ping = EventHub.comment("ping")
-        events?.heartbeat = context.eventLoop.scheduleRepeatedTask(initialDelay: .seconds(Int64(EventHub.heartbeat)),
-                                                                   delay: .seconds(Int64(EventHub.heartbeat))) { _ in reader.take([ping]) }
-    }
-
-    /// Events for the client, written now (one flush for the batch), or
-    /// queued while it does not take what was written; a client too far
-    /// behind is dropped with a note.
-    fileprivate func push(_ frames: [ByteBuffer], context: ChannelHandlerContext) {
-        guard var stream = events, !closed, let raw = connection.rawContext else { return }
-        var wrote = false
-        for frame in frames {
-            // The hub's buffer as it is: shared by every reader, never copied for one.
-            let chunk = stream.chunked ? frame : EventHub.unchunked(frame)
-            if stream.queue.isEmpty, context.channel.isWritable {
-                raw.write(NIOAny(chunk), promise: nil)
-                wrote = true
-                continue
-            }
-            let size = chunk.readableBytes
-            guard stream.queuedBytes + size <= EventHub.readerQueueLimit, answerer.events.account(size) else {
-                if wrote { raw.flush() }
-                events = stream
-                dropEvents(context: context)
-                return
-            }
-            stream.queue.append(chunk)
-            stream.queuedBytes += size
-        }
-        events = stream
-        if wrote { raw.flush() }
-        if !stream.queue.isEmpty { watchStall(context: context) }
-    }
-
-    /// Writes queued events while the client takes them.
-    private func flushEvents(context: ChannelHandlerContext) {
-        guard var stream = events, !closed else { return }
-        while context.channel.isWritable, let chunk = stream.queue.popFirst() {
-            stream.queuedBytes -= chunk.readableBytes
-            _ = answerer.events.account(-chunk.readableBytes)
-            write(chunk, context: context)
-        }
-        events = stream
-    }
-
-    /// A reader that fell behind: a last `dropped` event says why, and the connection closes.
-    private func dropEvents(context: ChannelHandlerContext) {
-        guard let stream = events else { return }
-        answerer.events.noteDropped()
-        endEvents()
-        let note = EventHub.frame("dropped", data: .object(JSONObject([
-            ("reason", .string("this reader fell more than \(EventHub.readerQueueLimit >> 20) MiB of events behind (or all readers together more than \(EventHub.totalQueueLimit >> 20) MiB); reconnect, and read the journal for what was missed")),
-        ])))
-        var chunk = stream.chunked ? note : EventHub.unchunked(note)
-        if stream.chunked { chunk.writeStaticString("0\r\n\r\n") }
-        guard context.channel.isWritable else {
-            // A client that reads nothing would never take the note: closed now, its buffers freed.
-            write(chunk, context: context)
-            closed = true
-            context.close(promise: nil)
-            return
-        }
-        writeLast(chunk, context: context)
-    }
-
-    /// Leaves the hub and lets go of the queue (the stream ended or the client left).
-    private func endEvents() {
-        guard let stream = events else { return }
-        events = nil
-        stream.heartbeat?.cancel()
-        answerer.events.unsubscribe(stream.reader)
-        if stream.queuedBytes > 0 { _ = answerer.events.account(-stream.queuedBytes) }
-    }
-
-    private static func split(_ target: String) -> (path: String, query: String?) {
+    static func split(_ target: String) -> (path: String, query: String?) {
         // A fragment is not sent by clients; one that is ends the target.
         var target = Substring(target)
         if let hash = target.utf8.firstIndex(of: UInt8(ascii: "#")) { target = target[..<hash] }
@@ -681,7 +507,7 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// The engine answering now: the slot is read once per request, through
     /// its version number, so a connection takes its lock only after a reload.
-    private func currentEngine() -> MockEngine {
+    func currentEngine() -> MockEngine {
         let version = answerer.slot.version
         if let engine, engine.version == version { return engine.engine }
         let current = answerer.slot.versioned
@@ -690,123 +516,9 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     /// The `Date` header (RFC 9110's IMF-fixdate), formatted once a second per connection.
-    private func currentDate() -> String {
+    func currentDate() -> String {
         let second = Int(Date().timeIntervalSince1970)
         if second != date.second { date = (second, HTTPDate.format(epochSecond: second)) }
         return date.text
-    }
-}
-
-/// An answer's head (and body) as HTTP/1.1 bytes: status line, the
-/// response's headers, the framing (`Content-Length`, or chunked for a
-/// stream), `Date`, `Server` (and `Connection: close` when the connection
-/// ends with it), then the body, in one buffer.
-///
-/// Written here rather than by NIO's response encoder because every answer
-/// is written at the raw end of the pipeline (as 408s and `100 Continue`
-/// are); the headers are checked as HTTP types would check them: a name
-/// that is not a token is left out, and a value's control characters
-/// become spaces.
-enum ResponseBytes {
-    /// How the body is delimited.
-    enum Framing {
-        /// `Content-Length`, and the body follows.
-        case length
-        /// `Transfer-Encoding: chunked`; the chunks follow.
-        case chunked
-        /// Neither: the body ends when the connection does (HTTP/1.0).
-        case untilClose
-    }
-
-    /// Headers the server sets itself, which a response's own are not to repeat (lowercase).
-    private static let serverSet = ["content-length", "date", "server", "connection", "transfer-encoding", "keep-alive"]
-
-    /// `HTTP/1.1 200 OK\r\n` and the like for every status from 100 to 599, made once.
-    private static let statusLines: [[UInt8]] = (100...599).map { status in
-        Array("HTTP/1.1 \(status) \(HTTPResponseStatus(statusCode: status).reasonPhrase)\r\n".utf8)
-    }
-
-    /// - Parameter omitBody: the head alone, with the body's length (an answer to `HEAD`).
-    static func encode(_ response: MockResponse, date: String, close: Bool, framing: Framing = .length, omitBody: Bool = false,
-                       allocator: ByteBufferAllocator) -> ByteBuffer {
-        var buffer = allocator.buffer(capacity: 160 + response.headers.count * 48 + response.body.count)
-        if (100...599).contains(response.status) {
-            buffer.writeBytes(statusLines[response.status - 100])
-        } else {
-            buffer.writeStaticString("HTTP/1.1 ")
-            buffer.writeString(String(response.status))
-            buffer.writeInteger(UInt8(ascii: " "))
-            buffer.writeString(HTTPResponseStatus(statusCode: response.status).reasonPhrase)
-            buffer.writeStaticString("\r\n")
-        }
-        for header in response.headers where HTTPToken.isValid(header.name) && !serverSet.contains(where: header.name.caseInsensitiveEquals) {
-            buffer.writeString(header.name)
-            buffer.writeStaticString(": ")
-            writeValue(header.value, into: &buffer)
-            buffer.writeStaticString("\r\n")
-        }
-        switch framing {
-        case .length:
-            buffer.writeStaticString("Content-Length: ")
-            buffer.writeString(String(response.body.count))
-            buffer.writeStaticString("\r\n")
-        case .chunked:
-            buffer.writeStaticString("Transfer-Encoding: chunked\r\n")
-        case .untilClose:
-            break
-        }
-        buffer.writeStaticString("Date: ")
-        buffer.writeString(date)
-        buffer.writeStaticString("\r\nServer: Doppel\r\n")
-        if close { buffer.writeStaticString("Connection: close\r\n") }
-        buffer.writeStaticString("\r\n")
-        if framing == .length, !omitBody { buffer.writeBytes(response.body) }
-        return buffer
-    }
-
-    /// A field value with surrounding whitespace trimmed and control characters (CR, LF, NUL among them) as spaces.
-    static func writeValue(_ value: String, into buffer: inout ByteBuffer) {
-        let bytes = value.utf8
-        if bytes.allSatisfy({ $0 >= 0x20 && $0 != 0x7F }), bytes.first != 0x20, bytes.last != 0x20 {
-            buffer.writeString(value)
-            return
-        }
-        let trimmed = value.trimmingCharacters(in: .whitespacesAndNewlines)
-        buffer.writeBytes(trimmed.utf8.map { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F ? 0x20 : $0 })
-    }
-}
-
-/// `Date` header values.
-enum HTTPDate {
-    private static let days = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"]  // 1970-01-01 was a Thursday
-    private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-
-    /// The current time as a header value.
-    static func now() -> String { format(epochSecond: Int(Date().timeIntervalSince1970)) }
-
-    /// `Mon, 23 Nov 2026 03:56:35 GMT` for seconds since 1970.
-    static func format(epochSecond: Int) -> String {
-        let c = UTCCalendar.components(epoch: Double(epochSecond))
-        let weekday = days[((epochSecond / 86400) % 7 + 7) % 7]
-        func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
-        return "\(weekday), \(two(c.day)) \(months[c.month - 1]) \(c.year) \(two(c.hour)):\(two(c.minute)):\(two(c.second)) GMT"
-    }
-}
-
-/// A connection's place in the event hub: the hub hands it events on the
-/// connection's event loop.
-private final class EventReader: EventHub.Reader {
-    private let door: NIOLoopBound<HTTPDoor>
-    private let context: NIOLoopBound<ChannelHandlerContext>
-
-    init(door: NIOLoopBound<HTTPDoor>, context: ChannelHandlerContext) {
-        self.door = door
-        self.context = NIOLoopBound(context, eventLoop: context.eventLoop)
-    }
-
-    var eventLoop: any EventLoop { context.eventLoop }
-
-    func take(_ frames: [ByteBuffer]) {
-        door.value.push(frames, context: context.value)
     }
 }
