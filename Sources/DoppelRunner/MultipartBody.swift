@@ -25,7 +25,7 @@ public enum MultipartBody {
 
     /// The body, with parts separated by `boundary` (the core's `FormEncoding`, which sample requests use too).
     public static func encode(_ parts: [Part], boundary: String) -> Data {
-        Data(FormEncoding.multipart(parts.map { FormEncoding.Part(name: $0.name, filename: $0.filename, contentType: $0.contentType, content: $0.content) },
+        Data(FormEncoding.multipart(parts.map { ($0.name, $0.filename, $0.contentType, $0.content) },
                                     boundary: boundary))
     }
 }

@@ -638,39 +638,37 @@ public struct ProviderVerifier: Sendable {
                 }))
             }
             if endpoint.queryString == nil, let query = endpoint.query {
-                // Each kind of bad value once, at the first parameter that can take it.
-                let properties = query.properties.map { ($0.0, resolved($0.1)) }
-                if let (name, value) = properties.lazy.compactMap({ name, schema in Self.queryOutOfRange(schema).map { (name, $0) } }).first {
-                    inputs.append(("query parameter '\(name)' out of range (\(value))", { Self.setQuery(&$0, name, value) }))
-                }
-                if let (name, _) = properties.first(where: { _, schema in
-                    schema.enumValues == nil && (schema.types ?? []).count == 1 && ["integer", "number", "boolean"].contains(schema.types![0])
-                }) {
-                    inputs.append(("query parameter '\(name)' of the wrong type", { Self.setQuery(&$0, name, "not-a-number") }))
-                }
-                if let (name, _) = properties.first(where: { _, schema in schema.enumValues?.allSatisfy({ $0.stringValue != nil }) ?? false }) {
-                    inputs.append(("query parameter '\(name)' not one of its values", { Self.setQuery(&$0, name, "doppel-verify-not-listed") }))
-                }
+                inputs += Self.badValues(query.properties.map { ($0.0, resolved($0.1)) }, called: "query parameter", set: Self.setQuery)
             }
             if let headers = endpoint.headers, let name = headers.required.first(where: { !["accept", "content-type", "authorization"].contains($0.lowercased()) }) {
                 inputs.append(("required header '\(name)' left out", { request in request.headers.removeAll { $0.name == name.lowercased() } }))
             }
             if let headers = endpoint.headers {
-                // As for the query: each kind of bad value once, at the first header that can take it (never a credential's).
+                // As for the query, never at a credential's header.
                 let schemes = endpoint.auth.compactMap { contract.authSchemes[$0] }
-                let properties = headers.properties.map { ($0.0, resolved($0.1)) }
-                    .filter { !["accept", "content-type", "content-length"].contains($0.0.lowercased()) && !isCredential($0.0, in: schemes) }
-                if let (name, value) = properties.lazy.compactMap({ name, schema in Self.queryOutOfRange(schema).map { (name, $0) } }).first {
-                    inputs.append(("header '\(name)' out of range (\(value))", { Self.setHeader(&$0, name, value) }))
-                }
-                if let (name, _) = properties.first(where: { _, schema in
-                    schema.enumValues == nil && (schema.types ?? []).count == 1 && ["integer", "number", "boolean"].contains(schema.types![0])
-                }) {
-                    inputs.append(("header '\(name)' of the wrong type", { Self.setHeader(&$0, name, "not-a-number") }))
-                }
-                if let (name, _) = properties.first(where: { _, schema in schema.enumValues?.allSatisfy({ $0.stringValue != nil }) ?? false }) {
-                    inputs.append(("header '\(name)' not one of its values", { Self.setHeader(&$0, name, "doppel-verify-not-listed") }))
-                }
+                inputs += Self.badValues(headers.properties.map { ($0.0, resolved($0.1)) }
+                    .filter { !["accept", "content-type", "content-length"].contains($0.0.lowercased()) && !isCredential($0.0, in: schemes) },
+                                         called: "header", set: Self.setHeader)
+            }
+            return inputs
+        }
+
+        /// Each kind of bad value once, at the first parameter (of a query
+        /// or of headers) that can take it: past its bounds, of the wrong
+        /// type, outside its enum.
+        static func badValues(_ properties: [(String, Schema)], called kind: String,
+                              set: @escaping @Sendable (inout RecordedRequest, String, String) -> Void) -> [(String, (inout RecordedRequest) -> Void)] {
+            var inputs: [(String, (inout RecordedRequest) -> Void)] = []
+            if let (name, value) = properties.lazy.compactMap({ name, schema in queryOutOfRange(schema).map { (name, $0) } }).first {
+                inputs.append(("\(kind) '\(name)' out of range (\(value))", { set(&$0, name, value) }))
+            }
+            if let (name, _) = properties.first(where: { _, schema in
+                schema.enumValues == nil && (schema.types ?? []).count == 1 && ["integer", "number", "boolean"].contains(schema.types![0])
+            }) {
+                inputs.append(("\(kind) '\(name)' of the wrong type", { set(&$0, name, "not-a-number") }))
+            }
+            if let (name, _) = properties.first(where: { _, schema in schema.enumValues?.allSatisfy({ $0.stringValue != nil }) ?? false }) {
+                inputs.append(("\(kind) '\(name)' not one of its values", { set(&$0, name, "doppel-verify-not-listed") }))
             }
             return inputs
         }

@@ -164,16 +164,21 @@ struct ContractDiffTests {
 
     @Test(arguments: cases)
     func eachKindOfChangeIsToldBreakingOrCompatible(_ change: Case) throws {
-        #expect(Self.shop.contains(change.from))
-        let old = try Self.contract(Self.shop)
-        let new = try Self.contract(Self.shop.replacingOccurrences(of: change.from, with: change.to))
+        try Self.check(change, editing: Self.shop, file: "shop.yaml")
+    }
+
+    /// `change`'s edit of `base` is told as its kind, breaking or not, with
+    /// no other kind than those it names; the new version against itself is nothing.
+    static func check(_ change: Case, editing base: String, file: String) throws {
+        #expect(base.contains(change.from))
+        let old = try ContractLoader.load(text: base, file: file)
+        let new = try ContractLoader.load(text: base.replacingOccurrences(of: change.from, with: change.to), file: file)
         let changes = ContractDiff.changes(from: old, to: new)
         let found = changes.filter { $0.kind == change.kind }
         #expect(!found.isEmpty, "\(changes.map { "\($0.kind) \($0.endpoint) \($0.place): \($0.detail)" })")
         #expect(found.allSatisfy { $0.breaking == change.breaking })
         #expect(Set(changes.map(\.kind)).subtracting([change.kind]).subtracting(change.also).isEmpty,
                 "\(changes.map { "\($0.kind) \($0.endpoint) \($0.place): \($0.detail)" })")
-        // The reverse edit of a breaking change is not breaking in the same way, and back again is nothing.
         #expect(ContractDiff.changes(from: new, to: new).isEmpty)
     }
 
@@ -214,16 +219,7 @@ struct ContractDiffTests {
     /// at its rule or callback, breaking or compatible.
     @Test(arguments: realtimeCases)
     func eachRealtimeChangeIsToldBreakingOrCompatible(_ change: Case) throws {
-        #expect(Self.realtime.contains(change.from))
-        let old = try ContractLoader.load(text: Self.realtime, file: "realtime-demo.yaml")
-        let new = try ContractLoader.load(text: Self.realtime.replacingOccurrences(of: change.from, with: change.to), file: "realtime-demo.yaml")
-        let changes = ContractDiff.changes(from: old, to: new)
-        let found = changes.filter { $0.kind == change.kind }
-        #expect(!found.isEmpty, "\(changes.map { "\($0.kind) \($0.endpoint) \($0.place): \($0.detail)" })")
-        #expect(found.allSatisfy { $0.breaking == change.breaking })
-        #expect(Set(changes.map(\.kind)).subtracting([change.kind]).subtracting(change.also).isEmpty,
-                "\(changes.map { "\($0.kind) \($0.endpoint) \($0.place): \($0.detail)" })")
-        #expect(ContractDiff.changes(from: new, to: new).isEmpty)
+        try Self.check(change, editing: Self.realtime, file: "realtime-demo.yaml")
     }
 
     /// A change inside a socket rule's message is placed at the rule; a

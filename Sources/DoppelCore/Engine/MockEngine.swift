@@ -598,7 +598,7 @@ public final class MockEngine: Sendable {
                 let boundary = "doppel-sample-boundary"
                 headers.append((name: "Content-Type", value: "multipart/form-data; boundary=\(boundary)"))
                 body = FormEncoding.multipart(fields.pairs.map {
-                    FormEncoding.Part(name: $0.key, content: $0.value.stringValue ?? JSONWriter.encodeString($0.value))
+                    ($0.key, nil, nil, $0.value.stringValue ?? JSONWriter.encodeString($0.value))
                 }, boundary: boundary)
             } else {
                 headers.append((name: "Content-Type", value: spec.contentTypes.first ?? "application/json"))

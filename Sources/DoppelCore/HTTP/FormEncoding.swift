@@ -12,20 +12,9 @@ package enum FormEncoding {
         text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? text
     }
 
-    /// One part of a `multipart/form-data` body.
-    package struct Part: Sendable {
-        package var name: String
-        package var filename: String?
-        package var contentType: String?
-        package var content: String
-
-        package init(name: String, filename: String? = nil, contentType: String? = nil, content: String) {
-            self.name = name
-            self.filename = filename
-            self.contentType = contentType
-            self.content = content
-        }
-    }
+    /// One part of a `multipart/form-data` body: its field's name, a file
+    /// name for a file field, its media type if given, and its content.
+    package typealias Part = (name: String, filename: String?, contentType: String?, content: String)
 
     /// A `multipart/form-data` body of `parts`, separated by `boundary`.
     package static func multipart(_ parts: [Part], boundary: String) -> [UInt8] {
