@@ -91,13 +91,7 @@ extension ContractDiff.Differ {
         if b.messages.count > a.messages.count {
             add("socket-message-added", false, signature, place, "\(b.messages.count - a.messages.count) more message(s) sent")
         }
-        for (index, push) in a.pushes.enumerated() where index < b.pushes.count {
-            compareSchema(OpenAPIExporter.inferredSchema(push.message), OpenAPIExporter.inferredSchema(b.pushes[index].message),
-                          request: false, signature, place + " push \(index + 1)", "")
-        }
-        if b.pushes.count < a.pushes.count {
-            add("socket-push-removed", true, signature, place, "\(a.pushes.count - b.pushes.count) push(es) no longer sent")
-        }
+        comparePushes(a.pushes, b.pushes, signature, place)
         switch (a.close, b.close) {
         case let (before?, after?) where before.code != after.code:
             add("close-code-changed", true, signature, place, "the rule closes with \(after.code), not \(before.code)")
@@ -121,7 +115,11 @@ extension ContractDiff.Differ {
     /// order: each must still be one a client reads.
     mutating func comparePushes(_ before: [ResponseDefinition], _ after: [ResponseDefinition], _ signature: String, _ place: String) {
         guard comparesRealtime else { return }
-        let oldPushes = before.flatMap(\.pushes), newPushes = after.flatMap(\.pushes)
+        comparePushes(before.flatMap(\.pushes), after.flatMap(\.pushes), signature, place)
+    }
+
+    /// Pushes by order, a response's or a socket rule's: each still sent, and its message one a client reads.
+    private mutating func comparePushes(_ oldPushes: [SocketPush], _ newPushes: [SocketPush], _ signature: String, _ place: String) {
         for (index, push) in oldPushes.enumerated() {
             guard index < newPushes.count else {
                 add("socket-push-removed", true, signature, place, "push \(index + 1)\(push.socket.map { " to \($0)" } ?? "") is no longer sent")

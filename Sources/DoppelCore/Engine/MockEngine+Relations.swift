@@ -11,7 +11,7 @@ extension MockEngine {
     /// that another member shows as it is; one that reads state is not
     /// checked (the provider's state is its own).
     package func relationProblems(of response: ResponseDefinition, for endpoint: Endpoint, request: RecordedRequest, answer: JSON) -> [String] {
-        guard case .json(.object, _, _) = response.body, answer.objectValue != nil, case .json(let body, _, _) = response.body else { return [] }
+        guard case .json(let body, _, _) = response.body, case .object = body, answer.objectValue != nil else { return [] }
         let bindings = endpoint.bindings + response.bindings
         let letNames = Set(bindings.map(\.0))
         // Members of objects at any depth (not inside lists), by their path.
