@@ -16,7 +16,7 @@ A case that fails must be listed in known-differences.json with its
 reason, and a listed case that passes fails the run (the list can only
 shrink). Usage: prism-harness.py DOPPEL [--write]
 """
-import json, os, re, socket, subprocess, sys, tempfile, time, urllib.request, concurrent.futures
+import json, os, re, select, subprocess, sys, tempfile, time, urllib.request, concurrent.futures
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, '..', 'Tests', 'PrismHarness', 'specs')
@@ -51,8 +51,23 @@ def parse_http(text):
             headers[k.strip().lower()] = v.strip()
     return status, headers, body.strip()
 
-def free_port():
-    s = socket.socket(); s.bind(('127.0.0.1', 0)); p = s.getsockname()[1]; s.close(); return p
+LISTENING = re.compile(r'Listening on http://127\.0\.0\.1:(\d+)')
+
+def listening_port(server, deadline):
+    """The port the server says it took. Each server takes its own
+    (`--port 0`): a port picked here and bound later could be taken by
+    another case's server meanwhile, whose health check would then pass
+    for this one."""
+    seen = b''
+    while time.time() < deadline:
+        ready, _, _ = select.select([server.stdout], [], [], max(0, deadline - time.time()))
+        if not ready: return None
+        chunk = os.read(server.stdout.fileno(), 4096)
+        if not chunk: return None
+        seen += chunk
+        m = LISTENING.search(seen.decode(errors='replace'))
+        if m: return int(m.group(1))
+    return None
 
 def keys(v):
     if isinstance(v, dict): return {k: keys(x) for k, x in v.items()}
@@ -93,15 +108,14 @@ def run(path):
     with tempfile.TemporaryDirectory() as folder:
         doc = os.path.join(folder, 'api.yaml')
         open(doc, 'w').write(case['spec'])
-        port = free_port()
-        server = subprocess.Popen([DOPPEL, 'serve', doc, '--port', str(port), '--log-format', 'none'], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        server = subprocess.Popen([DOPPEL, 'serve', doc, '--port', '0', '--log-format', 'none'], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
-            deadline = time.time() + 20
+            port = listening_port(server, time.time() + 20)
             up = False
-            while time.time() < deadline and server.poll() is None:
+            if port is not None:
                 try:
-                    urllib.request.urlopen(f'http://127.0.0.1:{port}/__doppel/health', timeout=1); up = True; break
-                except Exception: time.sleep(0.05)
+                    urllib.request.urlopen(f'http://127.0.0.1:{port}/__doppel/health', timeout=5); up = True
+                except Exception: pass
             if not up:
                 err = server.stderr.read().decode()[-300:] if server.poll() is not None else 'not up'
                 return path, 'failed', [f'not served: {err.strip()}']
