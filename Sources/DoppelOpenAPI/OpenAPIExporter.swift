@@ -321,12 +321,12 @@ public enum OpenAPIExporter {
         let session = "export-" + String(endpoint.id.map { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" ? $0 : "-" }.prefix(100))
         let decision = engine.decide(engine.sampleRequest(for: endpoint, session: session))
         engine.complete(decision, durationMicros: 0)
-        if decision.delivery == .whole, (200...299).contains(decision.response.status), !decision.response.body.isEmpty,
-           decision.response.endpointID == endpoint.id,
-           let type = decision.response.header("content-type").map(MediaTypes.essence) {
-            let body = decision.response.body
+        if case .whole(let response) = decision.delivery, (200...299).contains(response.status), !response.body.isEmpty,
+           response.endpointID == endpoint.id,
+           let type = response.header("content-type").map(MediaTypes.essence) {
+            let body = response.body
             let value: JSON? = MediaTypes.isJSON(type) ? try? JSONReader.parse(body) : String(bytes: body, encoding: .utf8).map { .string($0) }
-            if let value { lead = (decision.response.status, type, exampleName(decision.response.responseName ?? "sample"), value) }
+            if let value { lead = (response.status, type, exampleName(response.responseName ?? "sample"), value) }
         }
         var byStatus: [(status: Int, responses: [ResponseDefinition])] = []
         func add(_ response: ResponseDefinition) {

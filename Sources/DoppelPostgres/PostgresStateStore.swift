@@ -408,7 +408,7 @@ package final class PostgresStateStore: SharedState, Sendable {
         try await client.withTransaction(logger: logger) { connection in
             let id = request.sessionID
             let session = Session(id: id, data: try await self.lockedSession(id, on: connection) ?? self.newSession(id))
-            let decision = refusal.map { engine.decide(refusing: request, with: $0, in: session) } ?? engine.decide(request, in: session)
+            let decision = engine.decide(request, refusing: refusal, in: session)
             try await self.write(session, on: connection)
             return decision
         }
@@ -423,7 +423,7 @@ package final class PostgresStateStore: SharedState, Sendable {
         }
         let retry = max(1, Int(options.timeout.rounded(.up)))
         let problem = Problem.stateStoreUnavailable(reason, retryAfter: retry)
-        return engine.decide(refusing: request, with: problem, in: Session(id: request.sessionID, data: SessionData(state: engine.contract.state.initial)))
+        return engine.decide(request, refusing: problem, in: Session(id: request.sessionID, data: SessionData(state: engine.contract.state.initial)))
     }
 
     /// The session's row, locked until the transaction ends; nil when the
@@ -492,9 +492,8 @@ package final class PostgresStateStore: SharedState, Sendable {
     package func complete(_ decision: Decision, status: Int, durationMicros: Int) {
         guard let entry = decision.entry else { return }
         let row = Row(time: entry.time, session: entry.session, method: entry.method, path: entry.path, query: entry.query, status: status,
-                      endpointID: decision.response.endpointID, responseName: decision.delivery == .forward ? nil : decision.response.responseName,
-                      durationMicros: durationMicros, proxied: decision.delivery == .forward,
-                      reason: decision.response.reason, changes: decision.response.changes, completed: engine.realNow)
+                      endpointID: entry.endpointID, responseName: entry.responseName, durationMicros: durationMicros, proxied: decision.forwards,
+                      reason: entry.reason, changes: entry.changes, completed: engine.realNow)
         buffer.withLock { $0.add(row) }
     }
 

@@ -111,9 +111,8 @@ extension ProviderVerifier.Run {
                 request.headers.removeAll { $0.name.lowercased() == MockEngine.sessionHeader }
                 request.headers.append((name: "Doppel-Session", value: "doppel-verify-rule-\(tried)"))
                 edit.apply(&request)
-                let decision = scratch.decide(request)
-                scratch.complete(decision, durationMicros: 0)
-                if decision.response.responseName == rule.name, decision.response.status == rule.status {
+                let response = scratch.respond(to: request)
+                if response.responseName == rule.name, response.status == rule.status {
                     found.append(("rule `\(source)` met (body \(edit))", edit.apply))
                     break
                 }

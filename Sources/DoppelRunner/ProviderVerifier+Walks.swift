@@ -143,10 +143,9 @@ extension ProviderVerifier.Run {
         mutating func answer(_ endpoint: Endpoint, side: inout ProviderVerifier.Run.Side) -> MockResponse {
             answered += 1
             let request = run.request(for: endpoint, side: side, oracle: true)
-            let decision = engine.decide(request)
-            engine.complete(decision, durationMicros: 0)
-            run.remember(decision.response, of: endpoint, on: &side)
-            return decision.response
+            let response = engine.respond(to: request)
+            run.remember(response, of: endpoint, on: &side)
+            return response
         }
 
         /// After `prefix`, the endpoint repeated: each status it first gives, with the sequence that gave it.
@@ -286,9 +285,8 @@ extension ProviderVerifier.Run {
             remember(expected, of: endpoint, on: &mirror)
             // The same sequence on a clock moved on: what differs there is time's, not state's.
             let shiftedRequest = request(for: endpoint, side: shifted, oracle: true)
-            let decision = laterOracle.decide(shiftedRequest)
-            laterOracle.complete(decision, durationMicros: 0)
-            remember(decision.response, of: endpoint, on: &shifted)
+            let later = laterOracle.respond(to: shiftedRequest)
+            remember(later, of: endpoint, on: &shifted)
 
             let outgoing = request(for: endpoint, side: target, oracle: false)
             var check = ProviderVerifier.Check(endpointID: endpoint.id, name: "", outcome: .notReached, summary: "")
@@ -308,7 +306,7 @@ extension ProviderVerifier.Run {
                 // The provider's body is read once for every check below.
                 let actual = try? JSONReader.parse([UInt8](answer.body))
                 differences += problems(answer, actual: actual, status: answer.status, of: endpoint, oracle: expected)
-                differences += stateValues(actual, expected: expected, later: decision.response, of: endpoint)
+                differences += stateValues(actual, expected: expected, later: later, of: endpoint)
                 differences += relations(answer, actual: actual, request: outgoing, of: endpoint, oracle: expected)
             }
             if !differences.isEmpty {

@@ -754,11 +754,7 @@ public struct ProviderVerifier: Sendable {
         // MARK: Sending
 
         func oracleAnswer(_ request: RecordedRequest) -> MockResponse {
-            let decision = oracle.decide(request)
-            oracle.complete(decision, durationMicros: 0)
-            var response = decision.response
-            if case .stream(let parts) = decision.delivery { response.body = parts.flatMap(\.bytes) }
-            return response
+            oracle.respond(to: request)
         }
 
         /// Remembers what an answer issued: a token, the id of a record a POST created.

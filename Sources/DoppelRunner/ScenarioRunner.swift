@@ -282,13 +282,10 @@ public struct ScenarioRunner: Sendable {
         let path = url.percentEncodedPath.isEmpty ? "/" : url.percentEncodedPath
         let outgoing = RecordedRequest(method: request.method, path: path, query: url.percentEncodedQuery, headers: request.headers, body: request.body ?? [])
         if let engine {
-            let decision = engine.decide(outgoing)
-            engine.complete(decision, durationMicros: 0)
-            var body = decision.response.body
-            if case .stream(let parts) = decision.delivery { body = parts.flatMap(\.bytes) }
+            let response = engine.respond(to: outgoing)
             var headers: [String: String] = [:]
-            for field in decision.response.headers { headers[field.name] = headers[field.name].map { $0 + ", " + field.value } ?? field.value }
-            return HTTPAnswer(status: decision.response.status, headers: headers, body: Data(body))
+            for field in response.headers { headers[field.name] = headers[field.name].map { $0 + ", " + field.value } ?? field.value }
+            return HTTPAnswer(status: response.status, headers: headers, body: Data(response.body))
         }
         let client = Upstream(base: origin, timeout: request.timeout, maxBodySize: Self.maximumBodyBytes)
         defer { Task { await client.shutdown() } }

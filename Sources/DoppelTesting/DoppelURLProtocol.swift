@@ -76,7 +76,7 @@ public final class DoppelURLProtocol: URLProtocol {
                                        headers: headers, body: body.count > Self.maxBodySize ? [] : body, remoteAddress: "in-process")
         let started = ContinuousClock.now
         let decision = body.count > Self.maxBodySize
-            ? engine.decide(refusing: recorded, with: .payloadTooLarge(limit: Self.maxBodySize))
+            ? engine.decide(recorded, refusing: .payloadTooLarge(limit: Self.maxBodySize))
             : engine.decide(recorded)
         after(decision.delay) { self.deliver(decision, engine: engine, started: started, to: url) }
     }
@@ -88,20 +88,18 @@ public final class DoppelURLProtocol: URLProtocol {
     private var isCancelled: Bool { cancelled.withLock { $0 } }
 
     private func deliver(_ decision: Decision, engine: MockEngine, started: ContinuousClock.Instant, to url: URL) {
-        var response = decision.response
-        if decision.delivery == .forward {
-            // No upstream in process: the 502 `doppel serve` gives without `--proxy`.
-            response = Problem.noUpstream.response()
-        }
-        engine.complete(decision, status: response.status, durationMicros: (ContinuousClock.now - started).wholeMicroseconds)
-        guard !isCancelled, let client else { return }
+        var response: MockResponse
         var fault: Fault?
         var stream: [StreamPart]?
         switch decision.delivery {
-        case .fault(let broken): fault = broken
-        case .stream(let parts): stream = parts
-        case .whole, .forward: break
+        case .whole(let whole): response = whole
+        case .fault(let broken, let kind): (response, fault) = (broken, kind)
+        case .stream(let head, let parts): (response, stream) = (head, parts)
+        // No upstream in process: the 502 `doppel serve` gives without `--proxy`.
+        case .forward: response = decision.responseInFull
         }
+        engine.complete(decision, status: response.status, durationMicros: (ContinuousClock.now - started).wholeMicroseconds)
+        guard !isCancelled, let client else { return }
         switch fault {
         case .connectionReset?, .emptyReply?:
             client.urlProtocol(self, didFailWithError: URLError(.networkConnectionLost))

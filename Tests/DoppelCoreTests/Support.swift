@@ -34,6 +34,13 @@ extension MockEngine {
         return decision
     }
 
+    /// The decision for `request`, journaled at once: its effects beside its response.
+    func decided(_ request: RecordedRequest) -> Decision {
+        let decision = decide(request)
+        complete(decision, durationMicros: 0)
+        return decision
+    }
+
     /// Sends a JSON request through the whole pipeline.
     func send(_ method: String, _ target: String, json: JSON? = nil, token: String? = sampleJWT, session: String? = nil,
               headers: [(name: String, value: String)] = [], body raw: [UInt8]? = nil) -> MockResponse {
@@ -59,3 +66,26 @@ final class TestClock: Sendable {
 
 /// A JWT for bearer schemes (tales takes only JWTs): `{"sub": "3f2b8c1e-...", "role": "authenticated"}`, no expiry, signature unchecked.
 let sampleJWT = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIzZjJiOGMxZS03ZDRhLTRlNTktOWIxYy0yYTZmMGU4ZDRjNzEiLCJyb2xlIjoiYXV0aGVudGljYXRlZCJ9.c2lnbmF0dXJl"
+
+extension Decision.Delivery {
+    /// A delivery's kind without what it sends, to compare in tests.
+    enum Kind: Equatable {
+        case whole, stream, forward
+        case fault(Fault)
+    }
+
+    var kind: Kind {
+        switch self {
+        case .whole: .whole
+        case .stream: .stream
+        case .fault(_, let fault): .fault(fault)
+        case .forward: .forward
+        }
+    }
+
+    /// A stream's parts; nil for any other delivery.
+    var parts: [StreamPart]? {
+        if case .stream(_, let parts) = self { return parts }
+        return nil
+    }
+}

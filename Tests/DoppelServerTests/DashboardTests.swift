@@ -270,10 +270,10 @@ struct DashboardStageTests {
                     if round == 1 { request.headers.append((name: "Prefer", value: "code=\(engine.contract.documentedResponses(of: endpoint).last?.status ?? 200)")) }
                     let decision = engine.decide(request)
                     let sequence = engine.complete(decision, durationMicros: 42)
-                    let event = try #require(EventHub.answer(decision, of: request, sent: decision.response.status, sequence: sequence, durationMicros: 42))
+                    let event = try #require(EventHub.answer(decision, of: request, sent: decision.responseInFull.status, sequence: sequence, durationMicros: 42))
                     var parsed = try #require(try JSONReader.parse(event.json).objectValue)
                     #expect(parsed["request"]?["body_bytes"]?.intValue == request.body.count)
-                    #expect(parsed["answer"]?["body_bytes"]?.intValue == decision.response.body.count || decision.delivery != .whole)
+                    #expect(parsed["answer"]?["body_bytes"]?.intValue == decision.responseInFull.body.count)
                     parsed["request"] = nil
                     parsed["answer"] = nil
                     let entry = try #require(engine.journal.entries.last)

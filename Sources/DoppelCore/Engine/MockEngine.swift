@@ -131,57 +131,73 @@ public final class MockEngine: Sendable {
     /// The session's state moves now; the journal entry is written when the
     /// transport calls `complete(_:status:durationMicros:)` once the answer is
     /// delivered (after its delay, stream or fault, or with the upstream's status).
-    public func decide(_ request: RecordedRequest) -> Decision {
-        decide(request) { sessions.session($0) }
+    ///
+    /// `refusing`: a problem the transport found before the engine could
+    /// read the request (a body over the size limit, an unusable target).
+    /// The answer is then the contract's fallback for the problem, else the
+    /// problem itself, journaled as any answer is.
+    public func decide(_ request: RecordedRequest, refusing problem: Problem? = nil) -> Decision {
+        decide(request, refusing: problem) { sessions.session($0) }
     }
 
-    /// As `decide(_:)`, in `session`, which holds the request's session
-    /// outside the engine's store: a shared store's copy of its row.
-    package func decide(_ request: RecordedRequest, in session: Session) -> Decision {
-        decide(request) { _ in session }
+    /// As `decide(_:refusing:)`, in `session`, which holds the request's
+    /// session outside the engine's store: a shared store's copy of its row.
+    package func decide(_ request: RecordedRequest, refusing problem: Problem? = nil, in session: Session) -> Decision {
+        decide(request, refusing: problem) { _ in session }
     }
 
-    private func decide(_ request: RecordedRequest, session: (String) -> Session) -> Decision {
+    private func decide(_ request: RecordedRequest, refusing problem: Problem?, session lookup: (String) -> Session) -> Decision {
         let sessionID = request.sessionID
-        var now = clock()
-        var response: MockResponse
         let valid = SessionStore.isValid(id: sessionID)
-        if valid {
-            (response, now) = answer(request, session: session(sessionID), real: now)
+        var now = clock()
+        var answer: Answer
+        if let problem {
+            answer = Answer(.whole(problem.response()))
+            if contract.fallback(for: problem) != nil, valid {
+                let session = lookup(sessionID)
+                let context = EvaluationContext(roots: baseRoots(sessionID: session.id), now: now, request: request)
+                (answer, now) = fallback(for: problem, context: context, session: session)
+            } else if valid {
+                now = lookup(sessionID).now(real: now)
+            }
+        } else if valid {
+            (answer, now) = self.answer(request, session: lookup(sessionID), real: now)
         } else {
-            response = Problem.invalidSession(sessionID).response()
+            answer = Answer(.whole(Problem.invalidSession(sessionID).response()))
         }
         // A HEAD's answer is the GET's: each transport sends its head alone
         // (RFC 9110 section 9.3.2), its `Content-Length` the GET's body's.
-        return Decision(response, entry: entry(for: request, sessionID: sessionID, valid: valid, time: now, response: response))
+        let response = answer.delivery.response
+        let entry = Decision.Entry(time: now, session: valid ? sessionID : Journal.invalidSession, method: request.method, path: request.path,
+                                   query: request.query, endpointID: response?.endpointID ?? answer.forwarded?.endpointID,
+                                   responseName: response?.responseName, reason: response?.reason ?? answer.forwarded?.reason,
+                                   changes: response?.changes ?? answer.forwarded?.changes ?? [])
+        return Decision(answer.delivery, delay: answer.delay, effects: answer.effects, entry: entry)
     }
 
-    /// Decides the answer to a request the transport refused before the
-    /// engine could read it (a body over the size limit, an unusable
-    /// target): the contract's fallback for the problem, else the problem
-    /// itself. Journaled as any answer is.
-    public func decide(refusing request: RecordedRequest, with problem: Problem) -> Decision {
-        decide(refusing: request, with: problem) { sessions.session($0) }
-    }
+    /// What stages 1 to 6 make of a request: its delivery, delay and
+    /// effects; the decision but for its journal entry.
+    struct Answer {
+        var delivery: Decision.Delivery
+        var delay: Double = 0
+        var effects: Decision.Effects?
+        /// What the journal keeps of a forwarded request, which has no response to carry it.
+        var forwarded: (endpointID: String?, reason: Reason?, changes: [String])?
 
-    /// As `decide(refusing:with:)`, in `session` (see `decide(_:in:)`).
-    package func decide(refusing request: RecordedRequest, with problem: Problem, in session: Session) -> Decision {
-        decide(refusing: request, with: problem) { _ in session }
-    }
-
-    private func decide(refusing request: RecordedRequest, with problem: Problem, session lookup: (String) -> Session) -> Decision {
-        let sessionID = request.sessionID
-        let valid = SessionStore.isValid(id: sessionID)
-        var response = problem.response()
-        var now = clock()
-        if contract.fallback(for: problem) != nil, valid {
-            let session = lookup(sessionID)
-            let context = EvaluationContext(roots: baseRoots(sessionID: session.id), now: now, request: request)
-            (response, now) = fallback(for: problem, context: context, session: session)
-        } else if valid {
-            now = lookup(sessionID).now(real: now)
+        init(_ delivery: Decision.Delivery) {
+            self.delivery = delivery
         }
-        return Decision(response, entry: entry(for: request, sessionID: sessionID, valid: valid, time: now, response: response))
+
+        static func forwarding(endpointID: String?, reason: Reason? = nil) -> Answer {
+            var answer = Answer(.forward)
+            answer.forwarded = (endpointID, reason, [])
+            return answer
+        }
+
+        /// The state paths the request changed, for the journal.
+        mutating func record(changes: [String]) {
+            if forwarded != nil { forwarded!.changes = changes } else { delivery.changeResponse { $0.changes = changes } }
+        }
     }
 
     /// Stage 7: writes a decided request's journal entry, once its answer is
@@ -193,23 +209,20 @@ public final class MockEngine: Sendable {
         guard let entry = decision.entry else { return nil }
         // An invalid id is never kept: it may be any size, and each distinct one would be a new key.
         return journal.record(time: entry.time, session: entry.session, method: entry.method, path: entry.path, query: entry.query,
-                              status: status ?? decision.response.status, endpointID: decision.response.endpointID,
-                              responseName: decision.delivery == .forward ? nil : decision.response.responseName,
-                              durationMicros: durationMicros, proxied: decision.delivery == .forward,
-                              reason: decision.response.reason, changes: decision.response.changes)
+                              status: status ?? decision.response?.status ?? Problem.noUpstream.status, endpointID: entry.endpointID,
+                              responseName: entry.responseName, durationMicros: durationMicros, proxied: decision.forwards,
+                              reason: entry.reason, changes: entry.changes)
     }
 
     /// Decides and journals at once, for callers that deliver nothing over
-    /// time (tests, and embedders reading only what would be sent): the
-    /// response, without its delay, stream or fault.
+    /// time (tests, scenarios and verification against the engine, and
+    /// embedders reading only what would be sent): the response as a
+    /// client reads it in full (`Decision.responseInFull`), without its delay.
     public func respond(to request: RecordedRequest) -> MockResponse {
         let decision = decide(request)
-        complete(decision, durationMicros: 0)
-        return decision.response
-    }
-
-    private func entry(for request: RecordedRequest, sessionID: String, valid: Bool, time: Double, response: MockResponse) -> Decision.Entry {
-        Decision.Entry(time: time, session: valid ? sessionID : Journal.invalidSession, method: request.method, path: request.path, query: request.query)
+        let response = decision.responseInFull
+        complete(decision, status: response.status, durationMicros: 0)
+        return response
     }
 
     /// Stage 1: the endpoint for a request. `match` conditions see the
@@ -247,7 +260,7 @@ public final class MockEngine: Sendable {
 
     /// Stages 1 to 6 for a request in a valid session; also returns the
     /// instant on the session's clock the request was answered at.
-    private func answer(_ request: RecordedRequest, session: Session, real: Double) -> (MockResponse, now: Double) {
+    private func answer(_ request: RecordedRequest, session: Session, real: Double) -> (Answer, now: Double) {
         let queryItems = request.queryItems
         // Query values are strings until validation reads them by their
         // schema. `now` is real time until the transaction reads the session's clock.
@@ -289,50 +302,61 @@ public final class MockEngine: Sendable {
         // abandons the effects the response applied, as a failed `when` does.
         var now = real
         do throws(Failure) {
-            let response = try session.transact { (data: inout SessionData) throws(Failure) -> MockResponse in
+            let answer = try session.transact { (data: inout SessionData) throws(Failure) -> Answer in
                 now = data.clock.now(real: real)
                 context.now = now
-                var response: MockResponse
-                switch try decide(request, credentials: credentials, endpoint: endpoint, validation: validation, context: &context, data: &data, now: now) {
+                var answer: Answer
+                switch try verdict(request, credentials: credentials, endpoint: endpoint, validation: validation, context: &context, data: &data, now: now) {
                 case .forward:
-                    response = .forwarding(endpointID: endpoint.id)
-                    response.reason = Reason("the endpoint is proxied (`proxy: true`) and nothing forces a response")
+                    answer = .forwarding(endpointID: endpoint.id, reason: Reason("the endpoint is proxied (`proxy: true`) and nothing forces a response"))
                 case .problem(let problem, let rateHeaders):
-                    response = problem.response(endpointID: endpoint.id).adding(rateHeaders)
+                    answer = Answer(.whole(problem.response(endpointID: endpoint.id).adding(rateHeaders)))
                 case .respond(let chosen, let override, let rateHeaders, let why):
-                    response = try render(chosen, in: &context, override: override, adding: rateHeaders, endpointID: endpoint.id)
-                    response.reason = why
-                    if response.status == 101, endpoint.socket != nil {
-                        // The socket's rules see what the upgrade saw, the state read anew by each.
-                        response.socket = SocketOpening(endpointID: endpoint.id, session: session.id, path: request.path, roots: context.roots, request: request)
-                    }
+                    // The socket's rules see what the upgrade saw, the state read anew by each.
+                    let opening = endpoint.socket == nil ? nil : { SocketOpening(endpointID: endpoint.id, session: session.id, path: request.path,
+                                                                                   roots: $0, request: request) }
+                    answer = try render(chosen, in: &context, override: override, adding: rateHeaders, endpointID: endpoint.id, why: why, opening: opening)
                 }
-                response.changes = data.changedPaths
-                return response
+                answer.record(changes: data.changedPaths)
+                return answer
             }
-            return (response, now)
+            return (answer, now)
         } catch {
-            return (error.problem(endpointID: endpoint.id).response(endpointID: endpoint.id), now)
+            return (Answer(.whole(error.problem(endpointID: endpoint.id).response(endpointID: endpoint.id))), now)
         }
     }
 
     /// Stage 6, at the end of the request's transaction: a chosen response
-    /// rendered, with `extra` headers it does not set itself and its (or the
-    /// override's) delay and fault. A template that fails throws, so the
-    /// transaction keeps none of the request's changes. The context lets go
-    /// of the state it read, so the next write to the session's state does
-    /// not copy it.
+    /// rendered, with `extra` headers it does not set itself, `why` it was
+    /// chosen, its (or the override's) delay and fault, its pushes and
+    /// callbacks, and for a `101` the socket `opening` makes of what the
+    /// upgrade saw. A template that fails throws, so the transaction keeps
+    /// none of the request's changes. The context lets go of the state it
+    /// read, so the next write to the session's state does not copy it.
     private func render(_ chosen: ResponseDefinition, in context: inout EvaluationContext, override: Override?,
-                        adding extra: [(name: String, value: String)], endpointID: String?) throws(Failure) -> MockResponse {
+                        adding extra: [(name: String, value: String)], endpointID: String?, why: Reason,
+                        opening: ((Roots) -> SocketOpening)? = nil) throws(Failure) -> Answer {
         defer { context.roots[.state] = nil }
         do {
             var definition = chosen
             if let fault = override?.fault { definition.fault = fault }
-            var response = try renderer.render(definition, in: context, endpointID: endpointID).adding(extra)
-            response.delay = (override?.delay ?? definition.delay ?? defaultDelay)?.sample() ?? 0
-            if !definition.pushes.isEmpty { response.pushes = try Self.render(definition.pushes, in: context) }
-            if !definition.callbacks.isEmpty { response.callbacks = try Self.render(definition.callbacks, in: context) }
-            return response
+            var answer = Answer(try renderer.render(definition, in: context, endpointID: endpointID))
+            answer.delivery.changeResponse { response in
+                response.add(extra)
+                response.reason = why
+            }
+            answer.delay = (override?.delay ?? definition.delay ?? defaultDelay)?.sample() ?? 0
+            var socket: SocketOpening?
+            if definition.status == 101, let opening {
+                var roots = context.roots
+                roots[.state] = nil
+                socket = opening(roots)
+            }
+            if socket != nil || !definition.pushes.isEmpty || !definition.callbacks.isEmpty {
+                answer.effects = Decision.Effects(socket: socket, pushes: try Self.render(definition.pushes, in: context),
+                                                  callbacks: try Self.render(definition.callbacks, in: context))
+            }
+            return answer
         } catch {
             throw .rendering(error, response: chosen.name)
         }
@@ -343,12 +367,12 @@ public final class MockEngine: Sendable {
     /// transaction, for its effects and sequences), seeing `problem`, with
     /// the problem's headers (`Allow`) it does not set itself.
     /// `base.now` is real time; the session's clock is read in the transaction.
-    private func fallback(for problem: Problem, context base: EvaluationContext, session: Session) -> (response: MockResponse, now: Double) {
-        guard let definition = contract.fallback(for: problem) else { return (problem.response(), session.now(real: base.now)) }
+    private func fallback(for problem: Problem, context base: EvaluationContext, session: Session) -> (Answer, now: Double) {
+        guard let definition = contract.fallback(for: problem) else { return (Answer(.whole(problem.response())), session.now(real: base.now)) }
         var context = base
         context.roots[.problem] = problem.json
         do throws(Failure) {
-            let response = try session.transact { (data: inout SessionData) throws(Failure) -> MockResponse in
+            let answer = try session.transact { (data: inout SessionData) throws(Failure) -> Answer in
                 context.now = data.clock.now(real: base.now)
                 let chosen: ResponseDefinition
                 var why = Reason("the contract's fallback for \(problem.type.split(separator: ":").last ?? ""): \(problem.detail)")
@@ -358,14 +382,13 @@ public final class MockEngine: Sendable {
                 } catch {
                     throw .selection(error)
                 }
-                var response = try render(chosen, in: &context, override: nil, adding: problem.headers, endpointID: nil)
-                response.reason = why
-                response.changes = data.changedPaths
-                return response
+                var answer = try render(chosen, in: &context, override: nil, adding: problem.headers, endpointID: nil, why: why)
+                answer.record(changes: data.changedPaths)
+                return answer
             }
-            return (response, context.now)
+            return (answer, context.now)
         } catch {
-            return (error.problem(endpointID: "fallbacks").response(), context.now)
+            return (Answer(.whole(error.problem(endpointID: "fallbacks").response())), context.now)
         }
     }
 
@@ -413,7 +436,7 @@ public final class MockEngine: Sendable {
     /// validation verdict (`on_invalid`, or a 422/415/400 problem), then the
     /// request's `Prefer`, then the active scenario's override, then the
     /// contract's own choice.
-    private func decide(_ request: RecordedRequest, credentials: Authenticator.Presented, endpoint: Endpoint, validation: RequestValidator.Outcome,
+    private func verdict(_ request: RecordedRequest, credentials: Authenticator.Presented, endpoint: Endpoint, validation: RequestValidator.Outcome,
                         context: inout EvaluationContext, data: inout SessionData, now: Double) throws(Failure) -> Verdict {
         let call = data.countCall(to: endpoint.id)
         // A forced answer waits until a call gets as far as the contract's choice (not one refused before it).
@@ -646,9 +669,10 @@ public final class MockEngine: Sendable {
             let chosen = try selector.select(from: [response], forced: response, endpointBindings: endpoint.bindings, context: &context, data: &data,
                                              sequenceScope: endpoint.id, why: &why)
             context.roots[.state] = .object(data.state)
-            var rendered = try renderer.render(chosen, in: context, endpointID: endpoint.id)
+            let delivery = try renderer.render(chosen, in: context, endpointID: endpoint.id)
+            guard var rendered = delivery.response else { return nil }
             // A stream's example is its parts together (the events of an event stream, the chunks of a body).
-            if rendered.body.isEmpty, let parts = rendered.stream { rendered.body = parts.flatMap(\.bytes) }
+            if rendered.body.isEmpty, case .stream(_, let parts) = delivery { rendered.body = parts.flatMap(\.bytes) }
             guard !rendered.body.isEmpty else { return nil }
             let value: JSON?
             if let type = response.body.contentType, MediaTypes.isJSON(type) {
@@ -681,14 +705,19 @@ public final class MockEngine: Sendable {
 }
 
 extension MockResponse {
-    /// The response with `extra` headers, but not those it sets itself (a
+    /// Adds `extra` headers, but not those the response sets itself (a
     /// contract's 429 that writes its own `Retry-After` sends that one alone).
+    mutating func add(_ extra: [(name: String, value: String)]) {
+        for header in extra where !headers.contains(where: { $0.name.caseInsensitiveEquals(header.name) }) {
+            headers.append(header)
+        }
+    }
+
+    /// As `add(_:)`, on a copy.
     func adding(_ extra: [(name: String, value: String)]) -> MockResponse {
         guard !extra.isEmpty else { return self }
         var copy = self
-        for header in extra where !headers.contains(where: { $0.name.caseInsensitiveEquals(header.name) }) {
-            copy.headers.append(header)
-        }
+        copy.add(extra)
         return copy
     }
 }

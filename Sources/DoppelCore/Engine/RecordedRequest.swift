@@ -109,14 +109,6 @@ public struct MockResponse: Sendable {
     public var endpointID: String?
     /// The contract response chosen (`generate-story[2]`, or a shared response's name).
     public var responseName: String?
-    /// Seconds to wait before answering (`Decision.delay` to the transport).
-    var delay: Double = 0
-    /// A deliberate failure the transport should produce (`Decision.Delivery.fault`).
-    var fault: Fault?
-    /// A body to send in parts over time instead of `body` (`Decision.Delivery.stream`).
-    package var stream: [StreamPart]?
-    /// The request is to be forwarded to the upstream server (`Decision.Delivery.forward`).
-    var forward = false
     /// Why this response was chosen (the `when` that held, the limit
     /// reached, the override or `Prefer` in force, the problem), for the
     /// journal and the dashboard.
@@ -125,59 +117,6 @@ public struct MockResponse: Sendable {
     package var changes: [String] = []
     /// The most changed paths a response lists.
     package static let maximumChanges = 16
-    /// What few answers carry: a socket to open, pushes, callbacks. One
-    /// optional reference, nil for nearly every answer, so a response is
-    /// copied (from stage to stage, into its decision) as cheaply as before
-    /// they existed.
-    private var extras: Extras?
-
-    private final class Extras: @unchecked Sendable {
-        // Changed only while uniquely referenced (`changingExtras`), so never while shared.
-        var socket: SocketOpening?
-        var pushes: [RenderedPush] = []
-        var callbacks: [RenderedCallback] = []
-
-        func copy() -> Extras {
-            let copy = Extras()
-            copy.socket = socket
-            copy.pushes = pushes
-            copy.callbacks = callbacks
-            return copy
-        }
-    }
-
-    private var changingExtras: Extras {
-        mutating get {
-            if extras == nil { extras = Extras() } else if !isKnownUniquelyReferenced(&extras!) { extras = extras!.copy() }
-            return extras!
-        }
-    }
-
-    /// An upgrade answered `101` at a WebSocket endpoint: what the socket's rules see.
-    package var socket: SocketOpening? {
-        get { extras?.socket }
-        set { if newValue != nil || extras != nil { changingExtras.socket = newValue } }
-    }
-    /// Messages for the session's open sockets (the chosen response's `push`).
-    package var pushes: [RenderedPush] {
-        get { extras?.pushes ?? [] }
-        set { if !newValue.isEmpty || extras != nil { changingExtras.pushes = newValue } }
-    }
-    /// Requests for the server to make (the chosen response's `callbacks`).
-    package var callbacks: [RenderedCallback] {
-        get { extras?.callbacks ?? [] }
-        set { if !newValue.isEmpty || extras != nil { changingExtras.callbacks = newValue } }
-    }
-    /// Whether the answer has pushes or callbacks for the server to act on.
-    package var hasOutbound: Bool { extras.map { !$0.pushes.isEmpty || !$0.callbacks.isEmpty } ?? false }
-
-    /// The engine's answer to a request it forwards.
-    static func forwarding(endpointID: String?) -> MockResponse {
-        var response = MockResponse(status: 502, endpointID: endpointID)
-        response.forward = true
-        return response
-    }
-
     /// A response with `status`, `headers` and `body`.
     public init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = [], endpointID: String? = nil, responseName: String? = nil) {
         self.status = status

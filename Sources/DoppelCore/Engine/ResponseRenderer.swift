@@ -2,7 +2,8 @@
 package struct ResponseRenderer: Sendable {
     package init() {}
 
-    package func render(_ response: ResponseDefinition, in context: EvaluationContext, endpointID: String?) throws(EvaluationError) -> MockResponse {
+    /// The response rendered, and how it goes out: whole, streamed, or broken by its fault.
+    package func render(_ response: ResponseDefinition, in context: EvaluationContext, endpointID: String?) throws(EvaluationError) -> Decision.Delivery {
         var headers: [(name: String, value: String)] = []
         headers.reserveCapacity(response.headers.count + 1)
         var hasContentType = false
@@ -48,10 +49,10 @@ package struct ResponseRenderer: Sendable {
             // A prefix of a JSON text that stops before its end never parses.
             body = Array(body.prefix(max(1, body.count / 2)))
         }
-        var rendered = MockResponse(status: response.status, headers: headers, body: body, endpointID: endpointID, responseName: response.name)
-        rendered.stream = stream
-        rendered.fault = response.fault == .malformedJSON ? nil : response.fault
-        return rendered
+        let rendered = MockResponse(status: response.status, headers: headers, body: body, endpointID: endpointID, responseName: response.name)
+        if let fault = response.fault, fault != .malformedJSON { return .fault(rendered, fault) }
+        if let stream { return .stream(rendered, stream) }
+        return .whole(rendered)
     }
 
     static func render(_ stream: StreamDefinition, in context: EvaluationContext) throws(EvaluationError) -> [StreamPart] {

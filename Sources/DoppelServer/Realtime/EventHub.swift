@@ -247,8 +247,6 @@ package final class EventHub: Sendable {
     package static func answer(_ decision: Decision, of request: RecordedRequest, sent status: Int, sequence: Int?,
                                durationMicros: Int) -> (session: String, json: [UInt8])? {
         guard let entry = decision.entry else { return nil }
-        let response = decision.response
-        let forwarded = decision.delivery == .forward
         var out = EventWriter()
         out.number("sequence", sequence, first: true)
         out.string("time", UTCCalendar.format(epoch: entry.time))
@@ -257,14 +255,14 @@ package final class EventHub: Sendable {
         out.string("path", entry.path)
         out.string("query", entry.query)
         out.number("status", status)
-        out.string("endpoint", response.endpointID)
-        out.string("response", forwarded ? nil : response.responseName)
+        out.string("endpoint", entry.endpointID)
+        out.string("response", entry.responseName)
         out.number("duration_us", durationMicros)
-        out.raw("proxied", forwarded ? "true" : "false")
-        out.string("reason", response.reason?.text)
+        out.raw("proxied", decision.forwards ? "true" : "false")
+        out.string("reason", entry.reason?.text)
         out.key("changes")
         out.bytes.append(UInt8(ascii: "["))
-        for (index, path) in response.changes.enumerated() {
+        for (index, path) in entry.changes.enumerated() {
             if index > 0 { out.bytes.append(UInt8(ascii: ",")) }
             JSONWriter.writeString(path, into: &out.bytes)
         }
@@ -275,24 +273,31 @@ package final class EventHub: Sendable {
                 into: &out)
         out.bytes.append(UInt8(ascii: "}"))
         out.key("answer")
-        if forwarded {
+        let kind: String
+        var body: [UInt8] = []
+        switch decision.delivery {
+        case .forward:
             out.bytes.append(contentsOf: #"{"headers":[],"body":"(answered by the upstream)","body_bytes":0,"truncated":false"#.utf8)
-        } else {
-            // A HEAD's answer is sent without its body.
-            var body = request.method == "HEAD" ? [] : response.body
-            var kind = "whole"
-            switch decision.delivery {
-            case .stream(let parts):
-                kind = "stream"
-                body = []
-                for part in parts where body.count <= bodyLimit && request.method != "HEAD" { body += part.bytes }
-            case .fault(let fault): kind = "fault: \(fault)"
-            default: break
-            }
-            message(headers: response.headers, body: body, into: &out)
-            out.string("delivery", kind)
-            if decision.delay > 0 { out.number("delay_ms", Int(decision.delay * 1000)) }
+            out.bytes.append(contentsOf: "}}".utf8)
+            return (entry.session, out.bytes)
+        case .whole(let response):
+            kind = "whole"
+            body = response.body
+        case .stream:
+            kind = "stream"
+        case .fault(let response, let fault):
+            kind = "fault: \(fault)"
+            body = response.body
         }
+        // A HEAD's answer is sent without its body.
+        if request.method == "HEAD" {
+            body = []
+        } else if case .stream(_, let parts) = decision.delivery {
+            for part in parts where body.count <= bodyLimit { body += part.bytes }
+        }
+        message(headers: decision.response?.headers ?? [], body: body, into: &out)
+        out.string("delivery", kind)
+        if decision.delay > 0 { out.number("delay_ms", Int(decision.delay * 1000)) }
         out.bytes.append(contentsOf: "}}".utf8)
         return (entry.session, out.bytes)
     }

@@ -54,11 +54,11 @@ struct Answerer: Sendable {
     /// journaled) for a path under `/__doppel`, else the engine's; a request
     /// the transport refused (`refusal`) gets the engine's answer to the problem.
     func decide(_ request: RecordedRequest, refusal: Problem?, engine: MockEngine) -> Decision {
-        if let refusal { return engine.decide(refusing: request, with: refusal) }
+        if let refusal { return engine.decide(request, refusing: refusal) }
         if AdminAPI.handles(request.path) { return Decision(unjournaled: announced(admin.respond(to: request), for: request)) }
         // Names are lowercase already: one pass, no allocation, on every request.
         if request.headers.contains(where: { $0.name == "upgrade" }), let origin = request.header("origin"), !permits(origin: origin, of: request) {
-            return engine.decide(refusing: request, with: .socketOriginRefused(origin))
+            return engine.decide(request, refusing: .socketOriginRefused(origin))
         }
         return engine.decide(request)
     }
@@ -156,19 +156,19 @@ struct Answerer: Sendable {
         if events.isObserved, events.wants(session: decision.entry?.session), let event = EventHub.answer(decision, of: request, sent: status, sequence: sequence, durationMicros: micros) {
             events.publish("request", session: event.session, json: event.json)
         }
-        log.request(method: request.method, path: request.path, status: status, endpointID: decision.response.endpointID,
+        log.request(method: request.method, path: request.path, status: status, endpointID: decision.entry?.endpointID ?? decision.response?.endpointID,
                     session: request.sessionID, durationMicros: micros)
-        guard decision.response.hasOutbound else { return }
+        guard let effects = decision.effects, let entry = decision.entry else { return }
         // Messages for the session's open sockets, once the answer that sends them is out.
-        if !decision.response.pushes.isEmpty, let session = decision.entry?.session {
-            sockets.push(decision.response.pushes, session: session, from: decision.response.responseName ?? decision.response.endpointID ?? "a response")
+        if !effects.pushes.isEmpty {
+            sockets.push(effects.pushes, session: entry.session, from: entry.responseName ?? entry.endpointID ?? "a response")
         }
-        if !decision.response.callbacks.isEmpty, let session = decision.entry?.session {
+        if !effects.callbacks.isEmpty {
             let slot = self.slot, events = self.events, log = self.log
             // A request Doppel sent as a callback says how deep in a chain of them it is.
             // (A depth below 0 is a client's, and counts as 0: a chain cannot be lengthened by sending one.)
             let depth = max(0, request.header(CallbackSender.depthHeader).flatMap { Int($0.trimmingCharacters(in: .whitespaces)) } ?? 0)
-            callbacks.send(decision.response.callbacks, endpointID: decision.response.endpointID, session: session, depth: depth,
+            callbacks.send(effects.callbacks, endpointID: entry.endpointID, session: entry.session, depth: depth,
                            engine: { slot.versioned.engine }) { entry in
                 if events.isObserved, events.wants(session: entry.session) { events.publish("callback", session: entry.session, data: entry.json) }
                 log.request(method: entry.method, path: entry.path, status: entry.status, endpointID: entry.endpointID, session: entry.session,

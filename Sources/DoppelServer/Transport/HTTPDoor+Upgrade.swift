@@ -15,18 +15,17 @@ extension HTTPDoor {
     /// loop, so no byte the client sends after the 101 reaches the HTTP
     /// decoder (a client sends none before it, RFC 6455 section 4.1). A
     /// session with as many sockets as allowed gets 429 instead.
-    func upgrade(_ exchange: Exchange, opening: SocketOpening, context: ChannelHandlerContext) {
+    func upgrade(_ exchange: Exchange, answered response: MockResponse, opening: SocketOpening, context: ChannelHandlerContext) {
         let socket = SocketConnection(answerer: answerer, opening: opening)
         guard !closed, let raw = connection.rawContext, let key = exchange.request.header("sec-websocket-key"),
               socket.join(loop: context.eventLoop) else {
-            let refused = Exchange(request: exchange.request,
-                                   decision: { var decision = exchange.decision
-                                       decision.response = Problem.tooManySockets(limit: answerer.sockets.limits.perSession).response(endpointID: opening.endpointID)
-                                       return decision }(),
-                                   engine: exchange.engine, head: exchange.head, started: exchange.started)
+            let tooMany = Problem.tooManySockets(limit: answerer.sockets.limits.perSession).response(endpointID: opening.endpointID)
+            var refused = exchange
+            refused.decision.delivery = .whole(tooMany)
+            refused.decision.effects = nil
             closeAfterAnswer = true
-            finish(refused, status: 429)
-            writeLast(ResponseBytes.encode(refused.decision.response, date: currentDate(), close: true, allocator: context.channel.allocator), context: context)
+            finish(refused, status: tooMany.status)
+            writeLast(ResponseBytes.encode(tooMany, date: currentDate(), close: true, allocator: context.channel.allocator), context: context)
             return
         }
         finish(exchange, status: 101)
@@ -39,7 +38,7 @@ extension HTTPDoor {
             head.writeString("Sec-WebSocket-Protocol: \(chosen)\r\n")
         }
         // The contract's own headers, but none that frame a body (a 101 has none).
-        for (name, value) in exchange.decision.response.headers where HTTPToken.isValid(name)
+        for (name, value) in response.headers where HTTPToken.isValid(name)
             && !["content-type", "content-length", "transfer-encoding", "connection", "upgrade", "sec-websocket-accept", "sec-websocket-protocol"].contains(name.lowercased()) {
             head.writeString("\(name): ")
             ResponseBytes.writeValue(value, into: &head)

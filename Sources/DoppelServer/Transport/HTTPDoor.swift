@@ -343,7 +343,7 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
     /// One request and its decision, on their way out.
     struct Exchange {
         let request: RecordedRequest
-        let decision: Decision
+        var decision: Decision
         let engine: MockEngine
         let head: HTTPRequestHead
         let started: ContinuousClock.Instant
@@ -351,17 +351,16 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func deliver(_ exchange: Exchange, context: ChannelHandlerContext) {
-        let response = exchange.decision.response
         switch exchange.decision.delivery {
-        case .whole:
-            if let opening = response.socket {
-                upgrade(exchange, opening: opening, context: context)
+        case .whole(let response):
+            if let opening = exchange.decision.effects?.socket {
+                upgrade(exchange, answered: response, opening: opening, context: context)
                 return
             }
             finish(exchange, status: response.status)
             writeLast(ResponseBytes.encode(response, date: currentDate(), close: closing, omitBody: exchange.isHead, allocator: context.channel.allocator),
                       context: context)
-        case .stream(let parts):
+        case .stream(let response, let parts):
             // HTTP/1.0 has no chunked coding: the body ends where the connection does.
             let chunked = (exchange.head.version.major, exchange.head.version.minor) >= (1, 1)
             if exchange.isHead {
@@ -375,17 +374,17 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
             if !chunked { closeAfterAnswer = true }
             write(ResponseBytes.encode(response, date: currentDate(), close: closing, framing: chunked ? .chunked : .untilClose,
                                        allocator: context.channel.allocator), context: context)
-            stream(parts[...], chunked: chunked, exchange, context: context)
-        case .fault(let fault):
+            stream(parts[...], chunked: chunked, status: response.status, exchange, context: context)
+        case .fault(let response, let fault):
             answering = true
-            breakConnection(with: fault, exchange, context: context)
+            breakConnection(with: fault, of: response, exchange, context: context)
         case .forward:
             answering = true
             let answerer = self.answerer, request = exchange.request
             let upstream = context.eventLoop.makeFutureWithTask { await answerer.forward(request) }
             upstream.assumeIsolated().whenComplete { [self] result in
                 guard case .success(var answer) = result else { return }
-                answer.endpointID = response.endpointID
+                answer.endpointID = exchange.decision.entry?.endpointID
                 finish(exchange, status: answer.status)
                 writeLast(ResponseBytes.encode(answer, date: currentDate(), close: closing, omitBody: exchange.isHead,
                                                allocator: context.channel.allocator), context: context)
@@ -394,9 +393,9 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     /// A stream's parts, each after its pause; the answer is finished before its last bytes.
-    func stream(_ parts: ArraySlice<StreamPart>, chunked: Bool, _ exchange: Exchange, context: ChannelHandlerContext) {
+    func stream(_ parts: ArraySlice<StreamPart>, chunked: Bool, status: Int, _ exchange: Exchange, context: ChannelHandlerContext) {
         guard let part = parts.first else {
-            finish(exchange, status: exchange.decision.response.status)
+            finish(exchange, status: status)
             var end = context.channel.allocator.buffer(capacity: 5)
             if chunked { end.writeStaticString("0\r\n\r\n") }
             writeLast(end, context: context)
@@ -410,14 +409,13 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
                 if chunked { buffer.writeStaticString("\r\n") }
                 write(buffer, context: context)
             }
-            stream(parts.dropFirst(), chunked: chunked, exchange, context: context)
+            stream(parts.dropFirst(), chunked: chunked, status: status, exchange, context: context)
         }
     }
 
     /// A deliberate failure: the answer is finished (journaled) as the connection breaks.
-    func breakConnection(with fault: Fault, _ exchange: Exchange, context: ChannelHandlerContext) {
+    func breakConnection(with fault: Fault, of response: MockResponse, _ exchange: Exchange, context: ChannelHandlerContext) {
         let channel = context.channel
-        let response = exchange.decision.response
         switch fault {
         case .connectionReset:
             finish(exchange, status: response.status)

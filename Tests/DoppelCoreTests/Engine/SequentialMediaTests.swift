@@ -66,12 +66,12 @@ import Testing
                     item_schema: { type: object, required: [id], properties: { id: { type: integer, example: 7 } } }
                     items_from_schema: 2
             """))
-        let logs = engine.send("GET", "/logs")
-        let parts = try #require(logs.stream)
+        let logs = engine.decision("GET", "/logs")
+        let parts = try #require(logs.delivery.parts)
         #expect(parts.map(\.delay) == [0, 0.05])
         #expect(parts.map { String(decoding: $0.bytes, as: UTF8.self) } == ["{\"n\":1,\"path\":\"/logs\"}\n", "{\"n\":2}\n"])
-        #expect(logs.header("content-type") == "application/jsonl")
-        let generated = try #require(engine.send("GET", "/generated").stream)
+        #expect(logs.response?.header("content-type") == "application/jsonl")
+        let generated = try #require(engine.decision("GET", "/generated").delivery.parts)
         #expect(generated.flatMap(\.bytes) == Array("\u{1E}{\"id\":7}\n\u{1E}{\"id\":7}\n".utf8))
     }
 

@@ -48,15 +48,15 @@ import Testing
     @Test("An upgrade with a credential opens a socket with the request's roots; without one, the documented 401")
     func upgradeDecisions() throws {
         let engine = MockEngine(contract: try loadContract(Self.contract))
-        let opened = engine.respond(to: Self.upgrade("/chat/lobby"))
-        #expect(opened.status == 101)
-        #expect(opened.socket?.endpointID == "chat" && opened.socket?.session == "s")
-        let refused = engine.respond(to: Self.upgrade("/chat/lobby", token: nil))
-        #expect(refused.status == 401 && refused.socket == nil)
-        #expect(try JSONReader.parse(refused.body) == ["error": "no"])
+        let opened = engine.decided(Self.upgrade("/chat/lobby"))
+        #expect(opened.response?.status == 101)
+        #expect(opened.effects?.socket?.endpointID == "chat" && opened.effects?.socket?.session == "s")
+        let refused = engine.decided(Self.upgrade("/chat/lobby", token: nil))
+        #expect(refused.response?.status == 401 && refused.effects?.socket == nil)
+        #expect(try JSONReader.parse(refused.response?.body ?? []) == ["error": "no"])
         // A response other than 101 is sent as HTTP; no socket.
-        let closed = engine.respond(to: Self.upgrade("/closed"))
-        #expect(closed.status == 403 && closed.socket == nil)
+        let closed = engine.decided(Self.upgrade("/closed"))
+        #expect(closed.response?.status == 403 && closed.effects?.socket == nil)
         // Subprotocols: none offered is fine; offered, one must be spoken, the endpoint's preference first.
         let unspoken = engine.respond(to: Self.upgrade("/closed", extra: [("Sec-WebSocket-Protocol", "chat.v3, other")]))
         #expect(unspoken.status == 400)
@@ -76,7 +76,7 @@ import Testing
     @Test("Rules: schema and when pick the rule; effects change the session; messages, pushes and closes are rendered")
     func rules() throws {
         let engine = MockEngine(contract: try loadContract(Self.contract))
-        let opening = try #require(engine.respond(to: Self.upgrade("/chat/lobby")).socket)
+        let opening = try #require(engine.decided(Self.upgrade("/chat/lobby")).effects?.socket)
         let socket = try #require(engine.contract.endpoint(id: "chat")?.socket)
         let hello = try #require(engine.runSocketRule(socket.onConnect[0], of: opening))
         #expect(hello.messages == [#"{"hello":"lobby","count":0}"#])
@@ -98,17 +98,17 @@ import Testing
         #expect(quit.rule == "quit" && quit.close == SocketClose(code: 4001, reason: "bye"))
 
         // An HTTP response's push, rendered in its request.
-        let notified = engine.respond(to: RecordedRequest(method: "POST", target: "/notify", headers: [
+        let notified = engine.decided(RecordedRequest(method: "POST", target: "/notify", headers: [
             ("Authorization", "Bearer good"), ("Content-Type", "application/json"), ("Doppel-Session", "s"),
         ], body: Array(#"{"text": "hi"}"#.utf8)))
-        #expect(notified.status == 204)
-        #expect(notified.pushes == [RenderedPush(socket: "chat", text: "hi", delay: 1)])
+        #expect(notified.response?.status == 204)
+        #expect(notified.effects?.pushes == [RenderedPush(socket: "chat", text: "hi", delay: 1)])
     }
 
     @Test("Journal entries of a socket: counted under endpoint.rule, closes under the endpoint with their code")
     func journal() throws {
         let engine = MockEngine(contract: try loadContract(Self.contract))
-        let opening = try #require(engine.respond(to: Self.upgrade("/chat/lobby")).socket)
+        let opening = try #require(engine.decided(Self.upgrade("/chat/lobby")).effects?.socket)
         let outcome = engine.socketMessage(#"{"add": 1}"#, of: opening)
         let entry = engine.journalSocket(opening, method: "RECEIVE", rule: outcome.rule, outcome: outcome, message: #"{"add": 1}"#)
         #expect(entry.endpointID == "chat.count" && entry.status == 101)
@@ -215,10 +215,10 @@ import Testing
                       - { url: "http://127.0.0.1/plain", method: put, body: "done {{ body.id }}" }
                       - { url: "http://127.0.0.1/generated", schema: { type: object, required: [n], properties: { n: { type: integer, minimum: 4 } } } }
             """))
-        let response = engine.respond(to: RecordedRequest(method: "POST", target: "/pay", headers: [("Content-Type", "application/json")],
-                                                          body: Array(#"{"hook": "http://127.0.0.1:9/h", "id": 7, "note": "a\r\nX-Evil: 1"}"#.utf8)))
-        #expect(response.status == 202)
-        let callbacks = response.callbacks
+        let decision = engine.decided(RecordedRequest(method: "POST", target: "/pay", headers: [("Content-Type", "application/json")],
+                                                      body: Array(#"{"hook": "http://127.0.0.1:9/h", "id": 7, "note": "a\r\nX-Evil: 1"}"#.utf8)))
+        #expect(decision.response?.status == 202)
+        let callbacks = decision.effects?.callbacks ?? []
         #expect(callbacks.map(\.name) == ["hook", "callbacks[1]", "callbacks[2]"])
         #expect(callbacks[0].url == "http://127.0.0.1:9/h?id=7" && callbacks[0].delay == 2 && callbacks[0].retries == 3 && callbacks[0].timeout == 10)
         // A header name that is not a token is left out; a value's line breaks become spaces.
