@@ -10,9 +10,8 @@ import PostgresNIO
 /// so no replica answers from an override set older than the change.
 extension PostgresStateStore {
     package func admin(_ request: RecordedRequest, api: AdminAPI) async -> MockResponse {
-        let call = String(request.path.dropFirst(AdminAPI.prefix.count))
         do {
-            return try await Self.deadline(options.timeout * 3) { try await self.answer(call, request, api: api) }
+            return try await Self.deadline(options.timeout * 3) { try await self.answer(request, api: api) }
         } catch {
             let reason = Self.describe(error)
             status.withLock { $0.lastError = reason }
@@ -20,27 +19,31 @@ extension PostgresStateStore {
         }
     }
 
-    private func answer(_ call: String, _ request: RecordedRequest, api: AdminAPI) async throws -> MockResponse {
-        switch (request.method, call) {
-        case ("GET", "/health"), ("HEAD", "/health"):
-            return health(api.respond(to: request))
-        case ("GET", "/sessions"):
+    /// By what the call reaches (`AdminCall.reach`): the list of sessions
+    /// from the rows; the journal after a barrier; one session in a
+    /// transaction on its locked row, with a barrier after a change to its
+    /// overrides; every session's rows at once.
+    private func answer(_ request: RecordedRequest, api: AdminAPI) async throws -> MockResponse {
+        guard let call = AdminCall.of(request) else { return api.respond(to: request) }
+        if call.path == "/health" { return health(api.respond(to: request)) }
+        switch call.reach {
+        case .server:
+            return api.respond(to: request)
+        case .sessionList:
             return try await sessions()
-        case ("GET", "/journal"), ("POST", "/verify"), ("GET", "/coverage"):
-            try await barrier()
-            let journal = try await loadJournal()
-            return api.rebased(on: MockEngine(stages: engine, sessions: blankStore(), journal: journal)).respond(to: request)
-        case ("DELETE", "/journal"):
+        case .journal where call.changes:
             try await barrier()
             try await client.query("DELETE FROM doppel_journal WHERE namespace = \(options.namespace)", logger: logger)
             return api.respond(to: request)
-        case ("POST", "/reset") where api.namesNoSession(request):
+        case .journal:
+            try await barrier()
+            let journal = try await loadJournal()
+            return api.rebased(on: MockEngine(stages: engine, sessions: blankStore(), journal: journal)).respond(to: request)
+        case .sessionOrEvery where api.namesNoSession(request):
             try await client.query("DELETE FROM doppel_sessions WHERE namespace = \(options.namespace)", logger: logger)
             try await barrier()
             return api.respond(to: request)
-        case ("GET", "/state"), ("PUT", "/state"), ("POST", "/reset"), ("GET", "/clock"), ("POST", "/clock"),
-             ("GET", "/scenario"), ("PUT", "/scenario"), ("DELETE", "/scenario"), ("DELETE", "/sequences"),
-             ("GET", "/next"), ("POST", "/next"), ("DELETE", "/next"):
+        case .session, .sessionOrEvery:
             // A body or session id the call refuses is refused by the API itself, before any state is read.
             guard let id = api.namedSession(request) else { return api.respond(to: request) }
             let response = try await client.withTransaction(logger: logger) { connection in
@@ -55,10 +58,8 @@ extension PostgresStateStore {
                 return response
             }
             // A forced answer is an override too: every replica must know the session has one.
-            if request.method != "GET", call == "/scenario" || call == "/reset" || call == "/next" { try await barrier() }
+            if call.changesOverrides { try await barrier() }
             return response
-        default:
-            return api.respond(to: request)
         }
     }
 

@@ -67,13 +67,8 @@ package struct AdminAPI: Sendable {
         path == prefix || path.hasPrefix(prefix + "/")
     }
 
-    /// Every call, for the 404 that lists them.
-    package static let calls = [
-        "GET /health", "GET /contract", "GET /routes", "GET /sessions", "GET /state", "PUT /state", "POST /reset",
-        "GET /clock", "POST /clock", "GET /scenarios", "GET /scenario", "PUT /scenario", "DELETE /scenario",
-        "GET /journal", "DELETE /journal", "POST /verify", "GET /coverage", "DELETE /sequences", "GET /next", "POST /next",
-        "DELETE /next", "GET /events", "GET /ui/",
-    ]
+    /// Every call, for the 404 that lists them: `AdminCall.all`, and the dashboard's pages.
+    package static let calls = AdminCall.all.map { "\($0.method) \($0.path)" } + ["GET /ui/"]
 
     /// What every admin call meets first: a refusal (a call from a web page
     /// on another site or for another host, a body that is not JSON, no
@@ -88,34 +83,19 @@ package struct AdminAPI: Sendable {
         return nil
     }
 
+    /// The answer to an admin call (`AdminCall`), after the gate.
     package func respond(to request: RecordedRequest) -> MockResponse {
         if let refused = gate(request) { return refused }
-        let route = String(request.path.dropFirst(Self.prefix.count))
-        switch (request.method, route) {
-        case ("GET", "/health"), ("HEAD", "/health"): return health()
-        case ("GET", "/contract"): return contractDescription()
-        case ("GET", "/routes"): return routes()
-        case ("GET", "/sessions"): return sessions()
-        case ("GET", "/state"): return state(request)
-        case ("PUT", "/state"): return replaceState(request)
-        case ("POST", "/reset"): return reset(request)
-        case ("GET", "/clock"), ("POST", "/clock"): return clock(request)
-        case ("GET", "/scenarios"): return scenarios()
-        case ("GET", "/scenario"), ("PUT", "/scenario"), ("DELETE", "/scenario"): return scenario(request)
-        case ("GET", "/journal"): return journal(request)
-        case ("DELETE", "/journal"):
-            engine.journal.clear()
-            return json(200, ["cleared": true])
-        case ("POST", "/verify"): return verify(request)
-        case ("GET", "/coverage"): return coverage(request)
-        case ("DELETE", "/sequences"): return resetSequences(request)
-        case ("GET", "/next"), ("POST", "/next"), ("DELETE", "/next"): return next(request)
-        case ("GET", "/events"): return Problem.eventStreamNeedsServer().response()
-        default:
+        guard let call = AdminCall.of(request) else {
             return Problem.unknownAdminCall(method: request.method, path: request.path, known: Self.calls.map { call in
                 call.replacingOccurrences(of: " /", with: " \(Self.prefix)/")
             }).response()
         }
+        guard request.method == "HEAD" else { return call.answer(self, request) }
+        // A HEAD is answered as its GET; the transport sends the head alone.
+        var asked = request
+        asked.method = "GET"
+        return call.answer(self, asked)
     }
 
     static func carries(_ token: String, _ request: RecordedRequest) -> Bool {

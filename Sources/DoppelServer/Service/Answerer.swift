@@ -101,13 +101,11 @@ struct Answerer: Sendable {
         if request.method == "POST", request.path == AdminAPI.prefix + "/reset", (200..<300).contains(response.status) {
             if admin.namesNoSession(request) { callbacks.cancelAll() } else if let session = admin.namedSession(request) { callbacks.cancel(session: session) }
         }
-        guard events.isObserved, request.method != "GET", request.method != "HEAD", (200..<300).contains(response.status) else { return response }
-        let call = String(request.path.dropFirst(AdminAPI.prefix.count))
-        // Calls that change no session's state, clock or scenario are not events.
-        guard ["/state", "/reset", "/clock", "/scenario", "/sequences", "/next", "/journal"].contains(call) else { return response }
-        let everyone = call == "/journal" || (call == "/reset" && admin.namesNoSession(request))
+        // Calls that change no session's state, clock or scenario, nor the journal, are not events.
+        guard events.isObserved, (200..<300).contains(response.status), let call = AdminCall.of(request), call.changes else { return response }
+        let everyone = call.reach == .journal || (call.reach == .sessionOrEvery && admin.namesNoSession(request))
         let session: String? = everyone ? nil : admin.namedSession(request)
-        events.publish(call == "/journal" ? "journal" : "state", session: session, data: .object(JSONObject([
+        events.publish(call.reach == .journal ? "journal" : "state", session: session, data: .object(JSONObject([
             ("session", session.map(JSON.string) ?? .null), ("call", .string("\(request.method) \(request.path)")),
         ])))
         return response
