@@ -379,7 +379,7 @@ struct SocketScaleTests {
 
         // Meanwhile: peak RSS sampled, and HTTP answered.
         var peak = 0, slowest = 0.0, dropped = 0
-        for _ in 0..<100 {
+        try await eventually(within: 30, every: .milliseconds(100)) {
             peak = max(peak, residentBytes(of: pid) ?? 0)
             let started = Date()
             #expect(try await client.send("GET", "/small", token: nil).status == 200)
@@ -387,8 +387,7 @@ struct SocketScaleTests {
             let health = try await client.send("GET", "/__doppel/health", token: nil).json
             dropped = health?["sockets"]?["dropped"]?.intValue ?? 0
             open = health?["sockets"]?["open"]?.intValue ?? 0
-            if dropped == 1 { break }
-            try await Task.sleep(for: .milliseconds(100))
+            return dropped == 1
         }
         // The idle sockets' ticks keep coming (read now, a second's worth each at most).
         let reading = try await RawSocket.run { () -> Int in

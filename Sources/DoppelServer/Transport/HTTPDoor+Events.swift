@@ -10,19 +10,27 @@ extension HTTPDoor {
     // MARK: The event stream
 
     /// An open `GET /__doppel/events` stream: the reader the hub hands
-    /// events to, and the events waiting while the client does not take them.
-    struct EventStream {
+    /// events to, and the events waiting while the client does not take
+    /// them. A reference, held by the door's phase and changed in place
+    /// (on the connection's event loop only).
+    final class EventStream {
         let reader: EventReader
         let chunked: Bool
         var queue = CircularBuffer<ByteBuffer>()
         var queuedBytes = 0
         var heartbeat: RepeatedTask?
+
+        init(reader: EventReader, chunked: Bool) {
+            self.reader = reader
+            self.chunked = chunked
+        }
     }
 
     /// Subscribes this connection to the hub and sends the stream's head
     /// and a `ready` event; the stream is the connection's last answer. A
     /// full hub is answered 503.
     func openEvents(session: String?, head: HTTPRequestHead, context: ChannelHandlerContext) {
+        guard !isOver else { return }
         closeAfterAnswer = true
         let hub = answerer.events
         let reader = EventReader(door: NIOLoopBound(self, eventLoop: context.eventLoop), context: context)
@@ -31,9 +39,9 @@ extension HTTPDoor {
                                            allocator: context.channel.allocator), context: context)
             return
         }
-        answering = true
         let chunked = (head.version.major, head.version.minor) >= (1, 1)
-        events = EventStream(reader: reader, chunked: chunked)
+        let stream = EventStream(reader: reader, chunked: chunked)
+        phase = .streamingEvents(stream)
         let response = MockResponse(status: 200, headers: [
             (name: "Content-Type", value: "text/event-stream; charset=utf-8"), (name: "Cache-Control", value: "no-store"),
             (name: "X-Accel-Buffering", value: "no"),
@@ -44,7 +52,7 @@ extension HTTPDoor {
              context: context)
         // A comment now and then keeps a quiet stream open through proxies, and finds a client that left.
         let ping = EventHub.comment("ping")
-        events?.heartbeat = context.eventLoop.scheduleRepeatedTask(initialDelay: .seconds(Int64(EventHub.heartbeat)),
+        stream.heartbeat = context.eventLoop.scheduleRepeatedTask(initialDelay: .seconds(Int64(EventHub.heartbeat)),
                                                                    delay: .seconds(Int64(EventHub.heartbeat))) { _ in reader.take([ping]) }
     }
 
@@ -52,7 +60,7 @@ extension HTTPDoor {
     /// queued while it does not take what was written; a client too far
     /// behind is dropped with a note.
     func push(_ frames: [ByteBuffer], context: ChannelHandlerContext) {
-        guard var stream = events, !closed, let raw = connection.rawContext else { return }
+        guard case .streamingEvents(let stream) = phase, let raw = connection.rawContext else { return }
         var wrote = false
         for frame in frames {
             // The hub's buffer as it is: shared by every reader, never copied for one.
@@ -65,32 +73,29 @@ extension HTTPDoor {
             let size = chunk.readableBytes
             guard stream.queuedBytes + size <= EventHub.readerQueueLimit, answerer.events.account(size) else {
                 if wrote { raw.flush() }
-                events = stream
                 dropEvents(context: context)
                 return
             }
             stream.queue.append(chunk)
             stream.queuedBytes += size
         }
-        events = stream
         if wrote { raw.flush() }
         if !stream.queue.isEmpty { watchStall(context: context) }
     }
 
     /// Writes queued events while the client takes them.
     func flushEvents(context: ChannelHandlerContext) {
-        guard var stream = events, !closed else { return }
+        guard case .streamingEvents(let stream) = phase else { return }
         while context.channel.isWritable, let chunk = stream.queue.popFirst() {
             stream.queuedBytes -= chunk.readableBytes
             _ = answerer.events.account(-chunk.readableBytes)
             write(chunk, context: context)
         }
-        events = stream
     }
 
     /// A reader that fell behind: a last `dropped` event says why, and the connection closes.
     func dropEvents(context: ChannelHandlerContext) {
-        guard let stream = events else { return }
+        guard case .streamingEvents(let stream) = phase else { return }
         answerer.events.noteDropped()
         endEvents()
         let note = EventHub.frame("dropped", data: .object(JSONObject([
@@ -101,17 +106,18 @@ extension HTTPDoor {
         guard context.channel.isWritable else {
             // A client that reads nothing would never take the note: closed now, its buffers freed.
             write(chunk, context: context)
-            closed = true
+            phase = .closed
             context.close(promise: nil)
             return
         }
         writeLast(chunk, context: context)
     }
 
-    /// Leaves the hub and lets go of the queue (the stream ended or the client left).
+    /// Leaves the hub and lets go of the queue (the stream ended or the
+    /// client left); the stream's last bytes, if any, are the answer's.
     func endEvents() {
-        guard let stream = events else { return }
-        events = nil
+        guard case .streamingEvents(let stream) = phase else { return }
+        phase = .answering(thenDiscarding: false)
         stream.heartbeat?.cancel()
         answerer.events.unsubscribe(stream.reader)
         if stream.queuedBytes > 0 { _ = answerer.events.account(-stream.queuedBytes) }

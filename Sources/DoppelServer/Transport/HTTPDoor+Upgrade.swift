@@ -17,7 +17,7 @@ extension HTTPDoor {
     /// session with as many sockets as allowed gets 429 instead.
     func upgrade(_ exchange: Exchange, answered response: MockResponse, opening: SocketOpening, context: ChannelHandlerContext) {
         let socket = SocketConnection(answerer: answerer, opening: opening)
-        guard !closed, let raw = connection.rawContext, let key = exchange.request.header("sec-websocket-key"),
+        guard !isOver, let raw = connection.rawContext, let key = exchange.request.header("sec-websocket-key"),
               socket.join(loop: context.eventLoop) else {
             let tooMany = Problem.tooManySockets(limit: answerer.sockets.limits.perSession).response(endpointID: opening.endpointID)
             var refused = exchange
@@ -48,7 +48,7 @@ extension HTTPDoor {
         raw.writeAndFlush(NIOAny(head), promise: nil)
         connection.stop()
         held.removeAll()
-        closed = true
+        phase = .upgraded
         let pipeline = context.pipeline.syncOperations
         let limits = answerer.sockets.limits
         do {

@@ -23,6 +23,10 @@ import NIOWebSocket
 /// take its answers (the channel past its high-water mark), no further
 /// request is started and no further read asked for.
 ///
+/// Where the connection is, is one `Phase`; what may end it after the
+/// answer in progress (`quiescing`, `closeAfterAnswer`, `inputClosed`) is
+/// kept beside it.
+///
 /// A graceful shutdown (`ChannelShouldQuiesceEvent`) closes an idle
 /// connection at once, and otherwise after the answer in progress, whose
 /// waits (delay, stream pauses, a hang) end at once.
@@ -44,22 +48,13 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
         let refusal: Problem?
     }
 
-    enum Reading {
-        case idle
-        case collecting(Incoming)
-        /// The rest of a body already answered (413) is read and dropped.
-        case discarding
-    }
-
     /// What arrived and waits for the answer in progress, or for the client to take its answers.
     enum Held {
         case part(HTTPServerRequestPart)
         case malformed(HTTPParserError)
     }
 
-    var reading = Reading.idle
-    /// An answer is being delivered over time (delay, stream, hang, upstream).
-    var answering = false
+    var phase = Phase.idle
     /// The wait in progress and what follows it, ended early by a graceful shutdown or the client leaving.
     var waiting: (task: Scheduled<Void>, then: () -> Void)?
     var held = CircularBuffer<Held>()
@@ -75,16 +70,12 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
     var closeAfterAnswer = false
     /// The client closed its half of the connection.
     var inputClosed = false
-    /// The channel is gone: waits end, writes go nowhere.
-    var closed = false
     /// The engine this connection last answered with, and the slot's version it came from.
     var engine: (version: Int, engine: MockEngine)?
     var remoteAddress: String??
     /// This server's port on the connection, read with `remoteAddress`.
     var localPort: Int?
     var date = (second: 0, text: "")
-    /// The event stream this connection carries (`GET /__doppel/events`), once opened.
-    var events: EventStream?
 
     init(answerer: Answerer, connection: ConnectionGuard.State) {
         self.answerer = answerer
@@ -95,7 +86,8 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let part = unwrapInboundIn(data)
-        if answering || !held.isEmpty || (!context.channel.isWritable && Self.isHead(part)) {
+        if isOver { return }
+        if holdsParts || !held.isEmpty || (!context.channel.isWritable && Self.isHead(part)) {
             held.append(.part(part))
             if !context.channel.isWritable { watchStall(context: context) }
             return
@@ -108,7 +100,7 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
             context.close(promise: nil)
             return
         }
-        if answering || !held.isEmpty {
+        if holdsParts || !held.isEmpty {
             held.append(.malformed(error))
         } else {
             refuseMalformed(error, context: context)
@@ -139,11 +131,11 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        closed = true
         stalled?.cancel()
         stalled = nil
         held.removeAll()
         endEvents()
+        phase = .closed
         // A wait in progress ends now, so its answer is completed (journaled) though no one reads it.
         hurry()
         context.fireChannelInactive()
@@ -153,7 +145,7 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
         switch event {
         case is ChannelShouldQuiesceEvent:
             quiescing = true
-            if let stream = events {
+            if case .streamingEvents(let stream) = phase {
                 // An event stream ends at once: its last chunk (or, in HTTP/1.0, nothing), then the connection.
                 endEvents()
                 writeLast(context.channel.allocator.buffer(string: stream.chunked ? "0\r\n\r\n" : ""), context: context)
@@ -164,10 +156,10 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
             }
         case ChannelEvent.inputClosed:
             inputClosed = true
-            if events != nil {
+            if case .streamingEvents = phase {
                 // An event stream's reader that closed its side has gone: its place is freed now.
                 endEvents()
-                closed = true
+                phase = .closed
                 context.close(promise: nil)
             } else if isIdle {
                 context.close(promise: nil)
@@ -177,18 +169,12 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    /// Nothing read, answered or held.
-    var isIdle: Bool {
-        if case .idle = reading, !answering, held.isEmpty { return true }
-        return false
-    }
-
     /// The held parts, in order, until an answer takes time or the answers back up.
     func drain(context: ChannelHandlerContext) {
         guard !draining else { return }
         draining = true
         defer { draining = false }
-        while !answering, let next = held.first {
+        while !holdsParts, let next = held.first {
             switch next {
             case .part(let part):
                 guard context.channel.isWritable || !Self.isHead(part) else { return }
@@ -199,8 +185,8 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
                 refuseMalformed(error, context: context)
             }
         }
-        if held.isEmpty, !answering {
-            if quiescing || inputClosed, case .idle = reading {
+        if held.isEmpty, !holdsParts {
+            if quiescing || inputClosed, case .idle = phase {
                 context.close(promise: nil)
             } else if readPending, context.channel.isWritable {
                 readPending = false
@@ -245,31 +231,31 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
                 tooLarge(incoming, context: context)
                 return
             }
-            reading = .collecting(incoming)
+            phase = .reading(incoming)
             // Asked for when the request's turn comes, so it follows the answers before it.
             if (head.version.major, head.version.minor) >= (1, 1), head.headers["expect"].contains(where: { $0.lowercased() == "100-continue" }) {
                 write(context.channel.allocator.buffer(string: "HTTP/1.1 100 Continue\r\n\r\n"), context: context)
             }
         case .body(let chunk):
-            switch reading {
-            case .collecting(var incoming):
-                if isOverLimit((incoming.body?.readableBytes ?? 0) + chunk.readableBytes) {
-                    incoming.body = nil
-                    tooLarge(incoming, context: context)
-                } else {
-                    if incoming.body == nil { incoming.body = chunk } else { incoming.body!.writeImmutableBuffer(chunk) }
-                    reading = .collecting(incoming)
-                }
-            case .discarding, .idle:
-                break
+            guard case .reading(var incoming) = phase else { break }
+            // Let go of the body here first, so adding to it copies nothing.
+            phase = .idle
+            if isOverLimit((incoming.body?.readableBytes ?? 0) + chunk.readableBytes) {
+                incoming.body = nil
+                tooLarge(incoming, context: context)
+            } else {
+                if incoming.body == nil { incoming.body = chunk } else { incoming.body!.writeImmutableBuffer(chunk) }
+                phase = .reading(incoming)
             }
         case .end:
-            let finished = reading
-            reading = .idle
-            switch finished {
-            case .collecting(let incoming):
+            switch phase {
+            case .reading(let incoming):
+                phase = .idle
                 answer(incoming, refusal: incoming.refusal, context: context)
-            case .discarding, .idle:
+            case .discarding:
+                phase = .idle
+                drain(context: context)
+            case .idle, .answering, .streamingEvents, .upgraded, .closed:
                 drain(context: context)
             }
         }
@@ -280,21 +266,21 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// A body over the limit: answered 413 at once; the rest of it is read and dropped.
     func tooLarge(_ incoming: Incoming, context: ChannelHandlerContext) {
-        reading = .discarding
+        phase = .discarding
         answer(incoming, refusal: incoming.refusal ?? .payloadTooLarge(limit: answerer.maxBodySize), context: context)
     }
 
     /// A request the HTTP decoder could not read: 400, and the connection
     /// closed (what follows cannot be framed).
     func refuseMalformed(_ error: HTTPParserError, context: ChannelHandlerContext) {
-        guard !closed else { return }
+        guard !isOver else { return }
         let problem = Problem.malformedRequest("\(error)")
         let bytes = ResponseBytes.encode(problem.response(), date: currentDate(), close: true, allocator: context.channel.allocator)
         let channel = context.channel
         connection.rawContext?.writeAndFlush(NIOAny(bytes)).whenComplete { _ in channel.close(promise: nil) }
         if connection.rawContext == nil { channel.close(promise: nil) }
         held.removeAll()
-        closed = true
+        phase = .closed
     }
 
     // MARK: Answering
@@ -321,178 +307,12 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
             openEvents(session: session, head: incoming.head, context: context)
         case .later(let pending):
             // The shared state store decides; later requests wait their turn, as behind a delay.
-            answering = true
+            beginAnswering()
             context.eventLoop.makeFutureWithTask { await pending() }.assumeIsolated().whenSuccess { [self] decision in
                 // Delivered even to a client gone meanwhile, so the answer is journaled as any other.
                 proceed(Exchange(request: request, decision: decision, engine: engine, head: incoming.head, started: incoming.started), context: context)
             }
         }
-    }
-
-    /// A decided answer: delivered after its delay, or now.
-    func proceed(_ exchange: Exchange, context: ChannelHandlerContext) {
-        let decision = exchange.decision
-        if decision.delay > 0 {
-            wait(decision.delay, context: context) { [self] in deliver(exchange, context: context) }
-        } else {
-            // Most answers: no closure to allocate.
-            deliver(exchange, context: context)
-        }
-    }
-
-    /// One request and its decision, on their way out.
-    struct Exchange {
-        let request: RecordedRequest
-        var decision: Decision
-        let engine: MockEngine
-        let head: HTTPRequestHead
-        let started: ContinuousClock.Instant
-        var isHead: Bool { head.method == .HEAD }
-    }
-
-    func deliver(_ exchange: Exchange, context: ChannelHandlerContext) {
-        switch exchange.decision.delivery {
-        case .whole(let response):
-            if let opening = exchange.decision.effects?.socket {
-                upgrade(exchange, answered: response, opening: opening, context: context)
-                return
-            }
-            finish(exchange, status: response.status)
-            writeLast(ResponseBytes.encode(response, date: currentDate(), close: closing, omitBody: exchange.isHead, allocator: context.channel.allocator),
-                      context: context)
-        case .stream(let response, let parts):
-            // HTTP/1.0 has no chunked coding: the body ends where the connection does.
-            let chunked = (exchange.head.version.major, exchange.head.version.minor) >= (1, 1)
-            if exchange.isHead {
-                // The GET's head (its framing says chunked, no length), and no body: nothing to wait for.
-                finish(exchange, status: response.status)
-                writeLast(ResponseBytes.encode(response, date: currentDate(), close: closing, framing: chunked ? .chunked : .untilClose,
-                                               allocator: context.channel.allocator), context: context)
-                return
-            }
-            answering = true
-            if !chunked { closeAfterAnswer = true }
-            write(ResponseBytes.encode(response, date: currentDate(), close: closing, framing: chunked ? .chunked : .untilClose,
-                                       allocator: context.channel.allocator), context: context)
-            stream(parts[...], chunked: chunked, status: response.status, exchange, context: context)
-        case .fault(let response, let fault):
-            answering = true
-            breakConnection(with: fault, of: response, exchange, context: context)
-        case .forward:
-            answering = true
-            let answerer = self.answerer, request = exchange.request
-            let upstream = context.eventLoop.makeFutureWithTask { await answerer.forward(request) }
-            upstream.assumeIsolated().whenComplete { [self] result in
-                guard case .success(var answer) = result else { return }
-                answer.endpointID = exchange.decision.entry?.endpointID
-                finish(exchange, status: answer.status)
-                writeLast(ResponseBytes.encode(answer, date: currentDate(), close: closing, omitBody: exchange.isHead,
-                                               allocator: context.channel.allocator), context: context)
-            }
-        }
-    }
-
-    /// A stream's parts, each after its pause; the answer is finished before its last bytes.
-    func stream(_ parts: ArraySlice<StreamPart>, chunked: Bool, status: Int, _ exchange: Exchange, context: ChannelHandlerContext) {
-        guard let part = parts.first else {
-            finish(exchange, status: status)
-            var end = context.channel.allocator.buffer(capacity: 5)
-            if chunked { end.writeStaticString("0\r\n\r\n") }
-            writeLast(end, context: context)
-            return
-        }
-        wait(part.delay, context: context) { [self] in
-            if !part.bytes.isEmpty {
-                var buffer = context.channel.allocator.buffer(capacity: part.bytes.count + 16)
-                if chunked { buffer.writeString(String(part.bytes.count, radix: 16) + "\r\n") }
-                buffer.writeBytes(part.bytes)
-                if chunked { buffer.writeStaticString("\r\n") }
-                write(buffer, context: context)
-            }
-            stream(parts.dropFirst(), chunked: chunked, status: status, exchange, context: context)
-        }
-    }
-
-    /// A deliberate failure: the answer is finished (journaled) as the connection breaks.
-    func breakConnection(with fault: Fault, of response: MockResponse, _ exchange: Exchange, context: ChannelHandlerContext) {
-        let channel = context.channel
-        switch fault {
-        case .connectionReset:
-            finish(exchange, status: response.status)
-            // Linger 0 makes close() send RST instead of FIN.
-            if let socket = channel as? SocketOptionProvider {
-                socket.setSoLinger(NIOLinger(l_onoff: 1, l_linger: 0)).whenComplete { _ in channel.close(promise: nil) }
-            } else {
-                channel.close(promise: nil)
-            }
-        case .emptyReply:
-            finish(exchange, status: response.status)
-            channel.close(promise: nil)
-        case .noAnswer:
-            // Held open, silent, until the hang limit, a graceful shutdown, or the client leaves.
-            wait(answerer.hangLimit, context: context) { [self] in
-                finish(exchange, status: response.status)
-                channel.close(promise: nil)
-            }
-        case .truncatedBody:
-            // Promise the whole body, send half, then drop the connection.
-            finish(exchange, status: response.status)
-            var bytes = ResponseBytes.encode(response, date: currentDate(), close: false, omitBody: true, allocator: channel.allocator)
-            if !exchange.isHead { bytes.writeBytes(response.body.prefix(response.body.count / 2)) }
-            connection.rawContext?.writeAndFlush(NIOAny(bytes)).whenComplete { _ in channel.close(promise: nil) }
-        case .malformedJSON:
-            // Rendered into the body already: the rest is an ordinary answer.
-            finish(exchange, status: response.status)
-            writeLast(ResponseBytes.encode(response, date: currentDate(), close: closing, omitBody: exchange.isHead, allocator: channel.allocator),
-                      context: context)
-        }
-    }
-
-    /// Runs `then` after `seconds`, or at once when there is no wait (or the
-    /// connection is closing or gone); the wait ends early on `hurry()`.
-    func wait(_ seconds: Double, context: ChannelHandlerContext, then: @escaping () -> Void) {
-        guard seconds > 0, !quiescing, !closed else { return then() }
-        answering = true
-        let task = context.eventLoop.assumeIsolated().scheduleTask(in: .nanoseconds(Int64(min(seconds, 1e9) * 1e9))) { [self] in
-            waiting = nil
-            then()
-        }
-        waiting = (task, then)
-    }
-
-    /// Ends the wait in progress now (graceful shutdown, the client gone);
-    /// later waits of the same answer are skipped.
-    func hurry() {
-        guard let (task, then) = waiting else { return }
-        waiting = nil
-        task.cancel()
-        then()
-    }
-
-    /// Whether the answer being written is the connection's last.
-    var closing: Bool { closeAfterAnswer || quiescing || (inputClosed && held.isEmpty) }
-
-    func finish(_ exchange: Exchange, status: Int) {
-        answerer.finish(exchange.decision, of: exchange.request, sent: status, engine: exchange.engine, started: exchange.started)
-    }
-
-    func write(_ bytes: ByteBuffer, context: ChannelHandlerContext) {
-        connection.rawContext?.writeAndFlush(NIOAny(bytes), promise: nil)
-    }
-
-    /// An answer's last bytes: the connection is idle again (or closed), and held requests go on.
-    func writeLast(_ bytes: ByteBuffer, context: ChannelHandlerContext) {
-        answering = false
-        guard let raw = connection.rawContext, !closed else { return }
-        connection.responseWritten(on: context.eventLoop)
-        if closing {
-            let channel = context.channel
-            closed = true
-            raw.writeAndFlush(NIOAny(bytes)).whenComplete { _ in channel.close(promise: nil) }
-            return
-        }
-        raw.writeAndFlush(NIOAny(bytes), promise: nil)
-        drain(context: context)
     }
 
     static func split(_ target: String) -> (path: String, query: String?) {
