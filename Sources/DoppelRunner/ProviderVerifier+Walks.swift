@@ -271,8 +271,15 @@ extension ProviderVerifier.Run {
         }
         if let setup = options.setup {
             // The setup runs on the contract's engines too, so their sessions start where the provider's does.
-            mirror.token = await setUp(setup, on: oracle, session: session) ?? mirror.token
-            shifted.token = await setUp(setup, on: laterOracle, session: session) ?? shifted.token
+            do {
+                mirror.token = try await setUp(setup, on: oracle, session: session) ?? mirror.token
+                shifted.token = try await setUp(setup, on: laterOracle, session: session) ?? shifted.token
+            } catch {
+                // A setup the contract itself does not pass leaves nothing to compare with: every sequence stops here.
+                stopped = "not sent: \(error)"
+                result.notSent = stopped
+                return result
+            }
         }
         for (index, endpoint) in steps.enumerated() {
             guard stopped == nil, sent < options.maxRequests else {
@@ -437,12 +444,20 @@ extension ProviderVerifier.Run {
         }
     }
 
-    /// Runs a setup scenario on one of the contract's engines, in `session`; the token it captured.
-    func setUp(_ setup: Scenario, on engine: MockEngine, session: String) async -> String? {
+    /// Runs a setup scenario on one of the contract's engines, in `session`;
+    /// the token it captured. A step that fails there is named: the setup
+    /// does not fit the contract.
+    func setUp(_ setup: Scenario, on engine: MockEngine, session: String) async throws(ProviderVerifier.CommandFailure) -> String? {
         var runner = ScenarioRunner(baseURL: verifier.baseURL, isDoppel: false)
         runner.sendsSession = true
         runner.engine = engine
-        return await runner.run(setup, session: session).captured["token"]?.stringValue
+        let result = await runner.run(setup, session: session)
+        if let failed = result.steps.firstIndex(where: { $0.outcome == .failed }) {
+            let step = result.steps[failed]
+            throw .init(description: "--setup \(setup.file): step \(failed + 1) (\(step.name)) fails against the contract itself: "
+                        + ([step.summary] + step.details).joined(separator: "; "))
+        }
+        return result.captured["token"]?.stringValue
     }
 
     // MARK: The scenario

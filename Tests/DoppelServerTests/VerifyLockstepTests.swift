@@ -293,6 +293,37 @@ struct VerifyLockstepTests {
             #expect(!notSent.isEmpty && notSent.allSatisfy { $0.outcome == .notReached && $0.summary.contains("step 1") && $0.summary.contains("failed") },
                     "\(notSent.map(\.summary))")
         }
+        // A setup the provider passes but the contract does not (the contract
+        // answers its step 503 where the provider answers 200): nothing can be
+        // compared, and the report says the setup does not fit the contract.
+        let verified = folder.appendingPathComponent("items.yaml"), provided = folder.appendingPathComponent("items-ready.yaml")
+        let items = """
+            doppel: 1
+            endpoints:
+              items: { request: GET /items, responses: [ { body: { items: [] } } ] }
+            """
+        try (items + "\n  ready: { request: GET /ready, responses: [ { when: \"query.force == 'yes'\", body: { ready: true } }, { status: 503, body: { ready: false } } ] }\n")
+            .write(to: verified, atomically: true, encoding: .utf8)
+        try (items + "\n  ready: { request: GET /ready, responses: [ { body: { ready: true } } ] }\n").write(to: provided, atomically: true, encoding: .utf8)
+        let readyFile = folder.appendingPathComponent("ready.yaml")
+        try """
+            contract: \(verified.path)
+            steps:
+              - request: GET /ready
+                expect: { status: 200 }
+            """.write(to: readyFile, atomically: true, encoding: .utf8)
+        let itemsContract = try ContractDocument.load(file: verified.path)
+        try await DoppelTestServer.with(contract: provided.path) { server in
+            var options = ProviderVerifier.Options.inTheSuite
+            options.walks = 1
+            options.setup = try ScenarioLoader.load(file: readyFile.path, contract: itemsContract)
+            let report = await ProviderVerifier(contract: itemsContract, target: server.baseURL, options: options).run()
+            let sequences = report.checks.filter { $0.name.hasPrefix("sequence: ") }
+            #expect(!sequences.isEmpty && sequences.allSatisfy { $0.outcome == .notReached && $0.summary.contains("fails against the contract itself") },
+                    "\(report.checks.flatMap(VerifyReport.lines))")
+            // The provider was set up (its journal has the setup's request); the contract's engine refused it.
+            #expect(server.engine.journal.entries.contains { $0.endpointID == "ready" && $0.status == 200 })
+        }
         // A contract that issues its tokens: the setup signs in on the provider
         // and on the contract's engine alike, so each side holds a token its own server issued.
         let ekFile = repositoryRoot.appendingPathComponent("contracts/eknetwork-demo.yaml").path
