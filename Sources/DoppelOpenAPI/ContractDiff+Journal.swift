@@ -178,6 +178,16 @@ extension ContractDiff {
         let oldBySignature: [String: Endpoint]
         let newBySignature: [String: Endpoint]
         let validator: SchemaValidator
+        /// Each call's request validated once by each version, however many changes ask.
+        let outcomes = Outcomes()
+
+        /// A call's request as each version's endpoint reads it: the work a
+        /// diff does per call, not per change and call (a long journal and a
+        /// long list of changes would otherwise multiply).
+        final class Outcomes {
+            var old: [Int: Bool] = [:]
+            var new: [Int: RequestValidator.Outcome] = [:]
+        }
 
         init(old: Contract, new: Contract, calls: [ObservedCall]) {
             self.old = old
@@ -250,7 +260,7 @@ extension ContractDiff {
             // A body's or a header's change, told call by call where the source kept the requests.
             if change.place.hasPrefix("request body") || words.first == "header", !http.isEmpty,
                http.allSatisfy({ calls[$0].request != nil }) {
-                return (http.filter { refusedAnew(calls[$0], change: change) }, true)
+                return (http.filter { refusedAnew(call: $0, change: change) }, true)
             }
             switch change.kind {
             // Every call an old client makes is refused: the journal tells exactly.
@@ -265,7 +275,8 @@ extension ContractDiff {
 
         /// Whether the old version took a call's request and the new one
         /// refuses it at the change's place (a body's member, a header).
-        func refusedAnew(_ call: ObservedCall, change: Change) -> Bool {
+        func refusedAnew(call index: Int, change: Change) -> Bool {
+            let call = calls[index]
             guard let (headers, body) = call.request, let oldEndpoint = oldBySignature[change.endpoint],
                   let newEndpoint = newBySignature[change.endpoint] else { return false }
             let request = RecordedRequest(method: call.method, path: call.path, query: call.query, headers: headers, body: body)
@@ -274,8 +285,23 @@ extension ContractDiff {
                 RequestValidator(schemas: schemas).validate(request, queryItems: request.queryItems,
                                                             pathParameters: endpoint.path.match(segments) ?? [:], for: endpoint)
             }
-            guard case .valid = outcome(oldEndpoint, old.schemas) else { return false }  // refused before: not this change's doing
-            switch outcome(newEndpoint, new.schemas) {
+            // The change's endpoint is the call's own, so each call's outcomes serve every change.
+            let validBefore: Bool
+            if let known = outcomes.old[index] {
+                validBefore = known
+            } else {
+                if case .valid = outcome(oldEndpoint, old.schemas) { validBefore = true } else { validBefore = false }
+                outcomes.old[index] = validBefore
+            }
+            guard validBefore else { return false }  // refused before: not this change's doing
+            let after: RequestValidator.Outcome
+            if let known = outcomes.new[index] {
+                after = known
+            } else {
+                after = outcome(newEndpoint, new.schemas)
+                outcomes.new[index] = after
+            }
+            switch after {
             case .valid:
                 return false
             case .rejected:

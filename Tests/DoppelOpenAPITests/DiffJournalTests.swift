@@ -1,5 +1,5 @@
 import DoppelCore
-import DoppelOpenAPI
+@testable import DoppelOpenAPI
 import Foundation
 import Testing
 
@@ -93,6 +93,29 @@ struct DiffJournalTests {
         #expect(hero.text == "1 call by 1 of 5 sessions (bob)")
         let limit = try #require(found.first { $0.0.kind == "request-range-narrowed" }?.1)
         #expect(limit.sessions == ["alice"])
+    }
+
+    /// Each call's request is validated once by each version, however many
+    /// of the endpoint's changes ask about it: a diff's work grows with the
+    /// journal, not with the journal times the changes.
+    @Test func eachCallIsValidatedOncePerVersion() throws {
+        let old = try ContractLoader.load(text: Self.old, file: "tales.yaml")
+        // Two body changes to one endpoint: hero_id newly required, and story_length's range narrowed.
+        let new = try ContractLoader.load(text: Self.new.replacingOccurrences(of: "story_length: { type: integer, minimum: 1, maximum: 30,",
+                                                                                     with: "story_length: { type: integer, minimum: 1, maximum: 20,"), file: "tales.yaml")
+        let changes = ContractDiff.changes(from: old, to: new).filter { $0.breaking && $0.place.hasPrefix("request body") }
+        #expect(Set(changes.map(\.endpoint)).count == 1 && changes.count >= 2, "\(changes.map { "\($0.kind) \($0.place)" })")
+        var stream = ""
+        for index in 0..<40 {
+            let body = index.isMultiple(of: 2) ? Self.withoutHero : Self.withHero
+            let entry = Self.entry("s\(index % 4)", "POST", Self.generate, nil, 200, "generate-story", request: Self.request(body))
+            stream += "event: request\ndata: " + String(decoding: JSONWriter.encode(entry), as: UTF8.self) + "\n\n"
+        }
+        let matcher = ContractDiff.CallMatcher(old: old, new: new, calls: try ContractDiff.observedCalls(Array(stream.utf8)))
+        let exposures = changes.map(matcher.exposure(of:))
+        #expect(exposures.allSatisfy { $0.exact })
+        #expect(exposures.contains { $0.calls > 0 })
+        #expect(matcher.outcomes.old.count == 40 && matcher.outcomes.new.count == 40, "\(matcher.outcomes.old.count) \(matcher.outcomes.new.count)")
     }
 
     /// A status's change is told for the calls that got that status.
