@@ -29,16 +29,16 @@ struct Record: AsyncParsableCommand {
     var keepHeader: [String] = []
 
     @Option(name: .customLong("proxy-timeout"), help: "How long the target may take to connect and to answer before a 504, like 30s.")
-    var proxyTimeout: String = "30s"
+    var proxyTimeout = Seconds(30)
 
     @Option(name: .customLong("max-exchanges"), help: "The most exchanges recorded; later ones are still forwarded.")
     var maxExchanges: Int = 10_000
 
     @Option(name: .customLong("max-recorded-bytes"), help: "The most request and response body bytes kept in memory for the recording, like 256MiB; later bodies are left out, their statuses still recorded.")
-    var maxRecordedBytes: String = "256MiB"
+    var maxRecordedBytes = Size(256 << 20)
 
-    @Option(name: .customLong("log-format"), help: "Request log lines: text, json or none.")
-    var logFormat: String = "text"
+    @Option(name: .customLong("log-format"), help: "Request log lines.")
+    var logFormat: RequestLog.Format = .text
 
     var contractFile: URL { URL(fileURLWithPath: output).appendingPathComponent("contract.yaml") }
     var scenarioFile: URL { URL(fileURLWithPath: output).appendingPathComponent("scenario.yaml") }
@@ -48,9 +48,7 @@ struct Record: AsyncParsableCommand {
             throw ValidationError("--target must be an http or https URL like http://127.0.0.1:9000 or https://staging.example.com/api")
         }
         guard maxExchanges > 0 else { throw ValidationError("--max-exchanges must be at least 1") }
-        guard ByteSize.parse(maxRecordedBytes) != nil else { throw ValidationError("--max-recorded-bytes must be a size like 256MiB") }
-        guard RequestLog.Format(rawValue: logFormat) != nil else { throw ValidationError("--log-format must be text, json or none") }
-        guard let timeout = Serve.seconds(proxyTimeout), timeout > 0 else { throw ValidationError("--proxy-timeout must be a duration like 30s") }
+        _ = try proxyTimeout.positive("--proxy-timeout")
         for file in [contractFile, scenarioFile] where FileManager.default.fileExists(atPath: file.path) {
             throw ValidationError("\(file.path) exists already; choose another --output folder, or move it away")
         }
@@ -65,10 +63,10 @@ struct Record: AsyncParsableCommand {
             printDiagnostics(error.diagnostics)
             throw ExitCode(1)
         }
-        var configuration = ServerConfiguration(host: listen.host, port: listen.port, logFormat: RequestLog.Format(rawValue: logFormat)!)
+        var configuration = ServerConfiguration(host: listen.host, port: listen.port, logFormat: logFormat)
         configuration.proxy = upstreamURL(target)
-        configuration.proxyTimeout = Serve.seconds(proxyTimeout)!
-        let recorder = Recorder(limit: maxExchanges, maxBodyBytes: ByteSize.parse(maxRecordedBytes)!)
+        configuration.proxyTimeout = proxyTimeout.value
+        let recorder = Recorder(limit: maxExchanges, maxBodyBytes: maxRecordedBytes.bytes)
         let log = RequestLog(format: configuration.logFormat)
         let app = buildApplication(slot: EngineSlot(MockEngine(contract: contract, configuration: configuration)), configuration: configuration,
                                    log: log, recorder: recorder) { [listen, target, output] port in

@@ -22,20 +22,20 @@ struct Serve: AsyncParsableCommand {
 
     @OptionGroup var listen: ListenOptions
 
-    @Option(name: .customLong("log-format"), help: "Request log lines: text, json or none.")
-    var logFormat: String = "text"
+    @Option(name: .customLong("log-format"), help: "Request log lines.")
+    var logFormat: RequestLog.Format = .text
 
     @Option(name: .customLong("max-body-size"), help: "Largest request body accepted, like 1MiB or 64KiB; larger ones get 413.")
-    var maxBodySize: String = Defaults.size(ServerConfiguration.defaults.maxBodySize)
+    var maxBodySize = Size(ServerConfiguration.defaults.maxBodySize)
 
     @Option(name: .customLong("journal-size"), help: "The most requests kept in the journal.")
     var journalSize: Int = ServerConfiguration.defaults.journalCapacity
 
     @Option(help: "Delay every response that declares none: a duration like 200ms, or a range like 100ms-300ms.")
-    var delay: String?
+    var delay: Delay?
 
     @Option(name: .customLong("hang-limit"), help: "The longest a no_answer fault keeps a connection open, like 30s.")
-    var hangLimit: String = Defaults.seconds(ServerConfiguration.defaults.hangLimit)
+    var hangLimit = Seconds(ServerConfiguration.defaults.hangLimit)
 
     @Option(help: "A scenario every session starts from (its given state and overrides).")
     var scenario: String?
@@ -50,16 +50,16 @@ struct Serve: AsyncParsableCommand {
     var maxSessions: Int = ServerConfiguration.defaults.sessionLimit
 
     @Option(name: .customLong("session-idle"), help: "Evict sessions unused this long, like 1h; 0 keeps them.")
-    var sessionIdle: String = Defaults.seconds(ServerConfiguration.defaults.sessionIdleLimit ?? 0)
+    var sessionIdle = Seconds(ServerConfiguration.defaults.sessionIdleLimit ?? 0)
 
     @Option(name: .customLong("idle-timeout"), help: "Close connections with no request in progress after this long, like 60s.")
-    var idleTimeout: String = Defaults.seconds(ServerConfiguration.defaults.idleTimeout)
+    var idleTimeout = Seconds(ServerConfiguration.defaults.idleTimeout)
 
     @Option(name: .customLong("header-timeout"), help: "Answer 408 when a request's headers take longer than this to arrive, like 10s.")
-    var headerTimeout: String = Defaults.seconds(ServerConfiguration.defaults.headerTimeout)
+    var headerTimeout = Seconds(ServerConfiguration.defaults.headerTimeout)
 
     @Option(name: .customLong("body-timeout"), help: "Answer 408 when a request body pauses longer than this, like 30s, or takes longer in all than this and a second per 500 bytes.")
-    var bodyTimeout: String = Defaults.seconds(ServerConfiguration.defaults.bodyTimeout)
+    var bodyTimeout = Seconds(ServerConfiguration.defaults.bodyTimeout)
 
     @Option(name: .customLong("max-connections"), help: "The most connections open at once; more wait to be accepted.")
     var maxConnections: Int = ServerConfiguration.defaults.maxConnections
@@ -71,10 +71,10 @@ struct Serve: AsyncParsableCommand {
     var maxSocketsPerSession: Int = ServerConfiguration.defaults.maxSocketsPerSession
 
     @Option(name: .customLong("socket-idle-timeout"), help: "Close a WebSocket (1001) whose client sends no frame for this long, like 300s.")
-    var socketIdleTimeout: String = Defaults.seconds(ServerConfiguration.defaults.socketIdleTimeout)
+    var socketIdleTimeout = Seconds(ServerConfiguration.defaults.socketIdleTimeout)
 
     @Option(name: .customLong("max-socket-message"), help: "The largest message a WebSocket client may send, like 64KiB; a larger one closes the socket (1009).")
-    var maxSocketMessage: String = Defaults.size(ServerConfiguration.defaults.maxSocketMessage)
+    var maxSocketMessage = Size(ServerConfiguration.defaults.maxSocketMessage)
 
     @Option(name: .customLong("callback-allow"), help: "A host callbacks may go to: loopback (the default), a name or address, *.example.com, any of them with :PORT, or * for any; repeat for more. Others are refused and journaled, never contacted.")
     var callbackAllow: [String] = []
@@ -89,7 +89,7 @@ struct Serve: AsyncParsableCommand {
     var proxy: String?
 
     @Option(name: .customLong("proxy-timeout"), help: "How long the --proxy server may take to connect and to answer before a 504, like 30s.")
-    var proxyTimeout: String = Defaults.seconds(ServerConfiguration.defaults.proxyTimeout)
+    var proxyTimeout = Seconds(ServerConfiguration.defaults.proxyTimeout)
 
     @Option(name: .customLong("tls-cert"), help: "Serve HTTPS with this certificate (PEM; intermediates after it), with --tls-key.")
     var tlsCert: String?
@@ -118,10 +118,10 @@ struct Serve: AsyncParsableCommand {
     var stateNamespace: String = "default"
 
     @Option(name: .customLong("state-store-timeout"), help: "With --state-store: the longest a request waits for the store before its 503, like 2s.")
-    var stateStoreTimeout: String = "2s"
+    var stateStoreTimeout = Seconds(2)
 
     @Option(name: .customLong("shutdown-grace"), help: "On SIGTERM or SIGINT, how long in-flight responses may take before the server stops anyway, like 5s.")
-    var shutdownGrace: String = "5s"
+    var shutdownGrace = Seconds(5)
 
     func validate() throws {
         if let tls, tls != "self-signed" { throw ValidationError("--tls takes self-signed; give your own certificate with --tls-cert and --tls-key") }
@@ -131,7 +131,7 @@ struct Serve: AsyncParsableCommand {
         if stateStore != nil {
             if watch { throw ValidationError("--watch cannot be used with --state-store: replicas sharing sessions must serve one contract; restart them together") }
             if proxy != nil { throw ValidationError("--proxy cannot be used with --state-store yet") }
-        } else if stateNamespace != "default" || stateStoreTimeout != "2s" {
+        } else if stateNamespace != "default" || stateStoreTimeout.value != 2 {
             throw ValidationError("--state-namespace and --state-store-timeout are for --state-store")
         }
         guard (1...128).contains(stateNamespace.utf8.count), SessionStore.isValid(id: stateNamespace) else {
@@ -150,16 +150,8 @@ struct Serve: AsyncParsableCommand {
     }
 
     func settings() throws -> Settings {
-        guard let format = RequestLog.Format(rawValue: logFormat) else { throw ValidationError("--log-format must be text, json or none") }
-        guard let size = ByteSize.parse(maxBodySize), size > 0 else {
-            throw ValidationError("--max-body-size must be a size like 1MiB, 512KiB or 1048576")
-        }
+        guard maxBodySize.bytes > 0 else { throw ValidationError("--max-body-size must be a size like 1MiB, 512KiB or 1048576") }
         guard journalSize > 0 else { throw ValidationError("--journal-size must be at least 1") }
-        var defaultDelay: Delay?
-        if let delay {
-            guard let parsed = Delay.parse(delay) else { throw ValidationError("--delay must be a duration like 200ms or a range like 100ms-300ms") }
-            defaultDelay = parsed
-        }
         var upstream: URL?
         if let proxy {
             guard let url = upstreamURL(proxy) else {
@@ -174,37 +166,30 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("--callback-allow \(error.value) is not a host: give loopback, a name or address, *.example.com, any with :PORT, or *")
         }
         guard maxSocketsPerSession > 0 else { throw ValidationError("--max-sockets-per-session must be at least 1") }
-        guard let message = ByteSize.parse(maxSocketMessage), (125...(16 << 20)).contains(message) else {
+        guard (125...(16 << 20)).contains(maxSocketMessage.bytes) else {
             throw ValidationError("--max-socket-message must be a size from 125B to 16MiB, like 64KiB")
         }
-        func duration(_ name: String, _ value: String, zeroAllowed: Bool = false) throws -> Double {
-            guard let seconds = Self.seconds(value), seconds > 0 || (zeroAllowed && seconds == 0) else {
-                throw ValidationError("\(name) must be a duration like 30s\(zeroAllowed ? " (or 0)" : "")")
-            }
-            return seconds
-        }
-        var configuration = ServerConfiguration(host: listen.host, port: listen.port, maxBodySize: size, logFormat: format, journalCapacity: journalSize,
-                                                defaultDelay: defaultDelay, hangLimit: try duration("--hang-limit", hangLimit))
-        let idle = try duration("--session-idle", sessionIdle, zeroAllowed: true)
+        var configuration = ServerConfiguration(host: listen.host, port: listen.port, maxBodySize: maxBodySize.bytes, logFormat: logFormat,
+                                                journalCapacity: journalSize, defaultDelay: delay, hangLimit: try hangLimit.positive("--hang-limit"))
+        let idle = try sessionIdle.positive("--session-idle", zeroAllowed: true)
         configuration.sessionIdleLimit = idle > 0 ? idle : nil
-        configuration.idleTimeout = try duration("--idle-timeout", idleTimeout)
-        configuration.headerTimeout = try duration("--header-timeout", headerTimeout)
-        configuration.bodyTimeout = try duration("--body-timeout", bodyTimeout)
-        let grace = try duration("--shutdown-grace", shutdownGrace, zeroAllowed: true)
-        configuration.proxyTimeout = try duration("--proxy-timeout", proxyTimeout)
-        let storeTimeout = try duration("--state-store-timeout", stateStoreTimeout)
-        configuration.socketIdleTimeout = try duration("--socket-idle-timeout", socketIdleTimeout)
+        configuration.idleTimeout = try idleTimeout.positive("--idle-timeout")
+        configuration.headerTimeout = try headerTimeout.positive("--header-timeout")
+        configuration.bodyTimeout = try bodyTimeout.positive("--body-timeout")
+        configuration.proxyTimeout = try proxyTimeout.positive("--proxy-timeout")
+        configuration.socketIdleTimeout = try socketIdleTimeout.positive("--socket-idle-timeout")
         configuration.adminToken = adminToken
         configuration.sessionLimit = maxSessions
         configuration.maxConnections = maxConnections
         configuration.maxEventStreams = maxEventStreams
         configuration.maxSocketsPerSession = maxSocketsPerSession
-        configuration.maxSocketMessage = message
+        configuration.maxSocketMessage = maxSocketMessage.bytes
         if !callbackAllow.isEmpty { configuration.callbackAllow = callbackAllow }
         configuration.allowedHosts = allowHost
         configuration.allowedOrigins = allowOrigin
         configuration.proxy = upstream
-        return Settings(configuration: configuration, stateStoreTimeout: storeTimeout, shutdownGrace: grace)
+        return Settings(configuration: configuration, stateStoreTimeout: try stateStoreTimeout.positive("--state-store-timeout"),
+                        shutdownGrace: try shutdownGrace.positive("--shutdown-grace", zeroAllowed: true))
     }
 
     /// What `--tls self-signed` prints: where the authority is and how to trust it.
