@@ -88,10 +88,8 @@ struct EventStreamTests {
             #expect(third.hasPrefix("HTTP/1.1 503"))
             #expect(third.contains("urn:doppel:problem:too-many-event-streams"))
             first = nil  // its socket closes
-            var freed = false
-            for _ in 0..<100 where !freed {
-                try await Task.sleep(for: .milliseconds(50))
-                freed = try await RawSocket.run { Self.open(port: port).head.contains("event: ready") }
+            let freed = try await eventually(within: 5, every: .milliseconds(50)) {
+                try await RawSocket.run { Self.open(port: port).head.contains("event: ready") }
             }
             #expect(freed)
         }

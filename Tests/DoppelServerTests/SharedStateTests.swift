@@ -229,12 +229,11 @@ struct SharedStateTests {
         // Each replica sweeps every 5 s.
         var ids: [String] = []
         var evicted: JSON?
-        for _ in 0..<100 {
+        try await eventually(within: 10, every: .milliseconds(100)) {
             let listed = try await clients[0].send("GET", "/__doppel/sessions")
             ids = listed.json?["sessions"]?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? []
             evicted = listed.json?["evicted"]?["for_room"]
-            if ids.count == 3 { break }
-            try await Task.sleep(for: .milliseconds(100))
+            return ids.count == 3
         }
         #expect(ids == ["default", "e4", "e5"])
         #expect(evicted == 3)
@@ -301,11 +300,8 @@ struct SharedStateTests {
         let refusal = try #require(firstRefusal)
         #expect(refusal < .seconds(10))
         try TestDatabase.run("start")
-        let restarted = ContinuousClock.now
-        var serving = false
-        while ContinuousClock.now - restarted < .seconds(20) {
-            if try await clients[1].send("GET", "/api/v1/users/subscription", session: "fault").status == 200 { serving = true; break }
-            try await Task.sleep(for: .milliseconds(200))
+        let serving = try await eventually(within: 20, every: .milliseconds(200)) {
+            try await clients[1].send("GET", "/api/v1/users/subscription", session: "fault").status == 200
         }
         #expect(serving, "not serving 20 s after the database started")
         // Committed state intact: 2 before, the burst's 200s, then exactly the rest of the 5; never more.

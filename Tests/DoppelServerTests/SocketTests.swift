@@ -215,10 +215,9 @@ struct SocketTests {
             }
             // Each message is answered in order on its socket: a 26th round trip means the 25 before it were taken.
             var hits = 0
-            for _ in 0..<100 {
+            try await eventually(within: 10, every: .milliseconds(50)) {
                 hits = try await TestClient(base: server.baseURL).send("GET", "/hits", token: nil, session: "c").json?["hits"]?.intValue ?? 0
-                if hits == 200 { break }
-                try await Task.sleep(for: .milliseconds(50))
+                return hits == 200
             }
             #expect(hits == 200)
             #expect(Verification(.init(endpoint: "feed.hit", session: "c"), expected: .exactly(200), in: server.engine.journal).passed)
@@ -266,9 +265,9 @@ struct SocketTests {
 
             // Both closed sockets gave their places back.
             var again = try await Self.open(server, "/feed", session: "b", token: nil)
-            for _ in 0..<50 where !again.isOpen {
-                try await Task.sleep(for: .milliseconds(100))
-                again = try await Self.open(server, "/feed", session: "b", token: nil)
+            try await eventually(within: 5, every: .milliseconds(100)) {
+                if !again.isOpen { again = try await Self.open(server, "/feed", session: "b", token: nil) }
+                return again.isOpen
             }
             #expect(again.isOpen)
             let health = try await TestClient(base: server.baseURL).send("GET", "/__doppel/health", token: nil)

@@ -111,11 +111,9 @@ extension CommandLineTests {
         // The file the link points to is edited; the link itself is not touched.
         try Self.watchedContract(version: "two").write(to: real, atomically: true, encoding: .utf8)
         var version: JSON?
-        let start = Date()
-        while Date().timeIntervalSince(start) < 10 {
+        try await eventually(within: 10, every: .milliseconds(50)) {
             version = try await client.send("POST", "/hit", token: nil).json?["version"]
-            if version == "two" { break }
-            try await Task.sleep(for: .milliseconds(50))
+            return version == "two"
         }
         #expect(version == "two")
     }
