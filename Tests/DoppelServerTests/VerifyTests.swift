@@ -294,7 +294,10 @@ struct VerifyTests {
             // The event stream, read while the clients work: a raw socket, ended once the last request's event came.
             let port = try #require(server.baseURL.port)
             async let streamed = RawHTTP.exchange(port: port, Array("GET /__doppel/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8), timeout: 4)
-            try await Task.sleep(for: .milliseconds(500))
+            // The stream is open (the hub counts its reader) before the clients start.
+            try await eventually(within: 3) {
+                try await client.send("GET", "/__doppel/health", token: nil).json?["event_streams"]?["open"]?.intValue == 1
+            }
             for name in ["alice", "bob", "carol", "dave", "erin"] {
                 _ = try await client.send("GET", "/api/v1/free-stories?limit=\(name == "alice" ? 500 : 10)", token: nil, session: name)
             }
