@@ -29,9 +29,13 @@ struct ContractWatcher: Sendable {
     /// once the files have stood still for one interval (an editor may write a
     /// file in several steps), until the task is cancelled. `changed` returns
     /// the body files to watch from then on (nil keeps the list).
-    func run(bodyFiles: [String], changed: @Sendable () async -> [String]?) async {
+    ///
+    /// `baseline`: the files' stamps when the contract was read. A change
+    /// made after the read and before this task starts (a busy machine may
+    /// take seconds to start it) is then a change too, not the baseline.
+    func run(bodyFiles: [String], since baseline: [String: Stamp]? = nil, changed: @Sendable () async -> [String]?) async {
         var files = [contractFile] + bodyFiles
-        var last = Self.stamps(files)
+        var last = baseline ?? Self.stamps(files)
         while !Task.isCancelled {
             try? await Task.sleep(for: interval)
             var now = Self.stamps(files)

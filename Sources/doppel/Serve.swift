@@ -208,8 +208,8 @@ struct Serve: AsyncParsableCommand {
     /// Reloads the contract whenever its files change (`--watch`): a good
     /// one replaces the engine, carrying sessions over; one with errors is
     /// reported, and the last good one keeps serving.
-    static func watch(_ file: String, slot: EngineSlot, log: RequestLog) async {
-        await ContractWatcher(contractFile: file).run(bodyFiles: slot.current.contract.bodyFiles) {
+    static func watch(_ file: String, slot: EngineSlot, log: RequestLog, since baseline: [String: ContractWatcher.Stamp]) async {
+        await ContractWatcher(contractFile: file).run(bodyFiles: slot.current.contract.bodyFiles, since: baseline) {
             do throws(ContractError) {
                 let contract = try ContractDocument.load(file: file)
                 slot.replace(with: MockEngine(contract: contract, carryingOn: slot.current))
@@ -239,6 +239,8 @@ struct Serve: AsyncParsableCommand {
         // (a second for 1,000 operations) runs beside the server and prints
         // what it finds. `doppel lint` runs it before anything else.
         let contract: Contract
+        // Stamped before it is read: a change from then on is reloaded (`--watch`).
+        let contractStamp = watch ? ContractWatcher.stamps([self.contract]) : [:]
         if ScenarioLoader.kind(of: self.contract) == .scenario {
             let named = ScenarioCatalog.contractReference(of: URL(fileURLWithPath: self.contract)) ?? "its contract"
             printDiagnostics([Diagnostic(at: SourceLocation(file: self.contract, line: 1, column: 1),
@@ -328,7 +330,8 @@ struct Serve: AsyncParsableCommand {
         }
         let log = RequestLog(format: configuration.logFormat)
         let slot = EngineSlot(engine)
-        let watcher = watch ? Task { [file = self.contract] in await Self.watch(file, slot: slot, log: log) } : nil
+        let baseline = watch ? contractStamp.merging(ContractWatcher.stamps(contract.bodyFiles)) { first, _ in first } : [:]
+        let watcher = watch ? Task { [file = self.contract] in await Self.watch(file, slot: slot, log: log, since: baseline) } : nil
         defer { watcher?.cancel() }
         let app = buildApplication(slot: slot, configuration: configuration, log: log, scenarios: catalog, recorder: nil, shared: shared) { [listen, scenario, catalog, trustNote, configuration, stateStore, stateNamespace] port in
             let address = listen.urlHost
