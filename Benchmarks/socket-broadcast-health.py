@@ -16,6 +16,7 @@ import os
 import socket
 import statistics
 import subprocess
+import shutil
 import sys
 import tempfile
 import threading
@@ -128,6 +129,7 @@ def main():
             connection.close()
         server.terminate()
         server.wait(timeout=10)
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -32,11 +32,6 @@ public struct Decision: Sendable {
             self.pushes = pushes
             self.callbacks = callbacks
         }
-
-        /// Nil when there is nothing to do.
-        static func make(socket: SocketOpening? = nil, pushes: [RenderedPush] = [], callbacks: [RenderedCallback] = []) -> Effects? {
-            socket == nil && pushes.isEmpty && callbacks.isEmpty ? nil : Effects(socket: socket, pushes: pushes, callbacks: callbacks)
-        }
     }
 
     /// The journal entry's facts, kept until the answer is delivered: all

@@ -154,7 +154,7 @@ struct Answerer: Sendable {
         if events.isObserved, events.wants(session: decision.entry?.session), let event = EventHub.answer(decision, of: request, sent: status, sequence: sequence, durationMicros: micros) {
             events.publish("request", session: event.session, json: event.json)
         }
-        log.request(method: request.method, path: request.path, status: status, endpointID: decision.entry?.endpointID ?? decision.response?.endpointID,
+        log.request(method: request.method, path: request.path, status: status, endpointID: decision.entry?.endpointID,
                     session: request.sessionID, durationMicros: micros)
         guard let effects = decision.effects, let entry = decision.entry else { return }
         // Messages for the session's open sockets, once the answer that sends them is out.
