@@ -153,13 +153,15 @@ let package = Package(
         ),
         .testTarget(
             name: "DoppelServerTests",
-            dependencies: ["DoppelServer", "DoppelTesting", "DoppelCore", "DoppelOpenAPI", "DoppelPostgres",
-                           // The upstream server of the proxy tests.
-                           .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HTTPTypes", package: "swift-http-types"),
-                           // Clients of the HTTPS tests.
-                           .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                           // A database in the schema of an older Doppel, for the migration test.
-                           .product(name: "PostgresNIO", package: "postgres-nio")],
+            dependencies: [
+                "DoppelServer", "DoppelTesting", "DoppelCore", "DoppelOpenAPI", "DoppelPostgres",
+                // The upstream server of the proxy tests.
+                .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HTTPTypes", package: "swift-http-types"),
+                // Clients of the HTTPS tests.
+                .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                // A database in the schema of an older Doppel, for the migration test.
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
             // Read by path from the repository, not as a bundle resource.
             exclude: ["Fixtures"]
         ),

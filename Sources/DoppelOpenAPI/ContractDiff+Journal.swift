@@ -68,7 +68,9 @@ extension ContractDiff {
             } else if document.objectValue?["method"] != nil {
                 entries = [document]
             } else {
-                throw JournalError(message: "not a journal: expected GET /__doppel/journal's answer ({\"entries\": [...]}), an array of entries, or one entry per line")
+                throw JournalError(
+                    message:
+                        "not a journal: expected GET /__doppel/journal's answer ({\"entries\": [...]}), an array of entries, or one entry per line")
             }
         } catch let error as JournalError {
             throw error
@@ -100,12 +102,15 @@ extension ContractDiff {
                 if stream { continue }  // a `journal` or `dropped` event
                 throw JournalError(message: "entry \(index + 1): a journal entry has `method`, `path` and `status`")
             }
-            var call = ObservedCall(session: entry["session"]?.stringValue ?? "default", method: method, path: path,
-                                    query: entry["query"]?.stringValue, status: status, endpoint: entry["endpoint"]?.stringValue)
+            var call = ObservedCall(
+                session: entry["session"]?.stringValue ?? "default", method: method, path: path,
+                query: entry["query"]?.stringValue, status: status, endpoint: entry["endpoint"]?.stringValue)
             // A `request` event's request, when its body was kept whole.
             if let request = entry["request"], request["truncated"] == .bool(false), let pairs = request["headers"]?.arrayValue {
                 let headers = pairs.compactMap { pair -> (name: String, value: String)? in
-                    guard let both = pair.arrayValue, both.count == 2, let name = both[0].stringValue, let value = both[1].stringValue else { return nil }
+                    guard let both = pair.arrayValue, both.count == 2, let name = both[0].stringValue, let value = both[1].stringValue else {
+                        return nil
+                    }
                     return (name, value)
                 }
                 if let text = request["body"]?.stringValue {
@@ -148,15 +153,19 @@ extension ContractDiff {
 
         /// The exposure as JSON, for `--format json`.
         public var json: JSON {
-            .object(JSONObject([("calls", .int(calls)), ("sessions", .array(sessions.map(JSON.string))),
-                                ("of_sessions", .int(totalSessions)), ("exact", .bool(exact))]))
+            .object(
+                JSONObject([
+                    ("calls", .int(calls)), ("sessions", .array(sessions.map(JSON.string))),
+                    ("of_sessions", .int(totalSessions)), ("exact", .bool(exact)),
+                ]))
         }
 
         /// In words: `12 calls by 3 of 5 sessions (alice, bob, carol)`.
         public var text: String {
             guard calls > 0 else { return "no call in the journal" + (exact ? "" : " reaches it") }
             let names = sessions.prefix(5).joined(separator: ", ") + (sessions.count > 5 ? ", …" : "")
-            let who = "\(calls) call\(calls == 1 ? "" : "s") by \(sessions.count) of \(totalSessions) session\(totalSessions == 1 ? "" : "s") (\(names))"
+            let who =
+                "\(calls) call\(calls == 1 ? "" : "s") by \(sessions.count) of \(totalSessions) session\(totalSessions == 1 ? "" : "s") (\(names))"
             return exact ? who : who + " reach it; the journal keeps no bodies or headers, so which of them break cannot be told"
         }
     }
@@ -214,7 +223,9 @@ extension ContractDiff {
             }
             guard !Journal.Entry.socketMethods.contains(call.method) else { return nil }
             let segments = EndpointRouter.segments(of: call.path)
-            return contract.endpoints.first { ($0.method == call.method || ($0.method == "GET" && call.method == "HEAD")) && $0.path.match(segments) != nil }?.id
+            return contract.endpoints.first {
+                ($0.method == call.method || ($0.method == "GET" && call.method == "HEAD")) && $0.path.match(segments) != nil
+            }?.id
         }
 
         func exposure(of change: Change) -> Exposure {
@@ -259,13 +270,15 @@ extension ContractDiff {
             let http = indices.filter { !Journal.Entry.socketMethods.contains(calls[$0].method) }
             // A body's or a header's change, told call by call where the source kept the requests.
             if change.place.hasPrefix("request body") || words.first == "header", !http.isEmpty,
-               http.allSatisfy({ calls[$0].request != nil }) {
+                http.allSatisfy({ calls[$0].request != nil })
+            {
                 return (http.filter { refusedAnew(call: $0, change: change) }, true)
             }
             switch change.kind {
             // Every call an old client makes is refused: the journal tells exactly.
-            case "endpoint-removed", "base-path-changed", "auth-added", "auth-scheme-changed", "request-body-added-required", "request-field-added-required",
-                 "socket-removed":
+            case "endpoint-removed", "base-path-changed", "auth-added", "auth-scheme-changed", "request-body-added-required",
+                "request-field-added-required",
+                "socket-removed":
                 return (change.endpoint.isEmpty ? indices : http, true)
             default:
                 // A body's or a header's change: which calls sent what the journal does not keep.
@@ -278,12 +291,14 @@ extension ContractDiff {
         func refusedAnew(call index: Int, change: Change) -> Bool {
             let call = calls[index]
             guard let (headers, body) = call.request, let oldEndpoint = oldBySignature[change.endpoint],
-                  let newEndpoint = newBySignature[change.endpoint] else { return false }
+                let newEndpoint = newBySignature[change.endpoint]
+            else { return false }
             let request = RecordedRequest(method: call.method, path: call.path, query: call.query, headers: headers, body: body)
             let segments = EndpointRouter.segments(of: call.path)
             func outcome(_ endpoint: Endpoint, _ schemas: [String: Schema]) -> RequestValidator.Outcome {
-                RequestValidator(schemas: schemas).validate(request, queryItems: request.queryItems,
-                                                            pathParameters: endpoint.path.match(segments) ?? [:], for: endpoint)
+                RequestValidator(schemas: schemas).validate(
+                    request, queryItems: request.queryItems,
+                    pathParameters: endpoint.path.match(segments) ?? [:], for: endpoint)
             }
             // The change's endpoint is the call's own, so each call's outcomes serve every change.
             let validBefore: Bool
@@ -335,7 +350,9 @@ extension ContractDiff {
                 let captured = oldEndpoint.path.match(EndpointRouter.segments(of: call.path)) ?? [:]
                 // Path parameters may be renamed between versions (`{id}`, `{childId}`): by position.
                 let position = newEndpoint.path.parameterNames.firstIndex(of: name)
-                value = captured[name] ?? position.flatMap { $0 < oldEndpoint.path.parameterNames.count ? captured[oldEndpoint.path.parameterNames[$0]] : nil }
+                value =
+                    captured[name]
+                    ?? position.flatMap { $0 < oldEndpoint.path.parameterNames.count ? captured[oldEndpoint.path.parameterNames[$0]] : nil }
                 schema = newEndpoint.pathParameters
             }
             guard let value else {

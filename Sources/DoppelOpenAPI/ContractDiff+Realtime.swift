@@ -44,13 +44,17 @@ extension ContractDiff.Differ {
             }
             for (index, rule) in oldRules.enumerated() {
                 // Rules are matched by name; unnamed ones (named by their place) in order.
-                guard let counterpart = newRules.first(where: { $0.name == rule.name }) ?? (Self.isPlaceName(rule.name) && index < newRules.count
-                    && Self.isPlaceName(newRules[index].name) ? newRules[index] : nil) else {
-                    let detail = switch group {
-                    case "on_message": "messages it answered are no longer answered by it"
-                    case "on_unmatched": "a message no rule takes is now ignored"
-                    default: "its messages are no longer sent"
-                    }
+                guard
+                    let counterpart = newRules.first(where: { $0.name == rule.name })
+                        ?? (Self.isPlaceName(rule.name) && index < newRules.count
+                            && Self.isPlaceName(newRules[index].name) ? newRules[index] : nil)
+                else {
+                    let detail =
+                        switch group {
+                        case "on_message": "messages it answered are no longer answered by it"
+                        case "on_unmatched": "a message no rule takes is now ignored"
+                        default: "its messages are no longer sent"
+                        }
                     add("socket-rule-removed", true, signature, place(rule), detail)
                     continue
                 }
@@ -60,7 +64,8 @@ extension ContractDiff.Differ {
                 add("socket-rule-added", false, signature, place(rule), "a new rule")
             }
         }
-        let oldCodes = Set(a.rules.compactMap(\.close?.code)), newCodes = Set(b.rules.compactMap(\.close?.code))
+        let oldCodes = Set(a.rules.compactMap(\.close?.code))
+        let newCodes = Set(b.rules.compactMap(\.close?.code))
         for code in oldCodes.subtracting(newCodes).sorted() {
             add("close-code-removed", true, signature, "websocket", "close code \(code) is no longer sent")
         }
@@ -75,7 +80,9 @@ extension ContractDiff.Differ {
     private mutating func compareRule(_ a: SocketRule, _ b: SocketRule, _ signature: String, _ place: String) {
         // The messages a rule takes: a request's schema, which may accept more, never less.
         if let oldSchema = a.schema {
-            compareSchema(OpenAPIExporter.schemaJSON(oldSchema), b.schema.map(OpenAPIExporter.schemaJSON) ?? [:], request: true, signature, place + " message taken", "")
+            compareSchema(
+                OpenAPIExporter.schemaJSON(oldSchema), b.schema.map(OpenAPIExporter.schemaJSON) ?? [:], request: true, signature,
+                place + " message taken", "")
         } else if b.schema != nil {
             add("socket-message-narrowed", true, signature, place, "the rule now takes only messages of a schema")
         }
@@ -85,8 +92,9 @@ extension ContractDiff.Differ {
                 add("socket-message-removed", true, signature, place, "message \(index + 1) is no longer sent")
                 continue
             }
-            compareSchema(OpenAPIExporter.inferredSchema(message), OpenAPIExporter.inferredSchema(b.messages[index]),
-                          request: false, signature, place + " message \(index + 1)", "")
+            compareSchema(
+                OpenAPIExporter.inferredSchema(message), OpenAPIExporter.inferredSchema(b.messages[index]),
+                request: false, signature, place + " message \(index + 1)", "")
         }
         if b.messages.count > a.messages.count {
             add("socket-message-added", false, signature, place, "\(b.messages.count - a.messages.count) more message(s) sent")
@@ -125,8 +133,9 @@ extension ContractDiff.Differ {
                 add("socket-push-removed", true, signature, place, "push \(index + 1)\(push.socket.map { " to \($0)" } ?? "") is no longer sent")
                 continue
             }
-            compareSchema(OpenAPIExporter.inferredSchema(push.message), OpenAPIExporter.inferredSchema(newPushes[index].message),
-                          request: false, signature, place + " push \(index + 1)", "")
+            compareSchema(
+                OpenAPIExporter.inferredSchema(push.message), OpenAPIExporter.inferredSchema(newPushes[index].message),
+                request: false, signature, place + " push \(index + 1)", "")
         }
     }
 
@@ -134,7 +143,8 @@ extension ContractDiff.Differ {
     /// status: a callback gone, or its method, media type, headers or body's
     /// shape changed, is breaking for the server that receives it.
     mutating func compareCallbacks(_ before: [ResponseDefinition], _ after: [ResponseDefinition], _ signature: String, _ place: String) {
-        let oldCallbacks = before.flatMap(\.callbacks), newCallbacks = after.flatMap(\.callbacks)
+        let oldCallbacks = before.flatMap(\.callbacks)
+        let newCallbacks = after.flatMap(\.callbacks)
         var seen: Set<String> = []
         for callback in oldCallbacks where seen.insert(callback.name).inserted {
             let at = "\(place) callback \(callback.name)"
@@ -147,17 +157,20 @@ extension ContractDiff.Differ {
             if callback.method != counterpart.method {
                 add("callback-method-changed", true, signature, at, "\(callback.method) became \(counterpart.method)")
             }
-            let oldType = callback.contentType.map(MediaTypes.essence), newType = counterpart.contentType.map(MediaTypes.essence)
+            let oldType = callback.contentType.map(MediaTypes.essence)
+            let newType = counterpart.contentType.map(MediaTypes.essence)
             if let oldType, let newType, oldType != newType {
                 add("callback-media-type-changed", true, signature, at, "\(oldType) became \(newType)")
             }
-            let oldHeaders = Set(callback.headers.map { $0.0.lowercased() }), newHeaders = Set(counterpart.headers.map { $0.0.lowercased() })
+            let oldHeaders = Set(callback.headers.map { $0.0.lowercased() })
+            let newHeaders = Set(counterpart.headers.map { $0.0.lowercased() })
             for header in oldHeaders.subtracting(newHeaders).sorted() {
                 add("callback-header-removed", true, signature, at, "header \(header) is no longer sent")
             }
             switch (callback.body, counterpart.body) {
             case let (oldBody?, newBody?):
-                compareSchema(OpenAPIExporter.inferredSchema(oldBody), OpenAPIExporter.inferredSchema(newBody), request: false, signature, at + " body", "")
+                compareSchema(
+                    OpenAPIExporter.inferredSchema(oldBody), OpenAPIExporter.inferredSchema(newBody), request: false, signature, at + " body", "")
             case (.some, nil):
                 add("callback-body-removed", true, signature, at, "the callback no longer sends a body")
             default:

@@ -34,8 +34,11 @@ public enum ContractDiff {
 
         /// The change as JSON, for `--format json`.
         public var json: JSON {
-            .object(JSONObject([("kind", .string(kind)), ("breaking", .bool(breaking)), ("endpoint", .string(endpoint)),
-                                ("place", .string(place)), ("detail", .string(detail))]))
+            .object(
+                JSONObject([
+                    ("kind", .string(kind)), ("breaking", .bool(breaking)), ("endpoint", .string(endpoint)),
+                    ("place", .string(place)), ("detail", .string(detail)),
+                ]))
         }
     }
 
@@ -85,7 +88,9 @@ public enum ContractDiff {
 
         mutating func compare() {
             if old.basePath != new.basePath {
-                add("base-path-changed", true, "", "base path", "'\(old.basePath.isEmpty ? "/" : old.basePath)' became '\(new.basePath.isEmpty ? "/" : new.basePath)': every path moved")
+                add(
+                    "base-path-changed", true, "", "base path",
+                    "'\(old.basePath.isEmpty ? "/" : old.basePath)' became '\(new.basePath.isEmpty ? "/" : new.basePath)': every path moved")
             }
             let oldEndpoints = Dictionary(grouping: old.endpoints) { Self.signature($0, basePath: old.basePath) }
             let newEndpoints = Dictionary(grouping: new.endpoints) { Self.signature($0, basePath: new.basePath) }
@@ -132,9 +137,13 @@ public enum ContractDiff {
             } else if !oldKinds.isEmpty, newKinds.isEmpty {
                 add("auth-removed", false, signature, "auth", "the endpoint no longer requires credentials")
             } else if !oldKinds.isEmpty, oldKinds.isDisjoint(with: newKinds) {
-                add("auth-scheme-changed", true, signature, "auth", "\(oldKinds.sorted().joined(separator: " or ")) became \(newKinds.sorted().joined(separator: " or "))")
+                add(
+                    "auth-scheme-changed", true, signature, "auth",
+                    "\(oldKinds.sorted().joined(separator: " or ")) became \(newKinds.sorted().joined(separator: " or "))")
             } else if !oldKinds.isEmpty, !oldKinds.isSubset(of: newKinds) {
-                add("auth-scheme-removed", true, signature, "auth", "\(oldKinds.subtracting(newKinds).sorted().joined(separator: ", ")) is no longer accepted")
+                add(
+                    "auth-scheme-removed", true, signature, "auth",
+                    "\(oldKinds.subtracting(newKinds).sorted().joined(separator: ", ")) is no longer accepted")
             }
         }
 
@@ -144,8 +153,11 @@ public enum ContractDiff {
             guard !endpoint.path.parameterNames.isEmpty else { return nil }
             let declared = endpoint.pathParameters.map(OpenAPIExporter.schemaJSON)?["properties"]?.objectValue ?? JSONObject()
             let properties = endpoint.path.parameterNames.map { ($0, declared[$0] ?? ["type": "string"]) }
-            return .object(JSONObject([("type", "object"), ("properties", .object(JSONObject(properties))),
-                                       ("required", .array(endpoint.path.parameterNames.map { .string($0) }))]))
+            return .object(
+                JSONObject([
+                    ("type", "object"), ("properties", .object(JSONObject(properties))),
+                    ("required", .array(endpoint.path.parameterNames.map { .string($0) })),
+                ]))
         }
 
         static func describe(_ scheme: AuthScheme) -> String {
@@ -153,7 +165,9 @@ public enum ContractDiff {
             case .bearer: scheme.format == .jwt ? "bearer (JWT)" : "bearer"
             case .basic: "basic"
             case .apiKey(let header, let query, let cookie):
-                "API key in " + ([header.map { "header \($0)" }, query.map { "query \($0)" }, cookie.map { "cookie \($0)" }].compactMap { $0 }.joined(separator: ", "))
+                "API key in "
+                    + ([header.map { "header \($0)" }, query.map { "query \($0)" }, cookie.map { "cookie \($0)" }].compactMap { $0 }.joined(
+                        separator: ", "))
             }
         }
 
@@ -177,7 +191,9 @@ public enum ContractDiff {
                 compareSchema(before, schema, request: true, signature, "\(place) \(name)", "")
             }
             for (name, _) in oldProperties.pairs where newProperties[name] == nil {
-                add("parameter-removed", false, signature, "\(place) \(name)", "the parameter is no longer read (a client that sends it is not refused)")
+                add(
+                    "parameter-removed", false, signature, "\(place) \(name)",
+                    "the parameter is no longer read (a client that sends it is not refused)")
             }
         }
 
@@ -187,14 +203,17 @@ public enum ContractDiff {
                 return
             }
             guard let a else {
-                add(b.required ? "request-body-added-required" : "request-body-added", b.required, signature, "request body",
+                add(
+                    b.required ? "request-body-added-required" : "request-body-added", b.required, signature, "request body",
                     b.required ? "a body is now required" : "an optional body is now read")
                 return
             }
             if b.required, !a.required { add("request-body-now-required", true, signature, "request body", "the body is now required") }
             let dropped = Set(a.contentTypes).subtracting(b.contentTypes)
             if !dropped.isEmpty {
-                add("request-media-type-removed", true, signature, "request body", "\(dropped.sorted().joined(separator: ", ")) is no longer accepted")
+                add(
+                    "request-media-type-removed", true, signature, "request body", "\(dropped.sorted().joined(separator: ", ")) is no longer accepted"
+                )
             }
             let oldSchema = a.schema.map(OpenAPIExporter.schemaJSON) ?? [:]
             let newSchema = b.schema.map(OpenAPIExporter.schemaJSON) ?? [:]
@@ -203,7 +222,8 @@ public enum ContractDiff {
 
         mutating func compareResponses(_ a: Endpoint, _ b: Endpoint, _ signature: String) {
             // A socket's close codes are compared with its rules (`compareSocket`).
-            let oldStatuses = Self.statuses(old.documentedResponses(of: a)), newStatuses = Self.statuses(new.documentedResponses(of: b))
+            let oldStatuses = Self.statuses(old.documentedResponses(of: a))
+            let newStatuses = Self.statuses(new.documentedResponses(of: b))
             // An endpoint that no longer asks for credentials no longer refuses them: its 401 goes with `auth-removed`.
             let refusals = b.auth.isEmpty ? old.unauthorizedStatuses(of: a) : []
             for status in oldStatuses where !newStatuses.contains(status) && !refusals.contains(status) {
@@ -286,7 +306,9 @@ public enum ContractDiff {
                 budget -= 1
                 guard budget > 0 else { break }
                 let part = flattened(resolve(branch, in: schemas).0, in: schemas, budget: &budget)
-                for (name, value) in part["properties"]?.objectValue?.pairs ?? JSONObject().pairs where properties[name] == nil { properties[name] = value }
+                for (name, value) in part["properties"]?.objectValue?.pairs ?? JSONObject().pairs where properties[name] == nil {
+                    properties[name] = value
+                }
                 for name in part["required"]?.arrayValue ?? [] where !required.contains(name) { required.append(name) }
                 if object["type"] == nil, let type = part["type"] { object["type"] = type }
             }
@@ -328,7 +350,8 @@ public enum ContractDiff {
             }
             defer { if let entered { comparing.remove(entered) } }
             guard changes.count < maximumChanges else { return }
-            let old = flattened(oldResolved, in: oldSchemas), new = flattened(newResolved, in: newSchemas)
+            let old = flattened(oldResolved, in: oldSchemas)
+            let new = flattened(newResolved, in: newSchemas)
             // Equal text is an equal schema only where no reference inside may have changed (`items: Item`).
             if old == new, oldName == nil, newName == nil, !Self.hasReference(old) { return }
             let where_ = pointer.isEmpty ? place : "\(place) \(pointer)"
@@ -338,7 +361,9 @@ public enum ContractDiff {
                     if Self.admits(newTypes, oldTypes) {
                         add("request-type-widened", false, signature, where_, "\(Self.list(oldTypes)) became \(Self.list(newTypes))")
                     } else {
-                        add("request-type-narrowed", true, signature, where_, "\(Self.list(oldTypes)) became \(Self.list(newTypes)): values clients send may be refused")
+                        add(
+                            "request-type-narrowed", true, signature, where_,
+                            "\(Self.list(oldTypes)) became \(Self.list(newTypes)): values clients send may be refused")
                     }
                 } else if Self.admits(oldTypes, newTypes) {
                     add("response-type-narrowed", false, signature, where_, "\(Self.list(oldTypes)) became \(Self.list(newTypes))")
@@ -351,13 +376,19 @@ public enum ContractDiff {
 
             if let oldValues = old["enum"]?.arrayValue, let newValues = new["enum"]?.arrayValue {
                 // Sets, so 60,000 values compare in linear time.
-                let oldSet = Set(oldValues), newSet = Set(newValues)
-                let removed = oldValues.filter { !newSet.contains($0) }, added = newValues.filter { !oldSet.contains($0) }
+                let oldSet = Set(oldValues)
+                let newSet = Set(newValues)
+                let removed = oldValues.filter { !newSet.contains($0) }
+                let added = newValues.filter { !oldSet.contains($0) }
                 if request {
                     if !removed.isEmpty { add("request-enum-narrowed", true, signature, where_, "no longer accepts \(Self.values(removed))") }
                     if !added.isEmpty { add("request-enum-widened", false, signature, where_, "also accepts \(Self.values(added))") }
                 } else {
-                    if !added.isEmpty { add("response-enum-widened", true, signature, where_, "may now be \(Self.values(added)), which a client's exhaustive switch does not know") }
+                    if !added.isEmpty {
+                        add(
+                            "response-enum-widened", true, signature, where_,
+                            "may now be \(Self.values(added)), which a client's exhaustive switch does not know")
+                    }
                     if !removed.isEmpty { add("response-enum-narrowed", false, signature, where_, "is no longer \(Self.values(removed))") }
                 }
             } else if request, old["enum"] == nil, let newValues = new["enum"]?.arrayValue {
@@ -375,7 +406,8 @@ public enum ContractDiff {
                 let member = pointer + "/" + SchemaValidator.escape(name)
                 guard let after = newProperties[name] else {
                     if request {
-                        add("request-field-removed", new["additionalProperties"] == .bool(false), signature, "\(place) \(member)",
+                        add(
+                            "request-field-removed", new["additionalProperties"] == .bool(false), signature, "\(place) \(member)",
                             new["additionalProperties"] == .bool(false) ? "the field is gone and others are refused" : "the field is no longer read")
                     } else {
                         add("response-field-removed", true, signature, "\(place) \(member)", "the field is gone")
@@ -414,14 +446,19 @@ public enum ContractDiff {
         /// (`$ref`), the rest by position. A request that loses a branch
         /// refuses values clients send; an answer that gains one may send
         /// what clients cannot read. Matched branches are compared as schemas.
-        mutating func compareVariants(_ keyword: String, _ old: [JSON]?, _ new: [JSON]?, request: Bool, _ signature: String, _ place: String, _ pointer: String) {
+        mutating func compareVariants(
+            _ keyword: String, _ old: [JSON]?, _ new: [JSON]?, request: Bool, _ signature: String, _ place: String, _ pointer: String
+        ) {
             guard old != nil || new != nil else { return }
-            let oldBranches = old ?? [], newBranches = new ?? []
+            let oldBranches = old ?? []
+            let newBranches = new ?? []
             let at = "\(place) \(pointer)/\(keyword)"
             if old == nil || new == nil {
                 // A schema that became a choice, or a choice that became one schema.
-                add(request ? "request-variants-changed" : "response-variants-changed", true, signature, at,
-                    old == nil ? "the value is now one of \(newBranches.count) schemas" : "the value is no longer one of \(oldBranches.count) schemas")
+                add(
+                    request ? "request-variants-changed" : "response-variants-changed", true, signature, at,
+                    old == nil ? "the value is now one of \(newBranches.count) schemas" : "the value is no longer one of \(oldBranches.count) schemas"
+                )
                 return
             }
             func name(_ branch: JSON) -> String? { branch["$ref"]?.stringValue }
@@ -448,12 +485,16 @@ public enum ContractDiff {
                 name(branch).map { String($0.split(separator: "/").last ?? "") } ?? "branch \(index + 1)"
             }
             for index in stillRemoved {
-                add(request ? "request-variant-removed" : "response-variant-removed", request, signature, at,
+                add(
+                    request ? "request-variant-removed" : "response-variant-removed", request, signature, at,
                     request ? "\(label(oldBranches[index], index)) is no longer accepted" : "\(label(oldBranches[index], index)) is no longer sent")
             }
             for index in unmatched {
-                add(request ? "request-variant-added" : "response-variant-added", !request, signature, at,
-                    request ? "\(label(newBranches[index], index)) is also accepted" : "\(label(newBranches[index], index)) may now be sent, which clients do not know")
+                add(
+                    request ? "request-variant-added" : "response-variant-added", !request, signature, at,
+                    request
+                        ? "\(label(newBranches[index], index)) is also accepted"
+                        : "\(label(newBranches[index], index)) may now be sent, which clients do not know")
             }
             for (a, b) in pairs.sorted(by: { $0.0 < $1.0 }) {
                 compareSchema(oldBranches[a], newBranches[b], request: request, signature, place, "\(pointer)/\(keyword)/\(a)")
@@ -466,7 +507,8 @@ public enum ContractDiff {
             let lower = ["minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties"]
             let upper = ["maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties"]
             for key in lower + upper {
-                let before = number(old, key), after = number(new, key)
+                let before = number(old, key)
+                let after = number(new, key)
                 guard before != after else { continue }
                 let tighter: Bool
                 switch (before, after) {

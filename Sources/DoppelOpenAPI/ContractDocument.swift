@@ -26,7 +26,8 @@ public enum ContractDocument {
     /// The trees read on the way (some 100,000 nodes for a document of
     /// 1,000 operations, whose freeing took a sixth of its load time) are
     /// freed as `release` says.
-    public static func load(file: String, checkingWithOpenAPIKit: Bool = true, release: TreeRelease = .inBackground) throws(ContractError) -> Contract {
+    public static func load(file: String, checkingWithOpenAPIKit: Bool = true, release: TreeRelease = .inBackground) throws(ContractError) -> Contract
+    {
         let source = try contractTree(file: file, check: checkingWithOpenAPIKit ? .now : .skipped, endpointsInTree: false)
         let contract = try load(source, file: file)
         dispose(consume source, as: release)
@@ -73,7 +74,8 @@ public enum ContractDocument {
 
     /// The conversion's problems are reported with the contract loader's, all at once.
     private static func load(_ source: Source, file: String) throws(ContractError) -> Contract {
-        var contract = try ContractLoader.load(root: source.tree, file: file, warnings: source.diagnostics, endpoints: source.endpoints, isVendorDocument: source.isOpenAPI)
+        var contract = try ContractLoader.load(
+            root: source.tree, file: file, warnings: source.diagnostics, endpoints: source.endpoints, isVendorDocument: source.isOpenAPI)
         contract.bodyFiles += source.referencedFiles
         contract.isOpenAPIDocument = source.isOpenAPI
         return contract
@@ -123,7 +125,8 @@ public enum ContractDocument {
         let parsed: SourceNode
         switch SourceReader.readTree(file: file, what: "contract") {
         case .success(let node?): parsed = node
-        case .success(nil): throw ContractError(diagnostics: [Diagnostic(at: SourceLocation(file: file, line: 1, column: 1), "the contract is empty")])
+        case .success(nil):
+            throw ContractError(diagnostics: [Diagnostic(at: SourceLocation(file: file, line: 1, column: 1), "the contract is empty")])
         case .failure(let error): throw error
         }
         // Swagger 2.0: read as the OpenAPI 3.0 document that says the same (`Swagger2Converter`).
@@ -134,7 +137,9 @@ public enum ContractDocument {
             (document, converted) = Swagger2Converter.convert(parsed)
             adapt = { node, keys, isSchema in Swagger2Converter.adaptReferenced(node, keys: keys, schema: isSchema, document: parsed) }
         }
-        guard OpenAPIImporter.isOpenAPI(document) else { return Source(tree: parsed, endpoints: nil, diagnostics: [], isOpenAPI: false, deferredCheck: nil, document: nil, referencedFiles: []) }
+        guard OpenAPIImporter.isOpenAPI(document) else {
+            return Source(tree: parsed, endpoints: nil, diagnostics: [], isOpenAPI: false, deferredCheck: nil, document: nil, referencedFiles: [])
+        }
         // A version Doppel cannot serve is refused by every command alike, before
         // anything is served (not in the check `serve` runs beside the server).
         if let unsupported = unsupportedVersion(document) { throw ContractError(diagnostics: [unsupported]) }
@@ -147,10 +152,14 @@ public enum ContractDocument {
         let deferredCheck: (@Sendable () -> [Diagnostic])? = check == .deferred ? { @Sendable in read(root: root, file: file) } : nil
         if endpointsInTree {
             let (contract, diagnostics) = OpenAPIImporter.contract(from: root, file: file)
-            return Source(tree: contract, endpoints: nil, diagnostics: problems + diagnostics, isOpenAPI: true, deferredCheck: deferredCheck, document: root, referencedFiles: referencedFiles)
+            return Source(
+                tree: contract, endpoints: nil, diagnostics: problems + diagnostics, isOpenAPI: true, deferredCheck: deferredCheck, document: root,
+                referencedFiles: referencedFiles)
         }
         let (contract, endpoints, diagnostics) = OpenAPIImporter.contractInParts(from: root, file: file)
-        return Source(tree: contract, endpoints: endpoints, diagnostics: problems + diagnostics, isOpenAPI: true, deferredCheck: deferredCheck, document: root, referencedFiles: referencedFiles)
+        return Source(
+            tree: contract, endpoints: endpoints, diagnostics: problems + diagnostics, isOpenAPI: true, deferredCheck: deferredCheck, document: root,
+            referencedFiles: referencedFiles)
     }
 
     /// The most entries of `paths`, `components.schemas` or
@@ -181,14 +190,16 @@ public enum ContractDocument {
         }
         switch value {
         case .object(let object):
-            return .object(JSONObject(object.pairs.map { key, member in
-                if schemaKeywords.contains(key) { return (key, schema(member)) }
-                if schemaMapKeywords.contains(key), let map = member.objectValue {
-                    return (key, .object(JSONObject(map.pairs.map { ($0.key, schema($0.value)) })))
-                }
-                if schemaListKeywords.contains(key), let list = member.arrayValue { return (key, .array(list.map(schema))) }
-                return (key, booleanSchemasSpelledOut(member))
-            }))
+            return .object(
+                JSONObject(
+                    object.pairs.map { key, member in
+                        if schemaKeywords.contains(key) { return (key, schema(member)) }
+                        if schemaMapKeywords.contains(key), let map = member.objectValue {
+                            return (key, .object(JSONObject(map.pairs.map { ($0.key, schema($0.value)) })))
+                        }
+                        if schemaListKeywords.contains(key), let list = member.arrayValue { return (key, .array(list.map(schema))) }
+                        return (key, booleanSchemasSpelledOut(member))
+                    }))
         case .array(let items):
             return .array(items.map(booleanSchemasSpelledOut))
         default:
@@ -216,12 +227,16 @@ public enum ContractDocument {
             switch value {
             case .object(let object):
                 let integer = Self.isIntegerSchema(object)
-                return .object(JSONObject(object.pairs.compactMap { key, member in
-                    if !version30, key == "exclusiveMinimum" || key == "exclusiveMaximum", case .bool = member { return nil }
-                    if integer, Self.integerBounds.contains(key), case .double = member { return nil }
-                    if key == "security", parent.map({ ["paths", "properties", "components"].contains($0) }) != true { return (key, known(member)) }
-                    return (key, clean(member, parent: key))
-                }))
+                return .object(
+                    JSONObject(
+                        object.pairs.compactMap { key, member in
+                            if !version30, key == "exclusiveMinimum" || key == "exclusiveMaximum", case .bool = member { return nil }
+                            if integer, Self.integerBounds.contains(key), case .double = member { return nil }
+                            if key == "security", parent.map({ ["paths", "properties", "components"].contains($0) }) != true {
+                                return (key, known(member))
+                            }
+                            return (key, clean(member, parent: key))
+                        }))
             case .array(let items):
                 return .array(items.map { clean($0, parent: parent) })
             default:
@@ -257,10 +272,12 @@ public enum ContractDocument {
         switch value {
         case .object(let object):
             let integer = isIntegerSchema(object)
-            return .object(JSONObject(object.pairs.compactMap { key, member in
-                if integer, integerBounds.contains(key), case .double = member { return nil }
-                return (key, integerBoundsInRange(member))
-            }))
+            return .object(
+                JSONObject(
+                    object.pairs.compactMap { key, member in
+                        if integer, integerBounds.contains(key), case .double = member { return nil }
+                        return (key, integerBoundsInRange(member))
+                    }))
         case .array(let items):
             return .array(items.map(integerBoundsInRange))
         default:
@@ -274,8 +291,9 @@ public enum ContractDocument {
     static func unsupportedVersion(_ root: SourceNode) -> Diagnostic? {
         let version = root["openapi"]?.scalarText ?? ""
         guard !(version.hasPrefix("3.0") || version.hasPrefix("3.1") || version.hasPrefix("3.2")) else { return nil }
-        return Diagnostic(at: root["openapi"]?.location ?? root.location,
-                          "OpenAPI \(version) is not supported; Doppel reads OpenAPI 3.0, 3.1 and 3.2 documents, and Swagger 2.0")
+        return Diagnostic(
+            at: root["openapi"]?.location ?? root.location,
+            "OpenAPI \(version) is not supported; Doppel reads OpenAPI 3.0, 3.1 and 3.2 documents, and Swagger 2.0")
     }
 
     static func read(root: SourceNode, file: String) -> [Diagnostic] {
@@ -306,23 +324,35 @@ public enum ContractDocument {
                 // itself, the URL's other braces as they are, so serving and
                 // importing the document agree.
                 let reason = problem.localizedDescription.split(separator: "\n").first.map(String.init) ?? ""
-                return [Diagnostic(.warning, at: locate(problem.codingPath, in: root),
-                                   "OpenAPIKit cannot read this callback (\(reason)); Doppel reads it itself, and the rest of the document is not checked by OpenAPIKit")]
+                return [
+                    Diagnostic(
+                        .warning, at: locate(problem.codingPath, in: root),
+                        "OpenAPIKit cannot read this callback (\(reason)); Doppel reads it itself, and the rest of the document is not checked by OpenAPIKit"
+                    )
+                ]
             }
             if keys.contains("schema") || keys.starts(with: ["components", "schemas"]) {
                 // OpenAPIKit's schema model does not take every JSON Schema
                 // 2020-12 form (`items: false`); Doppel's own schema loader
                 // checks schemas, so this is only a note.
                 let reason = problem.localizedDescription.split(separator: "\n").first.map(String.init) ?? ""
-                return [Diagnostic(.warning, at: locate(problem.codingPath, in: root),
-                                   "OpenAPIKit cannot read this schema (\(reason)); Doppel checks it with its own validator, and the rest of the document is not checked by OpenAPIKit")]
+                return [
+                    Diagnostic(
+                        .warning, at: locate(problem.codingPath, in: root),
+                        "OpenAPIKit cannot read this schema (\(reason)); Doppel checks it with its own validator, and the rest of the document is not checked by OpenAPIKit"
+                    )
+                ]
             }
             // Doppel reads the document itself, and `serve` runs this check
             // beside the server (only printing it): so that lint and serve
             // agree, what only OpenAPIKit finds is a warning, as every
             // mistake of someone else's document is (`lint --strict` fails on it).
-            return [Diagnostic(.warning, at: locate(problem.codingPath, in: root),
-                               "not a valid OpenAPI \(version) document: \(problem.localizedDescription) (Doppel serves it as it reads it; OpenAPIKit checked no further)")]
+            return [
+                Diagnostic(
+                    .warning, at: locate(problem.codingPath, in: root),
+                    "not a valid OpenAPI \(version) document: \(problem.localizedDescription) (Doppel serves it as it reads it; OpenAPIKit checked no further)"
+                )
+            ]
         }
         // OpenAPIKit 6.4's ordered dictionary counts itself on every
         // subscript, so its validation takes time that grows with the square
@@ -330,8 +360,12 @@ public enum ContractDocument {
         // skipped, with a note; Doppel's own checks of the document still run.
         let largest = max(document.paths.count, document.components.schemas.count, document.components.responses.count)
         guard largest <= Self.largestValidatedMap else {
-            return [Diagnostic(.warning, at: root.location,
-                               "OpenAPIKit's validation was skipped: the document has a map of \(largest) entries (paths or components), more than \(Self.largestValidatedMap); Doppel's own checks still ran")]
+            return [
+                Diagnostic(
+                    .warning, at: root.location,
+                    "OpenAPIKit's validation was skipped: the document has a map of \(largest) entries (paths or components), more than \(Self.largestValidatedMap); Doppel's own checks still ran"
+                )
+            ]
         }
         do {
             try document.validate(strict: false)
@@ -358,4 +392,3 @@ public enum ContractDocument {
         return node.location
     }
 }
-

@@ -86,8 +86,10 @@ package struct DocumentBundler {
     /// `adapt`: what a target read from another file becomes before it is
     /// brought in (a Swagger 2.0 document's parts, in 3.0's form), given
     /// the keys where the reference is and whether it is a schema.
-    static func bundle(_ root: SourceNode, file: String,
-                       adapt: ((SourceNode, [String], Bool) -> SourceNode)? = nil) -> (root: SourceNode, diagnostics: [Diagnostic], files: [String]) {
+    static func bundle(
+        _ root: SourceNode, file: String,
+        adapt: ((SourceNode, [String], Bool) -> SourceNode)? = nil
+    ) -> (root: SourceNode, diagnostics: [Diagnostic], files: [String]) {
         guard hasExternalReference(root) || needsSchemaResolution(root) else { return (root, [], []) }
         let rootURL = URL(fileURLWithPath: file).standardizedFileURL.resolvingSymlinksInPath()
         let folder = rootURL.deletingLastPathComponent().path
@@ -96,7 +98,8 @@ package struct DocumentBundler {
         var bundler = DocumentBundler(folder: folder == "/" ? "" : folder, rootPath: rootURL.path, shownFolder: shownFolder, takenNames: schemaNames)
         bundler.adapt = adapt
         if let own = root["$self"]?.scalarText, let uri = resolve(own, against: rootURL.absoluteString), !uri.hasPrefix("file:"),
-           let slash = withoutFragment(uri).lastIndex(of: "/") {
+            let slash = withoutFragment(uri).lastIndex(of: "/")
+        {
             bundler.copiedFrom[rootURL.path] = withoutFragment(uri)
             bundler.selfFolder = String(uri[...slash])
         }
@@ -106,7 +109,8 @@ package struct DocumentBundler {
         // `components.schemas.Pet: {$ref: pet.yaml}` names pet.yaml's schema `Pet`.
         for pair in root["components"]?["schemas"]?.mappingPairs ?? [] {
             guard let name = pair.key.scalarText, pair.value.mappingPairs?.count == 1, let ref = pair.value["$ref"]?.scalarText,
-                  !ref.hasPrefix("#"), let (path, pointer) = bundler.place(ref, from: rootURL.path), bundler.schemaNames[path + "#" + pointer] == nil else { continue }
+                !ref.hasPrefix("#"), let (path, pointer) = bundler.place(ref, from: rootURL.path), bundler.schemaNames[path + "#" + pointer] == nil
+            else { continue }
             bundler.schemaNames[path + "#" + pointer] = name
         }
         var bundled = bundler.rewrite(root, in: rootURL.path, keys: [], schema: false)
@@ -178,7 +182,9 @@ package struct DocumentBundler {
                 for key in ["$anchor", "$dynamicAnchor"] {
                     if let name = node[key]?.scalarText, anchors[base + "#" + name] == nil { anchors[base + "#" + name] = (path, pointer) }
                 }
-                if let name = node["$dynamicAnchor"]?.scalarText, !(dynamicAnchors[base]?.contains(name) ?? false) { dynamicAnchors[base, default: []].append(name) }
+                if let name = node["$dynamicAnchor"]?.scalarText, !(dynamicAnchors[base]?.contains(name) ?? false) {
+                    dynamicAnchors[base, default: []].append(name)
+                }
                 for pair in pairs {
                     guard let key = pair.key.scalarText, !Self.isSkipped(key, parent: parent) else { continue }
                     pending.append((pair.value, pointer + "/" + SchemaValidator.escape(key), base, key))
@@ -195,7 +201,9 @@ package struct DocumentBundler {
         guard var node = files[path] else { return base }
         for token in Self.tokens(pointer) {
             if let id = node["$id"]?.scalarText, let resolved = Self.resolve(id, against: base) { base = Self.withoutFragment(resolved) }
-            guard let next = Int(token).flatMap({ index in node.sequenceItems.flatMap { $0.indices.contains(index) ? $0[index] : nil } }) ?? node[token] else { break }
+            guard
+                let next = Int(token).flatMap({ index in node.sequenceItems.flatMap { $0.indices.contains(index) ? $0[index] : nil } }) ?? node[token]
+            else { break }
             node = next
         }
         return base
@@ -206,7 +214,8 @@ package struct DocumentBundler {
         if reference.hasPrefix("#") { return withoutFragment(base) + reference }
         // Absolute already (`https://…`, `urn:uuid:…`): a scheme, then a colon.
         if let colon = reference.firstIndex(of: ":"), reference[..<colon].allSatisfy({ $0.isLetter || $0.isNumber || "+-.".contains($0) }),
-           reference[..<colon].first?.isLetter == true {
+            reference[..<colon].first?.isLetter == true
+        {
             return reference
         }
         guard let baseURL = URL(string: withoutFragment(base)), let url = URL(string: reference, relativeTo: baseURL) else { return nil }
@@ -246,7 +255,8 @@ package struct DocumentBundler {
             return local
         }
         guard let url = URL(string: uri), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
-              let host = url.host, !host.isEmpty, !host.contains("/") else { return nil }
+            let host = url.host, !host.isEmpty, !host.contains("/")
+        else { return nil }
         let path = url.path
         guard !path.isEmpty, !path.hasSuffix("/") else { return nil }
         let hostPart = host.lowercased() + (url.port.map { ":\($0)" } ?? "")
@@ -265,9 +275,13 @@ package struct DocumentBundler {
         }
         let resource = Self.withoutFragment(absolute)
         let fragment = absolute.firstIndex(of: "#").map { String(absolute[absolute.index(after: $0)...]) } ?? ""
-        if resources[resource] == nil, resource.hasPrefix("file:"), let path = URL(string: resource)?.standardizedFileURL.resolvingSymlinksInPath().path {
+        if resources[resource] == nil, resource.hasPrefix("file:"),
+            let path = URL(string: resource)?.standardizedFileURL.resolvingSymlinksInPath().path
+        {
             guard path.hasPrefix(folder + "/") || path == rootPath else {
-                errors.error("$ref '\(ref)' resolves outside the document's folder; Doppel reads only files beside the document or below it", at: refNode.location)
+                errors.error(
+                    "$ref '\(ref)' resolves outside the document's folder; Doppel reads only files beside the document or below it",
+                    at: refNode.location)
                 return nil
             }
             guard let root = read(path, ref: ref, at: refNode) else { return nil }
@@ -283,7 +297,9 @@ package struct DocumentBundler {
             if resources[resource] == nil { resources[resource] = (path, "") }
         }
         guard let found = resources[resource] else {
-            errors.error("$ref '\(ref)' names \(resource), which is neither a file beside the document nor a schema with that $id in it; Doppel does not fetch from the network: save a copy of it in the document's folder as HOST/PATH (where `wget -x URL` saves it)", at: refNode.location)
+            errors.error(
+                "$ref '\(ref)' names \(resource), which is neither a file beside the document nor a schema with that $id in it; Doppel does not fetch from the network: save a copy of it in the document's folder as HOST/PATH (where `wget -x URL` saves it)",
+                at: refNode.location)
             return nil
         }
         var (path, pointer) = found
@@ -302,7 +318,8 @@ package struct DocumentBundler {
         // a `schema` of something, or `$defs`; a pointer elsewhere (`#/paths`) is a mistake.
         let tokens = Self.tokens(pointer)
         if path == rootPath, !tokens.contains(where: { ["schemas", "schema", "$defs", "definitions"].contains($0) }) {
-            errors.error("$ref '\(ref)' does not point at a schema (schemas are under components.schemas, a 'schema' or '$defs')", at: refNode.location)
+            errors.error(
+                "$ref '\(ref)' does not point at a schema (schemas are under components.schemas, a 'schema' or '$defs')", at: refNode.location)
             return nil
         }
         var target = files[path]
@@ -314,7 +331,9 @@ package struct DocumentBundler {
             }
         }
         guard let target else {
-            errors.error("unresolved $ref '\(ref)': nothing at '\(pointer)' in \(path == rootPath ? "the document" : URL(fileURLWithPath: path).lastPathComponent)", at: refNode.location)
+            errors.error(
+                "unresolved $ref '\(ref)': nothing at '\(pointer)' in \(path == rootPath ? "the document" : URL(fileURLWithPath: path).lastPathComponent)",
+                at: refNode.location)
             return nil
         }
         return (target, path, pointer)
@@ -380,7 +399,8 @@ package struct DocumentBundler {
             if let refNode = node["$ref"], let ref = refNode.scalarText {
                 // In a schema, any reference but one to a whole component of
                 // the document as written goes by URI (`$id`, `$anchor`, pointers into schemas).
-                let plain = file == rootPath && base == nil && ref.hasPrefix("#") && (!schema || Self.componentSchemaName(String(ref.dropFirst())) != nil)
+                let plain =
+                    file == rootPath && base == nil && ref.hasPrefix("#") && (!schema || Self.componentSchemaName(String(ref.dropFirst())) != nil)
                 if !plain {
                     return reference(ref, at: refNode, in: node, file: file, keys: keys, schema: schema, base: base)
                 }
@@ -391,22 +411,29 @@ package struct DocumentBundler {
     }
 
     /// The members of a mapping with their references resolved, and whether any changed.
-    mutating func rewrite(_ pairs: [(key: SourceNode, value: SourceNode)], in file: String, keys: [String], schema: Bool,
-                          base: String?) -> ([(key: SourceNode, value: SourceNode)], Bool) {
+    mutating func rewrite(
+        _ pairs: [(key: SourceNode, value: SourceNode)], in file: String, keys: [String], schema: Bool,
+        base: String?
+    ) -> ([(key: SourceNode, value: SourceNode)], Bool) {
         var changed = false
         let rewritten = pairs.map { pair in
             let key = pair.key.scalarText ?? ""
             // Literal values: a `$ref` in them is data, not a reference. An
             // extension (`x-…`) is its vendor's own: never followed.
-            if Self.isSkipped(key, parent: keys.last) || (schema && key == "examples" && !(keys.last.map(Self.nameMaps.contains) ?? false)) { return pair }
+            if Self.isSkipped(key, parent: keys.last) || (schema && key == "examples" && !(keys.last.map(Self.nameMaps.contains) ?? false)) {
+                return pair
+            }
             let isSchema = schema || key == "schema" || (key == "schemas" && keys == ["components"])
             if schema, Self.schemaMaps.contains(key), keys.last.map({ !Self.nameMaps.contains($0) }) ?? true,
-               pair.value.mappingPairs?.count == 1, let refNode = pair.value["$ref"], let ref = refNode.scalarText {
+                pair.value.mappingPairs?.count == 1, let refNode = pair.value["$ref"], let ref = refNode.scalarText
+            {
                 // `properties: {$ref: attributes.yml#/ids}`: a vendor's way to
                 // share a map of properties. JSON Schema would read a property
                 // named `$ref`; the document means the map it names, as bundlers write it in.
                 guard let (target, path, _) = locate(ref, at: refNode, from: file), target.mappingPairs != nil else { return pair }
-                errors.warning("a $ref as the whole of '\(key)' is read as the map it names (JSON Schema reads it as one member named '$ref')", at: refNode.location)
+                errors.warning(
+                    "a $ref as the whole of '\(key)' is read as the map it names (JSON Schema reads it as one member named '$ref')",
+                    at: refNode.location)
                 changed = true
                 return (key: pair.key, value: rewrite(target, in: path, keys: keys + [key], schema: true, base: nil))
             }
@@ -450,31 +477,44 @@ package struct DocumentBundler {
             pairs.removeAll { $0.key.scalarText == "$dynamicRef" }
             // Located once here (an error said once), then named as any reference's target is.
             if let (located, _, _) = locateSchema(ref, base: resource, at: refNode),
-               let target = componentReference(ref, at: refNode, file: file, keys: keys, base: resource) {
+                let target = componentReference(ref, at: refNode, file: file, keys: keys, base: resource)
+            {
                 let fragment = ref.firstIndex(of: "#").map { String(ref[ref.index(after: $0)...]) } ?? ""
                 let bookended = !fragment.isEmpty && !fragment.hasPrefix("/") && located["$dynamicAnchor"]?.scalarText == fragment
                 // Not bookended: exactly a `$ref`. Beside a `$ref` the schema has, in an allOf.
-                let member: (String, SourceNode) = bookended
-                    ? ("x-doppel-dynamic-ref", ContractNode.map([("ref", target), ("anchor", ContractNode.string(fragment, at: refNode.location))], at: refNode.location))
+                let member: (String, SourceNode) =
+                    bookended
+                    ? (
+                        "x-doppel-dynamic-ref",
+                        ContractNode.map([("ref", target), ("anchor", ContractNode.string(fragment, at: refNode.location))], at: refNode.location)
+                    )
                     : ("$ref", target)
                 if pairs.contains(where: { $0.key.scalarText == "$ref" }) {
-                    let rewrittenAllOf = (node["allOf"]?.sequenceItems ?? []).map { rewrite($0, in: file, keys: keys + ["allOf"], schema: true, base: resource) }
-                    extra.append((key: ContractNode.string("allOf", at: refNode.location),
-                                  value: ContractNode.list([ContractNode.map([member], at: refNode.location)] + rewrittenAllOf, at: refNode.location)))
+                    let rewrittenAllOf = (node["allOf"]?.sequenceItems ?? []).map {
+                        rewrite($0, in: file, keys: keys + ["allOf"], schema: true, base: resource)
+                    }
+                    extra.append(
+                        (
+                            key: ContractNode.string("allOf", at: refNode.location),
+                            value: ContractNode.list([ContractNode.map([member], at: refNode.location)] + rewrittenAllOf, at: refNode.location)
+                        ))
                     pairs.removeAll { $0.key.scalarText == "allOf" }
                 } else {
                     extra.append((key: ContractNode.string(member.0, at: refNode.location), value: member.1))
                 }
             }
         }
-        if resourceRoot(node, file: file, keys: keys) || node["$dynamicAnchor"] != nil, let scope = dynamicScope(of: resource, file: file, keys: keys, at: node.location) {
+        if resourceRoot(node, file: file, keys: keys) || node["$dynamicAnchor"] != nil,
+            let scope = dynamicScope(of: resource, file: file, keys: keys, at: node.location)
+        {
             extra.append(scope)
         }
         // The rest as any schema's (its own `$ref` included), the dynamic keys beside.
         let rest = SourceNode(kind: .mapping(pairs), placedAs: node)
         var rewritten: SourceNode
         if let refNode = rest["$ref"], let ref = refNode.scalarText,
-           !(file == rootPath && base == nil && ref.hasPrefix("#") && Self.componentSchemaName(String(ref.dropFirst())) != nil) {
+            !(file == rootPath && base == nil && ref.hasPrefix("#") && Self.componentSchemaName(String(ref.dropFirst())) != nil)
+        {
             rewritten = reference(ref, at: refNode, in: rest, file: file, keys: keys, schema: true, base: resource)
         } else {
             let (members, _) = rewrite(pairs, in: file, keys: keys, schema: true, base: resource)
@@ -486,7 +526,9 @@ package struct DocumentBundler {
 
     /// `x-doppel-dynamic-scope` for a schema of `resource`: its dynamic
     /// anchors, each brought into `components.schemas`; nil when it has none.
-    mutating func dynamicScope(of resource: String, file: String, keys: [String], at location: SourceLocation) -> (key: SourceNode, value: SourceNode)? {
+    mutating func dynamicScope(
+        of resource: String, file: String, keys: [String], at location: SourceLocation
+    ) -> (key: SourceNode, value: SourceNode)? {
         guard let names = dynamicAnchors[resource] else { return nil }
         var scope: [(String, SourceNode)] = []
         for name in names {
@@ -504,7 +546,8 @@ package struct DocumentBundler {
     /// `components.schemas` as a `$ref`'s is; nil, with the error, when it
     /// leads nowhere.
     mutating func componentReference(_ ref: String, at refNode: SourceNode, file: String, keys: [String], base: String?) -> SourceNode? {
-        let asReference = SourceNode(kind: .mapping([(key: ContractNode.string("$ref", at: refNode.location), value: refNode)]), location: refNode.location)
+        let asReference = SourceNode(
+            kind: .mapping([(key: ContractNode.string("$ref", at: refNode.location), value: refNode)]), location: refNode.location)
         let resolved = reference(ref, at: refNode, in: asReference, file: file, keys: keys, schema: true, base: base)
         return resolved === asReference ? nil : resolved["$ref"]
     }
@@ -532,7 +575,9 @@ package struct DocumentBundler {
 
     /// A `$ref` in `file`: a schema reference named in `components.schemas`,
     /// or any other reference replaced by its target.
-    mutating func reference(_ ref: String, at refNode: SourceNode, in node: SourceNode, file: String, keys: [String], schema: Bool, base: String?) -> SourceNode {
+    mutating func reference(
+        _ ref: String, at refNode: SourceNode, in node: SourceNode, file: String, keys: [String], schema: Bool, base: String?
+    ) -> SourceNode {
         let located = schema ? locateSchema(ref, base: base ?? ownURI(file), at: refNode) : locate(ref, at: refNode, from: file)
         guard let (target, path, pointer) = located else { return node }
         let key = path + "#" + pointer
@@ -555,7 +600,9 @@ package struct DocumentBundler {
                 // Reached inside a schema resource with dynamic anchors (not at its root): that resource joins the dynamic scope too.
                 if !dynamicAnchors.isEmpty, let pairs = content.mappingPairs, content["x-doppel-dynamic-scope"] == nil {
                     var resource = self.base(of: path, pointer: pointer)
-                    if let id = target["$id"]?.scalarText, let resolved = Self.resolve(id, against: resource) { resource = Self.withoutFragment(resolved) }
+                    if let id = target["$id"]?.scalarText, let resolved = Self.resolve(id, against: resource) {
+                        resource = Self.withoutFragment(resolved)
+                    }
                     if let scope = dynamicScope(of: resource, file: path, keys: Self.tokens(pointer), at: content.location) {
                         content = SourceNode(kind: .mapping(pairs + [scope]), placedAs: content)
                     }
@@ -563,10 +610,14 @@ package struct DocumentBundler {
                 added.append((name, content))
             }
             // The reference's siblings (JSON Schema 2020-12 keeps them) are schemas too, their references resolved alike.
-            let (siblings, _) = rewrite((node.mappingPairs ?? []).filter { $0.key.scalarText != "$ref" }, in: file, keys: keys, schema: true, base: base)
-            let pairs = (node.mappingPairs ?? []).compactMap { pair in
-                pair.key.scalarText == "$ref" ? (key: pair.key, value: ContractNode.string("#/components/schemas/" + SchemaValidator.escape(name), at: pair.value.location)) : nil
-            } + siblings
+            let (siblings, _) = rewrite(
+                (node.mappingPairs ?? []).filter { $0.key.scalarText != "$ref" }, in: file, keys: keys, schema: true, base: base)
+            let pairs =
+                (node.mappingPairs ?? []).compactMap { pair in
+                    pair.key.scalarText == "$ref"
+                        ? (key: pair.key, value: ContractNode.string("#/components/schemas/" + SchemaValidator.escape(name), at: pair.value.location))
+                        : nil
+                } + siblings
             return SourceNode(kind: .mapping(pairs), placedAs: node)
         }
         if path == rootPath && pointer.isEmpty {
@@ -591,7 +642,11 @@ package struct DocumentBundler {
             inlinedNodes += size
         }
         if inlinedNodes > Self.maximumInlinedNodes {
-            if !refused { errors.error("references to other files bring in more than \(Self.maximumInlinedNodes) nodes; a document may not multiply its files by referencing them over and over", at: refNode.location) }
+            if !refused {
+                errors.error(
+                    "references to other files bring in more than \(Self.maximumInlinedNodes) nodes; a document may not multiply its files by referencing them over and over",
+                    at: refNode.location)
+            }
             refused = true
             return node
         }
@@ -614,11 +669,14 @@ package struct DocumentBundler {
         let filePart = ref.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
         let copy = filePart.contains("://") ? mirrored(filePart) : nil
         if filePart.contains("://"), copy == nil {
-            errors.error("$ref '\(ref)' is a URL; Doppel reads references to files in the document's folder, not from the network: save a copy of it there as HOST/PATH (where `wget -x URL` saves it)", at: refNode.location)
+            errors.error(
+                "$ref '\(ref)' is a URL; Doppel reads references to files in the document's folder, not from the network: save a copy of it there as HOST/PATH (where `wget -x URL` saves it)",
+                at: refNode.location)
             return nil
         }
         guard let (path, pointer) = copy.map({ ($0, String(ref.drop { $0 != "#" }.dropFirst())) }) ?? place(ref, from: file) else {
-            errors.error("$ref '\(ref)' resolves outside the document's folder; Doppel reads only files beside the document or below it", at: refNode.location)
+            errors.error(
+                "$ref '\(ref)' resolves outside the document's folder; Doppel reads only files beside the document or below it", at: refNode.location)
             return nil
         }
         guard let root = read(path, ref: ref, at: refNode) else { return nil }
@@ -635,7 +693,8 @@ package struct DocumentBundler {
             }
         }
         guard let target else {
-            errors.error("unresolved $ref '\(ref)': \(path == rootPath ? "the document" : "'\(filePart)'") has nothing at '\(pointer)'", at: refNode.location)
+            errors.error(
+                "unresolved $ref '\(ref)': \(path == rootPath ? "the document" : "'\(filePart)'") has nothing at '\(pointer)'", at: refNode.location)
             return nil
         }
         return (target, path, pointer)
@@ -665,8 +724,9 @@ package struct DocumentBundler {
         let size = ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.intValue ?? 0
         guard totalBytes + size <= Self.maximumTotalBytes else {
             if !refused {
-                errors.error("the files the document references hold more than \(Self.maximumTotalBytes >> 20) MiB together ('\(relative)' would bring them to \((totalBytes + size) >> 20) MiB)",
-                             at: refNode.location)
+                errors.error(
+                    "the files the document references hold more than \(Self.maximumTotalBytes >> 20) MiB together ('\(relative)' would bring them to \((totalBytes + size) >> 20) MiB)",
+                    at: refNode.location)
             }
             refused = true
             return nil
@@ -734,8 +794,9 @@ package struct DocumentBundler {
     func addingSchemas(to root: SourceNode) -> SourceNode {
         let components = root["components"]
         let schemas = components?["schemas"]
-        let newSchemas = ContractNode.map((schemas?.mappingPairs?.map { ($0.key.scalarText ?? "", $0.value) } ?? []) + added,
-                                          at: schemas?.location ?? root.location)
+        let newSchemas = ContractNode.map(
+            (schemas?.mappingPairs?.map { ($0.key.scalarText ?? "", $0.value) } ?? []) + added,
+            at: schemas?.location ?? root.location)
         let newComponents = ContractNode.setting("schemas", newSchemas, in: components ?? ContractNode.map([], at: root.location))
         return ContractNode.setting("components", newComponents, in: root)
     }

@@ -124,7 +124,10 @@ public enum OpenAPI30Downgrade {
                 out["enum"] = value
             case "exclusiveMinimum", "exclusiveMaximum":
                 let inclusive = key == "exclusiveMinimum" ? "minimum" : "maximum"
-                guard let bound = value.numberValue else { out[key] = value; break }
+                guard let bound = value.numberValue else {
+                    out[key] = value
+                    break
+                }
                 // The tighter of the two bounds wins.
                 if let other = source[inclusive]?.numberValue, key == "exclusiveMinimum" ? other > bound : other < bound {
                     break
@@ -134,12 +137,16 @@ public enum OpenAPI30Downgrade {
             case "minimum", "maximum":
                 let exclusive = key == "minimum" ? "exclusiveMinimum" : "exclusiveMaximum"
                 if let other = source[exclusive]?.numberValue, let bound = value.numberValue,
-                   key == "minimum" ? other >= bound : other <= bound {
+                    key == "minimum" ? other >= bound : other <= bound
+                {
                     break
                 }
                 out[key] = value
             case "properties":
-                guard let properties = value.objectValue else { out[key] = value; break }
+                guard let properties = value.objectValue else {
+                    out[key] = value
+                    break
+                }
                 out[key] = .object(JSONObject(properties.pairs.map { ($0.key, schema($0.value)) }))
             case "items", "not":
                 out[key] = schema(value)

@@ -86,9 +86,10 @@ public enum OpenAPIExporter {
         if !parameters.isEmpty { operation["parameters"] = .array(parameters) }
         if let body = endpoint.body { operation["requestBody"] = requestBody(body) }
         // Any one of the endpoint's schemes admits a request: one requirement each.
-        operation["security"] = .array(endpoint.auth.compactMap { contract.authSchemes[$0] }.flatMap(securitySchemes).map {
-            .object(JSONObject([($0.name, .array([]))]))
-        })
+        operation["security"] = .array(
+            endpoint.auth.compactMap { contract.authSchemes[$0] }.flatMap(securitySchemes).map {
+                .object(JSONObject([($0.name, .array([]))]))
+            })
         operation["responses"] = .object(responses(endpoint, in: contract, engine: engine))
         if let callbacks = callbacks(of: endpoint) { operation["callbacks"] = .object(callbacks) }
         return operation
@@ -111,7 +112,8 @@ public enum OpenAPIExporter {
                 if let value = template.constantValue { media["example"] = value }
                 body["content"] = .object(JSONObject([(type, .object(media))]))
             }
-            var operation = JSONObject([("responses", .object(JSONObject([("2XX", .object(JSONObject([("description", "The receiver took it")])))])))])
+            var operation = JSONObject([("responses", .object(JSONObject([("2XX", .object(JSONObject([("description", "The receiver took it")])))])))]
+            )
             if body["content"] != nil { operation["requestBody"] = .object(body) }
             callbacks[callback.name] = .object(JSONObject([(url, .object(JSONObject([(callback.method.lowercased(), .object(operation))])))]))
         }
@@ -135,7 +137,11 @@ public enum OpenAPIExporter {
                         rest = rest.dropFirst(1 + name.count)
                     } else if rest.hasPrefix("["), let close = rest.firstIndex(of: "]") {
                         var key = rest[rest.index(after: rest.startIndex)..<close]
-                        if key.hasPrefix("'"), key.hasSuffix("'"), key.count >= 2 { key = key.dropFirst().dropLast() } else if Int(key) == nil { return nil }
+                        if key.hasPrefix("'"), key.hasSuffix("'"), key.count >= 2 {
+                            key = key.dropFirst().dropLast()
+                        } else if Int(key) == nil {
+                            return nil
+                        }
                         guard !key.contains("\\"), !key.contains("'") else { return nil }
                         pointer += "/" + key.replacingOccurrences(of: "~", with: "~0").replacingOccurrences(of: "/", with: "~1")
                         rest = rest[rest.index(after: close)...]
@@ -146,10 +152,14 @@ public enum OpenAPIExporter {
                 return "{$request.body#\(pointer)}"
             }
             for (root, kind) in [("query", "query"), ("headers", "header"), ("path", "path")] {
-                if text.hasPrefix(root + "."), case let name = text.dropFirst(root.count + 1), name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }), !name.isEmpty {
+                if text.hasPrefix(root + "."), case let name = text.dropFirst(root.count + 1),
+                    name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }), !name.isEmpty
+                {
                     return "{$request.\(kind).\(name)}"
                 }
-                if text.hasPrefix(root + "['"), text.hasSuffix("']"), case let name = text.dropFirst(root.count + 2).dropLast(2), !name.contains("'"), !name.isEmpty {
+                if text.hasPrefix(root + "['"), text.hasSuffix("']"), case let name = text.dropFirst(root.count + 2).dropLast(2), !name.contains("'"),
+                    !name.isEmpty
+                {
                     return "{$request.\(kind).\(name)}"
                 }
             }
@@ -188,7 +198,8 @@ public enum OpenAPIExporter {
         var operation = variants[0].operation
         let lines = variants.map { variant in
             let condition = variant.endpoint.match.map { "`\($0.expression.source)`" }.joined(separator: " and ")
-            return "- `\(variant.endpoint.id)`" + (condition.isEmpty ? "" : " (when \(condition))") + (variant.endpoint.summary.map { ": \($0)" } ?? "")
+            return "- `\(variant.endpoint.id)`" + (condition.isEmpty ? "" : " (when \(condition))")
+                + (variant.endpoint.summary.map { ": \($0)" } ?? "")
         }
         let note = "Variants, told apart by the request (the first that applies answers):\n" + lines.joined(separator: "\n")
         operation["description"] = .string([operation["description"]?.stringValue, note].compactMap { $0 }.joined(separator: "\n\n"))
@@ -200,13 +211,17 @@ public enum OpenAPIExporter {
         for variant in variants {
             for parameter in parameterList(variant.operation) where !parameters.contains(where: { same($0, parameter) }) {
                 var kept = parameter
-                let everywhere = variants.allSatisfy { other in parameterList(other.operation).contains { same($0, parameter) && $0["required"] == true } }
+                let everywhere = variants.allSatisfy { other in
+                    parameterList(other.operation).contains { same($0, parameter) && $0["required"] == true }
+                }
                 kept["required"] = everywhere ? true : nil
                 parameters.append(kept)
             }
         }
         if !parameters.isEmpty { operation["parameters"] = .array(parameters.map { .object($0) }) }
-        if operation["requestBody"] == nil, let body = variants.lazy.compactMap({ $0.operation["requestBody"] }).first { operation["requestBody"] = body }
+        if operation["requestBody"] == nil, let body = variants.lazy.compactMap({ $0.operation["requestBody"] }).first {
+            operation["requestBody"] = body
+        }
 
         var security: [JSON] = []
         for variant in variants {
@@ -226,7 +241,9 @@ public enum OpenAPIExporter {
                     continue
                 }
                 var headers = into["headers"]?.objectValue ?? JSONObject()
-                for (name, header) in response["headers"]?.objectValue?.pairs ?? JSONObject().pairs where headers[name] == nil { headers[name] = header }
+                for (name, header) in response["headers"]?.objectValue?.pairs ?? JSONObject().pairs where headers[name] == nil {
+                    headers[name] = header
+                }
                 if !headers.isEmpty { into["headers"] = .object(headers) }
                 var content = into["content"]?.objectValue ?? JSONObject()
                 for (type, media) in response["content"]?.objectValue?.pairs ?? JSONObject().pairs {
@@ -269,14 +286,17 @@ public enum OpenAPIExporter {
         var parameters: [JSON] = []
         for name in endpoint.path.parameterNames {
             let schema = endpoint.pathParameters?.property(name).map(schemaJSON) ?? stringSchema
-            parameters.append(.object(JSONObject([
-                ("name", .string(name)), ("in", "path"), ("required", true), ("schema", schema),
-            ])))
+            parameters.append(
+                .object(
+                    JSONObject([
+                        ("name", .string(name)), ("in", "path"), ("required", true), ("schema", schema),
+                    ])))
         }
-        let schemeHeaders: Set<String> = Set(endpoint.auth.compactMap { contract.authSchemes[$0] }.compactMap { scheme in
-            if case .apiKey(let header?, _, _) = scheme.kind { return header.lowercased() }
-            return nil
-        })
+        let schemeHeaders: Set<String> = Set(
+            endpoint.auth.compactMap { contract.authSchemes[$0] }.compactMap { scheme in
+                if case .apiKey(let header?, _, _) = scheme.kind { return header.lowercased() }
+                return nil
+            })
         for (location, schema) in [("query", endpoint.query), ("header", endpoint.headers), ("cookie", endpoint.cookies)] {
             guard let schema else { continue }
             for (name, property) in schema.properties {
@@ -292,7 +312,8 @@ public enum OpenAPIExporter {
             var parameter = JSONObject([("name", "querystring"), ("in", "querystring")])
             if spec.required { parameter["required"] = true }
             let type = spec.contentTypes.first ?? "application/x-www-form-urlencoded"
-            parameter["content"] = .object(JSONObject([(type, .object(JSONObject([("schema", spec.schema.map(schemaJSON) ?? .object(JSONObject()))])))]))
+            parameter["content"] = .object(
+                JSONObject([(type, .object(JSONObject([("schema", spec.schema.map(schemaJSON) ?? .object(JSONObject()))])))]))
             parameters.append(.object(parameter))
         }
         return parameters
@@ -322,8 +343,9 @@ public enum OpenAPIExporter {
         let decision = engine.decide(engine.sampleRequest(for: endpoint, session: session))
         engine.complete(decision, durationMicros: 0)
         if case .whole(let response) = decision.delivery, (200...299).contains(response.status), !response.body.isEmpty,
-           response.endpointID == endpoint.id,
-           let type = response.header("content-type").map(MediaTypes.essence) {
+            response.endpointID == endpoint.id,
+            let type = response.header("content-type").map(MediaTypes.essence)
+        {
             let body = response.body
             let value: JSON? = MediaTypes.isJSON(type) ? try? JSONReader.parse(body) : String(bytes: body, encoding: .utf8).map { .string($0) }
             if let value { lead = (response.status, type, exampleName(response.responseName ?? "sample"), value) }
@@ -337,7 +359,8 @@ public enum OpenAPIExporter {
             }
         }
         contract.documentedResponses(of: endpoint).forEach(add)
-        let validates = endpoint.query != nil || endpoint.queryString != nil || endpoint.headers != nil || endpoint.body?.schema != nil
+        let validates =
+            endpoint.query != nil || endpoint.queryString != nil || endpoint.headers != nil || endpoint.body?.schema != nil
             || endpoint.body?.itemSchema != nil
         var builtIn: [Int: String] = [:]
         // The contract's fallbacks where they answer for this endpoint.
@@ -352,9 +375,11 @@ public enum OpenAPIExporter {
         }
         if endpoint.socket != nil {
             // A WebSocket endpoint's own refusals: a request that is not an upgrade, one that is malformed.
-            for (status, text) in [(426, "Not a WebSocket upgrade (Upgrade: websocket, Sec-WebSocket-Version: 13 needed)"),
-                                   (400, "A malformed WebSocket upgrade (Sec-WebSocket-Key must be 16 bytes in base64)")]
-                where !byStatus.contains(where: { $0.status == status }) {
+            for (status, text) in [
+                (426, "Not a WebSocket upgrade (Upgrade: websocket, Sec-WebSocket-Version: 13 needed)"),
+                (400, "A malformed WebSocket upgrade (Sec-WebSocket-Key must be 16 bytes in base64)"),
+            ]
+            where !byStatus.contains(where: { $0.status == status }) {
                 byStatus.append((status, []))
                 builtIn[status] = text
             }
@@ -383,7 +408,9 @@ public enum OpenAPIExporter {
             if !headers.isEmpty { response["headers"] = .object(headers) }
             if definitions.isEmpty, builtIn[status] != nil {
                 response["content"] = .object(JSONObject([("application/problem+json", .object(JSONObject([("schema", problemSchema)])))]))
-            } else if let content = content(of: definitions, endpoint: endpoint, engine: engine, lead: lead?.status == status ? (lead!.type, lead!.name, lead!.value) : nil) {
+            } else if let content = content(
+                of: definitions, endpoint: endpoint, engine: engine, lead: lead?.status == status ? (lead!.type, lead!.name, lead!.value) : nil)
+            {
                 response["content"] = .object(content)
             }
             responses[String(status)] = .object(response)
@@ -395,8 +422,10 @@ public enum OpenAPIExporter {
     /// body with templates is shown as it renders for a sample request in a
     /// fresh session (`MockEngine.sampleBody`), so a mock of the export
     /// answers with the contract's bodies.
-    static func content(of definitions: [ResponseDefinition], endpoint: Endpoint, engine: MockEngine,
-                        lead: (type: String, name: String, value: JSON)? = nil) -> JSONObject? {
+    static func content(
+        of definitions: [ResponseDefinition], endpoint: Endpoint, engine: MockEngine,
+        lead: (type: String, name: String, value: JSON)? = nil
+    ) -> JSONObject? {
         // Per media type: the first declared schema, else the first body's shape.
         var schemas: [(type: String, schema: JSON, declared: Bool)] = []
         var examples: [String: JSONObject] = [:]
@@ -451,9 +480,10 @@ public enum OpenAPIExporter {
     /// described item by item, the query as one value.
     static func needsThreeTwo(_ contract: Contract) -> Bool {
         contract.endpoints.contains { endpoint in
-            endpoint.queryString != nil || endpoint.body?.itemSchema != nil || (endpoint.responses + endpoint.documented).contains { response in
-                (response.sequence.map(\.responses) ?? [response]).contains { $0.itemSchema != nil }
-            }
+            endpoint.queryString != nil || endpoint.body?.itemSchema != nil
+                || (endpoint.responses + endpoint.documented).contains { response in
+                    (response.sequence.map(\.responses) ?? [response]).contains { $0.itemSchema != nil }
+                }
         }
     }
 
@@ -491,11 +521,12 @@ public enum OpenAPIExporter {
         case .array(let items):
             .object(JSONObject([("type", "array"), ("items", items.first.map(inferredSchema) ?? .object(JSONObject()))]))
         case .object(let template):
-            .object(JSONObject([
-                ("type", "object"),
-                ("properties", .object(JSONObject(template.pairs.map { ($0.0, inferredSchema($0.1)) }))),
-                ("required", .array(template.pairs.map { .string($0.0) })),
-            ]))
+            .object(
+                JSONObject([
+                    ("type", "object"),
+                    ("properties", .object(JSONObject(template.pairs.map { ($0.0, inferredSchema($0.1)) }))),
+                    ("required", .array(template.pairs.map { .string($0.0) })),
+                ]))
         }
     }
 
@@ -509,25 +540,31 @@ public enum OpenAPIExporter {
         case .array(let items):
             return .object(JSONObject([("type", "array"), ("items", items.first.map(inferredSchema) ?? .object(JSONObject()))]))
         case .object(let object):
-            return .object(JSONObject([
-                ("type", "object"),
-                ("properties", .object(JSONObject(object.pairs.map { ($0.key, inferredSchema($0.value)) }))),
-                ("required", .array(object.keys.map { .string($0) })),
-            ]))
+            return .object(
+                JSONObject([
+                    ("type", "object"),
+                    ("properties", .object(JSONObject(object.pairs.map { ($0.key, inferredSchema($0.value)) }))),
+                    ("required", .array(object.keys.map { .string($0) })),
+                ]))
         }
     }
 
     /// Doppel's own problem bodies (RFC 9457).
-    static let problemSchema: JSON = .object(JSONObject([
-        ("type", "object"),
-        ("properties", .object(JSONObject([
-            ("type", .object(JSONObject([("type", "string")]))),
-            ("title", .object(JSONObject([("type", "string")]))),
-            ("status", .object(JSONObject([("type", "integer")]))),
-            ("detail", .object(JSONObject([("type", "string")]))),
-        ]))),
-        ("required", ["type", "title", "status", "detail"]),
-    ]))
+    static let problemSchema: JSON = .object(
+        JSONObject([
+            ("type", "object"),
+            (
+                "properties",
+                .object(
+                    JSONObject([
+                        ("type", .object(JSONObject([("type", "string")]))),
+                        ("title", .object(JSONObject([("type", "string")]))),
+                        ("status", .object(JSONObject([("type", "integer")]))),
+                        ("detail", .object(JSONObject([("type", "string")]))),
+                    ]))
+            ),
+            ("required", ["type", "title", "status", "detail"]),
+        ]))
 
     // MARK: Security
 
@@ -546,8 +583,11 @@ public enum OpenAPIExporter {
             var schemes: [(name: String, scheme: JSON)] = []
             for (place, name) in [("header", header), ("query", query), ("cookie", cookie)] {
                 guard let name else { continue }
-                schemes.append((schemes.isEmpty ? scheme.name : "\(scheme.name)-\(place)",
-                                .object(JSONObject([("type", "apiKey"), ("in", .string(place)), ("name", .string(name))]))))
+                schemes.append(
+                    (
+                        schemes.isEmpty ? scheme.name : "\(scheme.name)-\(place)",
+                        .object(JSONObject([("type", "apiKey"), ("in", .string(place)), ("name", .string(name))]))
+                    ))
             }
             return schemes
         }
@@ -600,7 +640,8 @@ public enum OpenAPIExporter {
             if let pattern = schema.pattern { object["pattern"] = .string(pattern.source) }
             if let format = schema.format { object["format"] = .string(format) }
         }
-        let objects = applies(["object"]), arrays = applies(["array"])
+        let objects = applies(["object"])
+        let arrays = applies(["array"])
         if objects {
             if !schema.properties.isEmpty {
                 object["properties"] = .object(JSONObject(schema.properties.map { ($0.0, schemaJSON($0.1)) }))

@@ -46,7 +46,9 @@ package struct OpenAPIImporter: Sendable {
     /// loader to make and read one at a time (`ContractLoader.load(root:file:warnings:endpoints:)`),
     /// which serves the same contract as `contract(from:file:)` without
     /// building a tree of every endpoint first.
-    package static func contractInParts(from root: SourceNode, file: String) -> (contract: SourceNode, endpoints: EndpointEntries, diagnostics: [Diagnostic]) {
+    package static func contractInParts(
+        from root: SourceNode, file: String
+    ) -> (contract: SourceNode, endpoints: EndpointEntries, diagnostics: [Diagnostic]) {
         var importer = OpenAPIImporter(root: root, file: file, isVersion30: root["openapi"]?.scalarText?.hasPrefix("3.0") ?? false)
         let (top, operations, schemes) = importer.prepare()
         let blank = importer.blank
@@ -116,7 +118,11 @@ package struct OpenAPIImporter: Sendable {
             if let names = defaultRequirement {
                 auth.append(("default", names))
             }
-            auth.append(("schemes", ContractNode.map(schemes.map { ($0.name, $0.node) }, at: root["components"]?["securitySchemes"]?.location ?? root.location)))
+            auth.append(
+                (
+                    "schemes",
+                    ContractNode.map(schemes.map { ($0.name, $0.node) }, at: root["components"]?["securitySchemes"]?.location ?? root.location)
+                ))
             top.append(("auth", ContractNode.map(auth, at: root.location)))
         }
         let components = resolved(root["components"]?["schemas"])
@@ -142,8 +148,9 @@ package struct OpenAPIImporter: Sendable {
                 path = String(path.dropLast(fragment.count))
             }
             if !repeated.isEmpty {
-                warnings.warning("path parameter\(repeated.count == 1 ? "" : "s") \(repeated.map { "'\($0)'" }.joined(separator: ", ")) appear\(repeated.count == 1 ? "s" : "") twice in '\(written)' (OpenAPI names each once); a repeat is matched as \(repeated.map { "'\($0)_2'" }.joined(separator: ", "))",
-                                 at: pathKey.location)
+                warnings.warning(
+                    "path parameter\(repeated.count == 1 ? "" : "s") \(repeated.map { "'\($0)'" }.joined(separator: ", ")) appear\(repeated.count == 1 ? "s" : "") twice in '\(written)' (OpenAPI names each once); a repeat is matched as \(repeated.map { "'\($0)_2'" }.joined(separator: ", "))",
+                    at: pathKey.location)
             }
             let shared = item["parameters"]?.sequenceItems ?? []
             // OpenAPI 3.2: operations of any other method, by its name.
@@ -151,7 +158,8 @@ package struct OpenAPIImporter: Sendable {
             for (methodKey, operation) in item["additionalOperations"]?.mappingPairs ?? [] {
                 guard let name = methodKey.scalarText else { continue }
                 if Self.methods.contains(name.lowercased()) {
-                    warnings.warning("additionalOperations may not hold \(name), one of the fixed fields' methods; it is left out", at: methodKey.location)
+                    warnings.warning(
+                        "additionalOperations may not hold \(name), one of the fixed fields' methods; it is left out", at: methodKey.location)
                     continue
                 }
                 entries.append((key: methodKey, value: operation))
@@ -163,8 +171,10 @@ package struct OpenAPIImporter: Sendable {
                     continue
                 }
                 let id = uniqueID(operation["operationId"]?.scalarText ?? Self.slug(method: method, path: written))
-                operations.append(Operation(id: id, method: method, path: path, node: operation, sharedParameters: shared,
-                                            fragment: fragment.map { (written, $0, methodKey.location) }))
+                operations.append(
+                    Operation(
+                        id: id, method: method, path: path, node: operation, sharedParameters: shared,
+                        fragment: fragment.map { (written, $0, methodKey.location) }))
             }
         }
         return (top, Self.concreteFirst(withoutShadowedVariants(operations)), schemes)
@@ -183,7 +193,9 @@ package struct OpenAPIImporter: Sendable {
                 continue
             }
             if let other = kept.first(where: { $0.method == operation.method && $0.path == operation.path }) {
-                warnings.warning("path '\(written)' has a fragment, which no request carries: \(operation.method.uppercased()) \(operation.path) is '\(other.id)', and '\(operation.id)' is left out", at: location)
+                warnings.warning(
+                    "path '\(written)' has a fragment, which no request carries: \(operation.method.uppercased()) \(operation.path) is '\(other.id)', and '\(operation.id)' is left out",
+                    at: location)
             } else {
                 warnings.warning("path '\(written)' has a fragment, which no request carries: it is served as '\(operation.path)'", at: location)
                 kept.append(operation)
@@ -234,7 +246,8 @@ package struct OpenAPIImporter: Sendable {
         for positions in byLength.values where positions.count > 1 {
             // A stable sort on the segments' shapes, false (literal) before true (template), left to right.
             let sorted = positions.enumerated().sorted { a, b in
-                let left = shape(operations[a.element].path), right = shape(operations[b.element].path)
+                let left = shape(operations[a.element].path)
+                let right = shape(operations[b.element].path)
                 if let difference = zip(left, right).first(where: { $0 != $1 }) { return !difference.0 }
                 return a.offset < b.offset
             }
@@ -286,7 +299,10 @@ package struct OpenAPIImporter: Sendable {
         case "bearer": challenge = "Bearer"
         default: return response
         }
-        let headers = existing.map { ($0.key.scalarText ?? "", $0.value) } + [("WWW-Authenticate", ContractNode.string(Self.escaped(challenge), at: response.location))]
+        let headers =
+            existing.map { ($0.key.scalarText ?? "", $0.value) } + [
+                ("WWW-Authenticate", ContractNode.string(Self.escaped(challenge), at: response.location))
+            ]
         return ContractNode.setting("headers", ContractNode.map(headers, at: response.location), in: response)
     }
 
@@ -317,7 +333,9 @@ package struct OpenAPIImporter: Sendable {
                 fields.append((place, ContractNode.string(keyName, at: spec["name"]!.location)))
             case (let type, let scheme):
                 let what = [type, scheme].compactMap { $0 }.joined(separator: " ")
-                warnings.warning("security scheme '\(name)' (\(what)) is not supported; operations that require only it are served without a credential check", at: at)
+                warnings.warning(
+                    "security scheme '\(name)' (\(what)) is not supported; operations that require only it are served without a credential check",
+                    at: at)
                 continue
             }
             if let description = spec["description"]?.scalarText { fields.append(("description", ContractNode.string(description, at: at))) }
@@ -343,7 +361,9 @@ package struct OpenAPIImporter: Sendable {
                 if !names.contains(where: { $0.scalarText == name }) { names.append(ContractNode.string(name, at: pairs[0].key.location)) }
             } else if resolved(root["components"]?["securitySchemes"])?[name] == nil {
                 // A vendor's mistake: warned about, and the requirement left out (it cannot be checked).
-                warnings.warning("security requirement names '\(name)', which components.securitySchemes does not declare; Doppel cannot check it and leaves it out", at: pairs[0].key.location)
+                warnings.warning(
+                    "security requirement names '\(name)', which components.securitySchemes does not declare; Doppel cannot check it and leaves it out",
+                    at: pairs[0].key.location)
             }
         }
         if names.isEmpty { return items.isEmpty ? ContractNode.string("none", at: security.location) : nil }
@@ -437,14 +457,17 @@ package struct OpenAPIImporter: Sendable {
         }
         for index in statuses.indices where statuses[index].status == 0 {
             let status = hasSuccess ? 500 : 200
-            statuses[index].responses = statuses[index].responses.map { ContractNode.setting("status", ContractNode.plain(String(status), at: $0.location), in: $0) }
+            statuses[index].responses = statuses[index].responses.map {
+                ContractNode.setting("status", ContractNode.plain(String(status), at: $0.location), in: $0)
+            }
             statuses[index].status = status
         }
         // A GET that documents 101 Switching Protocols is a WebSocket upgrade: served as one (a socket without rules).
         let isSocket = method.lowercased() == "get" && statuses.contains { $0.status == 101 }
         if !isSocket, let upgrade = statuses.first(where: { $0.status == 101 }) {
-            warnings.warning("\(method.uppercased()) \(path) documents 101 Switching Protocols, which only a GET (a WebSocket upgrade) can answer; it is left out",
-                             at: upgrade.responses.first?.location ?? at)
+            warnings.warning(
+                "\(method.uppercased()) \(path) documents 101 Switching Protocols, which only a GET (a WebSocket upgrade) can answer; it is left out",
+                at: upgrade.responses.first?.location ?? at)
             statuses.removeAll { $0.status == 101 }
         }
         let servedStatus = isSocket ? 101 : statuses.first { (200...299).contains($0.status) }?.status ?? statuses.first?.status
@@ -452,7 +475,7 @@ package struct OpenAPIImporter: Sendable {
             for response in responses {
                 if status == servedStatus, served.isEmpty {
                     served.append(response)
-                } else if (status == 400 || status == 422), onInvalid == nil, !(statuses.contains { $0.status == 400 } && status == 422) {
+                } else if status == 400 || status == 422, onInvalid == nil, !(statuses.contains { $0.status == 400 } && status == 422) {
                     onInvalid = response
                 } else if !isPublic, status == 401 || (status == 403 && !statuses.contains { $0.status == 401 }), onUnauthorized == nil {
                     onUnauthorized = response
@@ -538,7 +561,9 @@ package struct OpenAPIImporter: Sendable {
             let style = parameter["style"]?.scalarText
             let readsStyle = place == "query" || place == "cookie"
             if let style, style != "simple", style != "form", !(readsStyle && Schema.styles.contains(style)) {
-                warnings.warning("parameter '\(name)' has style \(style); Doppel reads it as a \(readsStyle ? "form" : "simple") value", at: parameter["style"]!.location)
+                warnings.warning(
+                    "parameter '\(name)' has style \(style); Doppel reads it as a \(readsStyle ? "form" : "simple") value",
+                    at: parameter["style"]!.location)
             }
             var schemaNode = parameter["schema"]
             if schemaNode == nil, let content = parameter["content"]?.mappingPairs?.first?.value { schemaNode = content["schema"] }
@@ -557,7 +582,9 @@ package struct OpenAPIImporter: Sendable {
         if let queryString {
             // OpenAPI: a querystring parameter is the only description of the query.
             if let first = byPlace[1].first {
-                warnings.warning("parameter '\(first.name)' is in: query beside '\(queryString.name)' in: querystring, which describes the whole query; the query parameters are left out", at: first.at)
+                warnings.warning(
+                    "parameter '\(first.name)' is in: query beside '\(queryString.name)' in: querystring, which describes the whole query; the query parameters are left out",
+                    at: first.at)
                 byPlace[1] = []
             }
             result.append(("querystring", queryString.node))
@@ -596,17 +623,22 @@ package struct OpenAPIImporter: Sendable {
         guard let raw, let body = resolved(raw), let content = mediaTypes(body["content"]), !content.isEmpty else { return nil }
         let at = body.location
         let chosen = content.first { $0.key.scalarText.map(Self.isJSON) ?? false } ?? content[0]
-        var fields: [(String, SourceNode)] = [("content_type", ContractNode.list(content.map { ContractNode.string($0.key.scalarText ?? "", at: $0.key.location) }, at: at))]
+        var fields: [(String, SourceNode)] = [
+            ("content_type", ContractNode.list(content.map { ContractNode.string($0.key.scalarText ?? "", at: $0.key.location) }, at: at))
+        ]
         if let schemaNode = chosen.value["schema"] { fields.append(("schema", schema(schemaNode))) }
         // A body sent item by item (OpenAPI 3.2's itemSchema): each item checked on its own.
         if let (key, media) = content.first(where: { $0.value["itemSchema"] != nil && $0.value["schema"] == nil }), let item = media["itemSchema"] {
             if SequentialMedia(key.scalarText ?? "") != nil {
                 fields.append(("item_schema", schema(item)))
             } else {
-                warnings.warning("'\(key.scalarText ?? "")' is described item by item (itemSchema), but Doppel reads items only as application/jsonl (or x-ndjson), application/json-seq, text/event-stream or multipart/mixed; its items are not checked", at: item.location)
+                warnings.warning(
+                    "'\(key.scalarText ?? "")' is described item by item (itemSchema), but Doppel reads items only as application/jsonl (or x-ndjson), application/json-seq, text/event-stream or multipart/mixed; its items are not checked",
+                    at: item.location)
             }
         }
-        fields.append(("required", ContractNode.plain(body["required"]?.json == .bool(true) ? "true" : "false", at: body["required"]?.location ?? at)))
+        fields.append(
+            ("required", ContractNode.plain(body["required"]?.json == .bool(true) ? "true" : "false", at: body["required"]?.location ?? at)))
         if let example = examples(of: chosen.value).first, Self.isJSON(chosen.key.scalarText ?? "") {
             fields.append(("example", example.value))
         }
@@ -629,8 +661,9 @@ package struct OpenAPIImporter: Sendable {
             for (urlKey, pathItemRaw) in callback.mappingPairs ?? [] {
                 guard let expression = urlKey.scalarText, let pathItem = resolved(pathItemRaw) else { continue }
                 guard let url = Self.template(fromRuntimeExpression: expression) else {
-                    warnings.warning("callback '\(name)' of \(operation) is not made: its URL '\(expression)' needs what only the response or the server's own URL has; Doppel fills $request.body, .query, .header, .path and $method",
-                                     at: urlKey.location)
+                    warnings.warning(
+                        "callback '\(name)' of \(operation) is not made: its URL '\(expression)' needs what only the response or the server's own URL has; Doppel fills $request.body, .query, .header, .path and $method",
+                        at: urlKey.location)
                     continue
                 }
                 let methods = ["get", "put", "post", "delete", "options", "head", "patch"].filter { pathItem[$0] != nil }
@@ -681,7 +714,8 @@ package struct OpenAPIImporter: Sendable {
     static func templateExpression(_ expression: Substring) -> String? {
         func member(_ base: String, _ name: String) -> String {
             let plain = name.first.map { $0.isLetter || $0 == "_" } == true && name.allSatisfy { $0.isLetter || $0.isNumber || $0 == "_" }
-            return plain ? "\(base).\(name)" : "\(base)['\(name.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'"))']"
+            return plain
+                ? "\(base).\(name)" : "\(base)['\(name.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'"))']"
         }
         if expression == "$method" { return "request.method" }
         if expression.hasPrefix("$request.body") {
@@ -694,8 +728,10 @@ package struct OpenAPIImporter: Sendable {
             }
             return result
         }
-        for (prefix, root, lowercase) in [("$request.query.", "query", false), ("$request.header.", "headers", true), ("$request.path.", "path", false)]
-            where expression.hasPrefix(prefix) {
+        for (prefix, root, lowercase) in [
+            ("$request.query.", "query", false), ("$request.header.", "headers", true), ("$request.path.", "path", false),
+        ]
+        where expression.hasPrefix(prefix) {
             let name = String(expression.dropFirst(prefix.count))
             guard !name.isEmpty else { return nil }
             return member(root, lowercase ? name.lowercased() : name)
@@ -716,11 +752,14 @@ package struct OpenAPIImporter: Sendable {
     mutating func responses(_ response: SourceNode, status: Int, at: SourceLocation) -> [SourceNode] {
         var base: [(String, SourceNode)] = []
         if status != 0 { base.append(("status", ContractNode.plain(String(status), at: at))) }
-        if let description = response["description"]?.scalarText { base.append(("description", ContractNode.string(description, at: response.location))) }
+        if let description = response["description"]?.scalarText {
+            base.append(("description", ContractNode.string(description, at: response.location)))
+        }
         var headers: [(String, SourceNode)] = []
         for (key, raw) in response["headers"]?.mappingPairs ?? [] {
             guard let name = key.scalarText, name.lowercased() != "content-type", let header = resolved(raw) else { continue }
-            let value = header["example"] ?? header["examples"]?.mappingPairs?.first.flatMap { resolved($0.value)?["value"] }
+            let value =
+                header["example"] ?? header["examples"]?.mappingPairs?.first.flatMap { resolved($0.value)?["value"] }
                 ?? header["schema"].flatMap { resolved($0) }.flatMap { $0["example"] ?? $0["default"] ?? $0["enum"]?.sequenceItems?.first }
             guard let value, let text = value.scalarText else { continue }
             headers.append((name, ContractNode.string(Self.escaped(text), at: value.location)))
@@ -735,8 +774,10 @@ package struct OpenAPIImporter: Sendable {
             entry.value["example"] != nil || entry.value["examples"] != nil || entry.value["schema"] != nil || entry.value["itemSchema"] != nil
         }
         guard let content = mediaTypes(response["content"]),
-              let (typeKey, media) = content.first(where: { isJSON($0) && hasContent($0) }) ?? content.first(where: hasContent) ?? content.first(where: isJSON) ?? content.first,
-              let type = typeKey.scalarText else {
+            let (typeKey, media) = content.first(where: { isJSON($0) && hasContent($0) }) ?? content.first(where: hasContent) ?? content.first(
+                where: isJSON) ?? content.first,
+            let type = typeKey.scalarText
+        else {
             return [ContractNode.map(base, at: response.location)]
         }
         // The response in each other media type the document gives, for `Accept` to choose (documented, after the first).
@@ -748,7 +789,9 @@ package struct OpenAPIImporter: Sendable {
             return itemResponses(media, type: type, typeKey: typeKey, base: base, at: response.location) + alternatives
         }
         let json = Self.isJSON(type)
-        if !type.caseInsensitiveEquals("application/json") && type != "*/*" { base.append(("content_type", ContractNode.string(type, at: typeKey.location))) }
+        if !type.caseInsensitiveEquals("application/json") && type != "*/*" {
+            base.append(("content_type", ContractNode.string(type, at: typeKey.location)))
+        }
         var schemaField: [(String, SourceNode)] = []
         if json, let schemaNode = media["schema"] { schemaField.append(("schema", schema(schemaNode))) }
         let examples = self.examples(of: media)
@@ -756,17 +799,26 @@ package struct OpenAPIImporter: Sendable {
             // No example: a value generated from the schema, the same every
             // time; text for a text media type (its schema then only makes it).
             if json, !schemaField.isEmpty {
-                return [ContractNode.map(base + schemaField + [("body_from_schema", ContractNode.plain("true", at: typeKey.location))], at: response.location)]
+                return [
+                    ContractNode.map(
+                        base + schemaField + [("body_from_schema", ContractNode.plain("true", at: typeKey.location))], at: response.location)
+                ]
                     + alternatives
             }
             if !json, MediaTypes.isText(type), let schemaNode = media["schema"] {
-                return [ContractNode.map(base + [("schema", schema(schemaNode)), ("body_from_schema", ContractNode.plain("true", at: typeKey.location))],
-                                         at: response.location)] + alternatives
+                return [
+                    ContractNode.map(
+                        base + [("schema", schema(schemaNode)), ("body_from_schema", ContractNode.plain("true", at: typeKey.location))],
+                        at: response.location)
+                ] + alternatives
             }
             // A binary type: a small file of it (`SampleFiles`), or no bytes, with its type either way.
             if !json, type != "*/*" {
-                return [ContractNode.map(base + [("base64", ContractNode.string(SampleFiles.base64(for: MediaTypes.essence(type)) ?? "", at: typeKey.location))],
-                                         at: response.location)] + alternatives
+                return [
+                    ContractNode.map(
+                        base + [("base64", ContractNode.string(SampleFiles.base64(for: MediaTypes.essence(type)) ?? "", at: typeKey.location))],
+                        at: response.location)
+                ] + alternatives
             }
             return [ContractNode.map(base, at: response.location)] + alternatives
         }
@@ -778,7 +830,11 @@ package struct OpenAPIImporter: Sendable {
             } else if let text = example.value.scalarText {
                 fields.append(("text", ContractNode.string(Self.escaped(text), at: example.value.location)))
             } else if Self.isXML(type) {
-                fields.append(("text", ContractNode.string(Self.escaped(XMLExample.text(example.value.json, root: xmlRoot(of: media))), at: example.value.location)))
+                fields.append(
+                    (
+                        "text",
+                        ContractNode.string(Self.escaped(XMLExample.text(example.value.json, root: xmlRoot(of: media))), at: example.value.location)
+                    ))
             }
             return ContractNode.map(fields + schemaField, at: response.location)
         } + alternatives
@@ -803,7 +859,9 @@ package struct OpenAPIImporter: Sendable {
 
     /// A response in another of its media types: its first example (JSON as
     /// a body, else as text), or a body generated from its schema.
-    mutating func alternative(_ media: SourceNode, type: String, typeKey: SourceNode, base: [(String, SourceNode)], at location: SourceLocation) -> SourceNode? {
+    mutating func alternative(
+        _ media: SourceNode, type: String, typeKey: SourceNode, base: [(String, SourceNode)], at location: SourceLocation
+    ) -> SourceNode? {
         if media["itemSchema"] != nil, media["schema"] == nil {
             return itemResponses(media, type: type, typeKey: typeKey, base: base, at: location).first
         }
@@ -815,7 +873,11 @@ package struct OpenAPIImporter: Sendable {
             } else if let text = example.value.scalarText {
                 fields.append(("text", ContractNode.string(Self.escaped(text), at: example.value.location)))
             } else if Self.isXML(type) {
-                fields.append(("text", ContractNode.string(Self.escaped(XMLExample.text(example.value.json, root: xmlRoot(of: media))), at: example.value.location)))
+                fields.append(
+                    (
+                        "text",
+                        ContractNode.string(Self.escaped(XMLExample.text(example.value.json, root: xmlRoot(of: media))), at: example.value.location)
+                    ))
             } else {
                 return nil
             }
@@ -860,10 +922,14 @@ package struct OpenAPIImporter: Sendable {
     /// example, its items sent one by one, else `generatedItems` items
     /// generated from the item schema. An example is the list of items
     /// (`dataValue`, `value`) or the stream as sent (`serializedValue`).
-    mutating func itemResponses(_ media: SourceNode, type: String, typeKey: SourceNode, base: [(String, SourceNode)], at location: SourceLocation) -> [SourceNode] {
+    mutating func itemResponses(
+        _ media: SourceNode, type: String, typeKey: SourceNode, base: [(String, SourceNode)], at location: SourceLocation
+    ) -> [SourceNode] {
         let item = media["itemSchema"]!
         guard let framing = SequentialMedia(type) else {
-            warnings.warning("'\(type)' is described item by item (itemSchema), but Doppel writes items only as text/event-stream, application/jsonl (or x-ndjson), application/json-seq or multipart/mixed; the response is sent without a body", at: item.location)
+            warnings.warning(
+                "'\(type)' is described item by item (itemSchema), but Doppel writes items only as text/event-stream, application/jsonl (or x-ndjson), application/json-seq or multipart/mixed; the response is sent without a body",
+                at: item.location)
             return [ContractNode.map(base + [("content_type", ContractNode.string(type, at: typeKey.location))], at: location)]
         }
         let fields = base + [("content_type", ContractNode.string(type, at: typeKey.location)), ("item_schema", schema(item))]
@@ -881,11 +947,15 @@ package struct OpenAPIImporter: Sendable {
             } else if let text = node.scalarText, let read = try? framing.read(Array(text.utf8)), !read.isEmpty {
                 examples.append((name, read.map { ContractNode.value($0, at: node.location) }, node.location))
             } else {
-                warnings.warning("example\(name.map { " '\($0)'" } ?? "") of '\(type)' is neither a list of items nor the stream as sent; it is left out", at: node.location)
+                warnings.warning(
+                    "example\(name.map { " '\($0)'" } ?? "") of '\(type)' is neither a list of items nor the stream as sent; it is left out",
+                    at: node.location)
             }
         }
         guard !examples.isEmpty else {
-            return [ContractNode.map(fields + [("items_from_schema", ContractNode.plain(String(Self.generatedItems), at: item.location))], at: location)]
+            return [
+                ContractNode.map(fields + [("items_from_schema", ContractNode.plain(String(Self.generatedItems), at: item.location))], at: location)
+            ]
         }
         return examples.map { example in
             var own = fields
@@ -939,8 +1009,9 @@ package struct OpenAPIImporter: Sendable {
                     && !["description", "title", "example", "deprecated", "readOnly", "writeOnly", "externalDocs"].contains(key)
             }
             if let first = ignored.first {
-                warnings.warning("\(ignored.compactMap(\.key.scalarText).map { "'\($0)'" }.joined(separator: ", ")) beside $ref \(ignored.count == 1 ? "is" : "are") ignored, as OpenAPI 3.0 says (3.1 checks both: wrap them in allOf to keep them in 3.0)",
-                                 at: first.key.location)
+                warnings.warning(
+                    "\(ignored.compactMap(\.key.scalarText).map { "'\($0)'" }.joined(separator: ", ")) beside $ref \(ignored.count == 1 ? "is" : "are") ignored, as OpenAPI 3.0 says (3.1 checks both: wrap them in allOf to keep them in 3.0)",
+                    at: first.key.location)
                 pairs = pairs.filter { pair in !ignored.contains { $0.key === pair.key } }
             }
         }
@@ -953,12 +1024,25 @@ package struct OpenAPIImporter: Sendable {
             case "$ref":
                 if let target = schemaReference(value) { fields.append((name, target)) }
             case "properties":
-                fields.append((name, ContractNode.map((value.mappingPairs ?? []).compactMap { pair in pair.key.scalarText.map { ($0, schema(pair.value)) } }, at: value.location)))
+                fields.append(
+                    (
+                        name,
+                        ContractNode.map(
+                            (value.mappingPairs ?? []).compactMap { pair in pair.key.scalarText.map { ($0, schema(pair.value)) } }, at: value.location
+                        )
+                    ))
             case "patternProperties", "dependentSchemas":
-                fields.append((name, ContractNode.map((value.mappingPairs ?? []).compactMap { pair in pair.key.scalarText.map { ($0, schema(pair.value)) } }, at: value.location)))
+                fields.append(
+                    (
+                        name,
+                        ContractNode.map(
+                            (value.mappingPairs ?? []).compactMap { pair in pair.key.scalarText.map { ($0, schema(pair.value)) } }, at: value.location
+                        )
+                    ))
             case "dependencies":
                 // Draft 4's (OpenAPI 3.0's) one keyword for both: a list of names or a schema.
-                var names: [(String, SourceNode)] = [], schemas: [(String, SourceNode)] = []
+                var names: [(String, SourceNode)] = []
+                var schemas: [(String, SourceNode)] = []
                 for (member, dependent) in value.mappingPairs ?? [] {
                     guard let text = member.scalarText else { continue }
                     if dependent.sequenceItems != nil { names.append((text, dependent)) } else { schemas.append((text, schema(dependent))) }
@@ -1015,7 +1099,9 @@ package struct OpenAPIImporter: Sendable {
                 }
                 // JSON Schema ignores keywords it does not know; so does Doppel, saying so.
                 if !Schema.keywords.contains(name) {
-                    warnings.warning("'\(name)' is no JSON Schema keyword Doppel knows; it is ignored\(Suggestion.hint(for: name, in: Schema.keywords))", at: key.location)
+                    warnings.warning(
+                        "'\(name)' is no JSON Schema keyword Doppel knows; it is ignored\(Suggestion.hint(for: name, in: Schema.keywords))",
+                        at: key.location)
                     continue
                 }
                 fields.append((name, value))
@@ -1033,7 +1119,8 @@ package struct OpenAPIImporter: Sendable {
         // operations has thousands of these references.
         let bytes = text.utf8
         guard bytes.starts(with: prefix.utf8), !bytes.dropFirst(prefix.utf8.count).contains(UInt8(ascii: "/")) else {
-            errors.error("$ref '\(text)' is not a schema of components.schemas; Doppel follows schema references to '\(prefix)NAME' only", at: node.location)
+            errors.error(
+                "$ref '\(text)' is not a schema of components.schemas; Doppel follows schema references to '\(prefix)NAME' only", at: node.location)
             return nil
         }
         let name = Self.unescape(String(text[bytes.index(bytes.startIndex, offsetBy: prefix.utf8.count)...]))
@@ -1135,7 +1222,8 @@ package struct OpenAPIImporter: Sendable {
 package enum ContractNode {
     /// A mapping whose keys are placed where their values are.
     static func map(_ pairs: [(String, SourceNode)], at location: SourceLocation) -> SourceNode {
-        SourceNode(kind: .mapping(pairs.map { (key: SourceNode(kind: .scalar($0.0, plain: false), placedAs: $0.1), value: $0.1) }), location: location)
+        SourceNode(
+            kind: .mapping(pairs.map { (key: SourceNode(kind: .scalar($0.0, plain: false), placedAs: $0.1), value: $0.1) }), location: location)
     }
 
     static func list(_ items: [SourceNode], at location: SourceLocation) -> SourceNode {

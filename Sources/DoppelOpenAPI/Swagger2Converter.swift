@@ -73,7 +73,12 @@ struct Swagger2Converter {
         if let servers = servers() { fields.insert(("servers", servers), at: min(2, fields.count)) }
         var components: [(String, SourceNode)] = []
         if let definitions = root["definitions"]?.mappingPairs {
-            components.append(("schemas", ContractNode.map(definitions.compactMap { pair in pair.key.scalarText.map { ($0, schema(pair.value)) } }, at: root["definitions"]!.location)))
+            components.append(
+                (
+                    "schemas",
+                    ContractNode.map(
+                        definitions.compactMap { pair in pair.key.scalarText.map { ($0, schema(pair.value)) } }, at: root["definitions"]!.location)
+                ))
         }
         if let shared = root["parameters"]?.mappingPairs {
             // Body and form parameters have no place among 3.0's; they are put in each operation that refers to them.
@@ -84,12 +89,22 @@ struct Swagger2Converter {
             if !kept.isEmpty { components.append(("parameters", ContractNode.map(kept, at: root["parameters"]!.location))) }
         }
         if let shared = root["responses"]?.mappingPairs {
-            components.append(("responses", ContractNode.map(shared.compactMap { pair in pair.key.scalarText.map { ($0, response(pair.value, produces: globalProduces)) } },
-                                                             at: root["responses"]!.location)))
+            components.append(
+                (
+                    "responses",
+                    ContractNode.map(
+                        shared.compactMap { pair in pair.key.scalarText.map { ($0, response(pair.value, produces: globalProduces)) } },
+                        at: root["responses"]!.location)
+                ))
         }
         if let schemes = root["securityDefinitions"]?.mappingPairs {
-            components.append(("securitySchemes", ContractNode.map(schemes.compactMap { pair in pair.key.scalarText.map { ($0, securityScheme(pair.value)) } },
-                                                                   at: root["securityDefinitions"]!.location)))
+            components.append(
+                (
+                    "securitySchemes",
+                    ContractNode.map(
+                        schemes.compactMap { pair in pair.key.scalarText.map { ($0, securityScheme(pair.value)) } },
+                        at: root["securityDefinitions"]!.location)
+                ))
         }
         if !components.isEmpty { fields.append(("components", ContractNode.map(components, at: at))) }
         return ContractNode.map(fields, at: at)
@@ -115,11 +130,12 @@ struct Swagger2Converter {
     static let methods: Set<String> = ["get", "put", "post", "delete", "options", "head", "patch"]
 
     mutating func paths(_ node: SourceNode) -> SourceNode {
-        ContractNode.map((node.mappingPairs ?? []).compactMap { pair -> (String, SourceNode)? in
-            guard let path = pair.key.scalarText else { return nil }
-            if path.hasPrefix("x-") { return (path, pair.value) }
-            return (path, pathItem(pair.value))
-        }, at: node.location)
+        ContractNode.map(
+            (node.mappingPairs ?? []).compactMap { pair -> (String, SourceNode)? in
+                guard let path = pair.key.scalarText else { return nil }
+                if path.hasPrefix("x-") { return (path, pair.value) }
+                return (path, pathItem(pair.value))
+            }, at: node.location)
     }
 
     mutating func pathItem(_ item: SourceNode) -> SourceNode {
@@ -145,21 +161,30 @@ struct Swagger2Converter {
         let produces = Self.strings(node["produces"]) ?? globalProduces
         var own = (node["parameters"]?.sequenceItems ?? []).map(resolvedParameter)
         // The operation's own parameters win over the path item's of the same name and place.
-        for parameter in shared where !own.contains(where: { $0["name"]?.scalarText == parameter["name"]?.scalarText && $0["in"]?.scalarText == parameter["in"]?.scalarText }) {
+        for parameter in shared
+        where !own.contains(where: { $0["name"]?.scalarText == parameter["name"]?.scalarText && $0["in"]?.scalarText == parameter["in"]?.scalarText })
+        {
             own.append(parameter)
         }
         var fields: [(String, SourceNode)] = []
         // The path item's parameters stay on it; the operation lists its own.
-        let ownPlain = own.filter { parameter in !["body", "formData"].contains(parameter["in"]?.scalarText ?? "") && !shared.contains { $0 === parameter } }
+        let ownPlain = own.filter { parameter in
+            !["body", "formData"].contains(parameter["in"]?.scalarText ?? "") && !shared.contains { $0 === parameter }
+        }
         for (key, value) in node.mappingPairs ?? [] {
             guard let name = key.scalarText else { continue }
             switch name {
             case "parameters":
                 if !ownPlain.isEmpty { fields.append((name, ContractNode.list(ownPlain.map { parameter($0) }, at: value.location))) }
             case "responses":
-                fields.append((name, ContractNode.map((value.mappingPairs ?? []).compactMap { pair in
-                    pair.key.scalarText.map { ($0, $0.hasPrefix("x-") ? pair.value : response(pair.value, produces: produces)) }
-                }, at: value.location)))
+                fields.append(
+                    (
+                        name,
+                        ContractNode.map(
+                            (value.mappingPairs ?? []).compactMap { pair in
+                                pair.key.scalarText.map { ($0, $0.hasPrefix("x-") ? pair.value : response(pair.value, produces: produces)) }
+                            }, at: value.location)
+                    ))
             case "consumes", "produces", "schemes":
                 continue
             default:
@@ -176,7 +201,9 @@ struct Swagger2Converter {
     func resolvedParameter(_ node: SourceNode) -> SourceNode {
         guard let ref = node["$ref"]?.scalarText else { return node }
         let prefix = "#/parameters/"
-        guard ref.hasPrefix(prefix), let target = root["parameters"]?[OpenAPIImporter.unescape(String(ref.dropFirst(prefix.count)))] else { return node }
+        guard ref.hasPrefix(prefix), let target = root["parameters"]?[OpenAPIImporter.unescape(String(ref.dropFirst(prefix.count)))] else {
+            return node
+        }
         // Shared ordinary parameters stay references (to components.parameters).
         if !["body", "formData"].contains(target["in"]?.scalarText ?? "") { return node }
         return target
@@ -186,7 +213,9 @@ struct Swagger2Converter {
     mutating func requestBody(_ parameters: [SourceNode], consumes: [String], at location: SourceLocation) -> SourceNode? {
         if let body = parameters.first(where: { $0["in"]?.scalarText == "body" }) {
             let schemaNode = body["schema"].map { schema($0) } ?? ContractNode.map([], at: body.location)
-            var fields: [(String, SourceNode)] = [("content", ContractNode.map(consumes.map { ($0, ContractNode.map([("schema", schemaNode)], at: body.location)) }, at: body.location))]
+            var fields: [(String, SourceNode)] = [
+                ("content", ContractNode.map(consumes.map { ($0, ContractNode.map([("schema", schemaNode)], at: body.location)) }, at: body.location))
+            ]
             if let required = body["required"] { fields.append(("required", required)) }
             if let description = body["description"] { fields.append(("description", description)) }
             return ContractNode.map(fields, at: body.location)
@@ -202,13 +231,16 @@ struct Swagger2Converter {
             properties.append((name, valueSchema(parameter)))
             if parameter["required"]?.json == .bool(true) { required.append(nameNode) }
         }
-        var schemaFields: [(String, SourceNode)] = [("type", ContractNode.string("object", at: first.location)), ("properties", ContractNode.map(properties, at: first.location))]
+        var schemaFields: [(String, SourceNode)] = [
+            ("type", ContractNode.string("object", at: first.location)), ("properties", ContractNode.map(properties, at: first.location)),
+        ]
         if !required.isEmpty { schemaFields.append(("required", ContractNode.list(required, at: first.location))) }
         let schemaNode = ContractNode.map(schemaFields, at: first.location)
-        return ContractNode.map([
-            ("content", ContractNode.map([(type, ContractNode.map([("schema", schemaNode)], at: first.location))], at: first.location)),
-            ("required", ContractNode.plain(required.isEmpty ? "false" : "true", at: first.location)),
-        ], at: location)
+        return ContractNode.map(
+            [
+                ("content", ContractNode.map([(type, ContractNode.map([("schema", schemaNode)], at: first.location))], at: first.location)),
+                ("required", ContractNode.plain(required.isEmpty ? "false" : "true", at: first.location)),
+            ], at: location)
     }
 
     /// Keywords of a 2.0 parameter (or header, or items) that are its schema's in 3.0.
@@ -229,10 +261,23 @@ struct Swagger2Converter {
         if let format = node["collectionFormat"], let text = format.scalarText {
             let inQuery = node["in"]?.scalarText == "query"
             switch text {
-            case "multi": fields += [("style", ContractNode.string("form", at: format.location)), ("explode", ContractNode.plain("true", at: format.location))]
-            case "ssv": fields += [("style", ContractNode.string("spaceDelimited", at: format.location)), ("explode", ContractNode.plain("false", at: format.location))]
-            case "pipes": fields += [("style", ContractNode.string("pipeDelimited", at: format.location)), ("explode", ContractNode.plain("false", at: format.location))]
-            case "csv": fields += [("style", ContractNode.string(inQuery ? "form" : "simple", at: format.location)), ("explode", ContractNode.plain("false", at: format.location))]
+            case "multi":
+                fields += [("style", ContractNode.string("form", at: format.location)), ("explode", ContractNode.plain("true", at: format.location))]
+            case "ssv":
+                fields += [
+                    ("style", ContractNode.string("spaceDelimited", at: format.location)),
+                    ("explode", ContractNode.plain("false", at: format.location)),
+                ]
+            case "pipes":
+                fields += [
+                    ("style", ContractNode.string("pipeDelimited", at: format.location)),
+                    ("explode", ContractNode.plain("false", at: format.location)),
+                ]
+            case "csv":
+                fields += [
+                    ("style", ContractNode.string(inQuery ? "form" : "simple", at: format.location)),
+                    ("explode", ContractNode.plain("false", at: format.location)),
+                ]
             default: warnings.warning("collectionFormat '\(text)' is read as csv", at: format.location)
             }
         }
@@ -246,7 +291,9 @@ struct Swagger2Converter {
             guard let name = key.scalarText, Self.schemaKeys.contains(name) else { continue }
             switch name {
             case "type" where value.scalarText == "file":
-                fields += [("type", ContractNode.string("string", at: value.location)), ("format", ContractNode.string("binary", at: value.location))]
+                fields += [
+                    ("type", ContractNode.string("string", at: value.location)), ("format", ContractNode.string("binary", at: value.location)),
+                ]
             case "items":
                 fields.append((name, value["$ref"] != nil ? reference(value) : valueSchema(value)))
             default:
@@ -263,12 +310,17 @@ struct Swagger2Converter {
         var fields: [(String, SourceNode)] = []
         fields.append(("description", node["description"] ?? ContractNode.string("", at: node.location)))
         if let headers = node["headers"]?.mappingPairs {
-            fields.append(("headers", ContractNode.map(headers.compactMap { pair -> (String, SourceNode)? in
-                guard let name = pair.key.scalarText else { return nil }
-                var header: [(String, SourceNode)] = [("schema", valueSchema(pair.value))]
-                if let description = pair.value["description"] { header.insert(("description", description), at: 0) }
-                return (name, ContractNode.map(header, at: pair.value.location))
-            }, at: node["headers"]!.location)))
+            fields.append(
+                (
+                    "headers",
+                    ContractNode.map(
+                        headers.compactMap { pair -> (String, SourceNode)? in
+                            guard let name = pair.key.scalarText else { return nil }
+                            var header: [(String, SourceNode)] = [("schema", valueSchema(pair.value))]
+                            if let description = pair.value["description"] { header.insert(("description", description), at: 0) }
+                            return (name, ContractNode.map(header, at: pair.value.location))
+                        }, at: node["headers"]!.location)
+                ))
         }
         let examples = node["examples"]?.mappingPairs ?? []
         if node["schema"] != nil || !examples.isEmpty {
@@ -303,19 +355,22 @@ struct Swagger2Converter {
             if let place = node["in"] { fields.append(("in", place)) }
         case "oauth2":
             fields.append(("type", ContractNode.string("oauth2", at: at)))
-            let flowName = switch node["flow"]?.scalarText {
-            case "implicit": "implicit"
-            case "password": "password"
-            case "application": "clientCredentials"
-            default: "authorizationCode"
-            }
+            let flowName =
+                switch node["flow"]?.scalarText {
+                case "implicit": "implicit"
+                case "password": "password"
+                case "application": "clientCredentials"
+                default: "authorizationCode"
+                }
             var flow: [(String, SourceNode)] = []
             if let url = node["authorizationUrl"] { flow.append(("authorizationUrl", url)) }
             if let url = node["tokenUrl"] { flow.append(("tokenUrl", url)) }
             flow.append(("scopes", node["scopes"] ?? ContractNode.map([], at: at)))
             fields.append(("flows", ContractNode.map([(flowName, ContractNode.map(flow, at: at))], at: at)))
         default:
-            warnings.warning("security definition of type '\(node["type"]?.scalarText ?? "")' is not Swagger 2.0's (basic, apiKey, oauth2)", at: (node["type"] ?? node).location)
+            warnings.warning(
+                "security definition of type '\(node["type"]?.scalarText ?? "")' is not Swagger 2.0's (basic, apiKey, oauth2)",
+                at: (node["type"] ?? node).location)
             return node
         }
         return ContractNode.map(fields, at: at)
@@ -341,14 +396,17 @@ struct Swagger2Converter {
         guard movesReferences, let refNode = node["$ref"], let ref = refNode.scalarText else { return node }
         let moved = Self.movedReference(ref)
         guard moved != ref else { return node }
-        return ContractNode.map((node.mappingPairs ?? []).map { pair in
-            (pair.key.scalarText ?? "", pair.key.scalarText == "$ref" ? ContractNode.string(moved, at: refNode.location) : pair.value)
-        }, at: node.location)
+        return ContractNode.map(
+            (node.mappingPairs ?? []).map { pair in
+                (pair.key.scalarText ?? "", pair.key.scalarText == "$ref" ? ContractNode.string(moved, at: refNode.location) : pair.value)
+            }, at: node.location)
     }
 
     static func movedReference(_ ref: String) -> String {
-        for (old, new) in [("#/definitions/", "#/components/schemas/"), ("#/parameters/", "#/components/parameters/"), ("#/responses/", "#/components/responses/")]
-            where ref.hasPrefix(old) {
+        for (old, new) in [
+            ("#/definitions/", "#/components/schemas/"), ("#/parameters/", "#/components/parameters/"), ("#/responses/", "#/components/responses/"),
+        ]
+        where ref.hasPrefix(old) {
             return new + ref.dropFirst(old.count)
         }
         // A reference into another file keeps its file; the place in it moves alike.
@@ -371,17 +429,36 @@ struct Swagger2Converter {
                 guard let name = key.scalarText else { continue }
                 switch name {
                 case "$ref":
-                    fields.append((name, movesReferences ? value.scalarText.map { ContractNode.string(Self.movedReference($0), at: value.location) } ?? value : value))
+                    fields.append(
+                        (
+                            name,
+                            movesReferences
+                                ? value.scalarText.map { ContractNode.string(Self.movedReference($0), at: value.location) } ?? value : value
+                        ))
                 case "type" where value.scalarText == "file":
-                    fields += [("type", ContractNode.string("string", at: value.location)), ("format", ContractNode.string("binary", at: value.location))]
+                    fields += [
+                        ("type", ContractNode.string("string", at: value.location)), ("format", ContractNode.string("binary", at: value.location)),
+                    ]
                 case "x-nullable":
                     fields.append(("nullable", value))
                 case "discriminator":
-                    fields.append((name, value.scalarText.map { ContractNode.map([("propertyName", ContractNode.string($0, at: value.location))], at: value.location) } ?? value))
+                    fields.append(
+                        (
+                            name,
+                            value.scalarText.map {
+                                ContractNode.map([("propertyName", ContractNode.string($0, at: value.location))], at: value.location)
+                            } ?? value
+                        ))
                 case "example", "default", "enum":
                     fields.append((name, value))
                 case "properties":
-                    fields.append((name, ContractNode.map((value.mappingPairs ?? []).compactMap { pair in pair.key.scalarText.map { ($0, schema(pair.value)) } }, at: value.location)))
+                    fields.append(
+                        (
+                            name,
+                            ContractNode.map(
+                                (value.mappingPairs ?? []).compactMap { pair in pair.key.scalarText.map { ($0, schema(pair.value)) } },
+                                at: value.location)
+                        ))
                 case "items", "additionalProperties", "not", "allOf", "anyOf", "oneOf":
                     fields.append((name, schema(value)))
                 default:

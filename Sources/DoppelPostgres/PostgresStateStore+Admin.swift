@@ -53,7 +53,8 @@ extension PostgresStateStore {
                 if let session = store.existing(id) {
                     try await self.write(session, on: connection)
                 } else {
-                    try await connection.query("DELETE FROM doppel_sessions WHERE namespace = \(self.options.namespace) AND id = \(id)", logger: self.logger)
+                    try await connection.query(
+                        "DELETE FROM doppel_sessions WHERE namespace = \(self.options.namespace) AND id = \(id)", logger: self.logger)
                 }
                 return response
             }
@@ -66,8 +67,9 @@ extension PostgresStateStore {
     /// A store for one admin call, with the served engine's settings and `--scenario`.
     func blankStore() -> SessionStore {
         let sessions = engine.sessions
-        let store = SessionStore(initial: engine.contract.state.initial, limit: sessions.limit, idleLimit: nil,
-                                 stateLimit: sessions.budget.limit, clock: { [engine] in engine.realNow })
+        let store = SessionStore(
+            initial: engine.contract.state.initial, limit: sessions.limit, idleLimit: nil,
+            stateLimit: sessions.budget.limit, clock: { [engine] in engine.realNow })
         store.defaultScenario = defaultScenario
         return store
     }
@@ -76,22 +78,29 @@ extension PostgresStateStore {
     private func sessions() async throws -> MockResponse {
         let namespace = options.namespace
         var items: [JSON] = []
-        for try await (id, scenario) in try await client.query("""
+        for try await (id, scenario) in try await client.query(
+            """
             SELECT id, scenario FROM doppel_sessions WHERE namespace = \(namespace) AND data IS NOT NULL ORDER BY id
-            """, logger: logger).decode((String, String?).self) {
+            """, logger: logger
+        ).decode((String, String?).self) {
             items.append(.object(JSONObject([("id", .string(id)), ("scenario", scenario.map(JSON.string) ?? .null)])))
         }
         var evicted = JSONObject([("for_room", .int(0)), ("idle", .int(0)), ("for_state", .int(0))])
-        for try await (room, idle, state) in try await client.query("""
+        for try await (room, idle, state) in try await client.query(
+            """
             SELECT evicted_room, evicted_idle, evicted_state FROM doppel_namespaces WHERE namespace = \(namespace)
-            """, logger: logger).decode((Int, Int, Int).self) {
+            """, logger: logger
+        ).decode((Int, Int, Int).self) {
             evicted = JSONObject([("for_room", .int(room)), ("idle", .int(idle)), ("for_state", .int(state))])
         }
         let sessions = engine.sessions
-        return AdminAPI.json(200, .object(JSONObject([
-            ("sessions", .array(items)), ("limit", .int(sessions.limit)),
-            ("idle_limit_seconds", sessions.idleLimit.map { .double($0) } ?? .null), ("evicted", .object(evicted)),
-        ])))
+        return AdminAPI.json(
+            200,
+            .object(
+                JSONObject([
+                    ("sessions", .array(items)), ("limit", .int(sessions.limit)),
+                    ("idle_limit_seconds", sessions.idleLimit.map { .double($0) } ?? .null), ("evicted", .object(evicted)),
+                ])))
     }
 
     /// The newest journal entries of every replica, as an in-memory journal,
@@ -99,15 +108,19 @@ extension PostgresStateStore {
     /// batches, so the rows' own order is the order they were written).
     func loadJournal() async throws -> Journal {
         let journal = Journal(capacity: engine.journal.capacity)
-        let rows = try await client.query("""
+        let rows = try await client.query(
+            """
             SELECT seq, time, session, method, path, query, status, endpoint, response, duration_us, proxied, reason, changes FROM (
                 SELECT * FROM doppel_journal WHERE namespace = \(options.namespace) ORDER BY seq DESC LIMIT \(engine.journal.capacity)) AS newest
             ORDER BY completed, seq
             """, logger: logger)
         for try await (seq, time, session, method, path, query, status, endpoint, response, duration, proxied, reason, changes) in rows.decode(
-            (Int, Double, String, String, String, String?, Int, String?, String?, Int, Bool, String?, [String]).self) {
-            journal.record(time: time, session: session, method: method, path: path, query: query, status: status, endpointID: endpoint,
-                           responseName: response, durationMicros: duration, proxied: proxied, sequence: seq, reason: reason.map { Reason($0) }, changes: changes)
+            (Int, Double, String, String, String, String?, Int, String?, String?, Int, Bool, String?, [String]).self)
+        {
+            journal.record(
+                time: time, session: session, method: method, path: path, query: query, status: status, endpointID: endpoint,
+                responseName: response, durationMicros: duration, proxied: proxied, sequence: seq, reason: reason.map { Reason($0) }, changes: changes
+            )
         }
         return journal
     }
@@ -121,11 +134,12 @@ extension PostgresStateStore {
         // Sessions and evictions are the store's, listed by GET /__doppel/sessions.
         object["sessions"] = nil
         object["sessions_evicted"] = nil
-        object["state_store"] = .object(JSONObject([
-            ("kind", "postgres"), ("url", .string(Self.redacted(options.url))), ("namespace", .string(options.namespace)),
-            ("replica", .string(replica)), ("reachable", .bool(reachable)), ("last_error", state.lastError.map(JSON.string) ?? .null),
-            ("requests_refused", .int(state.failedRequests)), ("journal_buffered", .int(buffered.0)), ("journal_dropped", .int(buffered.1)),
-        ]))
+        object["state_store"] = .object(
+            JSONObject([
+                ("kind", "postgres"), ("url", .string(Self.redacted(options.url))), ("namespace", .string(options.namespace)),
+                ("replica", .string(replica)), ("reachable", .bool(reachable)), ("last_error", state.lastError.map(JSON.string) ?? .null),
+                ("requests_refused", .int(state.failedRequests)), ("journal_buffered", .int(buffered.0)), ("journal_dropped", .int(buffered.1)),
+            ]))
         return AdminAPI.json(reachable ? 200 : 503, .object(object))
     }
 }

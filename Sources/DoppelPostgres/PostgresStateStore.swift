@@ -141,8 +141,9 @@ package final class PostgresStateStore: SharedState, Sendable {
         let configuration: PostgresClient.Configuration
         do { configuration = try Self.configuration(options) } catch { throw error }
         try await Self.probe(options, configuration: configuration, logger: logger)
-        let store = PostgresStateStore(client: PostgresClient(configuration: configuration, backgroundLogger: logger), options: options,
-                                       engine: engine, catalog: catalog, logger: logger)
+        let store = PostgresStateStore(
+            client: PostgresClient(configuration: configuration, backgroundLogger: logger), options: options,
+            engine: engine, catalog: catalog, logger: logger)
         store.tasks.withLock { $0.append(Task { await store.client.run() }) }
         do {
             try await Self.deadline(10) { try await store.prepare() }
@@ -154,7 +155,10 @@ package final class PostgresStateStore: SharedState, Sendable {
             throw error.closureError as! OpeningError
         } catch is Timeout {
             store.stop()
-            throw OpeningError(description: "cannot use the state store \(Self.redacted(options.url)): no answer within 10 s; is PostgreSQL running there, and does it accept this user?")
+            throw OpeningError(
+                description:
+                    "cannot use the state store \(Self.redacted(options.url)): no answer within 10 s; is PostgreSQL running there, and does it accept this user?"
+            )
         } catch {
             store.stop()
             throw OpeningError(description: "cannot use the state store \(Self.redacted(options.url)): \(Self.describe(error))")
@@ -174,7 +178,8 @@ package final class PostgresStateStore: SharedState, Sendable {
             // replica of another contract would be refused, seeing it live).
             for task in background { await task.value }
             try await self.flush()
-            try await self.client.query("DELETE FROM doppel_replicas WHERE namespace = \(self.options.namespace) AND replica = \(self.replica)", logger: self.logger)
+            try await self.client.query(
+                "DELETE FROM doppel_replicas WHERE namespace = \(self.options.namespace) AND replica = \(self.replica)", logger: self.logger)
         }
         stop()
     }
@@ -187,7 +192,8 @@ package final class PostgresStateStore: SharedState, Sendable {
 
     static func configuration(_ options: Options) throws(OpeningError) -> PostgresClient.Configuration {
         guard let url = URLComponents(string: options.url), url.scheme == "postgres" || url.scheme == "postgresql",
-              let host = url.host, !host.isEmpty, let user = url.user, !user.isEmpty else {
+            let host = url.host, !host.isEmpty, let user = url.user, !user.isEmpty
+        else {
             throw OpeningError(description: "--state-store must be postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE, not \(redacted(options.url))")
         }
         let database = url.path.hasPrefix("/") ? String(url.path.dropFirst()) : url.path
@@ -199,8 +205,9 @@ package final class PostgresStateStore: SharedState, Sendable {
         case "require": tls = .require(.makeClientConfiguration())
         default: throw OpeningError(description: "--state-store's sslmode must be disable, prefer or require, not \(mode)")
         }
-        var configuration = PostgresClient.Configuration(host: host, port: url.port ?? 5432, username: user, password: url.password,
-                                                         database: database.isEmpty ? nil : database, tls: tls)
+        var configuration = PostgresClient.Configuration(
+            host: host, port: url.port ?? 5432, username: user, password: url.password,
+            database: database.isEmpty ? nil : database, tls: tls)
         configuration.options.maximumConnections = options.connections
         configuration.options.connectTimeout = .milliseconds(Int64(options.timeout * 1000))
         // The server ends a lock wait or a statement at half the timeout, so
@@ -209,7 +216,8 @@ package final class PostgresStateStore: SharedState, Sendable {
         // for a transaction that was rolled back.
         let millis = String(max(1, Int(options.timeout * 500)))
         configuration.options.additionalStartupParameters = [
-            ("statement_timeout", millis), ("lock_timeout", millis), ("idle_in_transaction_session_timeout", String(Int(max(5, options.timeout * 2) * 1000))),
+            ("statement_timeout", millis), ("lock_timeout", millis),
+            ("idle_in_transaction_session_timeout", String(Int(max(5, options.timeout * 2) * 1000))),
             ("application_name", "doppel"),
         ]
         return configuration
@@ -230,9 +238,10 @@ package final class PostgresStateStore: SharedState, Sendable {
         } catch {
             throw OpeningError(description: "cannot use the state store \(redacted(options.url)): TLS cannot be set up: \(error)")
         }
-        var direct = PostgresConnection.Configuration(host: configuration.host ?? "127.0.0.1", port: configuration.port ?? 5432,
-                                                      username: configuration.username, password: configuration.password,
-                                                      database: configuration.database, tls: tls)
+        var direct = PostgresConnection.Configuration(
+            host: configuration.host ?? "127.0.0.1", port: configuration.port ?? 5432,
+            username: configuration.username, password: configuration.password,
+            database: configuration.database, tls: tls)
         direct.options.connectTimeout = .milliseconds(Int64(max(1, options.timeout) * 1000))
         direct.options.additionalStartupParameters = configuration.options.additionalStartupParameters
         let probing = direct
@@ -242,7 +251,10 @@ package final class PostgresStateStore: SharedState, Sendable {
             }
             try? await connection.close()
         } catch is Timeout {
-            throw OpeningError(description: "cannot use the state store \(redacted(options.url)): no answer within \(max(2, options.timeout * 2).formatted()) s; is PostgreSQL running there?")
+            throw OpeningError(
+                description:
+                    "cannot use the state store \(redacted(options.url)): no answer within \(max(2, options.timeout * 2).formatted()) s; is PostgreSQL running there?"
+            )
         } catch {
             throw OpeningError(description: "cannot use the state store \(redacted(options.url)): \(describeConnecting(error))")
         }
@@ -286,26 +298,36 @@ package final class PostgresStateStore: SharedState, Sendable {
             try await connection.query("SELECT pg_advisory_xact_lock(\(Self.migrationLock))", logger: logger)
             try await connection.query("CREATE TABLE IF NOT EXISTS doppel_schema (version integer NOT NULL)", logger: logger)
             var version: Int?
-            for try await found in try await connection.query("SELECT version FROM doppel_schema", logger: logger).decode(Int.self) { version = found }
+            for try await found in try await connection.query("SELECT version FROM doppel_schema", logger: logger).decode(Int.self) {
+                version = found
+            }
             if let version, version > Self.schemaVersion {
-                throw OpeningError(description: "the state store's schema is version \(version), newer than this Doppel's \(Self.schemaVersion); upgrade Doppel")
+                throw OpeningError(
+                    description: "the state store's schema is version \(version), newer than this Doppel's \(Self.schemaVersion); upgrade Doppel")
             }
             if version == nil {
-                for statement in Self.schema + Self.migrations.joined() { try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
+                for statement in Self.schema + Self.migrations.joined() {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
                 try await connection.query("INSERT INTO doppel_schema (version) VALUES (\(Self.schemaVersion))", logger: logger)
             } else if let version, version < Self.schemaVersion {
                 // Each version's changes since the one found, in order.
-                for statement in Self.migrations[(version - 1)...].joined() { try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
+                for statement in Self.migrations[(version - 1)...].joined() {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
                 try await connection.query("UPDATE doppel_schema SET version = \(Self.schemaVersion)", logger: logger)
             }
-            let contract = engine.contract.file, digest = Self.digest(of: engine.contract)
-            try await connection.query("""
+            let contract = engine.contract.file
+            let digest = Self.digest(of: engine.contract)
+            try await connection.query(
+                """
                 INSERT INTO doppel_namespaces (namespace, contract, digest) VALUES (\(options.namespace), \(contract), \(digest))
                 ON CONFLICT (namespace) DO NOTHING
                 """, logger: logger)
             var served: (contract: String, digest: String)?
             for try await row in try await connection.query(
-                "SELECT contract, digest FROM doppel_namespaces WHERE namespace = \(options.namespace) FOR UPDATE", logger: logger).decode((String, String).self) {
+                "SELECT contract, digest FROM doppel_namespaces WHERE namespace = \(options.namespace) FOR UPDATE", logger: logger
+            ).decode((String, String).self) {
                 served = row
             }
             guard let served, served.digest != digest else { return }
@@ -313,18 +335,21 @@ package final class PostgresStateStore: SharedState, Sendable {
             // it, refuse; once none does, this contract takes the namespace over
             // and its sessions start over, as a restarted in-memory server's do.
             var live = 0
-            for try await count in try await connection.query("""
+            for try await count in try await connection.query(
+                """
                 SELECT count(*) FROM doppel_replicas WHERE namespace = \(options.namespace) AND heartbeat > now() - \("\(Self.liveFor) seconds")::interval
-                """, logger: logger).decode(Int.self) {
+                """, logger: logger
+            ).decode(Int.self) {
                 live = count
             }
             guard live == 0 else {
-                throw OpeningError(description: """
-                    the state store's namespace '\(options.namespace)' is served by \(live) running replica\(live == 1 ? "" : "s") of another \
-                    contract, or another version of this one (\(served.contract)); replicas of one namespace serve the same contract file. \
-                    Stop them first (the namespace then passes to this contract, its sessions starting over), or start this one with \
-                    --state-namespace NAME
-                    """)
+                throw OpeningError(
+                    description: """
+                        the state store's namespace '\(options.namespace)' is served by \(live) running replica\(live == 1 ? "" : "s") of another \
+                        contract, or another version of this one (\(served.contract)); replicas of one namespace serve the same contract file. \
+                        Stop them first (the namespace then passes to this contract, its sessions starting over), or start this one with \
+                        --state-namespace NAME
+                        """)
             }
             for statement: PostgresQuery in [
                 "UPDATE doppel_namespaces SET contract = \(contract), digest = \(digest), epoch = epoch + 1 WHERE namespace = \(options.namespace)",
@@ -337,7 +362,7 @@ package final class PostgresStateStore: SharedState, Sendable {
         }
     }
 
-    static let migrationLock = 0x446f7070656c  // "Doppel"
+    static let migrationLock = 0x446f_7070_656c  // "Doppel"
 
     /// Version 1 of the schema.
     package static let schema = [
@@ -372,7 +397,9 @@ package final class PostgresStateStore: SharedState, Sendable {
         // changed, and when (real time) its answer was completed: replicas
         // write their entries in batches, so the order of the rows is not
         // the order of the answers.
-        ["ALTER TABLE doppel_journal ADD COLUMN reason text, ADD COLUMN changes text[] NOT NULL DEFAULT '{}', ADD COLUMN completed double precision NOT NULL DEFAULT 0"],
+        [
+            "ALTER TABLE doppel_journal ADD COLUMN reason text, ADD COLUMN changes text[] NOT NULL DEFAULT '{}', ADD COLUMN completed double precision NOT NULL DEFAULT 0"
+        ]
     ]
 
     /// What makes two contracts the same for a namespace: the contract file's bytes (FNV-1a, 64 bits).
@@ -433,17 +460,21 @@ package final class PostgresStateStore: SharedState, Sendable {
         for attempt in 0..<2 {
             var found: ByteBuffer??
             for try await data in try await connection.query(
-                "SELECT data FROM doppel_sessions WHERE namespace = \(namespace) AND id = \(id) FOR UPDATE", logger: logger).decode(ByteBuffer?.self) {
+                "SELECT data FROM doppel_sessions WHERE namespace = \(namespace) AND id = \(id) FOR UPDATE", logger: logger
+            ).decode(ByteBuffer?.self) {
                 found = .some(data)
             }
             if let found {
                 guard let bytes = found else { return nil }
-                return try SessionData(decoding: Array(bytes.readableBytesView), forced: { endpoint, name, status in
-                    self.engine.contract.forcibleResponse(endpointID: endpoint, name: name, status: status)
-                }, scenario: { name, text in self.scenario(named: name, inline: text) })
+                return try SessionData(
+                    decoding: Array(bytes.readableBytesView),
+                    forced: { endpoint, name, status in
+                        self.engine.contract.forcibleResponse(endpointID: endpoint, name: name, status: status)
+                    }, scenario: { name, text in self.scenario(named: name, inline: text) })
             }
             if attempt == 0 {
-                try await connection.query("INSERT INTO doppel_sessions (namespace, id) VALUES (\(namespace), \(id)) ON CONFLICT DO NOTHING", logger: logger)
+                try await connection.query(
+                    "INSERT INTO doppel_sessions (namespace, id) VALUES (\(namespace), \(id)) ON CONFLICT DO NOTHING", logger: logger)
             }
         }
         return nil
@@ -461,7 +492,8 @@ package final class PostgresStateStore: SharedState, Sendable {
         var bytes = ByteBuffer()
         bytes.writeBytes(data.encoded())
         let overrides = !(data.scenario?.overrides.isEmpty ?? true) || !data.forced.isEmpty
-        try await connection.query("""
+        try await connection.query(
+            """
             UPDATE doppel_sessions SET data = \(bytes), size = \(data.stateSize), scenario = \(Self.storable(data.scenario?.name)),
                 has_overrides = \(overrides), last_used = now()
             WHERE namespace = \(options.namespace) AND id = \(session.id)
@@ -491,9 +523,10 @@ package final class PostgresStateStore: SharedState, Sendable {
 
     package func complete(_ decision: Decision, status: Int, durationMicros: Int) {
         guard let entry = decision.entry else { return }
-        let row = Row(time: entry.time, session: entry.session, method: entry.method, path: entry.path, query: entry.query, status: status,
-                      endpointID: entry.endpointID, responseName: entry.responseName, durationMicros: durationMicros, proxied: decision.forwards,
-                      reason: entry.reason, changes: entry.changes, completed: engine.realNow)
+        let row = Row(
+            time: entry.time, session: entry.session, method: entry.method, path: entry.path, query: entry.query, status: status,
+            endpointID: entry.endpointID, responseName: entry.responseName, durationMicros: durationMicros, proxied: decision.forwards,
+            reason: entry.reason, changes: entry.changes, completed: engine.realNow)
         buffer.withLock { $0.add(row) }
     }
 
@@ -565,7 +598,8 @@ package final class PostgresStateStore: SharedState, Sendable {
     }
 
     private func insert(_ rows: [Row]) async throws {
-        try await client.query("""
+        try await client.query(
+            """
             INSERT INTO doppel_journal (namespace, time, session, method, path, query, status, endpoint, response, duration_us, proxied,
                                         reason, changes, completed)
             SELECT \(options.namespace), t, s, m, p, NULLIF(q, ''), st, NULLIF(e, ''), NULLIF(r, ''), d, x, NULLIF(w, ''),
@@ -604,7 +638,9 @@ package final class PostgresStateStore: SharedState, Sendable {
     private func pollOnce() async throws {
         let namespace = options.namespace
         var epoch: Int64 = 0
-        for try await found in try await client.query("SELECT epoch FROM doppel_namespaces WHERE namespace = \(namespace)", logger: logger).decode(Int64.self) {
+        for try await found in try await client.query("SELECT epoch FROM doppel_namespaces WHERE namespace = \(namespace)", logger: logger).decode(
+            Int64.self)
+        {
             epoch = found
         }
         // The journal is written after the epoch is read, so the epoch this
@@ -624,7 +660,8 @@ package final class PostgresStateStore: SharedState, Sendable {
         if epoch != status.withLock({ $0.epoch }) {
             var overridden = Set<String>()
             for try await id in try await client.query(
-                "SELECT id FROM doppel_sessions WHERE namespace = \(namespace) AND has_overrides", logger: logger).decode(String.self) {
+                "SELECT id FROM doppel_sessions WHERE namespace = \(namespace) AND has_overrides", logger: logger
+            ).decode(String.self) {
                 overridden.insert(id)
             }
             status.withLock {
@@ -637,7 +674,8 @@ package final class PostgresStateStore: SharedState, Sendable {
 
     /// Says this replica is alive, having acknowledged `epoch`.
     private func heartbeat(acked epoch: Int64) async throws {
-        try await client.query("""
+        try await client.query(
+            """
             INSERT INTO doppel_replicas (namespace, replica, heartbeat, acked) VALUES (\(options.namespace), \(replica), now(), \(epoch))
             ON CONFLICT (namespace, replica) DO UPDATE SET heartbeat = now(), acked = EXCLUDED.acked
             """, logger: logger)
@@ -646,28 +684,45 @@ package final class PostgresStateStore: SharedState, Sendable {
     /// Evicts sessions by the in-memory rules (idle, room, state budget),
     /// bounds the journal, and forgets replicas long gone.
     private func sweep() async throws {
-        let namespace = options.namespace, sessions = engine.sessions
+        let namespace = options.namespace
+        let sessions = engine.sessions
         if let idle = sessions.idleLimit {
-            let evicted = try await count(client.query("""
-                DELETE FROM doppel_sessions WHERE namespace = \(namespace) AND id <> 'default' AND data IS NOT NULL
-                AND last_used < now() - make_interval(secs => \(idle)) RETURNING 1
-                """, logger: logger))
-            if evicted > 0 { try await client.query("UPDATE doppel_namespaces SET evicted_idle = evicted_idle + \(evicted) WHERE namespace = \(namespace)", logger: logger) }
+            let evicted = try await count(
+                client.query(
+                    """
+                    DELETE FROM doppel_sessions WHERE namespace = \(namespace) AND id <> 'default' AND data IS NOT NULL
+                    AND last_used < now() - make_interval(secs => \(idle)) RETURNING 1
+                    """, logger: logger))
+            if evicted > 0 {
+                try await client.query(
+                    "UPDATE doppel_namespaces SET evicted_idle = evicted_idle + \(evicted) WHERE namespace = \(namespace)", logger: logger)
+            }
         }
-        let forRoom = try await count(client.query("""
-            DELETE FROM doppel_sessions WHERE namespace = \(namespace) AND id IN (
-                SELECT id FROM doppel_sessions WHERE namespace = \(namespace) AND id <> 'default' AND data IS NOT NULL
-                ORDER BY last_used DESC OFFSET \(max(0, sessions.limit - 1))) RETURNING 1
-            """, logger: logger))
-        if forRoom > 0 { try await client.query("UPDATE doppel_namespaces SET evicted_room = evicted_room + \(forRoom) WHERE namespace = \(namespace)", logger: logger) }
-        let forState = try await count(client.query("""
-            DELETE FROM doppel_sessions WHERE namespace = \(namespace) AND id IN (
-                SELECT id FROM (SELECT id, sum(size) OVER (ORDER BY last_used DESC, id) AS running FROM doppel_sessions
-                                WHERE namespace = \(namespace) AND id <> 'default' AND data IS NOT NULL) AS t
-                WHERE running > \(sessions.budget.limit)) RETURNING 1
-            """, logger: logger))
-        if forState > 0 { try await client.query("UPDATE doppel_namespaces SET evicted_state = evicted_state + \(forState) WHERE namespace = \(namespace)", logger: logger) }
-        try await client.query("""
+        let forRoom = try await count(
+            client.query(
+                """
+                DELETE FROM doppel_sessions WHERE namespace = \(namespace) AND id IN (
+                    SELECT id FROM doppel_sessions WHERE namespace = \(namespace) AND id <> 'default' AND data IS NOT NULL
+                    ORDER BY last_used DESC OFFSET \(max(0, sessions.limit - 1))) RETURNING 1
+                """, logger: logger))
+        if forRoom > 0 {
+            try await client.query(
+                "UPDATE doppel_namespaces SET evicted_room = evicted_room + \(forRoom) WHERE namespace = \(namespace)", logger: logger)
+        }
+        let forState = try await count(
+            client.query(
+                """
+                DELETE FROM doppel_sessions WHERE namespace = \(namespace) AND id IN (
+                    SELECT id FROM (SELECT id, sum(size) OVER (ORDER BY last_used DESC, id) AS running FROM doppel_sessions
+                                    WHERE namespace = \(namespace) AND id <> 'default' AND data IS NOT NULL) AS t
+                    WHERE running > \(sessions.budget.limit)) RETURNING 1
+                """, logger: logger))
+        if forState > 0 {
+            try await client.query(
+                "UPDATE doppel_namespaces SET evicted_state = evicted_state + \(forState) WHERE namespace = \(namespace)", logger: logger)
+        }
+        try await client.query(
+            """
             DELETE FROM doppel_journal WHERE namespace = \(namespace) AND seq <= (
                 SELECT seq FROM doppel_journal WHERE namespace = \(namespace) ORDER BY seq DESC OFFSET \(engine.journal.capacity) LIMIT 1)
             """, logger: logger)
@@ -688,16 +743,19 @@ package final class PostgresStateStore: SharedState, Sendable {
         let namespace = options.namespace
         var epoch: Int64 = 0
         for try await found in try await client.query(
-            "UPDATE doppel_namespaces SET epoch = epoch + 1 WHERE namespace = \(namespace) RETURNING epoch", logger: logger).decode(Int64.self) {
+            "UPDATE doppel_namespaces SET epoch = epoch + 1 WHERE namespace = \(namespace) RETURNING epoch", logger: logger
+        ).decode(Int64.self) {
             epoch = found
         }
         let live = "\(Self.liveFor) seconds"
         while true {
             var waiting = 0
-            for try await found in try await client.query("""
+            for try await found in try await client.query(
+                """
                 SELECT count(*) FROM doppel_replicas WHERE namespace = \(namespace) AND acked < \(epoch)
                 AND heartbeat > now() - \(live)::interval
-                """, logger: logger).decode(Int.self) {
+                """, logger: logger
+            ).decode(Int.self) {
                 waiting = found
             }
             if waiting == 0 { return }
@@ -726,12 +784,14 @@ package final class PostgresStateStore: SharedState, Sendable {
                 work.withLock { $0 }?.cancel()
                 waiting.resume(throwing: Timeout(seconds: seconds))
             }
-            work.withLock { $0 = Task {
-                let result: Result<T, any Error>
-                do { result = .success(try await body()) } catch { result = .failure(error) }
-                timer.cancel()
-                outcome.withLock { $0.take() }?.resume(with: result)
-            } }
+            work.withLock {
+                $0 = Task {
+                    let result: Result<T, any Error>
+                    do { result = .success(try await body()) } catch { result = .failure(error) }
+                    timer.cancel()
+                    outcome.withLock { $0.take() }?.resume(with: result)
+                }
+            }
         }
     }
 

@@ -22,7 +22,9 @@ enum BodyShape {
         let type = contentType.map(MediaTypes.essence)
         if let stream = response.stream {
             // A stream's parts arrive as one body: its type, and each item against `item_schema` where one is given.
-            guard type == MediaTypes.essence(stream.contentType) else { return ["Content-Type is \(contentType ?? "absent"), not \(stream.contentType)"] }
+            guard type == MediaTypes.essence(stream.contentType) else {
+                return ["Content-Type is \(contentType ?? "absent"), not \(stream.contentType)"]
+            }
             guard let itemSchema = response.itemSchema, let media = contentType.flatMap(SequentialMedia.init) else { return [] }
             return itemProblems(body, media: media, schema: itemSchema, registry: registry)
         }
@@ -36,7 +38,9 @@ enum BodyShape {
             guard type.map(MediaTypes.isJSON) ?? false else { return ["Content-Type is \(contentType ?? "absent"), not JSON"] }
             guard let value = try? JSONReader.parse(body) else { return ["the body is not JSON"] }
             if let schema = response.schema {
-                return SchemaValidator(registry: registry).validate(value, against: schema).map { "\($0.pointer.isEmpty ? "/" : $0.pointer): \($0.message)" }
+                return SchemaValidator(registry: registry).validate(value, against: schema).map {
+                    "\($0.pointer.isEmpty ? "/" : $0.pointer): \($0.message)"
+                }
             }
             var problems: [String] = []
             shape(of: value, against: template, at: "", into: &problems)
@@ -85,8 +89,10 @@ enum BodyShape {
     }
 
     /// Each member the contract gives: present in `actual`, then checked by `check`.
-    static func each<Member>(_ members: some Sequence<(String, Member)>, of actual: JSONObject, at pointer: String, into problems: inout [String],
-                             check: (JSON, Member, String, inout [String]) -> Void) {
+    static func each<Member>(
+        _ members: some Sequence<(String, Member)>, of actual: JSONObject, at pointer: String, into problems: inout [String],
+        check: (JSON, Member, String, inout [String]) -> Void
+    ) {
         for (name, member) in members {
             let at = pointer + "/" + SchemaValidator.escape(name)
             guard let present = actual[name] else {
@@ -119,10 +125,13 @@ enum BodyShape {
             guard let actual = value.arrayValue else { return problems.append("\(place): expected array, got \(kind(of: value))") }
             guard let first = items.first else { return }
             for (index, item) in actual.enumerated() {
-                shape(of: item, against: rendering && index < items.count ? items[index] : first, at: "\(pointer)/\(index)", into: &problems, rendering: rendering)
+                shape(
+                    of: item, against: rendering && index < items.count ? items[index] : first, at: "\(pointer)/\(index)", into: &problems,
+                    rendering: rendering)
             }
         default:
-            let want = kind(of: expected), got = kind(of: value)
+            let want = kind(of: expected)
+            let got = kind(of: value)
             // An integer is a number; a number where an integer was shown is not (unless rendered).
             if want == got || (want == "number" && got == "integer") || (rendering && want == "integer" && got == "number") { return }
             problems.append("\(place): expected \(want), got \(got)")

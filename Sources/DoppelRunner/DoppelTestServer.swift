@@ -40,8 +40,10 @@ public final class DoppelTestServer: Sendable {
     }
 
     /// Starts a server for an engine you built (a custom clock, a contract loaded from text).
-    public static func start(engine: MockEngine, configuration: ServerConfiguration = .testing,
-                             scenarios: ScenarioCatalog = ScenarioCatalog()) async throws -> DoppelTestServer {
+    public static func start(
+        engine: MockEngine, configuration: ServerConfiguration = .testing,
+        scenarios: ScenarioCatalog = ScenarioCatalog()
+    ) async throws -> DoppelTestServer {
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         let app = buildApplication(engine: engine, configuration: configuration, scenarios: scenarios) { port in
             continuation.yield(port)
@@ -61,7 +63,8 @@ public final class DoppelTestServer: Sendable {
             throw TestServerError(message: "the server stopped before it started listening")
         }
         let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
-        return DoppelTestServer(baseURL: URL(string: "\(configuration.scheme)://\(host):\(port)")!, port: port, engine: engine, task: task, group: group)
+        return DoppelTestServer(
+            baseURL: URL(string: "\(configuration.scheme)://\(host):\(port)")!, port: port, engine: engine, task: task, group: group)
     }
 
     /// A server that does not listen: `baseURL` only names it, and its
@@ -71,14 +74,18 @@ public final class DoppelTestServer: Sendable {
     }
 
     /// Runs `body` with a started server and stops it afterwards, even on error.
-    public static func with<T: Sendable>(contract file: String, configuration: ServerConfiguration = .testing,
-                                         _ body: (DoppelTestServer) async throws -> T) async throws -> T {
+    public static func with<T: Sendable>(
+        contract file: String, configuration: ServerConfiguration = .testing,
+        _ body: (DoppelTestServer) async throws -> T
+    ) async throws -> T {
         try await with(server: start(contract: file, configuration: configuration), body)
     }
 
     /// Runs `body` with a server for an engine you built, and stops it afterwards.
-    public static func with<T: Sendable>(engine: MockEngine, configuration: ServerConfiguration = .testing,
-                                         _ body: (DoppelTestServer) async throws -> T) async throws -> T {
+    public static func with<T: Sendable>(
+        engine: MockEngine, configuration: ServerConfiguration = .testing,
+        _ body: (DoppelTestServer) async throws -> T
+    ) async throws -> T {
         try await with(server: start(engine: engine, configuration: configuration), body)
     }
 

@@ -25,7 +25,9 @@ public enum MultipartBody {
 
     /// The body, with parts separated by `boundary` (the core's `FormEncoding`, which sample requests use too).
     public static func encode(_ parts: [Part], boundary: String) -> Data {
-        Data(FormEncoding.multipart(parts.map { ($0.name, $0.filename, $0.contentType, $0.content) },
-                                    boundary: boundary))
+        Data(
+            FormEncoding.multipart(
+                parts.map { ($0.name, $0.filename, $0.contentType, $0.content) },
+                boundary: boundary))
     }
 }

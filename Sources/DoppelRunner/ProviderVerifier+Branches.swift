@@ -32,8 +32,9 @@ extension ProviderVerifier.Run {
     /// The sample body's object and the body schema's members, when the body is JSON.
     func bodyMembers(of endpoint: Endpoint) -> (sample: JSONObject, properties: [(String, Schema)])? {
         guard let spec = endpoint.body, let schema = spec.schema.map(resolved),
-              spec.contentTypes.isEmpty || spec.contentTypes.contains(where: MediaTypes.isJSON),
-              case .object(let sample)? = try? JSONReader.parse(samples.request(for: endpoint, from: oracle).body) else { return nil }
+            spec.contentTypes.isEmpty || spec.contentTypes.contains(where: MediaTypes.isJSON),
+            case .object(let sample)? = try? JSONReader.parse(samples.request(for: endpoint, from: oracle).body)
+        else { return nil }
         return (sample, schema.properties.map { ($0.0, resolved($0.1)) })
     }
 
@@ -49,13 +50,16 @@ extension ProviderVerifier.Run {
                 found.append(("valid request, body \(edit)", edit.apply))
             }
         }
-        let sampler = SchemaSampler(registry: contract.schemas), validator = SchemaValidator(registry: contract.schemas)
+        let sampler = SchemaSampler(registry: contract.schemas)
+        let validator = SchemaValidator(registry: contract.schemas)
         // The body's own branches: each a whole body, kept only where the whole schema takes it.
         // A branch the example already takes is sent by the valid request.
         for (index, branch, value) in Self.branchSamples(of: whole, sampler: sampler) where found.count < Self.maximumBranches {
             guard case .object(var object) = value, !validator.validate(.object(sample), against: branch).isEmpty else { continue }
             // Members outside the branches (the sample's) stay, as a client sends them.
-            for (name, member) in sample.pairs where object[name] == nil && whole.properties.contains(where: { $0.0 == name }) { object[name] = member }
+            for (name, member) in sample.pairs where object[name] == nil && whole.properties.contains(where: { $0.0 == name }) {
+                object[name] = member
+            }
             guard validator.validate(.object(object), against: whole).isEmpty else { continue }
             let body = JSONWriter.encode(.object(object))
             found.append(("valid request, body of branch \(index + 1) of its \(whole.oneOf.isEmpty ? "anyOf" : "oneOf")", { $0.body = body }))
@@ -97,7 +101,8 @@ extension ProviderVerifier.Run {
             let literals = Self.textLiterals(in: source).map(JSON.string)
             var sets: [(String, JSON)] = []
             for (name, schema) in properties {
-                for value in (schema.enumValues ?? []) + (schema.types == ["string"] || schema.types == nil ? literals + [.string("doppel-verify-not-listed")] : [])
+                for value in (schema.enumValues ?? [])
+                    + (schema.types == ["string"] || schema.types == nil ? literals + [.string("doppel-verify-not-listed")] : [])
                 where value != sample[name] {
                     sets.append((name, value))
                 }

@@ -77,21 +77,26 @@ extension ProviderVerifier.Run {
             let relevant = prefixes.filter { prefix in
                 guard let creator = prefix.first else { return true }
                 let collection = creator.path.template
-                return creator.id != endpoint.id && (endpoint.path.template.hasPrefix(collection + "/")
-                    || named.contains((collection.split(separator: "/").last.map(String.init) ?? "").lowercased()))
+                return creator.id != endpoint.id
+                    && (endpoint.path.template.hasPrefix(collection + "/")
+                        || named.contains((collection.split(separator: "/").last.map(String.init) ?? "").lowercased()))
             }
             var best: [Int: [Endpoint]] = [:]
             for prefix in relevant {
-                for (status, steps) in planner.firstStatuses(prefix: prefix, repeating: endpoint) where best[status].map({ steps.count < $0.count }) ?? true {
+                for (status, steps) in planner.firstStatuses(prefix: prefix, repeating: endpoint)
+                where best[status].map({ steps.count < $0.count }) ?? true {
                     best[status] = steps
                 }
             }
             for status in best.keys.sorted() {
                 guard let steps = best[status] else { continue }
                 if (200...299).contains(status), reachedBy[endpoint.id] == nil { reachedBy[endpoint.id] = steps }
-                add(Walk(purpose: "\(endpoint.id) \(status)", steps: steps), single: !(200...299).contains(status) && !checks.contains {
-                    $0.endpointID == endpoint.id && $0.status == status
-                })
+                add(
+                    Walk(purpose: "\(endpoint.id) \(status)", steps: steps),
+                    single: !(200...299).contains(status)
+                        && !checks.contains {
+                            $0.endpointID == endpoint.id && $0.status == status
+                        })
             }
         }
         // Each change of state read back: a write that succeeds, then every read whose answer it changes.
@@ -111,7 +116,8 @@ extension ProviderVerifier.Run {
             }
             add(Walk(purpose: "random walk \(index + 1)", steps: steps))
         }
-        let stopped = planner.exhausted
+        let stopped =
+            planner.exhausted
             ? "planning stopped after \(Planner.maximumAnswers) answers of the contract's engine (\(endpoints.count) endpoints): the sequences found so far and the random ones are sent; --endpoint plans the rest"
             : nil
         return (walks, stopped)
@@ -178,7 +184,8 @@ extension ProviderVerifier.Run {
             guard let a = try? JSONReader.parse(before.body), let b = try? JSONReader.parse(after.body) else { return before.body != after.body }
             // Values the contract derives from state, compared as a provider's would be.
             guard let response = reader.documentedResponses.first(where: { $0.name == after.responseName }),
-                  let place = StateDerivation(endpoint: reader, response: response).places(of: response) else { return false }
+                let place = StateDerivation(endpoint: reader, response: response).places(of: response)
+            else { return false }
             var differences: [String] = []
             ProviderVerifier.Run.compare(b, expected: a, stable: a, place: place, at: "", into: &differences)
             return !differences.isEmpty
@@ -204,7 +211,9 @@ extension ProviderVerifier.Run {
         }
         for walk in planned.0.walks {
             let last = walk.steps.last!
-            var check = ProviderVerifier.Check(endpointID: last.id, name: "sequence: \(walk.purpose) (\(walk.steps.count) step\(walk.steps.count == 1 ? "" : "s"))", outcome: .notReached, summary: "")
+            var check = ProviderVerifier.Check(
+                endpointID: last.id, name: "sequence: \(walk.purpose) (\(walk.steps.count) step\(walk.steps.count == 1 ? "" : "s"))",
+                outcome: .notReached, summary: "")
             var result = await send(walk.steps)
             if let notSent = result.notSent {
                 check.summary = notSent
@@ -245,7 +254,8 @@ extension ProviderVerifier.Run {
             check.statuses = [result.sent[failing].expected.status]
             check.sentAt = Date()
             check.summary = "step \(failing + 1) of \(failing + 1) (\(steps[failing].id)): " + (result.differences.first ?? "differs")
-            check.details = ["  the sequence, from a fresh start:"] + result.transcript.map { "    " + $0 }
+            check.details =
+                ["  the sequence, from a fresh start:"] + result.transcript.map { "    " + $0 }
                 + result.differences.dropFirst().map { "  " + $0 }
                 + ["  a scenario that reproduces it (doppel run --target \(verifier.baseURL.absoluteString) FILE):"]
                 + scenario(result).split(separator: "\n", omittingEmptySubsequences: false).map { "    " + $0 }
@@ -305,7 +315,9 @@ extension ProviderVerifier.Run {
                 result.transcript.append("\(index + 1). \(outgoing.method) \(outgoing.path) → no answer (the contract: \(expected.status))")
                 return result
             }
-            result.transcript.append("\(index + 1). \(outgoing.method) \(outgoing.path)\(outgoing.query.map { "?" + $0 } ?? "") → \(answer.status) (the contract: \(expected.status))")
+            result.transcript.append(
+                "\(index + 1). \(outgoing.method) \(outgoing.path)\(outgoing.query.map { "?" + $0 } ?? "") → \(answer.status) (the contract: \(expected.status))"
+            )
             var differences: [String] = []
             if answer.status != expected.status {
                 differences.append("expected \(expected.status)\(describe(expected, of: endpoint)), got \(answer.status)")
@@ -329,8 +341,9 @@ extension ProviderVerifier.Run {
     /// The values the contract derives from state, the provider's against the contract's.
     func stateValues(_ actual: JSON?, expected: MockResponse, later: MockResponse, of endpoint: Endpoint) -> [String] {
         guard let response = endpoint.documentedResponses.first(where: { $0.name == expected.responseName }),
-              let place = StateDerivation(endpoint: endpoint, response: response).places(of: response),
-              let wanted = try? JSONReader.parse(expected.body), let actual else { return [] }
+            let place = StateDerivation(endpoint: endpoint, response: response).places(of: response),
+            let wanted = try? JSONReader.parse(expected.body), let actual
+        else { return [] }
         // Only values the same on a later clock: a date, a generated id, are not state's.
         let stable = later.status == expected.status ? (try? JSONReader.parse(later.body)) : nil
         guard let stable else { return [] }
@@ -340,13 +353,17 @@ extension ProviderVerifier.Run {
     }
 
     /// Compares the places derived from state whose value is exact (see `StateDerivation`).
-    static func compare(_ actual: JSON, expected: JSON, stable: JSON, place: StateDerivation.Place, at pointer: String, into differences: inout [String]) {
+    static func compare(
+        _ actual: JSON, expected: JSON, stable: JSON, place: StateDerivation.Place, at pointer: String, into differences: inout [String]
+    ) {
         guard differences.count < 20 else { return }
         switch place {
         case .free:
             return
         case .object(let members):
-            guard let actualObject = actual.objectValue, let expectedObject = expected.objectValue, let stableObject = stable.objectValue else { return }
+            guard let actualObject = actual.objectValue, let expectedObject = expected.objectValue, let stableObject = stable.objectValue else {
+                return
+            }
             for (key, member) in members {
                 guard let wanted = expectedObject[key], let steady = stableObject[key] else { continue }
                 let at = pointer + "/" + SchemaValidator.escape(key)
@@ -360,7 +377,9 @@ extension ProviderVerifier.Run {
         case .array(let items):
             guard let actualItems = actual.arrayValue, let expectedItems = expected.arrayValue, let stableItems = stable.arrayValue else { return }
             for (index, item) in items.enumerated() where index < actualItems.count && index < expectedItems.count && index < stableItems.count {
-                compare(actualItems[index], expected: expectedItems[index], stable: stableItems[index], place: item, at: pointer + "/\(index)", into: &differences)
+                compare(
+                    actualItems[index], expected: expectedItems[index], stable: stableItems[index], place: item, at: pointer + "/\(index)",
+                    into: &differences)
             }
         case .derived(let plain):
             compareValue(actual, expected: expected, stable: stable, plain: plain, at: pointer, into: &differences)
@@ -393,10 +412,14 @@ extension ProviderVerifier.Run {
             }
         case .string:
             guard plain, actual != expected else { return }
-            differences.append("\(pointer.isEmpty ? "/" : pointer): expected \(JSONWriter.encodeString(expected)) from the session's state, got \(JSONWriter.encodeString(actual))")
+            differences.append(
+                "\(pointer.isEmpty ? "/" : pointer): expected \(JSONWriter.encodeString(expected)) from the session's state, got \(JSONWriter.encodeString(actual))"
+            )
         default:
             guard !Self.sameValue(actual, expected) else { return }
-            differences.append("\(pointer.isEmpty ? "/" : pointer): expected \(JSONWriter.encodeString(expected)) from the session's state, got \(JSONWriter.encodeString(actual))")
+            differences.append(
+                "\(pointer.isEmpty ? "/" : pointer): expected \(JSONWriter.encodeString(expected)) from the session's state, got \(JSONWriter.encodeString(actual))"
+            )
         }
     }
 
@@ -412,16 +435,22 @@ extension ProviderVerifier.Run {
     func freshStart(_ side: inout Side) async throws(ProviderVerifier.CommandFailure) {
         if let command = options.tokenCommand {
             let token = try await ProviderVerifier.runCommand(command, timeout: options.timeout).trimmingCharacters(in: .whitespacesAndNewlines)
-            guard !token.isEmpty, !token.contains("\n") else { throw .init(description: "--token-command printed \(token.isEmpty ? "nothing" : "more than one line"); it must print one token") }
+            guard !token.isEmpty, !token.contains("\n") else {
+                throw .init(description: "--token-command printed \(token.isEmpty ? "nothing" : "more than one line"); it must print one token")
+            }
             side.freshToken = token
         }
         if let command = options.sessionCommand {
-            for line in try await ProviderVerifier.runCommand(command, timeout: options.timeout).split(whereSeparator: \.isNewline) where !line.trimmingCharacters(in: .whitespaces).isEmpty {
+            for line in try await ProviderVerifier.runCommand(command, timeout: options.timeout).split(whereSeparator: \.isNewline)
+            where !line.trimmingCharacters(in: .whitespaces).isEmpty {
                 guard let colon = line.firstIndex(of: ":"), colon != line.startIndex else {
                     throw .init(description: "--session-command printed '\(line.prefix(80))'; each line must be a header, 'Name: value'")
                 }
-                side.freshHeaders.append((name: String(line[..<colon]).trimmingCharacters(in: .whitespaces),
-                                          value: String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)))
+                side.freshHeaders.append(
+                    (
+                        name: String(line[..<colon]).trimmingCharacters(in: .whitespaces),
+                        value: String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
+                    ))
             }
         }
         if let setup = options.setup {
@@ -430,7 +459,9 @@ extension ProviderVerifier.Run {
             let result = await runner.run(setup, session: side.session ?? "default")
             if let failed = result.steps.firstIndex(where: { $0.outcome == .failed }) {
                 let step = result.steps[failed]
-                throw .init(description: "--setup \(setup.file): step \(failed + 1) (\(step.name)) failed: \(([step.summary] + step.details).joined(separator: "; "))")
+                throw .init(
+                    description:
+                        "--setup \(setup.file): step \(failed + 1) (\(step.name)) failed: \(([step.summary] + step.details).joined(separator: "; "))")
             }
             if let token = result.captured["token"] {
                 guard let text = token.stringValue, !text.isEmpty else {
@@ -454,8 +485,9 @@ extension ProviderVerifier.Run {
         let result = await runner.run(setup, session: session)
         if let failed = result.steps.firstIndex(where: { $0.outcome == .failed }) {
             let step = result.steps[failed]
-            throw .init(description: "--setup \(setup.file): step \(failed + 1) (\(step.name)) fails against the contract itself: "
-                        + ([step.summary] + step.details).joined(separator: "; "))
+            throw .init(
+                description: "--setup \(setup.file): step \(failed + 1) (\(step.name)) fails against the contract itself: "
+                    + ([step.summary] + step.details).joined(separator: "; "))
         }
         return result.captured["token"]?.stringValue
     }
@@ -465,20 +497,23 @@ extension ProviderVerifier.Run {
     /// The failing sequence as a scenario file `doppel run --target` runs:
     /// ids the provider issued are captured and used by the later steps.
     func scenario(_ result: WalkResult) -> String {
-        var lines = ["# doppel verify --seed \(options.seed): the shortest sequence found that fails",
-                     "contract: \(URL(fileURLWithPath: contract.file).standardizedFileURL.path)",
-                     "steps:"]
+        var lines = [
+            "# doppel verify --seed \(options.seed): the shortest sequence found that fails",
+            "contract: \(URL(fileURLWithPath: contract.file).standardizedFileURL.path)",
+            "steps:",
+        ]
         if let setup = options.setup {
             lines.insert("# from a fresh start: put the steps of \(setup.file) (--setup) first, and use its token", at: 1)
         }
         var captured: [String: String] = [:]  // id → name
         // Doppel's own sample credentials are written out, so the scenario runs;
         // any other (the user's, one the provider issued) is not.
-        let samples = Set(contract.authSchemes.values.map { scheme -> String in
-            switch sampleCredential(for: scheme, token: nil) {
-            case .header(_, let value), .query(_, let value): value
-            }
-        })
+        let samples = Set(
+            contract.authSchemes.values.map { scheme -> String in
+                switch sampleCredential(for: scheme, token: nil) {
+                case .header(_, let value), .query(_, let value): value
+                }
+            })
         for (index, step) in result.sent.enumerated() {
             let request = step.request
             func placed(_ text: String) -> String {
@@ -501,17 +536,22 @@ extension ProviderVerifier.Run {
             }
             var expect = "{ status: \(step.expected.status) }"
             if index == result.failedAt, !result.differences.isEmpty, step.target?.status == step.expected.status,
-               let wanted = try? JSONReader.parse(step.expected.body), let response = step.endpoint.documentedResponses.first(where: { $0.name == step.expected.responseName }),
-               let place = StateDerivation(endpoint: step.endpoint, response: response).places(of: response) {
+                let wanted = try? JSONReader.parse(step.expected.body),
+                let response = step.endpoint.documentedResponses.first(where: { $0.name == step.expected.responseName }),
+                let place = StateDerivation(endpoint: step.endpoint, response: response).places(of: response)
+            {
                 if let values = Self.exactValues(wanted, place: place) {
                     expect = "{ status: \(step.expected.status), body: \(JSONWriter.encodeString(values)) }"
                 }
             }
             lines.append("    expect: \(expect)")
             if (200...299).contains(step.expected.status), step.request.method == "POST", step.endpoint.path.parameterNames.isEmpty,
-               let object = (try? JSONReader.parse(step.target.map { [UInt8]($0.body) } ?? []))?.objectValue,
-               let id = object["id"].flatMap({ $0.stringValue ?? $0.intValue.map(String.init) }), id.count >= 4 {
-                let name = (step.endpoint.path.template.split(separator: "/").last.map(String.init) ?? "record").replacingOccurrences(of: "-", with: "_") + "_id_\(index + 1)"
+                let object = (try? JSONReader.parse(step.target.map { [UInt8]($0.body) } ?? []))?.objectValue,
+                let id = object["id"].flatMap({ $0.stringValue ?? $0.intValue.map(String.init) }), id.count >= 4
+            {
+                let name =
+                    (step.endpoint.path.template.split(separator: "/").last.map(String.init) ?? "record").replacingOccurrences(of: "-", with: "_")
+                    + "_id_\(index + 1)"
                 captured[id] = name
                 lines.append("    capture: { \(name): body.id }")
             }
@@ -568,7 +608,8 @@ extension ProviderVerifier {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
         process.arguments = ["-c", command]
-        let output = Pipe(), errors = Pipe()
+        let output = Pipe()
+        let errors = Pipe()
         process.standardOutput = output
         process.standardError = errors
         process.standardInput = FileHandle.nullDevice
@@ -591,7 +632,8 @@ extension ProviderVerifier {
         while collected.get() == nil, Date() < deadline.addingTimeInterval(1) { usleep(5_000) }
         let text = String(decoding: collected.get() ?? Data(), as: UTF8.self)
         guard process.terminationStatus == 0 else {
-            let said = String(decoding: (try? errors.fileHandleForReading.read(upToCount: 2_000)) ?? Data(), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            let said = String(decoding: (try? errors.fileHandleForReading.read(upToCount: 2_000)) ?? Data(), as: UTF8.self).trimmingCharacters(
+                in: .whitespacesAndNewlines)
             throw CommandFailure(description: "'\(command)' exited with \(process.terminationStatus)" + (said.isEmpty ? "" : ": \(said)"))
         }
         return text
@@ -600,8 +642,16 @@ extension ProviderVerifier {
     private final class OutputBox: @unchecked Sendable {
         private let lock = NSLock()
         private var data: Data?
-        func set(_ value: Data) { lock.lock(); data = value; lock.unlock() }
-        func get() -> Data? { lock.lock(); defer { lock.unlock() }; return data }
+        func set(_ value: Data) {
+            lock.lock()
+            data = value
+            lock.unlock()
+        }
+        func get() -> Data? {
+            lock.lock()
+            defer { lock.unlock() }
+            return data
+        }
     }
 }
 

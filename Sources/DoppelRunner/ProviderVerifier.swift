@@ -175,10 +175,12 @@ public struct ProviderVerifier: Sendable {
         let named = Set(chosen.flatMap { Run.namedCollections(of: $0, contract: contract) })
         func first(_ endpoint: Endpoint) -> Int {
             guard endpoint.method == "POST", endpoint.path.parameterNames.isEmpty,
-                  let last = endpoint.path.template.split(separator: "/").last else { return 1 }
+                let last = endpoint.path.template.split(separator: "/").last
+            else { return 1 }
             return named.contains(last.lowercased()) ? 0 : 1
         }
-        return chosen.enumerated().sorted { (rank($0.element), first($0.element), $0.offset) < (rank($1.element), first($1.element), $1.offset) }.map(\.element)
+        return chosen.enumerated().sorted { (rank($0.element), first($0.element), $0.offset) < (rank($1.element), first($1.element), $1.offset) }.map(
+            \.element)
     }
 
     func coverage(of checks: [Check]) -> [Coverage] {
@@ -209,7 +211,10 @@ public struct ProviderVerifier: Sendable {
 
         func request(for endpoint: Endpoint, from engine: MockEngine) -> RecordedRequest {
             lock.lock()
-            if let known = built[endpoint.id] { lock.unlock(); return known }
+            if let known = built[endpoint.id] {
+                lock.unlock()
+                return known
+            }
             lock.unlock()
             let sample = engine.sampleRequest(for: endpoint)
             lock.lock()
@@ -255,7 +260,8 @@ public struct ProviderVerifier: Sendable {
         init(verifier: ProviderVerifier) {
             self.verifier = verifier
             self.oracle = MockEngine(contract: verifier.contract, journalCapacity: 100)
-            self.laterOracle = MockEngine(contract: verifier.contract, journalCapacity: 10, clock: { Date().timeIntervalSince1970 + 40 * 86_400 + 61 })
+            self.laterOracle = MockEngine(
+                contract: verifier.contract, journalCapacity: 10, clock: { Date().timeIntervalSince1970 + 40 * 86_400 + 61 })
             self.random = SplitMix64(seed: verifier.options.seed)
         }
 
@@ -273,11 +279,13 @@ public struct ProviderVerifier: Sendable {
                 checks.append(await expect(endpoint, "unknown id", pathValue: unknown, only404: true))
             }
             if let last = endpoint.path.parameterNames.last, let schema = endpoint.pathParameters?.property(last).map(resolved),
-               let types = schema.types, types.count == 1, ["integer", "number"].contains(types[0]) {
+                let types = schema.types, types.count == 1, ["integer", "number"].contains(types[0])
+            {
                 checks.append(await expect(endpoint, "path parameter '\(last)' of the wrong type", change: { _ in }, pathValue: "not-a-number"))
             }
             if let last = endpoint.path.parameterNames.last, let schema = endpoint.pathParameters?.property(last).map(resolved),
-               let outside = Self.queryOutOfRange(schema) {
+                let outside = Self.queryOutOfRange(schema)
+            {
                 checks.append(await expect(endpoint, "path parameter '\(last)' out of range (\(outside))", change: { _ in }, pathValue: outside))
             }
             let run = self
@@ -303,7 +311,8 @@ public struct ProviderVerifier: Sendable {
             change?(&sample)
             let expected = oracleAnswer(sample)
             if isRefusal(expected.status, of: endpoint, asInvalid: true) {
-                check.summary = "Doppel could not build a request the contract accepts (it answers \(expected.status)): give the body or its parameters an example"
+                check.summary =
+                    "Doppel could not build a request the contract accepts (it answers \(expected.status)): give the body or its parameters an example"
                 check.details = [curl(sample), "  the contract's answer: " + String(decoding: expected.body.prefix(500), as: UTF8.self)]
                 return check
             }
@@ -325,7 +334,8 @@ public struct ProviderVerifier: Sendable {
             }
             // A documented refusal of a request the contract takes is still a refusal.
             if isRefusal(answer.status, of: endpoint, asInvalid: true), !isRefusal(expected.status, of: endpoint, asInvalid: true),
-               !(200...299).contains(answer.status) {
+                !(200...299).contains(answer.status)
+            {
                 check.outcome = .failed
                 check.statuses = [answer.status]
                 check.summary = "the target refused a request the contract accepts: got \(answer.status), the contract answers \(expected.status)"
@@ -348,7 +358,8 @@ public struct ProviderVerifier: Sendable {
                 return check
             }
             let actual = try? JSONReader.parse([UInt8](answer.body))
-            let problems = self.problems(answer, actual: actual, status: answer.status, of: endpoint, oracle: expected.status == answer.status ? expected : nil)
+            let problems =
+                self.problems(answer, actual: actual, status: answer.status, of: endpoint, oracle: expected.status == answer.status ? expected : nil)
                 + relations(answer, actual: actual, request: outgoing, of: endpoint, oracle: expected)
             if problems.isEmpty {
                 check.outcome = .passed
@@ -364,8 +375,10 @@ public struct ProviderVerifier: Sendable {
 
         /// A request whose answer the oracle decides: the target must give
         /// the same status, with a body of the same shape.
-        mutating func expect(_ endpoint: Endpoint, _ name: String, credentials: Bool = true, change: ((inout RecordedRequest) -> Void)? = nil,
-                             pathValue: String? = nil, only404: Bool = false) async -> Check {
+        mutating func expect(
+            _ endpoint: Endpoint, _ name: String, credentials: Bool = true, change: ((inout RecordedRequest) -> Void)? = nil,
+            pathValue: String? = nil, only404: Bool = false
+        ) async -> Check {
             var check = Check(endpointID: endpoint.id, name: name, outcome: .notReached, summary: "")
             var mirrored = request(for: endpoint, side: mirror, oracle: true, credentials: credentials, lastPathValue: pathValue)
             change?(&mirrored)
@@ -389,7 +402,8 @@ public struct ProviderVerifier: Sendable {
                 check.details = [curl(outgoing)] + bodyLines(answer)
                 return check
             }
-            let problems = self.problems(answer, actual: try? JSONReader.parse([UInt8](answer.body)), status: answer.status, of: endpoint, oracle: expected)
+            let problems = self.problems(
+                answer, actual: try? JSONReader.parse([UInt8](answer.body)), status: answer.status, of: endpoint, oracle: expected)
             if problems.isEmpty {
                 check.outcome = .passed
                 check.summary = "\(answer.status) as documented"
@@ -440,8 +454,9 @@ public struct ProviderVerifier: Sendable {
                 // read back) is held to the shape of the contract's own rendering
                 // of the same request: its types, members and every item.
                 if found.isEmpty, candidate.schema == nil, case .json(let template, _, _) = candidate.body, !template.expressions.isEmpty,
-                   let oracle, oracle.responseName == candidate.name, oracle.status == status,
-                   let rendered = try? JSONReader.parse(oracle.body), let actual {
+                    let oracle, oracle.responseName == candidate.name, oracle.status == status,
+                    let rendered = try? JSONReader.parse(oracle.body), let actual
+                {
                     BodyShape.shape(of: actual, against: rendered, at: "", into: &found, rendering: true)
                 }
                 if found.isEmpty { return [] }
@@ -466,11 +481,15 @@ public struct ProviderVerifier: Sendable {
 
         /// The relations between an answer's own values that its response
         /// states (`converted_amount` from `amount` and the answer's `rate`).
-        func relations(_ answer: ScenarioRunner.HTTPAnswer, actual: JSON?, request: RecordedRequest, of endpoint: Endpoint, oracle: MockResponse) -> [String] {
+        func relations(
+            _ answer: ScenarioRunner.HTTPAnswer, actual: JSON?, request: RecordedRequest, of endpoint: Endpoint, oracle: MockResponse
+        ) -> [String] {
             let documented = endpoint.documentedResponses
-            guard let response = (oracle.status == answer.status ? documented.first { $0.name == oracle.responseName } : nil)
+            guard
+                let response = (oracle.status == answer.status ? documented.first { $0.name == oracle.responseName } : nil)
                     ?? documented.first(where: { $0.status == answer.status }),
-                  let value = actual else { return [] }
+                let value = actual
+            else { return [] }
             return self.oracle.relationProblems(of: response, for: endpoint, request: request, answer: value)
         }
 
@@ -484,7 +503,8 @@ public struct ProviderVerifier: Sendable {
             var values = endpoint.path.match(EndpointRouter.segments(of: sample.path)) ?? [:]
             let template = endpoint.path.template
             for name in endpoint.path.parameterNames {
-                for (collection, id) in side.ids where template.hasPrefix(collection + "/{" + name + "}") || template.hasPrefix(collection + "/{" + name + "...}") {
+                for (collection, id) in side.ids
+                where template.hasPrefix(collection + "/{" + name + "}") || template.hasPrefix(collection + "/{" + name + "...}") {
                     values[name] = id
                 }
             }
@@ -519,9 +539,10 @@ public struct ProviderVerifier: Sendable {
                 headers.append((name: "Doppel-Session", value: side.session ?? "doppel-verify"))
             }
             // The template has the base path already.
-            return RecordedRequest(method: sample.method, path: path,
-                                   query: query.isEmpty ? nil : query.joined(separator: "&"), headers: headers,
-                                   body: Self.withCreatedIDs(sample.body, side.ids))
+            return RecordedRequest(
+                method: sample.method, path: path,
+                query: query.isEmpty ? nil : query.joined(separator: "&"), headers: headers,
+                body: Self.withCreatedIDs(sample.body, side.ids))
         }
 
         /// A JSON body whose members name records the run created (`child_id`
@@ -532,7 +553,8 @@ public struct ProviderVerifier: Sendable {
             for (key, value) in object.pairs where value.stringValue != nil || value.intValue != nil {
                 guard let stem = idStem(of: key) else { continue }
                 let names: Set = [stem, plural(stem)]
-                guard let id = ids.first(where: { names.contains(($0.key.split(separator: "/").last.map(String.init) ?? "").lowercased()) })?.value else { continue }
+                guard let id = ids.first(where: { names.contains(($0.key.split(separator: "/").last.map(String.init) ?? "").lowercased()) })?.value
+                else { continue }
                 object[key] = value.intValue != nil ? (Int(id).map(JSON.int) ?? .string(id)) : .string(id)
                 changed = true
             }
@@ -560,7 +582,8 @@ public struct ProviderVerifier: Sendable {
             let listed = scheme.accepted?.sorted().first
             switch scheme.kind {
             case .bearer:
-                return .header("Authorization", "Bearer " + (token ?? listed ?? "eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0.eyJzdWIiOiJzYW1wbGUtdXNlciJ9.c2FtcGxl"))
+                return .header(
+                    "Authorization", "Bearer " + (token ?? listed ?? "eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0.eyJzdWIiOiJzYW1wbGUtdXNlciJ9.c2FtcGxl"))
             case .basic:
                 return .header("Authorization", "Basic " + Data((listed ?? "user:password").utf8).base64EncodedString())
             case .apiKey(let header, let query, let cookie):
@@ -593,62 +616,99 @@ public struct ProviderVerifier: Sendable {
         /// Invalid variants of the valid request, by what makes them invalid.
         func invalidInputs(of endpoint: Endpoint) -> [(String, (inout RecordedRequest) -> Void)] {
             var inputs: [(String, (inout RecordedRequest) -> Void)] = []
-            if let spec = endpoint.body, let schema = spec.schema.map(resolved), spec.contentTypes.isEmpty || spec.contentTypes.contains(where: MediaTypes.isJSON) {
+            if let spec = endpoint.body, let schema = spec.schema.map(resolved),
+                spec.contentTypes.isEmpty || spec.contentTypes.contains(where: MediaTypes.isJSON)
+            {
                 if let name = schema.required.first {
                     inputs.append(("required body member '\(name)' left out", { request in Self.editBody(&request) { $0[name] = nil } }))
                 }
-                if let (name, property) = schema.properties.first(where: { wrongValue(for: resolved($0.1)) != nil }), let wrong = wrongValue(for: resolved(property)) {
+                if let (name, property) = schema.properties.first(where: { wrongValue(for: resolved($0.1)) != nil }),
+                    let wrong = wrongValue(for: resolved(property))
+                {
                     inputs.append(("body member '\(name)' of the wrong type", { request in Self.editBody(&request) { $0[name] = wrong } }))
                 }
-                if let (name, property) = schema.properties.first(where: { outOfRange(for: resolved($0.1)) != nil }), let outside = outOfRange(for: resolved(property)) {
+                if let (name, property) = schema.properties.first(where: { outOfRange(for: resolved($0.1)) != nil }),
+                    let outside = outOfRange(for: resolved(property))
+                {
                     inputs.append(("body member '\(name)' out of range", { request in Self.editBody(&request) { $0[name] = outside } }))
                 }
-                inputs.append(("malformed JSON", { request in
-                    request.body = Array("{\"unfinished\": ".utf8)
-                    request.headers.removeAll { $0.name == "content-type" }
-                    request.headers.append((name: "content-type", value: "application/json"))
-                }))
+                inputs.append(
+                    (
+                        "malformed JSON",
+                        { request in
+                            request.body = Array("{\"unfinished\": ".utf8)
+                            request.headers.removeAll { $0.name == "content-type" }
+                            request.headers.append((name: "content-type", value: "application/json"))
+                        }
+                    ))
             }
             if let spec = endpoint.body, let itemSchema = spec.itemSchema, let wrong = wrongValue(for: resolved(itemSchema)) {
-                inputs.append(("an item of the wrong type", { request in
-                    guard let type = request.header("content-type"), let media = SequentialMedia(type),
-                          let items = try? media.read(request.body), !items.isEmpty else { return }
-                    let sent = items + [wrong]
-                    request.body = sent.enumerated().flatMap { media.write($1, last: $0 == sent.count - 1, limit: Expression.maximumBuild) ?? [] }
-                }))
+                inputs.append(
+                    (
+                        "an item of the wrong type",
+                        { request in
+                            guard let type = request.header("content-type"), let media = SequentialMedia(type),
+                                let items = try? media.read(request.body), !items.isEmpty
+                            else { return }
+                            let sent = items + [wrong]
+                            request.body = sent.enumerated().flatMap {
+                                media.write($1, last: $0 == sent.count - 1, limit: Expression.maximumBuild) ?? []
+                            }
+                        }
+                    ))
             }
             if let spec = endpoint.queryString, spec.schema != nil {
                 let type = spec.contentTypes.first ?? "application/x-www-form-urlencoded"
                 if MediaTypes.isJSON(type) {
-                    inputs.append(("a query string that is not JSON", { request in
-                        request = RecordedRequest(method: request.method, path: request.path, query: "%7Bunfinished", headers: request.headers, body: request.body)
-                    }))
+                    inputs.append(
+                        (
+                            "a query string that is not JSON",
+                            { request in
+                                request = RecordedRequest(
+                                    method: request.method, path: request.path, query: "%7Bunfinished", headers: request.headers, body: request.body)
+                            }
+                        ))
                 } else if spec.required {
-                    inputs.append(("the required query string left out", { request in
-                        request = RecordedRequest(method: request.method, path: request.path, query: nil, headers: request.headers, body: request.body)
-                    }))
+                    inputs.append(
+                        (
+                            "the required query string left out",
+                            { request in
+                                request = RecordedRequest(
+                                    method: request.method, path: request.path, query: nil, headers: request.headers, body: request.body)
+                            }
+                        ))
                 }
             }
             if let query = endpoint.query ?? endpoint.queryString?.schema.map(resolved), let name = query.required.first,
-               endpoint.queryString.map({ ($0.contentTypes.first ?? "application/x-www-form-urlencoded") == "application/x-www-form-urlencoded" }) ?? true {
-                inputs.append(("required query parameter '\(name)' left out", { request in
-                    let kept = (request.query ?? "").split(separator: "&").filter { !$0.hasPrefix(ScenarioRunner.encode(name) + "=") }
-                    request = RecordedRequest(method: request.method, path: request.path, query: kept.isEmpty ? nil : kept.joined(separator: "&"),
-                                              headers: request.headers, body: request.body)
-                }))
+                endpoint.queryString.map({ ($0.contentTypes.first ?? "application/x-www-form-urlencoded") == "application/x-www-form-urlencoded" })
+                    ?? true
+            {
+                inputs.append(
+                    (
+                        "required query parameter '\(name)' left out",
+                        { request in
+                            let kept = (request.query ?? "").split(separator: "&").filter { !$0.hasPrefix(ScenarioRunner.encode(name) + "=") }
+                            request = RecordedRequest(
+                                method: request.method, path: request.path, query: kept.isEmpty ? nil : kept.joined(separator: "&"),
+                                headers: request.headers, body: request.body)
+                        }
+                    ))
             }
             if endpoint.queryString == nil, let query = endpoint.query {
                 inputs += Self.badValues(query.properties.map { ($0.0, resolved($0.1)) }, called: "query parameter", set: Self.setQuery)
             }
-            if let headers = endpoint.headers, let name = headers.required.first(where: { !["accept", "content-type", "authorization"].contains($0.lowercased()) }) {
+            if let headers = endpoint.headers,
+                let name = headers.required.first(where: { !["accept", "content-type", "authorization"].contains($0.lowercased()) })
+            {
                 inputs.append(("required header '\(name)' left out", { request in request.headers.removeAll { $0.name == name.lowercased() } }))
             }
             if let headers = endpoint.headers {
                 // As for the query, never at a credential's header.
                 let schemes = endpoint.auth.compactMap { contract.authSchemes[$0] }
-                inputs += Self.badValues(headers.properties.map { ($0.0, resolved($0.1)) }
-                    .filter { !["accept", "content-type", "content-length"].contains($0.0.lowercased()) && !isCredential($0.0, in: schemes) },
-                                         called: "header", set: Self.setHeader)
+                inputs += Self.badValues(
+                    headers.properties.map { ($0.0, resolved($0.1)) }
+                        .filter { !["accept", "content-type", "content-length"].contains($0.0.lowercased()) && !isCredential($0.0, in: schemes) },
+                    called: "header", set: Self.setHeader)
             }
             return inputs
         }
@@ -656,8 +716,10 @@ public struct ProviderVerifier: Sendable {
         /// Each kind of bad value once, at the first parameter (of a query
         /// or of headers) that can take it: past its bounds, of the wrong
         /// type, outside its enum.
-        static func badValues(_ properties: [(String, Schema)], called kind: String,
-                              set: @escaping @Sendable (inout RecordedRequest, String, String) -> Void) -> [(String, (inout RecordedRequest) -> Void)] {
+        static func badValues(
+            _ properties: [(String, Schema)], called kind: String,
+            set: @escaping @Sendable (inout RecordedRequest, String, String) -> Void
+        ) -> [(String, (inout RecordedRequest) -> Void)] {
             var inputs: [(String, (inout RecordedRequest) -> Void)] = []
             if let (name, value) = properties.lazy.compactMap({ name, schema in queryOutOfRange(schema).map { (name, $0) } }).first {
                 inputs.append(("\(kind) '\(name)' out of range (\(value))", { set(&$0, name, value) }))
@@ -676,7 +738,9 @@ public struct ProviderVerifier: Sendable {
         /// A query parameter's value just past its bounds, as sent.
         static func queryOutOfRange(_ schema: Schema) -> String? {
             let integer = schema.types == ["integer"]
-            func text(_ number: Double) -> String { integer && number.rounded() == number && abs(number) < 9e15 ? String(Int(number)) : String(number) }
+            func text(_ number: Double) -> String {
+                integer && number.rounded() == number && abs(number) < 9e15 ? String(Int(number)) : String(number)
+            }
             if let maximum = schema.maximum { return text(integer ? maximum.rounded(.down) + 1 : maximum + 1) }
             if let minimum = schema.minimum { return text(integer ? minimum.rounded(.up) - 1 : minimum - 1) }
             if let maxLength = schema.maxLength, maxLength < 2_000 { return String(repeating: "x", count: maxLength + 1) }
@@ -688,7 +752,8 @@ public struct ProviderVerifier: Sendable {
             let key = ScenarioRunner.encode(name)
             var pairs = (request.query ?? "").split(separator: "&").map(String.init).filter { $0 != key && !$0.hasPrefix(key + "=") }
             pairs.append(key + "=" + ScenarioRunner.encode(value))
-            request = RecordedRequest(method: request.method, path: request.path, query: pairs.joined(separator: "&"), headers: request.headers, body: request.body)
+            request = RecordedRequest(
+                method: request.method, path: request.path, query: pairs.joined(separator: "&"), headers: request.headers, body: request.body)
         }
 
         /// The request with one header set to `value` (added, or in place of its values).
@@ -825,11 +890,14 @@ public struct ProviderVerifier: Sendable {
         /// A WebSocket endpoint's request, sent as an upgrade: its answer
         /// (101, or the refusal), the socket closed at once when it opened.
         func upgrade(_ outgoing: ScenarioRunner.OutgoingRequest) async throws -> ScenarioRunner.HTTPAnswer {
-            guard var components = URLComponents(string: outgoing.url) else { throw WebSocketClient.Failure(description: "not a URL: \(outgoing.url)") }
+            guard var components = URLComponents(string: outgoing.url) else {
+                throw WebSocketClient.Failure(description: "not a URL: \(outgoing.url)")
+            }
             components.scheme = components.scheme == "https" ? "wss" : "ws"
             let handshakeHeaders: Set<String> = ["upgrade", "connection", "sec-websocket-version", "sec-websocket-key", "host"]
-            let socket = try await WebSocketClient.connect(to: components.url!, headers: outgoing.headers.filter { !handshakeHeaders.contains($0.name.lowercased()) },
-                                                           timeout: outgoing.timeout)
+            let socket = try await WebSocketClient.connect(
+                to: components.url!, headers: outgoing.headers.filter { !handshakeHeaders.contains($0.name.lowercased()) },
+                timeout: outgoing.timeout)
             await socket.close()
             var headers: [String: String] = [:]
             for (name, value) in socket.handshake.headers { headers[name] = value }
@@ -852,14 +920,17 @@ public struct ProviderVerifier: Sendable {
             func quoted(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'" }
             var target = verifier.baseURL.absoluteString.trimmingTrailingSlash + request.path
             if let query = request.query {
-                target += "?" + query.split(separator: "&").map { pair -> String in
-                    let name = pair.split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
-                    return Redaction.isSecretName(name) ? name + "=***" : String(pair)
-                }.joined(separator: "&")
+                target +=
+                    "?"
+                    + query.split(separator: "&").map { pair -> String in
+                        let name = pair.split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
+                        return Redaction.isSecretName(name) ? name + "=***" : String(pair)
+                    }.joined(separator: "&")
             }
             var words = ["curl", "-X", request.method, quoted(target)]
             for (name, value) in request.headers where name.lowercased() != "doppel-session" || options.session != nil {
-                let shown = Redaction.isSecretName(name) ? (value.split(separator: " ").first.map { $0.contains(":") ? "***" : "\($0) ***" } ?? "***") : value
+                let shown =
+                    Redaction.isSecretName(name) ? (value.split(separator: " ").first.map { $0.contains(":") ? "***" : "\($0) ***" } ?? "***") : value
                 words += ["-H", quoted("\(name): \(shown)")]
             }
             if !request.body.isEmpty { words += ["--data-raw", quoted(String(decoding: request.body.prefix(2_000), as: UTF8.self))] }

@@ -8,11 +8,12 @@ public enum ScenarioReport {
         var lines = ["\(label)\(result.scenario.description.map { " — \($0.trimmingCharacters(in: .whitespacesAndNewlines))" } ?? "")"]
         for note in result.notes { lines.append("  note: \(note)") }
         for (index, step) in result.steps.enumerated() {
-            let mark = switch step.outcome {
-            case .passed: "ok  "
-            case .failed: "FAIL"
-            case .skipped: "skip"
-            }
+            let mark =
+                switch step.outcome {
+                case .passed: "ok  "
+                case .failed: "FAIL"
+                case .skipped: "skip"
+                }
             let title = step.summary.hasPrefix(step.name) ? step.summary : "\(step.name): \(step.summary)"
             lines.append("  \(mark) \(index + 1). \(title)")
             for detail in step.details { lines.append("         \(detail)") }
@@ -37,18 +38,22 @@ public enum ScenarioReport {
         }
         let all = results.flatMap(\.result.steps)
         var xml = #"<?xml version="1.0" encoding="UTF-8"?>"# + "\n"
-        xml += "<testsuites name=\"doppel run\" tests=\"\(all.count)\" failures=\"\(all.filter { $0.outcome == .failed }.count)\" skipped=\"\(all.filter { $0.outcome == .skipped }.count)\">\n"
+        xml +=
+            "<testsuites name=\"doppel run\" tests=\"\(all.count)\" failures=\"\(all.filter { $0.outcome == .failed }.count)\" skipped=\"\(all.filter { $0.outcome == .skipped }.count)\">\n"
         for (label, result) in results {
             let steps = result.steps
             let time = steps.reduce(0) { $0 + $1.seconds }
-            xml += "  <testsuite name=\"\(escape(label))\" tests=\"\(steps.count)\" failures=\"\(steps.filter { $0.outcome == .failed }.count)\" skipped=\"\(steps.filter { $0.outcome == .skipped }.count)\" time=\"\(String(format: "%.3f", time))\">\n"
+            xml +=
+                "  <testsuite name=\"\(escape(label))\" tests=\"\(steps.count)\" failures=\"\(steps.filter { $0.outcome == .failed }.count)\" skipped=\"\(steps.filter { $0.outcome == .skipped }.count)\" time=\"\(String(format: "%.3f", time))\">\n"
             for (index, step) in steps.enumerated() {
-                xml += "    <testcase classname=\"\(escape(label))\" name=\"\(escape("\(index + 1). \(step.name)"))\" time=\"\(String(format: "%.3f", step.seconds))\""
+                xml +=
+                    "    <testcase classname=\"\(escape(label))\" name=\"\(escape("\(index + 1). \(step.name)"))\" time=\"\(String(format: "%.3f", step.seconds))\""
                 switch step.outcome {
                 case .passed:
                     xml += "/>\n"
                 case .failed:
-                    xml += ">\n      <failure message=\"\(escape(step.details.first ?? step.summary))\">\(escape(([step.summary] + step.details).joined(separator: "\n")))</failure>\n    </testcase>\n"
+                    xml +=
+                        ">\n      <failure message=\"\(escape(step.details.first ?? step.summary))\">\(escape(([step.summary] + step.details).joined(separator: "\n")))</failure>\n    </testcase>\n"
                 case .skipped:
                     xml += ">\n      <skipped message=\"\(escape(step.details.first ?? ""))\"/>\n    </testcase>\n"
                 }

@@ -70,17 +70,24 @@ extension ScenarioRunner {
             guard let socket = await sockets.get(name) else { return result(false, "receive", ["socket '\(name)' is not open"]) }
             var expected: JSON?
             if let template = expectation.message {
-                do { expected = try template.render(in: context) } catch { return result(false, "receive", ["the expectation cannot be rendered: \(error.message)"]) }
+                do { expected = try template.render(in: context) } catch {
+                    return result(false, "receive", ["the expectation cannot be rendered: \(error.message)"])
+                }
             }
             // Messages that do not match are passed over (a heartbeat between two answers), and listed if none matches.
             let deadline = ContinuousClock.now + .milliseconds(Int64(expectation.within * 1000))
             var passed: [String] = []
             while true {
-                let left = Double((deadline - ContinuousClock.now).components.attoseconds) / 1e18 + Double((deadline - ContinuousClock.now).components.seconds)
+                let left =
+                    Double((deadline - ContinuousClock.now).components.attoseconds) / 1e18
+                    + Double((deadline - ContinuousClock.now).components.seconds)
                 guard left > 0, let message = await socket.receive(within: left) else { break }
                 switch message {
                 case .text(let text):
-                    guard !expectation.waitsForClose else { passed.append(text); continue }
+                    guard !expectation.waitsForClose else {
+                        passed.append(text)
+                        continue
+                    }
                     let value = (try? JSONReader.parse(Array(text.utf8))) ?? .string(text)
                     if let expected, !BodyMatcher.differences(expected: expected, actual: value).isEmpty {
                         passed.append(text)
@@ -102,12 +109,17 @@ extension ScenarioRunner {
                         return result(true, "← \(name): closed \(code)\(reason.isEmpty ? "" : " (\(reason))")")
                     }
                     await sockets.set(name, nil)
-                    return result(false, "← \(name): closed \(code)", ["the server closed the socket (\(code)\(reason.isEmpty ? "" : ": \(reason)")) before \(Self.waitedFor(expectation, expected))"]
-                                  + Self.passedOver(passed))
+                    return result(
+                        false, "← \(name): closed \(code)",
+                        [
+                            "the server closed the socket (\(code)\(reason.isEmpty ? "" : ": \(reason)")) before \(Self.waitedFor(expectation, expected))"
+                        ]
+                            + Self.passedOver(passed))
                 }
             }
-            return result(false, "← \(name): nothing within \(expectation.within) s",
-                          ["no \(Self.waitedFor(expectation, expected)) within \(expectation.within) s"] + Self.passedOver(passed))
+            return result(
+                false, "← \(name): nothing within \(expectation.within) s",
+                ["no \(Self.waitedFor(expectation, expected)) within \(expectation.within) s"] + Self.passedOver(passed))
         case .closeSocket(let name, let code):
             guard await sockets.get(name) != nil else { return result(false, "close", ["socket '\(name)' is not open"]) }
             if let socket = await sockets.get(name) { await socket.close(code: code) }
@@ -125,6 +137,9 @@ extension ScenarioRunner {
 
     static func passedOver(_ texts: [String]) -> [String] {
         guard !texts.isEmpty else { return [] }
-        return ["received instead (\(texts.count)): " + texts.prefix(3).map { String($0.prefix(200)) }.joined(separator: " | ") + (texts.count > 3 ? " | …" : "")]
+        return [
+            "received instead (\(texts.count)): " + texts.prefix(3).map { String($0.prefix(200)) }.joined(separator: " | ")
+                + (texts.count > 3 ? " | …" : "")
+        ]
     }
 }

@@ -81,16 +81,20 @@ public struct ScenarioRunner: Sendable {
         var notes: [String] = []
         var steps: [StepResult] = []
         if isDoppel {
-            let setup = scenario.setup.isEmpty
+            let setup =
+                scenario.setup.isEmpty
                 ? try? await admin("DELETE", "/scenario?session=\(session)", body: nil)
                 : try? await admin("PUT", "/scenario?session=\(session)", body: .object(scenario.setup))
             if setup?.status != 200 {
                 let reason = setup.map { $0.json?["detail"]?.interpolationText ?? "status \($0.status)" } ?? "no answer"
-                return ScenarioResult(scenario: scenario, session: session, notes: ["the target refused the scenario's setup: \(reason)"],
-                                      steps: [StepResult(name: "setup", outcome: .failed, summary: "PUT /__doppel/scenario", details: [reason], seconds: 0)])
+                return ScenarioResult(
+                    scenario: scenario, session: session, notes: ["the target refused the scenario's setup: \(reason)"],
+                    steps: [StepResult(name: "setup", outcome: .failed, summary: "PUT /__doppel/scenario", details: [reason], seconds: 0)])
             }
         } else if !scenario.setup.isEmpty {
-            notes.append("\(baseURL.absoluteString) is not a Doppel server: the scenario's given state and overrides cannot be imposed there; the steps run against its current state")
+            notes.append(
+                "\(baseURL.absoluteString) is not a Doppel server: the scenario's given state and overrides cannot be imposed there; the steps run against its current state"
+            )
         }
         var captured: [String: JSON] = [:]
         let sockets = OpenSockets()
@@ -104,8 +108,9 @@ public struct ScenarioRunner: Sendable {
                 result = await run(step, scenario: scenario, session: session, captured: &captured)
             }
             let elapsed = ContinuousClock.now - started
-            result = StepResult(name: result.name, outcome: result.outcome, summary: result.summary, details: result.details,
-                                seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+            result = StepResult(
+                name: result.name, outcome: result.outcome, summary: result.summary, details: result.details,
+                seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
             steps.append(result)
         }
         await sockets.closeAll()
@@ -118,13 +123,15 @@ public struct ScenarioRunner: Sendable {
         switch step.action {
         case .clock(_, let raw):
             guard isDoppel else {
-                return StepResult(name: step.name, outcome: .skipped, summary: "clock \(JSONWriter.encodeString(.object(raw)))",
-                                  details: ["a real provider's clock cannot be moved"], seconds: 0)
+                return StepResult(
+                    name: step.name, outcome: .skipped, summary: "clock \(JSONWriter.encodeString(.object(raw)))",
+                    details: ["a real provider's clock cannot be moved"], seconds: 0)
             }
             let response = try? await admin("POST", "/clock?session=\(session)", body: .object(raw))
             let ok = response?.status == 200
-            return StepResult(name: step.name, outcome: ok ? .passed : .failed, summary: "clock → \(response?.json?["now"]?.interpolationText ?? "?")",
-                              details: ok ? [] : ["the clock change was refused: \(response?.json?["detail"]?.interpolationText ?? "no answer")"], seconds: 0)
+            return StepResult(
+                name: step.name, outcome: ok ? .passed : .failed, summary: "clock → \(response?.json?["now"]?.interpolationText ?? "?")",
+                details: ok ? [] : ["the clock change was refused: \(response?.json?["detail"]?.interpolationText ?? "no answer")"], seconds: 0)
         case .openSocket, .send, .receive, .closeSocket:
             return StepResult(name: step.name, outcome: .failed, summary: step.name, details: ["a socket step outside the socket runner"], seconds: 0)
         case .request(let template):
@@ -134,7 +141,8 @@ public struct ScenarioRunner: Sendable {
             do {
                 (request, line) = try build(template, scenario: scenario, session: session, context: context)
             } catch {
-                return StepResult(name: step.name, outcome: .failed, summary: template.method, details: ["cannot build the request: \(error.message)"], seconds: 0)
+                return StepResult(
+                    name: step.name, outcome: .failed, summary: template.method, details: ["cannot build the request: \(error.message)"], seconds: 0)
             }
             let answer: HTTPAnswer
             do {
@@ -142,18 +150,22 @@ public struct ScenarioRunner: Sendable {
             } catch {
                 let expected = step.expectation.transportError
                 let reason = Self.describe(error, for: request)
-                return StepResult(name: step.name, outcome: expected ? .passed : .failed, summary: "\(line) → \(reason)",
-                                  details: expected ? [] : ["expected a response, the request failed: \(reason)"], seconds: 0)
+                return StepResult(
+                    name: step.name, outcome: expected ? .passed : .failed, summary: "\(line) → \(reason)",
+                    details: expected ? [] : ["expected a response, the request failed: \(reason)"], seconds: 0)
             }
             var differences = Self.differences(step.expectation, answer, context: context)
-            let roots: [String: JSON] = captured.merging(["status": .int(answer.status), "headers": answer.headersJSON, "body": answer.bodyJSON]) { $1 }
+            let roots: [String: JSON] = captured.merging(["status": .int(answer.status), "headers": answer.headersJSON, "body": answer.bodyJSON]) {
+                $1
+            }
             for (name, expression) in step.captures {
                 let value = (try? expression.evaluate(in: EvaluationContext(roots: roots, now: context.now))) ?? .null
                 if value.isNull { differences.append("capture \(name): \(expression.source) is null") }
                 captured[name] = value
             }
-            return StepResult(name: step.name, outcome: differences.isEmpty ? .passed : .failed, summary: "\(line) → \(answer.status)",
-                              details: differences, seconds: 0)
+            return StepResult(
+                name: step.name, outcome: differences.isEmpty ? .passed : .failed, summary: "\(line) → \(answer.status)",
+                details: differences, seconds: 0)
         }
     }
 
@@ -183,7 +195,9 @@ public struct ScenarioRunner: Sendable {
         return found
     }
 
-    func build(_ template: RequestTemplate, scenario: Scenario, session: String, context: EvaluationContext) throws(EvaluationError) -> (OutgoingRequest, String) {
+    func build(
+        _ template: RequestTemplate, scenario: Scenario, session: String, context: EvaluationContext
+    ) throws(EvaluationError) -> (OutgoingRequest, String) {
         var target = try template.path.render(in: context).interpolationText
         var query: [String] = []
         for (name, value) in template.query {
@@ -215,8 +229,10 @@ public struct ScenarioRunner: Sendable {
             request.setHeader("Content-Type", "multipart/form-data; boundary=\(boundary)")
             var rendered: [MultipartBody.Part] = []
             for part in parts {
-                rendered.append(.init(name: part.name, filename: part.filename, contentType: part.contentType,
-                                      content: try part.content.render(in: context).interpolationText))
+                rendered.append(
+                    .init(
+                        name: part.name, filename: part.filename, contentType: part.contentType,
+                        content: try part.content.render(in: context).interpolationText))
             }
             request.body = Array(MultipartBody.encode(rendered, boundary: boundary))
         }
@@ -276,11 +292,14 @@ public struct ScenarioRunner: Sendable {
     /// whole exchange, the body by `maximumBodyBytes`.
     func send(_ request: OutgoingRequest) async throws -> HTTPAnswer {
         guard let url = URLComponents(string: request.url), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
-              let host = url.host, !host.isEmpty, let origin = URL(string: "\(scheme)://\(host.contains(":") ? "[\(host)]" : host)\(url.port.map { ":\($0)" } ?? "")") else {
+            let host = url.host, !host.isEmpty,
+            let origin = URL(string: "\(scheme)://\(host.contains(":") ? "[\(host)]" : host)\(url.port.map { ":\($0)" } ?? "")")
+        else {
             throw TargetFailure(description: "invalid URL (\(request.url))")
         }
         let path = url.percentEncodedPath.isEmpty ? "/" : url.percentEncodedPath
-        let outgoing = RecordedRequest(method: request.method, path: path, query: url.percentEncodedQuery, headers: request.headers, body: request.body ?? [])
+        let outgoing = RecordedRequest(
+            method: request.method, path: path, query: url.percentEncodedQuery, headers: request.headers, body: request.body ?? [])
         if let engine {
             let response = engine.respond(to: outgoing)
             var headers: [String: String] = [:]
@@ -305,7 +324,8 @@ public struct ScenarioRunner: Sendable {
             }
             return HTTPAnswer(status: answer.status, headers: headers, body: Data(answer.body))
         } catch {
-            throw TargetFailure(description: Self.describe(error, timeout: request.timeout, address: "\(host):\(url.port ?? (scheme == "https" ? 443 : 80))"))
+            throw TargetFailure(
+                description: Self.describe(error, timeout: request.timeout, address: "\(host):\(url.port ?? (scheme == "https" ? 443 : 80))"))
         }
     }
 

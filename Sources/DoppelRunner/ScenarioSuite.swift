@@ -31,9 +31,11 @@ public enum ScenarioSuite {
 
     /// Runs loaded scenarios, the n-th in session `sessionPrefix` + n;
     /// `report` is called as each one finishes.
-    public static func run(_ scenarios: [(label: String, scenario: Scenario)], target: URL?, adminToken: String? = nil,
-                           sessionPrefix: String = uniqueSessionPrefix(),
-                           report: (String, ScenarioRunner.ScenarioResult) -> Void) async throws -> [(label: String, result: ScenarioRunner.ScenarioResult)] {
+    public static func run(
+        _ scenarios: [(label: String, scenario: Scenario)], target: URL?, adminToken: String? = nil,
+        sessionPrefix: String = uniqueSessionPrefix(),
+        report: (String, ScenarioRunner.ScenarioResult) -> Void
+    ) async throws -> [(label: String, result: ScenarioRunner.ScenarioResult)] {
         var results: [(label: String, result: ScenarioRunner.ScenarioResult)] = []
         if let target {
             let runner = ScenarioRunner(baseURL: target, isDoppel: await ScenarioRunner.probe(target, adminToken: adminToken), adminToken: adminToken)
@@ -68,6 +70,6 @@ public enum ScenarioSuite {
     }
 }
 
-private extension String {
-    func leftPadded(to width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
 }

@@ -4,11 +4,12 @@ import Foundation
 public enum VerifyReport {
     /// A line per check, and under a failed one its request and what differed.
     public static func lines(for check: ProviderVerifier.Check) -> [String] {
-        let mark = switch check.outcome {
-        case .passed: "ok  "
-        case .failed: "FAIL"
-        case .notReached: "skip"
-        }
+        let mark =
+            switch check.outcome {
+            case .passed: "ok  "
+            case .failed: "FAIL"
+            case .notReached: "skip"
+            }
         return ["\(mark) \(check.endpointID): \(check.name): \(check.summary)"] + check.details.map { "       " + $0 }
     }
 
@@ -29,7 +30,9 @@ public enum VerifyReport {
         }
         for (endpoint, entries) in byEndpoint { lines.append("  \(endpoint): \(entries.joined(separator: ", "))") }
         if rows.contains(where: { $0.state == "not reached" }) {
-            lines.append("  (a status no request or sequence reached, such as one the contract only documents or one after the clock moves, is for a scenario: doppel run --target)")
+            lines.append(
+                "  (a status no request or sequence reached, such as one the contract only documents or one after the clock moves, is for a scenario: doppel run --target)"
+            )
         }
         return lines
     }
@@ -44,14 +47,17 @@ public enum VerifyReport {
         let time = checks.reduce(0) { $0 + $1.seconds }
         var xml = #"<?xml version="1.0" encoding="UTF-8"?>"# + "\n"
         xml += "<testsuites name=\"doppel verify\" tests=\"\(checks.count)\" failures=\"\(report.failed)\" skipped=\"\(report.notReached)\">\n"
-        xml += "  <testsuite name=\"doppel verify\" tests=\"\(checks.count)\" failures=\"\(report.failed)\" skipped=\"\(report.notReached)\" time=\"\(String(format: "%.3f", time))\">\n"
+        xml +=
+            "  <testsuite name=\"doppel verify\" tests=\"\(checks.count)\" failures=\"\(report.failed)\" skipped=\"\(report.notReached)\" time=\"\(String(format: "%.3f", time))\">\n"
         for check in checks {
-            xml += "    <testcase classname=\"\(escape(check.endpointID))\" name=\"\(escape(check.name))\" time=\"\(String(format: "%.3f", check.seconds))\""
+            xml +=
+                "    <testcase classname=\"\(escape(check.endpointID))\" name=\"\(escape(check.name))\" time=\"\(String(format: "%.3f", check.seconds))\""
             switch check.outcome {
             case .passed:
                 xml += "/>\n"
             case .failed:
-                xml += ">\n      <failure message=\"\(escape(check.summary))\">\(escape(([check.summary] + check.details).joined(separator: "\n")))</failure>\n    </testcase>\n"
+                xml +=
+                    ">\n      <failure message=\"\(escape(check.summary))\">\(escape(([check.summary] + check.details).joined(separator: "\n")))</failure>\n    </testcase>\n"
             case .notReached:
                 xml += ">\n      <skipped message=\"\(escape(check.summary))\"/>\n    </testcase>\n"
             }

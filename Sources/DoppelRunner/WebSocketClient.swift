@@ -61,8 +61,10 @@ public final class WebSocketClient: Sendable {
 
     /// Opens a socket at `url` (`ws`, `wss`, `http` or `https`) with `headers`;
     /// a refusal is returned too (`handshake.status` is then not 101).
-    public static func connect(to url: URL, headers: [(name: String, value: String)] = [], timeout: Double = 10,
-                               maxMessage: Int = 16 << 20) async throws -> WebSocketClient {
+    public static func connect(
+        to url: URL, headers: [(name: String, value: String)] = [], timeout: Double = 10,
+        maxMessage: Int = 16 << 20
+    ) async throws -> WebSocketClient {
         guard let scheme = url.scheme?.lowercased(), ["ws", "wss", "http", "https"].contains(scheme), let host = url.host else {
             throw Failure(description: "not a WebSocket URL: \(url.absoluteString)")
         }
@@ -71,7 +73,8 @@ public final class WebSocketClient: Sendable {
         var target = url.path.isEmpty ? "/" : url.path
         if let query = url.query { target += "?" + query }
         let key = Data((0..<16).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
-        var request = "GET \(target) HTTP/1.1\r\nHost: \(host):\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: \(key)\r\nSec-WebSocket-Version: 13\r\n"
+        var request =
+            "GET \(target) HTTP/1.1\r\nHost: \(host):\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: \(key)\r\nSec-WebSocket-Version: 13\r\n"
         for (name, value) in headers { request += "\(name): \(value)\r\n" }
         request += "\r\n"
         let inbox = Inbox()
@@ -256,7 +259,10 @@ public final class WebSocketClient: Sendable {
             }
             let view = Array(bytes.readableBytesView)
             guard let end = view.firstRange(of: Array("\r\n\r\n".utf8)) else {
-                if view.count > 64 << 10 { inbox.answered(.failure(Failure(description: "the upgrade's answer has over 64 KiB of headers"))); context.close(promise: nil) }
+                if view.count > 64 << 10 {
+                    inbox.answered(.failure(Failure(description: "the upgrade's answer has over 64 KiB of headers")))
+                    context.close(promise: nil)
+                }
                 return
             }
             let lines = String(decoding: view[..<end.lowerBound], as: UTF8.self).components(separatedBy: "\r\n")
@@ -343,13 +349,17 @@ public final class WebSocketClient: Sendable {
             case .text, .binary, .continuation:
                 // A message of many fragments is bounded as one of a single frame is (`maxMessage`).
                 let whole = partial.withLockedValue { partial -> Result<(WebSocketOpcode, [UInt8])?, Failure> in
-                    var current: (opcode: WebSocketOpcode, bytes: [UInt8]) = frame.opcode == .continuation ? partial ?? (.text, []) : (frame.opcode, [])
+                    var current: (opcode: WebSocketOpcode, bytes: [UInt8]) =
+                        frame.opcode == .continuation ? partial ?? (.text, []) : (frame.opcode, [])
                     guard current.bytes.count + bytes.count <= maxMessage else {
                         partial = nil
                         return .failure(Failure(description: "a message over \(maxMessage) bytes"))
                     }
                     current.bytes += bytes
-                    if frame.fin { partial = nil; return .success(current) }
+                    if frame.fin {
+                        partial = nil
+                        return .success(current)
+                    }
                     partial = current
                     return .success(nil)
                 }
@@ -367,7 +377,8 @@ public final class WebSocketClient: Sendable {
                     break
                 }
             case .ping:
-                context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, maskKey: .random(), data: ByteBuffer(bytes: bytes))), promise: nil)
+                context.writeAndFlush(
+                    wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, maskKey: .random(), data: ByteBuffer(bytes: bytes))), promise: nil)
             case .connectionClose:
                 var data = ByteBuffer(bytes: bytes)
                 let code = data.readInteger(as: UInt16.self).map(Int.init) ?? 1005

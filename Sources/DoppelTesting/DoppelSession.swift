@@ -3,6 +3,7 @@ import DoppelRunner
 import Foundation
 import Testing
 import XCTest
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -96,13 +97,16 @@ public struct DoppelSession: Sendable {
     /// upgrade comes back too, with its status and body in `handshake`.
     public func openSocket(_ target: String, headers: [String: String] = [:], timeout: Double = 10) async throws -> WebSocketClient {
         precondition(server.isListening, "a WebSocket needs a listening server (DoppelTestServer.start), not an in-process one")
-        return try await WebSocketClient.connect(to: socketURL(target), headers: [("Doppel-Session", id)] + headers.sorted { $0.key < $1.key }.map { ($0.key, $0.value) },
-                                                 timeout: timeout)
+        return try await WebSocketClient.connect(
+            to: socketURL(target), headers: [("Doppel-Session", id)] + headers.sorted { $0.key < $1.key }.map { ($0.key, $0.value) },
+            timeout: timeout)
     }
 
     /// Sends a request in this session: `send("POST", "/api/v1/children", json: #"{"name":"Mia"}"#)`.
-    public func send(_ method: String, _ target: String, headers: [String: String] = [:], json: String? = nil,
-                     body: Data? = nil) async throws -> Response {
+    public func send(
+        _ method: String, _ target: String, headers: [String: String] = [:], json: String? = nil,
+        body: Data? = nil
+    ) async throws -> Response {
         var request = request(target, method: method)
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         if let json {
@@ -115,9 +119,11 @@ public struct DoppelSession: Sendable {
         defer { session.finishTasksAndInvalidate() }
         let (data, response) = try await session.data(for: request)
         guard let http = response as? HTTPURLResponse else { throw TestServerError(message: "\(method) \(target) got no HTTP response") }
-        return Response(status: http.statusCode, headers: http.allHeaderFields.reduce(into: [:]) { all, field in
-            if let name = field.key as? String, let value = field.value as? String { all[name.lowercased()] = value }
-        }, body: data)
+        return Response(
+            status: http.statusCode,
+            headers: http.allHeaderFields.reduce(into: [:]) { all, field in
+                if let name = field.key as? String, let value = field.value as? String { all[name.lowercased()] = value }
+            }, body: data)
     }
 
     /// An answer to `send`.
@@ -193,14 +199,17 @@ public struct DoppelSession: Sendable {
     /// least once. A failure is recorded as a test issue (Swift Testing) or
     /// failure (XCTest) that says what came instead: the near matches.
     @discardableResult
-    public func verify(endpoint: String, status: Int? = nil, count: Int? = nil, min: Int? = nil, max: Int? = nil,
-                       fileID: String = #fileID, filePath: StaticString = #filePath, line: UInt = #line, column: UInt = #column) -> Verification {
+    public func verify(
+        endpoint: String, status: Int? = nil, count: Int? = nil, min: Int? = nil, max: Int? = nil,
+        fileID: String = #fileID, filePath: StaticString = #filePath, line: UInt = #line, column: UInt = #column
+    ) -> Verification {
         let result = verification(endpoint: endpoint, status: status, count: count, min: min, max: max)
         if !result.passed {
             if server.engine.contract.endpoint(id: endpoint) == nil {
                 let known = server.engine.contract.endpoints.map(\.id)
-                TestIssue.record("the contract has no endpoint '\(endpoint)'\(Suggestion.hint(for: endpoint, in: known))",
-                                 fileID: fileID, filePath: filePath, line: line, column: column)
+                TestIssue.record(
+                    "the contract has no endpoint '\(endpoint)'\(Suggestion.hint(for: endpoint, in: known))",
+                    fileID: fileID, filePath: filePath, line: line, column: column)
             } else {
                 TestIssue.record(result.description, fileID: fileID, filePath: filePath, line: line, column: column)
             }
@@ -216,16 +225,19 @@ public struct DoppelSession: Sendable {
     /// Runs a scenario file's steps in this session over HTTP, as `doppel
     /// run` does; a failed step is recorded as a test issue with the report.
     @discardableResult
-    public func run(scenario file: String, fileID: String = #fileID, filePath: StaticString = #filePath, line: UInt = #line,
-                    column: UInt = #column) async throws -> ScenarioRunner.ScenarioResult {
+    public func run(
+        scenario file: String, fileID: String = #fileID, filePath: StaticString = #filePath, line: UInt = #line,
+        column: UInt = #column
+    ) async throws -> ScenarioRunner.ScenarioResult {
         guard server.isListening else {
             throw TestServerError(message: "scenarios run over HTTP; start the server with DoppelTestServer.shared(contract:) to run '\(file)'")
         }
         let scenario = try ScenarioLoader.load(file: TestFiles.resolve(file, relativeTo: "\(filePath)"), contract: server.engine.contract)
         let result = await ScenarioRunner(baseURL: baseURL, isDoppel: true).run(scenario, session: id)
         if !result.passed {
-            TestIssue.record(ScenarioReport.lines(for: result, label: file).joined(separator: "\n"),
-                             fileID: fileID, filePath: filePath, line: line, column: column)
+            TestIssue.record(
+                ScenarioReport.lines(for: result, label: file).joined(separator: "\n"),
+                fileID: fileID, filePath: filePath, line: line, column: column)
         }
         return result
     }
@@ -235,8 +247,9 @@ public struct DoppelSession: Sendable {
 enum TestIssue {
     static func record(_ message: String, fileID: String, filePath: StaticString, line: UInt, column: UInt) {
         if Test.current != nil {
-            Issue.record(Comment(rawValue: message),
-                         sourceLocation: Testing.SourceLocation(fileID: fileID, filePath: "\(filePath)", line: Int(line), column: Int(column)))
+            Issue.record(
+                Comment(rawValue: message),
+                sourceLocation: Testing.SourceLocation(fileID: fileID, filePath: "\(filePath)", line: Int(line), column: Int(column)))
         } else {
             XCTFail(message, file: filePath, line: line)
         }

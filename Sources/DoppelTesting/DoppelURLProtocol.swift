@@ -1,8 +1,9 @@
 import DoppelCore
-import DoppelServer
 import DoppelOpenAPI
 import DoppelRunner
+import DoppelServer
 import Foundation
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -40,7 +41,10 @@ public final class DoppelURLProtocol: URLProtocol {
     /// Registers `engine` under a base URL of its own that no network
     /// resolves (`http://doppel-N.invalid`), and returns it.
     public static func register(_ engine: MockEngine) -> URL {
-        let n = counter.withLock { count -> Int in count += 1; return count }
+        let n = counter.withLock { count -> Int in
+            count += 1
+            return count
+        }
         let url = URL(string: "http://doppel-\(n).invalid")!
         register(engine, at: url)
         return url
@@ -72,10 +76,12 @@ public final class DoppelURLProtocol: URLProtocol {
             headers.append((name: "host", value: url.port.map { "\(host):\($0)" } ?? host))
         }
         let body = Self.body(of: request)
-        let recorded = RecordedRequest(method: request.httpMethod ?? "GET", path: path, query: components?.percentEncodedQuery,
-                                       headers: headers, body: body.count > Self.maxBodySize ? [] : body, remoteAddress: "in-process")
+        let recorded = RecordedRequest(
+            method: request.httpMethod ?? "GET", path: path, query: components?.percentEncodedQuery,
+            headers: headers, body: body.count > Self.maxBodySize ? [] : body, remoteAddress: "in-process")
         let started = ContinuousClock.now
-        let decision = body.count > Self.maxBodySize
+        let decision =
+            body.count > Self.maxBodySize
             ? engine.decide(recorded, refusing: .payloadTooLarge(limit: Self.maxBodySize))
             : engine.decide(recorded)
         after(decision.delay) { self.deliver(decision, engine: engine, started: started, to: url) }

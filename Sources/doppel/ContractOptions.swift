@@ -9,7 +9,8 @@ import Foundation
 /// is kept until the process exits: freeing the model of 1,000 endpoints
 /// object by object took longer than listing them, and the system takes a
 /// process's memory back at exit all at once.
-func loadContractOrExit(_ path: String, checkingWithOpenAPIKit: Bool = true, release: ContractDocument.TreeRelease = .inBackground) throws -> Contract {
+func loadContractOrExit(_ path: String, checkingWithOpenAPIKit: Bool = true, release: ContractDocument.TreeRelease = .inBackground) throws -> Contract
+{
     do {
         let contract = try ContractDocument.load(file: path, checkingWithOpenAPIKit: checkingWithOpenAPIKit, release: release)
         if case .atExit = release { _ = Unmanaged.passRetained(KeptUntilExit(contract)) }
@@ -52,7 +53,8 @@ func writeOutput(_ text: String, to path: String?, what: String) throws {
 /// http or https, with a host and no query; nil otherwise.
 func upstreamURL(_ text: String) -> URL? {
     guard let url = URL(string: text), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host?.isEmpty == false,
-          url.query == nil else { return nil }
+        url.query == nil
+    else { return nil }
     return url
 }
 

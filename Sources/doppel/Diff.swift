@@ -28,11 +28,15 @@ struct Diff: ParsableCommand {
     @Option(help: "text (default), json, or markdown (a summary for a pull request comment).")
     var format: Format = .text
 
-    @Option(help: ArgumentHelp("A journal of the old version's use (GET /__doppel/journal's answer, or GET /__doppel/events saved): each breaking change says which observed calls, and how many of the sessions, it breaks.", valueName: "file"))
+    @Option(
+        help: ArgumentHelp(
+            "A journal of the old version's use (GET /__doppel/journal's answer, or GET /__doppel/events saved): each breaking change says which observed calls, and how many of the sessions, it breaks.",
+            valueName: "file"))
     var journal: String?
 
     func run() throws {
-        let before: Contract, after: Contract
+        let before: Contract
+        let after: Contract
         do {
             before = try ContractDocument.load(file: old, release: .atExit)
             after = try ContractDocument.load(file: new, release: .atExit)
@@ -63,9 +67,12 @@ struct Diff: ParsableCommand {
             if !broken.isEmpty { line += " (\(broken.sorted().prefix(10).joined(separator: ", "))\(broken.count > 10 ? ", …" : ""))" }
             if !maybe.isEmpty { line += "; \(maybe.count) more call an endpoint whose body or headers changed (the journal keeps neither)" }
             summary += "\n" + line
-            observed = .object(JSONObject([("file", .string(journal)), ("calls", .int(calls.count)), ("sessions", .int(sessions.count)),
-                                           ("broken_sessions", .array(broken.sorted().map(JSON.string))),
-                                           ("maybe_broken_sessions", .array(maybe.sorted().map(JSON.string)))]))
+            observed = .object(
+                JSONObject([
+                    ("file", .string(journal)), ("calls", .int(calls.count)), ("sessions", .int(sessions.count)),
+                    ("broken_sessions", .array(broken.sorted().map(JSON.string))),
+                    ("maybe_broken_sessions", .array(maybe.sorted().map(JSON.string))),
+                ]))
         }
         switch format {
         case .json:
@@ -74,8 +81,10 @@ struct Diff: ParsableCommand {
                 object["observed"] = exposure.json
                 return .object(object)
             }
-            var document = JSONObject([("old", .string(old)), ("new", .string(new)), ("breaking", .int(breaking)),
-                                       ("compatible", .int(changes.count - breaking)), ("changes", .array(listed))])
+            var document = JSONObject([
+                ("old", .string(old)), ("new", .string(new)), ("breaking", .int(breaking)),
+                ("compatible", .int(changes.count - breaking)), ("changes", .array(listed)),
+            ])
             if let observed { document["journal"] = observed }
             let json: JSON = .object(document)
             print(String(decoding: JSONWriter.encode(json), as: UTF8.self))
@@ -88,8 +97,11 @@ struct Diff: ParsableCommand {
                 print("| | endpoint | where | change |" + (journal == nil ? "" : " observed |"))
                 print("| --- | --- | --- | --- |" + (journal == nil ? "" : " --- |"))
                 for (change, exposure) in zip(changes, exposures) {
-                    let cells = ([change.breaking ? "❌ breaking" : "✅ compatible", change.endpoint.isEmpty ? "(all)" : "`\(change.endpoint)`",
-                                  change.place, change.detail] + (journal == nil ? [] : [exposure?.text ?? ""])).map { $0.replacingOccurrences(of: "|", with: "\\|") }
+                    let cells =
+                        ([
+                            change.breaking ? "❌ breaking" : "✅ compatible", change.endpoint.isEmpty ? "(all)" : "`\(change.endpoint)`",
+                            change.place, change.detail,
+                        ] + (journal == nil ? [] : [exposure?.text ?? ""])).map { $0.replacingOccurrences(of: "|", with: "\\|") }
                     print("| " + cells.joined(separator: " | ") + " |")
                 }
             }

@@ -33,7 +33,10 @@ struct Export: ParsableCommand {
         do {
             let document = OpenAPIExporter.document(for: contract)
             if OpenAPIDocumentWriter.skipsValidation(document) {
-                FileHandle.standardError.write(Data("\(self.contract): warning: OpenAPIKit read the document but did not validate it: it has more than \(ContractDocument.largestValidatedMap) paths or schemas (its validation grows with the square of the size)\n".utf8))
+                FileHandle.standardError.write(
+                    Data(
+                        "\(self.contract): warning: OpenAPIKit read the document but did not validate it: it has more than \(ContractDocument.largestValidatedMap) paths or schemas (its validation grows with the square of the size)\n"
+                            .utf8))
             }
             text = try OpenAPIDocumentWriter.write(document, as: format, version: version)
         } catch {

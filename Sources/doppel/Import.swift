@@ -35,9 +35,14 @@ struct Import: ParsableCommand {
             let loaded = try ContractLoader.load(root: source.tree, file: document, warnings: source.diagnostics, isVendorDocument: true)
             printDiagnostics(loaded.warnings)
             // The document's own mistakes stay warnings in the contract, as when it is served.
-            let strict = ContractError.diagnostics { () throws(ContractError) in _ = try ContractLoader.load(root: source.tree, file: document) }
+            let strict = ContractError.thrown(by: { () throws(ContractError) in
+                _ = try ContractLoader.load(root: source.tree, file: document)
+            })
             hasMistakes = strict.contains { $0.severity == .error }
-            tree = hasMistakes ? ContractNode.inserting("document_mistakes", ContractNode.string("warn", at: source.tree.location), after: "doppel", in: source.tree) : source.tree
+            tree =
+                hasMistakes
+                ? ContractNode.inserting("document_mistakes", ContractNode.string("warn", at: source.tree.location), after: "doppel", in: source.tree)
+                : source.tree
         } catch let error as ContractError {
             printDiagnostics(error.diagnostics)
             throw ExitCode(1)
@@ -45,15 +50,19 @@ struct Import: ParsableCommand {
         let name = URL(fileURLWithPath: document).lastPathComponent
         let text: String
         do {
-            text = try YAMLWriter.yaml(tree, header: """
-                Imported from \(name) by `doppel import`. A response with
-                `body_from_schema: true` answers with a value generated from its schema.
-                """ + (hasMistakes ? """
+            text = try YAMLWriter.yaml(
+                tree,
+                header: """
+                    Imported from \(name) by `doppel import`. A response with
+                    `body_from_schema: true` answers with a value generated from its schema.
+                    """
+                        + (hasMistakes
+                            ? """
 
-                The document has mistakes of its own (`doppel lint` lists them), which
-                `document_mistakes: warn` keeps as warnings, served as written; fix them
-                and remove that line to make them errors again.
-                """ : ""))
+                            The document has mistakes of its own (`doppel lint` lists them), which
+                            `document_mistakes: warn` keeps as warnings, served as written; fix them
+                            and remove that line to make them errors again.
+                            """ : ""))
         } catch {
             FileHandle.standardError.write(Data("\(document): error: cannot write the contract: \(error)\n".utf8))
             throw ExitCode(1)

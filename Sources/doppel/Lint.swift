@@ -7,7 +7,8 @@ import Foundation
 struct Lint: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Check contracts, OpenAPI documents and scenarios; report every problem as path:line:column: error: message.",
-        discussion: "A file with a top-level 'contract' key is checked as a scenario (against its contract). In a folder, hidden files and folders (.build, .git) and node_modules, Pods, Carthage, DerivedData and vendor are not searched, and YAML files that are neither contracts, scenarios nor OpenAPI documents are skipped. Exits 1 when any file has an error, 0 when all are clean. An OpenAPI document's own mistakes (an example that breaks its schema, a required property no branch defines) are warnings: the document is served as written; --strict counts them as errors."
+        discussion:
+            "A file with a top-level 'contract' key is checked as a scenario (against its contract). In a folder, hidden files and folders (.build, .git) and node_modules, Pods, Carthage, DerivedData and vendor are not searched, and YAML files that are neither contracts, scenarios nor OpenAPI documents are skipped. Exits 1 when any file has an error, 0 when all are clean. An OpenAPI document's own mistakes (an example that breaks its schema, a required property no branch defines) are warnings: the document is served as written; --strict counts them as errors."
     )
 
     @Argument(help: "Contract or scenario files to check, or folders to check every YAML file below.")
@@ -37,8 +38,10 @@ struct Lint: ParsableCommand {
                 say("\(file): skipped (not a contract, scenario or OpenAPI document)")
                 continue
             }
-            let diagnostics = ScenarioLoader.isScenario(file: file)
-                ? ScenarioLoader.lint(file: file, loadContract: { (file: String) throws(ContractError) in try ContractDocument.load(file: file) }) : ContractDocument.lint(file: file)
+            let diagnostics =
+                ScenarioLoader.isScenario(file: file)
+                ? ScenarioLoader.lint(file: file, loadContract: { (file: String) throws(ContractError) in try ContractDocument.load(file: file) })
+                : ContractDocument.lint(file: file)
             printDiagnostics(diagnostics)
             let count = diagnostics.filter { $0.severity == .error }.count
             let warnings = diagnostics.count - count

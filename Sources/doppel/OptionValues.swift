@@ -27,7 +27,9 @@ struct Seconds: ExpressibleByArgument, CustomStringConvertible, Sendable {
 
     /// The seconds, refused with the option's name where zero is not allowed.
     func positive(_ option: String, zeroAllowed: Bool = false) throws -> Double {
-        guard value > 0 || (zeroAllowed && value == 0) else { throw ValidationError("\(option) must be a duration like 30s\(zeroAllowed ? " (or 0)" : "")") }
+        guard value > 0 || (zeroAllowed && value == 0) else {
+            throw ValidationError("\(option) must be a duration like 30s\(zeroAllowed ? " (or 0)" : "")")
+        }
         return value
     }
 }

@@ -34,7 +34,11 @@ struct Record: AsyncParsableCommand {
     @Option(name: .customLong("max-exchanges"), help: "The most exchanges recorded; later ones are still forwarded.")
     var maxExchanges: Int = 10_000
 
-    @Option(name: .customLong("max-recorded-bytes"), help: "The most request and response body bytes kept in memory for the recording, like 256MiB; later bodies are left out, their statuses still recorded.")
+    @Option(
+        name: .customLong("max-recorded-bytes"),
+        help:
+            "The most request and response body bytes kept in memory for the recording, like 256MiB; later bodies are left out, their statuses still recorded."
+    )
     var maxRecordedBytes = Size(256 << 20)
 
     @Option(name: .customLong("log-format"), help: "Request log lines.")
@@ -68,10 +72,13 @@ struct Record: AsyncParsableCommand {
         configuration.proxyTimeout = proxyTimeout.value
         let recorder = Recorder(limit: maxExchanges, maxBodyBytes: maxRecordedBytes.bytes)
         let log = RequestLog(format: configuration.logFormat)
-        let app = buildApplication(slot: EngineSlot(MockEngine(contract: contract, configuration: configuration)), configuration: configuration,
-                                   log: log, recorder: recorder) { [listen, target, output] port in
+        let app = buildApplication(
+            slot: EngineSlot(MockEngine(contract: contract, configuration: configuration)), configuration: configuration,
+            log: log, recorder: recorder
+        ) { [listen, target, output] port in
             let address = listen.urlHost
-            log.line("Recording \(target) on http://\(address):\(port); stop with Ctrl-C to write \(output)/contract.yaml and \(output)/scenario.yaml")
+            log.line(
+                "Recording \(target) on http://\(address):\(port); stop with Ctrl-C to write \(output)/contract.yaml and \(output)/scenario.yaml")
         }
         ShutdownSignals.exitOnSecondSignal { log.flush(timeout: 0.5) }
         do {
@@ -93,9 +100,10 @@ struct Record: AsyncParsableCommand {
             FileHandle.standardError.write(Data("doppel: cannot write the recording into \(output): \(error)\n".utf8))
             throw ExitCode(1)
         }
-        log.line("Recorded \(exchanges.count) exchange\(exchanges.count == 1 ? "" : "s") (\(written.endpoints) endpoint\(written.endpoints == 1 ? "" : "s")) into \(contractFile.path) and \(scenarioFile.path)"
-                 + (recorder.dropped > 0 ? "; \(recorder.dropped) more were forwarded past --max-exchanges and not recorded" : "")
-                 + (recorder.omittedBodies > 0 ? "; \(recorder.omittedBodies) bodies were left out past --max-recorded-bytes" : ""))
+        log.line(
+            "Recorded \(exchanges.count) exchange\(exchanges.count == 1 ? "" : "s") (\(written.endpoints) endpoint\(written.endpoints == 1 ? "" : "s")) into \(contractFile.path) and \(scenarioFile.path)"
+                + (recorder.dropped > 0 ? "; \(recorder.dropped) more were forwarded past --max-exchanges and not recorded" : "")
+                + (recorder.omittedBodies > 0 ? "; \(recorder.omittedBodies) bodies were left out past --max-recorded-bytes" : ""))
         log.flush()
     }
 }

@@ -27,8 +27,11 @@ struct Run: AsyncParsableCommand {
     @Option(name: .customLong("admin-token"), help: "The admin token of a --target Doppel server that requires one.")
     var adminToken: String?
 
-    @Option(name: .customLong("session-prefix"),
-            help: "Run the n-th scenario in session PREFIXn (default: doppel-run- and 8 random hex digits, new each run, so runs sharing a server never share sessions).")
+    @Option(
+        name: .customLong("session-prefix"),
+        help:
+            "Run the n-th scenario in session PREFIXn (default: doppel-run- and 8 random hex digits, new each run, so runs sharing a server never share sessions)."
+    )
     var sessionPrefix: String?
 
     func validate() throws {
@@ -55,13 +58,21 @@ struct Run: AsyncParsableCommand {
         for file in files {
             let kind = ScenarioLoader.kind(of: file)
             if kind == .contract || kind == .openAPI {
-                problems.append(Diagnostic(at: SourceLocation(file: file, line: 1, column: 1),
-                                           "\(file) is \(kind == .contract ? "a contract" : "an OpenAPI document"), not a scenario: serve it with `doppel serve \(file)`; `doppel run` takes scenario files, which name their contract under `contract:`"))
+                problems.append(
+                    Diagnostic(
+                        at: SourceLocation(file: file, line: 1, column: 1),
+                        "\(file) is \(kind == .contract ? "a contract" : "an OpenAPI document"), not a scenario: serve it with `doppel serve \(file)`; `doppel run` takes scenario files, which name their contract under `contract:`"
+                    ))
                 continue
             }
             do {
                 let label = file.hasPrefix(here) ? String(file.dropFirst(here.count)) : file
-                loaded.append((label, try ScenarioLoader.load(file: file, loadContract: { (file: String) throws(ContractError) in try ContractDocument.load(file: file) })))
+                loaded.append(
+                    (
+                        label,
+                        try ScenarioLoader.load(
+                            file: file, loadContract: { (file: String) throws(ContractError) in try ContractDocument.load(file: file) })
+                    ))
             } catch {
                 problems += error.diagnostics
             }
@@ -72,8 +83,10 @@ struct Run: AsyncParsableCommand {
         }
         let targetURL = target.flatMap(URL.init(string:))
         if let targetURL { print("Running \(loaded.count) scenario\(loaded.count == 1 ? "" : "s") against \(targetURL.absoluteString)") }
-        let results = try await ScenarioSuite.run(loaded, target: targetURL, adminToken: adminToken,
-                                                  sessionPrefix: sessionPrefix ?? ScenarioSuite.uniqueSessionPrefix()) { label, result in
+        let results = try await ScenarioSuite.run(
+            loaded, target: targetURL, adminToken: adminToken,
+            sessionPrefix: sessionPrefix ?? ScenarioSuite.uniqueSessionPrefix()
+        ) { label, result in
             for line in ScenarioReport.lines(for: result, label: label) { print(line) }
         }
         if let junit {

@@ -58,7 +58,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("header-timeout"), help: "Answer 408 when a request's headers take longer than this to arrive, like 10s.")
     var headerTimeout = Seconds(ServerConfiguration.defaults.headerTimeout)
 
-    @Option(name: .customLong("body-timeout"), help: "Answer 408 when a request body pauses longer than this, like 30s, or takes longer in all than this and a second per 500 bytes.")
+    @Option(
+        name: .customLong("body-timeout"),
+        help: "Answer 408 when a request body pauses longer than this, like 30s, or takes longer in all than this and a second per 500 bytes.")
     var bodyTimeout = Seconds(ServerConfiguration.defaults.bodyTimeout)
 
     @Option(name: .customLong("max-connections"), help: "The most connections open at once; more wait to be accepted.")
@@ -73,16 +75,30 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("socket-idle-timeout"), help: "Close a WebSocket (1001) whose client sends no frame for this long, like 300s.")
     var socketIdleTimeout = Seconds(ServerConfiguration.defaults.socketIdleTimeout)
 
-    @Option(name: .customLong("max-socket-message"), help: "The largest message a WebSocket client may send, like 64KiB; a larger one closes the socket (1009).")
+    @Option(
+        name: .customLong("max-socket-message"),
+        help: "The largest message a WebSocket client may send, like 64KiB; a larger one closes the socket (1009).")
     var maxSocketMessage = Size(ServerConfiguration.defaults.maxSocketMessage)
 
-    @Option(name: .customLong("callback-allow"), help: "A host callbacks may go to: loopback (the default), a name or address, *.example.com, any of them with :PORT, or * for any; repeat for more. Others are refused and journaled, never contacted.")
+    @Option(
+        name: .customLong("callback-allow"),
+        help:
+            "A host callbacks may go to: loopback (the default), a name or address, *.example.com, any of them with :PORT, or * for any; repeat for more. Others are refused and journaled, never contacted."
+    )
     var callbackAllow: [String] = []
 
-    @Option(name: .customLong("allow-host"), help: "A host name the admin API and dashboard answer to besides IP addresses and localhost (a name that reaches this server, like mock.internal; *.example.com; * for any); repeat for more.")
+    @Option(
+        name: .customLong("allow-host"),
+        help:
+            "A host name the admin API and dashboard answer to besides IP addresses and localhost (a name that reaches this server, like mock.internal; *.example.com; * for any); repeat for more."
+    )
     var allowHost: [String] = []
 
-    @Option(name: .customLong("allow-origin"), help: "A web origin (like http://app.test:3000, or *) whose pages may open the contract's WebSockets besides this server's own and loopback ones; repeat for more.")
+    @Option(
+        name: .customLong("allow-origin"),
+        help:
+            "A web origin (like http://app.test:3000, or *) whose pages may open the contract's WebSockets besides this server's own and loopback ones; repeat for more."
+    )
     var allowOrigin: [String] = []
 
     @Option(help: "Forward requests no endpoint takes, and those of `proxy: true` endpoints, to this server (http or https URL).")
@@ -97,16 +113,26 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("tls-key"), help: "The private key (PEM) of --tls-cert.")
     var tlsKey: String?
 
-    @Option(help: "self-signed: serve HTTPS with a certificate for localhost and this machine's names, signed by a local authority kept in --tls-dir; prints how to trust it.")
+    @Option(
+        help:
+            "self-signed: serve HTTPS with a certificate for localhost and this machine's names, signed by a local authority kept in --tls-dir; prints how to trust it."
+    )
     var tls: String?
 
     @Option(name: .customLong("tls-dir"), help: "Where --tls self-signed keeps its authority and certificate (default ~/.doppel/tls).")
     var tlsDir: String?
 
-    @Flag(help: "Reload the contract when it or a body file it reads changes; sessions keep their state. A contract with errors is reported and the last good one keeps serving.")
+    @Flag(
+        help:
+            "Reload the contract when it or a body file it reads changes; sessions keep their state. A contract with errors is reported and the last good one keeps serving."
+    )
     var watch = false
 
-    @Option(name: .customLong("state-store"), help: "Keep sessions and the journal in PostgreSQL, shared by every replica started with the same URL and namespace: postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE. Default: $DOPPEL_STATE_STORE, which keeps a password out of the process list.")
+    @Option(
+        name: .customLong("state-store"),
+        help:
+            "Keep sessions and the journal in PostgreSQL, shared by every replica started with the same URL and namespace: postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE. Default: $DOPPEL_STATE_STORE, which keeps a password out of the process list."
+    )
     var stateStoreOption: String?
 
     /// `--state-store`, else `DOPPEL_STATE_STORE` (a URL with a password is then not on the command line, which others may read).
@@ -120,7 +146,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("state-store-timeout"), help: "With --state-store: the longest a request waits for the store before its 503, like 2s.")
     var stateStoreTimeout = Seconds(2)
 
-    @Option(name: .customLong("shutdown-grace"), help: "On SIGTERM or SIGINT, how long in-flight responses may take before the server stops anyway, like 5s.")
+    @Option(
+        name: .customLong("shutdown-grace"),
+        help: "On SIGTERM or SIGINT, how long in-flight responses may take before the server stops anyway, like 5s.")
     var shutdownGrace = Seconds(5)
 
     func validate() throws {
@@ -129,7 +157,10 @@ struct Serve: AsyncParsableCommand {
         if tls != nil, tlsCert != nil { throw ValidationError("give --tls self-signed or --tls-cert and --tls-key, not both") }
         if tlsDir != nil, tls == nil { throw ValidationError("--tls-dir is for --tls self-signed") }
         if stateStore != nil {
-            if watch { throw ValidationError("--watch cannot be used with --state-store: replicas sharing sessions must serve one contract; restart them together") }
+            if watch {
+                throw ValidationError(
+                    "--watch cannot be used with --state-store: replicas sharing sessions must serve one contract; restart them together")
+            }
             if proxy != nil { throw ValidationError("--proxy cannot be used with --state-store yet") }
         } else if stateNamespace != "default" || stateStoreTimeout.value != 2 {
             throw ValidationError("--state-namespace and --state-store-timeout are for --state-store")
@@ -163,14 +194,16 @@ struct Serve: AsyncParsableCommand {
         guard maxConnections > 0 else { throw ValidationError("--max-connections must be at least 1") }
         guard maxEventStreams > 0 else { throw ValidationError("--max-event-streams must be at least 1") }
         do { _ = try CallbackAllowList(callbackAllow) } catch {
-            throw ValidationError("--callback-allow \(error.value) is not a host: give loopback, a name or address, *.example.com, any with :PORT, or *")
+            throw ValidationError(
+                "--callback-allow \(error.value) is not a host: give loopback, a name or address, *.example.com, any with :PORT, or *")
         }
         guard maxSocketsPerSession > 0 else { throw ValidationError("--max-sockets-per-session must be at least 1") }
         guard (125...(16 << 20)).contains(maxSocketMessage.bytes) else {
             throw ValidationError("--max-socket-message must be a size from 125B to 16MiB, like 64KiB")
         }
-        var configuration = ServerConfiguration(host: listen.host, port: listen.port, maxBodySize: maxBodySize.bytes, logFormat: logFormat,
-                                                journalCapacity: journalSize, defaultDelay: delay, hangLimit: try hangLimit.positive("--hang-limit"))
+        var configuration = ServerConfiguration(
+            host: listen.host, port: listen.port, maxBodySize: maxBodySize.bytes, logFormat: logFormat,
+            journalCapacity: journalSize, defaultDelay: delay, hangLimit: try hangLimit.positive("--hang-limit"))
         let idle = try sessionIdle.positive("--session-idle", zeroAllowed: true)
         configuration.sessionIdleLimit = idle > 0 ? idle : nil
         configuration.idleTimeout = try idleTimeout.positive("--idle-timeout")
@@ -188,8 +221,9 @@ struct Serve: AsyncParsableCommand {
         configuration.allowedHosts = allowHost
         configuration.allowedOrigins = allowOrigin
         configuration.proxy = upstream
-        return Settings(configuration: configuration, stateStoreTimeout: try stateStoreTimeout.positive("--state-store-timeout"),
-                        shutdownGrace: try shutdownGrace.positive("--shutdown-grace", zeroAllowed: true))
+        return Settings(
+            configuration: configuration, stateStoreTimeout: try stateStoreTimeout.positive("--state-store-timeout"),
+            shutdownGrace: try shutdownGrace.positive("--shutdown-grace", zeroAllowed: true))
     }
 
     /// What `--tls self-signed` prints: where the authority is and how to trust it.
@@ -243,8 +277,12 @@ struct Serve: AsyncParsableCommand {
         let contractStamp = watch ? ContractWatcher.stamps([self.contract]) : [:]
         if ScenarioLoader.kind(of: self.contract) == .scenario {
             let named = ScenarioCatalog.contractReference(of: URL(fileURLWithPath: self.contract)) ?? "its contract"
-            printDiagnostics([Diagnostic(at: SourceLocation(file: self.contract, line: 1, column: 1),
-                                         "\(self.contract) is a scenario, not a contract: run it with `doppel run \(self.contract)`, or serve its contract with it: `doppel serve \(named) --scenario \(self.contract)`")])
+            printDiagnostics([
+                Diagnostic(
+                    at: SourceLocation(file: self.contract, line: 1, column: 1),
+                    "\(self.contract) is a scenario, not a contract: run it with `doppel run \(self.contract)`, or serve its contract with it: `doppel serve \(named) --scenario \(self.contract)`"
+                )
+            ])
             throw ExitCode(1)
         }
         do {
@@ -253,7 +291,10 @@ struct Serve: AsyncParsableCommand {
             // The document's own mistakes, served despite them: the first hundred, and how many more `doppel lint` lists.
             printDiagnostics(Array(contract.warnings.prefix(Self.warningsShown)))
             if contract.warnings.count > Self.warningsShown {
-                FileHandle.standardError.write(Data("\(self.contract): \(contract.warnings.count - Self.warningsShown) more warnings; doppel lint \(self.contract) lists them all\n".utf8))
+                FileHandle.standardError.write(
+                    Data(
+                        "\(self.contract): \(contract.warnings.count - Self.warningsShown) more warnings; doppel lint \(self.contract) lists them all\n"
+                            .utf8))
             }
             if let check = loaded.check {
                 Task.detached(priority: .background) {
@@ -275,18 +316,26 @@ struct Serve: AsyncParsableCommand {
             if let tlsCert, let tlsKey {
                 var status = stat()
                 if stat(tlsKey, &status) == 0, Int(status.st_mode) & 0o077 != 0 {
-                    FileHandle.standardError.write(Data("doppel: warning: \(tlsKey) is readable by others (mode \(String(Int(status.st_mode) & 0o777, radix: 8))); chmod 600 it\n".utf8))
+                    FileHandle.standardError.write(
+                        Data(
+                            "doppel: warning: \(tlsKey) is readable by others (mode \(String(Int(status.st_mode) & 0o777, radix: 8))); chmod 600 it\n"
+                                .utf8))
                 }
-                configuration.tls = try ServerConfiguration.tls(certificatePEM: String(contentsOfFile: tlsCert, encoding: .utf8),
-                                                                keyPEM: String(contentsOfFile: tlsKey, encoding: .utf8))
+                configuration.tls = try ServerConfiguration.tls(
+                    certificatePEM: String(contentsOfFile: tlsCert, encoding: .utf8),
+                    keyPEM: String(contentsOfFile: tlsKey, encoding: .utf8))
             } else if tls != nil {
-                let folder = tlsDir.map { URL(fileURLWithPath: $0) }
+                let folder =
+                    tlsDir.map { URL(fileURLWithPath: $0) }
                     ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".doppel/tls")
                 let files = LocalCertificates.Files(folder: folder)
                 // Keys others could read are not left so: made readable by their owner only, and said.
                 for loose in LocalCertificates.looseKeys(in: files) {
                     chmod(loose.path, 0o600)
-                    FileHandle.standardError.write(Data("doppel: warning: \(loose.path) was readable by others (mode \(String(loose.mode, radix: 8))); it is 0600 now. If others did read it, remove \(folder.path) to make new keys\n".utf8))
+                    FileHandle.standardError.write(
+                        Data(
+                            "doppel: warning: \(loose.path) was readable by others (mode \(String(loose.mode, radix: 8))); it is 0600 now. If others did read it, remove \(folder.path) to make new keys\n"
+                                .utf8))
                 }
                 let (certificates, newAuthority) = try LocalCertificates.loadOrMake(in: files, names: LocalCertificates.machineNames())
                 configuration.tls = try ServerConfiguration.tls(certificatePEM: certificates.certificatePEM, keyPEM: certificates.keyPEM)
@@ -302,8 +351,14 @@ struct Serve: AsyncParsableCommand {
             if let scenarios { catalog = try ScenarioCatalog.load(directory: scenarios, contract: contract) }
             if let scenario {
                 let loaded = try ScenarioLoader.load(file: scenario, contract: contract)
-                guard URL(fileURLWithPath: loaded.contractFile).standardizedFileURL.path == URL(fileURLWithPath: contract.file).standardizedFileURL.path else {
-                    printDiagnostics([Diagnostic(at: SourceLocation(file: scenario, line: 1, column: 1), "this scenario is for \(loaded.contractFile), not \(self.contract)")])
+                guard
+                    URL(fileURLWithPath: loaded.contractFile).standardizedFileURL.path == URL(fileURLWithPath: contract.file).standardizedFileURL.path
+                else {
+                    printDiagnostics([
+                        Diagnostic(
+                            at: SourceLocation(file: scenario, line: 1, column: 1),
+                            "this scenario is for \(loaded.contractFile), not \(self.contract)")
+                    ])
                     throw ExitCode(1)
                 }
                 catalog.add(loaded, as: loaded.name)
@@ -321,7 +376,10 @@ struct Serve: AsyncParsableCommand {
             do {
                 shared = try await PostgresStateStore.open(options, engine: engine, catalog: catalog)
                 if let previous = shared?.tookOver {
-                    FileHandle.standardError.write(Data("doppel: the state store's namespace \(stateNamespace) served \(previous), a different file or version, and no replica serves it now: it passes to \(self.contract), and its sessions start over\n".utf8))
+                    FileHandle.standardError.write(
+                        Data(
+                            "doppel: the state store's namespace \(stateNamespace) served \(previous), a different file or version, and no replica serves it now: it passes to \(self.contract), and its sessions start over\n"
+                                .utf8))
                 }
             } catch {
                 FileHandle.standardError.write(Data("doppel: \(error.description)\n".utf8))
@@ -333,7 +391,8 @@ struct Serve: AsyncParsableCommand {
         let baseline = watch ? contractStamp.merging(ContractWatcher.stamps(contract.bodyFiles)) { first, _ in first } : [:]
         let watcher = watch ? Task { [file = self.contract] in await Self.watch(file, slot: slot, log: log, since: baseline) } : nil
         defer { watcher?.cancel() }
-        let app = buildApplication(slot: slot, configuration: configuration, log: log, scenarios: catalog, recorder: nil, shared: shared) { [listen, scenario, catalog, trustNote, configuration, stateStore, stateNamespace] port in
+        let app = buildApplication(slot: slot, configuration: configuration, log: log, scenarios: catalog, recorder: nil, shared: shared) {
+            [listen, scenario, catalog, trustNote, configuration, stateStore, stateNamespace] port in
             let address = listen.urlHost
             log.line("Doppel serving \(contract.info.title) \(contract.info.version) from \(self.contract)")
             if let scenario { log.line("Every session starts from scenario \(scenario)") }
@@ -344,15 +403,19 @@ struct Serve: AsyncParsableCommand {
             for line in RouteTable.servingLines(for: contract, file: self.contract) { log.line("  " + line) }
             for line in trustNote { log.line(line) }
             let scheme = configuration.scheme
-            log.line("Listening on \(scheme)://\(address):\(port) (dashboard: \(scheme)://\(address):\(port)/__doppel/ui/, admin API: \(scheme)://\(address):\(port)/__doppel/health)")
+            log.line(
+                "Listening on \(scheme)://\(address):\(port) (dashboard: \(scheme)://\(address):\(port)/__doppel/ui/, admin API: \(scheme)://\(address):\(port)/__doppel/health)"
+            )
         }
         if adminToken == nil, !configuration.bindsLoopbackOnly {
-            FileHandle.standardError.write(Data("""
-                doppel: warning: serving on \(listen.host) without --admin-token: anyone who can reach this address can \
-                read and change every session's state through /__doppel/; set --admin-token to guard it (the admin API \
-                answers requests addressed by IP address or localhost; name others with --allow-host)
+            FileHandle.standardError.write(
+                Data(
+                    """
+                    doppel: warning: serving on \(listen.host) without --admin-token: anyone who can reach this address can \
+                    read and change every session's state through /__doppel/; set --admin-token to guard it (the admin API \
+                    answers requests addressed by IP address or localhost; name others with --allow-host)
 
-                """.utf8))
+                    """.utf8))
         }
         ProcessLimits.raiseOpenFileLimit()
         let grace = settings.shutdownGrace

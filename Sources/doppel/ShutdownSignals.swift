@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -40,7 +41,12 @@ enum ShutdownSignals {
     private final class LockedCount: @unchecked Sendable {
         private let lock = NSLock()
         private var value = 0
-        func increment() -> Int { lock.withLock { value += 1; return value } }
+        func increment() -> Int {
+            lock.withLock {
+                value += 1
+                return value
+            }
+        }
     }
 }
 

@@ -50,7 +50,9 @@ struct Verify: AsyncParsableCommand {
     @Option(help: "Seconds one request may take.")
     var timeout: Double = 10
 
-    @Flag(inversion: .prefixedNo, help: "Send sequences of requests in lockstep with the contract after the single checks (they write to the provider many times over).")
+    @Flag(
+        inversion: .prefixedNo,
+        help: "Send sequences of requests in lockstep with the contract after the single checks (they write to the provider many times over).")
     var sequences = true
 
     @Option(help: "Random sequences sent after the planned ones, each from a fresh start (0: none).")
@@ -59,13 +61,20 @@ struct Verify: AsyncParsableCommand {
     @Option(name: .customLong("walk-length"), help: "Steps in each random sequence.")
     var walkLength = 8
 
-    @Option(name: .customLong("token-command"), help: "A shell command run before each sequence that prints a fresh bearer token (a new account, so its limits start at zero).")
+    @Option(
+        name: .customLong("token-command"),
+        help: "A shell command run before each sequence that prints a fresh bearer token (a new account, so its limits start at zero).")
     var tokenCommand: String?
 
-    @Option(name: .customLong("session-command"), help: "A shell command run before each sequence that prints the headers of a fresh session, one 'Name: value' a line.")
+    @Option(
+        name: .customLong("session-command"),
+        help: "A shell command run before each sequence that prints the headers of a fresh session, one 'Name: value' a line.")
     var sessionCommand: String?
 
-    @Option(help: ArgumentHelp("A scenario file whose steps run against the target before each sequence, in its session (sign up, sign in): its capture 'token' is the sequence's bearer token, its capture 'headers' (an object) its headers.", valueName: "file"))
+    @Option(
+        help: ArgumentHelp(
+            "A scenario file whose steps run against the target before each sequence, in its session (sign up, sign in): its capture 'token' is the sequence's bearer token, its capture 'headers' (an object) its headers.",
+            valueName: "file"))
     var setup: String?
 
     @Option(help: "Write a JUnit XML report to this file.")
@@ -128,7 +137,8 @@ struct Verify: AsyncParsableCommand {
         let verifier = ProviderVerifier(contract: loaded, target: URL(string: target)!, options: options)
         let unknown = verifier.unknownEndpoints()
         if !unknown.isEmpty {
-            FileHandle.standardError.write(Data("doppel verify: \(contract) has no endpoint \(unknown.map { "'\($0)'" }.joined(separator: ", "))\n".utf8))
+            FileHandle.standardError.write(
+                Data("doppel verify: \(contract) has no endpoint \(unknown.map { "'\($0)'" }.joined(separator: ", "))\n".utf8))
             throw ExitCode(1)
         }
         print("Verifying \(target) against \(contract)")

@@ -42,8 +42,10 @@ extension MockEngine {
     }
 
     /// Sends a JSON request through the whole pipeline.
-    func send(_ method: String, _ target: String, json: JSON? = nil, token: String? = sampleJWT, session: String? = nil,
-              headers: [(name: String, value: String)] = [], body raw: [UInt8]? = nil) -> MockResponse {
+    func send(
+        _ method: String, _ target: String, json: JSON? = nil, token: String? = sampleJWT, session: String? = nil,
+        headers: [(name: String, value: String)] = [], body raw: [UInt8]? = nil
+    ) -> MockResponse {
         var all = headers
         if let token { all.append((name: "Authorization", value: "Bearer \(token)")) }
         if let session { all.append((name: "Doppel-Session", value: session)) }
@@ -65,7 +67,8 @@ final class TestClock: Sendable {
 }
 
 /// A JWT for bearer schemes (tales takes only JWTs): `{"sub": "3f2b8c1e-...", "role": "authenticated"}`, no expiry, signature unchecked.
-let sampleJWT = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIzZjJiOGMxZS03ZDRhLTRlNTktOWIxYy0yYTZmMGU4ZDRjNzEiLCJyb2xlIjoiYXV0aGVudGljYXRlZCJ9.c2lnbmF0dXJl"
+let sampleJWT =
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIzZjJiOGMxZS03ZDRhLTRlNTktOWIxYy0yYTZmMGU4ZDRjNzEiLCJyb2xlIjoiYXV0aGVudGljYXRlZCJ9.c2lnbmF0dXJl"
 
 extension Decision.Delivery {
     /// A delivery's kind without what it sends, to compare in tests.

@@ -1,7 +1,8 @@
 import DoppelCore
-@testable import DoppelOpenAPI
 import Foundation
 import Testing
+
+@testable import DoppelOpenAPI
 
 /// `doppel diff --journal`: each breaking change against the calls a
 /// journal observed, without sockets (the journal is written here as the
@@ -15,14 +16,19 @@ struct DiffJournalTests {
     }()
 
     /// hero_id newly required, free stories' `limit` at most 100, the 404 of a purchase's plan gone, GET /subscription/plans gone.
-    static let new: String = old
+    static let new: String =
+        old
         .replacingOccurrences(of: "    required: [language, child_id]\n", with: "    required: [language, child_id, hero_id]\n")
         .replacingOccurrences(of: "limit: { type: integer, minimum: 1, maximum: 1000 }", with: "limit: { type: integer, minimum: 1, maximum: 100 }")
         .replacingOccurrences(of: "    request: GET /subscription/plans\n", with: "    request: GET /subscription/tiers\n")
 
-    static func entry(_ session: String, _ method: String, _ path: String, _ query: String?, _ status: Int, _ endpoint: String?, request: JSON? = nil) -> JSON {
-        var object = JSONObject([("sequence", 1), ("session", .string(session)), ("method", .string(method)), ("path", .string(path)),
-                                 ("query", query.map(JSON.string) ?? .null), ("status", .int(status)), ("endpoint", endpoint.map(JSON.string) ?? .null)])
+    static func entry(
+        _ session: String, _ method: String, _ path: String, _ query: String?, _ status: Int, _ endpoint: String?, request: JSON? = nil
+    ) -> JSON {
+        var object = JSONObject([
+            ("sequence", 1), ("session", .string(session)), ("method", .string(method)), ("path", .string(path)),
+            ("query", query.map(JSON.string) ?? .null), ("status", .int(status)), ("endpoint", endpoint.map(JSON.string) ?? .null),
+        ])
         if let request { object["request"] = request }
         return .object(object)
     }
@@ -32,19 +38,24 @@ struct DiffJournalTests {
     static let withHero = #"{"language":"en","child_id":"123e4567-e89b-12d3-a456-426614174000","hero_id":"987fcdeb-51a2-43f7-b123-9876543210ab"}"#
 
     static func request(_ body: String) -> JSON {
-        .object(JSONObject([("headers", .array([.array(["Content-Type", "application/json"]), .array(["Authorization", "Bearer t"])])),
-                            ("body", .string(body)), ("body_bytes", .int(body.utf8.count)), ("truncated", false)]))
+        .object(
+            JSONObject([
+                ("headers", .array([.array(["Content-Type", "application/json"]), .array(["Authorization", "Bearer t"])])),
+                ("body", .string(body)), ("body_bytes", .int(body.utf8.count)), ("truncated", false),
+            ]))
     }
 
     static var entries: [JSON] {
-        [entry("alice", "GET", "/api/v1/free-stories", "limit=500", 200, "list-free-stories"),
-         entry("bob", "GET", "/api/v1/free-stories", "limit=10", 200, "list-free-stories"),
-         entry("carol", "GET", "/api/v1/free-stories", nil, 200, "list-free-stories"),
-         entry("bob", "POST", generate, nil, 200, "generate-story", request: request(withoutHero)),
-         entry("carol", "POST", generate, nil, 200, "generate-story", request: request(withHero)),
-         entry("dave", "GET", "/api/v1/subscription/plans", nil, 200, "list-plans"),
-         // Not taken by the contract's id (another version's journal): matched by method and path.
-         entry("erin", "GET", "/api/v1/subscription/plans", nil, 200, nil)]
+        [
+            entry("alice", "GET", "/api/v1/free-stories", "limit=500", 200, "list-free-stories"),
+            entry("bob", "GET", "/api/v1/free-stories", "limit=10", 200, "list-free-stories"),
+            entry("carol", "GET", "/api/v1/free-stories", nil, 200, "list-free-stories"),
+            entry("bob", "POST", generate, nil, 200, "generate-story", request: request(withoutHero)),
+            entry("carol", "POST", generate, nil, 200, "generate-story", request: request(withHero)),
+            entry("dave", "GET", "/api/v1/subscription/plans", nil, 200, "list-plans"),
+            // Not taken by the contract's id (another version's journal): matched by method and path.
+            entry("erin", "GET", "/api/v1/subscription/plans", nil, 200, nil),
+        ]
     }
 
     static func exposures(_ bytes: [UInt8]) throws -> [(ContractDiff.Change, ContractDiff.Exposure)] {
@@ -60,13 +71,20 @@ struct DiffJournalTests {
     /// The admin API's journal: statuses, queries and paths are told call
     /// by call; a body's change only as the calls that reach the endpoint.
     @Test func theJournalTellsQueriesAndEndpointsExactlyAndBodiesAsReach() throws {
-        let journal = JSON.object(JSONObject([("total", 7), ("capacity", 10_000),
-                                              ("entries", .array(Self.entries.map { entry in
-                                                  // The journal keeps no requests.
-                                                  guard case .object(var object) = entry else { return entry }
-                                                  object["request"] = nil
-                                                  return .object(object)
-                                              }))]))
+        let journal = JSON.object(
+            JSONObject([
+                ("total", 7), ("capacity", 10_000),
+                (
+                    "entries",
+                    .array(
+                        Self.entries.map { entry in
+                            // The journal keeps no requests.
+                            guard case .object(var object) = entry else { return entry }
+                            object["request"] = nil
+                            return .object(object)
+                        })
+                ),
+            ]))
         let found = try Self.exposures(JSONWriter.encode(journal))
         let byKind = Dictionary(found.map { ($0.0.kind, $0.1) }, uniquingKeysWith: { first, _ in first })
         let limit = try #require(byKind["request-range-narrowed"])
@@ -101,8 +119,10 @@ struct DiffJournalTests {
     @Test func eachCallIsValidatedOncePerVersion() throws {
         let old = try ContractLoader.load(text: Self.old, file: "tales.yaml")
         // Two body changes to one endpoint: hero_id newly required, and story_length's range narrowed.
-        let new = try ContractLoader.load(text: Self.new.replacingOccurrences(of: "story_length: { type: integer, minimum: 1, maximum: 30,",
-                                                                                     with: "story_length: { type: integer, minimum: 1, maximum: 20,"), file: "tales.yaml")
+        let new = try ContractLoader.load(
+            text: Self.new.replacingOccurrences(
+                of: "story_length: { type: integer, minimum: 1, maximum: 30,",
+                with: "story_length: { type: integer, minimum: 1, maximum: 20,"), file: "tales.yaml")
         let changes = ContractDiff.changes(from: old, to: new).filter { $0.breaking && $0.place.hasPrefix("request body") }
         #expect(Set(changes.map(\.endpoint)).count == 1 && changes.count >= 2, "\(changes.map { "\($0.kind) \($0.place)" })")
         var stream = ""
@@ -125,9 +145,11 @@ struct DiffJournalTests {
         #expect(without != Self.old)
         let new = try ContractLoader.load(text: without, file: "tales.yaml")
         let changes = ContractDiff.changes(from: old, to: new)
-        let calls = [ContractDiff.ObservedCall(session: "a", method: "POST", path: Self.generate, query: nil, status: 402, endpoint: "generate-story"),
-                     ContractDiff.ObservedCall(session: "b", method: "POST", path: Self.generate, query: nil, status: 200, endpoint: "generate-story"),
-                     ContractDiff.ObservedCall(session: "c", method: "POST", path: Self.generate, query: nil, status: 402, endpoint: "generate-story")]
+        let calls = [
+            ContractDiff.ObservedCall(session: "a", method: "POST", path: Self.generate, query: nil, status: 402, endpoint: "generate-story"),
+            ContractDiff.ObservedCall(session: "b", method: "POST", path: Self.generate, query: nil, status: 200, endpoint: "generate-story"),
+            ContractDiff.ObservedCall(session: "c", method: "POST", path: Self.generate, query: nil, status: 402, endpoint: "generate-story"),
+        ]
         let exposures = ContractDiff.exposures(of: changes, from: old, to: new, calls: calls)
         let removed = try #require(zip(changes, exposures).first { $0.0.kind == "status-removed" && $0.0.endpoint == "POST /stories/generate" }?.1)
         #expect(removed.calls == 2 && removed.sessions == ["a", "c"] && removed.exact, "\(removed)")

@@ -38,8 +38,11 @@ struct JSONSchemaTestSuiteTests {
                 let tests = group["tests"] as? [[String: Any]] ?? []
                 let cases = try tests.map { test in
                     let instance = try JSONSerialization.data(withJSONObject: ["v": test["data"] ?? NSNull()], options: [.fragmentsAllowed])
-                    guard case .object(let wrapper) = try JSONReader.parse([UInt8](instance)), let value = wrapper["v"] else { throw SuiteError.unreadable(file) }
-                    return Case(id: "\(file): \(description) / \(test["description"] as? String ?? "")", valid: test["valid"] as? Bool ?? false, data: value)
+                    guard case .object(let wrapper) = try JSONReader.parse([UInt8](instance)), let value = wrapper["v"] else {
+                        throw SuiteError.unreadable(file)
+                    }
+                    return Case(
+                        id: "\(file): \(description) / \(test["description"] as? String ?? "")", valid: test["valid"] as? Bool ?? false, data: value)
                 }
                 groups.append(Group(file: file, description: description, schema: group["schema"] ?? [:], cases: cases))
             }
@@ -66,17 +69,22 @@ struct JSONSchemaTestSuiteTests {
             let document: [String: Any] = [
                 "openapi": openapi,
                 "info": ["title": "suite", "version": "1"],
-                "paths": ["/s": ["post": [
-                    "requestBody": ["content": ["application/json": ["schema": ["$ref": "#/components/schemas/S"]]]],
-                    "responses": ["200": ["description": "ok"]],
-                ]]],
+                "paths": [
+                    "/s": [
+                        "post": [
+                            "requestBody": ["content": ["application/json": ["schema": ["$ref": "#/components/schemas/S"]]]],
+                            "responses": ["200": ["description": "ok"]],
+                        ]
+                    ]
+                ],
                 "components": ["schemas": ["S": ["$ref": "schema\(index).json"]]],
             ]
             // The schema is a document of its own, as the suite means it (its
             // `#` is its own root), referred to from the OpenAPI document.
             let file = folder.appendingPathComponent("g\(index).json")
             try JSONSerialization.data(withJSONObject: document, options: [.fragmentsAllowed]).write(to: file)
-            try JSONSerialization.data(withJSONObject: group.schema, options: [.fragmentsAllowed]).write(to: folder.appendingPathComponent("schema\(index).json"))
+            try JSONSerialization.data(withJSONObject: group.schema, options: [.fragmentsAllowed]).write(
+                to: folder.appendingPathComponent("schema\(index).json"))
             let contract: Contract
             do {
                 contract = try ContractDocument.load(file: file.path, checkingWithOpenAPIKit: false)

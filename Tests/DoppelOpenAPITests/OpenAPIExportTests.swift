@@ -1,9 +1,10 @@
 import DoppelCore
-@testable import DoppelOpenAPI
 import Foundation
 import OpenAPIKit
 import Testing
 import Yams
+
+@testable import DoppelOpenAPI
 
 private let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
@@ -33,7 +34,8 @@ struct OpenAPIExportTests {
         // Every endpoint is an operation.
         let paths = try #require(document["paths"]?.objectValue)
         let operationIDs = paths.values.flatMap { $0.objectValue?.values.compactMap { $0["operationId"]?.stringValue } ?? [] }
-        let firstOfEachRoute = Dictionary(grouping: contract.endpoints, by: { "\($0.method) \($0.path.template)" }).values.compactMap(\.first).map(\.id)
+        let firstOfEachRoute = Dictionary(grouping: contract.endpoints, by: { "\($0.method) \($0.path.template)" }).values.compactMap(\.first).map(
+            \.id)
         #expect(Set(operationIDs) == Set(firstOfEachRoute))
     }
 
@@ -109,11 +111,13 @@ struct OpenAPIExportTests {
     }
 
     @Test func withoutFallbacksAValidatingEndpointDocumentsDoppelsProblem() throws {
-        let document = OpenAPIExporter.document(for: try ContractLoader.load(text: """
-            doppel: 1
-            endpoints:
-              e: { request: POST /e, body: { schema: { type: object } }, responses: [ { status: 201 } ] }
-            """, file: "e.yaml"))
+        let document = OpenAPIExporter.document(
+            for: try ContractLoader.load(
+                text: """
+                    doppel: 1
+                    endpoints:
+                      e: { request: POST /e, body: { schema: { type: object } }, responses: [ { status: 201 } ] }
+                    """, file: "e.yaml"))
         let responses = try #require(document["paths"]?["/e"]?["post"]?["responses"]?.objectValue)
         #expect(responses.keys == ["201", "422"])
         #expect(responses["422"]?["content"]?["application/problem+json"]?["schema"]?["required"] == ["type", "title", "status", "detail"])
@@ -130,30 +134,31 @@ struct OpenAPIExportTests {
     }
 
     @Test func schemasAreWrittenAsOpenAPI31MeansThem() throws {
-        let contract = try ContractLoader.load(text: """
-            doppel: 1
-            schemas:
-              Pet:
-                type: object
-                required: [name]
-                properties:
-                  name: { type: string, nullable: true, pattern: "^[a-z]+$" }
-                  age: { type: integer, exclusiveMinimum: 0 }
-                  kind: { enum: [cat, dog] }
-                  friends: { type: array, items: { $ref: Pet } }
-                additionalProperties: false
-            auth:
-              schemes:
-                key: { type: api_key, header: X-Api-Key, query: api_key }
-            endpoints:
-              pet:
-                request: GET /pets/{id}
-                auth: key
-                responses:
-                  - status: 200
-                    schema: Pet
-                    body: { name: rex, age: 3, kind: dog, friends: [] }
-            """, file: "pets.yaml")
+        let contract = try ContractLoader.load(
+            text: """
+                doppel: 1
+                schemas:
+                  Pet:
+                    type: object
+                    required: [name]
+                    properties:
+                      name: { type: string, nullable: true, pattern: "^[a-z]+$" }
+                      age: { type: integer, exclusiveMinimum: 0 }
+                      kind: { enum: [cat, dog] }
+                      friends: { type: array, items: { $ref: Pet } }
+                    additionalProperties: false
+                auth:
+                  schemes:
+                    key: { type: api_key, header: X-Api-Key, query: api_key }
+                endpoints:
+                  pet:
+                    request: GET /pets/{id}
+                    auth: key
+                    responses:
+                      - status: 200
+                        schema: Pet
+                        body: { name: rex, age: 3, kind: dog, friends: [] }
+                """, file: "pets.yaml")
         let document = OpenAPIExporter.document(for: contract)
         let pet = try #require(document["components"]?["schemas"]?["Pet"])
         #expect(pet["properties"]?["name"] == ["type": ["string", "null"], "pattern": "^[a-z]+$"])
@@ -171,17 +176,19 @@ struct OpenAPIExportTests {
     }
 
     @Test func aTemplatedBodysSchemaShowsWhatIsConstantAndItsExampleIsRendered() throws {
-        let contract = try ContractLoader.load(text: """
-            doppel: 1
-            state: { counters: { used: 0 } }
-            endpoints:
-              usage:
-                request: GET /usage
-                responses:
-                  - status: 200
-                    body: { used: "{{ state.used }}", plan: free, note: "used {{ state.used }}" }
-            """, file: "usage.yaml")
-        let ok = try #require(OpenAPIExporter.document(for: contract)["paths"]?["/usage"]?["get"]?["responses"]?["200"]?["content"]?["application/json"])
+        let contract = try ContractLoader.load(
+            text: """
+                doppel: 1
+                state: { counters: { used: 0 } }
+                endpoints:
+                  usage:
+                    request: GET /usage
+                    responses:
+                      - status: 200
+                        body: { used: "{{ state.used }}", plan: free, note: "used {{ state.used }}" }
+                """, file: "usage.yaml")
+        let ok = try #require(
+            OpenAPIExporter.document(for: contract)["paths"]?["/usage"]?["get"]?["responses"]?["200"]?["content"]?["application/json"])
         #expect(ok["schema"]?["properties"] == ["used": [:], "plan": ["type": "string"], "note": ["type": "string"]])
         // Its example is what it renders for a sample request in the contract's initial state, named after the response.
         #expect(ok["examples"] == ["usage-0": ["value": ["used": 0, "plan": "free", "note": "used 0"]]])
@@ -199,14 +206,15 @@ struct OpenAPIExportTests {
     }
 
     @Test func numbersAreWrittenAsYAML11ReadersReadThem() throws {
-        let contract = try ContractLoader.load(text: """
-            doppel: 1
-            endpoints:
-              e:
-                request: GET /e
-                query: { properties: { n: { type: number, minimum: 0, maximum: 0.5 } } }
-                responses: [ { status: 204 } ]
-            """, file: "numbers.yaml")
+        let contract = try ContractLoader.load(
+            text: """
+                doppel: 1
+                endpoints:
+                  e:
+                    request: GET /e
+                    query: { properties: { n: { type: number, minimum: 0, maximum: 0.5 } } }
+                    responses: [ { status: 204 } ]
+                """, file: "numbers.yaml")
         let yaml = try OpenAPIDocumentWriter.write(OpenAPIExporter.document(for: contract), as: .yaml)
         #expect(yaml.contains("minimum: 0\n"), "\(yaml)")
         // YAML 1.1 (PyYAML, openapi-spec-validator) needs a decimal point in a float.
@@ -216,22 +224,23 @@ struct OpenAPIExportTests {
     }
 
     @Test func aNullableReferenceAdmitsNullAsASecondBranchAndIsWrittenAsBuilt() throws {
-        let contract = try ContractLoader.load(text: """
-            doppel: 1
-            schemas:
-              Hero: { type: object, properties: { name: { type: string } } }
-              Story:
-                type: object
-                properties:
-                  hero: { $ref: Hero, nullable: true }
-            endpoints:
-              story:
-                request: GET /story
-                responses:
-                  - status: 200
-                    schema: Story
-                    body: { zebra: 1, apple: 2, hero: null }
-            """, file: "story.yaml")
+        let contract = try ContractLoader.load(
+            text: """
+                doppel: 1
+                schemas:
+                  Hero: { type: object, properties: { name: { type: string } } }
+                  Story:
+                    type: object
+                    properties:
+                      hero: { $ref: Hero, nullable: true }
+                endpoints:
+                  story:
+                    request: GET /story
+                    responses:
+                      - status: 200
+                        schema: Story
+                        body: { zebra: 1, apple: 2, hero: null }
+                """, file: "story.yaml")
         let document = OpenAPIExporter.document(for: contract)
         let hero = try #require(document["components"]?["schemas"]?["Story"]?["properties"]?["hero"])
         #expect(hero == ["anyOf": [["$ref": "#/components/schemas/Hero"], ["type": "null"]]])
@@ -243,7 +252,8 @@ struct OpenAPIExportTests {
         let story = try #require((components["schemas"] as? [String: Any])?["Story"] as? [String: Any])
         let writtenHero = try #require((story["properties"] as? [String: Any])?["hero"] as? [String: Any])
         #expect(Set(writtenHero.keys) == ["anyOf"])
-        let zebra = try #require(yaml.range(of: "zebra: 1")), apple = try #require(yaml.range(of: "apple: 2"))
+        let zebra = try #require(yaml.range(of: "zebra: 1"))
+        let apple = try #require(yaml.range(of: "apple: 2"))
         #expect(zebra.lowerBound < apple.lowerBound)
         let json = try OpenAPIDocumentWriter.write(document, as: .json)
         #expect(try JSONReader.parse(Array(json.utf8)) == document)
@@ -283,18 +293,26 @@ struct OpenAPIExportTests {
         ("null alone", ["type": "null"], ["enum": [nil], "nullable": true]),
         ("several types", ["type": ["string", "integer"]], ["anyOf": [["type": "string"], ["type": "integer"]]]),
         ("const", ["const": "cat"], ["enum": ["cat"]]),
-        ("numeric exclusive bounds", ["type": "integer", "exclusiveMinimum": 0, "exclusiveMaximum": 10],
-         ["type": "integer", "minimum": 0, "exclusiveMinimum": true, "maximum": 10, "exclusiveMaximum": true]),
+        (
+            "numeric exclusive bounds", ["type": "integer", "exclusiveMinimum": 0, "exclusiveMaximum": 10],
+            ["type": "integer", "minimum": 0, "exclusiveMinimum": true, "maximum": 10, "exclusiveMaximum": true]
+        ),
         ("the tighter bound wins", ["minimum": 5, "exclusiveMinimum": 0], ["minimum": 5]),
-        ("$ref with siblings", ["$ref": "#/components/schemas/Pet", "description": "the pet"],
-         ["description": "the pet", "allOf": [["$ref": "#/components/schemas/Pet"]]]),
+        (
+            "$ref with siblings", ["$ref": "#/components/schemas/Pet", "description": "the pet"],
+            ["description": "the pet", "allOf": [["$ref": "#/components/schemas/Pet"]]]
+        ),
         ("$ref alone", ["$ref": "#/components/schemas/Pet"], ["$ref": "#/components/schemas/Pet"]),
-        ("closed tuple", ["type": "array", "prefixItems": [["type": "string"], ["type": "integer"]], "items": false],
-         ["type": "array", "items": ["anyOf": [["type": "string"], ["type": "integer"]]], "maxItems": 2]),
+        (
+            "closed tuple", ["type": "array", "prefixItems": [["type": "string"], ["type": "integer"]], "items": false],
+            ["type": "array", "items": ["anyOf": [["type": "string"], ["type": "integer"]]], "maxItems": 2]
+        ),
         ("array without items", ["type": "array"], ["type": "array", "items": [:]]),
         ("boolean schemas inside", ["properties": ["a": true, "b": false]], ["properties": ["a": [:], "b": ["not": [:]]]]),
-        ("nested", ["type": "object", "properties": ["tags": ["type": "array", "items": ["type": ["string", "null"]]]]],
-         ["type": "object", "properties": ["tags": ["type": "array", "items": ["type": "string", "nullable": true]]]]),
+        (
+            "nested", ["type": "object", "properties": ["tags": ["type": "array", "items": ["type": ["string", "null"]]]]],
+            ["type": "object", "properties": ["tags": ["type": "array", "items": ["type": "string", "nullable": true]]]]
+        ),
         ("base64 bytes", ["type": "string", "contentEncoding": "base64"], ["type": "string", "format": "byte"]),
     ]
 

@@ -23,7 +23,8 @@ private func diagnostics(_ text: String) throws -> [String] {
 @Suite("OpenAPI import")
 struct OpenAPIImportTests {
     @Test func everyProblemInADocumentIsLocatedInIt() throws {
-        let found = try diagnostics("""
+        let found = try diagnostics(
+            """
             openapi: 3.1.0
             info: { title: Broken, version: "1" }
             paths:
@@ -116,7 +117,10 @@ struct OpenAPIImportTests {
         var text = "openapi: 3.1.0\ninfo: { title: Large, version: \"1\" }\npaths:\n"
         for index in 0..<count { text += "  /p\(index): { get: { operationId: op\(index), responses: { \"200\": { description: ok } } } }\n" }
         let found = try diagnostics(text)
-        #expect(found == ["api.yaml:1:1: warning: OpenAPIKit's validation was skipped: the document has a map of \(count) entries (paths or components), more than \(count - 1); Doppel's own checks still ran"])
+        #expect(
+            found == [
+                "api.yaml:1:1: warning: OpenAPIKit's validation was skipped: the document has a map of \(count) entries (paths or components), more than \(count - 1); Doppel's own checks still ran"
+            ])
     }
 
     @Test func servingMakesEachEndpointAsItIsReadToTheSameContract() throws {
@@ -129,7 +133,8 @@ struct OpenAPIImportTests {
                 let status = broken && index % 7 == 0 ? "\"2x0\"" : "\"200\""
                 let style = index % 5 == 0 ? "style: deepObject, " : ""
                 text += "  /p\(index)/{id}:\n    get:\n      operationId: \(index % 3 == 0 ? "same" : "op\(index)")\n"
-                text += "      parameters: [{ name: id, in: path, required: true, \(style)schema: { type: integer, minimum: \(index % 11 == 0 && broken ? "x" : "1") } }]\n"
+                text +=
+                    "      parameters: [{ name: id, in: path, required: true, \(style)schema: { type: integer, minimum: \(index % 11 == 0 && broken ? "x" : "1") } }]\n"
                 text += "      responses: { \(status): { description: ok, content: { application/json: { example: { n: \(index) } } } } }\n"
             }
             return text
@@ -145,10 +150,10 @@ struct OpenAPIImportTests {
         }
         try withDocument(document(broken: true)) { file, _ in
             let source = try ContractDocument.contractTree(file: file, checkingWithOpenAPIKit: false)
-            let whole = ContractError.diagnostics { () throws(ContractError) in
+            let whole = ContractError.thrown { () throws(ContractError) in
                 _ = try ContractLoader.load(root: source.tree, file: file, warnings: source.diagnostics)
             }
-            let inParts = ContractError.diagnostics { () throws(ContractError) in
+            let inParts = ContractError.thrown { () throws(ContractError) in
                 _ = try ContractDocument.load(file: file, checkingWithOpenAPIKit: false)
             }
             #expect(whole.filter { $0.severity == .error }.count == 60 + 39)
@@ -186,7 +191,9 @@ struct OpenAPIImportTests {
         #expect(endpoint["cookies"]?.json == ["type": "object", "required": ["session"], "properties": ["session": ["type": "string"]]])
         // A place OpenAPI 3 does not have is left out, its schema still checked.
         #expect(endpoint["body"] == nil)
-        #expect(source.diagnostics.map(\.message).contains("unresolved $ref '#/components/schemas/Missing': components.schemas has no 'Missing'; any value is accepted there"))
+        #expect(
+            source.diagnostics.map(\.message).contains(
+                "unresolved $ref '#/components/schemas/Missing': components.schemas has no 'Missing'; any value is accepted there"))
     }
 
     @Test func theDocumentsSecurityIsReadOnceForAllOperations() throws {
@@ -215,7 +222,8 @@ struct OpenAPIImportTests {
     }
 
     @Test func structuralProblemsComeFromOpenAPIKitAtTheirPlace() throws {
-        let found = try diagnostics("""
+        let found = try diagnostics(
+            """
             openapi: 3.1.0
             info: { title: Broken, version: "1" }
             paths:
@@ -236,7 +244,8 @@ struct OpenAPIImportTests {
     }
 
     @Test func referencesThatCannotBeReadOrLoopAreRefused() throws {
-        let missing = try diagnostics("""
+        let missing = try diagnostics(
+            """
             openapi: 3.1.0
             info: { title: Refs, version: "1" }
             paths:
@@ -247,8 +256,11 @@ struct OpenAPIImportTests {
                   responses:
                     "200": { description: ok }
             """)
-        #expect(missing.count == 1 && missing[0].hasSuffix("error: $ref 'other.yaml#/components/parameters/Q' cannot be read: no such file"), "\(missing)")
-        let loop = try diagnostics("""
+        #expect(
+            missing.count == 1 && missing[0].hasSuffix("error: $ref 'other.yaml#/components/parameters/Q' cannot be read: no such file"), "\(missing)"
+        )
+        let loop = try diagnostics(
+            """
             openapi: 3.1.0
             info: { title: Refs, version: "1" }
             paths:
@@ -264,7 +276,8 @@ struct OpenAPIImportTests {
     }
 
     @Test func schemaReferencesNameAComponentSchema() throws {
-        let found = try diagnostics("""
+        let found = try diagnostics(
+            """
             openapi: 3.1.0
             info: { title: Refs, version: "1" }
             paths:
@@ -287,15 +300,18 @@ struct OpenAPIImportTests {
                 Item: { type: object, properties: { id: { type: integer } } }
                 A/B: { type: string }
                 With Space: { type: string }
-            """).filter { $0.contains(": error: ") }
+            """
+        ).filter { $0.contains(": error: ") }
         // A pointer into a schema is followed (JSON Schema allows any); one to what is no schema is an error.
-        #expect(found == [
-            "api.yaml:15:34: error: $ref '#/paths' does not point at a schema (schemas are under components.schemas, a 'schema' or '$defs')",
-        ])
+        #expect(
+            found == [
+                "api.yaml:15:34: error: $ref '#/paths' does not point at a schema (schemas are under components.schemas, a 'schema' or '$defs')"
+            ])
     }
 
     @Test func pointersIntoSchemasAnchorsAndIdsAreFollowed() throws {
-        try withDocument("""
+        try withDocument(
+            """
             openapi: 3.1.0
             info: { title: Refs, version: "1" }
             paths:
@@ -327,13 +343,18 @@ struct OpenAPIImportTests {
                 Leaf:
                   $id: https://example.com/leaf
                   type: boolean
-            """) { file, _ in
+            """
+        ) { file, _ in
             let contract = try ContractDocument.load(file: file, checkingWithOpenAPIKit: false)
             let body = try #require(contract.endpoints.first?.body?.schema)
             let validator = SchemaValidator(registry: contract.schemas)
             #expect(validator.validate(["id": 2, "tag": "abc", "node": ["children": [["leaf": true], ["children": []]]]], against: body).isEmpty)
             let issues = validator.validate(["id": 0, "tag": "abcd", "node": ["children": [["leaf": "yes"]]]], against: body).map(\.description)
-            #expect(issues == ["/id: must be at least 1, got 0", "/tag: must be at most 3 characters long", "/node/children/0/leaf: expected boolean, got string"])
+            #expect(
+                issues == [
+                    "/id: must be at least 1, got 0", "/tag: must be at most 3 characters long",
+                    "/node/children/0/leaf: expected boolean, got string",
+                ])
         }
     }
 
@@ -341,7 +362,8 @@ struct OpenAPIImportTests {
     /// by its own `$dynamicAnchor`, so the nodes deep inside a strict tree
     /// are strict too, while a plain tree's are not.
     @Test func aDynamicReferenceIsResolvedInTheDynamicScope() throws {
-        try withDocument("""
+        try withDocument(
+            """
             openapi: 3.1.0
             info: { title: Trees, version: "1" }
             paths:
@@ -367,7 +389,8 @@ struct OpenAPIImportTests {
                   $dynamicAnchor: node
                   $ref: tree
                   unevaluatedProperties: false
-            """) { file, _ in
+            """
+        ) { file, _ in
             let diagnostics = ContractDocument.lint(file: file)
             #expect(!diagnostics.contains { $0.message.contains("dynamicRef") }, "\(diagnostics)")
             let contract = try ContractDocument.load(file: file)
@@ -376,7 +399,10 @@ struct OpenAPIImportTests {
             let plain = try #require(contract.endpoints.first { $0.id == "post-plain" }?.body?.schema)
             let misspelled: JSON = ["children": [["daat": 1]]]
             #expect(validator.validate(["children": [["data": 1, "children": []]]], against: strict).isEmpty)
-            #expect(validator.validate(misspelled, against: strict).map(\.description) == ["/children/0/daat: is not an allowed property (unevaluatedProperties)"])
+            #expect(
+                validator.validate(misspelled, against: strict).map(\.description) == [
+                    "/children/0/daat: is not an allowed property (unevaluatedProperties)"
+                ])
             #expect(validator.validate(misspelled, against: plain).isEmpty)
             // The import says it in the contract's words, and serves the same.
             let source = try ContractDocument.contractTree(file: file)
@@ -390,7 +416,8 @@ struct OpenAPIImportTests {
             _ = try OpenAPIDocumentWriter.write(OpenAPIExporter.document(for: contract), as: .yaml)
         }
         // One that leads nowhere is said once, at its place.
-        let broken = try diagnostics("""
+        let broken = try diagnostics(
+            """
             openapi: 3.1.0
             info: { title: Trees, version: "1" }
             paths: {}
@@ -402,7 +429,8 @@ struct OpenAPIImportTests {
     }
 
     @Test func aURLIsReadFromItsCopyInTheDocumentsFolderAndNeverFetched() throws {
-        try withDocument("""
+        try withDocument(
+            """
             openapi: 3.1.0
             info: { title: Remote, version: "1" }
             paths:
@@ -415,11 +443,13 @@ struct OpenAPIImportTests {
                       application/json:
                         schema: { $ref: "https://schemas.example.com/common/v1/pet.json#/$defs/Pet" }
                   responses: { "200": { description: ok } }
-            """) { file, folder in
+            """
+        ) { file, folder in
             let copies = folder + "/schemas.example.com/common/v1"
             try FileManager.default.createDirectory(atPath: copies, withIntermediateDirectories: true)
             // Inside a copy, a relative reference is relative to the URL it stands for.
-            try #"{"$id": "https://schemas.example.com/common/v1/pet.json", "$defs": {"Pet": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}, "tag": {"$ref": "tag.json"}}}}}"#
+            try
+                #"{"$id": "https://schemas.example.com/common/v1/pet.json", "$defs": {"Pet": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}, "tag": {"$ref": "tag.json"}}}}}"#
                 .write(toFile: copies + "/pet.json", atomically: true, encoding: .utf8)
             try #"{"type": "string", "maxLength": 3}"#.write(toFile: copies + "/tag.json", atomically: true, encoding: .utf8)
             try "parameters:\n  trace: { name: X-Trace, in: header, required: true, schema: { type: string } }\n"
@@ -430,10 +460,14 @@ struct OpenAPIImportTests {
             let body = try #require(endpoint.body?.schema)
             let validator = SchemaValidator(registry: contract.schemas)
             #expect(validator.validate(["name": "Rex", "tag": "dog"], against: body).isEmpty)
-            #expect(validator.validate(["tag": "poodle"], against: body).map(\.description) == ["/name: is required", "/tag: must be at most 3 characters long"])
+            #expect(
+                validator.validate(["tag": "poodle"], against: body).map(\.description) == [
+                    "/name: is required", "/tag: must be at most 3 characters long",
+                ])
         }
         // No copy: the error says where one would be read; a path that climbs out of its host's folder is never read.
-        let missing = try diagnostics("""
+        let missing = try diagnostics(
+            """
             openapi: 3.1.0
             info: { title: Remote, version: "1" }
             paths:
@@ -447,7 +481,10 @@ struct OpenAPIImportTests {
                   responses: { "200": { description: ok } }
             """)
         #expect(missing.count == 2, "\(missing)")
-        #expect(missing.first?.hasPrefix("api.yaml:6:") == true && missing.first?.contains("Doppel does not fetch from the network: save a copy of it in the document's folder as HOST/PATH") == true, "\(missing)")
+        #expect(
+            missing.first?.hasPrefix("api.yaml:6:") == true
+                && missing.first?.contains("Doppel does not fetch from the network: save a copy of it in the document's folder as HOST/PATH") == true,
+            "\(missing)")
         #expect(missing.last?.hasPrefix("api.yaml:10:") == true, "\(missing)")
     }
 
@@ -455,7 +492,8 @@ struct OpenAPIImportTests {
     /// of its references, and a URI below its folder names the file at that
     /// place below the document's own folder (where it is read, never fetched).
     @Test func aDocumentsSelfURIIsTheBaseOfItsReferences() throws {
-        try withDocument("""
+        try withDocument(
+            """
             openapi: 3.2.0
             $self: https://api.example.com/v1/openapi.yaml
             info: { title: Self, version: "1" }
@@ -471,22 +509,26 @@ struct OpenAPIImportTests {
             components:
               schemas:
                 Owner: { type: object, required: [name], properties: { name: { type: string, maxLength: 4 } } }
-            """) { file, folder in
+            """
+        ) { file, folder in
             try FileManager.default.createDirectory(atPath: folder + "/schemas", withIntermediateDirectories: true)
             // Relative to its URI, https://api.example.com/v1/schemas/pet.yaml: `../openapi.yaml` is the document.
-            try "type: object\nrequired: [owner]\nproperties:\n  owner: { $ref: '../openapi.yaml#/components/schemas/Owner' }\n  id: { $id: 'ids/pet-id', type: integer }\n  same: { $ref: 'ids/pet-id' }\n"
+            try
+                "type: object\nrequired: [owner]\nproperties:\n  owner: { $ref: '../openapi.yaml#/components/schemas/Owner' }\n  id: { $id: 'ids/pet-id', type: integer }\n  same: { $ref: 'ids/pet-id' }\n"
                 .write(toFile: folder + "/schemas/pet.yaml", atomically: true, encoding: .utf8)
             let contract = try ContractDocument.load(file: file, checkingWithOpenAPIKit: true)
             let validator = SchemaValidator(registry: contract.schemas)
             let pets = try #require(contract.endpoints.first { $0.id == "post-pets" }?.body?.schema)
             #expect(validator.validate(["owner": ["name": "Ann"], "id": 1, "same": 2], against: pets).isEmpty)
-            #expect(validator.validate(["owner": ["name": "Annabel"], "same": "x"], against: pets).map(\.description)
-                == ["/owner/name: must be at most 4 characters long", "/same: expected integer, got string"])
+            #expect(
+                validator.validate(["owner": ["name": "Annabel"], "same": "x"], against: pets).map(\.description)
+                    == ["/owner/name: must be at most 4 characters long", "/same: expected integer, got string"])
             let owners = try #require(contract.endpoints.first { $0.id == "post-owners" }?.body?.schema)
             #expect(validator.validate(["name": 5], against: owners).map(\.description) == ["/name: expected string, got integer"])
         }
         // Another host is still never fetched.
-        let elsewhere = try diagnostics("""
+        let elsewhere = try diagnostics(
+            """
             openapi: 3.2.0
             $self: https://api.example.com/v1/openapi.yaml
             info: { title: Self, version: "1" }
@@ -504,7 +546,8 @@ struct OpenAPIImportTests {
     /// given by reference, a `properties` map shared by reference, and an
     /// integer bound past 64 bits. Each was refused or lost before.
     @Test func aMultiFileVendorDocumentsWaysAreRead() throws {
-        try withDocument("""
+        try withDocument(
+            """
             openapi: 3.0.0
             info: { title: Actions, version: "2" }
             paths:
@@ -516,35 +559,38 @@ struct OpenAPIImportTests {
                     "200":
                       description: ok
                       content: { application/json: { schema: { type: object, properties: { bytes: { type: integer, maximum: 18446744073709551615 } } } } }
-            """) { file, folder in
+            """
+        ) { file, folder in
             try FileManager.default.createDirectory(atPath: folder + "/models", withIntermediateDirectories: true)
             try FileManager.default.createDirectory(atPath: folder + "/responses", withIntermediateDirectories: true)
             try """
-                action:
-                  type: object
-                  required: [type]
-                  properties: { type: { type: string } }
-                  discriminator:
-                    propertyName: type
-                    mapping: { assign: "#/assign", resize: "#/resize" }
-                  oneOf: [{ $ref: "#/assign" }, { $ref: "#/resize" }]
-                assign:
-                  type: object
-                  required: [droplet_id]
-                  properties:
-                    $ref: "attributes.yml#/assign_properties"
-                resize:
-                  type: object
-                  required: [size]
-                  properties: { size: { type: string } }
-                """.write(toFile: folder + "/models/actions.yml", atomically: true, encoding: .utf8)
-            try "assign_properties:\n  droplet_id: { type: integer }\n".write(toFile: folder + "/models/attributes.yml", atomically: true, encoding: .utf8)
+            action:
+              type: object
+              required: [type]
+              properties: { type: { type: string } }
+              discriminator:
+                propertyName: type
+                mapping: { assign: "#/assign", resize: "#/resize" }
+              oneOf: [{ $ref: "#/assign" }, { $ref: "#/resize" }]
+            assign:
+              type: object
+              required: [droplet_id]
+              properties:
+                $ref: "attributes.yml#/assign_properties"
+            resize:
+              type: object
+              required: [size]
+              properties: { size: { type: string } }
+            """.write(toFile: folder + "/models/actions.yml", atomically: true, encoding: .utf8)
+            try "assign_properties:\n  droplet_id: { type: integer }\n".write(
+                toFile: folder + "/models/attributes.yml", atomically: true, encoding: .utf8)
             try """
-                description: Bad Request
-                headers:
-                  x-request-id: { $ref: "../shared.yml#/x-request-id" }
-                """.write(toFile: folder + "/responses/bad.yml", atomically: true, encoding: .utf8)
-            try "x-request-id: { description: The request, schema: { type: string, format: uuid } }\n".write(toFile: folder + "/shared.yml", atomically: true, encoding: .utf8)
+            description: Bad Request
+            headers:
+              x-request-id: { $ref: "../shared.yml#/x-request-id" }
+            """.write(toFile: folder + "/responses/bad.yml", atomically: true, encoding: .utf8)
+            try "x-request-id: { description: The request, schema: { type: string, format: uuid } }\n".write(
+                toFile: folder + "/shared.yml", atomically: true, encoding: .utf8)
 
             let diagnostics = ContractDocument.lint(file: file)
             #expect(!diagnostics.contains { $0.severity == .error }, "\(diagnostics)")
@@ -567,7 +613,8 @@ struct OpenAPIImportTests {
     }
 
     @Test func unsupportedFeaturesAreNamedNotSilentlyDropped() throws {
-        try withDocument("""
+        try withDocument(
+            """
             openapi: 3.1.0
             info: { title: Partial, version: "1" }
             paths:
@@ -587,7 +634,8 @@ struct OpenAPIImportTests {
             components:
               securitySchemes:
                 digest: { type: http, scheme: digest }
-            """) { file, _ in
+            """
+        ) { file, _ in
             let found = try ContractDocument.contractTree(file: file).diagnostics
             let messages = found.map(\.message)
             #expect(messages.contains { $0.contains("security scheme 'digest' (http digest) is not supported") })
@@ -604,28 +652,29 @@ struct OpenAPIImportTests {
     }
 
     @Test func aSchemaSampleKeepsItsSchema() throws {
-        let contract = try ContractLoader.load(text: """
-            doppel: 1
-            schemas:
-              Node:
-                type: object
-                required: [id, kind, children]
-                properties:
-                  id: { type: string, format: uuid }
-                  kind: { enum: [leaf, branch] }
-                  weight: { type: number, exclusiveMinimum: 0.5, multipleOf: 0.25 }
-                  size: { type: integer, minimum: 3, maximum: 9 }
-                  code: { type: string, minLength: 12, maxLength: 12 }
-                  children: { type: array, items: { $ref: Node } }
-                  pair: { type: array, prefixItems: [{ type: string }, { type: boolean }], items: false }
-              Shape:
-                oneOf: [{ $ref: Node }, { type: string }]
-            endpoints:
-              get:
-                request: GET /node
-                responses:
-                  - { schema: Shape, body_from_schema: true }
-            """, file: "sample.yaml")
+        let contract = try ContractLoader.load(
+            text: """
+                doppel: 1
+                schemas:
+                  Node:
+                    type: object
+                    required: [id, kind, children]
+                    properties:
+                      id: { type: string, format: uuid }
+                      kind: { enum: [leaf, branch] }
+                      weight: { type: number, exclusiveMinimum: 0.5, multipleOf: 0.25 }
+                      size: { type: integer, minimum: 3, maximum: 9 }
+                      code: { type: string, minLength: 12, maxLength: 12 }
+                      children: { type: array, items: { $ref: Node } }
+                      pair: { type: array, prefixItems: [{ type: string }, { type: boolean }], items: false }
+                  Shape:
+                    oneOf: [{ $ref: Node }, { type: string }]
+                endpoints:
+                  get:
+                    request: GET /node
+                    responses:
+                      - { schema: Shape, body_from_schema: true }
+                """, file: "sample.yaml")
         let response = MockEngine(contract: contract).respond(to: RecordedRequest(method: "GET", target: "/node"))
         let value = try JSONReader.parse(response.body)
         let validator = SchemaValidator(registry: contract.schemas)
@@ -645,24 +694,26 @@ struct OpenAPIImportTests {
             schemas += "  L\(level): { type: object, required: [\(names.joined(separator: ", "))], properties: { \(members) } }\n"
         }
         schemas += "  L8: { type: string, minLength: 1000000000 }\n"
-        let text = "doppel: 1\nschemas:\n" + schemas + """
-            endpoints:
-              big:
-                request: GET /big
-                responses:
-                  - { schema: L0, body_from_schema: true }
-              short:
-                request: GET /short
-                responses:
-                  - { schema: { type: object, properties: { a: { type: string, minLength: 1000000000 }, b: { type: integer } } }, body_from_schema: true }
-            """
+        let text =
+            "doppel: 1\nschemas:\n" + schemas + """
+                endpoints:
+                  big:
+                    request: GET /big
+                    responses:
+                      - { schema: L0, body_from_schema: true }
+                  short:
+                    request: GET /short
+                    responses:
+                      - { schema: { type: object, properties: { a: { type: string, minLength: 1000000000 }, b: { type: integer } } }, body_from_schema: true }
+                """
         let found = try withDocument(text) { file, folder in
             ContractLoader.lint(file: file).map { $0.description.replacingOccurrences(of: folder + "/api.yaml", with: "big.yaml") }
         }
         // A warning, so that an OpenAPI document whose schema explodes is served all the same.
-        #expect(found == [
-            "big.yaml:16:41: warning: no body can be generated from the schema of response big[0]: a value would recurse without end or hold more than 100000 values and characters, so the response is sent without a body; write the body instead",
-        ])
+        #expect(
+            found == [
+                "big.yaml:16:41: warning: no body can be generated from the schema of response big[0]: a value would recurse without end or hold more than 100000 values and characters, so the response is sent without a body; write the body instead"
+            ])
         let engine = MockEngine(contract: try ContractLoader.load(text: text, file: "big.yaml"))
         let big = engine.respond(to: RecordedRequest(method: "GET", target: "/big"))
         #expect(big.status == 200 && big.body.isEmpty)
@@ -672,24 +723,26 @@ struct OpenAPIImportTests {
     }
 
     @Test func bodyFromSchemaNeedsASchemaAndNoBody() throws {
-        let found = ContractError.diagnostics { () throws(ContractError) in
-            _ = try ContractLoader.load(text: """
-                doppel: 1
-                endpoints:
-                  a:
-                    request: GET /a
-                    responses:
-                      - { body_from_schema: true }
-                  b:
-                    request: GET /b
-                    responses:
-                      - { schema: { type: string }, body: x, body_from_schema: true }
-                """, file: "c.yaml")
+        let found = ContractError.thrown { () throws(ContractError) in
+            _ = try ContractLoader.load(
+                text: """
+                    doppel: 1
+                    endpoints:
+                      a:
+                        request: GET /a
+                        responses:
+                          - { body_from_schema: true }
+                      b:
+                        request: GET /b
+                        responses:
+                          - { schema: { type: string }, body: x, body_from_schema: true }
+                    """, file: "c.yaml")
         }.map(\.description)
-        #expect(found == [
-            "c.yaml:6:29: error: 'body_from_schema' of response a[0] needs a 'schema' to generate the body from",
-            "c.yaml:10:64: error: 'body_from_schema' of response b[0] stands for a body; give one or the other",
-        ])
+        #expect(
+            found == [
+                "c.yaml:6:29: error: 'body_from_schema' of response a[0] needs a 'schema' to generate the body from",
+                "c.yaml:10:64: error: 'body_from_schema' of response b[0] stands for a body; give one or the other",
+            ])
     }
 }
 
@@ -697,7 +750,8 @@ struct OpenAPIImportTests {
 @Suite("OpenAPI import, hostile documents")
 struct OpenAPIHostileDocumentTests {
     @Test func aReferenceToANegativeArrayIndexIsALocatedError() throws {
-        let found = try diagnostics("""
+        let found = try diagnostics(
+            """
             openapi: 3.1.0
             info: { title: t, version: "1" }
             paths:
@@ -719,7 +773,8 @@ struct OpenAPIHostileDocumentTests {
         "{ type: array, minItems: 9223372036854775807, items: { type: string, minLength: 9223372036854775807 } }",
     ])
     func boundsPastTheIntegerRangeAreServed(schema: String) throws {
-        try withDocument("""
+        try withDocument(
+            """
             openapi: 3.1.0
             info: { title: t, version: "1" }
             paths:
@@ -731,7 +786,8 @@ struct OpenAPIHostileDocumentTests {
                       content:
                         application/json:
                           schema: \(schema)
-            """) { file, _ in
+            """
+        ) { file, _ in
             let engine = MockEngine(contract: try ContractDocument.load(file: file))
             let response = engine.respond(to: RecordedRequest(method: "GET", target: "/a"))
             #expect(response.status == 200)
@@ -744,13 +800,18 @@ struct OpenAPIHostileDocumentTests {
 /// OpenAPI callbacks and WebSocket upgrades, as the importer reads them.
 @Suite("OpenAPI import: callbacks and upgrades")
 struct OpenAPICallbackImportTests {
-    @Test("Runtime expressions of a callback URL become templates; those a request cannot fill are refused", arguments: [
-        ("{$request.body#/callbackUrl}", "{{ body.callbackUrl }}"),
-        ("{$request.body#/hooks/0/url}", "{{ body.hooks[0].url }}"),
-        ("{$request.body#/call-back}", "{{ body['call-back'] }}"),
-        ("https://example.com/notify?id={$request.query.id}&by={$request.header.X-User}", "https://example.com/notify?id={{ query.id }}&by={{ headers['x-user'] }}"),
-        ("http://x/{$request.path.orderId}/{$method}", "http://x/{{ path.orderId }}/{{ request.method }}"),
-    ])
+    @Test(
+        "Runtime expressions of a callback URL become templates; those a request cannot fill are refused",
+        arguments: [
+            ("{$request.body#/callbackUrl}", "{{ body.callbackUrl }}"),
+            ("{$request.body#/hooks/0/url}", "{{ body.hooks[0].url }}"),
+            ("{$request.body#/call-back}", "{{ body['call-back'] }}"),
+            (
+                "https://example.com/notify?id={$request.query.id}&by={$request.header.X-User}",
+                "https://example.com/notify?id={{ query.id }}&by={{ headers['x-user'] }}"
+            ),
+            ("http://x/{$request.path.orderId}/{$method}", "http://x/{{ path.orderId }}/{{ request.method }}"),
+        ])
     func runtimeExpressions(expression: String, template: String) {
         #expect(OpenAPIImporter.template(fromRuntimeExpression: expression) == template)
     }
@@ -761,7 +822,9 @@ struct OpenAPICallbackImportTests {
         }
     }
 
-    @Test("A callback is made from the served response, its body from the schema; one needing the response is a warning; a GET documenting 101 is a WebSocket")
+    @Test(
+        "A callback is made from the served response, its body from the schema; one needing the response is a warning; a GET documenting 101 is a WebSocket"
+    )
     func callbacksAndUpgrades() throws {
         let document = """
             openapi: 3.1.0
@@ -830,28 +893,32 @@ struct OpenAPICallbackImportTests {
 
     @Test("A contract's callbacks are exported as OpenAPI callbacks when a runtime expression can say their URL, and read back")
     func callbacksExportAndReadBack() throws {
-        let contract = try ContractLoader.load(text: """
-            doppel: 1
-            endpoints:
-              pay:
-                request: POST /pay
-                auth: none
-                responses:
-                  - status: 202
-                    let: { id: "'p1'" }
-                    callbacks:
-                      - { name: by-body, url: "{{ body.hooks[0].url }}", body: { event: paid } }
-                      - { name: by-host, url: "https://{{ headers['x-hook-host'] }}/paid?id={{ query.id }}" }
-                      - { name: fixed, url: "http://127.0.0.1:9000/paid", method: put }
-                      - { name: by-let, url: "http://127.0.0.1:9000/{{ id }}" }
-            """, file: "hooks.yaml")
+        let contract = try ContractLoader.load(
+            text: """
+                doppel: 1
+                endpoints:
+                  pay:
+                    request: POST /pay
+                    auth: none
+                    responses:
+                      - status: 202
+                        let: { id: "'p1'" }
+                        callbacks:
+                          - { name: by-body, url: "{{ body.hooks[0].url }}", body: { event: paid } }
+                          - { name: by-host, url: "https://{{ headers['x-hook-host'] }}/paid?id={{ query.id }}" }
+                          - { name: fixed, url: "http://127.0.0.1:9000/paid", method: put }
+                          - { name: by-let, url: "http://127.0.0.1:9000/{{ id }}" }
+                """, file: "hooks.yaml")
         let document = OpenAPIExporter.document(for: contract)
         let callbacks = try #require(document["paths"]?["/pay"]?["post"]?["callbacks"]?.objectValue)
         #expect(callbacks.keys.sorted() == ["by-body", "by-host", "fixed"], "a URL from a let cannot be said in OpenAPI")
         #expect(callbacks["by-body"]?.objectValue?.keys.first == "{$request.body#/hooks/0/url}")
         #expect(callbacks["by-host"]?.objectValue?.keys.first == "https://{$request.header.x-hook-host}/paid?id={$request.query.id}")
         #expect(callbacks["fixed"]?["http://127.0.0.1:9000/paid"]?["put"] != nil)
-        #expect(callbacks["by-body"]?["{$request.body#/hooks/0/url}"]?["post"]?["requestBody"]?["content"]?["application/json"]?["example"] == ["event": "paid"])
+        #expect(
+            callbacks["by-body"]?["{$request.body#/hooks/0/url}"]?["post"]?["requestBody"]?["content"]?["application/json"]?["example"] == [
+                "event": "paid"
+            ])
 
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("doppel-hooks-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)

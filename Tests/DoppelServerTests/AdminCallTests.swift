@@ -1,6 +1,7 @@
 import DoppelCore
-@testable import DoppelServer
 import Testing
+
+@testable import DoppelServer
 
 /// The admin calls' table (`AdminCall`), held to what the calls do: the
 /// API answers every call it declares, a HEAD as its GET, and a call
@@ -43,16 +44,21 @@ struct AdminCallTests {
     func aReadingCallChangesNothing(_ path: String) throws {
         let engine = try Self.engine()
         // A session with state, a scenario and a journal to change.
-        _ = engine.respond(to: RecordedRequest(method: "POST", path: "/api/v1/subscription/purchase",
-                                               query: "plan_tier=premium&billing_cycle=monthly&payment_method=card",
-                                               headers: [("Authorization", "Bearer \(sampleJWT)"), ("Doppel-Session", "alice")]))
+        _ = engine.respond(
+            to: RecordedRequest(
+                method: "POST", path: "/api/v1/subscription/purchase",
+                query: "plan_tier=premium&billing_cycle=monthly&payment_method=card",
+                headers: [("Authorization", "Bearer \(sampleJWT)"), ("Doppel-Session", "alice")]))
         let before = try #require(engine.sessions.existing("alice")).current.encoded()
         let entries = engine.journal.entries.count
         let api = AdminAPI(engine: engine)
         for call in AdminCall.all where call.path == path && !call.changes {
             _ = api.respond(to: Self.request(call))
-            _ = api.respond(to: RecordedRequest(method: call.method, path: AdminAPI.prefix + call.path, query: "session=alice",
-                                                headers: [(name: "Content-Type", value: "application/json")], body: Array(#"{"session": "alice", "endpoint": "generate-story", "count": 1}"#.utf8)))
+            _ = api.respond(
+                to: RecordedRequest(
+                    method: call.method, path: AdminAPI.prefix + call.path, query: "session=alice",
+                    headers: [(name: "Content-Type", value: "application/json")],
+                    body: Array(#"{"session": "alice", "endpoint": "generate-story", "count": 1}"#.utf8)))
         }
         #expect(try #require(engine.sessions.existing("alice")).current.encoded() == before, "\(path)")
         #expect(engine.sessions.ids == ["alice"], "\(path) made a session")
@@ -64,12 +70,16 @@ struct AdminCallTests {
         let engine = try Self.engine()
         let api = AdminAPI(engine: engine)
         let json = [(name: "Content-Type", value: "application/json")]
-        let moved = api.respond(to: RecordedRequest(method: "POST", path: AdminAPI.prefix + "/clock", query: "session=alice", headers: json,
-                                                    body: Array(#"{"advance": "40d"}"#.utf8)))
+        let moved = api.respond(
+            to: RecordedRequest(
+                method: "POST", path: AdminAPI.prefix + "/clock", query: "session=alice", headers: json,
+                body: Array(#"{"advance": "40d"}"#.utf8)))
         #expect(moved.status == 200)
         #expect(AdminCall.of(RecordedRequest(method: "POST", path: AdminAPI.prefix + "/clock"))?.changes == true)
-        let forced = api.respond(to: RecordedRequest(method: "POST", path: AdminAPI.prefix + "/next", query: "session=alice", headers: json,
-                                                     body: Array(#"{"endpoint": "generate-story", "status": 402}"#.utf8)))
+        let forced = api.respond(
+            to: RecordedRequest(
+                method: "POST", path: AdminAPI.prefix + "/next", query: "session=alice", headers: json,
+                body: Array(#"{"endpoint": "generate-story", "status": 402}"#.utf8)))
         #expect(forced.status == 200 || forced.status == 201, "\(forced.status) \(String(decoding: forced.body, as: UTF8.self))")
         let call = try #require(AdminCall.of(RecordedRequest(method: "POST", path: AdminAPI.prefix + "/next")))
         #expect(call.changes && call.changesOverrides && call.reach == .session)

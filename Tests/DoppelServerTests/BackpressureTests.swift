@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -21,11 +22,11 @@ struct BackpressureTests {
         try String(repeating: "x", count: 80_000).write(to: folder.appendingPathComponent("big.txt"), atomically: true, encoding: .utf8)
         let contract = folder.appendingPathComponent("big.yaml")
         try """
-            doppel: 1
-            endpoints:
-              big: { request: GET /big, responses: [ { content_type: text/plain, file: big.txt } ] }
-              ok: { request: GET /ok, responses: [ { body: { ok: true } } ] }
-            """.write(to: contract, atomically: true, encoding: .utf8)
+        doppel: 1
+        endpoints:
+          big: { request: GET /big, responses: [ { content_type: text/plain, file: big.txt } ] }
+          ok: { request: GET /ok, responses: [ { body: { ok: true } } ] }
+        """.write(to: contract, atomically: true, encoding: .utf8)
         let served = try CommandLineTests().serve([contract.path, "--log-format", "none"])
         defer { served.process.terminate() }
         let port = served.port
@@ -35,19 +36,23 @@ struct BackpressureTests {
         let (sentBytes, peak) = try await RawSocket.run { () -> (Int, Int) in
             let request = Array(String(repeating: "GET /big HTTP/1.1\r\nHost: x\r\n\r\n", count: 100).utf8)
             var sockets: [Int32] = []
-            defer { sockets.forEach { close($0) } }
+            defer { for fd in sockets { close(fd) } }
             for _ in 0..<200 {
                 let fd = try connectLoopback(port: port)
                 _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
                 sockets.append(fd)
             }
-            var sent = 0, peak = 0
+            var sent = 0
+            var peak = 0
             let deadline = Date().addingTimeInterval(4)
             while Date() < deadline {
                 var progressed = false
                 for fd in sockets {
                     let n = request.withUnsafeBytes { Foundation.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
-                    if n > 0 { sent += n; progressed = true }
+                    if n > 0 {
+                        sent += n
+                        progressed = true
+                    }
                 }
                 peak = max(peak, residentBytes(of: pid) ?? 0)
                 if !progressed { Thread.sleep(forTimeInterval: 0.05) }

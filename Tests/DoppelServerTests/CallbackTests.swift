@@ -28,7 +28,11 @@ struct CallbackTests {
         router.on("**", method: .post) { request, _ -> Response in
             let body = try await request.body.collect(upTo: 1 << 20)
             received.requests.withLockedValue {
-                $0.append((request.method.rawValue, request.uri.path, String(buffer: body), request.headers[.contentType], request.headers[HTTPField.Name("X-Event")!]))
+                $0.append(
+                    (
+                        request.method.rawValue, request.uri.path, String(buffer: body), request.headers[.contentType],
+                        request.headers[HTTPField.Name("X-Event")!]
+                    ))
             }
             let status = received.statuses.withLockedValue { $0.isEmpty ? 200 : $0.removeFirst() }
             return Response(status: .init(code: status))
@@ -48,8 +52,9 @@ struct CallbackTests {
         defer { task.cancel() }
         let document = repositoryRoot.appendingPathComponent("Tests/DoppelServerTests/Fixtures/openapi/callbacks-3.1.yaml").path
         try await DoppelTestServer.with(contract: document) { server in
-            let answer = try await TestClient(base: server.baseURL).send("POST", "/payments", json: ["amount": 5, "callbackUrl": .string("http://127.0.0.1:\(port)/events")],
-                                                                     token: nil, session: "pay")
+            let answer = try await TestClient(base: server.baseURL).send(
+                "POST", "/payments", json: ["amount": 5, "callbackUrl": .string("http://127.0.0.1:\(port)/events")],
+                token: nil, session: "pay")
             #expect(answer.status == 201)
             try await Self.eventually { received.all.count == 1 }
             let request = try #require(received.all.first)
@@ -75,8 +80,9 @@ struct CallbackTests {
         configuration.callbackAllow = ["hooks.example.com"]
         let document = repositoryRoot.appendingPathComponent("Tests/DoppelServerTests/Fixtures/openapi/callbacks-3.1.yaml").path
         try await DoppelTestServer.with(contract: document, configuration: configuration) { server in
-            let answer = try await TestClient(base: server.baseURL).send("POST", "/payments", json: ["amount": 5, "callbackUrl": .string("http://127.0.0.1:\(port)/events")],
-                                                                     token: nil)
+            let answer = try await TestClient(base: server.baseURL).send(
+                "POST", "/payments", json: ["amount": 5, "callbackUrl": .string("http://127.0.0.1:\(port)/events")],
+                token: nil)
             #expect(answer.status == 201)
             try await Self.eventually { server.engine.journal.entries.contains { $0.method == "CALLBACK" } }
             let entry = try #require(server.engine.journal.entries.first { $0.method == "CALLBACK" })
@@ -145,12 +151,16 @@ struct CallbackTests {
     @Test("The allow list: loopback by default, names, wildcards, ports, and values it refuses")
     func allowList() throws {
         let loopback = CallbackAllowList.loopback
-        #expect(loopback.permits(host: "127.0.0.1", port: 80) && loopback.permits(host: "127.5.6.7", port: 1) && loopback.permits(host: "::1", port: 9)
-                    && loopback.permits(host: "localhost", port: 8080))
-        #expect(!loopback.permits(host: "10.0.0.1", port: 80) && !loopback.permits(host: "127.0.0.1.evil.com", port: 80)
-                    && !loopback.permits(host: "example.com", port: 80) && !loopback.permits(host: "0x7f.0.0.1", port: 80))
+        #expect(
+            loopback.permits(host: "127.0.0.1", port: 80) && loopback.permits(host: "127.5.6.7", port: 1) && loopback.permits(host: "::1", port: 9)
+                && loopback.permits(host: "localhost", port: 8080))
+        #expect(
+            !loopback.permits(host: "10.0.0.1", port: 80) && !loopback.permits(host: "127.0.0.1.evil.com", port: 80)
+                && !loopback.permits(host: "example.com", port: 80) && !loopback.permits(host: "0x7f.0.0.1", port: 80))
         let list = try CallbackAllowList(["*.example.com", "api.test:8443", "[::1]:9000"])
-        #expect(list.permits(host: "hooks.example.com", port: 443) && !list.permits(host: "example.com", port: 443) && !list.permits(host: "badexample.com", port: 443))
+        #expect(
+            list.permits(host: "hooks.example.com", port: 443) && !list.permits(host: "example.com", port: 443)
+                && !list.permits(host: "badexample.com", port: 443))
         #expect(list.permits(host: "api.test", port: 8443) && !list.permits(host: "api.test", port: 443))
         #expect(list.permits(host: "::1", port: 9000) && !list.permits(host: "::1", port: 9001) && !list.permits(host: "127.0.0.1", port: 9000))
         #expect(try CallbackAllowList(["*"]).permits(host: "anything.anywhere", port: 1))

@@ -26,7 +26,8 @@ struct CommandLineTests {
         process.executableURL = executable
         process.arguments = arguments
         process.currentDirectoryURL = repositoryRoot
-        let out = Pipe(), err = Pipe()
+        let out = Pipe()
+        let err = Pipe()
         process.standardOutput = out
         process.standardError = err
         try process.run()
@@ -48,7 +49,8 @@ struct CommandLineTests {
         readerDone.wait()
         let errors = errorsRead.withLock { $0 }
         process.waitUntilExit()
-        return Run(status: process.terminationStatus, output: String(decoding: output, as: UTF8.self), errors: String(decoding: errors, as: UTF8.self))
+        return Run(
+            status: process.terminationStatus, output: String(decoding: output, as: UTF8.self), errors: String(decoding: errors, as: UTF8.self))
     }
 
     /// `oas32-query.yaml`: lint and import refused an OpenAPI version Doppel cannot serve, yet `serve`
@@ -70,30 +72,31 @@ struct CommandLineTests {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("planted-\(UUID().uuidString).yaml")
         defer { try? FileManager.default.removeItem(at: file) }
         try """
-            doppel: 1
-            state:
-              counters: { used: 0 }
-            endpoints:
-              count:
-                request: GET /count
-                respones:
-                  - status: 200
-              other:
-                request: GET /other
-                responses:
-                  - when: state.usd > 3
-                    status: 402
-                  - ref: missing
-            """.write(to: file, atomically: true, encoding: .utf8)
+        doppel: 1
+        state:
+          counters: { used: 0 }
+        endpoints:
+          count:
+            request: GET /count
+            respones:
+              - status: 200
+          other:
+            request: GET /other
+            responses:
+              - when: state.usd > 3
+                status: 402
+              - ref: missing
+        """.write(to: file, atomically: true, encoding: .utf8)
         let result = try run(["lint", file.path])
         #expect(result.status == 1)
         let lines = result.errors.split(separator: "\n").map(String.init)
-        #expect(lines == [
-            "\(file.path):6:5: error: endpoint 'count' needs 'responses'",
-            "\(file.path):7:5: error: unknown key 'respones' in endpoint 'count' (did you mean 'responses'?)",
-            "\(file.path):12:21: error: state has no 'usd' (did you mean 'used'?)",
-            "\(file.path):14:14: error: undefined response 'missing'",
-        ])
+        #expect(
+            lines == [
+                "\(file.path):6:5: error: endpoint 'count' needs 'responses'",
+                "\(file.path):7:5: error: unknown key 'respones' in endpoint 'count' (did you mean 'responses'?)",
+                "\(file.path):12:21: error: state has no 'usd' (did you mean 'used'?)",
+                "\(file.path):14:14: error: undefined response 'missing'",
+            ])
         #expect(result.output.contains("4 errors"))
     }
 
@@ -112,9 +115,9 @@ struct CommandLineTests {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("scenario-\(UUID().uuidString).yaml")
         defer { try? FileManager.default.removeItem(at: file) }
         try """
-            contract: \(repositoryRoot.appendingPathComponent("contracts/tales.yaml").path)
-            overrides: [ { endpoint: generate-stroy, status: 500 } ]
-            """.write(to: file, atomically: true, encoding: .utf8)
+        contract: \(repositoryRoot.appendingPathComponent("contracts/tales.yaml").path)
+        overrides: [ { endpoint: generate-stroy, status: 500 } ]
+        """.write(to: file, atomically: true, encoding: .utf8)
         let broken = try run(["lint", file.path])
         #expect(broken.status == 1)
         #expect(broken.errors == "\(file.path):2:26: error: the contract has no endpoint 'generate-stroy' (did you mean 'generate-story'?)\n")
@@ -126,8 +129,12 @@ struct CommandLineTests {
         let lines = all.output.split(separator: "\n")
         #expect(lines.contains("contracts/tales.yaml: ok"))
         #expect(lines.contains("scenarios/tales/monthly-limit.yaml: ok"))
-        #expect(lines.count == (try FileManager.default.subpathsOfDirectory(atPath: repositoryRoot.appendingPathComponent("contracts").path)
-            + FileManager.default.subpathsOfDirectory(atPath: repositoryRoot.appendingPathComponent("scenarios").path)).filter { $0.hasSuffix(".yaml") }.count)
+        #expect(
+            lines.count
+                == (try FileManager.default.subpathsOfDirectory(atPath: repositoryRoot.appendingPathComponent("contracts").path)
+                + FileManager.default.subpathsOfDirectory(atPath: repositoryRoot.appendingPathComponent("scenarios").path)).filter {
+                    $0.hasSuffix(".yaml")
+                }.count)
         let empty = FileManager.default.temporaryDirectory.appendingPathComponent("empty-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: empty, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: empty) }
@@ -147,13 +154,15 @@ struct CommandLineTests {
         }
         try "on: push\njobs: {}\n".write(to: project.appendingPathComponent(".github/workflows/ci.yml"), atomically: true, encoding: .utf8)
         try "generate: [types]\n".write(to: project.appendingPathComponent("api/openapi-generator-config.yaml"), atomically: true, encoding: .utf8)
-        try FileManager.default.copyItem(at: repositoryRoot.appendingPathComponent("contracts/currency.yaml"), to: project.appendingPathComponent("api/currency.yaml"))
+        try FileManager.default.copyItem(
+            at: repositoryRoot.appendingPathComponent("contracts/currency.yaml"), to: project.appendingPathComponent("api/currency.yaml"))
         let projectLint = try run(["lint", project.path])
         #expect(projectLint.status == 0, "\(projectLint.output)\(projectLint.errors)")
-        #expect(projectLint.output.components(separatedBy: "\n").filter { !$0.isEmpty }.sorted() == [
-            "\(project.path)/api/currency.yaml: ok",
-            "\(project.path)/api/openapi-generator-config.yaml: skipped (not a contract, scenario or OpenAPI document)",
-        ])
+        #expect(
+            projectLint.output.components(separatedBy: "\n").filter { !$0.isEmpty }.sorted() == [
+                "\(project.path)/api/currency.yaml: ok",
+                "\(project.path)/api/openapi-generator-config.yaml: skipped (not a contract, scenario or OpenAPI document)",
+            ])
     }
 
     @Test(arguments: ["bash", "zsh", "fish"])
@@ -167,10 +176,16 @@ struct CommandLineTests {
     @Test func aContractGivenToRunAndAScenarioGivenToServeAreNamedForWhatTheyAre() throws {
         let contract = try run(["run", "contracts/tales.yaml"])
         #expect(contract.status == 1)
-        #expect(contract.errors.contains("contracts/tales.yaml:1:1: error: contracts/tales.yaml is a contract, not a scenario: serve it with `doppel serve contracts/tales.yaml`"), "\(contract.errors)")
+        #expect(
+            contract.errors.contains(
+                "contracts/tales.yaml:1:1: error: contracts/tales.yaml is a contract, not a scenario: serve it with `doppel serve contracts/tales.yaml`"
+            ), "\(contract.errors)")
         let scenario = try run(["serve", "scenarios/tales/monthly-limit.yaml", "--port", "0"])
         #expect(scenario.status == 1)
-        #expect(scenario.errors.contains("scenarios/tales/monthly-limit.yaml is a scenario, not a contract: run it with `doppel run scenarios/tales/monthly-limit.yaml`"), "\(scenario.errors)")
+        #expect(
+            scenario.errors.contains(
+                "scenarios/tales/monthly-limit.yaml is a scenario, not a contract: run it with `doppel run scenarios/tales/monthly-limit.yaml`"),
+            "\(scenario.errors)")
     }
 
     @Test func badOptionsExitWithUsageErrors() throws {
@@ -189,7 +204,8 @@ struct CommandLineTests {
         #expect(empty.errors.contains("--max-body-size must be a size like 1MiB"))
         let idle = try run(["serve", "contracts/tales.yaml", "--session-idle", "soon"])
         #expect(idle.status == 64)
-        #expect(idle.errors.contains("The value 'soon' is invalid for '--session-idle <session-idle>'") && idle.errors.contains("like 1h; 0 keeps them"))
+        #expect(
+            idle.errors.contains("The value 'soon' is invalid for '--session-idle <session-idle>'") && idle.errors.contains("like 1h; 0 keeps them"))
         // A value of the type that the option does not allow: the command says what it takes.
         let hang = try run(["serve", "contracts/tales.yaml", "--hang-limit", "0"])
         #expect(hang.status == 64)
@@ -230,7 +246,8 @@ struct CommandLineTests {
         process.executableURL = executable
         process.arguments = ["serve"] + arguments + ["--port", "0"]
         process.currentDirectoryURL = repositoryRoot
-        let out = Pipe(), err = Pipe()
+        let out = Pipe()
+        let err = Pipe()
         process.standardOutput = out
         process.standardError = err
         try process.run()
@@ -240,8 +257,9 @@ struct CommandLineTests {
             guard let data = readSome(out.fileHandleForReading, within: deadline.timeIntervalSinceNow), !data.isEmpty else { break }
             banner += String(decoding: data, as: UTF8.self)
         }
-        guard let port = banner.split(separator: "\n").first(where: { $0.hasPrefix("Listening on") })
-            .flatMap({ $0.split(separator: ":").dropFirst(2).first }).flatMap({ Int($0.prefix { $0.isNumber }) })
+        guard
+            let port = banner.split(separator: "\n").first(where: { $0.hasPrefix("Listening on") })
+                .flatMap({ $0.split(separator: ":").dropFirst(2).first }).flatMap({ Int($0.prefix { $0.isNumber }) })
         else {
             process.terminate()
             throw TestServerError(message: "doppel serve did not start: \(banner)")
@@ -281,12 +299,12 @@ extension CommandLineTests {
         let wrong = FileManager.default.temporaryDirectory.appendingPathComponent("wrong-\(UUID().uuidString).yaml")
         defer { try? FileManager.default.removeItem(at: wrong) }
         try """
-            contract: \(repositoryRoot.appendingPathComponent("contracts/tales.yaml").path)
-            steps:
-              - request: GET /api/v1/free-stories
-                query: { limit: 1 }
-                expect: { status: 200, body: [ { title: The Magic Garden } ] }
-            """.write(to: wrong, atomically: true, encoding: .utf8)
+        contract: \(repositoryRoot.appendingPathComponent("contracts/tales.yaml").path)
+        steps:
+          - request: GET /api/v1/free-stories
+            query: { limit: 1 }
+            expect: { status: 200, body: [ { title: The Magic Garden } ] }
+        """.write(to: wrong, atomically: true, encoding: .utf8)
         let failing = try run(["run", wrong.path, "--junit", wrong.path + ".xml"])
         defer { try? FileManager.default.removeItem(atPath: wrong.path + ".xml") }
         #expect(failing.status == 1)
@@ -300,7 +318,9 @@ extension CommandLineTests {
         let served = try serve(["contracts/tales.yaml", "--log-format", "none"])
         defer { served.process.terminate() }
         let port = served.port
-        let result = try run(["run", "scenarios/tales/monthly-limit.yaml", "scenarios/tales/hero-required.yaml", "--target", "http://127.0.0.1:\(port)"])
+        let result = try run([
+            "run", "scenarios/tales/monthly-limit.yaml", "scenarios/tales/hero-required.yaml", "--target", "http://127.0.0.1:\(port)",
+        ])
         #expect(result.status == 0, "\(result.output)")
         #expect(result.output.contains("Running 2 scenarios against http://127.0.0.1:\(port)"))
         #expect(result.output.hasSuffix("12 passed, 0 failed\n"))

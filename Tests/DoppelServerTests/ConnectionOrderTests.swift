@@ -1,10 +1,11 @@
 import DoppelCore
 import DoppelTesting
 import Foundation
+import Testing
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import Testing
 
 /// Answers written at once and answers delivered over time (delayed) or by
 /// the admin API share one connection (`HTTPDoor`): each keeps its place and
@@ -28,8 +29,10 @@ import Testing
             rest = rest[end.upperBound...]
             let lines = head.split(separator: "\r\n")
             guard let status = lines.first.flatMap({ Int($0.split(separator: " ")[1]) }),
-                  !lines.contains(where: { $0.lowercased().hasPrefix("transfer-encoding") }) else { return nil }
-            let length = lines.first { $0.lowercased().hasPrefix("content-length:") }
+                !lines.contains(where: { $0.lowercased().hasPrefix("transfer-encoding") })
+            else { return nil }
+            let length =
+                lines.first { $0.lowercased().hasPrefix("content-length:") }
                 .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
             let bodyLength = method == "HEAD" ? 0 : length
             guard rest.utf8.count >= bodyLength else { return nil }
@@ -70,10 +73,12 @@ import Testing
         defer { Task { await server.stop() } }
         let port = server.baseURL.port!
         func exchange(_ method: String) async throws -> (head: [Substring], rest: Substring) {
-            let reply = try await RawHTTP.exchange(port: port, Array("\(method) \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8))
+            let reply = try await RawHTTP.exchange(
+                port: port, Array("\(method) \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8))
             return try #require(Self.split(reply), "\(reply)")
         }
-        let get = try await exchange("GET"), head = try await exchange("HEAD")
+        let get = try await exchange("GET")
+        let head = try await exchange("HEAD")
         #expect(head.rest.isEmpty, "\(head.rest)")
         #expect(head.head.first == get.head.first)
         if target == "/streamed" {
@@ -86,8 +91,10 @@ import Testing
         }
         // A connection that answered a HEAD of a stream carries the next answer whole.
         if target == "/streamed" {
-            let reply = try await RawHTTP.exchange(port: port, Array(
-                "HEAD /streamed HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGET /plain HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8))
+            let reply = try await RawHTTP.exchange(
+                port: port,
+                Array(
+                    "HEAD /streamed HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGET /plain HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8))
             let first = try #require(Self.split(reply))
             let second = try #require(Self.split(String(first.rest)))
             #expect(second.head.first == "HTTP/1.1 200 OK" && second.rest == #"{"ok":true,"text":"some words here"}"#, "\(reply)")
@@ -115,7 +122,8 @@ import Testing
         defer { Task { await server.stop() } }
         let port = server.baseURL.port!
         let requests: [(method: String, target: String)] = [
-            ("HEAD", "/ok"), ("GET", "/later"), ("GET", "/__doppel/health"), ("HEAD", "/later"), ("HEAD", "/__doppel/health"), ("GET", "/ok"), ("GET", "/later"),
+            ("HEAD", "/ok"), ("GET", "/later"), ("GET", "/__doppel/health"), ("HEAD", "/later"), ("HEAD", "/__doppel/health"), ("GET", "/ok"),
+            ("GET", "/later"),
         ]
         let methods = requests.map(\.method)
         let text = try await RawSocket.run {

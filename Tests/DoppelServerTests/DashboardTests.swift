@@ -1,9 +1,10 @@
 import DoppelCore
-@testable import DoppelServer
 import Foundation
 import NIOCore
 import NIOPosix
 import Testing
+
+@testable import DoppelServer
 
 /// What the dashboard reads and does, without sockets: why each answer was
 /// chosen, the state it changed, answers forced through the admin API, the
@@ -18,8 +19,10 @@ struct DashboardStageTests {
         admin = AdminAPI(engine: engine)
     }
 
-    func request(_ method: String, _ target: String, json: JSON? = nil, token: Bool = true, session: String? = nil,
-                 headers extra: [(name: String, value: String)] = []) -> RecordedRequest {
+    func request(
+        _ method: String, _ target: String, json: JSON? = nil, token: Bool = true, session: String? = nil,
+        headers extra: [(name: String, value: String)] = []
+    ) -> RecordedRequest {
         var headers = extra
         if token { headers.append((name: "Authorization", value: "Bearer \(sampleJWT)")) }
         if let session { headers.append((name: "Doppel-Session", value: session)) }
@@ -28,20 +31,26 @@ struct DashboardStageTests {
     }
 
     func call(_ method: String, _ target: String, json: JSON? = nil) -> MockResponse {
-        admin.respond(to: RecordedRequest(method: method, target: "/__doppel" + target,
-                                          headers: json == nil ? [] : [(name: "Content-Type", value: "application/json")], body: json.map(JSONWriter.encode) ?? []))
+        admin.respond(
+            to: RecordedRequest(
+                method: method, target: "/__doppel" + target,
+                headers: json == nil ? [] : [(name: "Content-Type", value: "application/json")], body: json.map(JSONWriter.encode) ?? []))
     }
 
     func lastEntry() throws -> Journal.Entry { try #require(engine.journal.entries.last) }
 
     func createChild(session: String? = nil) throws -> String {
-        let made = engine.respond(to: request("POST", "/api/v1/children", json: ["name": "Emma", "age_category": "5-7", "gender": "female", "interests": ["fairies"]], session: session))
+        let made = engine.respond(
+            to: request(
+                "POST", "/api/v1/children", json: ["name": "Emma", "age_category": "5-7", "gender": "female", "interests": ["fairies"]],
+                session: session))
         #expect(made.status == 200)
         return try #require((try JSONReader.parse(made.body))["id"]?.stringValue)
     }
 
     func generate(_ child: String, session: String? = nil, extra: [(name: String, value: String)] = []) -> MockResponse {
-        engine.respond(to: request("POST", "/api/v1/stories/generate", json: ["language": "en", "child_id": .string(child)], session: session, headers: extra))
+        engine.respond(
+            to: request("POST", "/api/v1/stories/generate", json: ["language": "en", "child_id": .string(child)], session: session, headers: extra))
     }
 
     @Test("Each journal entry says why its response was chosen, and what state it changed")
@@ -79,47 +88,50 @@ struct DashboardStageTests {
 
     @Test("A rate limit, a scenario's override and a sequence say so")
     func limitsOverridesAndSequencesSayWhy() throws {
-        let contract = try ContractLoader.load(text: """
-            doppel: 1
-            state:
-              counters: { calls: 0 }
-            rate_limits:
-              per-client:
-                key: headers["x-client"]
-                limit: 1
-                window: 1m
-                endpoints: [flaky]
-                response: slow-down
-            responses:
-              slow-down: { status: 429, body: { error: slow down } }
-            endpoints:
-              flaky:
-                request: GET /flaky
+        let contract = try ContractLoader.load(
+            text: """
+                doppel: 1
+                state:
+                  counters: { calls: 0 }
+                rate_limits:
+                  per-client:
+                    key: headers["x-client"]
+                    limit: 1
+                    window: 1m
+                    endpoints: [flaky]
+                    response: slow-down
                 responses:
-                  - sequence:
-                      - { status: 503, body: { error: busy } }
-                      - { status: 200, body: { ok: true }, effects: [state.calls += 1] }
-              plain:
-                request: GET /plain
-                responses: [ { body: { ok: true } }, { name: gone, status: 410, body: { gone: true } } ]
-            """, file: "/tmp/why.yaml")
+                  slow-down: { status: 429, body: { error: slow down } }
+                endpoints:
+                  flaky:
+                    request: GET /flaky
+                    responses:
+                      - sequence:
+                          - { status: 503, body: { error: busy } }
+                          - { status: 200, body: { ok: true }, effects: [state.calls += 1] }
+                  plain:
+                    request: GET /plain
+                    responses: [ { body: { ok: true } }, { name: gone, status: 410, body: { gone: true } } ]
+                """, file: "/tmp/why.yaml")
         let engine = MockEngine(contract: contract)
         let flaky = RecordedRequest(method: "GET", target: "/flaky", headers: [(name: "X-Client", value: "a")])
         #expect(engine.respond(to: flaky).status == 503)
         #expect(engine.journal.entries.last?.reason == "the endpoint's first response (no `when`); sequence call 1: answer 1 of 2")
         #expect(engine.respond(to: flaky).status == 429)
-        #expect(engine.journal.entries.last?.reason?.hasPrefix("rate limit 'per-client' reached: 1 requests per 60 s; free again in ") == true,
-                "\(engine.journal.entries.last?.reason ?? "")")
+        #expect(
+            engine.journal.entries.last?.reason?.hasPrefix("rate limit 'per-client' reached: 1 requests per 60 s; free again in ") == true,
+            "\(engine.journal.entries.last?.reason ?? "")")
         let other = RecordedRequest(method: "GET", target: "/flaky", headers: [(name: "X-Client", value: "b")])
         #expect(engine.respond(to: other).status == 200)
         #expect(engine.journal.entries.last?.reason?.hasSuffix("sequence call 2: answer 2 of 2") == true)
         #expect(engine.journal.entries.last?.changes == ["calls"])
 
-        let scenario = try ScenarioLoader.load(text: """
-            contract: why.yaml
-            overrides:
-              - { endpoint: plain, example: gone, call: 1 }
-            """, file: "/tmp/why-scenario.yaml", contract: contract)
+        let scenario = try ScenarioLoader.load(
+            text: """
+                contract: why.yaml
+                overrides:
+                  - { endpoint: plain, example: gone, call: 1 }
+                """, file: "/tmp/why-scenario.yaml", contract: contract)
         engine.sessions.start("s", scenario: scenario)
         let plain = RecordedRequest(method: "GET", target: "/plain", headers: [(name: "Doppel-Session", value: "s")])
         #expect(engine.respond(to: plain).status == 410)
@@ -133,11 +145,15 @@ struct DashboardStageTests {
         #expect(generate(child, session: "f").status == 200)
         let forced = call("POST", "/next?session=f", json: ["endpoint": "generate-story", "status": 402])
         #expect(forced.status == 200)
-        #expect(try JSONReader.parse(forced.body)["waiting"] == .array([["endpoint": "generate-story", "status": 402, "response": "generate-story[3]"]]))
+        #expect(
+            try JSONReader.parse(forced.body)["waiting"] == .array([["endpoint": "generate-story", "status": 402, "response": "generate-story[3]"]]))
         #expect(try JSONReader.parse(call("GET", "/next?session=f").body)["waiting"]?.arrayValue?.count == 1)
 
         // A request refused before the contract's choice (no token) leaves it waiting.
-        #expect(engine.respond(to: request("POST", "/api/v1/stories/generate", json: ["language": "en", "child_id": .string(child)], token: false, session: "f")).status == 401)
+        #expect(
+            engine.respond(
+                to: request("POST", "/api/v1/stories/generate", json: ["language": "en", "child_id": .string(child)], token: false, session: "f")
+            ).status == 401)
         let refused = generate(child, session: "f")
         #expect(refused.status == 402)
         // The endpoint's `let`s are bound: limit_info is the session's.
@@ -181,9 +197,11 @@ struct DashboardStageTests {
         let response = try #require(engine.contract.forcibleResponse(endpointID: "generate-story", name: nil, status: 402))
         session.transact { (data: inout SessionData) in _ = data.force(response, endpointID: "generate-story") }
         let bytes = session.current.encoded()
-        let read = try SessionData(decoding: bytes, forced: { endpoint, name, status in
-            self.engine.contract.forcibleResponse(endpointID: endpoint, name: name, status: status)
-        }, scenario: { _, _ in nil })
+        let read = try SessionData(
+            decoding: bytes,
+            forced: { endpoint, name, status in
+                self.engine.contract.forcibleResponse(endpointID: endpoint, name: name, status: status)
+            }, scenario: { _, _ in nil })
         #expect(read.forced.map(\.endpointID) == ["generate-story"])
         #expect(read.forced.first?.response?.name == "generate-story[3]")
         // One that the contract no longer documents is dropped.
@@ -205,7 +223,10 @@ struct DashboardStageTests {
         }
         let settings = guarded.respond(to: RecordedRequest(method: "GET", target: "/__doppel/ui/settings.json"))
         #expect(try JSONReader.parse(settings.body) == ["token_required": true])
-        #expect(try JSONReader.parse(admin.respond(to: RecordedRequest(method: "GET", target: "/__doppel/ui/settings.json")).body) == ["token_required": false])
+        #expect(
+            try JSONReader.parse(admin.respond(to: RecordedRequest(method: "GET", target: "/__doppel/ui/settings.json")).body) == [
+                "token_required": false
+            ])
         #expect(guarded.respond(to: RecordedRequest(method: "GET", target: "/__doppel/ui")).header("location") == "/__doppel/ui/")
         #expect(guarded.respond(to: RecordedRequest(method: "GET", target: "/__doppel/ui/../journal")).status == 404)
         #expect(guarded.respond(to: RecordedRequest(method: "POST", target: "/__doppel/ui/")).status == 405)
@@ -228,7 +249,8 @@ struct DashboardStageTests {
     func hubBounds() async throws {
         let hub = EventHub(maximumReaders: 2)
         #expect(!hub.isObserved)
-        let all = Collector(), alice = Collector()
+        let all = Collector()
+        let alice = Collector()
         #expect(hub.subscribe(all, session: nil))
         #expect(hub.subscribe(alice, session: "alice"))
         #expect(!hub.subscribe(Collector(), session: nil), "a third reader is refused")
@@ -238,7 +260,10 @@ struct DashboardStageTests {
         hub.publish("journal", session: nil, data: ["n": 3])
         try await all.settled(3)
         try await alice.settled(2)
-        #expect(all.frames.withLock { $0 } == ["event: request\ndata: {\"n\":1}\n\n", "event: request\ndata: {\"n\":2}\n\n", "event: journal\ndata: {\"n\":3}\n\n"])
+        #expect(
+            all.frames.withLock { $0 } == [
+                "event: request\ndata: {\"n\":1}\n\n", "event: request\ndata: {\"n\":2}\n\n", "event: journal\ndata: {\"n\":3}\n\n",
+            ])
         #expect(alice.frames.withLock { $0.count } == 2)
         hub.unsubscribe(all)
         hub.unsubscribe(alice)
@@ -267,10 +292,14 @@ struct DashboardStageTests {
                 // Twice: the second answer of a stateful endpoint differs (and may change state).
                 for round in 0..<2 {
                     var request = engine.sampleRequest(for: endpoint, session: "s\(round)")
-                    if round == 1 { request.headers.append((name: "Prefer", value: "code=\(engine.contract.documentedResponses(of: endpoint).last?.status ?? 200)")) }
+                    if round == 1 {
+                        request.headers.append(
+                            (name: "Prefer", value: "code=\(engine.contract.documentedResponses(of: endpoint).last?.status ?? 200)"))
+                    }
                     let decision = engine.decide(request)
                     let sequence = engine.complete(decision, durationMicros: 42)
-                    let event = try #require(EventHub.answer(decision, of: request, sent: decision.responseInFull.status, sequence: sequence, durationMicros: 42))
+                    let event = try #require(
+                        EventHub.answer(decision, of: request, sent: decision.responseInFull.status, sequence: sequence, durationMicros: 42))
                     var parsed = try #require(try JSONReader.parse(event.json).objectValue)
                     #expect(parsed["request"]?["body_bytes"]?.intValue == request.body.count)
                     #expect(parsed["answer"]?["body_bytes"]?.intValue == decision.responseInFull.body.count)
@@ -288,8 +317,9 @@ struct DashboardStageTests {
     @Test("An answer's event: bodies cut to 16 KiB, bytes that are not text as base64, the admin token never shown")
     func answerEvents() throws {
         let big = String(repeating: "é", count: 9_000)  // 18,000 bytes
-        let request = RecordedRequest(method: "POST", target: "/x?q=1", headers: [(name: "Doppel-Admin-Token", value: "secret"), (name: "Content-Type", value: "text/plain")],
-                                      body: Array(big.utf8))
+        let request = RecordedRequest(
+            method: "POST", target: "/x?q=1", headers: [(name: "Doppel-Admin-Token", value: "secret"), (name: "Content-Type", value: "text/plain")],
+            body: Array(big.utf8))
         let decision = engine.decide(request)
         let event = try #require(EventHub.answer(decision, of: request, sent: 404, sequence: 7, durationMicros: 12))
         #expect(event.session == "default")

@@ -3,6 +3,7 @@ import DoppelRunner
 import DoppelServer
 import Foundation
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -35,7 +36,9 @@ struct EventStreamTests {
             let port = server.port
             let refused = try await rawAnswer(port: port, "GET /__doppel/events HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
             #expect(refused.hasPrefix("HTTP/1.1 401"))
-            let invalid = try await rawAnswer(port: port, "GET /__doppel/events?session=a%20b HTTP/1.1\r\nHost: 127.0.0.1\r\nDoppel-Admin-Token: \(Self.token)\r\nConnection: close\r\n\r\n")
+            let invalid = try await rawAnswer(
+                port: port,
+                "GET /__doppel/events?session=a%20b HTTP/1.1\r\nHost: 127.0.0.1\r\nDoppel-Admin-Token: \(Self.token)\r\nConnection: close\r\n\r\n")
             #expect(invalid.hasPrefix("HTTP/1.1 400"))
 
             let (all, head) = try await RawSocket.run { Self.open(port: port) }
@@ -49,8 +52,11 @@ struct EventStreamTests {
             let client = TestClient(base: server.baseURL)
             #expect(try await client.send("GET", "/api/v1/free-stories", token: nil, session: "bob").status == 200)
             #expect(try await client.send("GET", "/api/v1/users/subscription", token: nil, session: "alice").status == 401)
-            #expect(try await client.send("POST", "/__doppel/clock?session=alice", json: ["advance": "1d"], token: nil,
-                                          headers: ["Doppel-Admin-Token": Self.token]).status == 200)
+            #expect(
+                try await client.send(
+                    "POST", "/__doppel/clock?session=alice", json: ["advance": "1d"], token: nil,
+                    headers: ["Doppel-Admin-Token": Self.token]
+                ).status == 200)
             let seen = try await RawSocket.run { all.receive(timeout: 10) { $0.contains(#""call":"POST /__doppel/clock""#) }.text }
             #expect(seen.contains(#""session":"bob","method":"GET","path":"/api/v1/free-stories""#))
             #expect(seen.contains(#""reason":"auth scheme 'bearer': no credential was sent""#))
@@ -112,16 +118,19 @@ struct EventStreamScaleTests {
         try String(repeating: "x", count: 16_000).write(to: folder.appendingPathComponent("big.txt"), atomically: true, encoding: .utf8)
         let contract = folder.appendingPathComponent("events.yaml")
         try """
-            doppel: 1
-            endpoints:
-              small: { request: GET /small, responses: [ { body: { ok: true } } ] }
-              big: { request: POST /big, responses: [ { content_type: text/plain, file: big.txt } ] }
-            """.write(to: contract, atomically: true, encoding: .utf8)
+        doppel: 1
+        endpoints:
+          small: { request: GET /small, responses: [ { body: { ok: true } } ] }
+          big: { request: POST /big, responses: [ { content_type: text/plain, file: big.txt } ] }
+        """.write(to: contract, atomically: true, encoding: .utf8)
         let served = try CommandLineTests().serve([contract.path, "--log-format", "none"])
         defer { served.process.terminate() }
-        let port = served.port, pid = served.process.processIdentifier
+        let port = served.port
+        let pid = served.process.processIdentifier
         let base = URL(string: "http://127.0.0.1:\(port)")!
-        let readerCount = 1_000, smallRequests = 300, bigRequests = 400
+        let readerCount = 1_000
+        let smallRequests = 300
+        let bigRequests = 400
 
         // 999 readers of session s, and one of every session that reads nothing (a 4 KiB receive buffer).
         let (readers, silent) = try await RawSocket.run { () -> ([Int32], Int32) in
@@ -139,7 +148,7 @@ struct EventStreamScaleTests {
             return (readers, silent)
         }
         defer {
-            readers.forEach { close($0) }
+            for fd in readers { close(fd) }
             close(silent)
         }
         let client = TestClient(base: base, maxConnections: 8)
@@ -201,9 +210,11 @@ struct EventStreamScaleTests {
                     var mine: [Double] = []
                     for index in stride(from: lane, to: smallRequests + bigRequests, by: 4) {
                         let started = Date()
-                        let answer = index % 7 < 3
+                        let answer =
+                            index % 7 < 3
                             ? try await client.send("GET", "/small", token: nil, session: "s")
-                            : try await client.send("POST", "/big", token: nil, session: "big", headers: ["Content-Type": "text/plain"], body: bigBody)
+                            : try await client.send(
+                                "POST", "/big", token: nil, session: "big", headers: ["Content-Type": "text/plain"], body: bigBody)
                         #expect(answer.status == 200)
                         mine.append(Date().timeIntervalSince(started))
                     }
@@ -223,9 +234,10 @@ struct EventStreamScaleTests {
         deadline.cancel()
         let counts = result.counts
         let health = try await client.send("GET", "/__doppel/health", token: nil).json
-        print("event stream scale: \(readerCount) readers; answers median \(Int(latencies[latencies.count / 2] * 1000)) ms, "
-              + "max \(Int(latencies.last! * 1000)) ms; peak RSS \(result.peak >> 20) MiB; events per reader \(counts.min() ?? 0)–\(counts.max() ?? 0); "
-              + "health \(health.map { JSONWriter.encodeString($0["event_streams"] ?? .null) } ?? "")")
+        print(
+            "event stream scale: \(readerCount) readers; answers median \(Int(latencies[latencies.count / 2] * 1000)) ms, "
+                + "max \(Int(latencies.last! * 1000)) ms; peak RSS \(result.peak >> 20) MiB; events per reader \(counts.min() ?? 0)–\(counts.max() ?? 0); "
+                + "health \(health.map { JSONWriter.encodeString($0["event_streams"] ?? .null) } ?? "")")
         // Not a speed check (Benchmarks/ measures that): a bound that only a server held up by its readers misses.
         #expect(latencies.last! < 10, "an answer took \(latencies.last!) s: the readers held the server up")
         #expect(result.peak < Self.rssBound, "peak RSS \(result.peak >> 20) MiB")

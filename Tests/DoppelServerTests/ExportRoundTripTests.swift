@@ -34,7 +34,9 @@ struct ExportRoundTripTests {
         let contract = try ContractLoader.load(file: repositoryRoot.appendingPathComponent("contracts/currency.yaml").path)
         let operation = try #require(OpenAPIExporter.document(for: contract)["paths"]?["/rates"]?["get"])
         let description = operation["description"]?.stringValue ?? ""
-        #expect(description.contains("`rate-pair` (when `query.target != null`)") && description.contains("`rates`: All exchange rates"), "\(description)")
+        #expect(
+            description.contains("`rate-pair` (when `query.target != null`)") && description.contains("`rates`: All exchange rates"), "\(description)"
+        )
         #expect(operation["parameters"]?.arrayValue?.compactMap { $0["name"]?.stringValue } == ["base", "target"])
         #expect(operation["parameters"]?.arrayValue?.allSatisfy { $0["required"] == nil } == true)
         let examples = try #require(operation["responses"]?["200"]?["content"]?["application/json"]?["examples"]?.objectValue)
@@ -75,26 +77,32 @@ struct ExportRoundTripTests {
             case .fault, .forward: continue
             }
             // A stream's example is its parts together.
-            let expected = decision.responseInFull, expectedBody = expected.body
+            let expected = decision.responseInFull
+            let expectedBody = expected.body
             guard (200...299).contains(expected.status) else { continue }
             var asked = request
             if shared.contains(endpoint.signature) {
                 let path = OpenAPIExporter.relativePath(endpoint.path.template, basePath: contract.basePath)
-                let examples = document["paths"]?[path]?["get"]?["responses"]?[String(expected.status)]?["content"]?
+                let examples =
+                    document["paths"]?[path]?["get"]?["responses"]?[String(expected.status)]?["content"]?
                     .objectValue?.values.first?["examples"]?.objectValue ?? JSONObject()
                 let value = try? JSONReader.parse(expectedBody)
                 let name = examples.pairs.first { $0.value["value"] == value }?.key
                 #expect(name != nil, "\(name) \(endpoint.id): its answer is not among the export's examples \(examples.keys)")
                 guard let name else { continue }
-                asked = RecordedRequest(method: request.method, path: request.path, query: request.query,
-                                        headers: request.headers + [(name: "Prefer", value: "example=\(name)")], body: request.body)
+                asked = RecordedRequest(
+                    method: request.method, path: request.path, query: request.query,
+                    headers: request.headers + [(name: "Prefer", value: "example=\(name)")], body: request.body)
             }
             let answer = mock.respond(to: asked)
             #expect(answer.status == expected.status, "\(name) \(endpoint.id): \(answer.status), not \(expected.status)")
-            #expect(answer.header("content-type").map(MediaTypes.essence) == expected.header("content-type").map(MediaTypes.essence),
-                    "\(name) \(endpoint.id): Content-Type \(answer.header("content-type") ?? "none")")
+            #expect(
+                answer.header("content-type").map(MediaTypes.essence) == expected.header("content-type").map(MediaTypes.essence),
+                "\(name) \(endpoint.id): Content-Type \(answer.header("content-type") ?? "none")")
             let same = (try? JSONReader.parse(answer.body)).map { $0 == (try? JSONReader.parse(expectedBody)) } ?? (answer.body == expectedBody)
-            #expect(same, "\(name) \(endpoint.id): \(String(decoding: answer.body, as: UTF8.self)) is not \(String(decoding: expectedBody, as: UTF8.self))")
+            #expect(
+                same,
+                "\(name) \(endpoint.id): \(String(decoding: answer.body, as: UTF8.self)) is not \(String(decoding: expectedBody, as: UTF8.self))")
             compared += 1
         }
         return compared

@@ -88,18 +88,19 @@ struct FallbackTests {
 @Suite("Sequences over loopback")
 struct SequenceResetTests {
     @Test func anAdminCallStartsAnEndpointsSequenceOver() async throws {
-        let contract = try ContractLoader.load(text: """
-            doppel: 1
-            endpoints:
-              flaky:
-                request: GET /flaky
-                responses:
-                  - sequence: [ { status: 503 }, { status: 503 }, { status: 200 } ]
-              other:
-                request: GET /other
-                responses:
-                  - sequence: [ { status: 500 }, { status: 204 } ]
-            """, file: "s.yaml")
+        let contract = try ContractLoader.load(
+            text: """
+                doppel: 1
+                endpoints:
+                  flaky:
+                    request: GET /flaky
+                    responses:
+                      - sequence: [ { status: 503 }, { status: 503 }, { status: 200 } ]
+                  other:
+                    request: GET /other
+                    responses:
+                      - sequence: [ { status: 500 }, { status: 204 } ]
+                """, file: "s.yaml")
         try await DoppelTestServer.with(engine: MockEngine(contract: contract)) { server in
             let client = TestClient(base: server.baseURL)
             func statuses(_ path: String, _ count: Int) async throws -> [Int] {

@@ -1,10 +1,12 @@
 import DoppelCore
-@testable import DoppelRunner
 import DoppelServer
 import Foundation
 import Logging
 import ServiceLifecycle
 import Testing
+
+@testable import DoppelRunner
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -17,7 +19,9 @@ struct HardeningRoundThreeTests {
     static let tales = contractPath("tales.yaml")
 
     /// An admin call with the given headers and JSON body.
-    static func admin(_ server: DoppelTestServer, _ method: String, _ target: String, headers: [String: String], body: String? = nil) async throws -> HTTPResult {
+    static func admin(
+        _ server: DoppelTestServer, _ method: String, _ target: String, headers: [String: String], body: String? = nil
+    ) async throws -> HTTPResult {
         try await TestClient(base: server.baseURL).send(method, target, token: nil, headers: headers, body: body.map { Data($0.utf8) })
     }
 
@@ -26,12 +30,14 @@ struct HardeningRoundThreeTests {
         try await DoppelTestServer.with(contract: Self.tales) { server in
             let forced = #"{"endpoint": "list-free-stories", "status": 500, "session": "victim"}"#
             // A page on another origin: Origin, or Sec-Fetch-Site, says so.
-            let byOrigin = try await Self.admin(server, "POST", "/__doppel/next", headers: ["Origin": "https://evil.example", "Content-Type": "application/json"], body: forced)
+            let byOrigin = try await Self.admin(
+                server, "POST", "/__doppel/next", headers: ["Origin": "https://evil.example", "Content-Type": "application/json"], body: forced)
             #expect(byOrigin.status == 403)
             #expect(byOrigin.json?["type"] == "urn:doppel:problem:admin-cross-site")
             let bySite = try await Self.admin(server, "POST", "/__doppel/reset", headers: ["Sec-Fetch-Site": "cross-site"])
             #expect(bySite.status == 403)
-            let nullOrigin = try await Self.admin(server, "POST", "/__doppel/clock", headers: ["Origin": "null", "Content-Type": "application/json"], body: #"{"advance": "400d"}"#)
+            let nullOrigin = try await Self.admin(
+                server, "POST", "/__doppel/clock", headers: ["Origin": "null", "Content-Type": "application/json"], body: #"{"advance": "400d"}"#)
             #expect(nullOrigin.status == 403)
             // A form or text body (what a page may send without asking): 415.
             let form = try await Self.admin(server, "POST", "/__doppel/next", headers: ["Content-Type": "text/plain"], body: forced)
@@ -52,14 +58,19 @@ struct HardeningRoundThreeTests {
             for host in ["localhost:\(server.port)", "127.0.0.1:\(server.port)", "[::1]:\(server.port)", "doppel.localhost"] {
                 #expect(try await Self.admin(server, "GET", "/__doppel/health", headers: ["Host": host]).status == 200, "\(host)")
             }
-            let own = try await Self.admin(server, "POST", "/__doppel/clock", headers: [
-                "Origin": "http://127.0.0.1:\(server.port)", "Sec-Fetch-Site": "same-origin", "Content-Type": "application/json",
-            ], body: #"{"session": "victim", "advance": "1d"}"#)
+            let own = try await Self.admin(
+                server, "POST", "/__doppel/clock",
+                headers: [
+                    "Origin": "http://127.0.0.1:\(server.port)", "Sec-Fetch-Site": "same-origin", "Content-Type": "application/json",
+                ], body: #"{"session": "victim", "advance": "1d"}"#)
             #expect(own.status == 200, "\(own.json.map { JSONWriter.encodeString($0) } ?? "")")
             // A link to the page from anywhere opens it; it holds no data.
             #expect(try await Self.admin(server, "GET", "/__doppel/ui/", headers: ["Sec-Fetch-Site": "cross-site"]).status == 200)
             // curl, test suites and `doppel run`: no Origin, a JSON body.
-            #expect(try await Self.admin(server, "POST", "/__doppel/reset", headers: ["Content-Type": "application/json"], body: #"{"session": "victim"}"#).status == 200)
+            #expect(
+                try await Self.admin(
+                    server, "POST", "/__doppel/reset", headers: ["Content-Type": "application/json"], body: #"{"session": "victim"}"#
+                ).status == 200)
         }
         var configuration = ServerConfiguration.testing
         configuration.allowedHosts = ["mock.internal", "*.team.example"]
@@ -120,10 +131,18 @@ struct HardeningRoundThreeTests {
                     && r.withMemoryRebound(to: sockaddr.self, capacity: 1) { connectSocket(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
             }
         }
-        guard connected else { close(fd); throw TestServerError(message: "cannot connect from \(source)") }
+        guard connected else {
+            close(fd)
+            throw TestServerError(message: "cannot connect from \(source)")
+        }
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        SocketScaleTests.send(fd, Array((request ?? "GET /feed HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n").utf8))
+        SocketScaleTests.send(
+            fd,
+            Array(
+                (request
+                    ?? "GET /feed HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+                    .utf8))
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         while !String(decoding: received, as: UTF8.self).contains("\r\n") {
@@ -156,7 +175,9 @@ struct HardeningRoundThreeTests {
         return Int(received[at + 2]) << 8 | Int(received[at + 3])
     }
 
-    @Test("RFC 6455 as a server must keep it: unmasked frames, RSV bits, reserved opcodes and unsendable close codes close 1002; HTTP/1.0 and HEAD do not upgrade")
+    @Test(
+        "RFC 6455 as a server must keep it: unmasked frames, RSV bits, reserved opcodes and unsendable close codes close 1002; HTTP/1.0 and HEAD do not upgrade"
+    )
     func socketProtocolRules() async throws {
         try await SocketTests.withContract(Self.sockets) { server in
             let mask: [UInt8] = [1, 2, 3, 4]
@@ -167,11 +188,13 @@ struct HardeningRoundThreeTests {
             #expect(try await Self.closeCode(after: masked(0xC1, Array("hi".utf8)), port: server.port) == 1002, "RSV1")
             #expect(try await Self.closeCode(after: masked(0x83, Array("hi".utf8)), port: server.port) == 1002, "opcode 3")
             for code in [0, 1005, 1006, 1015, 65535, 999] {
-                #expect(try await Self.closeCode(after: masked(0x88, [UInt8(code >> 8), UInt8(code & 0xFF)]), port: server.port) == 1002, "close \(code)")
+                #expect(
+                    try await Self.closeCode(after: masked(0x88, [UInt8(code >> 8), UInt8(code & 0xFF)]), port: server.port) == 1002, "close \(code)")
             }
             // A valid close is echoed.
             #expect(try await Self.closeCode(after: masked(0x88, [0x03, 0xE8]), port: server.port) == 1000)
-            let upgrade = "Host: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+            let upgrade =
+                "Host: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
             let http10 = try await Self.rawUpgrade(port: server.port, request: "GET /feed HTTP/1.0\r\n" + upgrade)
             close(http10.fd)
             #expect(http10.status.contains(" 426"), "\(http10.status)")
@@ -207,9 +230,12 @@ struct HardeningRoundThreeTests {
             let socket = try await SocketTests.open(server, "/feed", session: "slow", token: nil)
             for _ in 0..<1_200 { try await socket.send("later") }
             try await CallbackTests.eventually {
-                server.engine.journal.entries.filter { $0.session == "slow" && $0.reason?.contains("1000 delayed messages already wait") == true }.count == 200
+                server.engine.journal.entries.filter { $0.session == "slow" && $0.reason?.contains("1000 delayed messages already wait") == true }
+                    .count == 200
             }
-            let refused = server.engine.journal.entries.filter { $0.session == "slow" && $0.reason?.contains("1000 delayed messages already wait") == true }
+            let refused = server.engine.journal.entries.filter {
+                $0.session == "slow" && $0.reason?.contains("1000 delayed messages already wait") == true
+            }
             #expect(refused.count == 200)
             await socket.close()
         }
@@ -254,7 +280,8 @@ struct HardeningRoundThreeTests {
         let socket = try await WebSocketClient.connect(to: URL(string: "ws://127.0.0.1:\(port)/feed")!, headers: [("Doppel-Session", "r")])
         #expect(await SocketTests.next(socket) == ["tick": true])
         // The rule edited: its new message from the next run on.
-        try Self.sockets.replacingOccurrences(of: "send: { tick: true }", with: "send: { tock: true }").write(toFile: file, atomically: true, encoding: .utf8)
+        try Self.sockets.replacingOccurrences(of: "send: { tick: true }", with: "send: { tock: true }").write(
+            toFile: file, atomically: true, encoding: .utf8)
         slot.replace(with: MockEngine(contract: try ContractLoader.load(file: file), carryingOn: slot.current))
         // Ticks sent before the reload may still wait to be read (many, on a loaded machine): read on until the new message.
         var seen: JSON?
@@ -318,7 +345,9 @@ struct HardeningRoundThreeTests {
             #expect(hops.count == 9, "the request and 8 callbacks, then no more")
             #expect(server.engine.journal.entries.contains { $0.reason?.contains("a chain ends at 8") == true })
             // A depth a client makes up below 0 lengthens nothing.
-            #expect(try await client.send("POST", "/hop", json: [:], token: nil, session: "loop", headers: ["Doppel-Callback-Depth": "-1000000000"]).status == 202)
+            #expect(
+                try await client.send("POST", "/hop", json: [:], token: nil, session: "loop", headers: ["Doppel-Callback-Depth": "-1000000000"])
+                    .status == 202)
             try await CallbackTests.eventually {
                 server.engine.journal.entries.filter { $0.reason?.contains("a chain ends at 8") == true }.count == 2
             }
@@ -335,11 +364,15 @@ struct HardeningRoundThreeTests {
             let reset = try await client.send("POST", "/__doppel/reset", json: ["session": "greedy"], token: nil)
             #expect(reset.status == 200)
             for _ in 0..<100 { _ = try await client.send("POST", "/slow", json: [:], token: nil, session: "greedy") }
-            #expect(server.engine.journal.entries.filter { $0.reason?.contains("100 callbacks of session greedy are already waiting") == true }.count == 20)
+            #expect(
+                server.engine.journal.entries.filter { $0.reason?.contains("100 callbacks of session greedy are already waiting") == true }.count
+                    == 20)
         }
     }
 
-    @Test("The runners against a hostile provider: a status of 000 or 099 with a body is a failed step, and a body that never ends is bounded by the timeout")
+    @Test(
+        "The runners against a hostile provider: a status of 000 or 099 with a body is a failed step, and a body that never ends is bounded by the timeout"
+    )
     func runnersDistrustTheProvider() async throws {
         for status in ["000", "099"] {
             let upstream = try RawUpstream(answer: "HTTP/1.1 \(status) Weird\r\nContent-Length: 5\r\n\r\nhello")
@@ -375,9 +408,14 @@ struct HardeningRoundThreeTests {
             address.sin_addr.s_addr = inet_addr("127.0.0.1")
             var length = socklen_t(MemoryLayout<sockaddr_in>.size)
             let bound = withUnsafeMutablePointer(to: &address) { pointer in
-                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && listen(fd, 4) == 0 && getsockname(fd, $0, &length) == 0 }
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, length) == 0 && listen(fd, 4) == 0 && getsockname(fd, $0, &length) == 0
+                }
             }
-            guard bound else { listener.close(); throw TestServerError(message: "cannot listen") }
+            guard bound else {
+                listener.close()
+                throw TestServerError(message: "cannot listen")
+            }
             port = Int(UInt16(bigEndian: address.sin_port))
             Thread {
                 defer { listener.close() }  // here, not in stop(): see ListeningSocket
@@ -392,9 +430,13 @@ struct HardeningRoundThreeTests {
                     received += buffer[0..<n]
                 }
                 let text = String(decoding: received, as: UTF8.self)
-                let key = text.components(separatedBy: "\r\n").first { $0.lowercased().hasPrefix("sec-websocket-key:") }?.split(separator: ":", maxSplits: 1).last
+                let key =
+                    text.components(separatedBy: "\r\n").first { $0.lowercased().hasPrefix("sec-websocket-key:") }?.split(
+                        separator: ":", maxSplits: 1
+                    ).last
                     .map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
-                let head = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: \(WebSocketClient.acceptValue(for: key))\r\n\r\n"
+                let head =
+                    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: \(WebSocketClient.acceptValue(for: key))\r\n\r\n"
                 sendAll(client, Array(head.utf8) + frames)
                 // Held until the client closes it.
                 while receiveSome(client, into: &buffer) > 0 {}
@@ -406,7 +448,9 @@ struct HardeningRoundThreeTests {
         /// A server frame: unmasked.
         static func frame(fin: Bool, opcode: UInt8, _ payload: [UInt8]) -> [UInt8] {
             var head: [UInt8] = [(fin ? 0x80 : 0) | opcode]
-            if payload.count < 126 { head.append(UInt8(payload.count)) } else {
+            if payload.count < 126 {
+                head.append(UInt8(payload.count))
+            } else {
                 head.append(127)
                 head += withUnsafeBytes(of: UInt64(payload.count).bigEndian, Array.init)
             }
@@ -418,7 +462,8 @@ struct HardeningRoundThreeTests {
     func socketClientDistrustsTheServer() async throws {
         // Endless fragments of one message: past the client's bound the socket ends.
         let piece = [UInt8](repeating: 0x61, count: 300 << 10)
-        let fragments = HostileSocketServer.frame(fin: false, opcode: 1, piece) + (0..<8).flatMap { _ in HostileSocketServer.frame(fin: false, opcode: 0, piece) }
+        let fragments =
+            HostileSocketServer.frame(fin: false, opcode: 1, piece) + (0..<8).flatMap { _ in HostileSocketServer.frame(fin: false, opcode: 0, piece) }
         let fragmenting = try HostileSocketServer(frames: fragments)
         defer { fragmenting.stop() }
         let first = try await WebSocketClient.connect(to: URL(string: "ws://127.0.0.1:\(fragmenting.port)/")!, maxMessage: 1 << 20)
@@ -440,7 +485,8 @@ struct HardeningRoundThreeTests {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("lint-order-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let good = folder.appendingPathComponent("good.yaml"), bad = folder.appendingPathComponent("bad.yaml")
+        let good = folder.appendingPathComponent("good.yaml")
+        let bad = folder.appendingPathComponent("bad.yaml")
         try "doppel: 1\nendpoints:\n  a: { request: GET /a, responses: [ { status: 204 } ] }\n".write(to: good, atomically: true, encoding: .utf8)
         try "doppel: 1\nendpoints:\n  a:\n    request: GET /a\n   responses: []\n".write(to: bad, atomically: true, encoding: .utf8)
         let process = Process()
@@ -462,9 +508,11 @@ struct HardeningRoundThreeTests {
     func callbackTimeoutIsNamedAsItsOwn() async throws {
         let silent = try RawUpstream(answer: "", silent: true)
         defer { silent.stop() }
-        let contract = CallbackTests.webhook.replacingOccurrences(of: "retries: 2", with: "retries: 0").replacingOccurrences(of: "retry_delay: 100ms", with: "timeout: 200ms")
+        let contract = CallbackTests.webhook.replacingOccurrences(of: "retries: 2", with: "retries: 0").replacingOccurrences(
+            of: "retry_delay: 100ms", with: "timeout: 200ms")
         try await SocketTests.withContract(contract) { server in
-            #expect(try await TestClient(base: server.baseURL).send("POST", "/pay?port=\(silent.port)", json: ["amount": 1], token: nil).status == 202)
+            #expect(
+                try await TestClient(base: server.baseURL).send("POST", "/pay?port=\(silent.port)", json: ["amount": 1], token: nil).status == 202)
             try await CallbackTests.eventually { server.engine.journal.entries.contains { $0.method == "CALLBACK" } }
             let attempt = try #require(server.engine.journal.entries.first { $0.method == "CALLBACK" })
             #expect(attempt.reason?.contains("no answer within 0.2 s (the callback's timeout)") == true, "\(attempt.reason ?? "")")

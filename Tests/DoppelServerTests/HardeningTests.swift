@@ -1,8 +1,10 @@
 import DoppelCore
-@testable import DoppelServer
 import DoppelTesting
 import Foundation
 import Testing
+
+@testable import DoppelServer
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -70,16 +72,20 @@ struct HardeningTests {
         try await server.expectHealthy(after: "cyclic-schema bodies")
 
         // Admin calls with 100,000-deep JSON and a 20,000-deep expression.
-        let deepAdmin = try await server.client.send("PUT", "/__doppel/scenario", headers: ["Content-Type": "application/json"], body: Data(Self.nested(100_000, open: #"{"a":"#, close: "}", inner: "1").utf8))
+        let deepAdmin = try await server.client.send(
+            "PUT", "/__doppel/scenario", headers: ["Content-Type": "application/json"],
+            body: Data(Self.nested(100_000, open: #"{"a":"#, close: "}", inner: "1").utf8))
         #expect(deepAdmin.status == 400)
         let deepWhen = #"{"overrides": [{"endpoint": "ok", "when": "\#(Self.nested(20_000, open: "(", close: ")", inner: "1"))", "status": 200}]}"#
-        let refusedWhen = try await server.client.send("PUT", "/__doppel/scenario", headers: ["Content-Type": "application/json"], body: Data(deepWhen.utf8))
+        let refusedWhen = try await server.client.send(
+            "PUT", "/__doppel/scenario", headers: ["Content-Type": "application/json"], body: Data(deepWhen.utf8))
         #expect(refusedWhen.status == 400)
         try await server.expectHealthy(after: "deep admin calls")
 
         // An admin file: outside the contract's folder.
         let outside = #"{"overrides": [{"endpoint": "ok", "response": {"status": 200, "file": "../../../../../../../../etc/passwd"}}]}"#
-        let disclosed = try await server.client.send("PUT", "/__doppel/scenario", headers: ["Content-Type": "application/json"], body: Data(outside.utf8))
+        let disclosed = try await server.client.send(
+            "PUT", "/__doppel/scenario", headers: ["Content-Type": "application/json"], body: Data(outside.utf8))
         #expect(disclosed.status == 400)
         #expect(String(decoding: disclosed.body, as: UTF8.self).contains("outside the contract's folder"))
         #expect(!(String(decoding: try await server.client.send("GET", "/ok").body, as: UTF8.self).contains("root:")))
@@ -146,7 +152,8 @@ struct HardeningTests {
         #expect(slowHeaders.text.hasPrefix("HTTP/1.1 408 Request Timeout"))
         #expect(slowHeaders.text.contains(#""type":"urn:doppel:problem:request-timeout""#))
         #expect(slowHeaders.closed)
-        let slowBody = try await server.raw("POST /pets HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"kind\"")
+        let slowBody = try await server.raw(
+            "POST /pets HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"kind\"")
         #expect(slowBody.text.contains("408 Request Timeout"))
         #expect(slowBody.closed)
         // A body dripped a byte every 250 ms, each within the 1 s pause: the
@@ -172,8 +179,9 @@ struct HardeningTests {
         #expect(twoHosts.text.hasPrefix("HTTP/1.1 400 "), "\(twoHosts.text)")
         #expect(twoHosts.text.contains("urn:doppel:problem:invalid-headers"))
         #expect(twoHosts.closed)
-        let chunked10 = try await server.raw("POST /pets HTTP/1.0\r\nHost: x\r\nConnection: keep-alive\r\nContent-Type: application/json\r\n"
-                                             + "Transfer-Encoding: chunked\r\n\r\nf\r\n{\"kind\": \"cat\"}\r\n0\r\n\r\n")
+        let chunked10 = try await server.raw(
+            "POST /pets HTTP/1.0\r\nHost: x\r\nConnection: keep-alive\r\nContent-Type: application/json\r\n"
+                + "Transfer-Encoding: chunked\r\n\r\nf\r\n{\"kind\": \"cat\"}\r\n0\r\n\r\n")
         #expect(chunked10.text.contains(" 200 "), "\(chunked10.text)")
         #expect(chunked10.text.lowercased().contains("connection: close"))
         #expect(chunked10.closed)
@@ -213,11 +221,14 @@ struct HardeningTests {
         // server the other tests started). ru_maxrss is in kilobytes on Linux.
         let probe = Process()
         probe.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        probe.arguments = ["python3", "-c", """
+        probe.arguments = [
+            "python3", "-c",
+            """
             import resource, subprocess, sys
             subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300)
             print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-            """, try #require(CommandLineTests.executable).path, "lint", file.path]
+            """, try #require(CommandLineTests.executable).path, "lint", file.path,
+        ]
         let out = Pipe()
         probe.standardOutput = out
         try probe.run()
@@ -298,19 +309,22 @@ struct HardeningTests {
 
 @Suite struct HardeningUnitTests {
     @Test func directAnswersAreEncodedWithCheckedHeaders() {
-        var response = MockResponse(status: 402, headers: [
-            (name: "Content-Type", value: "application/json"),
-            (name: "X-Echo", value: "a\r\nX-Injected: 1"),
-            (name: "Bad Name", value: "dropped"),
-            (name: "content-length", value: "999"),
-            (name: "Server", value: "other"),
-        ], body: Array(#"{"error":"limit"}"#.utf8))
+        var response = MockResponse(
+            status: 402,
+            headers: [
+                (name: "Content-Type", value: "application/json"),
+                (name: "X-Echo", value: "a\r\nX-Injected: 1"),
+                (name: "Bad Name", value: "dropped"),
+                (name: "content-length", value: "999"),
+                (name: "Server", value: "other"),
+            ], body: Array(#"{"error":"limit"}"#.utf8))
         let text = { (close: Bool) in
             var buffer = ResponseBytes.encode(response, date: "Mon, 23 Nov 2026 03:56:35 GMT", close: close, allocator: .init())
             return buffer.readString(length: buffer.readableBytes)!
         }
-        #expect(text(false) == "HTTP/1.1 402 Payment Required\r\nContent-Type: application/json\r\nX-Echo: a  X-Injected: 1\r\n"
-            + "Content-Length: 17\r\nDate: Mon, 23 Nov 2026 03:56:35 GMT\r\nServer: Doppel\r\n\r\n{\"error\":\"limit\"}")
+        #expect(
+            text(false) == "HTTP/1.1 402 Payment Required\r\nContent-Type: application/json\r\nX-Echo: a  X-Injected: 1\r\n"
+                + "Content-Length: 17\r\nDate: Mon, 23 Nov 2026 03:56:35 GMT\r\nServer: Doppel\r\n\r\n{\"error\":\"limit\"}")
         #expect(text(true).contains("\r\nConnection: close\r\n\r\n"))
         response.status = 299
         response.headers = []
@@ -337,7 +351,8 @@ struct HardeningTests {
         configuration.sessionLimit = 7
         configuration.sessionIdleLimit = nil
         configuration.journalCapacity = 3
-        let contract = try ContractLoader.load(text: "doppel: 1\nendpoints:\n  e: { request: GET /e, responses: [ { status: 200 } ] }", file: "e.yaml")
+        let contract = try ContractLoader.load(
+            text: "doppel: 1\nendpoints:\n  e: { request: GET /e, responses: [ { status: 200 } ] }", file: "e.yaml")
         let engine = MockEngine(contract: contract, configuration: configuration)
         #expect(engine.sessions.limit == 7)
         #expect(engine.sessions.idleLimit == nil)

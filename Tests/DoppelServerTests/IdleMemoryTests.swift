@@ -1,7 +1,8 @@
 import DoppelCore
-@testable import DoppelServer
 import Foundation
 import Testing
+
+@testable import DoppelServer
 
 /// When the server returns freed heap memory: after a quiet spell without
 /// connections, once per spell, never while a connection is open. The
@@ -13,7 +14,12 @@ import Testing
         var count: Int { pending.withLock { $0.count } }
         func schedule(_ delay: DispatchTimeInterval, _ work: @escaping @Sendable () -> Void) { pending.withLock { $0.append(work) } }
         /// Ends the spells begun so far (work they schedule waits for the next call).
-        func pass() { for work in pending.withLock({ list in defer { list = [] }; return list }) { work() } }
+        func pass() {
+            for work in pending.withLock({ list in
+                defer { list = [] }
+                return list
+            }) { work() }
+        }
     }
 
     func trimmer(_ spells: Spells) -> IdleMemory.Trimmer {

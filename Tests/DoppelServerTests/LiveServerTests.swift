@@ -7,7 +7,8 @@ import Testing
 @Suite("Live server over loopback")
 struct LiveServerTests {
     func createChild(_ client: TestClient, session: String? = nil) async throws -> String {
-        let child = try await client.send("POST", "/api/v1/children", json: ["name": "Эмма", "age_category": "5-7", "gender": "female", "interests": ["феи"]], session: session)
+        let child = try await client.send(
+            "POST", "/api/v1/children", json: ["name": "Эмма", "age_category": "5-7", "gender": "female", "interests": ["феи"]], session: session)
         #expect(child.status == 200)
         return try #require(child.json?["id"]?.stringValue)
     }
@@ -29,7 +30,8 @@ struct LiveServerTests {
             let subscription = try await client.send("GET", "/api/v1/users/subscription")
             #expect(subscription.json?["limits"]?["stories_used"] == 5)
             #expect(subscription.json?["limits"]?["stories_remaining"] == 0)
-            let purchase = try await client.send("POST", "/api/v1/subscription/purchase?plan_tier=premium&billing_cycle=monthly&payment_method=apple_pay")
+            let purchase = try await client.send(
+                "POST", "/api/v1/subscription/purchase?plan_tier=premium&billing_cycle=monthly&payment_method=apple_pay")
             #expect(purchase.status == 200)
             #expect(try await generate(client, child: child).status == 200)
             let unauthenticated = try await client.send("GET", "/api/v1/users/subscription", token: nil)
@@ -76,44 +78,47 @@ struct LiveServerTests {
         var configuration = ServerConfiguration.testing
         configuration.maxBodySize = 1024
         try await DoppelTestServer.with(contract: contractPath("tales.yaml"), configuration: configuration) { server in
-        let client = TestClient(base: server.baseURL)
+            let client = TestClient(base: server.baseURL)
 
-        let malformed = try await client.send("POST", "/api/v1/children", headers: ["Content-Type": "application/json"], body: Data("{\"name\": ".utf8))
-        // The document's 400 shape, from the contract's fallbacks.
-        #expect(malformed.status == 400)
-        #expect(malformed.header("content-type") == "application/json")
-        #expect(malformed.json?["detail"]?.stringValue?.hasPrefix("The request body is not valid JSON") == true)
+            let malformed = try await client.send(
+                "POST", "/api/v1/children", headers: ["Content-Type": "application/json"], body: Data("{\"name\": ".utf8))
+            // The document's 400 shape, from the contract's fallbacks.
+            #expect(malformed.status == 400)
+            #expect(malformed.header("content-type") == "application/json")
+            #expect(malformed.json?["detail"]?.stringValue?.hasPrefix("The request body is not valid JSON") == true)
 
-        let notAJWT = try await client.send("GET", "/api/v1/users/subscription", token: "dev-token")
-        #expect(notAJWT.status == 401)
-        #expect(notAJWT.json == ["detail": "Not authenticated"])
+            let notAJWT = try await client.send("GET", "/api/v1/users/subscription", token: "dev-token")
+            #expect(notAJWT.status == 401)
+            #expect(notAJWT.json == ["detail": "Not authenticated"])
 
-        let wrongType = try await client.send("POST", "/api/v1/children", headers: ["Content-Type": "text/plain"], body: Data("name".utf8))
-        #expect(wrongType.status == 415)
+            let wrongType = try await client.send("POST", "/api/v1/children", headers: ["Content-Type": "text/plain"], body: Data("name".utf8))
+            #expect(wrongType.status == 415)
 
-        let tooLarge = try await client.send("POST", "/api/v1/children", headers: ["Content-Type": "application/json"], body: Data(repeating: 0x20, count: 4096))
-        #expect(tooLarge.status == 413)
-        #expect(tooLarge.json?["limit"] == 1024)
+            let tooLarge = try await client.send(
+                "POST", "/api/v1/children", headers: ["Content-Type": "application/json"], body: Data(repeating: 0x20, count: 4096))
+            #expect(tooLarge.status == 413)
+            #expect(tooLarge.json?["limit"] == 1024)
 
-        // A chunked body has no Content-Length; the limit applies while reading.
-        let chunk = String(repeating: "a", count: 600)
-        let chunked = "POST /api/v1/children HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
-            + "258\r\n\(chunk)\r\n258\r\n\(chunk)\r\n0\r\n\r\n"
-        let chunkedReply = try await RawHTTP.exchange(port: server.port, Array(chunked.utf8))
-        #expect(chunkedReply.hasPrefix("HTTP/1.1 413"))
+            // A chunked body has no Content-Length; the limit applies while reading.
+            let chunk = String(repeating: "a", count: 600)
+            let chunked =
+                "POST /api/v1/children HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+                + "258\r\n\(chunk)\r\n258\r\n\(chunk)\r\n0\r\n\r\n"
+            let chunkedReply = try await RawHTTP.exchange(port: server.port, Array(chunked.utf8))
+            #expect(chunkedReply.hasPrefix("HTTP/1.1 413"))
 
-        let unknown = try await client.send("GET", "/api/v2/nothing")
-        #expect(unknown.status == 404)
-        #expect(unknown.header("content-type") == "application/problem+json")
+            let unknown = try await client.send("GET", "/api/v2/nothing")
+            #expect(unknown.status == 404)
+            #expect(unknown.header("content-type") == "application/problem+json")
 
-        let garbage = try await RawHTTP.exchange(port: server.port, Array("NOT HTTP AT ALL\r\n\r\n".utf8))
-        #expect(garbage.hasPrefix("HTTP/1.1 400"))
+            let garbage = try await RawHTTP.exchange(port: server.port, Array("NOT HTTP AT ALL\r\n\r\n".utf8))
+            #expect(garbage.hasPrefix("HTTP/1.1 400"))
 
-        let health = try await client.send("GET", "/__doppel/health")
-        #expect(health.status == 200)
-        #expect(health.json?["status"] == "ok")
-        let stillServing = try await client.send("GET", "/api/v1/free-stories?limit=1", token: nil)
-        #expect(stillServing.json?.arrayValue?.count == 1)
+            let health = try await client.send("GET", "/__doppel/health")
+            #expect(health.status == 200)
+            #expect(health.json?["status"] == "ok")
+            let stillServing = try await client.send("GET", "/api/v1/free-stories?limit=1", token: nil)
+            #expect(stillServing.json?.arrayValue?.count == 1)
         }
     }
 
@@ -128,8 +133,9 @@ struct LiveServerTests {
             #expect(try await client.send("POST", "/__doppel/reset?session=s1").json == ["reset": "s1", "existed": true])
             #expect(try await client.send("GET", "/__doppel/state?session=s1").json?["exists"] == false)
             let evicted: JSON = ["for_room": 0, "idle": 0, "for_state": 0]
-            #expect(try await client.send("GET", "/__doppel/sessions").json
-                == ["sessions": [["id": "s2", "scenario": nil]], "limit": 10_000, "idle_limit_seconds": 3600.0, "evicted": evicted])
+            #expect(
+                try await client.send("GET", "/__doppel/sessions").json
+                    == ["sessions": [["id": "s2", "scenario": nil]], "limit": 10_000, "idle_limit_seconds": 3600.0, "evicted": evicted])
             #expect(try await client.send("POST", "/__doppel/reset").json == ["reset": "all"])
             #expect(try await client.send("GET", "/__doppel/sessions").json?["sessions"] == [])
             let routes = try await client.send("GET", "/__doppel/routes")

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -18,7 +19,7 @@ import Darwin
         // The lowest free number: the one just closed (POSIX), unless another thread took it first.
         var pair: [Int32] = [0, 0]
         try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
-        defer { pair.forEach { _ = Foundation.close($0) } }
+        defer { for fd in pair { _ = Foundation.close(fd) } }
         listener.stop()
         listener.close()
         // Still open both ways: a byte goes through, and no end was read.

@@ -16,7 +16,10 @@ struct MultiFileDocumentTests {
         #expect(ContractDocument.lint(file: Self.store).isEmpty)
         // The files it read are watched with it.
         let contract = try ContractDocument.load(file: Self.store)
-        #expect(Set(contract.bodyFiles.map { URL(fileURLWithPath: $0).lastPathComponent }) == ["pet.yaml", "owners.yaml", "parameters.yaml", "responses.yaml", "error.yaml"])
+        #expect(
+            Set(contract.bodyFiles.map { URL(fileURLWithPath: $0).lastPathComponent }) == [
+                "pet.yaml", "owners.yaml", "parameters.yaml", "responses.yaml", "error.yaml",
+            ])
 
         try await DoppelTestServer.with(contract: Self.store) { server in
             let client = TestClient(base: server.baseURL)
@@ -28,9 +31,11 @@ struct MultiFileDocumentTests {
             #expect(try await client.send("GET", "/pets/1", token: nil).json == ["id": 1, "name": "Rex", "tag": "dog", "children": []])
             #expect(try await client.send("GET", "/pets/abc", token: nil).status == 422)
             // The recursive schema checks a grandchild; the document's own 400 answers it.
-            let invalid = try await client.send("POST", "/owners", json: ["name": "Ada", "pets": [["id": 1, "name": "x", "children": [["id": 0, "name": "y"]]]]], token: nil)
+            let invalid = try await client.send(
+                "POST", "/owners", json: ["name": "Ada", "pets": [["id": 1, "name": "x", "children": [["id": 0, "name": "y"]]]]], token: nil)
             #expect(invalid.status == 400 && invalid.json == ["code": "invalid", "message": "An owner needs a name"])
-            let made = try await client.send("POST", "/owners", json: ["name": "Ada", "pets": [["id": 1, "name": "x", "children": [["id": 3, "name": "y"]]]]], token: nil)
+            let made = try await client.send(
+                "POST", "/owners", json: ["name": "Ada", "pets": [["id": 1, "name": "x", "children": [["id": 3, "name": "y"]]]]], token: nil)
             #expect(made.status == 201)
         }
 
@@ -44,20 +49,21 @@ struct MultiFileDocumentTests {
 
     @Test func aMistakeInAReferencedFileIsReportedInThatFile() throws {
         let folder = try Self.folder([
-            "api.yaml": Self.document(paths: """
-                  /things:
-                    get:
-                      responses:
-                        "200": { $ref: "parts/things.yaml#/Listed" }
-                """),
+            "api.yaml": Self.document(
+                paths: """
+                      /things:
+                        get:
+                          responses:
+                            "200": { $ref: "parts/things.yaml#/Listed" }
+                    """),
             "parts/things.yaml": """
-                Listed:
-                  description: Things
-                  content:
-                    application/json:
-                      schema: { type: object, properties: { count: { type: integer } } }
-                      example: { count: many }
-                """,
+            Listed:
+              description: Things
+              content:
+                application/json:
+                  schema: { type: object, properties: { count: { type: integer } } }
+                  example: { count: many }
+            """,
         ])
         defer { try? FileManager.default.removeItem(at: folder) }
         let diagnostics = ContractDocument.lint(file: folder.appendingPathComponent("api.yaml").path).map(\.description)
@@ -77,19 +83,43 @@ struct MultiFileDocumentTests {
     }
 
     static let refused: [Refused] = [
-        Refused(name: "outside the folder", paths: parameter("../outside.yaml#/P"), message: "api.yaml:7:17: error: $ref '../outside.yaml#/P' resolves outside the document's folder; Doppel reads only files beside the document or below it"),
-        Refused(name: "a link out of the folder", paths: parameter("link.yaml#/P"), message: "api.yaml:7:17: error: $ref 'link.yaml#/P' resolves outside the document's folder; Doppel reads only files beside the document or below it"),
-        Refused(name: "an absolute path", paths: parameter("/etc/passwd"), message: "api.yaml:7:17: error: $ref '/etc/passwd' resolves outside the document's folder; Doppel reads only files beside the document or below it"),
-        Refused(name: "a URL", paths: parameter("https://example.com/p.yaml#/P"), message: "api.yaml:7:17: error: $ref 'https://example.com/p.yaml#/P' is a URL; Doppel reads references to files in the document's folder, not from the network"),
-        Refused(name: "a missing file", paths: parameter("missing.yaml#/P"), message: "api.yaml:7:17: error: $ref 'missing.yaml#/P' cannot be read: no such file"),
-        Refused(name: "a pointer to nothing", paths: parameter("p.yaml#/Nope"), files: ["p.yaml": "P: { name: a, in: query, schema: { type: string } }\n"],
-                message: "api.yaml:7:17: error: unresolved $ref 'p.yaml#/Nope': 'p.yaml' has nothing at '/Nope'"),
-        Refused(name: "a fragment that is not a pointer", paths: parameter("p.yaml#P"), files: ["p.yaml": "P: { name: a, in: query, schema: { type: string } }\n"],
-                message: "api.yaml:7:17: error: $ref 'p.yaml#P' has a fragment that is not a JSON pointer (it must start with '/')"),
-        Refused(name: "a cycle", paths: parameter("a.yaml#/P"), files: ["a.yaml": "P: { $ref: 'b.yaml#/Q' }\n", "b.yaml": "Q: { $ref: 'a.yaml#/P' }\n"],
-                message: "b.yaml:1:12: error: $ref 'a.yaml#/P' leads back to itself through other references"),
-        Refused(name: "a file that does not parse", paths: parameter("p.yaml#/P"), files: ["p.yaml": "P: [unclosed\n"],
-                message: "p.yaml:2:1: error: "),
+        Refused(
+            name: "outside the folder", paths: parameter("../outside.yaml#/P"),
+            message:
+                "api.yaml:7:17: error: $ref '../outside.yaml#/P' resolves outside the document's folder; Doppel reads only files beside the document or below it"
+        ),
+        Refused(
+            name: "a link out of the folder", paths: parameter("link.yaml#/P"),
+            message:
+                "api.yaml:7:17: error: $ref 'link.yaml#/P' resolves outside the document's folder; Doppel reads only files beside the document or below it"
+        ),
+        Refused(
+            name: "an absolute path", paths: parameter("/etc/passwd"),
+            message:
+                "api.yaml:7:17: error: $ref '/etc/passwd' resolves outside the document's folder; Doppel reads only files beside the document or below it"
+        ),
+        Refused(
+            name: "a URL", paths: parameter("https://example.com/p.yaml#/P"),
+            message:
+                "api.yaml:7:17: error: $ref 'https://example.com/p.yaml#/P' is a URL; Doppel reads references to files in the document's folder, not from the network"
+        ),
+        Refused(
+            name: "a missing file", paths: parameter("missing.yaml#/P"),
+            message: "api.yaml:7:17: error: $ref 'missing.yaml#/P' cannot be read: no such file"),
+        Refused(
+            name: "a pointer to nothing", paths: parameter("p.yaml#/Nope"),
+            files: ["p.yaml": "P: { name: a, in: query, schema: { type: string } }\n"],
+            message: "api.yaml:7:17: error: unresolved $ref 'p.yaml#/Nope': 'p.yaml' has nothing at '/Nope'"),
+        Refused(
+            name: "a fragment that is not a pointer", paths: parameter("p.yaml#P"),
+            files: ["p.yaml": "P: { name: a, in: query, schema: { type: string } }\n"],
+            message: "api.yaml:7:17: error: $ref 'p.yaml#P' has a fragment that is not a JSON pointer (it must start with '/')"),
+        Refused(
+            name: "a cycle", paths: parameter("a.yaml#/P"), files: ["a.yaml": "P: { $ref: 'b.yaml#/Q' }\n", "b.yaml": "Q: { $ref: 'a.yaml#/P' }\n"],
+            message: "b.yaml:1:12: error: $ref 'a.yaml#/P' leads back to itself through other references"),
+        Refused(
+            name: "a file that does not parse", paths: parameter("p.yaml#/P"), files: ["p.yaml": "P: [unclosed\n"],
+            message: "p.yaml:2:1: error: "),
     ]
 
     @Test(arguments: refused)
@@ -120,8 +150,11 @@ struct MultiFileDocumentTests {
 
         // A document of 2,850 files (as real ones are) is read: files are bounded by what they hold, not by their count.
         let count = 2_850
-        var files = ["api.yaml": Self.document(paths: "  /a:\n    get:\n      parameters:\n" + (0..<count).map { "        - $ref: 'parameters/p\($0).yaml'" }.joined(separator: "\n")
-                                                 + "\n      responses: { '200': { description: ok } }")]
+        var files = [
+            "api.yaml": Self.document(
+                paths: "  /a:\n    get:\n      parameters:\n" + (0..<count).map { "        - $ref: 'parameters/p\($0).yaml'" }.joined(separator: "\n")
+                    + "\n      responses: { '200': { description: ok } }")
+        ]
         for index in 0..<count { files["parameters/p\(index).yaml"] = "{ name: p\(index), in: query, schema: { type: integer } }\n" }
         let crowded = try Self.folder(files)
         defer { try? FileManager.default.removeItem(at: crowded) }
@@ -132,12 +165,16 @@ struct MultiFileDocumentTests {
 
         // Five files of 14 MiB, each within the bound of one: past 64 MiB together, the fifth is refused unread.
         let text = "note: '" + String(repeating: "a", count: 14 << 20) + "'\n"
-        var heavy = ["api.yaml": Self.document(paths: "  {}", extra: "tags:\n" + (0..<5).map { "  - { $ref: 'h\($0).yaml' }" }.joined(separator: "\n") + "\n")]
+        var heavy = [
+            "api.yaml": Self.document(paths: "  {}", extra: "tags:\n" + (0..<5).map { "  - { $ref: 'h\($0).yaml' }" }.joined(separator: "\n") + "\n")
+        ]
         for index in 0..<5 { heavy["h\(index).yaml"] = text }
         let weighty = try Self.folder(heavy)
         defer { try? FileManager.default.removeItem(at: weighty) }
         let third = ContractDocument.lint(file: weighty.appendingPathComponent("api.yaml").path).map(\.description)
-        #expect(third.count == 1 && third[0].contains("error: the files the document references hold more than 64 MiB together"), "\(third.map { $0.prefix(300) })")
+        #expect(
+            third.count == 1 && third[0].contains("error: the files the document references hold more than 64 MiB together"),
+            "\(third.map { $0.prefix(300) })")
     }
 
     // MARK: Helpers

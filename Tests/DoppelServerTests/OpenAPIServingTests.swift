@@ -53,14 +53,17 @@ struct OpenAPIServingTests {
             #expect(cow.header("Content-Type") == "application/problem+json")
             let nameless = try await client.send("POST", "/api/v2/pets", json: ["petType": "cat", "name": ""])
             #expect(nameless.status == 422)
-            let form = try await client.send("POST", "/api/v2/pets", headers: ["Content-Type": "application/x-www-form-urlencoded"],
-                                             body: Data("petType=cat&name=Tom&lives=3".utf8))
+            let form = try await client.send(
+                "POST", "/api/v2/pets", headers: ["Content-Type": "application/x-www-form-urlencoded"],
+                body: Data("petType=cat&name=Tom&lives=3".utf8))
             #expect(form.status == 201)
 
             // API key in a header, the query or a cookie: any admits; none gets the documented 403.
             let forbidden = try await client.send("GET", "/api/v2/pets/7", token: nil)
             #expect(forbidden.status == 403 && forbidden.json == ["error": "forbidden"])
-            for (target, headers) in [("/api/v2/pets/7", ["X-API-Key": "k"]), ("/api/v2/pets/7?api_key=k", [:]), ("/api/v2/pets/7", ["Cookie": "theme=dark; session=abc"])] {
+            for (target, headers) in [
+                ("/api/v2/pets/7", ["X-API-Key": "k"]), ("/api/v2/pets/7?api_key=k", [:]), ("/api/v2/pets/7", ["Cookie": "theme=dark; session=abc"]),
+            ] {
                 let pet = try await client.send("GET", target, token: nil, headers: headers)
                 #expect(pet.status == 200, "\(target) \(headers)")
             }
@@ -81,7 +84,9 @@ struct OpenAPIServingTests {
             // Over a raw socket: URLSession on Linux before Swift 6.3.3 never
             // completes a request answered with a Basic challenge (swift-corelibs-foundation#5456).
             let refused = try await rawAnswer(port: server.baseURL.port!, "DELETE /api/v2/pets/7 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            #expect(refused.hasPrefix("HTTP/1.1 401 Unauthorized\r\n") && refused.contains("\r\nWWW-Authenticate: Basic realm=\"Pets\", charset=\"UTF-8\"\r\n"), "\(refused)")
+            #expect(
+                refused.hasPrefix("HTTP/1.1 401 Unauthorized\r\n")
+                    && refused.contains("\r\nWWW-Authenticate: Basic realm=\"Pets\", charset=\"UTF-8\"\r\n"), "\(refused)")
 
             // A recursive schema's generated value, with the schema's own example; a cookie parameter's const.
             let category = try await client.send("GET", "/api/v2/categories/mammals", token: nil)
@@ -126,11 +131,13 @@ struct OpenAPIServingTests {
                 for (name, value) in fields { text += "--b\r\nContent-Disposition: form-data; name=\"\(name)\"\r\n\r\n\(value)\r\n" }
                 return Data((text + "--b--\r\n").utf8)
             }
-            let placed = try await client.send("POST", "/shop/orders", token: nil, headers: ["Content-Type": "multipart/form-data; boundary=b"],
-                                               body: multipart([("item", "tea"), ("quantity", "2")]))
+            let placed = try await client.send(
+                "POST", "/shop/orders", token: nil, headers: ["Content-Type": "multipart/form-data; boundary=b"],
+                body: multipart([("item", "tea"), ("quantity", "2")]))
             #expect(placed.status == 201 && placed.json == ["id": 1, "status": "placed"])
-            let none = try await client.send("POST", "/shop/orders", token: nil, headers: ["Content-Type": "multipart/form-data; boundary=b"],
-                                             body: multipart([("item", "tea"), ("quantity", "0")]))
+            let none = try await client.send(
+                "POST", "/shop/orders", token: nil, headers: ["Content-Type": "multipart/form-data; boundary=b"],
+                body: multipart([("item", "tea"), ("quantity", "0")]))
             #expect(none.status == 422)
             #expect(none.json?["errors"] == [["pointer": "/body/quantity", "message": "must be at least 1, got 0"]])
         }
@@ -138,25 +145,29 @@ struct OpenAPIServingTests {
 
     @Test func aScenarioForcesAnOperationsResponseByExampleName() throws {
         let contract = try ContractDocument.load(file: document("pets-3.1.yaml"))
-        let scenario = try ScenarioLoader.load(text: """
-            contract: pets-3.1.yaml
-            overrides:
-              - { endpoint: getPet, example: gone }
-              - { endpoint: listPets, status: 200, example: none }
-            steps: []
-            """, file: document("forced.yaml"), contract: contract)
+        let scenario = try ScenarioLoader.load(
+            text: """
+                contract: pets-3.1.yaml
+                overrides:
+                  - { endpoint: getPet, example: gone }
+                  - { endpoint: listPets, status: 200, example: none }
+                steps: []
+                """, file: document("forced.yaml"), contract: contract)
         let engine = MockEngine(contract: contract)
         _ = engine.sessions.start("s", scenario: scenario)
-        let pet = engine.respond(to: RecordedRequest(method: "GET", target: "/api/v2/pets/7", headers: [("X-API-Key", "k"), ("Doppel-Session", "s")]))
+        let pet = engine.respond(
+            to: RecordedRequest(method: "GET", target: "/api/v2/pets/7", headers: [("X-API-Key", "k"), ("Doppel-Session", "s")]))
         #expect(pet.status == 404)
         let list = engine.respond(to: RecordedRequest(method: "GET", target: "/api/v2/pets", headers: [("Doppel-Session", "s")]))
         #expect(list.status == 200 && list.body == Array("[]".utf8))
 
-        let wrong = ContractError.diagnostics { () throws(ContractError) in
-            _ = try ScenarioLoader.load(text: "contract: pets-3.1.yaml\noverrides: [{ endpoint: getPet, example: lost }]\nsteps: []\n",
-                                        file: document("forced.yaml"), contract: contract)
+        let wrong = ContractError.thrown { () throws(ContractError) in
+            _ = try ScenarioLoader.load(
+                text: "contract: pets-3.1.yaml\noverrides: [{ endpoint: getPet, example: lost }]\nsteps: []\n",
+                file: document("forced.yaml"), contract: contract)
         }
-        #expect(wrong.map(\.message) == ["endpoint 'getPet' documents no 'lost' response; it has 200 getPet[0], 404 gone, 403 getPet.on_unauthorized"])
+        #expect(
+            wrong.map(\.message) == ["endpoint 'getPet' documents no 'lost' response; it has 200 getPet[0], 404 gone, 403 getPet.on_unauthorized"])
     }
 
     /// A document with many operations, each with parameters, a body, several statuses and examples.
@@ -236,9 +247,11 @@ struct OpenAPIServingTests {
 
             let requests = Self.requests(for: direct)
             #expect(requests.count >= direct.endpoints.count * 4)
-            let a = MockEngine(contract: direct), b = MockEngine(contract: reloaded)
+            let a = MockEngine(contract: direct)
+            let b = MockEngine(contract: reloaded)
             for request in requests {
-                let left = a.respond(to: request), right = b.respond(to: request)
+                let left = a.respond(to: request)
+                let right = b.respond(to: request)
                 #expect(left.status == right.status, "\(request.method) \(request.path)")
                 #expect(left.body == right.body, "\(request.method) \(request.path)")
                 #expect(left.headers.map(\.name) == right.headers.map(\.name), "\(request.method) \(request.path)")
@@ -258,10 +271,15 @@ struct OpenAPIServingTests {
             let json: [(name: String, value: String)] = [("Content-Type", "application/json")]
             requests.append(RecordedRequest(method: endpoint.method, target: path, headers: credentials + json, body: body))
             requests.append(RecordedRequest(method: endpoint.method, target: path, headers: json, body: body))
-            requests.append(RecordedRequest(method: endpoint.method, target: path.replacingOccurrences(of: "/3", with: "/0"), headers: credentials + json, body: body))
+            requests.append(
+                RecordedRequest(
+                    method: endpoint.method, target: path.replacingOccurrences(of: "/3", with: "/0"), headers: credentials + json, body: body))
             requests.append(RecordedRequest(method: endpoint.method, target: path, headers: credentials + json, body: Array(#"{"id": "x"}"#.utf8)))
             for response in contract.documentedResponses(of: endpoint) {
-                requests.append(RecordedRequest(method: endpoint.method, target: path, headers: credentials + json + [("Prefer", "code=\(response.status), example=\(response.name)")], body: body))
+                requests.append(
+                    RecordedRequest(
+                        method: endpoint.method, target: path,
+                        headers: credentials + json + [("Prefer", "code=\(response.status), example=\(response.name)")], body: body))
             }
         }
         return requests

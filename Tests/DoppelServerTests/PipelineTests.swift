@@ -44,49 +44,77 @@ struct PipelineTests {
     static func get(_ path: String) -> String { "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n" }
 
     static let kinds: [Kind] = [
-        Kind(name: "plain", request: get("/plain"), bytes: { text, closed in
-            text.hasPrefix("HTTP/1.1 200 OK\r\n") && text.contains("Content-Length: 16\r\n") && text.hasSuffix("\r\n\r\n{\"kind\":\"plain\"}") && closed
-        }, entry: (200, "plain", false)),
-        Kind(name: "delayed", request: get("/delayed"), bytes: { text, closed in
-            text.hasPrefix("HTTP/1.1 200 OK\r\n") && text.hasSuffix("{\"kind\":\"delayed\"}") && closed
-        }, entry: (200, "delayed", false)),
-        Kind(name: "streamed", request: get("/streamed"), bytes: { text, closed in
-            text.hasPrefix("HTTP/1.1 200 OK\r\n") && text.contains("Transfer-Encoding: chunked\r\n") && !text.contains("Content-Length")
-                && text.hasSuffix("\r\n\r\n6\r\nfirst,\r\n7\r\nsecond,\r\n5\r\nthird\r\n0\r\n\r\n") && closed
-        }, entry: (200, "streamed", false)),
-        Kind(name: "HTTP/1.0 stream", request: "GET /streamed HTTP/1.0\r\n\r\n", bytes: { text, closed in
-            // No chunked coding in HTTP/1.0: the body ends where the connection does.
-            text.hasPrefix("HTTP/1.1 200 OK\r\n") && !text.contains("Transfer-Encoding") && text.hasSuffix("\r\n\r\nfirst,second,third") && closed
-        }, entry: (200, "streamed", false)),
-        Kind(name: "fault: connection reset", request: get("/reset"), bytes: { text, closed in text.isEmpty && closed },
-             entry: (200, "reset", false)),
-        Kind(name: "fault: empty reply", request: get("/empty"), bytes: { text, closed in text.isEmpty && closed },
-             entry: (200, "empty", false)),
-        Kind(name: "fault: truncated body", request: get("/truncated"), bytes: { text, closed in
-            let body = #"{"message":"long enough to be cut in half"}"#
-            return text.hasPrefix("HTTP/1.1 201 Created\r\n") && text.contains("Content-Length: \(body.utf8.count)\r\n")
-                && text.hasSuffix("\r\n\r\n" + String(body.prefix(body.utf8.count / 2))) && closed
-        }, entry: (201, "truncated", false)),
-        Kind(name: "fault: no answer", request: get("/hang"), bytes: { text, closed in text.isEmpty && closed },
-             entry: (202, "hang", false)),
-        Kind(name: "proxied", request: get("/proxied"), bytes: { text, closed in
-            text.hasPrefix("HTTP/1.1 207 Multi-Status\r\n") && text.contains("Content-Type: text/plain\r\n") && text.hasSuffix("\r\n\r\nupstream") && closed
-        }, entry: (207, "proxied", true)),
-        Kind(name: "unmatched", request: get("/nowhere"), bytes: { text, closed in
-            text.hasPrefix("HTTP/1.1 404 Not Found\r\n") && text.contains("Content-Type: application/problem+json") && text.contains("no-matching-endpoint") && closed
-        }, entry: (404, nil, false)),
-        Kind(name: "refused: body over the limit", request: "POST /upload HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5000000\r\nConnection: close\r\n\r\n",
-             bytes: { text, _ in text.hasPrefix("HTTP/1.1 413 Payload Too Large\r\n") && text.contains("payload-too-large") },
-             entry: (413, nil, false)),
-        Kind(name: "refused: a target that is not a path", request: "GET http://elsewhere/x HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
-             bytes: { text, closed in text.hasPrefix("HTTP/1.1 400 Bad Request\r\n") && text.contains("invalid-target") && closed },
-             entry: (400, nil, false)),
-        Kind(name: "admin call", request: get("/__doppel/health"), bytes: { text, closed in
-            text.hasPrefix("HTTP/1.1 200 OK\r\n") && text.contains("\"status\"") && closed
-        }, entry: nil),
-        Kind(name: "malformed request", request: "GET /plain HTTP/1.1\r\nHost x\r\n\r\n", bytes: { text, closed in
-            text.hasPrefix("HTTP/1.1 400 Bad Request\r\n") && text.contains("malformed-request") && text.contains("Connection: close\r\n") && closed
-        }, entry: nil),
+        Kind(
+            name: "plain", request: get("/plain"),
+            bytes: { text, closed in
+                text.hasPrefix("HTTP/1.1 200 OK\r\n") && text.contains("Content-Length: 16\r\n") && text.hasSuffix("\r\n\r\n{\"kind\":\"plain\"}")
+                    && closed
+            }, entry: (200, "plain", false)),
+        Kind(
+            name: "delayed", request: get("/delayed"),
+            bytes: { text, closed in
+                text.hasPrefix("HTTP/1.1 200 OK\r\n") && text.hasSuffix("{\"kind\":\"delayed\"}") && closed
+            }, entry: (200, "delayed", false)),
+        Kind(
+            name: "streamed", request: get("/streamed"),
+            bytes: { text, closed in
+                text.hasPrefix("HTTP/1.1 200 OK\r\n") && text.contains("Transfer-Encoding: chunked\r\n") && !text.contains("Content-Length")
+                    && text.hasSuffix("\r\n\r\n6\r\nfirst,\r\n7\r\nsecond,\r\n5\r\nthird\r\n0\r\n\r\n") && closed
+            }, entry: (200, "streamed", false)),
+        Kind(
+            name: "HTTP/1.0 stream", request: "GET /streamed HTTP/1.0\r\n\r\n",
+            bytes: { text, closed in
+                // No chunked coding in HTTP/1.0: the body ends where the connection does.
+                text.hasPrefix("HTTP/1.1 200 OK\r\n") && !text.contains("Transfer-Encoding") && text.hasSuffix("\r\n\r\nfirst,second,third") && closed
+            }, entry: (200, "streamed", false)),
+        Kind(
+            name: "fault: connection reset", request: get("/reset"), bytes: { text, closed in text.isEmpty && closed },
+            entry: (200, "reset", false)),
+        Kind(
+            name: "fault: empty reply", request: get("/empty"), bytes: { text, closed in text.isEmpty && closed },
+            entry: (200, "empty", false)),
+        Kind(
+            name: "fault: truncated body", request: get("/truncated"),
+            bytes: { text, closed in
+                let body = #"{"message":"long enough to be cut in half"}"#
+                return text.hasPrefix("HTTP/1.1 201 Created\r\n") && text.contains("Content-Length: \(body.utf8.count)\r\n")
+                    && text.hasSuffix("\r\n\r\n" + String(body.prefix(body.utf8.count / 2))) && closed
+            }, entry: (201, "truncated", false)),
+        Kind(
+            name: "fault: no answer", request: get("/hang"), bytes: { text, closed in text.isEmpty && closed },
+            entry: (202, "hang", false)),
+        Kind(
+            name: "proxied", request: get("/proxied"),
+            bytes: { text, closed in
+                text.hasPrefix("HTTP/1.1 207 Multi-Status\r\n") && text.contains("Content-Type: text/plain\r\n") && text.hasSuffix("\r\n\r\nupstream")
+                    && closed
+            }, entry: (207, "proxied", true)),
+        Kind(
+            name: "unmatched", request: get("/nowhere"),
+            bytes: { text, closed in
+                text.hasPrefix("HTTP/1.1 404 Not Found\r\n") && text.contains("Content-Type: application/problem+json")
+                    && text.contains("no-matching-endpoint") && closed
+            }, entry: (404, nil, false)),
+        Kind(
+            name: "refused: body over the limit",
+            request: "POST /upload HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5000000\r\nConnection: close\r\n\r\n",
+            bytes: { text, _ in text.hasPrefix("HTTP/1.1 413 Payload Too Large\r\n") && text.contains("payload-too-large") },
+            entry: (413, nil, false)),
+        Kind(
+            name: "refused: a target that is not a path", request: "GET http://elsewhere/x HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+            bytes: { text, closed in text.hasPrefix("HTTP/1.1 400 Bad Request\r\n") && text.contains("invalid-target") && closed },
+            entry: (400, nil, false)),
+        Kind(
+            name: "admin call", request: get("/__doppel/health"),
+            bytes: { text, closed in
+                text.hasPrefix("HTTP/1.1 200 OK\r\n") && text.contains("\"status\"") && closed
+            }, entry: nil),
+        Kind(
+            name: "malformed request", request: "GET /plain HTTP/1.1\r\nHost x\r\n\r\n",
+            bytes: { text, closed in
+                text.hasPrefix("HTTP/1.1 400 Bad Request\r\n") && text.contains("malformed-request") && text.contains("Connection: close\r\n")
+                    && closed
+            }, entry: nil),
     ]
 
     @Test(arguments: kinds)
@@ -141,7 +169,8 @@ struct PipelineTests {
         try await DoppelTestServer.with(engine: engine, configuration: configuration) { server in
             let port = server.port
             let order = ["/delayed", "/plain", "/streamed", "/proxied", "/nowhere", "/plain"]
-            let requests = order.map { "GET \($0) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" }.joined()
+            let requests =
+                order.map { "GET \($0) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" }.joined()
                 + "GET /delayed HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
             let reply = try await RawSocket.run {
                 let socket = try RawSocket(port: port)
@@ -149,8 +178,10 @@ struct PipelineTests {
                 return socket.receive(timeout: 30)
             }
             #expect(reply.closed)
-            let marks = [#"{"kind":"delayed"}"#, #"{"kind":"plain"}"#, "5\r\nthird\r\n0\r\n\r\n", "upstream", "no-matching-endpoint", #"{"kind":"plain"}"#,
-                         #"{"kind":"delayed"}"#]
+            let marks = [
+                #"{"kind":"delayed"}"#, #"{"kind":"plain"}"#, "5\r\nthird\r\n0\r\n\r\n", "upstream", "no-matching-endpoint", #"{"kind":"plain"}"#,
+                #"{"kind":"delayed"}"#,
+            ]
             var rest = Substring(reply.text)
             for mark in marks {
                 guard let found = rest.range(of: mark) else {
@@ -178,16 +209,22 @@ struct PipelineTests {
     }
 
     static let manners: [Manner] = [
-        Manner(name: "a malformed request behind a delayed one", request: "GET /delayed HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nNOT HTTP AT ALL\r\n\r\n",
-               marks: [#"{"kind":"delayed"}"#, "HTTP/1.1 400 Bad Request\r\n", "Connection: close\r\n", "malformed-request"], answers: 2),
-        Manner(name: "a body over the limit, then another request",
-               request: "POST /upload HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1100000\r\n\r\n" + String(repeating: "a", count: 1_100_000)
-                   + "GET /plain HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
-               marks: ["HTTP/1.1 413 Payload Too Large\r\n", "payload-too-large", "HTTP/1.1 200 OK\r\n", #"{"kind":"plain"}"#], answers: 2),
-        Manner(name: "an upgrade that is not taken", request: "GET /plain HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\nGET /plain HTTP/1.1\r\n\r\n",
-               marks: ["HTTP/1.1 200 OK\r\n", "Connection: close\r\n", #"{"kind":"plain"}"#], answers: 1),
-        Manner(name: "the client stops sending after two requests", request: "GET /delayed HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGET /plain HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
-               halfClose: true, marks: [#"{"kind":"delayed"}"#, "Connection: close\r\n", #"{"kind":"plain"}"#], answers: 2),
+        Manner(
+            name: "a malformed request behind a delayed one", request: "GET /delayed HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nNOT HTTP AT ALL\r\n\r\n",
+            marks: [#"{"kind":"delayed"}"#, "HTTP/1.1 400 Bad Request\r\n", "Connection: close\r\n", "malformed-request"], answers: 2),
+        Manner(
+            name: "a body over the limit, then another request",
+            request: "POST /upload HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1100000\r\n\r\n" + String(repeating: "a", count: 1_100_000)
+                + "GET /plain HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+            marks: ["HTTP/1.1 413 Payload Too Large\r\n", "payload-too-large", "HTTP/1.1 200 OK\r\n", #"{"kind":"plain"}"#], answers: 2),
+        Manner(
+            name: "an upgrade that is not taken",
+            request: "GET /plain HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\nGET /plain HTTP/1.1\r\n\r\n",
+            marks: ["HTTP/1.1 200 OK\r\n", "Connection: close\r\n", #"{"kind":"plain"}"#], answers: 1),
+        Manner(
+            name: "the client stops sending after two requests",
+            request: "GET /delayed HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGET /plain HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+            halfClose: true, marks: [#"{"kind":"delayed"}"#, "Connection: close\r\n", #"{"kind":"plain"}"#], answers: 2),
     ]
 
     @Test(arguments: manners)

@@ -1,7 +1,8 @@
-@testable import DoppelServer
 import DoppelTesting
 import Foundation
 import Testing
+
+@testable import DoppelServer
 
 /// `--proxy` against requests and upstreams that try to misuse it: targets
 /// that would reach another host, and status lines no HTTP server sends.
@@ -26,7 +27,10 @@ import Testing
     @Test func targetsThatAreNotPathsNeverReachAnyHost() async throws {
         let upstream = try RawUpstream(answer: "HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nupstream")
         let elsewhere = try RawUpstream(answer: "HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nelsewhere")
-        defer { upstream.stop(); elsewhere.stop() }
+        defer {
+            upstream.stop()
+            elsewhere.stop()
+        }
         let server = try await doppel(upstream: upstream.url)
         defer { Task { await server.stop() } }
         let port = server.baseURL.port!
@@ -80,7 +84,8 @@ import Testing
         let body = String(repeating: "b", count: 200_000)
         let raw = try RawUpstream(answer: "HTTP/1.1 200 OK\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body)
         defer { raw.stop() }
-        let upstream = DoppelServer.Upstream(base: raw.url, timeout: 60, maxBodyBytesInFlight: 1_000_000)  // generous: the full suite loads the machine
+        // A generous timeout: the full suite loads the machine.
+        let upstream = DoppelServer.Upstream(base: raw.url, timeout: 60, maxBodyBytesInFlight: 1_000_000)
         defer { Task { await upstream.shutdown() } }
         let request = RecordedRequest(method: "GET", target: "/large")
         // Other answers hold 900,000 of the 1,000,000 bytes.

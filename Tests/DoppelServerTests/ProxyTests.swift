@@ -22,11 +22,13 @@ import Testing
                 var headers = HTTPFields()
                 headers[.contentType] = "application/json"
                 headers[HTTPField.Name("X-Upstream")!] = "yes"
-                return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: "{ \"id\" : \(id),\n  \"from\": \"upstream\" }")))
+                return Response(
+                    status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: "{ \"id\" : \(id),\n  \"from\": \"upstream\" }")))
             }
             router.post("/api/echo") { request, _ -> Response in
                 let body = try await request.body.collect(upTo: 1 << 20)
-                let seen = "\(request.method) \(request.uri.path)?\(request.uri.query ?? "") auth=\(request.headers[.authorization] ?? "-") type=\(request.headers[.contentType] ?? "-") body=\(String(buffer: body))"
+                let seen =
+                    "\(request.method) \(request.uri.path)?\(request.uri.query ?? "") auth=\(request.headers[.authorization] ?? "-") type=\(request.headers[.contentType] ?? "-") body=\(String(buffer: body))"
                 return Response(status: .created, body: .init(byteBuffer: ByteBuffer(string: seen)))
             }
             router.get("/api/slow") { _, _ -> String in
@@ -86,8 +88,9 @@ import Testing
         #expect(viaDoppel.header("X-Upstream") == "yes")
 
         // No endpoint takes it: method, path, query, headers and body reach the upstream.
-        let echoed = try await client.send("POST", "/echo?x=1&y=two", token: nil, headers: ["Authorization": "Bearer abc", "Content-Type": "text/plain"],
-                                           body: Data("hello upstream".utf8))
+        let echoed = try await client.send(
+            "POST", "/echo?x=1&y=two", token: nil, headers: ["Authorization": "Bearer abc", "Content-Type": "text/plain"],
+            body: Data("hello upstream".utf8))
         #expect(echoed.status == 201)
         #expect(String(decoding: echoed.body, as: UTF8.self) == "POST /api/echo?x=1&y=two auth=Bearer abc type=text/plain body=hello upstream")
 

@@ -63,8 +63,10 @@ struct RealDocumentTests {
             #expect(expected.endpointID == endpoint.id, "\(what) reached \(expected.endpointID ?? "nothing"), not \(endpoint.id): \(expected.status)")
             #expect(answered.status == expected.status, "\(what): \(answered.status), the document \(expected.status)")
             #expect(answered.header("Content-Type") == expected.header("Content-Type"), "\(what)")
-            #expect(answered.body == expected.body,
-                    "\(what): \(String(decoding: answered.body.prefix(300), as: UTF8.self)) / the document: \(String(decoding: expected.body.prefix(300), as: UTF8.self))")
+            #expect(
+                answered.body == expected.body,
+                "\(what): \(String(decoding: answered.body.prefix(300), as: UTF8.self)) / the document: \(String(decoding: expected.body.prefix(300), as: UTF8.self))"
+            )
         }
 
         let exported = OpenAPIExporter.document(for: contract)

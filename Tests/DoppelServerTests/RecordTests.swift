@@ -30,8 +30,9 @@ extension CommandLineTests {
 
         #expect(try await client.send("GET", "/things/7", token: nil).status == 200)
         #expect(try await client.send("GET", "/things/8?verbose=true", token: nil).status == 200)
-        let echoed = try await client.send("POST", "/echo", json: ["name": "Mia", "token": "SECRET-FIELD-TOKEN"], token: "SECRET-BEARER-TOKEN",
-                                           headers: ["Cookie": "sid=SECRET-COOKIE-VALUE"])
+        let echoed = try await client.send(
+            "POST", "/echo", json: ["name": "Mia", "token": "SECRET-FIELD-TOKEN"], token: "SECRET-BEARER-TOKEN",
+            headers: ["Cookie": "sid=SECRET-COOKIE-VALUE"])
         #expect(echoed.status == 201)
         #expect(try await client.send("GET", "/missing", token: nil).status == 404)
 

@@ -1,6 +1,7 @@
-@testable import DoppelServer
 import DoppelCore
 import Testing
+
+@testable import DoppelServer
 
 /// How a recording is written: generalised paths, statuses, redaction, template safety.
 struct RecordingWriterTests {
@@ -12,7 +13,9 @@ struct RecordingWriterTests {
     }
 
     @Test func secretsAreRedactedAtAnyDepthAndPlaceholdersKeptLiteral() {
-        let body: JSON = ["user": ["name": "Mia", "accessToken": "abc", "Password": "p"], "items": [["api_key": "k", "note": "{{ not a template }}"]]]
+        let body: JSON = [
+            "user": ["name": "Mia", "accessToken": "abc", "Password": "p"], "items": [["api_key": "k", "note": "{{ not a template }}"]],
+        ]
         var redaction = Redaction()
         let redacted = RecordingWriter.Text(striker: redaction.striker()).clean(redaction.redact(body))
         #expect(redacted["user"]?["accessToken"] == "[redacted]")
@@ -24,11 +27,14 @@ struct RecordingWriterTests {
 
     @Test func eachStatusIsAResponseAndCallsThatDifferAreForced() throws {
         func exchange(_ path: String, _ status: Int) -> Recorder.Exchange {
-            Recorder.Exchange(request: RecordedRequest(method: "GET", target: path),
-                              response: MockResponse(status: status, headers: [(name: "Content-Type", value: "application/json"), (name: "Set-Cookie", value: "sid=x")],
-                                                     body: Array(#"{"ok":true}"#.utf8)))
+            Recorder.Exchange(
+                request: RecordedRequest(method: "GET", target: path),
+                response: MockResponse(
+                    status: status, headers: [(name: "Content-Type", value: "application/json"), (name: "Set-Cookie", value: "sid=x")],
+                    body: Array(#"{"ok":true}"#.utf8)))
         }
-        let output = RecordingWriter.write([exchange("/a/1", 200), exchange("/a/2", 404), exchange("/a/3", 200)], target: "http://x", contractFile: "contract.yaml")
+        let output = RecordingWriter.write(
+            [exchange("/a/1", 200), exchange("/a/2", 404), exchange("/a/3", 200)], target: "http://x", contractFile: "contract.yaml")
         #expect(output.endpoints == 1)
         #expect(!output.contract.contains("sid=x"))
         let contract = try ContractLoader.load(text: output.contract, file: "contract.yaml")

@@ -1,7 +1,8 @@
-@testable import DoppelServer
 import DoppelCore
 import Foundation
 import Testing
+
+@testable import DoppelServer
 
 /// What `doppel record` keeps out of a recording: secrets planted in every
 /// part of an exchange (headers both ways, query, form, multipart, JSON at any
@@ -24,32 +25,47 @@ struct RedactionTests {
         let apiKeyQuery = p.next("keyquery")
 
         // 1. Request headers of every usual kind; a query of secret names.
-        let query = ["key", "sig", "access_token", "api_key", "signature", "password", "apiKey", "X-Amz-Signature", "token", "client_secret"]
+        let query =
+            ["key", "sig", "access_token", "api_key", "signature", "password", "apiKey", "X-Amz-Signature", "token", "client_secret"]
             .map { "\($0)=\($0 == "key" ? apiKeyQuery : p.next("q"))" }.joined(separator: "&") + "&page=2&token=\(p.next("q"))%2Bplus"
-        exchanges.append(Recorder.Exchange(
-            request: RecordedRequest(method: "GET", target: "/reports/monthly?" + query, headers: [
-                ("Authorization", "Bearer " + bearer), ("Proxy-Authorization", "Basic " + p.next("proxyauth")),
-                ("Cookie", "sid=\(p.next("cookie")); theme=\(p.next("cookie"))"), ("X-Api-Key", p.next("h")), ("X-Auth-Token", p.next("h")),
-                ("X-Session-Token", p.next("h")), ("Api-Key", p.next("h")), ("X-Amz-Security-Token", p.next("h")), ("X-Client-Secret", p.next("h")),
-                ("Ocp-Apim-Subscription-Key", p.next("h")), ("X-Signature", p.next("h")), ("X-Access-Token", p.next("h")), ("X-Request-Id", "req-visible-1"),
-            ]),
-            response: MockResponse(status: 200, headers: [
-                ("Content-Type", "application/json"), ("Set-Cookie", "session=\(p.next("setcookie")); Path=/; HttpOnly"),
-                ("X-Api-Key", p.next("rh")), ("X-Session-Token", p.next("rh")), ("X-Csrf-Token", p.next("rh")), ("X-Refresh-Token", p.next("rh")),
-                ("X-Rate-Limit-Remaining", "41"),
-            ], body: json([
-                "access_token": .string(p.next("rj")), "refresh_token": .string(p.next("rj")), "id_token": .string(p.next("rj")),
-                "user": ["name": "Mia", "apiKey": .string(p.next("rj"))], "keys": [["secret": .string(p.next("rj"))]],
-                "echo": .string("your token \(bearer) and key \(apiKeyQuery) are fine"),
-            ]))))
+        exchanges.append(
+            Recorder.Exchange(
+                request: RecordedRequest(
+                    method: "GET", target: "/reports/monthly?" + query,
+                    headers: [
+                        ("Authorization", "Bearer " + bearer), ("Proxy-Authorization", "Basic " + p.next("proxyauth")),
+                        ("Cookie", "sid=\(p.next("cookie")); theme=\(p.next("cookie"))"), ("X-Api-Key", p.next("h")), ("X-Auth-Token", p.next("h")),
+                        ("X-Session-Token", p.next("h")), ("Api-Key", p.next("h")), ("X-Amz-Security-Token", p.next("h")),
+                        ("X-Client-Secret", p.next("h")),
+                        ("Ocp-Apim-Subscription-Key", p.next("h")), ("X-Signature", p.next("h")), ("X-Access-Token", p.next("h")),
+                        ("X-Request-Id", "req-visible-1"),
+                    ]),
+                response: MockResponse(
+                    status: 200,
+                    headers: [
+                        ("Content-Type", "application/json"), ("Set-Cookie", "session=\(p.next("setcookie")); Path=/; HttpOnly"),
+                        ("X-Api-Key", p.next("rh")), ("X-Session-Token", p.next("rh")), ("X-Csrf-Token", p.next("rh")),
+                        ("X-Refresh-Token", p.next("rh")),
+                        ("X-Rate-Limit-Remaining", "41"),
+                    ],
+                    body: json([
+                        "access_token": .string(p.next("rj")), "refresh_token": .string(p.next("rj")), "id_token": .string(p.next("rj")),
+                        "user": ["name": "Mia", "apiKey": .string(p.next("rj"))], "keys": [["secret": .string(p.next("rj"))]],
+                        "echo": .string("your token \(bearer) and key \(apiKeyQuery) are fine"),
+                    ]))))
 
         // 2. A form login and its form answer.
         let password = p.next("form")
-        exchanges.append(Recorder.Exchange(
-            request: RecordedRequest(method: "POST", target: "/oauth/token", headers: [("Content-Type", "application/x-www-form-urlencoded")],
-                                     body: Array("username=mia&password=\(password)&client_secret=\(p.next("form"))&refresh_token=\(p.next("form"))&otp=\(p.next("form"))&password=\(p.next("form"))&passcode=\(p.next("form"))&grant_type=password".utf8)),
-            response: MockResponse(status: 401, headers: [("Content-Type", "application/x-www-form-urlencoded")],
-                                   body: Array("error=invalid_grant&access_token=\(p.next("rform"))&hint=\(password)%20rejected".utf8))))
+        exchanges.append(
+            Recorder.Exchange(
+                request: RecordedRequest(
+                    method: "POST", target: "/oauth/token", headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                    body: Array(
+                        "username=mia&password=\(password)&client_secret=\(p.next("form"))&refresh_token=\(p.next("form"))&otp=\(p.next("form"))&password=\(p.next("form"))&passcode=\(p.next("form"))&grant_type=password"
+                            .utf8)),
+                response: MockResponse(
+                    status: 401, headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                    body: Array("error=invalid_grant&access_token=\(p.next("rform"))&hint=\(password)%20rejected".utf8))))
 
         // 3. A multipart upload: secret fields, a JSON part with nested secrets, a file.
         let boundary = "xYzBoundary42"
@@ -61,36 +77,48 @@ struct RedactionTests {
         part("title", "Holiday photos")
         part("password", p.next("mp"))
         part("api_key", p.next("mp"))
-        part("metadata", JSONWriter.encodeString(["token": .string(p.next("mpjson")), "nested": ["secret": .string(p.next("mpjson"))]]), type: "application/json")
+        part(
+            "metadata", JSONWriter.encodeString(["token": .string(p.next("mpjson")), "nested": ["secret": .string(p.next("mpjson"))]]),
+            type: "application/json")
         part("settings", "mode=fast&private_key=\(p.next("mpform"))", type: "application/x-www-form-urlencoded")
         part("photo", "not-a-secret-bytes", type: "image/png", filename: "beach.png")
         multipart += "--\(boundary)--\r\n"
-        exchanges.append(Recorder.Exchange(
-            request: RecordedRequest(method: "POST", target: "/uploads", headers: [("Content-Type", "multipart/form-data; boundary=\(boundary)")],
-                                     body: Array(multipart.utf8)),
-            response: MockResponse(status: 201, headers: [("Content-Type", "application/xml")],
-                                   body: Array("<auth><user>mia</user><password>\(p.next("xml"))</password><ns:token kind=\"a\">\(p.next("xml"))</ns:token></auth>".utf8))))
+        exchanges.append(
+            Recorder.Exchange(
+                request: RecordedRequest(
+                    method: "POST", target: "/uploads", headers: [("Content-Type", "multipart/form-data; boundary=\(boundary)")],
+                    body: Array(multipart.utf8)),
+                response: MockResponse(
+                    status: 201, headers: [("Content-Type", "application/xml")],
+                    body: Array(
+                        "<auth><user>mia</user><password>\(p.next("xml"))</password><ns:token kind=\"a\">\(p.next("xml"))</ns:token></auth>".utf8))))
 
         // 4. JSON of every shape: secrets in lists, nested objects, numbers, dashed keys, a +json type.
         let pin = 987_654_321
         p.all.append(String(pin))
         let session = p.next("json")
-        exchanges.append(Recorder.Exchange(
-            request: RecordedRequest(method: "PUT", target: "/accounts/12345", headers: [("Content-Type", "application/vnd.api+json")], body: json([
-                "key": .string(p.next("json")), "pwd": .string(p.next("json")), "tokens": [.string(p.next("json")), .string(p.next("json"))],
-                "auth": ["access_token": .string(p.next("json")), "refresh_token": .string(p.next("json"))],
-                "user": ["password": .string(p.next("json")), "profile": ["apiSecret": .string(p.next("json")), "city": "Oslo"]],
-                "items": [["session_id": .string(session)], ["session_id": .string(p.next("json"))]], "privateKey": .string(p.next("json")),
-                "pin": .int(pin), "credentials": ["user": "mia", "pass": .string(p.next("json"))], "X-Api-Key": .string(p.next("json")),
-                "client-secret": .string(p.next("json")), "webhookSigningSecret": .string(p.next("json")), "aws_secret_access_key": .string(p.next("json")),
-                "data": ["attributes": ["password": .string(p.next("json")), "name": "Mia"]],
-            ])),
-            response: MockResponse(status: 200, headers: [("Content-Type", "text/plain")], body: Array("Saved; session \(session) stays open".utf8))))
+        exchanges.append(
+            Recorder.Exchange(
+                request: RecordedRequest(
+                    method: "PUT", target: "/accounts/12345", headers: [("Content-Type", "application/vnd.api+json")],
+                    body: json([
+                        "key": .string(p.next("json")), "pwd": .string(p.next("json")), "tokens": [.string(p.next("json")), .string(p.next("json"))],
+                        "auth": ["access_token": .string(p.next("json")), "refresh_token": .string(p.next("json"))],
+                        "user": ["password": .string(p.next("json")), "profile": ["apiSecret": .string(p.next("json")), "city": "Oslo"]],
+                        "items": [["session_id": .string(session)], ["session_id": .string(p.next("json"))]], "privateKey": .string(p.next("json")),
+                        "pin": .int(pin), "credentials": ["user": "mia", "pass": .string(p.next("json"))], "X-Api-Key": .string(p.next("json")),
+                        "client-secret": .string(p.next("json")), "webhookSigningSecret": .string(p.next("json")),
+                        "aws_secret_access_key": .string(p.next("json")),
+                        "data": ["attributes": ["password": .string(p.next("json")), "name": "Mia"]],
+                    ])),
+                response: MockResponse(
+                    status: 200, headers: [("Content-Type", "text/plain")], body: Array("Saved; session \(session) stays open".utf8))))
 
         // 5. An echo of a secret in a path, and a header sent again.
-        exchanges.append(Recorder.Exchange(
-            request: RecordedRequest(method: "DELETE", target: "/sessions/\(session)", headers: [("Authorization", "Bearer " + bearer)]),
-            response: MockResponse(status: 204, headers: [], body: [])))
+        exchanges.append(
+            Recorder.Exchange(
+                request: RecordedRequest(method: "DELETE", target: "/sessions/\(session)", headers: [("Authorization", "Bearer " + bearer)]),
+                response: MockResponse(status: 204, headers: [], body: [])))
         return exchanges
     }
 
@@ -104,7 +132,8 @@ struct RedactionTests {
             #expect(!output.scenario.contains(secret), "the scenario holds \(secret)")
         }
         // What is not secret is kept, and the recording still loads.
-        for visible in ["req-visible-1", "X-Rate-Limit-Remaining", "Holiday photos", "beach.png", "not-a-secret-bytes", "Oslo", "grant_type", "page"] {
+        for visible in ["req-visible-1", "X-Rate-Limit-Remaining", "Holiday photos", "beach.png", "not-a-secret-bytes", "Oslo", "grant_type", "page"]
+        {
             #expect(output.contract.contains(visible) || output.scenario.contains(visible), "\(visible) was lost")
         }
         let contract = try ContractLoader.load(text: output.contract, file: "contract.yaml")
@@ -133,22 +162,32 @@ struct RedactionTests {
         let exchanges = [
             Recorder.Exchange(
                 request: RecordedRequest(method: "GET", target: "/reset/\(jwt)/confirm", headers: []),
-                response: MockResponse(status: 302, headers: [("Location", "https://app.example/cb?code=\(code)&state=xyz#access_token=\(fragmentToken)&token_type=bearer")])),
+                response: MockResponse(
+                    status: 302,
+                    headers: [("Location", "https://app.example/cb?code=\(code)&state=xyz#access_token=\(fragmentToken)&token_type=bearer")])),
             Recorder.Exchange(
-                request: RecordedRequest(method: "POST", target: "/notes", headers: [("Content-Type", "application/json")],
-                                         body: json(["text": .string(pem), "ref": .string(aws), "blob": .string(inner)])),
-                response: MockResponse(status: 200, headers: [("Content-Type", "application/json")],
-                                       body: json(["data": .string(jwt), "keys": [.string(github), .string(stripe), .string(google), .string(openai)],
-                                                   "note": .string("sent with Bearer \(bearer) from the app")]))),
+                request: RecordedRequest(
+                    method: "POST", target: "/notes", headers: [("Content-Type", "application/json")],
+                    body: json(["text": .string(pem), "ref": .string(aws), "blob": .string(inner)])),
+                response: MockResponse(
+                    status: 200, headers: [("Content-Type", "application/json")],
+                    body: json([
+                        "data": .string(jwt), "keys": [.string(github), .string(stripe), .string(google), .string(openai)],
+                        "note": .string("sent with Bearer \(bearer) from the app"),
+                    ]))),
             Recorder.Exchange(
-                request: RecordedRequest(method: "POST", target: "/oauth/token", headers: [("Content-Type", "application/x-www-form-urlencoded")],
-                                         body: Array("grant_type=client_credentials&client_assertion=\(assertion)".utf8)),
-                response: MockResponse(status: 200, headers: [("Content-Type", "text/plain")], body: Array("see http://svc:\(password)@10.0.0.1/x".utf8))),
+                request: RecordedRequest(
+                    method: "POST", target: "/oauth/token", headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                    body: Array("grant_type=client_credentials&client_assertion=\(assertion)".utf8)),
+                response: MockResponse(
+                    status: 200, headers: [("Content-Type", "text/plain")], body: Array("see http://svc:\(password)@10.0.0.1/x".utf8))),
         ]
         let output = RecordingWriter.write(exchanges, target: "http://admin:\(password)@127.0.0.1:9000", contractFile: "contract.yaml")
         let written = output.contract + output.scenario
-        for secret in [jwt, "MIIEpAIBAAKCAQEAplantedKeyMaterialXYZ", aws, github, stripe, google, openai, code, fragmentToken, assertion, inner,
-                       "PlantedInnerToken42", password, bearer] {
+        for secret in [
+            jwt, "MIIEpAIBAAKCAQEAplantedKeyMaterialXYZ", aws, github, stripe, google, openai, code, fragmentToken, assertion, inner,
+            "PlantedInnerToken42", password, bearer,
+        ] {
             #expect(!written.contains(secret), "the recording holds \(secret)")
         }
         // What is not secret stays: the path's shape, the redirect's own state, the grant type.
@@ -173,9 +212,10 @@ struct RedactionTests {
         var previous = "none"
         for n in 0..<5_000 {
             let token = "tok-\(n)-\(UUID().uuidString)"
-            exchanges.append(Recorder.Exchange(
-                request: RecordedRequest(method: "GET", target: "/me", headers: [("Authorization", "Bearer " + token)]),
-                response: MockResponse(status: 200, headers: [("Content-Type", "text/plain")], body: Array("last token was \(previous)".utf8))))
+            exchanges.append(
+                Recorder.Exchange(
+                    request: RecordedRequest(method: "GET", target: "/me", headers: [("Authorization", "Bearer " + token)]),
+                    response: MockResponse(status: 200, headers: [("Content-Type", "text/plain")], body: Array("last token was \(previous)".utf8))))
             previous = token
         }
         let output = RecordingWriter.write(exchanges, target: "http://x", contractFile: "contract.yaml")

@@ -22,7 +22,8 @@ struct ReproductionServingTests {
 
     /// `accept.yaml`: q-values were ignored; the media type `Accept` prefers is answered (RFC 9110 §12.5.1).
     @Test func acceptChoosesByQuality() async throws {
-        try await Self.serving("""
+        try await Self.serving(
+            """
             openapi: 3.0.2
             info: {title: accept negotiation, version: '1'}
             paths:
@@ -36,7 +37,8 @@ struct ReproductionServingTests {
                           example: hello
                         'application/xml':
                           example: <project><foo>1</foo><bar>2</bar></project>
-            """) { client in
+            """
+        ) { client in
             func answered(_ accept: String?) async throws -> String? {
                 let answer = try await client.send("GET", "/todos", token: nil, headers: accept.map { ["Accept": $0] } ?? [:])
                 return answer.status == 200 ? answer.header("Content-Type") : "\(answer.status)"
@@ -60,7 +62,8 @@ struct ReproductionServingTests {
 
     /// `encpath.yaml`: a `%` in a path's literal (no escape) was not matched by `%25`.
     @Test func aPercentSignInAPathIsMatchedEncoded() async throws {
-        try await Self.serving("""
+        try await Self.serving(
+            """
             openapi: 3.0.2
             info: {title: encoded path, version: '1'}
             paths:
@@ -76,7 +79,8 @@ struct ReproductionServingTests {
                 get:
                   responses:
                     '200': { description: ok, content: { application/json: { example: "escaped" } } }
-            """) { client in
+            """
+        ) { client in
             let got8 = try await client.send("GET", "/test%20path%20%3E%20with%20%7C%20unsafe%20%25%20characters", token: nil).json
             #expect(got8 == "ok")
             let got9 = try await client.send("GET", "/files/my%20report", token: nil).json
@@ -88,7 +92,8 @@ struct ReproductionServingTests {
 
     /// `bigint.yaml`: integers beyond 64 bits in the query were refused while JSON bodies took them.
     @Test func integersBeyondSixtyFourBitsAreIntegers() async throws {
-        try await Self.serving("""
+        try await Self.serving(
+            """
             openapi: 3.1.0
             info: {title: big integers, version: '1'}
             paths:
@@ -98,19 +103,24 @@ struct ReproductionServingTests {
                     - {name: n, in: query, schema: {type: integer, minimum: 1}}
                   responses:
                     '200': { description: ok, content: { application/json: { example: {ok: true} } } }
-            """) { client in
+            """
+        ) { client in
             let got11 = try await client.send("GET", "/echo?n=123456789012345678901234567890", token: nil).status
             #expect(got11 == 200)
             let got12 = try await client.send("GET", "/echo?n=5", token: nil).status
             #expect(got12 == 200)
             let negative = try await client.send("GET", "/echo?n=-123456789012345678901234567890", token: nil)
             #expect(negative.status == 422)
-            #expect(negative.json?["errors"]?.arrayValue?.first?["message"]?.stringValue?.hasPrefix("must be at least 1") == true, "\(negative.json ?? .null)")
+            #expect(
+                negative.json?["errors"]?.arrayValue?.first?["message"]?.stringValue?.hasPrefix("must be at least 1") == true,
+                "\(negative.json ?? .null)")
             let got13 = try await client.send("GET", "/echo?n=12345678901234567890.5", token: nil).status
             #expect(got13 == 422)
             // Messages name big integers in digits (they printed -1.8446744073709552e+19).
             let twoToThe64 = try await client.send("GET", "/echo?n=-18446744073709551616", token: nil)
-            #expect(twoToThe64.json?["errors"]?.arrayValue?.first?["message"] == "must be at least 1, got -18446744073709551616", "\(twoToThe64.json ?? .null)")
+            #expect(
+                twoToThe64.json?["errors"]?.arrayValue?.first?["message"] == "must be at least 1, got -18446744073709551616",
+                "\(twoToThe64.json ?? .null)")
         }
     }
 
@@ -119,28 +129,35 @@ struct ReproductionServingTests {
     /// 9007199254740993 was the double 9007199254740992.0, and let 9007199254740993 through
     /// a maximum of 9007199254740992 as the same double).
     @Test func integerBoundsPastTwoToTheFiftyThreeAreExact() async throws {
-        try await Self.serving("""
+        try await Self.serving(
+            """
             doppel: 1
             endpoints:
               e:
                 request: POST /e
                 body: { schema: { type: object, properties: { n: { type: integer, maximum: 9007199254740993 }, low: { type: integer, maximum: 9007199254740992 }, m: { type: integer, multipleOf: 7 }, big: { type: integer, minimum: -9223372036854775807 } } } }
                 responses: [ { status: 204 } ]
-            """) { (client: TestClient) async throws in
+            """
+        ) { (client: TestClient) async throws in
             func errors(_ body: JSON) async throws -> [String] {
-                try await client.send("POST", "/e", json: body, token: nil).json?["errors"]?.arrayValue?.compactMap { $0["message"]?.stringValue } ?? []
+                try await client.send("POST", "/e", json: body, token: nil).json?["errors"]?.arrayValue?.compactMap { $0["message"]?.stringValue }
+                    ?? []
             }
-            #expect(try await errors(["n": 9007199254740993, "low": 9007199254740992, "m": 9007199254740995, "big": -9223372036854775807]) == [])
-            #expect(try await errors(["n": 9007199254740994]) == ["must be at most 9007199254740993, got 9007199254740994"])
-            #expect(try await errors(["low": 9007199254740993]) == ["must be at most 9007199254740992, got 9007199254740993"])
-            #expect(try await errors(["m": 9007199254740996]) == ["must be a multiple of 7, got 9007199254740996"])
-            #expect(try await errors(["big": -9223372036854775808]) == ["must be at least -9223372036854775807, got -9223372036854775808"])
+            #expect(
+                try await errors([
+                    "n": 9_007_199_254_740_993, "low": 9_007_199_254_740_992, "m": 9_007_199_254_740_995, "big": -9_223_372_036_854_775_807,
+                ]) == [])
+            #expect(try await errors(["n": 9_007_199_254_740_994]) == ["must be at most 9007199254740993, got 9007199254740994"])
+            #expect(try await errors(["low": 9_007_199_254_740_993]) == ["must be at most 9007199254740992, got 9007199254740993"])
+            #expect(try await errors(["m": 9_007_199_254_740_996]) == ["must be a multiple of 7, got 9007199254740996"])
+            #expect(try await errors(["big": -9_223_372_036_854_775_808]) == ["must be at least -9223372036854775807, got -9223372036854775808"])
         }
     }
 
     /// A boolean `required: true` inside a property (a Swagger 2.0-era habit) was fatal; it is a warning, and the document serves.
     @Test func aBooleanRequiredInAPropertyIsAWarning() async throws {
-        try await Self.serving("""
+        try await Self.serving(
+            """
             openapi: 3.0.3
             info: {title: required true, version: '1'}
             paths:
@@ -155,7 +172,8 @@ struct ReproductionServingTests {
                             name: {type: string, required: true}
                   responses:
                     '200': { description: ok, content: { application/json: { example: {ok: true} } } }
-            """) { client in
+            """
+        ) { client in
             let got14 = try await client.send("POST", "/pets", json: ["name": "Rex"], token: nil).status
             #expect(got14 == 200)
             let got15 = try await client.send("POST", "/pets", json: ["name": 1], token: nil).status
@@ -170,7 +188,8 @@ struct ReproductionServingTests {
     /// `multipart-file.yaml`, `multipart-object.yaml`: a file part for `type: string, format: binary` got
     /// 422 "expected string, got object"; a JSON part for an object property was refused.
     @Test func multipartFilesAndJSONPartsAreReadAsOpenAPISaysThem() async throws {
-        try await Self.serving("""
+        try await Self.serving(
+            """
             openapi: 3.0.3
             info: {title: multipart object part, version: '1'}
             paths:
@@ -198,7 +217,8 @@ struct ReproductionServingTests {
                         application/json:
                           schema: {type: object, properties: {ok: {type: boolean}}}
                           example: {ok: true}
-            """) { client in
+            """
+        ) { client in
             let form = ["Content-Type": "multipart/form-data; boundary=b"]
             let file = (headers: "Content-Disposition: form-data; name=\"file\"; filename=\"a.png\"\r\nContent-Type: image/png", content: "PNGDATA")
             let extra = (headers: "Content-Disposition: form-data; name=\"extras\"; filename=\"b.bin\"", content: "xyz")
@@ -219,13 +239,16 @@ struct ReproductionServingTests {
             let broken = (headers: typed.headers, content: "{bad")
             let unreadable = try await client.send("POST", "/upload", token: nil, headers: form, body: Self.multipart([broken, file]))
             #expect(unreadable.status == 422)
-            #expect(unreadable.json?["errors"]?.arrayValue?.first?["message"]?.stringValue?.hasPrefix("the part is not valid JSON") == true, "\(unreadable.json ?? .null)")
+            #expect(
+                unreadable.json?["errors"]?.arrayValue?.first?["message"]?.stringValue?.hasPrefix("the part is not valid JSON") == true,
+                "\(unreadable.json ?? .null)")
         }
     }
 
     /// `octet-upload.yaml`: a binary response with no example was served empty and without a `Content-Type`.
     @Test func binaryResponsesWithoutAnExampleAreSmallFilesOfTheirType() async throws {
-        try await Self.serving("""
+        try await Self.serving(
+            """
             openapi: 3.0.3
             info: {title: raw upload, version: '1'}
             paths:
@@ -250,14 +273,19 @@ struct ReproductionServingTests {
                 get:
                   responses:
                     '200': { description: bytes, content: { application/octet-stream: { schema: {type: string, format: binary} } } }
-            """) { client in
-            #expect(try await client.send("PUT", "/raw", token: nil, headers: ["Content-Type": "application/octet-stream"], body: Data([0, 1, 2, 255])).status == 204)
+            """
+        ) { client in
+            #expect(
+                try await client.send("PUT", "/raw", token: nil, headers: ["Content-Type": "application/octet-stream"], body: Data([0, 1, 2, 255]))
+                    .status == 204)
             let image = try await client.send("GET", "/image", token: nil)
             #expect(image.header("Content-Type") == "image/png")
             #expect(image.body.prefix(8) == Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]))
             let report = try await client.send("GET", "/report", token: nil)
             #expect(report.header("Content-Type") == "application/pdf")
-            #expect(String(decoding: report.body, as: UTF8.self).hasPrefix("%PDF-1.4") && String(decoding: report.body, as: UTF8.self).hasSuffix("%%EOF\n"))
+            #expect(
+                String(decoding: report.body, as: UTF8.self).hasPrefix("%PDF-1.4")
+                    && String(decoding: report.body, as: UTF8.self).hasSuffix("%%EOF\n"))
             let blob = try await client.send("GET", "/blob", token: nil)
             #expect(blob.status == 200 && blob.header("Content-Type") == "application/octet-stream" && blob.body.isEmpty)
         }
@@ -265,7 +293,8 @@ struct ReproductionServingTests {
 
     /// `xml.yaml`: an XML media type with a structured example was dropped; `Accept: application/xml` got JSON.
     @Test func aStructuredXMLExampleIsServedAsXML() async throws {
-        try await Self.serving("""
+        try await Self.serving(
+            """
             openapi: 3.0.0
             info: {title: xml, version: "1"}
             paths:
@@ -290,10 +319,14 @@ struct ReproductionServingTests {
                     id: { type: integer, format: int64 }
                     name: { type: string, example: doggie }
                     status: { type: string, enum: [available, pending, sold] }
-            """) { client in
+            """
+        ) { client in
             let xml = try await client.send("GET", "/pets", token: nil, headers: ["Accept": "application/xml"])
             #expect(xml.header("Content-Type") == "application/xml")
-            #expect(String(decoding: xml.body, as: UTF8.self) == "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Pet><id>1</id><name>Sharik &amp; &lt;co&gt;</name><tags>a</tags><tags>b</tags><status>available</status></Pet>")
+            #expect(
+                String(decoding: xml.body, as: UTF8.self)
+                    == "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Pet><id>1</id><name>Sharik &amp; &lt;co&gt;</name><tags>a</tags><tags>b</tags><status>available</status></Pet>"
+            )
             let json = try await client.send("GET", "/pets", token: nil)
             #expect(json.json == ["id": 2, "name": "Fluffy", "status": "available"])
         }
@@ -301,7 +334,8 @@ struct ReproductionServingTests {
 
     /// `swagger20-minimal.yaml`: a Swagger 2.0 document was read as a Doppel contract ("unknown key 'paths'").
     @Test func swaggerTwoDocumentsServeAsTheySay() async throws {
-        try await Self.serving("""
+        try await Self.serving(
+            """
             swagger: "2.0"
             info: { title: Shop, version: "1" }
             host: shop.example
@@ -352,7 +386,8 @@ struct ReproductionServingTests {
                   id: { type: integer }
                   name: { type: string }
                   note: { type: string, x-nullable: true }
-            """) { client in
+            """
+        ) { client in
             let list = try await client.send("GET", "/v1/items?limit=5&tags=a,b", token: nil)
             #expect(list.status == 200 && list.json == [["id": 1, "name": "pen", "note": nil]], "\(list.json ?? .null)")
             #expect(try await client.send("GET", "/v1/items?limit=99", token: nil).status == 422)
@@ -365,7 +400,8 @@ struct ReproductionServingTests {
             let form = ["Content-Type": "multipart/form-data; boundary=b"]
             let file = (headers: "Content-Disposition: form-data; name=\"file\"; filename=\"a.png\"", content: "PNG")
             let caption = (headers: "Content-Disposition: form-data; name=\"caption\"", content: "hello")
-            #expect(try await client.send("POST", "/v1/items/3/photo", token: nil, headers: form, body: Self.multipart([file, caption])).status == 204)
+            #expect(
+                try await client.send("POST", "/v1/items/3/photo", token: nil, headers: form, body: Self.multipart([file, caption])).status == 204)
             let long = (headers: caption.headers, content: "too long")
             #expect(try await client.send("POST", "/v1/items/3/photo", token: nil, headers: form, body: Self.multipart([file, long])).status == 422)
             #expect(try await client.send("POST", "/v1/items/3/photo", token: nil, headers: form, body: Self.multipart([caption])).status == 422)
@@ -375,7 +411,8 @@ struct ReproductionServingTests {
     /// `oas32-query.yaml`: OpenAPI 3.2 documents were refused (and yet listened to, answering 3.2's
     /// operations 404). The QUERY operation and `additionalOperations` are served; `dataValue` examples read.
     @Test func openAPIThreeTwoOperationsAreServed() async throws {
-        try await Self.serving("""
+        try await Self.serving(
+            """
             openapi: 3.2.0
             info: {title: 3.2 features, version: '1'}
             tags:
@@ -400,7 +437,8 @@ struct ReproductionServingTests {
                   PURGE:
                     responses:
                       '204': {description: purged}
-            """) { client in
+            """
+        ) { client in
             let found = try await client.send("QUERY", "/search", json: ["q": "x"], token: nil)
             #expect(found.status == 200 && found.json == ["hits": 1], "\(found.status) \(found.json ?? .null)")
             #expect(try await client.send("QUERY", "/search", json: ["r": "x"], token: nil).status == 422)
@@ -435,10 +473,12 @@ struct ReproductionServingTests {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("doppel-qs-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let file = folder.appendingPathComponent("api.yaml").path, loose = folder.appendingPathComponent("loose.yaml").path
+        let file = folder.appendingPathComponent("api.yaml").path
+        let loose = folder.appendingPathComponent("loose.yaml").path
         try document.write(toFile: file, atomically: true, encoding: .utf8)
         // A provider that takes any query.
-        try "doppel: 1\nendpoints:\n  s: { request: GET /search, responses: [ { body: { found: 1 } } ] }\n".write(toFile: loose, atomically: true, encoding: .utf8)
+        try "doppel: 1\nendpoints:\n  s: { request: GET /search, responses: [ { body: { found: 1 } } ] }\n".write(
+            toFile: loose, atomically: true, encoding: .utf8)
         let contract = try ContractDocument.load(file: file)
         try await DoppelTestServer.with(contract: file) { server in
             let report = await ProviderVerifier(contract: contract, target: server.baseURL, options: .inTheSuite).run()

@@ -39,18 +39,19 @@ struct ScenarioTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         let contractFile = folder.appendingPathComponent("redirects.yaml").path
         try """
-            doppel: 1
-            endpoints:
-              old: { request: GET /old, responses: [ { status: 302, headers: { Location: /new } } ] }
-              new: { request: GET /new, responses: [ { status: 200, body: { where: new } } ] }
-            """.write(toFile: contractFile, atomically: true, encoding: .utf8)
+        doppel: 1
+        endpoints:
+          old: { request: GET /old, responses: [ { status: 302, headers: { Location: /new } } ] }
+          new: { request: GET /new, responses: [ { status: 200, body: { where: new } } ] }
+        """.write(toFile: contractFile, atomically: true, encoding: .utf8)
         let contract = try ContractLoader.load(file: contractFile)
-        let scenario = try ScenarioLoader.load(text: """
-            contract: redirects.yaml
-            steps:
-              - { request: GET /old, expect: { status: 302, headers: { Location: /new } } }
-              - { request: GET /new, expect: { status: 200, body: { where: new } } }
-            """, file: folder.appendingPathComponent("follow.yaml").path, contract: contract)
+        let scenario = try ScenarioLoader.load(
+            text: """
+                contract: redirects.yaml
+                steps:
+                  - { request: GET /old, expect: { status: 302, headers: { Location: /new } } }
+                  - { request: GET /new, expect: { status: 200, body: { where: new } } }
+                """, file: folder.appendingPathComponent("follow.yaml").path, contract: contract)
         let server = try await DoppelTestServer.start(engine: MockEngine(contract: contract))
         let answered = await ScenarioRunner(baseURL: server.baseURL, isDoppel: true).run(scenario, session: "redirects")
         let closedPort = server.port
@@ -58,22 +59,29 @@ struct ScenarioTests {
         #expect(answered.steps.map(\.outcome) == [.passed, .passed], "\(answered.steps.map(\.details))")
 
         // The same steps against a port nothing listens on any more.
-        let refused = await ScenarioRunner(baseURL: URL(string: "http://127.0.0.1:\(closedPort)")!, isDoppel: false).run(scenario, session: "redirects")
+        let refused = await ScenarioRunner(baseURL: URL(string: "http://127.0.0.1:\(closedPort)")!, isDoppel: false).run(
+            scenario, session: "redirects")
         #expect(refused.steps.map(\.outcome) == [.failed, .failed])
-        #expect(refused.steps.allSatisfy { $0.details.first?.contains("could not connect to 127.0.0.1:\(closedPort)") == true },
-                "\(refused.steps.map(\.details))")
-        let expectingFailure = try ScenarioLoader.load(text: "contract: redirects.yaml\nsteps:\n  - { request: GET /old, expect: { error: true } }\n",
-                                                       file: folder.appendingPathComponent("refused.yaml").path, contract: contract)
-        let expected = await ScenarioRunner(baseURL: URL(string: "http://127.0.0.1:\(closedPort)")!, isDoppel: false).run(expectingFailure, session: "x")
+        #expect(
+            refused.steps.allSatisfy { $0.details.first?.contains("could not connect to 127.0.0.1:\(closedPort)") == true },
+            "\(refused.steps.map(\.details))")
+        let expectingFailure = try ScenarioLoader.load(
+            text: "contract: redirects.yaml\nsteps:\n  - { request: GET /old, expect: { error: true } }\n",
+            file: folder.appendingPathComponent("refused.yaml").path, contract: contract)
+        let expected = await ScenarioRunner(baseURL: URL(string: "http://127.0.0.1:\(closedPort)")!, isDoppel: false).run(
+            expectingFailure, session: "x")
         #expect(expected.steps.map(\.outcome) == [.passed])
     }
 
     @Test func verificationAndCoverageAfterTheMonthlyLimitPath() async throws {
         try await DoppelTestServer.with(contract: contractPath("tales.yaml")) { server in
             let client = TestClient(base: server.baseURL)
-            let child = try await client.send("POST", "/api/v1/children", json: ["name": "A", "age_category": "5-7", "gender": "male", "interests": ["x"]], session: "s1")
+            let child = try await client.send(
+                "POST", "/api/v1/children", json: ["name": "A", "age_category": "5-7", "gender": "male", "interests": ["x"]], session: "s1")
             let id = try #require(child.json?["id"]?.stringValue)
-            for _ in 1...6 { _ = try await client.send("POST", "/api/v1/stories/generate", json: ["language": "en", "child_id": .string(id)], session: "s1") }
+            for _ in 1...6 {
+                _ = try await client.send("POST", "/api/v1/stories/generate", json: ["language": "en", "child_id": .string(id)], session: "s1")
+            }
             // Another session's 402 must not count for s1. Its clock is set and
             // frozen, so the month given is the month it reads (the wall clock
             // could turn the month between this line and the server's).
@@ -82,19 +90,25 @@ struct ScenarioTests {
             #expect(try await client.send("PUT", "/__doppel/scenario?session=s2", json: ["given": given]).status == 200)
             #expect(try await client.send("POST", "/__doppel/clock?session=s2", json: ["set": "2026-05-10T12:00:00Z"]).status == 200)
             #expect(try await client.send("POST", "/__doppel/clock?session=s2", json: ["freeze": true]).status == 200)
-            #expect(try await client.send("POST", "/api/v1/stories/generate", json: ["language": "en", "child_id": .string(id)], session: "s2").status == 402)
+            #expect(
+                try await client.send("POST", "/api/v1/stories/generate", json: ["language": "en", "child_id": .string(id)], session: "s2").status
+                    == 402)
 
-            let verified = try await client.send("POST", "/__doppel/verify", json: ["endpoint": "generate-story", "status": 402, "session": "s1", "count": 1])
+            let verified = try await client.send(
+                "POST", "/__doppel/verify", json: ["endpoint": "generate-story", "status": 402, "session": "s1", "count": 1])
             #expect(verified.json?["pass"] == true)
             #expect(verified.json?["actual"] == 1)
-            let twice = try await client.send("POST", "/__doppel/verify", json: ["endpoint": "generate-story", "status": 402, "session": "s1", "count": 2])
+            let twice = try await client.send(
+                "POST", "/__doppel/verify", json: ["endpoint": "generate-story", "status": 402, "session": "s1", "count": 2])
             #expect(twice.json?["pass"] == false)
             #expect(twice.json?["actual"] == 1)
-            #expect(twice.json?["near_matches"] == [
-                ["endpoint": "generate-story", "status": 200, "session": "s1", "count": 5],
-                ["endpoint": "generate-story", "status": 402, "session": "s2", "count": 1],
-            ])
-            let everywhere = try await client.send("POST", "/__doppel/verify", json: ["endpoint": "generate-story", "status": 402, "min": 2, "max": 2])
+            #expect(
+                twice.json?["near_matches"] == [
+                    ["endpoint": "generate-story", "status": 200, "session": "s1", "count": 5],
+                    ["endpoint": "generate-story", "status": 402, "session": "s2", "count": 1],
+                ])
+            let everywhere = try await client.send(
+                "POST", "/__doppel/verify", json: ["endpoint": "generate-story", "status": 402, "min": 2, "max": 2])
             #expect(everywhere.json?["pass"] == true)
             #expect(try await client.send("POST", "/__doppel/verify", json: ["endpoint": "generate-stroy"]).status == 400)
 
@@ -128,7 +142,10 @@ struct ScenarioTests {
         let server = try await DoppelTestServer.start(engine: MockEngine(contract: contract), scenarios: catalog)
         let client = TestClient(base: server.baseURL)
         // The scenario keeps the name it was asked by, as the catalogue lists it.
-        #expect(try await client.send("PUT", "/__doppel/scenario?session=a", json: ["name": "tales/monthly-limit"]).json == ["session": "a", "scenario": "tales/monthly-limit"])
+        #expect(
+            try await client.send("PUT", "/__doppel/scenario?session=a", json: ["name": "tales/monthly-limit"]).json == [
+                "session": "a", "scenario": "tales/monthly-limit",
+            ])
         #expect(try await client.send("GET", "/__doppel/scenario?session=a").json == ["session": "a", "scenario": "tales/monthly-limit"])
         #expect(try await client.send("PUT", "/__doppel/scenario?session=b", json: ["name": "tales/upgrade-lifts-limit"]).status == 200)
         let a = try #require(try await client.send("GET", "/__doppel/state?session=a").json)
@@ -140,12 +157,15 @@ struct ScenarioTests {
         #expect(try await client.send("GET", "/__doppel/clock?session=a").json?["now"] == "2025-01-15T10:00:00Z")
         #expect(try await client.send("GET", "/__doppel/clock?session=b").json?["now"] == "2025-03-10T08:00:00Z")
         // b's child is invisible to a.
-        let fromA = try await client.send("POST", "/api/v1/stories/generate", json: ["language": "en", "child_id": "11111111-1111-4111-8111-111111111111"], session: "a")
+        let fromA = try await client.send(
+            "POST", "/api/v1/stories/generate", json: ["language": "en", "child_id": "11111111-1111-4111-8111-111111111111"], session: "a")
         #expect(fromA.status == 404)
-        let fromB = try await client.send("POST", "/api/v1/stories/generate", json: ["language": "en", "child_id": "11111111-1111-4111-8111-111111111111"], session: "b")
+        let fromB = try await client.send(
+            "POST", "/api/v1/stories/generate", json: ["language": "en", "child_id": "11111111-1111-4111-8111-111111111111"], session: "b")
         #expect(fromB.status == 402)
         // An inline scenario, and back to the plain contract.
-        let inline = try await client.send("PUT", "/__doppel/scenario?session=c", json: ["overrides": [["endpoint": "list-free-stories", "status": 200, "fault": "malformed_json"]]])
+        let inline = try await client.send(
+            "PUT", "/__doppel/scenario?session=c", json: ["overrides": [["endpoint": "list-free-stories", "status": 200, "fault": "malformed_json"]]])
         #expect(inline.status == 200)
         #expect(try await client.send("GET", "/api/v1/free-stories", token: nil, session: "c").json == nil)
         #expect(try await client.send("DELETE", "/__doppel/scenario?session=c").status == 200)
@@ -163,7 +183,10 @@ struct ScenarioTests {
         configuration.adminToken = "s3cret"
         try await DoppelTestServer.with(contract: contractPath("tales.yaml"), configuration: configuration) { server in
             let client = TestClient(base: server.baseURL)
-            for (method, path) in [("GET", "/__doppel/health"), ("GET", "/__doppel/state"), ("POST", "/__doppel/reset"), ("GET", "/__doppel/journal"), ("PUT", "/__doppel/scenario")] {
+            for (method, path) in [
+                ("GET", "/__doppel/health"), ("GET", "/__doppel/state"), ("POST", "/__doppel/reset"), ("GET", "/__doppel/journal"),
+                ("PUT", "/__doppel/scenario"),
+            ] {
                 let refused = try await client.send(method, path, token: nil)
                 #expect(refused.status == 401, "\(method) \(path)")
                 #expect(refused.json?["type"] == "urn:doppel:problem:admin-unauthorized")

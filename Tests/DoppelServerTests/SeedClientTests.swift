@@ -3,6 +3,7 @@ import DoppelServer
 import DoppelTesting
 import Foundation
 import Testing
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -54,17 +55,24 @@ struct IllustrationClient {
             throw IllustrationError.apiError(status: response.statusCode, message: message)
         }
         struct Response: Decodable {
-            struct Prediction: Decodable { let bytesBase64Encoded: String; let mimeType: String }
+            struct Prediction: Decodable {
+                let bytesBase64Encoded: String
+                let mimeType: String
+            }
             let predictions: [Prediction]
         }
         guard let prediction = try JSONDecoder().decode(Response.self, from: data).predictions.first,
-              let image = Data(base64Encoded: prediction.bytesBase64Encoded)
+            let image = Data(base64Encoded: prediction.bytesBase64Encoded)
         else { throw IllustrationError.invalidResponse }
         return Image(data: image, mimeType: prediction.mimeType)
     }
 
     struct ImagenError: Decodable {
-        struct Body: Decodable { let code: Int; let message: String; let status: String }
+        struct Body: Decodable {
+            let code: Int
+            let message: String
+            let status: String
+        }
         let error: Body
     }
 }
@@ -79,8 +87,15 @@ final class TokenRefreshingClient: @unchecked Sendable {
 
     init(base: URL) { self.base = base }
 
-    struct Tokens: Decodable { let accessToken: String; let refreshToken: String }
-    struct Profile: Decodable { let id: Int; let email: String; let name: String }
+    struct Tokens: Decodable {
+        let accessToken: String
+        let refreshToken: String
+    }
+    struct Profile: Decodable {
+        let id: Int
+        let email: String
+        let name: String
+    }
 
     func signIn(email: String, password: String) async throws {
         let tokens: Tokens = try await send("POST", "/v1/auth/sign-in", json: ["email": email, "password": password], authorized: false)
@@ -93,11 +108,14 @@ final class TokenRefreshingClient: @unchecked Sendable {
 
     private func refreshTokenIfNeeded() async throws {
         refreshes += 1
-        let tokens: Tokens = try await send("POST", "/v1/auth/refresh", json: ["refreshToken": refreshToken ?? ""], authorized: false, retryOn401: false)
+        let tokens: Tokens = try await send(
+            "POST", "/v1/auth/refresh", json: ["refreshToken": refreshToken ?? ""], authorized: false, retryOn401: false)
         (accessToken, refreshToken) = (tokens.accessToken, tokens.refreshToken)
     }
 
-    private func send<T: Decodable>(_ method: String, _ path: String, json: [String: String]?, authorized: Bool, retryOn401: Bool = true) async throws -> T {
+    private func send<T: Decodable>(
+        _ method: String, _ path: String, json: [String: String]?, authorized: Bool, retryOn401: Bool = true
+    ) async throws -> T {
         var request = URLRequest(url: base.appendingPathComponent(String(path.dropFirst())))
         request.httpMethod = method
         if let json {
@@ -146,13 +164,18 @@ struct SeedClientTests {
         let (server, admin) = try await server("imagen.yaml")
         #expect(try await admin.send("PUT", "/__doppel/scenario?session=app", json: ["name": "imagen/flaky-then-ok"]).status == 200)
         _ = try await admin.send("POST", "/__doppel/clock?session=app", json: ["set": "2025-04-01T09:00:00Z", "freeze": true])
-        let client = IllustrationClient(endpoint: server.url("/v1beta/models/imagen-3.0-generate-002:predict"), apiKey: "app-key", session: "app",
-                                        wait: virtualWait(admin, session: "app"))
+        let client = IllustrationClient(
+            endpoint: server.url("/v1beta/models/imagen-3.0-generate-002:predict"), apiKey: "app-key", session: "app",
+            wait: virtualWait(admin, session: "app"))
         let image = try await client.generate(prompt: "A whimsical, child-friendly lighthouse")
         #expect(image.mimeType == "image/png")
         #expect(image.data.prefix(8) == Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]))
-        #expect(try await admin.send("POST", "/__doppel/verify", json: ["endpoint": "predict", "session": "app", "status": 503, "count": 4]).json?["pass"] == true)
-        #expect(try await admin.send("POST", "/__doppel/verify", json: ["endpoint": "predict", "session": "app", "status": 200, "count": 1]).json?["pass"] == true)
+        #expect(
+            try await admin.send("POST", "/__doppel/verify", json: ["endpoint": "predict", "session": "app", "status": 503, "count": 4]).json?["pass"]
+                == true)
+        #expect(
+            try await admin.send("POST", "/__doppel/verify", json: ["endpoint": "predict", "session": "app", "status": 200, "count": 1]).json?["pass"]
+                == true)
         // Four waits of one second, on the virtual clock.
         #expect(try await admin.send("GET", "/__doppel/clock?session=app").json?["now"] == "2025-04-01T09:00:04Z")
         await server.stop()
@@ -161,8 +184,9 @@ struct SeedClientTests {
     @Test func illustrationClientGivesUpAfterFiveAttempts() async throws {
         let (server, admin) = try await server("imagen.yaml")
         _ = try await admin.send("PUT", "/__doppel/scenario?session=app", json: ["name": "imagen/always-fails"])
-        let client = IllustrationClient(endpoint: server.url("/v1beta/models/imagen-3.0-generate-002:predict"), apiKey: "app-key", session: "app",
-                                        wait: virtualWait(admin, session: "app"))
+        let client = IllustrationClient(
+            endpoint: server.url("/v1beta/models/imagen-3.0-generate-002:predict"), apiKey: "app-key", session: "app",
+            wait: virtualWait(admin, session: "app"))
         do {
             _ = try await client.generate(prompt: "A moon")
             Issue.record("the client got an image from a service that always fails")
@@ -189,8 +213,13 @@ struct SeedClientTests {
         #expect(client.accessToken != firstToken)
         // On the wire: the expired token's 401, one refresh, the retried request's 200.
         let journal = try #require(try await admin.send("GET", "/__doppel/journal").json?["entries"]?.arrayValue)
-        #expect(journal.suffix(3).map { "\($0["endpoint"]!.interpolationText) \($0["status"]!.interpolationText)" } == ["profile 401", "refresh 200", "profile 200"])
-        #expect(try await admin.send("GET", "/__doppel/journal?endpoint=profile&status=401").json?["entries"]?.arrayValue?.first?["response"] == "token-expired")
+        #expect(
+            journal.suffix(3).map { "\($0["endpoint"]!.interpolationText) \($0["status"]!.interpolationText)" } == [
+                "profile 401", "refresh 200", "profile 200",
+            ])
+        #expect(
+            try await admin.send("GET", "/__doppel/journal?endpoint=profile&status=401").json?["entries"]?.arrayValue?.first?["response"]
+                == "token-expired")
         await server.stop()
     }
 }

@@ -77,10 +77,12 @@ struct SequentialMediaServingTests {
                 let client = TestClient(base: server.baseURL)
                 let logs = try await client.send("GET", "/logs", token: nil)
                 #expect(logs.status == 200 && logs.header("Content-Type") == "application/jsonl")
-                #expect(try SequentialMedia.jsonLines.read([UInt8](logs.body)) == Array(repeating: ["level": "info", "message": "started"], count: 3))
+                #expect(
+                    try SequentialMedia.jsonLines.read([UInt8](logs.body)) == Array(repeating: ["level": "info", "message": "started"], count: 3))
                 let feed = try await client.send("GET", "/feed", token: nil)
                 #expect(feed.header("Content-Type") == "text/event-stream")
-                #expect(String(decoding: feed.body, as: UTF8.self) == "event: tick\nid: 1\ndata: {\"n\":1}\n\nevent: tick\nid: 2\ndata: {\"n\":2}\n\n")
+                #expect(
+                    String(decoding: feed.body, as: UTF8.self) == "event: tick\nid: 1\ndata: {\"n\":1}\n\nevent: tick\nid: 2\ndata: {\"n\":2}\n\n")
                 let numbers = try await client.send("GET", "/numbers", token: nil)
                 #expect([UInt8](numbers.body) == Array("\u{1E}1\n\u{1E}2\n".utf8) && numbers.header("Content-Type") == "application/json-seq")
                 let parts = try await client.send("GET", "/numbers", token: nil, headers: ["Accept": "multipart/mixed"])
@@ -88,7 +90,8 @@ struct SequentialMediaServingTests {
                 #expect(type.hasPrefix("multipart/mixed; boundary="))
                 #expect(try SequentialMedia(type)?.read([UInt8](parts.body)) == Array(repeating: ["a": 0], count: 3))
                 let ndjson = ["Content-Type": "application/x-ndjson"]
-                #expect(try await client.send("POST", "/ingest", token: nil, headers: ndjson, body: Data("{\"id\":1}\n{\"id\":2}\n".utf8)).status == 204)
+                #expect(
+                    try await client.send("POST", "/ingest", token: nil, headers: ndjson, body: Data("{\"id\":1}\n{\"id\":2}\n".utf8)).status == 204)
                 let refused = try await client.send("POST", "/ingest", token: nil, headers: ndjson, body: Data("{\"id\":1}\n{\"id\":\"two\"}\n".utf8))
                 #expect(refused.status == 422 && refused.json?["errors"] == [["pointer": "/body/1/id", "message": "expected integer, got string"]])
             }
@@ -102,19 +105,23 @@ struct SequentialMediaServingTests {
             try await DoppelTestServer.with(contract: file) { server in
                 let report = await ProviderVerifier(contract: contract, target: server.baseURL, options: .inTheSuite).run()
                 #expect(report.failed == 0 && report.notReached == 0, "\(report.checks.flatMap(VerifyReport.lines))")
-                #expect(report.checks.contains { $0.endpointID == "post-ingest" && $0.outcome == .passed && VerifyReport.lines(for: $0).joined().contains("an item of the wrong type") },
-                        "\(report.checks.flatMap(VerifyReport.lines))")
+                #expect(
+                    report.checks.contains {
+                        $0.endpointID == "post-ingest" && $0.outcome == .passed
+                            && VerifyReport.lines(for: $0).joined().contains("an item of the wrong type")
+                    },
+                    "\(report.checks.flatMap(VerifyReport.lines))")
             }
             // A provider whose second log line breaks the item schema, and that takes any body.
             let provider = URL(fileURLWithPath: file).deletingLastPathComponent().appendingPathComponent("provider.yaml").path
             try """
-                doppel: 1
-                endpoints:
-                  logs: { request: GET /logs, responses: [ { content_type: application/jsonl, items: [ { level: info, message: ok }, { level: debug } ] } ] }
-                  feed: { request: GET /feed, responses: [ { events: [ { event: tick, data: x } ] } ] }
-                  numbers: { request: GET /numbers, responses: [ { content_type: application/json-seq, text: "1\n2\n" } ] }
-                  ingest: { request: POST /ingest, responses: [ { status: 204 } ] }
-                """.write(toFile: provider, atomically: true, encoding: .utf8)
+            doppel: 1
+            endpoints:
+              logs: { request: GET /logs, responses: [ { content_type: application/jsonl, items: [ { level: info, message: ok }, { level: debug } ] } ] }
+              feed: { request: GET /feed, responses: [ { events: [ { event: tick, data: x } ] } ] }
+              numbers: { request: GET /numbers, responses: [ { content_type: application/json-seq, text: "1\n2\n" } ] }
+              ingest: { request: POST /ingest, responses: [ { status: 204 } ] }
+            """.write(toFile: provider, atomically: true, encoding: .utf8)
             try await DoppelTestServer.with(contract: provider) { server in
                 let report = await ProviderVerifier(contract: contract, target: server.baseURL, options: .inTheSuite).run()
                 func said(_ endpoint: String) -> String {
@@ -122,7 +129,10 @@ struct SequentialMediaServingTests {
                 }
                 #expect(said("get-logs").contains("/items/1/level: must be one of"), "\(said("get-logs"))")
                 #expect(said("get-logs").contains("/items/1/message: is required"), "\(said("get-logs"))")
-                #expect(said("get-numbers").contains("the body cannot be read item by item: a JSON text sequence must start each item with a record separator"), "\(said("get-numbers"))")
+                #expect(
+                    said("get-numbers").contains(
+                        "the body cannot be read item by item: a JSON text sequence must start each item with a record separator"),
+                    "\(said("get-numbers"))")
                 #expect(said("post-ingest").contains("an item of the wrong type"), "\(said("post-ingest"))")
                 #expect(said("get-feed").isEmpty, "\(said("get-feed"))")
             }

@@ -1,12 +1,14 @@
-@testable import DoppelPostgres
 import Testing
+
+@testable import DoppelPostgres
 
 /// The journal a replica holds before writing it is bounded by entries and by text.
 @Suite("Shared journal buffer")
 struct SharedJournalBufferTests {
     static func row(path: String) -> PostgresStateStore.Row {
-        PostgresStateStore.Row(time: 0, session: "s", method: "GET", path: path, query: nil, status: 200, endpointID: nil,
-                               responseName: nil, durationMicros: 0, proxied: false, reason: nil, changes: [])
+        PostgresStateStore.Row(
+            time: 0, session: "s", method: "GET", path: path, query: nil, status: 200, endpointID: nil,
+            responseName: nil, durationMicros: 0, proxied: false, reason: nil, changes: [])
     }
 
     @Test("Past 32 MiB of paths, entries are dropped and counted, never held")

@@ -9,14 +9,17 @@ import Testing
 /// --state-store`): counted outcomes of parallel bursts over replicas,
 /// the clock, scenarios and the journal across replicas, and the database
 /// stopped and started mid-run. One at a time: one test stops the database.
-@Suite("Shared state on PostgreSQL", .serialized, .enabled(if: TestDatabase.url != nil, "needs PostgreSQL: set DOPPEL_TEST_POSTGRES, or install Debian's postgresql (.ci/run does)"))
+@Suite(
+    "Shared state on PostgreSQL", .serialized,
+    .enabled(if: TestDatabase.url != nil, "needs PostgreSQL: set DOPPEL_TEST_POSTGRES, or install Debian's postgresql (.ci/run does)"))
 struct SharedStateTests {
     static let tales = contractPath("tales.yaml")
 
     /// A child in `session`, made through the first replica; its id.
     func child(_ client: TestClient, session: String) async throws -> String {
-        let made = try await client.send("POST", "/api/v1/children", json: ["name": "Emma", "age_category": "5-7", "gender": "female", "interests": ["x"]],
-                                         session: session)
+        let made = try await client.send(
+            "POST", "/api/v1/children", json: ["name": "Emma", "age_category": "5-7", "gender": "female", "interests": ["x"]],
+            session: session)
         #expect(made.status == 200)
         return try #require(made.json?["id"]?.stringValue)
     }
@@ -27,7 +30,8 @@ struct SharedStateTests {
             for index in 0..<count {
                 let client = clients[index % clients.count]
                 group.addTask {
-                    try await client.send("POST", "/api/v1/stories/generate", json: ["language": "en", "child_id": .string(child)], session: session).status
+                    try await client.send("POST", "/api/v1/stories/generate", json: ["language": "en", "child_id": .string(child)], session: session)
+                        .status
                 }
             }
             var tally: [Int: Int] = [:]
@@ -61,9 +65,16 @@ struct SharedStateTests {
         for session in sessions { children[session] = try await child(clients[0], session: session) }
         let outcomes = try await withThrowingTaskGroup(of: (String, Int).self) { group in
             for index in 0..<400 {
-                let session = sessions[index % sessions.count], client = clients[index % clients.count], child = children[session]!
+                let session = sessions[index % sessions.count]
+                let client = clients[index % clients.count]
+                let child = children[session]!
                 group.addTask {
-                    (session, try await client.send("POST", "/api/v1/stories/generate", json: ["language": "en", "child_id": .string(child)], session: session).status)
+                    (
+                        session,
+                        try await client.send(
+                            "POST", "/api/v1/stories/generate", json: ["language": "en", "child_id": .string(child)], session: session
+                        ).status
+                    )
                 }
             }
             var tally: [String: [Int: Int]] = [:]
@@ -87,8 +98,10 @@ struct SharedStateTests {
                 for index in 0..<200 {
                     let client = clients[index % 3]
                     group.addTask { [headers] in
-                        try await client.send(request.method, request.path + (request.query.map { "?" + $0 } ?? ""), token: nil, session: "rate-\(run)",
-                                              headers: headers, body: Data(request.body)).status
+                        try await client.send(
+                            request.method, request.path + (request.query.map { "?" + $0 } ?? ""), token: nil, session: "rate-\(run)",
+                            headers: headers, body: Data(request.body)
+                        ).status
                     }
                 }
                 var tally: [Int: Int] = [:]
@@ -112,9 +125,12 @@ struct SharedStateTests {
         let seen = try await b.send("GET", "/__doppel/clock?session=clock")
         #expect(seen.json?["now"] == advanced.json?["now"])
         // A month later the count starts again, whichever replica answers.
-        #expect(try await b.send("POST", "/api/v1/stories/generate", json: ["language": "en", "child_id": .string(child)], session: "clock").status == 200)
+        #expect(
+            try await b.send("POST", "/api/v1/stories/generate", json: ["language": "en", "child_id": .string(child)], session: "clock").status == 200
+        )
         // Each replica's journal entries, read through the other at once.
-        let verified = try await a.send("POST", "/__doppel/verify", json: ["session": "clock", "endpoint": "generate-story", "status": 200, "count": 6])
+        let verified = try await a.send(
+            "POST", "/__doppel/verify", json: ["session": "clock", "endpoint": "generate-story", "status": 200, "count": 6])
         #expect(verified.json?["pass"] == .bool(true), "\(verified.json.map { JSONWriter.encodeString($0) } ?? "")")
         let coverage = try await b.send("GET", "/__doppel/coverage?session=clock")
         #expect(coverage.status == 200)
@@ -126,9 +142,11 @@ struct SharedStateTests {
         let replicas = try await SharedReplicas.start(2, contract: Self.tales)
         let (a, b) = (replicas.clients()[0], replicas.clients()[1])
         #expect(try await b.send("GET", "/api/v1/free-stories", session: "sc").json != nil)
-        let started = try await a.send("PUT", "/__doppel/scenario?session=sc", json: [
-            "overrides": [["endpoint": "list-free-stories", "fault": "malformed_json"]],
-        ])
+        let started = try await a.send(
+            "PUT", "/__doppel/scenario?session=sc",
+            json: [
+                "overrides": [["endpoint": "list-free-stories", "fault": "malformed_json"]]
+            ])
         #expect(started.status == 200, "\(String(decoding: started.body, as: UTF8.self))")
         #expect(try await b.send("GET", "/api/v1/free-stories", session: "sc").json == nil, "the override's malformed JSON")
         // Other sessions are untouched, and the reset through b ends it for a.
@@ -142,7 +160,8 @@ struct SharedStateTests {
     func socketsAreRefusedWithASharedStore() async throws {
         let replicas = try await SharedReplicas.start(1, contract: contractPath("realtime-demo.yaml"))
         let port = replicas.replicas[0].port
-        let socket = try await WebSocketClient.connect(to: URL(string: "ws://127.0.0.1:\(port)/v1/live")!, headers: [("Authorization", "Bearer a"), ("Doppel-Session", "ws")])
+        let socket = try await WebSocketClient.connect(
+            to: URL(string: "ws://127.0.0.1:\(port)/v1/live")!, headers: [("Authorization", "Bearer a"), ("Doppel-Session", "ws")])
         #expect(socket.handshake.status == 501)
         #expect(String(decoding: socket.handshake.body, as: UTF8.self).contains("websockets-need-local-state"))
         #expect(try await replicas.clients()[0].send("GET", "/v1/subscription", token: "a", session: "ws").status == 200)
@@ -163,7 +182,8 @@ struct SharedStateTests {
         #expect(refused.json?["limit_info"]?["monthly_limit"] == 5)
         #expect(try await b.send("GET", "/api/v1/subscription/plans", session: "fx").status == 401)
         #expect(try await a.send("GET", "/api/v1/subscription/plans", session: "fx").status == 200, "used once, over both replicas")
-        #expect(try await a.send("POST", "/api/v1/stories/generate", json: ["language": "en", "child_id": .string(child)], session: "fx").status == 200)
+        #expect(
+            try await a.send("POST", "/api/v1/stories/generate", json: ["language": "en", "child_id": .string(child)], session: "fx").status == 200)
         let journal = try await a.send("GET", "/__doppel/journal?session=fx&endpoint=generate-story")
         let entries = journal.json?["entries"]?.arrayValue ?? []
         #expect(entries.map { $0["status"] } == [402, 200])
@@ -181,10 +201,11 @@ struct SharedStateTests {
         components.path = "/" + name
         let url = try #require(components.string)
         do {
-            try await TestDatabase.sql(PostgresStateStore.schema + [
-                "CREATE TABLE doppel_schema (version integer NOT NULL)", "INSERT INTO doppel_schema (version) VALUES (1)",
-                "INSERT INTO doppel_journal (namespace, time, session, method, path, status, duration_us, proxied) VALUES ('old', 0, 'default', 'GET', '/old', 200, 1, false)",
-            ], url: url)
+            try await TestDatabase.sql(
+                PostgresStateStore.schema + [
+                    "CREATE TABLE doppel_schema (version integer NOT NULL)", "INSERT INTO doppel_schema (version) VALUES (1)",
+                    "INSERT INTO doppel_journal (namespace, time, session, method, path, status, duration_us, proxied) VALUES ('old', 0, 'default', 'GET', '/old', 200, 1, false)",
+                ], url: url)
             let replicas = try await SharedReplicas.start(2, contract: Self.tales, namespace: "old", url: url)
             let a = replicas.clients()[0]
             #expect(try await a.send("GET", "/api/v1/free-stories").status == 200)
@@ -207,13 +228,15 @@ struct SharedStateTests {
         let (a, b) = (replicas.clients()[0], replicas.clients()[1])
         let child = try await child(a, session: "st")
         // One story through b (it sets the month the count belongs to), read through a.
-        #expect(try await b.send("POST", "/api/v1/stories/generate", json: ["language": "en", "child_id": .string(child)], session: "st").status == 200)
+        #expect(
+            try await b.send("POST", "/api/v1/stories/generate", json: ["language": "en", "child_id": .string(child)], session: "st").status == 200)
         var state = try #require(try await a.send("GET", "/__doppel/state?session=st").json?["state"]?.objectValue)
         #expect(state["stories_used"] == 1)
         state["stories_used"] = 5
         #expect(try await a.send("PUT", "/__doppel/state?session=st", json: ["state": .object(state)]).status == 200)
         #expect(try await b.send("GET", "/__doppel/state?session=st").json?["state"]?["stories_used"] == 5)
-        #expect(try await b.send("POST", "/api/v1/stories/generate", json: ["language": "en", "child_id": .string(child)], session: "st").status == 402)
+        #expect(
+            try await b.send("POST", "/api/v1/stories/generate", json: ["language": "en", "child_id": .string(child)], session: "st").status == 402)
         let listed = try await b.send("GET", "/__doppel/sessions")
         #expect(listed.json?["sessions"]?.arrayValue?.compactMap { $0["id"]?.stringValue } == ["st"])
         await replicas.stop()
@@ -240,7 +263,9 @@ struct SharedStateTests {
         await replicas.stop()
     }
 
-    @Test("Another contract on a namespace is refused while a replica serves it; once none does, it takes the namespace over and the sessions start over")
+    @Test(
+        "Another contract on a namespace is refused while a replica serves it; once none does, it takes the namespace over and the sessions start over"
+    )
     func anotherContractIsRefusedThenTakesOver() async throws {
         let replicas = try await SharedReplicas.start(1, contract: Self.tales)
         let client = replicas.clients()[0]
@@ -248,7 +273,9 @@ struct SharedStateTests {
         await #expect {
             _ = try await SharedReplicas.start(1, contract: contractPath("currency.yaml"), namespace: replicas.namespace)
         } throws: { error in
-            error is PostgresStateStore.OpeningError && "\(error)".hasPrefix("the state store's namespace '\(replicas.namespace)' is served by 1 running replica") && "\(error)".contains("--state-namespace")
+            error is PostgresStateStore.OpeningError
+                && "\(error)".hasPrefix("the state store's namespace '\(replicas.namespace)' is served by 1 running replica")
+                && "\(error)".contains("--state-namespace")
         }
         await replicas.stop()
         let currency = try await SharedReplicas.start(1, contract: contractPath("currency.yaml"), namespace: replicas.namespace)
@@ -258,7 +285,9 @@ struct SharedStateTests {
         await currency.stop()
     }
 
-    @Test("The database stopped mid-burst: 503 state-store-unavailable within 10 s, never over-serving; started again: serving within 20 s, committed state intact")
+    @Test(
+        "The database stopped mid-burst: 503 state-store-unavailable within 10 s, never over-serving; started again: serving within 20 s, committed state intact"
+    )
     func theDatabaseStoppedAndStarted() async throws {
         try #require(TestDatabase.control != nil, "set DOPPEL_TEST_POSTGRES_CTL (.ci/run does)")
         let replicas = try await SharedReplicas.start(2, contract: Self.tales, timeout: 1)
@@ -277,7 +306,8 @@ struct SharedStateTests {
                         while ContinuousClock.now - stopped < .seconds(3) || !seen.contains(where: { $0.status == 503 }) {
                             guard ContinuousClock.now - stopped < .seconds(12) else { break }
                             let answer = try await clients[worker % 2].send("POST", "/api/v1/stories/generate", json: body, session: "fault")
-                            seen.append((answer.status, ContinuousClock.now - stopped, answer.json?["type"]?.stringValue, answer.header("Retry-After")))
+                            seen.append(
+                                (answer.status, ContinuousClock.now - stopped, answer.json?["type"]?.stringValue, answer.header("Retry-After")))
                         }
                         return seen
                     }
@@ -318,27 +348,27 @@ struct SharedStateTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         let file = folder.appendingPathComponent("items.yaml").path
         try """
-            doppel: 1
-            info: { title: Items, version: "1" }
-            state:
-              collections: { items: [] }
-            endpoints:
-              put-item:
-                request: PUT /items/{id}
-                body: { schema: { type: object, additionalProperties: false, properties: { n: { type: integer } } } }
-                responses:
-                  - status: 200
-                    effects: [ "state.items[path.id] = body" ]
-                    body: "{{ body }}"
-              get-item:
-                request: GET /items/{id}
-                responses:
-                  - when: path.id not in state.items
-                    status: 404
-                    body: { error: no such item }
-                  - status: 200
-                    body: "{{ state.items[path.id] }}"
-            """.write(toFile: file, atomically: true, encoding: .utf8)
+        doppel: 1
+        info: { title: Items, version: "1" }
+        state:
+          collections: { items: [] }
+        endpoints:
+          put-item:
+            request: PUT /items/{id}
+            body: { schema: { type: object, additionalProperties: false, properties: { n: { type: integer } } } }
+            responses:
+              - status: 200
+                effects: [ "state.items[path.id] = body" ]
+                body: "{{ body }}"
+          get-item:
+            request: GET /items/{id}
+            responses:
+              - when: path.id not in state.items
+                status: 404
+                body: { error: no such item }
+              - status: 200
+                body: "{{ state.items[path.id] }}"
+        """.write(toFile: file, atomically: true, encoding: .utf8)
         let replicas = try await SharedReplicas.start(1, contract: file)
         let client = replicas.clients()[0]
         // A client-chosen state key and path with U+0000, and a refused JSON key holding one (named in the 422's reason).
@@ -358,7 +388,8 @@ struct SharedStateTests {
         #expect(health.json?["state_store"]?["last_error"] == .null, "\(health.json?["state_store"]?["last_error"] ?? .null)")
         let journal = try await client.send("GET", "/__doppel/journal?session=nul&endpoint=put-item")
         let stored = try #require(journal.json?["entries"]?.arrayValue?.first { $0["path"]?.stringValue == "/items/x%00y" })
-        #expect(stored["changes"]?.arrayValue?.contains { $0.stringValue?.contains("\u{FFFD}") == true } == true, "\(JSONWriter.encodeString(stored))")
+        #expect(
+            stored["changes"]?.arrayValue?.contains { $0.stringValue?.contains("\u{FFFD}") == true } == true, "\(JSONWriter.encodeString(stored))")
         let refused = try #require(journal.json?["entries"]?.arrayValue?.first { $0["status"] == 422 })
         #expect(refused["reason"]?.stringValue?.contains("a\u{FFFD}b") == true, "\(JSONWriter.encodeString(refused))")
         // Still alive to the namespace: another contract is refused on it.

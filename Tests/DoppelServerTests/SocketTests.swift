@@ -15,7 +15,9 @@ struct SocketTests {
         URL(string: "ws://127.0.0.1:\(server.port)\(path)")!
     }
 
-    static func open(_ server: DoppelTestServer, _ path: String = "/v1/live", session: String, token: String? = SocketTests.token) async throws -> WebSocketClient {
+    static func open(
+        _ server: DoppelTestServer, _ path: String = "/v1/live", session: String, token: String? = SocketTests.token
+    ) async throws -> WebSocketClient {
         var headers: [(name: String, value: String)] = [("Doppel-Session", session)]
         if let token { headers.append(("Authorization", token)) }
         return try await WebSocketClient.connect(to: socketURL(server, path), headers: headers)
@@ -28,8 +30,10 @@ struct SocketTests {
     }
 
     /// A contract in a folder of its own.
-    static func withContract<T: Sendable>(_ text: String, configuration: ServerConfiguration = .testing,
-                                          _ body: @Sendable (DoppelTestServer) async throws -> T) async throws -> T {
+    static func withContract<T: Sendable>(
+        _ text: String, configuration: ServerConfiguration = .testing,
+        _ body: @Sendable (DoppelTestServer) async throws -> T
+    ) async throws -> T {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sockets-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -81,7 +85,10 @@ struct SocketTests {
 
             // Journaled both ways, verifiable, covered.
             let journal = server.engine.journal.entries.filter { $0.session == "d1" }
-            #expect(journal.map(\.method) == ["GET", "GET", "SEND", "RECEIVE", "RECEIVE", "RECEIVE", "RECEIVE", "GET", "POST", "SEND", "RECEIVE", "CLOSE"])
+            #expect(
+                journal.map(\.method) == [
+                    "GET", "GET", "SEND", "RECEIVE", "RECEIVE", "RECEIVE", "RECEIVE", "GET", "POST", "SEND", "RECEIVE", "CLOSE",
+                ])
             #expect(journal.first?.status == 401)
             let subscribe = journal.first { $0.endpointID == "live.subscribe" }
             #expect(subscribe?.message == #"{"type":"subscribe","topic":"news"}"#)
@@ -91,7 +98,8 @@ struct SocketTests {
             #expect(journal.first { $0.endpointID == "live.push" }?.reason == "pushed by accepted")
             #expect(Verification(.init(endpoint: "live.ping", session: "d1"), expected: .exactly(1), in: server.engine.journal).passed)
             #expect(Verification(.init(endpoint: "live.on_unmatched", session: "d1"), expected: .exactly(2), in: server.engine.journal).passed)
-            let verify = try await client.send("POST", "/__doppel/verify", json: ["endpoint": "live.subscribe", "session": "d1", "count": 1], token: nil)
+            let verify = try await client.send(
+                "POST", "/__doppel/verify", json: ["endpoint": "live.subscribe", "session": "d1", "count": 1], token: nil)
             #expect(verify.status == 200 && verify.json?["pass"] == true)
             let coverage = Coverage(of: server.engine.contract, in: server.engine.journal, session: "d1")
             #expect(coverage.endpoints.first { $0.id == "live.ping" }?.statuses.first?.reached == true)
@@ -106,12 +114,24 @@ struct SocketTests {
             let plain = try await TestClient(base: server.baseURL).send("GET", "/v1/live", token: "abc")
             #expect(plain.status == 426)
             #expect(plain.header("Upgrade") == "websocket" && plain.header("Sec-WebSocket-Version") == "13")
-            let version = try await RawHTTP.exchange(port: server.port, Array("GET /v1/live HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer a\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 8\r\n\r\n".utf8))
+            let version = try await RawHTTP.exchange(
+                port: server.port,
+                Array(
+                    "GET /v1/live HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer a\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 8\r\n\r\n"
+                        .utf8))
             #expect(version.hasPrefix("HTTP/1.1 426"))
-            let key = try await RawHTTP.exchange(port: server.port, Array("GET /v1/live HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer a\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: short\r\nSec-WebSocket-Version: 13\r\n\r\n".utf8))
+            let key = try await RawHTTP.exchange(
+                port: server.port,
+                Array(
+                    "GET /v1/live HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer a\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: short\r\nSec-WebSocket-Version: 13\r\n\r\n"
+                        .utf8))
             #expect(key.hasPrefix("HTTP/1.1 400") && key.contains("malformed-websocket-upgrade"))
             // The RFC's own example key and accept value.
-            let upgraded = try await RawHTTP.exchange(port: server.port, Array("GET /v1/live HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer a\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n".utf8), timeout: 2)
+            let upgraded = try await RawHTTP.exchange(
+                port: server.port,
+                Array(
+                    "GET /v1/live HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer a\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+                        .utf8), timeout: 2)
             #expect(upgraded.hasPrefix("HTTP/1.1 101 Switching Protocols\r\n"))
             #expect(upgraded.contains("Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n"))
         }
@@ -185,7 +205,10 @@ struct SocketTests {
             try await socket.send("broken")
             var closed: WebSocketClient.Message?
             while let message = await socket.receive(within: 5) {
-                if case .close = message { closed = message; break }
+                if case .close = message {
+                    closed = message
+                    break
+                }
             }
             #expect(closed == .close(code: 1011, reason: "the contract's rule failed; see the journal"))
             let close = server.engine.journal.entries.last { $0.method == "RECEIVE" && $0.session == "t1" }
@@ -194,7 +217,10 @@ struct SocketTests {
             let binary = try await Self.open(server, "/feed", session: "t2", token: nil)
             try await binary.send(opcode: .binary, data: [1, 2, 3])
             var last: WebSocketClient.Message?
-            while let message = await binary.receive(within: 5) { last = message; if case .close = message { break } }
+            while let message = await binary.receive(within: 5) {
+                last = message
+                if case .close = message { break }
+            }
             #expect(last == .close(code: 1003, reason: "binary messages are not taken"))
         }
     }
@@ -226,7 +252,10 @@ struct SocketTests {
             for socket in sockets {
                 var bumped = false
                 while let message = await socket.receive(within: 5) {
-                    if message == .text(#"{"bumped":true}"#) { bumped = true; break }
+                    if message == .text(#"{"bumped":true}"#) {
+                        bumped = true
+                        break
+                    }
                 }
                 #expect(bumped)
                 await socket.close()
@@ -319,7 +348,11 @@ struct SocketScaleTests {
     }
 
     static func upgrade(_ fd: Int32, session: String) {
-        send(fd, Array("GET /feed HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nDoppel-Session: \(session)\r\n\r\n".utf8))
+        send(
+            fd,
+            Array(
+                "GET /feed HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nDoppel-Session: \(session)\r\n\r\n"
+                    .utf8))
     }
 
     @Test("1,000 idle sockets and a client that never reads: RSS bounded, the silent one dropped, answers on time")
@@ -329,22 +362,23 @@ struct SocketScaleTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         let contract = folder.appendingPathComponent("feed.yaml")
         try """
-            doppel: 1
-            data: { big: \(String(repeating: "x", count: 60_000)) }
-            endpoints:
-              feed:
-                request: GET /feed
-                auth: none
-                websocket:
-                  on_connect: [ { send: { hello: true } } ]
-                  every: [ { interval: 1s, send: { tick: "{{ clock.now }}" } } ]
-                  on_message:
-                    - { when: "message == 'flood'", send: [ "{{ data.big }}", "{{ data.big }}", "{{ data.big }}", "{{ data.big }}" ] }
-              small: { request: GET /small, auth: none, responses: [ { body: { ok: true } } ] }
-            """.write(to: contract, atomically: true, encoding: .utf8)
+        doppel: 1
+        data: { big: \(String(repeating: "x", count: 60_000)) }
+        endpoints:
+          feed:
+            request: GET /feed
+            auth: none
+            websocket:
+              on_connect: [ { send: { hello: true } } ]
+              every: [ { interval: 1s, send: { tick: "{{ clock.now }}" } } ]
+              on_message:
+                - { when: "message == 'flood'", send: [ "{{ data.big }}", "{{ data.big }}", "{{ data.big }}", "{{ data.big }}" ] }
+          small: { request: GET /small, auth: none, responses: [ { body: { ok: true } } ] }
+        """.write(to: contract, atomically: true, encoding: .utf8)
         let served = try CommandLineTests().serve([contract.path, "--log-format", "none", "--max-sockets-per-session", "2000"])
         defer { served.process.terminate() }
-        let port = served.port, pid = served.process.processIdentifier
+        let port = served.port
+        let pid = served.process.processIdentifier
         let client = TestClient(base: URL(string: "http://127.0.0.1:\(port)")!, maxConnections: 4)
         let count = 1_000
 
@@ -358,7 +392,7 @@ struct SocketScaleTests {
             }
             return fds
         }
-        defer { idle.forEach { close($0) } }
+        defer { for fd in idle { close(fd) } }
         var open = 0
         try await eventually(within: 10, every: .milliseconds(50)) {
             open = try await client.send("GET", "/__doppel/health", token: nil).json?["sockets"]?["open"]?.intValue ?? 0
@@ -377,7 +411,9 @@ struct SocketScaleTests {
         defer { close(silent) }
 
         // Meanwhile: peak RSS sampled, and HTTP answered.
-        var peak = 0, slowest = 0.0, dropped = 0
+        var peak = 0
+        var slowest = 0.0
+        var dropped = 0
         try await eventually(within: 30, every: .milliseconds(100)) {
             peak = max(peak, residentBytes(of: pid) ?? 0)
             let started = Date()
@@ -395,7 +431,9 @@ struct SocketScaleTests {
             for fd in idle where recv(fd, &buffer, buffer.count, 0) > 0 { alive += 1 }
             return alive
         }
-        print("socket scale: \(count) idle sockets; peak RSS \(peak >> 20) MiB; slowest answer \(Int(slowest * 1000)) ms; dropped \(dropped); open \(open)")
+        print(
+            "socket scale: \(count) idle sockets; peak RSS \(peak >> 20) MiB; slowest answer \(Int(slowest * 1000)) ms; dropped \(dropped); open \(open)"
+        )
         #expect(dropped == 1, "the client that reads nothing is dropped")
         #expect(open == count, "the idle sockets stay open")
         #expect(reading == count, "every idle socket got its messages")

@@ -33,7 +33,8 @@ import Testing
 
         let trusting = try client(trusting: certificates.authorityPEM)
         defer { _ = trusting.shutdown() }
-        let response = try await trusting.execute(HTTPClientRequest(url: server.url("/api/v1/free-stories?language=en").absoluteString), timeout: .seconds(5))
+        let response = try await trusting.execute(
+            HTTPClientRequest(url: server.url("/api/v1/free-stories?language=en").absoluteString), timeout: .seconds(5))
         #expect(response.status.code == 200)
         let body = try await response.body.collect(upTo: 1 << 20)
         #expect(String(buffer: body).contains("\"language\":\"en\""))

@@ -3,6 +3,7 @@ import DoppelServer
 import DoppelTesting
 import Foundation
 import Testing
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -129,7 +130,9 @@ struct TimeAndTroubleTests {
             let port = server.port
             let reply = try await RawSocket.run {
                 let socket = try RawSocket(port: port)
-                socket.send("GET /slow HTTP/1.1\r\nHost: x\r\n\r\nGET /fast HTTP/1.1\r\nHost: x\r\n\r\nGET /fast HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                socket.send(
+                    "GET /slow HTTP/1.1\r\nHost: x\r\n\r\nGET /fast HTTP/1.1\r\nHost: x\r\n\r\nGET /fast HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+                )
                 return socket.receive(timeout: 10) { $0.components(separatedBy: #"{"fast":true}"#).count == 3 }
             }
             let slow = try #require(reply.text.range(of: #"{"slow":true}"#))
@@ -204,11 +207,12 @@ struct TimeAndTroubleTests {
             #expect(ContinuousClock.now - started >= .milliseconds(300))
             #expect(response.header("content-type") == "text/event-stream")
             let events = String(decoding: response.body, as: UTF8.self).components(separatedBy: "\n\n").filter { !$0.isEmpty }
-            #expect(events == [
-                "event: progress\nid: 1\ndata: {\"percent\":50}",
-                "event: progress\nid: 2\ndata: {\"percent\":100}",
-                "event: done\nid: 3\ndata: finished",
-            ])
+            #expect(
+                events == [
+                    "event: progress\nid: 1\ndata: {\"percent\":50}",
+                    "event: progress\nid: 2\ndata: {\"percent\":100}",
+                    "event: done\nid: 3\ndata: finished",
+                ])
             let chunks = try await client.send("GET", "/chunks", token: nil)
             #expect(String(decoding: chunks.body, as: UTF8.self) == "first,second,third")
         }
@@ -218,11 +222,14 @@ struct TimeAndTroubleTests {
         try await DoppelTestServer.with(contract: troubleContract) { server in
             let client = TestClient(base: server.baseURL)
             func multipart(_ parts: [(name: String, filename: String?, type: String?, content: String)]) -> Data {
-                MultipartBody.encode(parts.map { MultipartBody.Part(name: $0.name, filename: $0.filename, contentType: $0.type, content: $0.content) }, boundary: "XyZ")
+                MultipartBody.encode(
+                    parts.map { MultipartBody.Part(name: $0.name, filename: $0.filename, contentType: $0.type, content: $0.content) }, boundary: "XyZ"
+                )
             }
             let headers = ["Content-Type": "multipart/form-data; boundary=XyZ"]
-            let ok = try await client.send("POST", "/upload", token: nil, headers: headers,
-                                           body: multipart([("title", nil, nil, "Cover"), ("pages", nil, nil, "12"), ("file", "cover.png", "image/png", "PNGDATA")]))
+            let ok = try await client.send(
+                "POST", "/upload", token: nil, headers: headers,
+                body: multipart([("title", nil, nil, "Cover"), ("pages", nil, nil, "12"), ("file", "cover.png", "image/png", "PNGDATA")]))
             #expect(ok.status == 201)
             #expect(ok.json == ["title": "Cover", "pages": 12, "filename": "cover.png", "size": 7])
 
@@ -230,8 +237,9 @@ struct TimeAndTroubleTests {
             #expect(missing.status == 400)
             #expect(missing.json == ["error": "invalid_upload", "fields": ["/body/file"]])
 
-            let tooBig = try await client.send("POST", "/upload", token: nil, headers: headers,
-                                               body: multipart([("title", nil, nil, "Cover"), ("file", "big.gif", "image/gif", String(repeating: "x", count: 2000))]))
+            let tooBig = try await client.send(
+                "POST", "/upload", token: nil, headers: headers,
+                body: multipart([("title", nil, nil, "Cover"), ("file", "big.gif", "image/gif", String(repeating: "x", count: 2000))]))
             #expect(tooBig.json == ["error": "invalid_upload", "fields": ["/body/file/content_type", "/body/file/size"]])
 
             // A body that cannot be read at all gets the endpoint's own 400 too, pointing at the body.

@@ -17,11 +17,21 @@ struct VendorDocumentTests {
         #expect(!diagnostics.isEmpty)
         #expect(diagnostics.allSatisfy { $0.severity == .warning }, "\(diagnostics)")
         // Each with its place, once.
-        #expect(diagnostics.contains { $0.description.hasSuffix("vendor-mistakes.yaml:20:17: warning: the body of response listCalls[0] breaks its schema at /status: expected string, got null; it is served as written") },
-                "\(diagnostics.map(\.description))")
+        #expect(
+            diagnostics.contains {
+                $0.description.hasSuffix(
+                    "vendor-mistakes.yaml:20:17: warning: the body of response listCalls[0] breaks its schema at /status: expected string, got null; it is served as written"
+                )
+            },
+            "\(diagnostics.map(\.description))")
         #expect(Set(diagnostics.map(\.description)).count == diagnostics.count)
         // A date-time without seconds breaks RFC 3339: a warning, and served as written.
-        #expect(diagnostics.contains { $0.description.hasSuffix("vendor-mistakes.yaml:20:17: warning: the body of response listCalls[0] breaks its schema at /start: must be a valid date-time; it is served as written") })
+        #expect(
+            diagnostics.contains {
+                $0.description.hasSuffix(
+                    "vendor-mistakes.yaml:20:17: warning: the body of response listCalls[0] breaks its schema at /start: must be a valid date-time; it is served as written"
+                )
+            })
 
         try await DoppelTestServer.with(contract: corpus("vendor-mistakes.yaml")) { server in
             let client = TestClient(base: server.baseURL)
@@ -37,18 +47,22 @@ struct VendorDocumentTests {
     }
 
     @Test func theSameMistakeInADoppelContractIsAnError() {
-        let diagnostics = ContractError.diagnostics { () throws(ContractError) in
-            _ = try ContractLoader.load(text: """
-                doppel: 1
-                endpoints:
-                  calls:
-                    request: GET /calls
-                    responses:
-                      - schema: { type: object, properties: { status: { type: string, enum: [queued, done] } } }
-                        body: { status: null }
-                """, file: "contract.yaml")
+        let diagnostics = ContractError.thrown { () throws(ContractError) in
+            _ = try ContractLoader.load(
+                text: """
+                    doppel: 1
+                    endpoints:
+                      calls:
+                        request: GET /calls
+                        responses:
+                          - schema: { type: object, properties: { status: { type: string, enum: [queued, done] } } }
+                            body: { status: null }
+                    """, file: "contract.yaml")
         }
-        #expect(diagnostics.map(\.description) == ["contract.yaml:7:15: error: the body of response calls[0] breaks its schema at /status: expected string, got null"])
+        #expect(
+            diagnostics.map(\.description) == [
+                "contract.yaml:7:15: error: the body of response calls[0] breaks its schema at /status: expected string, got null"
+            ])
     }
 
     /// `doppel import` of a document with mistakes of its own writes a
@@ -76,7 +90,8 @@ struct VendorDocumentTests {
         try text.replacingOccurrences(of: "document_mistakes: warn\n", with: "").write(to: imported, atomically: true, encoding: .utf8)
         let strict = ContractDocument.lint(file: imported.path)
         #expect(strict.count == 3 && strict.allSatisfy { $0.severity == .error }, "\(strict)")
-        try text.replacingOccurrences(of: "document_mistakes: warn", with: "document_mistakes: maybe").write(to: imported, atomically: true, encoding: .utf8)
+        try text.replacingOccurrences(of: "document_mistakes: warn", with: "document_mistakes: maybe").write(
+            to: imported, atomically: true, encoding: .utf8)
         #expect(ContractDocument.lint(file: imported.path).contains { $0.message == "document_mistakes must be 'error' or 'warn'" })
     }
 
@@ -107,11 +122,14 @@ struct VendorDocumentTests {
             // Invalid input and malformed JSON get the operation's own 400.
             let invalid = try await client.send("POST", "/orders", json: [:], token: nil)
             #expect(invalid.status == 400 && invalid.json == ["error": "bad_request"])
-            let malformed = try await client.send("POST", "/orders", token: nil, headers: ["Content-Type": "application/json"], body: Data("{bad".utf8))
+            let malformed = try await client.send(
+                "POST", "/orders", token: nil, headers: ["Content-Type": "application/json"], body: Data("{bad".utf8))
             #expect(malformed.status == 400 && malformed.json == ["error": "bad_request"])
             // A documented 401 without headers still carries its scheme's challenge, with a realm.
             let denied = try await rawAnswer(port: server.baseURL.port!, "GET /secure HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            #expect(denied.hasPrefix("HTTP/1.1 401 Unauthorized\r\n") && denied.contains("\r\nWWW-Authenticate: Basic realm=\"Cases\", charset=\"UTF-8\"\r\n"), "\(denied)")
+            #expect(
+                denied.hasPrefix("HTTP/1.1 401 Unauthorized\r\n")
+                    && denied.contains("\r\nWWW-Authenticate: Basic realm=\"Cases\", charset=\"UTF-8\"\r\n"), "\(denied)")
         }
     }
 
@@ -125,7 +143,11 @@ struct VendorDocumentTests {
         // enum string, a date-time without seconds and a missing required
         // property in an example (11 each).
         #expect(diagnostics.count == 44, "\(diagnostics.map(\.description).prefix(5))")
-        #expect(diagnostics.contains { $0.description.contains("large-vendor.yaml:") && $0.message.contains("breaks its schema at /updated: must be a valid date-time; it is served as written") })
+        #expect(
+            diagnostics.contains {
+                $0.description.contains("large-vendor.yaml:")
+                    && $0.message.contains("breaks its schema at /updated: must be a valid date-time; it is served as written")
+            })
         let contract = try ContractDocument.load(file: corpus("large-vendor.yaml"))
         #expect(contract.endpoints.count == 1_100)
 
@@ -163,24 +185,26 @@ struct VendorDocumentTests {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("only-\(UUID().uuidString).yaml")
         defer { try? FileManager.default.removeItem(at: file) }
         try """
-            openapi: 3.0.3
-            info: { title: Only, version: "1" }
-            paths:
-              /check:
-                post:
-                  requestBody: { required: true, content: { application/json: { schema: { type: object, required: [n], properties: { n: { type: integer } } } } } }
-                  responses:
-                    "400": { description: bad, content: { application/json: { example: { error: only_400 } } } }
-              /fallback:
-                post:
-                  requestBody: { required: true, content: { application/json: { schema: { type: object, required: [n] } } } }
-                  responses:
-                    "200": { description: ok, content: { application/json: { example: { ok: true } } } }
-                    default: { description: any error, content: { application/json: { example: { error: by_default } } } }
-            """.write(to: file, atomically: true, encoding: .utf8)
+        openapi: 3.0.3
+        info: { title: Only, version: "1" }
+        paths:
+          /check:
+            post:
+              requestBody: { required: true, content: { application/json: { schema: { type: object, required: [n], properties: { n: { type: integer } } } } } }
+              responses:
+                "400": { description: bad, content: { application/json: { example: { error: only_400 } } } }
+          /fallback:
+            post:
+              requestBody: { required: true, content: { application/json: { schema: { type: object, required: [n] } } } }
+              responses:
+                "200": { description: ok, content: { application/json: { example: { ok: true } } } }
+                default: { description: any error, content: { application/json: { example: { error: by_default } } } }
+        """.write(to: file, atomically: true, encoding: .utf8)
         let engine = MockEngine(contract: try ContractDocument.load(file: file.path))
         func post(_ path: String, _ body: String) -> MockResponse {
-            engine.respond(to: RecordedRequest(method: "POST", target: path, headers: [(name: "Content-Type", value: "application/json")], body: Array(body.utf8)))
+            engine.respond(
+                to: RecordedRequest(
+                    method: "POST", target: path, headers: [(name: "Content-Type", value: "application/json")], body: Array(body.utf8)))
         }
         #expect(post("/check", #"{"n": "x"}"#).status == 400)
         #expect(post("/check", #"{"n": "x"}"#).json == ["error": "only_400"])
@@ -192,40 +216,43 @@ struct VendorDocumentTests {
 
     /// Query parameters in each OpenAPI style: a valid query is served, an
     /// invalid one is refused at the member that is wrong.
-    @Test(arguments: [
-        ("color=red&size=2", nil),  // an exploded form object: its members as items of their own
-        ("size=2", "/query/filter/color"),
-        ("color=red&size=big", "/query/filter/size"),
-        ("color=red&point=x,1,y,2", nil),  // a form object, not exploded
-        ("color=red&point=x,1,y", "/query/point"),
-        ("color=red&point=x,a", "/query/point/x"),
-        ("color=red&ids=1|2|3", nil),  // pipeDelimited
-        ("color=red&ids=1|x", "/query/ids/1"),
-        ("color=red&tags=a%20b", nil),  // spaceDelimited
-    ] as [(String, String?)])
+    @Test(
+        arguments: [
+            ("color=red&size=2", nil),  // an exploded form object: its members as items of their own
+            ("size=2", "/query/filter/color"),
+            ("color=red&size=big", "/query/filter/size"),
+            ("color=red&point=x,1,y,2", nil),  // a form object, not exploded
+            ("color=red&point=x,1,y", "/query/point"),
+            ("color=red&point=x,a", "/query/point/x"),
+            ("color=red&ids=1|2|3", nil),  // pipeDelimited
+            ("color=red&ids=1|x", "/query/ids/1"),
+            ("color=red&tags=a%20b", nil),  // spaceDelimited
+        ] as [(String, String?)])
     func queryParametersAreReadInTheirStyle(query: String, wrong: String?) async throws {
         let contract = try ContractDocument.load(file: corpus("mock-cases.yaml"))
         #expect(!contract.warnings.contains { $0.message.contains("style") }, "\(contract.warnings)")
         let answer = MockEngine(contract: contract).respond(to: RecordedRequest(method: "GET", target: "/search?" + query))
         if let wrong {
             #expect(answer.status == 422)
-            #expect(answer.json?["errors"]?.arrayValue?.map { $0["pointer"] } == [.string(wrong)], "\(answer.json.map(JSONWriter.encodeString) ?? "")")
+            #expect(
+                answer.json?["errors"]?.arrayValue?.map { $0["pointer"] } == [.string(wrong)], "\(answer.json.map(JSONWriter.encodeString) ?? "")")
         } else {
             #expect(answer.status == 200, "\(answer.json.map(JSONWriter.encodeString) ?? "")")
         }
     }
 
     /// `Accept` picks among the media types a response is documented in.
-    @Test(arguments: [
-        (nil, 200, "application/json"),
-        ("application/json", 200, "application/json"),
-        ("text/csv", 200, "text/csv"),
-        ("application/xml;q=0.5, text/csv;q=0.9", 200, "text/csv"),
-        ("text/*", 200, "text/csv"),
-        ("application/*;q=0, text/csv;q=0", 406, "application/problem+json"),
-        ("image/png", 406, "application/problem+json"),
-        ("*/*", 200, "application/json"),
-    ] as [(String?, Int, String)])
+    @Test(
+        arguments: [
+            (nil, 200, "application/json"),
+            ("application/json", 200, "application/json"),
+            ("text/csv", 200, "text/csv"),
+            ("application/xml;q=0.5, text/csv;q=0.9", 200, "text/csv"),
+            ("text/*", 200, "text/csv"),
+            ("application/*;q=0, text/csv;q=0", 406, "application/problem+json"),
+            ("image/png", 406, "application/problem+json"),
+            ("*/*", 200, "application/json"),
+        ] as [(String?, Int, String)])
     func acceptPicksAmongTheDocumentedMediaTypes(accept: String?, status: Int, type: String) throws {
         let engine = MockEngine(contract: try ContractDocument.load(file: corpus("mock-cases.yaml")))
         let answer = engine.respond(to: RecordedRequest(method: "GET", target: "/doc", headers: accept.map { [(name: "Accept", value: $0)] } ?? []))
@@ -244,19 +271,19 @@ struct VendorDocumentTests {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("jwt-\(UUID().uuidString).yaml")
         defer { try? FileManager.default.removeItem(at: file) }
         try """
-            openapi: 3.1.0
-            info: { title: JWT, version: "1" }
-            security: [ { token: [] } ]
-            paths:
-              /me:
-                get:
-                  responses:
-                    "200": { description: ok, content: { application/json: { example: { me: true } } } }
-                    "401": { description: no, content: { application/json: { example: { error: unauthorized } } } }
-            components:
-              securitySchemes:
-                token: { type: http, scheme: bearer, bearerFormat: JWT }
-            """.write(to: file, atomically: true, encoding: .utf8)
+        openapi: 3.1.0
+        info: { title: JWT, version: "1" }
+        security: [ { token: [] } ]
+        paths:
+          /me:
+            get:
+              responses:
+                "200": { description: ok, content: { application/json: { example: { me: true } } } }
+                "401": { description: no, content: { application/json: { example: { error: unauthorized } } } }
+        components:
+          securitySchemes:
+            token: { type: http, scheme: bearer, bearerFormat: JWT }
+        """.write(to: file, atomically: true, encoding: .utf8)
         let engine = MockEngine(contract: try ContractDocument.load(file: file.path))
         func get(_ token: String) -> MockResponse {
             engine.respond(to: RecordedRequest(method: "GET", target: "/me", headers: [(name: "Authorization", value: "Bearer \(token)")]))
@@ -277,6 +304,11 @@ struct VendorDocumentTests {
         let errors = String(decoding: served.errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         let warnings = errors.split(separator: "\n").filter { $0.contains(": warning: ") }
         #expect(warnings.count == 3, "\(errors)")
-        #expect(warnings.contains { $0.hasSuffix("vendor-mistakes.yaml:20:17: warning: the body of response listCalls[0] breaks its schema at /status: expected string, got null; it is served as written") })
+        #expect(
+            warnings.contains {
+                $0.hasSuffix(
+                    "vendor-mistakes.yaml:20:17: warning: the body of response listCalls[0] breaks its schema at /status: expected string, got null; it is served as written"
+                )
+            })
     }
 }

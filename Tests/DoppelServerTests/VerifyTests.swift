@@ -3,14 +3,15 @@ import DoppelOpenAPI
 import DoppelRunner
 import DoppelTesting
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import HTTPTypes
 import Hummingbird
 import NIOConcurrencyHelpers
 import NIOCore
 import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `doppel verify`: a provider checked against a contract, with requests
 /// built from the contract. Doppel serving the same contract passes; a
@@ -84,30 +85,45 @@ struct VerifyTests {
     }
 
     static let mutations: [Mutation] = [
-        Mutation(name: "a 401 turned 403", from: "schemes: { bearer: { type: bearer } }",
-                 to: "schemes: { bearer: { type: bearer, failure: { status: 403, body: { error: forbidden } } } }",
-                 endpoint: "get-item", says: "no credentials: expected 401 (unauthorized), got 403"),
-        Mutation(name: "a renamed error field", from: "invalid: { status: 400, body: { error: invalid_item,",
-                 to: "invalid: { status: 400, body: { code: invalid_item,", endpoint: "create-item", says: "/error: missing"),
-        Mutation(name: "a field of the wrong type", from: "      - schema: Item\n        body: { id: 7, name: Lamp, price: 12.5 }",
-                 to: "      - body: { id: 7, name: Lamp, price: \"12.50\" }", endpoint: "get-item", says: "/price: expected number, got string"),
-        Mutation(name: "a required response field missing", from: "      - schema: Item\n        body: { id: 7, name: Lamp, price: 12.5 }",
-                 to: "      - body: { id: 7, price: 12.5 }", endpoint: "get-item", says: "/name: is required"),
-        Mutation(name: "an undocumented status", from: "status: 404\n        body: { error: not_found",
-                 to: "status: 410\n        body: { error: not_found", endpoint: "get-item", says: "got 410"),
-        Mutation(name: "a valid request refused", from: "body: { schema: NewItem, example: { name: Lamp, price: 12.5 } }",
-                 to: "body: { schema: { type: object, required: [name, price], properties: { name: { type: string, maxLength: 2 }, price: { type: number } } } }",
-                 endpoint: "create-item", says: "valid request: the target refused a request the contract accepts: got 400, the contract answers 201"),
-        Mutation(name: "invalid input accepted", from: "    on_invalid: invalid\n", to: "", endpoint: "create-item", says: "expected 400 (invalid), got 422"),
-        Mutation(name: "a header out of range accepted", from: "X-Priority: { type: integer, minimum: 1, maximum: 5 }", to: "X-Priority: { type: integer, minimum: 1 }",
-                 endpoint: "create-item", says: "header 'X-Priority' out of range (6): expected 400 (invalid), got 201"),
-        Mutation(name: "a header of the wrong type accepted", from: "X-Priority: { type: integer, minimum: 1, maximum: 5 }", to: "X-Priority: { type: string }",
-                 endpoint: "create-item", says: "header 'X-Priority' of the wrong type: expected 400 (invalid), got 201"),
-        Mutation(name: "a path value out of range accepted", from: "id: { type: integer, minimum: 1 }", to: "id: { type: integer }",
-                 endpoint: "get-item", says: "path parameter 'id' out of range (0): expected 422 (doppel:validation-failed), got 404"),
-        Mutation(name: "a oneOf branch that fails", from: "    responses:\n      - status: 201",
-                 to: "    responses:\n      - { when: body.pay.iban != null, status: 500, body: { error: broken } }\n      - status: 201",
-                 endpoint: "create-item", says: "valid request, body 'pay' of branch 2 of its oneOf: "),
+        Mutation(
+            name: "a 401 turned 403", from: "schemes: { bearer: { type: bearer } }",
+            to: "schemes: { bearer: { type: bearer, failure: { status: 403, body: { error: forbidden } } } }",
+            endpoint: "get-item", says: "no credentials: expected 401 (unauthorized), got 403"),
+        Mutation(
+            name: "a renamed error field", from: "invalid: { status: 400, body: { error: invalid_item,",
+            to: "invalid: { status: 400, body: { code: invalid_item,", endpoint: "create-item", says: "/error: missing"),
+        Mutation(
+            name: "a field of the wrong type", from: "      - schema: Item\n        body: { id: 7, name: Lamp, price: 12.5 }",
+            to: "      - body: { id: 7, name: Lamp, price: \"12.50\" }", endpoint: "get-item", says: "/price: expected number, got string"),
+        Mutation(
+            name: "a required response field missing", from: "      - schema: Item\n        body: { id: 7, name: Lamp, price: 12.5 }",
+            to: "      - body: { id: 7, price: 12.5 }", endpoint: "get-item", says: "/name: is required"),
+        Mutation(
+            name: "an undocumented status", from: "status: 404\n        body: { error: not_found",
+            to: "status: 410\n        body: { error: not_found", endpoint: "get-item", says: "got 410"),
+        Mutation(
+            name: "a valid request refused", from: "body: { schema: NewItem, example: { name: Lamp, price: 12.5 } }",
+            to:
+                "body: { schema: { type: object, required: [name, price], properties: { name: { type: string, maxLength: 2 }, price: { type: number } } } }",
+            endpoint: "create-item", says: "valid request: the target refused a request the contract accepts: got 400, the contract answers 201"),
+        Mutation(
+            name: "invalid input accepted", from: "    on_invalid: invalid\n", to: "", endpoint: "create-item",
+            says: "expected 400 (invalid), got 422"),
+        Mutation(
+            name: "a header out of range accepted", from: "X-Priority: { type: integer, minimum: 1, maximum: 5 }",
+            to: "X-Priority: { type: integer, minimum: 1 }",
+            endpoint: "create-item", says: "header 'X-Priority' out of range (6): expected 400 (invalid), got 201"),
+        Mutation(
+            name: "a header of the wrong type accepted", from: "X-Priority: { type: integer, minimum: 1, maximum: 5 }",
+            to: "X-Priority: { type: string }",
+            endpoint: "create-item", says: "header 'X-Priority' of the wrong type: expected 400 (invalid), got 201"),
+        Mutation(
+            name: "a path value out of range accepted", from: "id: { type: integer, minimum: 1 }", to: "id: { type: integer }",
+            endpoint: "get-item", says: "path parameter 'id' out of range (0): expected 422 (doppel:validation-failed), got 404"),
+        Mutation(
+            name: "a oneOf branch that fails", from: "    responses:\n      - status: 201",
+            to: "    responses:\n      - { when: body.pay.iban != null, status: 500, body: { error: broken } }\n      - status: 201",
+            endpoint: "create-item", says: "valid request, body 'pay' of branch 2 of its oneOf: "),
     ]
 
     @Test(arguments: mutations)
@@ -116,7 +132,8 @@ struct VerifyTests {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("verify-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let original = folder.appendingPathComponent("shop.yaml"), mutated = folder.appendingPathComponent("mutated.yaml")
+        let original = folder.appendingPathComponent("shop.yaml")
+        let mutated = folder.appendingPathComponent("mutated.yaml")
         try Self.shop.write(to: original, atomically: true, encoding: .utf8)
         try Self.shop.replacingOccurrences(of: mutation.from, with: mutation.to).write(to: mutated, atomically: true, encoding: .utf8)
         let contract = try ContractDocument.load(file: original.path)
@@ -151,17 +168,22 @@ struct VerifyTests {
             return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
         }
         router.post("/items") { request, _ -> Response in
-            guard request.headers[.authorization]?.hasPrefix("Bearer ") == true else { return json(.unauthorized, #"{"type":"about:blank","title":"Unauthorized","status":401,"detail":"no token"}"#) }
+            guard request.headers[.authorization]?.hasPrefix("Bearer ") == true else {
+                return json(.unauthorized, #"{"type":"about:blank","title":"Unauthorized","status":401,"detail":"no token"}"#)
+            }
             let body = try await request.body.collect(upTo: 1 << 16)
             guard let object = try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any],
-                  let name = object["name"] as? String, name.count <= 40, let price = object["price"] as? Double, price >= 0,
-                  request.headers[HTTPField.Name("X-Priority")!].map({ Int($0).map { (1...5).contains($0) } ?? false }) ?? true else {
+                let name = object["name"] as? String, name.count <= 40, let price = object["price"] as? Double, price >= 0,
+                request.headers[HTTPField.Name("X-Priority")!].map({ Int($0).map { (1...5).contains($0) } ?? false }) ?? true
+            else {
                 return json(.badRequest, #"{"error":"invalid_item","message":"no"}"#)
             }
             return json(.created, #"{"id":7,"name":"\#(name)","price":\#(price)}"#)
         }
         router.get("/items/{id}") { request, context -> Response in
-            guard request.headers[.authorization]?.hasPrefix("Bearer ") == true else { return json(.unauthorized, #"{"type":"about:blank","title":"Unauthorized","status":401,"detail":"no token"}"#) }
+            guard request.headers[.authorization]?.hasPrefix("Bearer ") == true else {
+                return json(.unauthorized, #"{"type":"about:blank","title":"Unauthorized","status":401,"detail":"no token"}"#)
+            }
             guard context.parameters.get("id") == "7" else { return json(.ok, "{}") }  // the bug
             return json(.ok, #"{"id":7,"name":"Lamp","price":12.5}"#)
         }
@@ -175,7 +197,11 @@ struct VerifyTests {
         #expect(Set(failed.map(\.endpointID)) == ["get-item"], "\(report.checks.flatMap(VerifyReport.lines))")
         #expect(failed.first?.name == "unknown id")
         #expect(failed.first?.summary == "expected 404, got 200")
-        #expect(failed.dropFirst().allSatisfy { $0.name.hasPrefix("sequence: ") || $0.name == "path parameter 'id' of the wrong type" || $0.name == "path parameter 'id' out of range (0)" }, "\(failed.map(\.name))")
+        #expect(
+            failed.dropFirst().allSatisfy {
+                $0.name.hasPrefix("sequence: ") || $0.name == "path parameter 'id' of the wrong type"
+                    || $0.name == "path parameter 'id' out of range (0)"
+            }, "\(failed.map(\.name))")
         #expect(failed.contains { $0.name == "sequence: get-item 404 (1 step)" })
         #expect(report.passed >= 6, "\(report.summary)")
     }
@@ -252,17 +278,24 @@ struct VerifyTests {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("diff-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let old = folder.appendingPathComponent("old.yaml"), new = folder.appendingPathComponent("new.yaml"), added = folder.appendingPathComponent("added.yaml")
+        let old = folder.appendingPathComponent("old.yaml")
+        let new = folder.appendingPathComponent("new.yaml")
+        let added = folder.appendingPathComponent("added.yaml")
         try Self.shop.write(to: old, atomically: true, encoding: .utf8)
-        try Self.shop.replacingOccurrences(of: "required: [id, name, price]", with: "required: [id, price]").write(to: new, atomically: true, encoding: .utf8)
-        try Self.shop.replacingOccurrences(of: "price: { type: number, minimum: 0 } }\n  NewItem", with: "price: { type: number, minimum: 0 }, tag: { type: string } }\n  NewItem")
-            .write(to: added, atomically: true, encoding: .utf8)
+        try Self.shop.replacingOccurrences(of: "required: [id, name, price]", with: "required: [id, price]").write(
+            to: new, atomically: true, encoding: .utf8)
+        try Self.shop.replacingOccurrences(
+            of: "price: { type: number, minimum: 0 } }\n  NewItem", with: "price: { type: number, minimum: 0 }, tag: { type: string } }\n  NewItem"
+        )
+        .write(to: added, atomically: true, encoding: .utf8)
 
         let same = try CommandLineTests().run(["diff", old.path, old.path])
         #expect(same.status == 0 && same.output == "no changes\n")
         let breaking = try CommandLineTests().run(["diff", old.path, new.path])
         #expect(breaking.status == 1)
-        #expect(breaking.output.contains("BREAKING   POST /items  201 response body /name: the field may now be absent  [response-field-now-optional]"), "\(breaking.output)")
+        #expect(
+            breaking.output.contains("BREAKING   POST /items  201 response body /name: the field may now be absent  [response-field-now-optional]"),
+            "\(breaking.output)")
         #expect(breaking.output.hasSuffix("2 breaking, 0 compatible\n"), "\(breaking.output)")
         let compatible = try CommandLineTests().run(["diff", old.path, added.path, "--format", "json"])
         #expect(compatible.status == 0, "\(compatible.output)")
@@ -271,7 +304,9 @@ struct VerifyTests {
         #expect(json["changes"]?.arrayValue?.first?["kind"] == "response-field-added")
         let markdown = try CommandLineTests().run(["diff", old.path, new.path, "--format", "markdown"])
         #expect(markdown.output.hasPrefix("### Contract changes: 2 breaking, 0 compatible\n"))
-        #expect(markdown.output.contains("| ❌ breaking | `GET /items/{}` | 200 response body /name | the field may now be absent |"), "\(markdown.output)")
+        #expect(
+            markdown.output.contains("| ❌ breaking | `GET /items/{}` | 200 response body /name | the field may now be absent |"), "\(markdown.output)"
+        )
     }
 
     /// `doppel diff --journal`: clients in five sessions use Doppel serving
@@ -283,12 +318,16 @@ struct VerifyTests {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("diff-journal-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let old = contractPath("tales.yaml"), new = folder.appendingPathComponent("new.yaml")
+        let old = contractPath("tales.yaml")
+        let new = folder.appendingPathComponent("new.yaml")
         try String(contentsOfFile: old, encoding: .utf8)
             .replacingOccurrences(of: "    required: [language, child_id]\n", with: "    required: [language, child_id, hero_id]\n")
-            .replacingOccurrences(of: "limit: { type: integer, minimum: 1, maximum: 1000 }", with: "limit: { type: integer, minimum: 1, maximum: 100 }")
+            .replacingOccurrences(
+                of: "limit: { type: integer, minimum: 1, maximum: 1000 }", with: "limit: { type: integer, minimum: 1, maximum: 100 }"
+            )
             .write(to: new, atomically: true, encoding: .utf8)
-        let journal = folder.appendingPathComponent("journal.json"), events = folder.appendingPathComponent("events.txt")
+        let journal = folder.appendingPathComponent("journal.json")
+        let events = folder.appendingPathComponent("events.txt")
         try await DoppelTestServer.with(contract: old) { server in
             let client = TestClient(base: server.baseURL)
             // The event stream, read while the clients work: a raw socket, ended once the last request's event came.
@@ -303,15 +342,19 @@ struct VerifyTests {
             }
             let child = "123e4567-e89b-12d3-a456-426614174000"
             _ = try await client.send("POST", "/api/v1/stories/generate", json: ["language": "en", "child_id": .string(child)], session: "bob")
-            _ = try await client.send("POST", "/api/v1/stories/generate",
-                                      json: ["language": "en", "child_id": .string(child), "hero_id": "987fcdeb-51a2-43f7-b123-9876543210ab"], session: "carol")
+            _ = try await client.send(
+                "POST", "/api/v1/stories/generate",
+                json: ["language": "en", "child_id": .string(child), "hero_id": "987fcdeb-51a2-43f7-b123-9876543210ab"], session: "carol")
             let answer = try await client.send("GET", "/__doppel/journal?limit=10000", token: nil)
             try answer.body.write(to: journal)
             // Saved as `curl -N` saves it: the body, its chunks joined.
-            let reply = Array(try await streamed.utf8), crlf = Array("\r\n".utf8)
+            let reply = Array(try await streamed.utf8)
+            let crlf = Array("\r\n".utf8)
             var at = try #require(reply.firstRange(of: crlf + crlf)).upperBound
             var joined: [UInt8] = []
-            while let line = reply[at...].firstRange(of: crlf), let size = Int(String(decoding: reply[at..<line.lowerBound], as: UTF8.self), radix: 16), size > 0 {
+            while let line = reply[at...].firstRange(of: crlf),
+                let size = Int(String(decoding: reply[at..<line.lowerBound], as: UTF8.self), radix: 16), size > 0
+            {
                 let end = min(line.upperBound + size, reply.count)
                 joined += reply[line.upperBound..<end]
                 at = min(end + 2, reply.count)
@@ -320,9 +363,17 @@ struct VerifyTests {
         }
         let told = try CommandLineTests().run(["diff", old, new.path, "--journal", journal.path])
         #expect(told.status == 1)
-        #expect(told.output.contains("BREAKING   GET /free-stories  query limit: maximum 1000 became 100  [request-range-narrowed]\n           observed: 1 call by 1 of 5 sessions (alice)\n"), "\(told.output)")
-        #expect(told.output.contains("observed: 2 calls by 2 of 5 sessions (bob, carol) reach it; the journal keeps no bodies or headers"), "\(told.output)")
-        #expect(told.output.contains("journal: 7 calls by 5 sessions; breaking for 1 of 5 (alice); 2 more call an endpoint whose body or headers changed"), "\(told.output)")
+        #expect(
+            told.output.contains(
+                "BREAKING   GET /free-stories  query limit: maximum 1000 became 100  [request-range-narrowed]\n           observed: 1 call by 1 of 5 sessions (alice)\n"
+            ), "\(told.output)")
+        #expect(
+            told.output.contains("observed: 2 calls by 2 of 5 sessions (bob, carol) reach it; the journal keeps no bodies or headers"),
+            "\(told.output)")
+        #expect(
+            told.output.contains(
+                "journal: 7 calls by 5 sessions; breaking for 1 of 5 (alice); 2 more call an endpoint whose body or headers changed"),
+            "\(told.output)")
         let exact = try CommandLineTests().run(["diff", old, new.path, "--journal", events.path, "--format", "json"])
         let json = try #require(try? JSONReader.parse(Array(exact.output.utf8)), "\(exact.errors)")
         #expect(json["journal"]?["broken_sessions"] == ["alice", "bob"], "\(exact.output)")

@@ -66,7 +66,9 @@ extension CommandLineTests {
 
         // A body file the contract reads is watched too.
         try "second note".write(to: folder.appendingPathComponent("note.txt"), atomically: true, encoding: .utf8)
-        let noted = try await eventually(within: 10) { String(decoding: try await client.send("GET", "/note", token: nil).body, as: UTF8.self) == "second note" }
+        let noted = try await eventually(within: 10) {
+            String(decoding: try await client.send("GET", "/note", token: nil).body, as: UTF8.self) == "second note"
+        }
         #expect(noted != nil, "the body file's edit was not served within 10 s")
 
         // A broken edit: reported as path:line:column, and the last good contract serves on.

@@ -12,12 +12,18 @@ struct SocketSessionTests {
         #expect(refused.handshake.status == 401)
 
         let socket = try await doppel.openSocket("/v1/live", headers: ["Authorization": "Bearer app-token"])
-        guard case .text(let welcome)? = await socket.receive(within: 10) else { Issue.record("no welcome"); return }
+        guard case .text(let welcome)? = await socket.receive(within: 10) else {
+            Issue.record("no welcome")
+            return
+        }
         #expect(welcome == #"{"type":"welcome","stories_used":0,"monthly_limit":3}"#)
 
         let created = try await doppel.send("POST", "/v1/stories", headers: ["Authorization": "Bearer app-token"], json: #"{"title":"Moon"}"#)
         #expect(created.status == 202)
-        guard case .text(let ready)? = await socket.receive(within: 10) else { Issue.record("no push"); return }
+        guard case .text(let ready)? = await socket.receive(within: 10) else {
+            Issue.record("no push")
+            return
+        }
         #expect(ready == #"{"type":"story_ready","id":"st_1","title":"Moon"}"#)
         await socket.close()
         doppel.verify(endpoint: "live.welcome", count: 1)

@@ -1,6 +1,7 @@
 import DoppelTesting
 import Foundation
 import Testing
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -24,14 +25,19 @@ struct URLProtocolTests {
 
     @Test func theMonthlyLimitInProcessWithBodiesAndSessions() async throws {
         let server = try DoppelTestServer.inProcess(contract: "contracts/tales.yaml")
-        let doppel = server.session(), other = server.session()
-        let child = try await doppel.send("POST", "/api/v1/children", headers: bearer,
-                                          json: #"{"name":"Mia","age_category":"5-7","gender":"female","interests":["maps"]}"#)
+        let doppel = server.session()
+        let other = server.session()
+        let child = try await doppel.send(
+            "POST", "/api/v1/children", headers: bearer,
+            json: #"{"name":"Mia","age_category":"5-7","gender":"female","interests":["maps"]}"#)
         let childID = try #require(child.json?["id"]?.stringValue)
         var statuses: [Int] = []
         for _ in 1...6 {
-            statuses.append(try await doppel.send("POST", "/api/v1/stories/generate", headers: bearer,
-                                                  json: #"{"language":"en","child_id":"\#(childID)"}"#).status)
+            statuses.append(
+                try await doppel.send(
+                    "POST", "/api/v1/stories/generate", headers: bearer,
+                    json: #"{"language":"en","child_id":"\#(childID)"}"#
+                ).status)
         }
         #expect(statuses == [200, 200, 200, 200, 200, 402])
         #expect(other.state["stories_used"] == .int(0))

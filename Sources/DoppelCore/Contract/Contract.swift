@@ -213,11 +213,13 @@ package final class Endpoint: Sendable {
     /// `websocket:`: the request is a WebSocket upgrade, and this is what the socket does once open.
     package let socket: SocketDefinition?
 
-    init(id: String, method: String, path: PathTemplate, summary: String?, auth: [String], match: [Condition],
-         bindings: [(String, ValueTemplate)], pathParameters: Schema?, query: Schema?, headers: Schema?, cookies: Schema?,
-         body: BodySpec?, onInvalid: ResponseDefinition?, onUnauthorized: ResponseDefinition?, responses: [ResponseDefinition],
-         documented: [ResponseDefinition], location: SourceLocation, proxy: Bool = false, socket: SocketDefinition? = nil,
-         queryString: BodySpec? = nil) {
+    init(
+        id: String, method: String, path: PathTemplate, summary: String?, auth: [String], match: [Condition],
+        bindings: [(String, ValueTemplate)], pathParameters: Schema?, query: Schema?, headers: Schema?, cookies: Schema?,
+        body: BodySpec?, onInvalid: ResponseDefinition?, onUnauthorized: ResponseDefinition?, responses: [ResponseDefinition],
+        documented: [ResponseDefinition], location: SourceLocation, proxy: Bool = false, socket: SocketDefinition? = nil,
+        queryString: BodySpec? = nil
+    ) {
         self.queryString = queryString
         self.id = id
         self.method = method
@@ -309,9 +311,11 @@ package struct ResponseDefinition: Sendable {
         var callbacks: [CallbackDefinition] = []
         var itemSchema: Schema?
 
-        init(name: String, when: Expression?, status: Int, headers: [(String, ValueTemplate)], body: ResponseBody,
-             bindings: [(String, ValueTemplate)], effects: [Effect], location: SourceLocation, delay: Delay?, fault: Fault?,
-             stream: StreamDefinition?, sequence: SequenceDefinition?, schema: Schema?, description: String?) {
+        init(
+            name: String, when: Expression?, status: Int, headers: [(String, ValueTemplate)], body: ResponseBody,
+            bindings: [(String, ValueTemplate)], effects: [Effect], location: SourceLocation, delay: Delay?, fault: Fault?,
+            stream: StreamDefinition?, sequence: SequenceDefinition?, schema: Schema?, description: String?
+        ) {
             self.name = name
             self.when = when
             self.status = status
@@ -329,8 +333,9 @@ package struct ResponseDefinition: Sendable {
         }
 
         func copy() -> Storage {
-            let copy = Storage(name: name, when: when, status: status, headers: headers, body: body, bindings: bindings, effects: effects,
-                               location: location, delay: delay, fault: fault, stream: stream, sequence: sequence, schema: schema, description: description)
+            let copy = Storage(
+                name: name, when: when, status: status, headers: headers, body: body, bindings: bindings, effects: effects,
+                location: location, delay: delay, fault: fault, stream: stream, sequence: sequence, schema: schema, description: description)
             copy.pushes = pushes
             copy.callbacks = callbacks
             copy.itemSchema = itemSchema
@@ -340,11 +345,14 @@ package struct ResponseDefinition: Sendable {
 
     private var storage: Storage
 
-    package init(name: String, when: Expression?, status: Int, headers: [(String, ValueTemplate)], body: ResponseBody,
-                bindings: [(String, ValueTemplate)], effects: [Effect], location: SourceLocation, delay: Delay? = nil, fault: Fault? = nil,
-                stream: StreamDefinition? = nil, sequence: SequenceDefinition? = nil, schema: Schema? = nil, description: String? = nil) {
-        storage = Storage(name: name, when: when, status: status, headers: headers, body: body, bindings: bindings, effects: effects,
-                          location: location, delay: delay, fault: fault, stream: stream, sequence: sequence, schema: schema, description: description)
+    package init(
+        name: String, when: Expression?, status: Int, headers: [(String, ValueTemplate)], body: ResponseBody,
+        bindings: [(String, ValueTemplate)], effects: [Effect], location: SourceLocation, delay: Delay? = nil, fault: Fault? = nil,
+        stream: StreamDefinition? = nil, sequence: SequenceDefinition? = nil, schema: Schema? = nil, description: String? = nil
+    ) {
+        storage = Storage(
+            name: name, when: when, status: status, headers: headers, body: body, bindings: bindings, effects: effects,
+            location: location, delay: delay, fault: fault, stream: stream, sequence: sequence, schema: schema, description: description)
     }
 
     /// The storage, made this value's own before a change.
@@ -434,7 +442,10 @@ package enum ResponseBody: Sendable {
 /// A change to session state: `state.stories_used += 1`, `delete state.children[path.id]`.
 package struct Effect: Sendable, CustomStringConvertible {
     package enum Operation: String, Sendable {
-        case assign = "=", add = "+=", subtract = "-=", delete
+        case assign = "="
+        case add = "+="
+        case subtract = "-="
+        case delete
     }
 
     /// The state name the effect changes.

@@ -24,7 +24,7 @@ public struct Delay: Sendable, Equatable {
         for separator in ["..", "-"] where text.contains(separator) {
             let parts = text.components(separatedBy: separator)
             guard parts.count == 2, let low = CalendarDuration.parse(parts[0]), let high = CalendarDuration.parse(parts[1]),
-                  low.months == 0, high.months == 0, high.seconds >= low.seconds
+                low.months == 0, high.months == 0, high.seconds >= low.seconds
             else { return nil }
             return Delay(minimum: low.seconds, maximum: high.seconds)
         }

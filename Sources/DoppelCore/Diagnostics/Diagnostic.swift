@@ -65,9 +65,12 @@ public struct ContractError: Error, Sendable, CustomStringConvertible {
         diagnostics.map(\.description).joined(separator: "\n")
     }
 
-    /// The diagnostics a load reports; empty when it succeeds.
-    package static func diagnostics(of load: () throws(ContractError) -> Void) -> [Diagnostic] {
-        diagnostics { () throws(ContractError) -> [Diagnostic] in try load(); return [] }
+    /// The diagnostics a load throws; empty when it succeeds.
+    package static func thrown(by load: () throws(ContractError) -> Void) -> [Diagnostic] {
+        diagnostics { () throws(ContractError) -> [Diagnostic] in
+            try load()
+            return []
+        }
     }
 
     /// The diagnostics a load throws, or the warnings it returns when it succeeds.
@@ -121,7 +124,8 @@ package enum Suggestion {
     }
 
     static func editDistance(_ a: String, _ b: String) -> Int {
-        let a = Array(a), b = Array(b)
+        let a = Array(a)
+        let b = Array(b)
         if a.isEmpty { return b.count }
         if b.isEmpty { return a.count }
         var previous = Array(0...b.count)

@@ -37,16 +37,19 @@ package struct Authenticator: Sendable {
 
     /// Reads the credentials of each of the endpoint's schemes from the request.
     package func present(_ request: RecordedRequest, queryItems: [(String, String)], endpoint: Endpoint) -> Presented {
-        Presented(credentials: endpoint.auth.compactMap { name in
-            schemes[name].map { read(request, queryItems: queryItems, scheme: $0) }
-        })
+        Presented(
+            credentials: endpoint.auth.compactMap { name in
+                schemes[name].map { read(request, queryItems: queryItems, scheme: $0) }
+            })
     }
 
     /// Checks an endpoint's credentials: any one of its schemes admits the
     /// request. When none does, the rejection is the endpoint's own
     /// `on_unauthorized`, else that of the first scheme whose credential was
     /// sent (an expired token's `expired`), else the first scheme's `failure`.
-    package func authenticate(_ request: RecordedRequest, queryItems: [(String, String)], endpoint: Endpoint, state: JSONObject, now: Double) -> Outcome {
+    package func authenticate(
+        _ request: RecordedRequest, queryItems: [(String, String)], endpoint: Endpoint, state: JSONObject, now: Double
+    ) -> Outcome {
         authenticate(present(request, queryItems: queryItems, endpoint: endpoint), endpoint: endpoint, state: state, now: now)
     }
 
@@ -113,8 +116,11 @@ package struct Authenticator: Sendable {
         var claims = JSON.null
         if let payload = presented.payload {
             if let expiry = payload["exp"]?.numberValue, expiry <= now {
-                return .rejected(scheme.expired ?? scheme.failure, sent: true,
-                                 why: "\(name): the token expired at \(UTCCalendar.format(epoch: expiry)) (its `exp`), the session's clock reads \(UTCCalendar.format(epoch: now))")
+                return .rejected(
+                    scheme.expired ?? scheme.failure, sent: true,
+                    why:
+                        "\(name): the token expired at \(UTCCalendar.format(epoch: expiry)) (its `exp`), the session's clock reads \(UTCCalendar.format(epoch: now))"
+                )
             }
             claims = .object(payload)
         }
@@ -123,8 +129,11 @@ package struct Authenticator: Sendable {
                 return .rejected(scheme.failure, sent: true, why: "\(name): the token is not among the issued ones (state.\(collection))")
             }
             if let expiry = Self.instant(record["expires_at"]), expiry <= now {
-                return .rejected(scheme.expired ?? scheme.failure, sent: true,
-                                 why: "\(name): the issued token expired at \(UTCCalendar.format(epoch: expiry)), the session's clock reads \(UTCCalendar.format(epoch: now))")
+                return .rejected(
+                    scheme.expired ?? scheme.failure, sent: true,
+                    why:
+                        "\(name): the issued token expired at \(UTCCalendar.format(epoch: expiry)), the session's clock reads \(UTCCalendar.format(epoch: now))"
+                )
             }
             claims = record
         }
@@ -138,8 +147,9 @@ package struct Authenticator: Sendable {
         guard let header else { return nil }
         let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
         guard parts.count == 2, parts[0].lowercased() == "basic",
-              let data = Data(base64Encoded: String(parts[1].trimmingSpaces)),
-              let text = String(data: data, encoding: .utf8), text.contains(":") else { return nil }
+            let data = Data(base64Encoded: String(parts[1].trimmingSpaces)),
+            let text = String(data: data, encoding: .utf8), text.contains(":")
+        else { return nil }
         return text
     }
 
@@ -150,11 +160,13 @@ package struct Authenticator: Sendable {
         var token = token
         return token.withUTF8 { bytes -> JSONObject? in
             guard let firstDot = bytes.firstIndex(of: UInt8(ascii: ".")),
-                  let secondDot = bytes[(firstDot + 1)...].firstIndex(of: UInt8(ascii: ".")) else { return nil }
+                let secondDot = bytes[(firstDot + 1)...].firstIndex(of: UInt8(ascii: "."))
+            else { return nil }
             guard bytes[(secondDot + 1)...].allSatisfy(isBase64URL),
-                  let header = base64URLDecoded(UnsafeBufferPointer(rebasing: bytes[..<firstDot])),
-                  (try? JSONReader.parse(header))?.objectValue != nil,
-                  let payload = base64URLDecoded(UnsafeBufferPointer(rebasing: bytes[(firstDot + 1)..<secondDot])) else { return nil }
+                let header = base64URLDecoded(UnsafeBufferPointer(rebasing: bytes[..<firstDot])),
+                (try? JSONReader.parse(header))?.objectValue != nil,
+                let payload = base64URLDecoded(UnsafeBufferPointer(rebasing: bytes[(firstDot + 1)..<secondDot]))
+            else { return nil }
             return (try? JSONReader.parse(payload))?.objectValue
         }
     }
@@ -167,7 +179,8 @@ package struct Authenticator: Sendable {
         guard count > 0, count % 4 != 1 else { return nil }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(count * 3 / 4)
-        var buffer: UInt32 = 0, bits = 0
+        var buffer: UInt32 = 0
+        var bits = 0
         for character in text {
             let value: UInt8
             switch character {
@@ -225,7 +238,7 @@ package struct Authenticator: Sendable {
     private static func isToken68(_ b: UInt8) -> Bool {
         switch b {
         case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-             UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "+"), UInt8(ascii: "/"), UInt8(ascii: "="):
+            UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "+"), UInt8(ascii: "/"), UInt8(ascii: "="):
             true
         default:
             false

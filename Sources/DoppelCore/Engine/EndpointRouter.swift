@@ -38,9 +38,11 @@ package struct EndpointRouter: Sendable {
             var j = 0
             while i < literal.count || j < others.count {
                 if j == others.count || (i < literal.count && literal[i] < others[j]) {
-                    merged.append(literal[i]); i += 1
+                    merged.append(literal[i])
+                    i += 1
                 } else {
-                    merged.append(others[j]); j += 1
+                    merged.append(others[j])
+                    j += 1
                 }
             }
             return merged
@@ -98,7 +100,8 @@ package struct EndpointRouter: Sendable {
             }
             let failed = endpoint.match.isEmpty ? [] : conditions(endpoint, parameters)
             if failed.isEmpty { return .matched(endpoint, parameters: parameters) }
-            conditionMisses.append(NearMiss(endpointID: endpoint.id, signature: endpoint.signature, reasons: failed.map { "match condition '\($0)' is false" }))
+            conditionMisses.append(
+                NearMiss(endpointID: endpoint.id, signature: endpoint.signature, reasons: failed.map { "match condition '\($0)' is false" }))
         }
         if !conditionMisses.isEmpty { return .notFound(nearMisses: conditionMisses) }
         if !allowed.isEmpty {
@@ -137,7 +140,10 @@ package struct EndpointRouter: Sendable {
         // request to a document of 1,100 operations cost 50 matched ones.
         // Many endpoints share a literal at one place (`/things5/...`): each
         // misspelling is measured once.
-        struct Spelling: Hashable { let index: Int; let literal: String }
+        struct Spelling: Hashable {
+            let index: Int
+            let literal: String
+        }
         var near: [Spelling: Bool] = [:]
         func isNear(_ index: Int, _ literal: String) -> Bool {
             let key = Spelling(index: index, literal: literal)
@@ -168,7 +174,9 @@ package struct EndpointRouter: Sendable {
         let expected = endpoint.path.segments
         if endpoint.path.restParameter != nil {
             if segments.count <= expected.count {
-                reasons.append("path has \(segments.count) segment\(segments.count == 1 ? "" : "s"), \(endpoint.path.template) needs more than \(expected.count)")
+                reasons.append(
+                    "path has \(segments.count) segment\(segments.count == 1 ? "" : "s"), \(endpoint.path.template) needs more than \(expected.count)"
+                )
             }
         } else if expected.count != segments.count {
             reasons.append("path has \(segments.count) segment\(segments.count == 1 ? "" : "s"), \(endpoint.path.template) has \(expected.count)")

@@ -77,7 +77,9 @@ package enum FormBody {
                     for parameter in value.split(separator: ";").dropFirst() {
                         let pair = parameter.split(separator: "=", maxSplits: 1).map { String($0.trimmingSpaces) }
                         guard pair.count == 2 else { continue }
-                        let unquoted = pair[1].hasPrefix("\"") && pair[1].hasSuffix("\"") && pair[1].count >= 2 ? String(pair[1].dropFirst().dropLast()) : pair[1]
+                        let unquoted =
+                            pair[1].hasPrefix("\"") && pair[1].hasSuffix("\"") && pair[1].count >= 2
+                            ? String(pair[1].dropFirst().dropLast()) : pair[1]
                         if pair[0].lowercased() == "name" { part.name = unquoted }
                         if pair[0].lowercased() == "filename" { part.filename = unquoted }
                     }

@@ -62,13 +62,17 @@ public final class Journal: Sendable {
 
         /// The entry as JSON, for the admin API.
         public var json: JSON {
-            .object(JSONObject([
-                ("sequence", .int(sequence)), ("time", .string(UTCCalendar.format(epoch: time))), ("session", .string(session)),
-                ("method", .string(method)), ("path", .string(path)), ("query", query.map { .string($0) } ?? .null),
-                ("status", .int(status)), ("endpoint", endpointID.map { .string($0) } ?? .null),
-                ("response", responseName.map { .string($0) } ?? .null), ("duration_us", .int(durationMicros)),
-                ("proxied", .bool(proxied)), ("reason", reason.map(JSON.string) ?? .null), ("changes", .array(changes.map(JSON.string))),
-            ] + (Self.socketMethods.contains(method) ? [("message", message.map(JSON.string) ?? .null), ("sent", .array(sent.map(JSON.string)))] : [])))
+            .object(
+                JSONObject(
+                    [
+                        ("sequence", .int(sequence)), ("time", .string(UTCCalendar.format(epoch: time))), ("session", .string(session)),
+                        ("method", .string(method)), ("path", .string(path)), ("query", query.map { .string($0) } ?? .null),
+                        ("status", .int(status)), ("endpoint", endpointID.map { .string($0) } ?? .null),
+                        ("response", responseName.map { .string($0) } ?? .null), ("duration_us", .int(durationMicros)),
+                        ("proxied", .bool(proxied)), ("reason", reason.map(JSON.string) ?? .null), ("changes", .array(changes.map(JSON.string))),
+                    ]
+                        + (Self.socketMethods.contains(method)
+                            ? [("message", message.map(JSON.string) ?? .null), ("sent", .array(sent.map(JSON.string)))] : [])))
         }
     }
 
@@ -128,9 +132,11 @@ public final class Journal: Sendable {
 
     /// Records a request; returns its sequence number.
     @discardableResult
-    package func record(time: Double, session: String, method: String, path: String, query: String?, status: Int,
-                       endpointID: String?, responseName: String?, durationMicros: Int, proxied: Bool = false, sequence: Int? = nil,
-                       reason: Reason? = nil, changes: [String] = [], message: String? = nil, sent: [String] = []) -> Int {
+    package func record(
+        time: Double, session: String, method: String, path: String, query: String?, status: Int,
+        endpointID: String?, responseName: String?, durationMicros: Int, proxied: Bool = false, sequence: Int? = nil,
+        reason: Reason? = nil, changes: [String] = [], message: String? = nil, sent: [String] = []
+    ) -> Int {
         // Built before the lock, which every event loop takes: inside it, only the number and the counts.
         var entry = Entry(
             sequence: 0, time: time, session: session, method: method, path: path, query: query,

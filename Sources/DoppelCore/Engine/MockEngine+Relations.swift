@@ -24,7 +24,9 @@ extension MockEngine {
         // Lets an answer shows as they are: `rate: "{{ rate }}"`, here or in a nested object.
         var shown: [String: [String]] = [:]
         for (path, value) in members {
-            if case .expression(let expression) = value, expression.isName, let name = expression.rootNames.first, letNames.contains(name), shown[name] == nil {
+            if case .expression(let expression) = value, expression.isName, let name = expression.rootNames.first, letNames.contains(name),
+                shown[name] == nil
+            {
                 shown[name] = path
             }
         }
@@ -33,7 +35,8 @@ extension MockEngine {
         var relations: [([String], Expression)] = []
         for (path, value) in members {
             guard case .expression(let expression) = value, !expression.isPath, provided(path) != nil,
-                  !expression.rootNames.isDisjoint(with: Set(shown.keys)) else { continue }
+                !expression.rootNames.isDisjoint(with: Set(shown.keys))
+            else { continue }
             if case .derived = derivation.places(of: value) { continue }
             relations.append((path, expression))
         }
@@ -41,9 +44,13 @@ extension MockEngine {
         // The request as the contract reads it, the lets as the provider's answer shows them.
         let now = clock()
         var context = EvaluationContext(roots: baseRoots(forRelationsOf: request), now: now, request: request)
-        guard case .valid(let parts) = validator.validate(request, queryItems: request.queryItems, pathParameters: [:], for: endpoint) else { return [] }
+        guard case .valid(let parts) = validator.validate(request, queryItems: request.queryItems, pathParameters: [:], for: endpoint) else {
+            return []
+        }
         context.use(parts)
-        if case .matched(_, let parameters) = router.route(method: request.method, path: request.path, conditions: { _, _ in [] }), !parameters.isEmpty {
+        if case .matched(_, let parameters) = router.route(method: request.method, path: request.path, conditions: { _, _ in [] }),
+            !parameters.isEmpty
+        {
             context.roots[.path] = Self.object(parameters)
         }
         context.roots[.state] = .object(contract.state.initial)
@@ -63,7 +70,10 @@ extension MockEngine {
             let inputs = shown.filter { expression.rootNames.contains($0.key) }.sorted { $0.key < $1.key }
                 .map { "\($0.value.joined(separator: ".")) \(JSONWriter.encodeString(provided($0.value) ?? .null))" }.joined(separator: ", ")
             let source = expression.source.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed()
-            problems.append(path.map { "/" + SchemaValidator.escape($0) }.joined() + ": expected \(JSONWriter.encodeString(expected)) (\(String(source)), with the answer's own \(inputs)), got \(JSONWriter.encodeString(got))")
+            problems.append(
+                path.map { "/" + SchemaValidator.escape($0) }.joined()
+                    + ": expected \(JSONWriter.encodeString(expected)) (\(String(source)), with the answer's own \(inputs)), got \(JSONWriter.encodeString(got))"
+            )
         }
         return problems
     }

@@ -36,13 +36,17 @@ extension MockEngine {
                     }
                 }
             } else {
-                query.append(encoded(MediaTypes.isJSON(spec.contentTypes.first ?? "") ? JSONWriter.encodeString(value) : value.stringValue ?? JSONWriter.encodeString(value)))
+                query.append(
+                    encoded(
+                        MediaTypes.isJSON(spec.contentTypes.first ?? "")
+                            ? JSONWriter.encodeString(value) : value.stringValue ?? JSONWriter.encodeString(value)))
             }
         }
         var headers: [(name: String, value: String)] = []
         // Required header parameters (a `User-Agent` of a documented form), from their schemas.
         if let schema = endpoint.headers, let values = sampler.sample(schema)?.objectValue {
-            for pair in values.pairs where schema.required.contains(pair.key) && !["accept", "content-type", "authorization"].contains(pair.key.lowercased()) {
+            for pair in values.pairs
+            where schema.required.contains(pair.key) && !["accept", "content-type", "authorization"].contains(pair.key.lowercased()) {
                 if let text = pair.value.parameterText {
                     headers.append((name: pair.key, value: text))
                 }
@@ -52,27 +56,32 @@ extension MockEngine {
         // The body: the contract's example, else one made from the schema;
         // as JSON where the endpoint takes JSON, else as a form.
         if let spec = endpoint.body, spec.schema == nil, spec.example == nil, let itemSchema = spec.itemSchema,
-           let type = spec.contentTypes.first(where: { SequentialMedia($0) != nil }).map(SequentialMedia.withBoundary),
-           let media = SequentialMedia(type), let item = sampler.sample(itemSchema) {
+            let type = spec.contentTypes.first(where: { SequentialMedia($0) != nil }).map(SequentialMedia.withBoundary),
+            let media = SequentialMedia(type), let item = sampler.sample(itemSchema)
+        {
             // Items: two made from the item schema, in the body's framing.
             headers.append((name: "Content-Type", value: type))
-            body = (media.write(item, last: false, limit: Expression.maximumBuild) ?? []) + (media.write(item, last: true, limit: Expression.maximumBuild) ?? [])
+            body =
+                (media.write(item, last: false, limit: Expression.maximumBuild) ?? [])
+                + (media.write(item, last: true, limit: Expression.maximumBuild) ?? [])
         } else if let spec = endpoint.body, let value = spec.example ?? spec.schema.flatMap(sampler.sample) {
             if let json = spec.contentTypes.first(where: MediaTypes.isJSON) ?? (spec.contentTypes.isEmpty ? "application/json" : nil) {
                 headers.append((name: "Content-Type", value: json))
                 body = JSONWriter.encode(value)
             } else if spec.contentTypes.contains("application/x-www-form-urlencoded"), let fields = value.objectValue {
                 headers.append((name: "Content-Type", value: "application/x-www-form-urlencoded"))
-                body = Array(fields.pairs.compactMap { pair -> String? in
-                    guard let text = pair.value.parameterText else { return nil }
-                    return encoded(pair.key) + "=" + encoded(text)
-                }.joined(separator: "&").utf8)
+                body = Array(
+                    fields.pairs.compactMap { pair -> String? in
+                        guard let text = pair.value.parameterText else { return nil }
+                        return encoded(pair.key) + "=" + encoded(text)
+                    }.joined(separator: "&").utf8)
             } else if spec.contentTypes.contains("multipart/form-data"), let fields = value.objectValue {
                 let boundary = "doppel-sample-boundary"
                 headers.append((name: "Content-Type", value: "multipart/form-data; boundary=\(boundary)"))
-                body = FormEncoding.multipart(fields.pairs.map {
-                    ($0.key, nil, nil, $0.value.stringValue ?? JSONWriter.encodeString($0.value))
-                }, boundary: boundary)
+                body = FormEncoding.multipart(
+                    fields.pairs.map {
+                        ($0.key, nil, nil, $0.value.stringValue ?? JSONWriter.encodeString($0.value))
+                    }, boundary: boundary)
             } else {
                 headers.append((name: "Content-Type", value: spec.contentTypes.first ?? "application/json"))
                 body = JSONWriter.encode(value)
@@ -85,10 +94,13 @@ extension MockEngine {
         if let session { headers.append((name: "Doppel-Session", value: session)) }
         if endpoint.socket != nil {
             // A WebSocket endpoint takes an upgrade (RFC 6455's example key).
-            headers += [(name: "Upgrade", value: "websocket"), (name: "Connection", value: "Upgrade"), (name: "Sec-WebSocket-Version", value: "13"),
-                        (name: "Sec-WebSocket-Key", value: "dGhlIHNhbXBsZSBub25jZQ==")]
+            headers += [
+                (name: "Upgrade", value: "websocket"), (name: "Connection", value: "Upgrade"), (name: "Sec-WebSocket-Version", value: "13"),
+                (name: "Sec-WebSocket-Key", value: "dGhlIHNhbXBsZSBub25jZQ=="),
+            ]
         }
-        return RecordedRequest(method: endpoint.method, path: path, query: query.isEmpty ? nil : query.joined(separator: "&"), headers: headers, body: body)
+        return RecordedRequest(
+            method: endpoint.method, path: path, query: query.isEmpty ? nil : query.joined(separator: "&"), headers: headers, body: body)
     }
 
     /// What `response` of `endpoint` sends for a sample request in a fresh
@@ -102,9 +114,13 @@ extension MockEngine {
         let request = sampleRequest(for: endpoint)
         let now = Self.sampleInstant
         var context = EvaluationContext(roots: baseRoots(sessionID: SessionStore.defaultID), now: now, request: request)
-        guard case .valid(let parts) = validator.validate(request, queryItems: request.queryItems, pathParameters: [:], for: endpoint) else { return nil }
+        guard case .valid(let parts) = validator.validate(request, queryItems: request.queryItems, pathParameters: [:], for: endpoint) else {
+            return nil
+        }
         context.use(parts)
-        if case .matched(_, let parameters) = router.route(method: request.method, path: request.path, conditions: { _, _ in [] }), !parameters.isEmpty {
+        if case .matched(_, let parameters) = router.route(method: request.method, path: request.path, conditions: { _, _ in [] }),
+            !parameters.isEmpty
+        {
             context.roots[.path] = Self.object(parameters)
         }
         // What an error answer's templates see: one failing field, as a validation failure would give.
@@ -116,8 +132,9 @@ extension MockEngine {
         data.clock.set(now, real: now)
         do {
             var why = Reason()
-            let chosen = try selector.select(from: [response], forced: response, endpointBindings: endpoint.bindings, context: &context, data: &data,
-                                             sequenceScope: endpoint.id, why: &why)
+            let chosen = try selector.select(
+                from: [response], forced: response, endpointBindings: endpoint.bindings, context: &context, data: &data,
+                sequenceScope: endpoint.id, why: &why)
             context.roots[.state] = .object(data.state)
             let delivery = try renderer.render(chosen, in: context, endpointID: endpoint.id)
             guard var rendered = delivery.response else { return nil }
@@ -131,7 +148,9 @@ extension MockEngine {
                 value = String(bytes: rendered.body, encoding: .utf8).map { .string($0) }
             }
             // An example that breaks the response's own schema (a template that needed what the sample lacks) is no example.
-            if let value, let schema = response.schema, !SchemaValidator(registry: contract.schemas).validate(value, against: schema).isEmpty { return nil }
+            if let value, let schema = response.schema, !SchemaValidator(registry: contract.schemas).validate(value, against: schema).isEmpty {
+                return nil
+            }
             return value
         } catch {
             return nil

@@ -9,7 +9,8 @@ extension MockEngine {
             request.header(header)?.split(separator: ",").contains { $0.trimmingCharacters(in: .whitespaces).caseInsensitiveEquals(token) } ?? false
         }
         guard hasToken("upgrade", "websocket"), hasToken("connection", "upgrade") else {
-            return .upgradeRequired("send `Upgrade: websocket` and `Connection: Upgrade` (with `Sec-WebSocket-Key` and `Sec-WebSocket-Version: 13`) in an HTTP/1.1 GET")
+            return .upgradeRequired(
+                "send `Upgrade: websocket` and `Connection: Upgrade` (with `Sec-WebSocket-Key` and `Sec-WebSocket-Version: 13`) in an HTTP/1.1 GET")
         }
         guard request.method == "GET" else {
             return .malformedUpgrade("a WebSocket opens with GET (RFC 6455 section 4.1), not \(request.method)")
@@ -22,7 +23,8 @@ extension MockEngine {
         }
         let offered = offeredProtocols(request)
         if !socket.protocols.isEmpty, !offered.isEmpty, chosenProtocol(offered: offered, spoken: socket.protocols) == nil {
-            return .malformedUpgrade("it offers the subprotocols \(offered.joined(separator: ", ")); this endpoint speaks \(socket.protocols.joined(separator: ", "))")
+            return .malformedUpgrade(
+                "it offers the subprotocols \(offered.joined(separator: ", ")); this endpoint speaks \(socket.protocols.joined(separator: ", "))")
         }
         return nil
     }
@@ -86,8 +88,9 @@ extension MockEngine {
                 var why = Reason()
                 let chosen: ResponseDefinition
                 do throws(ResponseSelector.Failure) {
-                    chosen = try selector.select(from: rules.map(\.definition), endpointBindings: [], context: &context, data: &data,
-                                                 sequenceScope: opening.endpointID, why: &why)
+                    chosen = try selector.select(
+                        from: rules.map(\.definition), endpointBindings: [], context: &context, data: &data,
+                        sequenceScope: opening.endpointID, why: &why)
                 } catch .noResponseMatched {
                     return nil
                 } catch {
@@ -96,8 +99,12 @@ extension MockEngine {
                 let rule = rules.first { $0.name == chosen.name } ?? rules[0]
                 // Said of rules, not of an endpoint's responses.
                 switch why.choice {
-                case .first: why.choice = nil; why.given = message == nil ? "rule '\(rule.name)' ran" : "rule '\(rule.name)' (the first, without `when`)"
-                case .afterWhens(let checked): why.choice = nil; why.given = "no earlier rule's `when` held (\(checked) checked); rule '\(rule.name)', without one"
+                case .first:
+                    why.choice = nil
+                    why.given = message == nil ? "rule '\(rule.name)' ran" : "rule '\(rule.name)' (the first, without `when`)"
+                case .afterWhens(let checked):
+                    why.choice = nil
+                    why.given = "no earlier rule's `when` held (\(checked) checked); rule '\(rule.name)', without one"
                 default: break
                 }
                 var outcome = SocketOutcome(rule: rule.name)
@@ -149,7 +156,13 @@ extension MockEngine {
                 let value = try template.render(in: context)
                 // A value's control characters become spaces (a line break would start a header of the request's choosing).
                 if !value.isNull, HTTPToken.isValid(name) {
-                    headers.append((name, String(value.interpolationText.unicodeScalars.map { $0.value < 0x20 && $0 != "\t" || $0.value == 0x7F ? " " : Character($0) })))
+                    headers.append(
+                        (
+                            name,
+                            String(
+                                value.interpolationText.unicodeScalars.map { $0.value < 0x20 && $0 != "\t" || $0.value == 0x7F ? " " : Character($0) }
+                            )
+                        ))
                 }
             }
             var body: [UInt8] = []
@@ -161,9 +174,11 @@ extension MockEngine {
                     headers.append(("Content-Type", callback.contentType ?? (isText ? "text/plain; charset=utf-8" : "application/json")))
                 }
             }
-            rendered.append(RenderedCallback(name: callback.name, method: callback.method, url: url, headers: headers, body: body,
-                                             delay: callback.delay?.sample() ?? 0, retries: callback.retries, retryDelay: callback.retryDelay,
-                                             timeout: callback.timeout))
+            rendered.append(
+                RenderedCallback(
+                    name: callback.name, method: callback.method, url: url, headers: headers, body: body,
+                    delay: callback.delay?.sample() ?? 0, retries: callback.retries, retryDelay: callback.retryDelay,
+                    timeout: callback.timeout))
         }
         return rendered
     }
@@ -173,17 +188,21 @@ extension MockEngine {
     /// `<endpoint>.<rule>` with status 101; or the socket closed (`CLOSE`),
     /// counted under the endpoint with the close code as its status.
     @discardableResult
-    package func journalSocket(_ opening: SocketOpening, method: String, rule: String?, status: Int = 101, outcome: SocketOutcome? = nil,
-                               message: String? = nil, sent: [String] = [], reason: Reason? = nil, durationMicros: Int = 0) -> Journal.Entry {
+    package func journalSocket(
+        _ opening: SocketOpening, method: String, rule: String?, status: Int = 101, outcome: SocketOutcome? = nil,
+        message: String? = nil, sent: [String] = [], reason: Reason? = nil, durationMicros: Int = 0
+    ) -> Journal.Entry {
         let now = sessions.session(opening.session).now(real: clock())
         let target = method == "CLOSE" ? opening.endpointID : "\(opening.endpointID).\(rule ?? "on_unmatched")"
-        let sequence = journal.record(time: now, session: opening.session, method: method, path: opening.path, query: nil, status: status,
-                                      endpointID: target, responseName: method == "CLOSE" ? nil : rule, durationMicros: durationMicros,
-                                      reason: outcome?.reason ?? reason, changes: outcome?.changes ?? [], message: message,
-                                      sent: sent.isEmpty ? outcome?.messages ?? [] : sent)
-        var entry = Journal.Entry(sequence: sequence, time: now, session: opening.session, method: method, path: opening.path, query: nil, status: status,
-                                  endpointID: target, responseName: method == "CLOSE" ? nil : rule, durationMicros: durationMicros,
-                                  why: outcome?.reason ?? reason, changes: outcome?.changes ?? [])
+        let sequence = journal.record(
+            time: now, session: opening.session, method: method, path: opening.path, query: nil, status: status,
+            endpointID: target, responseName: method == "CLOSE" ? nil : rule, durationMicros: durationMicros,
+            reason: outcome?.reason ?? reason, changes: outcome?.changes ?? [], message: message,
+            sent: sent.isEmpty ? outcome?.messages ?? [] : sent)
+        var entry = Journal.Entry(
+            sequence: sequence, time: now, session: opening.session, method: method, path: opening.path, query: nil, status: status,
+            endpointID: target, responseName: method == "CLOSE" ? nil : rule, durationMicros: durationMicros,
+            why: outcome?.reason ?? reason, changes: outcome?.changes ?? [])
         if let message { entry.message = Journal.clip(message) }
         entry.sent = (sent.isEmpty ? outcome?.messages ?? [] : sent).prefix(Journal.maximumSent).map(Journal.clip)
         return entry
@@ -192,15 +211,19 @@ extension MockEngine {
     /// Journals one attempt of a callback (`CALLBACK`): counted under
     /// `target` (`<endpoint>.<name>`) with the receiver's status (0 for
     /// none), its URL (without the query) as the path and its body as the message.
-    package func journalCallback(_ callback: RenderedCallback, target: String, session: String, status: Int, durationMicros: Int, reason: String) -> Journal.Entry {
+    package func journalCallback(
+        _ callback: RenderedCallback, target: String, session: String, status: Int, durationMicros: Int, reason: String
+    ) -> Journal.Entry {
         let url = String(callback.url.prefix { $0 != "?" }.prefix(2048))
         let now = sessions.session(session).now(real: clock())
         let text = callback.body.isEmpty ? nil : String(decoding: callback.body, as: UTF8.self)
         let why = Reason(reason)
-        let sequence = journal.record(time: now, session: session, method: "CALLBACK", path: url, query: nil, status: status, endpointID: target,
-                                      responseName: callback.name, durationMicros: durationMicros, reason: why, message: text)
-        var entry = Journal.Entry(sequence: sequence, time: now, session: session, method: "CALLBACK", path: url, query: nil, status: status,
-                                  endpointID: target, responseName: callback.name, durationMicros: durationMicros, why: why)
+        let sequence = journal.record(
+            time: now, session: session, method: "CALLBACK", path: url, query: nil, status: status, endpointID: target,
+            responseName: callback.name, durationMicros: durationMicros, reason: why, message: text)
+        var entry = Journal.Entry(
+            sequence: sequence, time: now, session: session, method: "CALLBACK", path: url, query: nil, status: status,
+            endpointID: target, responseName: callback.name, durationMicros: durationMicros, why: why)
         entry.message = text.map(Journal.clip)
         return entry
     }

@@ -71,23 +71,28 @@ public final class MockEngine: Sendable {
     ///   - defaultDelay: the delay of responses that declare none.
     ///   - clock: real time in seconds since 1970; sessions move their own
     ///     virtual clocks relative to it.
-    public convenience init(contract: Contract, journalCapacity: Int = 10_000, sessionLimit: Int = 10_000, sessionIdleLimit: Double? = 3600,
-                            stateLimit: Int? = nil, defaultDelay: Delay? = nil, forwardsUnmatched: Bool = false,
-                            clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
-        let sessions = SessionStore(initial: contract.state.initial, limit: sessionLimit, idleLimit: sessionIdleLimit,
-                                    stateLimit: stateLimit ?? StateBudget.defaultLimit, clock: clock)
+    public convenience init(
+        contract: Contract, journalCapacity: Int = 10_000, sessionLimit: Int = 10_000, sessionIdleLimit: Double? = 3600,
+        stateLimit: Int? = nil, defaultDelay: Delay? = nil, forwardsUnmatched: Bool = false,
+        clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }
+    ) {
+        let sessions = SessionStore(
+            initial: contract.state.initial, limit: sessionLimit, idleLimit: sessionIdleLimit,
+            stateLimit: stateLimit ?? StateBudget.defaultLimit, clock: clock)
         let journal = Journal(capacity: journalCapacity)
         // An evicted session's counts go with it, so the tally stays bounded by the session limit.
         sessions.onEviction { [journal] id in journal.forget(session: id) }
-        self.init(contract: contract, sessions: sessions, journal: journal, defaultDelay: defaultDelay, forwardsUnmatched: forwardsUnmatched, clock: clock)
+        self.init(
+            contract: contract, sessions: sessions, journal: journal, defaultDelay: defaultDelay, forwardsUnmatched: forwardsUnmatched, clock: clock)
     }
 
     /// An engine for a reloaded contract that carries on from `previous`:
     /// the same sessions (their state kept as `SessionStore.redeclare`
     /// says), journal, clock and default delay.
     public convenience init(contract: Contract, carryingOn previous: MockEngine) {
-        self.init(contract: contract, sessions: previous.sessions, journal: previous.journal, defaultDelay: previous.defaultDelay,
-                  forwardsUnmatched: previous.forwardsUnmatched, clock: previous.clock)
+        self.init(
+            contract: contract, sessions: previous.sessions, journal: previous.journal, defaultDelay: previous.defaultDelay,
+            forwardsUnmatched: previous.forwardsUnmatched, clock: previous.clock)
         sessions.redeclare(from: previous.contract.state, to: contract.state)
     }
 
@@ -109,8 +114,10 @@ public final class MockEngine: Sendable {
     }
 
     /// The stages built for `contract`, around sessions and a journal.
-    private init(contract: Contract, sessions: SessionStore, journal: Journal, defaultDelay: Delay?, forwardsUnmatched: Bool,
-                 clock: @escaping @Sendable () -> Double) {
+    private init(
+        contract: Contract, sessions: SessionStore, journal: Journal, defaultDelay: Delay?, forwardsUnmatched: Bool,
+        clock: @escaping @Sendable () -> Double
+    ) {
         self.contract = contract
         self.sessions = sessions
         self.journal = journal
@@ -168,10 +175,11 @@ public final class MockEngine: Sendable {
         // A HEAD's answer is the GET's: each transport sends its head alone
         // (RFC 9110 section 9.3.2), its `Content-Length` the GET's body's.
         let response = answer.delivery.response
-        let entry = Decision.Entry(time: now, session: valid ? sessionID : Journal.invalidSession, method: request.method, path: request.path,
-                                   query: request.query, endpointID: response?.endpointID ?? answer.forwarded?.endpointID,
-                                   responseName: response?.responseName, reason: response?.reason ?? answer.forwarded?.reason,
-                                   changes: response?.changes ?? answer.forwarded?.changes ?? [])
+        let entry = Decision.Entry(
+            time: now, session: valid ? sessionID : Journal.invalidSession, method: request.method, path: request.path,
+            query: request.query, endpointID: response?.endpointID ?? answer.forwarded?.endpointID,
+            responseName: response?.responseName, reason: response?.reason ?? answer.forwarded?.reason,
+            changes: response?.changes ?? answer.forwarded?.changes ?? [])
         return Decision(answer.delivery, delay: answer.delay, effects: answer.effects, entry: entry)
     }
 
@@ -208,10 +216,11 @@ public final class MockEngine: Sendable {
     public func complete(_ decision: Decision, status: Int? = nil, durationMicros: Int) -> Int? {
         guard let entry = decision.entry else { return nil }
         // An invalid id is never kept: it may be any size, and each distinct one would be a new key.
-        return journal.record(time: entry.time, session: entry.session, method: entry.method, path: entry.path, query: entry.query,
-                              status: status ?? decision.response?.status ?? Problem.noUpstream.status, endpointID: entry.endpointID,
-                              responseName: entry.responseName, durationMicros: durationMicros, proxied: decision.forwards,
-                              reason: entry.reason, changes: entry.changes)
+        return journal.record(
+            time: entry.time, session: entry.session, method: entry.method, path: entry.path, query: entry.query,
+            status: status ?? decision.response?.status ?? Problem.noUpstream.status, endpointID: entry.endpointID,
+            responseName: entry.responseName, durationMicros: durationMicros, proxied: decision.forwards,
+            reason: entry.reason, changes: entry.changes)
     }
 
     /// Decides and journals at once, for callers that deliver nothing over
@@ -278,17 +287,20 @@ public final class MockEngine: Sendable {
         case .methodNotAllowed where forwardsUnmatched, .notFound where forwardsUnmatched:
             return (.forwarding(endpointID: nil), session.now(real: real))
         case .methodNotAllowed(let allowed):
-            return fallback(for: Problem.methodNotAllowed(method: request.method, path: request.path, allowed: allowed), context: context, session: session)
+            return fallback(
+                for: Problem.methodNotAllowed(method: request.method, path: request.path, allowed: allowed), context: context, session: session)
         case .notFound(let nearMisses):
             // A path that lacks the contract's base_path, and would match with it, says so.
             var hint: String?
             let base = contract.basePath
             if !base.isEmpty, !request.path.hasPrefix(base + "/"), request.path != base,
-               case .matched = router.route(method: request.method, path: base + request.path, conditions: { _, _ in [] }) {
+                case .matched = router.route(method: request.method, path: base + request.path, conditions: { _, _ in [] })
+            {
                 hint = "The contract's base_path is \(base): did you mean \(request.method) \(base + request.path)?"
             }
-            return fallback(for: Problem.noMatchingEndpoint(method: request.method, path: request.path, nearMisses: nearMisses, hint: hint),
-                            context: context, session: session)
+            return fallback(
+                for: Problem.noMatchingEndpoint(method: request.method, path: request.path, nearMisses: nearMisses, hint: hint),
+                context: context, session: session)
         }
 
         // 2. Validate: reads only the request, so it runs outside the
@@ -306,16 +318,26 @@ public final class MockEngine: Sendable {
                 now = data.clock.now(real: real)
                 context.now = now
                 var answer: Answer
-                switch try verdict(request, credentials: credentials, endpoint: endpoint, validation: validation, context: &context, data: &data, now: now) {
+                switch try verdict(
+                    request, credentials: credentials, endpoint: endpoint, validation: validation, context: &context, data: &data, now: now)
+                {
                 case .forward:
-                    answer = .forwarding(endpointID: endpoint.id, reason: Reason("the endpoint is proxied (`proxy: true`) and nothing forces a response"))
+                    answer = .forwarding(
+                        endpointID: endpoint.id, reason: Reason("the endpoint is proxied (`proxy: true`) and nothing forces a response"))
                 case .problem(let problem, let rateHeaders):
                     answer = Answer(.whole(problem.response(endpointID: endpoint.id).adding(rateHeaders)))
                 case .respond(let chosen, let override, let rateHeaders, let why):
                     // The socket's rules see what the upgrade saw, the state read anew by each.
-                    let opening = endpoint.socket == nil ? nil : { SocketOpening(endpointID: endpoint.id, session: session.id, path: request.path,
-                                                                                   roots: $0, request: request) }
-                    answer = try render(chosen, in: &context, override: override, adding: rateHeaders, endpointID: endpoint.id, why: why, opening: opening)
+                    let opening =
+                        endpoint.socket == nil
+                        ? nil
+                        : {
+                            SocketOpening(
+                                endpointID: endpoint.id, session: session.id, path: request.path,
+                                roots: $0, request: request)
+                        }
+                    answer = try render(
+                        chosen, in: &context, override: override, adding: rateHeaders, endpointID: endpoint.id, why: why, opening: opening)
                 }
                 answer.record(changes: data.changedPaths)
                 return answer
@@ -333,9 +355,11 @@ public final class MockEngine: Sendable {
     /// upgrade saw. A template that fails throws, so the transaction keeps
     /// none of the request's changes. The context lets go of the state it
     /// read, so the next write to the session's state does not copy it.
-    private func render(_ chosen: ResponseDefinition, in context: inout EvaluationContext, override: Override?,
-                        adding extra: [(name: String, value: String)], endpointID: String?, why: Reason,
-                        opening: ((Roots) -> SocketOpening)? = nil) throws(Failure) -> Answer {
+    private func render(
+        _ chosen: ResponseDefinition, in context: inout EvaluationContext, override: Override?,
+        adding extra: [(name: String, value: String)], endpointID: String?, why: Reason,
+        opening: ((Roots) -> SocketOpening)? = nil
+    ) throws(Failure) -> Answer {
         defer { context.roots[.state] = nil }
         do {
             var definition = chosen
@@ -353,8 +377,9 @@ public final class MockEngine: Sendable {
                 socket = opening(roots)
             }
             if socket != nil || !definition.pushes.isEmpty || !definition.callbacks.isEmpty {
-                answer.effects = Decision.Effects(socket: socket, pushes: try Self.render(definition.pushes, in: context),
-                                                  callbacks: try Self.render(definition.callbacks, in: context))
+                answer.effects = Decision.Effects(
+                    socket: socket, pushes: try Self.render(definition.pushes, in: context),
+                    callbacks: try Self.render(definition.callbacks, in: context))
             }
             return answer
         } catch {
@@ -377,8 +402,9 @@ public final class MockEngine: Sendable {
                 let chosen: ResponseDefinition
                 var why = Reason("the contract's fallback for \(problem.type.split(separator: ":").last ?? ""): \(problem.detail)")
                 do throws(ResponseSelector.Failure) {
-                    chosen = try selector.select(from: [definition], forced: definition, endpointBindings: [], context: &context, data: &data,
-                                                 sequenceScope: "fallbacks", why: &why)
+                    chosen = try selector.select(
+                        from: [definition], forced: definition, endpointBindings: [], context: &context, data: &data,
+                        sequenceScope: "fallbacks", why: &why)
                 } catch {
                     throw .selection(error)
                 }
@@ -436,8 +462,10 @@ public final class MockEngine: Sendable {
     /// validation verdict (`on_invalid`, or a 422/415/400 problem), then the
     /// request's `Prefer`, then the active scenario's override, then the
     /// contract's own choice.
-    private func verdict(_ request: RecordedRequest, credentials: Authenticator.Presented, endpoint: Endpoint, validation: RequestValidator.Outcome,
-                        context: inout EvaluationContext, data: inout SessionData, now: Double) throws(Failure) -> Verdict {
+    private func verdict(
+        _ request: RecordedRequest, credentials: Authenticator.Presented, endpoint: Endpoint, validation: RequestValidator.Outcome,
+        context: inout EvaluationContext, data: inout SessionData, now: Double
+    ) throws(Failure) -> Verdict {
         let call = data.countCall(to: endpoint.id)
         // A forced answer waits until a call gets as far as the contract's choice (not one refused before it).
         let forcedNext = data.forced.first { $0.endpointID == endpoint.id }
@@ -445,8 +473,10 @@ public final class MockEngine: Sendable {
         // A proxied endpoint is mocked only where a scenario or the client asks for a response.
         if endpoint.proxy, override == nil, request.header("prefer") == nil { return .forward }
 
-        func respond(_ forced: ResponseDefinition?, rateHeaders: [(name: String, value: String)], why given: String? = nil,
-                     bindingEndpoint: Bool = false) throws(Failure) -> Verdict {
+        func respond(
+            _ forced: ResponseDefinition?, rateHeaders: [(name: String, value: String)], why given: String? = nil,
+            bindingEndpoint: Bool = false
+        ) throws(Failure) -> Verdict {
             do {
                 var why = Reason(given)
                 var bindings = forced == nil || bindingEndpoint ? endpoint.bindings : []
@@ -457,7 +487,10 @@ public final class MockEngine: Sendable {
                     var trial = context
                     trial.roots[.state] = .object(data.state)
                     for (name, template) in bindings {
-                        guard let value = try? template.render(in: trial) else { bindings = []; break }
+                        guard let value = try? template.render(in: trial) else {
+                            bindings = []
+                            break
+                        }
                         trial.roots[bound: name] = value
                     }
                 }
@@ -497,8 +530,9 @@ public final class MockEngine: Sendable {
                 context.roots[.retryAfter] = .int(limited.retryAfter)
                 rateHeaders.append((name: "Retry-After", value: String(limited.retryAfter)))
                 let window = limit.window.truncatingRemainder(dividingBy: 1) == 0 ? "\(Int(limit.window)) s" : "\(limit.window) s"
-                return try respond(limit.response, rateHeaders: rateHeaders,
-                                   why: "rate limit '\(limit.name)' reached: \(limit.limit) requests per \(window); free again in \(limited.retryAfter) s")
+                return try respond(
+                    limit.response, rateHeaders: rateHeaders,
+                    why: "rate limit '\(limit.name)' reached: \(limit.limit) requests per \(window); free again in \(limited.retryAfter) s")
             }
         }
 
@@ -508,7 +542,9 @@ public final class MockEngine: Sendable {
             context.use(parts)
         case .invalid(let issues, let parts):
             let problem = Problem.validationFailed(issues)
-            guard let onInvalid = endpoint.onInvalid ?? contract.fallbacks[.validationFailed] else { return .problem(problem, rateHeaders: rateHeaders) }
+            guard let onInvalid = endpoint.onInvalid ?? contract.fallbacks[.validationFailed] else {
+                return .problem(problem, rateHeaders: rateHeaders)
+            }
             context.use(parts)
             context.roots[.errors] = .array(issues.map(\.json))
             context.roots[.problem] = problem.json
@@ -519,12 +555,16 @@ public final class MockEngine: Sendable {
             let documented = problem.status == 400 ? endpoint.onInvalid.flatMap { $0.status == 400 ? $0 : nil } : nil
             guard let fallback = documented ?? contract.fallback(for: problem) else { return .problem(problem, rateHeaders: rateHeaders) }
             context.roots[.problem] = problem.json
-            if documented != nil { context.roots[.errors] = .array([.object(JSONObject([("pointer", "/body"), ("message", .string(problem.detail))]))]) }
+            if documented != nil {
+                context.roots[.errors] = .array([.object(JSONObject([("pointer", "/body"), ("message", .string(problem.detail))]))])
+            }
             return try respond(fallback, rateHeaders: rateHeaders, why: "the request cannot be read: \(problem.detail)")
         }
 
         // A WebSocket endpoint takes only an upgrade (after the checks every request has).
-        if let socket = endpoint.socket, let problem = Self.handshakeProblem(request, socket: socket) { return .problem(problem, rateHeaders: rateHeaders) }
+        if let socket = endpoint.socket, let problem = Self.handshakeProblem(request, socket: socket) {
+            return .problem(problem, rateHeaders: rateHeaders)
+        }
 
         // 5. The request's own `Prefer`, else a scenario's forced response,
         // stands in for the contract's choice.
@@ -537,7 +577,9 @@ public final class MockEngine: Sendable {
         }
         if let override, let response = override.response {
             if forcedNext != nil { data.takeForced(endpointID: endpoint.id) }
-            let why = forcedNext != nil ? "forced as this call's answer through the admin API (POST /__doppel/next)"
+            let why =
+                forcedNext != nil
+                ? "forced as this call's answer through the admin API (POST /__doppel/next)"
                 : "scenario '\(data.scenario?.name ?? "")' overrides \(override.call.map { "call \($0)" } ?? "every call")"
             return try respond(response, rateHeaders: rateHeaders, why: why, bindingEndpoint: forcedNext != nil)
         }

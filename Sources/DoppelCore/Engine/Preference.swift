@@ -38,6 +38,7 @@ package struct Preference: Sendable, Equatable {
 
     /// What was asked, for messages: `code=404, example=missing`.
     package var description: String {
-        [code.map { "code=\(codeText ?? String($0))" + ($0 == 0 ? " (not a status)" : "") }, example.map { "example=\($0)" }].compactMap { $0 }.joined(separator: ", ")
+        [code.map { "code=\(codeText ?? String($0))" + ($0 == 0 ? " (not a status)" : "") }, example.map { "example=\($0)" }].compactMap { $0 }
+            .joined(separator: ", ")
     }
 }

@@ -85,7 +85,9 @@ package struct RateLimiter: Sendable {
     }
 
     static func headers(_ limit: RateLimit, remaining: Int, reset: Int) -> [(name: String, value: String)] {
-        [(name: "RateLimit-Limit", value: String(limit.limit)), (name: "RateLimit-Remaining", value: String(max(0, remaining))),
-         (name: "RateLimit-Reset", value: String(reset))]
+        [
+            (name: "RateLimit-Limit", value: String(limit.limit)), (name: "RateLimit-Remaining", value: String(max(0, remaining))),
+            (name: "RateLimit-Reset", value: String(reset)),
+        ]
     }
 }

@@ -16,7 +16,10 @@ public struct RecordedRequest: Sendable {
     public var localPort: Int?
 
     /// A request; header names are lowercased.
-    public init(method: String, path: String, query: String? = nil, headers: [(name: String, value: String)] = [], body: [UInt8] = [], remoteAddress: String? = nil) {
+    public init(
+        method: String, path: String, query: String? = nil, headers: [(name: String, value: String)] = [], body: [UInt8] = [],
+        remoteAddress: String? = nil
+    ) {
         self.method = method.uppercased()
         self.path = path
         self.query = query
@@ -29,8 +32,9 @@ public struct RecordedRequest: Sendable {
     public init(method: String, target: String, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
         let utf8 = target.utf8
         if let mark = utf8.firstIndex(of: UInt8(ascii: "?")) {
-            self.init(method: method, path: String(Substring(utf8[..<mark])), query: String(Substring(utf8[utf8.index(after: mark)...])),
-                      headers: headers, body: body)
+            self.init(
+                method: method, path: String(Substring(utf8[..<mark])), query: String(Substring(utf8[utf8.index(after: mark)...])),
+                headers: headers, body: body)
         } else {
             self.init(method: method, path: target, headers: headers, body: body)
         }
@@ -59,8 +63,11 @@ public struct RecordedRequest: Sendable {
             if start < end {
                 let pair = utf8[start..<end]
                 if let eq = pair.firstIndex(of: UInt8(ascii: "=")) {
-                    items.append((PercentDecoding.decode(Substring(pair[..<eq]), plusAsSpace: true),
-                                  PercentDecoding.decode(Substring(pair[utf8.index(after: eq)...]), plusAsSpace: true)))
+                    items.append(
+                        (
+                            PercentDecoding.decode(Substring(pair[..<eq]), plusAsSpace: true),
+                            PercentDecoding.decode(Substring(pair[utf8.index(after: eq)...]), plusAsSpace: true)
+                        ))
                 } else {
                     items.append((PercentDecoding.decode(Substring(pair), plusAsSpace: true), ""))
                 }
@@ -78,8 +85,11 @@ extension RecordedRequest {
     func root(_ slot: Roots.Slot) -> JSON {
         switch slot {
         case .request:
-            return .object(JSONObject([("method", .string(method)), ("path", .string(path)), ("query_string", query.map { .string($0) } ?? .null),
-                                       ("port", localPort.map { .int($0) } ?? .null)]))
+            return .object(
+                JSONObject([
+                    ("method", .string(method)), ("path", .string(path)), ("query_string", query.map { .string($0) } ?? .null),
+                    ("port", localPort.map { .int($0) } ?? .null),
+                ]))
         case .headers:
             var object = JSONObject()
             object.reserveCapacity(headers.count)
@@ -118,7 +128,9 @@ public struct MockResponse: Sendable {
     /// The most changed paths a response lists.
     package static let maximumChanges = 16
     /// A response with `status`, `headers` and `body`.
-    public init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = [], endpointID: String? = nil, responseName: String? = nil) {
+    public init(
+        status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = [], endpointID: String? = nil, responseName: String? = nil
+    ) {
         self.status = status
         self.headers = headers
         self.body = body
@@ -148,7 +160,8 @@ extension String {
         let ascii: Bool?? = utf8.withContiguousStorageIfAvailable { mine in
             other.utf8.withContiguousStorageIfAvailable { theirs -> Bool? in
                 for index in 0..<mine.count {
-                    let a = mine[index], b = theirs[index]
+                    let a = mine[index]
+                    let b = theirs[index]
                     guard a | b < 0x80 else { return nil }
                     if a != b, lower(a) != lower(b) { return false }
                 }

@@ -26,7 +26,9 @@ package struct RequestValidator: Sendable {
         case rejected(Problem)
     }
 
-    package func validate(_ request: RecordedRequest, queryItems: [(String, String)], pathParameters: [String: String] = [:], for endpoint: Endpoint) -> Outcome {
+    package func validate(
+        _ request: RecordedRequest, queryItems: [(String, String)], pathParameters: [String: String] = [:], for endpoint: Endpoint
+    ) -> Outcome {
         var issues: [ValidationIssue] = []
         var path: JSON?
         if let schema = endpoint.pathParameters {
@@ -47,7 +49,8 @@ package struct RequestValidator: Sendable {
         }
         var headers: JSON?
         if let schema = endpoint.headers {
-            let (rawHeaders, headerIssues) = validator.coerceParameters(request.headers.map { ($0.name, $0.value) }, by: schema, caseInsensitive: true)
+            let (rawHeaders, headerIssues) = validator.coerceParameters(
+                request.headers.map { ($0.name, $0.value) }, by: schema, caseInsensitive: true)
             issues += headerIssues.map { ValidationIssue(pointer: "/headers" + $0.pointer, message: $0.message) }
             headers = validator.applyingDefaults(to: rawHeaders, schema: lowercasedProperties(schema))
         }
@@ -69,8 +72,10 @@ package struct RequestValidator: Sendable {
                 .filter { !unreadable.contains($0.pointer) }
         }
         if let schema = endpoint.headers, let headers {
-            issues += validator.validate(headers, against: lowercasedProperties(schema)).map { ValidationIssue(pointer: "/headers" + $0.pointer, message: $0.message) }
-                .filter { !unreadable.contains($0.pointer) }
+            issues += validator.validate(headers, against: lowercasedProperties(schema)).map {
+                ValidationIssue(pointer: "/headers" + $0.pointer, message: $0.message)
+            }
+            .filter { !unreadable.contains($0.pointer) }
         }
         var body: JSON = .null
         /// What the body schema checks, when it is not `body` itself: a
@@ -90,7 +95,9 @@ package struct RequestValidator: Sendable {
                     let items = try media.read(request.body)
                     body = .array(items)
                     for (index, item) in items.enumerated() where issues.count < 100 {
-                        issues += validator.validate(item, against: itemSchema).map { ValidationIssue(pointer: "/body/\(index)" + $0.pointer, message: $0.message) }
+                        issues += validator.validate(item, against: itemSchema).map {
+                            ValidationIssue(pointer: "/body/\(index)" + $0.pointer, message: $0.message)
+                        }
                     }
                 } catch {
                     issues.append(ValidationIssue(pointer: "/body", message: "cannot be read item by item: \(error.reason)"))
@@ -102,7 +109,8 @@ package struct RequestValidator: Sendable {
                     return .rejected(.malformedJSON(error.description))
                 }
             } else if essence == "application/x-www-form-urlencoded" {
-                let (form, formIssues) = validator.coerceParameters(FormBody.urlEncodedPairs(request.body), by: endpoint.body?.schema, repeatedAsList: true)
+                let (form, formIssues) = validator.coerceParameters(
+                    FormBody.urlEncodedPairs(request.body), by: endpoint.body?.schema, repeatedAsList: true)
                 body = form
                 issues += formIssues.map { ValidationIssue(pointer: "/body" + $0.pointer, message: $0.message) }
             } else if essence == "multipart/form-data" {
@@ -110,7 +118,8 @@ package struct RequestValidator: Sendable {
                     return .rejected(.malformedMultipart("the Content-Type has no boundary parameter"))
                 }
                 do {
-                    let (form, view, formIssues) = multipartObject(try FormBody.multipartParts(request.body, boundary: boundary), schema: endpoint.body?.schema)
+                    let (form, view, formIssues) = multipartObject(
+                        try FormBody.multipartParts(request.body, boundary: boundary), schema: endpoint.body?.schema)
                     body = form
                     checked = view
                     issues += formIssues.map { ValidationIssue(pointer: "/body" + $0.pointer, message: $0.message) }
@@ -200,7 +209,8 @@ package struct RequestValidator: Sendable {
             do {
                 parsed.append((part.name, try JSONReader.parse(part.content)))
             } catch {
-                issues.append(ValidationIssue(pointer: "/" + SchemaValidator.escape(part.name), message: "the part is not valid JSON: \(error.description)"))
+                issues.append(
+                    ValidationIssue(pointer: "/" + SchemaValidator.escape(part.name), message: "the part is not valid JSON: \(error.description)"))
             }
         }
         let fields = parts.filter { !$0.isFile && !isJSONPart($0) }.map { ($0.name, String(decoding: $0.content, as: UTF8.self)) }
@@ -219,10 +229,11 @@ package struct RequestValidator: Sendable {
         var files: [String: [(file: JSON, content: JSON)]] = [:]
         var order: [String] = []
         for part in parts where part.isFile {
-            let file = JSON.object(JSONObject([
-                ("filename", .string(part.filename!)), ("content_type", part.contentType.map { .string($0) } ?? .null),
-                ("size", .int(part.content.count)),
-            ]))
+            let file = JSON.object(
+                JSONObject([
+                    ("filename", .string(part.filename!)), ("content_type", part.contentType.map { .string($0) } ?? .null),
+                    ("size", .int(part.content.count)),
+                ]))
             // The content as text of one code point a byte, so lengths count bytes.
             let content = JSON.string(String(String.UnicodeScalarView(part.content.map { Unicode.Scalar($0) })))
             if files[part.name] == nil { order.append(part.name) }
@@ -235,7 +246,8 @@ package struct RequestValidator: Sendable {
             // A property of type string (and not object) takes a file as its content.
             let property = resolved?.property(name).map(validator.resolve)
             let target = property?.typeSet.contains(.array) == true ? property?.items.map(validator.resolve) : property
-            let asContent = target.map { $0.types == nil ? $0.format == "binary" : $0.typeSet.contains(.string) && !$0.typeSet.contains(.object) } ?? false
+            let asContent =
+                target.map { $0.types == nil ? $0.format == "binary" : $0.typeSet.contains(.string) && !$0.typeSet.contains(.object) } ?? false
             var checkedList = asContent ? files[name]!.map(\.content) : list
             switch object[name] {
             case .array(let fields)?:
@@ -266,7 +278,8 @@ package struct RequestValidator: Sendable {
     /// Header schemas are written with any case; requests arrive lowercased.
     private func lowercasedProperties(_ schema: Schema) -> Schema {
         let resolved = validator.resolve(schema)
-        guard resolved.properties.contains(where: { $0.0 != $0.0.lowercased() }) || resolved.required.contains(where: { $0 != $0.lowercased() }) else { return resolved }
+        guard resolved.properties.contains(where: { $0.0 != $0.0.lowercased() }) || resolved.required.contains(where: { $0 != $0.lowercased() })
+        else { return resolved }
         return Schema(
             types: resolved.types, properties: resolved.properties.map { ($0.0.lowercased(), $0.1) },
             required: resolved.required.map { $0.lowercased() }, additionalProperties: resolved.additionalProperties)

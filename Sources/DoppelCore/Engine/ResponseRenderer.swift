@@ -3,7 +3,9 @@ package struct ResponseRenderer: Sendable {
     package init() {}
 
     /// The response rendered, and how it goes out: whole, streamed, or broken by its fault.
-    package func render(_ response: ResponseDefinition, in context: EvaluationContext, endpointID: String?) throws(EvaluationError) -> Decision.Delivery {
+    package func render(
+        _ response: ResponseDefinition, in context: EvaluationContext, endpointID: String?
+    ) throws(EvaluationError) -> Decision.Delivery {
         var headers: [(name: String, value: String)] = []
         headers.reserveCapacity(response.headers.count + 1)
         var hasContentType = false

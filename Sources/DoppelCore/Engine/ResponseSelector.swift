@@ -59,7 +59,8 @@ package struct ResponseSelector: Sendable {
                     }
                     passed += 1
                 } catch {
-                    throw .expressionFailed(response: candidate.name, message: "'when: \(when.source)': \(error.message)", exceedsBudget: error.exceedsBudget)
+                    throw .expressionFailed(
+                        response: candidate.name, message: "'when: \(when.source)': \(error.message)", exceedsBudget: error.exceedsBudget)
                 }
             }
             guard let found else { throw .noResponseMatched }
@@ -71,7 +72,8 @@ package struct ResponseSelector: Sendable {
                 do throws(EvaluationError) {
                     key += "|" + (try per.evaluate(in: context)).interpolationText
                 } catch {
-                    throw .expressionFailed(response: chosen.name, message: "'per: \(per.source)': \(error.message)", exceedsBudget: error.exceedsBudget)
+                    throw .expressionFailed(
+                        response: chosen.name, message: "'per: \(per.source)': \(error.message)", exceedsBudget: error.exceedsBudget)
                 }
             }
             let position = data.advanceSequence(key)
@@ -89,7 +91,8 @@ package struct ResponseSelector: Sendable {
                 context.roots[.state] = nil
                 try apply(change, to: &data)
             } catch {
-                throw .expressionFailed(response: chosen.name, message: "effect '\(effect.source)': \(error.message)", exceedsBudget: error.exceedsBudget)
+                throw .expressionFailed(
+                    response: chosen.name, message: "effect '\(effect.source)': \(error.message)", exceedsBudget: error.exceedsBudget)
             }
             context.roots[.state] = .object(data.state)
         }
@@ -149,12 +152,14 @@ package struct ResponseSelector: Sendable {
         data.undo.append(.stateSize(data.stateSize))
         data.stateSize += delta
         if delta > 0, data.stateSize > SessionData.maximumStateSize {
-            throw EvaluationError("""
+            throw EvaluationError(
+                """
                 it would grow the session's state past \(SessionData.maximumStateSize >> 20) MiB; \
                 reset the session (POST /__doppel/reset) or send less
                 """, exceedsBudget: true)
         }
-        if kinds[name] == .counter, case .int = root {} else if kinds[name] == .counter {
+        if kinds[name] == .counter, case .int = root {
+        } else if kinds[name] == .counter {
             throw EvaluationError("counter '\(name)' must stay an integer, would become \(root.typeName)")
         }
         if kinds[name] == .collection, root.objectValue == nil {
@@ -167,8 +172,10 @@ package struct ResponseSelector: Sendable {
     /// one entry that takes the whole change back (the shallowest one created or replaced).
     /// Each container is lifted out of its enum before it changes, so that it is uniquely
     /// referenced and Swift changes it where it is instead of copying it.
-    static func modify(_ value: inout JSON, _ keys: ArraySlice<StateKey>, path: [StateKey], _ operation: Effect.Operation, _ operand: JSON,
-                       delta: inout Int, undo: inout SessionData.Undo?) throws(EvaluationError) {
+    static func modify(
+        _ value: inout JSON, _ keys: ArraySlice<StateKey>, path: [StateKey], _ operation: Effect.Operation, _ operand: JSON,
+        delta: inout Int, undo: inout SessionData.Undo?
+    ) throws(EvaluationError) {
         guard let key = keys.first else {
             let replacement: JSON
             switch operation {

@@ -86,7 +86,8 @@ public struct Verification: Sendable, Equatable, CustomStringConvertible {
         }
         // The criteria's own session first: on a server shared by many tests, its answers say the most.
         func rank(_ key: Journal.Tally.Key) -> Int { key.session == criteria.session ? 0 : 1 }
-        nearMatches = near.sorted { (rank($0.key), $0.key.session, $0.key.status) < (rank($1.key), $1.key.session, $1.key.status) }.map { key, count in
+        nearMatches = near.sorted { (rank($0.key), $0.key.session, $0.key.status) < (rank($1.key), $1.key.session, $1.key.status) }.map {
+            key, count in
             NearMatch(endpoint: criteria.endpoint, status: key.status, session: key.session, count: count)
         }
     }
@@ -124,13 +125,21 @@ public struct Verification: Sendable, Equatable, CustomStringConvertible {
         var criteriaJSON = JSONObject([("endpoint", .string(criteria.endpoint))])
         if let status = criteria.status { criteriaJSON["status"] = .int(status) }
         if let session = criteria.session { criteriaJSON["session"] = .string(session) }
-        return .object(JSONObject([
-            ("pass", .bool(passed)), ("criteria", .object(criteriaJSON)), ("expected", .object(expectedJSON)), ("actual", .int(actual)),
-            ("near_matches", .array(nearMatches.map { near in
-                .object(JSONObject([("endpoint", .string(near.endpoint)), ("status", .int(near.status)), ("session", .string(near.session)),
-                                    ("count", .int(near.count))]))
-            })),
-        ]))
+        return .object(
+            JSONObject([
+                ("pass", .bool(passed)), ("criteria", .object(criteriaJSON)), ("expected", .object(expectedJSON)), ("actual", .int(actual)),
+                (
+                    "near_matches",
+                    .array(
+                        nearMatches.map { near in
+                            .object(
+                                JSONObject([
+                                    ("endpoint", .string(near.endpoint)), ("status", .int(near.status)), ("session", .string(near.session)),
+                                    ("count", .int(near.count)),
+                                ]))
+                        })
+                ),
+            ]))
     }
 }
 
@@ -182,26 +191,46 @@ public struct Coverage: Sendable, Equatable {
         }
         endpoints = contract.endpoints.flatMap { endpoint in
             // A WebSocket's rules are covered as its upgrade is: each one run at least once (status 101, the socket's).
-            let rules = endpoint.socket.map { socket in
-                socket.rules.map { EndpointCoverage(id: "\(endpoint.id).\($0.name)", request: "\(endpoint.signature) rule \($0.name)", statuses: statuses("\(endpoint.id).\($0.name)", [101])) }
-            } ?? []
-            return [EndpointCoverage(id: endpoint.id, request: endpoint.signature, statuses: statuses(endpoint.id, contract.statuses(of: endpoint)))] + rules
+            let rules =
+                endpoint.socket.map { socket in
+                    socket.rules.map {
+                        EndpointCoverage(
+                            id: "\(endpoint.id).\($0.name)", request: "\(endpoint.signature) rule \($0.name)",
+                            statuses: statuses("\(endpoint.id).\($0.name)", [101]))
+                    }
+                } ?? []
+            return [EndpointCoverage(id: endpoint.id, request: endpoint.signature, statuses: statuses(endpoint.id, contract.statuses(of: endpoint)))]
+                + rules
         }
     }
 
     /// The coverage as JSON, as the admin API answers it.
     public var json: JSON {
-        .object(JSONObject([
-            ("session", session.map { .string($0) } ?? .null), ("reached", .int(reached)), ("total", .int(total)),
-            ("unreached", .array(unreached.map { .string($0) })),
-            ("endpoints", .array(endpoints.map { endpoint in
-                .object(JSONObject([
-                    ("id", .string(endpoint.id)), ("request", .string(endpoint.request)),
-                    ("statuses", .array(endpoint.statuses.map { status in
-                        .object(JSONObject([("status", .int(status.status)), ("reached", .bool(status.reached)), ("count", .int(status.count))]))
-                    })),
-                ]))
-            })),
-        ]))
+        .object(
+            JSONObject([
+                ("session", session.map { .string($0) } ?? .null), ("reached", .int(reached)), ("total", .int(total)),
+                ("unreached", .array(unreached.map { .string($0) })),
+                (
+                    "endpoints",
+                    .array(
+                        endpoints.map { endpoint in
+                            .object(
+                                JSONObject([
+                                    ("id", .string(endpoint.id)), ("request", .string(endpoint.request)),
+                                    (
+                                        "statuses",
+                                        .array(
+                                            endpoint.statuses.map { status in
+                                                .object(
+                                                    JSONObject([
+                                                        ("status", .int(status.status)), ("reached", .bool(status.reached)),
+                                                        ("count", .int(status.count)),
+                                                    ]))
+                                            })
+                                    ),
+                                ]))
+                        })
+                ),
+            ]))
     }
 }

@@ -52,9 +52,19 @@ package struct Expression: Sendable, CustomStringConvertible {
     }
 
     enum BinaryOperator: String, Sendable {
-        case equal = "==", notEqual = "!=", less = "<", lessOrEqual = "<=", greater = ">", greaterOrEqual = ">="
-        case contains = "in", notContains = "not in"
-        case add = "+", subtract = "-", multiply = "*", divide = "/", remainder = "%"
+        case equal = "=="
+        case notEqual = "!="
+        case less = "<"
+        case lessOrEqual = "<="
+        case greater = ">"
+        case greaterOrEqual = ">="
+        case contains = "in"
+        case notContains = "not in"
+        case add = "+"
+        case subtract = "-"
+        case multiply = "*"
+        case divide = "/"
+        case remainder = "%"
     }
 
     package var description: String { source }

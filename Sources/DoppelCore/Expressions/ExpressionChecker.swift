@@ -21,8 +21,10 @@ package struct ExpressionChecker: Sendable {
     /// parameter as a number. Any other query value is text.
     let numericQuery: (@Sendable (String) -> Bool)?
 
-    package init(roots: Set<String>, stateNames: Set<String>, dataNames: Set<String>, pathNames: [String]? = nil,
-                numericQuery: (@Sendable (String) -> Bool)? = nil) {
+    package init(
+        roots: Set<String>, stateNames: Set<String>, dataNames: Set<String>, pathNames: [String]? = nil,
+        numericQuery: (@Sendable (String) -> Bool)? = nil
+    ) {
         self.roots = roots
         self.stateNames = stateNames
         self.dataNames = dataNames
@@ -35,7 +37,11 @@ package struct ExpressionChecker: Sendable {
     /// as text, and the request would fail with a 500.
     private func checkNumber(_ node: Expression.Node, for use: String, into problems: inout [Problem]) {
         guard let numericQuery, case .member(.name("query", _, _), let name, let offset) = node, !numericQuery(name) else { return }
-        problems.append(Problem(message: "query.\(name) is text unless the endpoint's query schema gives it type integer or number, so \(use) would fail; declare it, or write int(query.\(name))", offset: offset))
+        problems.append(
+            Problem(
+                message:
+                    "query.\(name) is text unless the endpoint's query schema gives it type integer or number, so \(use) would fail; declare it, or write int(query.\(name))",
+                offset: offset))
     }
 
     package func check(_ expression: Expression) -> [Problem] {
@@ -62,7 +68,8 @@ package struct ExpressionChecker: Sendable {
             } else if case .name("data", _, _) = base, !dataNames.contains(name) {
                 problems.append(Problem(message: "data has no '\(name)'\(Suggestion.hint(for: name, in: dataNames))", offset: offset))
             } else if case .name("path", _, _) = base, let pathNames, !pathNames.contains(name) {
-                let has = pathNames.isEmpty ? "the endpoint's path has no parameters" : "it has \(pathNames.map { "'\($0)'" }.joined(separator: ", "))"
+                let has =
+                    pathNames.isEmpty ? "the endpoint's path has no parameters" : "it has \(pathNames.map { "'\($0)'" }.joined(separator: ", "))"
                 problems.append(Problem(message: "path has no '\(name)'\(Suggestion.hint(for: name, in: pathNames)); \(has)", offset: offset))
             }
             check(base, insideIteration: insideIteration, into: &problems)
@@ -86,25 +93,32 @@ package struct ExpressionChecker: Sendable {
         case .object(let pairs):
             for (_, value) in pairs { check(value, insideIteration: insideIteration, into: &problems) }
         case .lambda(let parameter, _):
-            problems.append(Problem(message: "'\(parameter) => ...' can only be the second argument of filter(), map() and the other list functions", offset: 0))
+            problems.append(
+                Problem(message: "'\(parameter) => ...' can only be the second argument of filter(), map() and the other list functions", offset: 0))
         case .call(let call):
             let (name, arguments, offset) = (call.name, call.arguments, call.offset)
             if let function = call.function {
                 let arity = function.arity
                 if !arity.contains(arguments.count) {
                     let expected = arity.lowerBound == arity.upperBound ? "\(arity.lowerBound)" : "\(arity.lowerBound) to \(arity.upperBound)"
-                    problems.append(Problem(message: "\(name)() takes \(expected) argument\(arity.upperBound == 1 ? "" : "s"), not \(arguments.count)", offset: offset))
+                    problems.append(
+                        Problem(
+                            message: "\(name)() takes \(expected) argument\(arity.upperBound == 1 ? "" : "s"), not \(arguments.count)", offset: offset
+                        ))
                 }
             } else {
-                problems.append(Problem(message: "unknown function '\(name)'\(Suggestion.hint(for: name, in: Function.allCases.map(\.rawValue)))", offset: offset))
+                problems.append(
+                    Problem(message: "unknown function '\(name)'\(Suggestion.hint(for: name, in: Function.allCases.map(\.rawValue)))", offset: offset)
+                )
             }
             // Arguments only a number will do.
-            let numeric: [Int] = switch call.function {
-            case .slice: [1, 2]
-            case .round, .monthStart: [1]
-            case .abs, .floor, .ceil, .date: [0]
-            default: []
-            }
+            let numeric: [Int] =
+                switch call.function {
+                case .slice: [1, 2]
+                case .round, .monthStart: [1]
+                case .abs, .floor, .ceil, .date: [0]
+                default: []
+                }
             for index in numeric where index < arguments.count {
                 checkNumber(arguments[index], for: "\(name)()", into: &problems)
             }

@@ -11,11 +11,20 @@ import Synchronization
 /// its own name so nested list functions can still see it.
 /// `if(condition, then, else)` evaluates only the branch it returns.
 enum Function: String, CaseIterable, Sendable {
-    case uuid, now, date, epoch, dateAdd = "date_add", monthStart = "month_start"
-    case len, byteLen = "byte_len", round, floor, ceil, abs, min, max, sum
+    case uuid, now, date, epoch
+    case dateAdd = "date_add"
+    case monthStart = "month_start"
+    case len
+    case byteLen = "byte_len"
+    case round, floor, ceil, abs, min, max, sum
     case values, keys, slice, merge, pick, first, last, reverse
-    case filter, map, find, count, any, all, sortBy = "sort_by", mapValues = "map_values", findIndex = "find_index"
-    case lower, upper, string, int, number, matches, startsWith = "starts_with", endsWith = "ends_with"
+    case filter, map, find, count, any, all
+    case sortBy = "sort_by"
+    case mapValues = "map_values"
+    case findIndex = "find_index"
+    case lower, upper, string, int, number, matches
+    case startsWith = "starts_with"
+    case endsWith = "ends_with"
     case split, join, replace, trim, base64, `if`, omit, unique, tally, flatten
 
     /// How many arguments it takes.
@@ -24,7 +33,8 @@ enum Function: String, CaseIterable, Sendable {
         case .uuid, .now: 0...0
         case .monthStart, .round, .min, .max, .count: 1...2
         case .dateAdd, .merge, .pick, .filter, .map, .find, .any, .all, .sortBy, .matches, .startsWith, .endsWith, .split, .join,
-             .mapValues, .omit, .findIndex: 2...2
+            .mapValues, .omit, .findIndex:
+            2...2
         case .slice: 2...3
         case .replace, .if: 3...3
         default: 1...1
@@ -147,7 +157,11 @@ extension Evaluator {
                 case .findIndex: if hit { return .int(index) }
                 case .any: if hit { return .bool(true) }
                 case .all: if !hit { return .bool(false) }
-                default: if hit { results.append(item); count += 1 }
+                default:
+                    if hit {
+                        results.append(item)
+                        count += 1
+                    }
                 }
             }
             switch function {
@@ -188,7 +202,9 @@ extension Evaluator {
             switch a[i] {
             case .int, .double:
                 let seconds = a[i].numberValue!
-                guard UTCCalendar.supported.contains(seconds) else { throw EvaluationError("\(name)(): \(a[i].interpolationText) is outside the years 1 to 9999") }
+                guard UTCCalendar.supported.contains(seconds) else {
+                    throw EvaluationError("\(name)(): \(a[i].interpolationText) is outside the years 1 to 9999")
+                }
                 return seconds
             case .string(let s):
                 guard let e = UTCCalendar.parse(s) else { throw EvaluationError("\(name)(): '\(s)' is not an ISO 8601 date") }
@@ -323,7 +339,8 @@ extension Evaluator {
             }
         case .matches:
             // The linear-time matcher: the pattern or the text may come from the request.
-            let text = try string(0), pattern = try string(1)
+            let text = try string(0)
+            let pattern = try string(1)
             do {
                 return .bool(try LinearRegex(pattern).matches(text))
             } catch {
@@ -352,7 +369,10 @@ extension Evaluator {
             return String(unsafeUninitializedCapacity: 36) { out in
                 var i = 0
                 for (index, byte) in raw.enumerated() {
-                    if index == 4 || index == 6 || index == 8 || index == 10 { out[i] = UInt8(ascii: "-"); i += 1 }
+                    if index == 4 || index == 6 || index == 8 || index == 10 {
+                        out[i] = UInt8(ascii: "-")
+                        i += 1
+                    }
                     out[i] = hexDigits[Int(byte >> 4)]
                     out[i + 1] = hexDigits[Int(byte & 0xF)]
                     i += 2
@@ -391,7 +411,8 @@ package enum UUIDBits {
     }
 
     static func next() -> UInt64 {
-        let base: UInt64, n: UInt64
+        let base: UInt64
+        let n: UInt64
         if let fixed = fixedSequence {
             (base, n) = (0, fixed.counter.wrappingAdd(1, ordering: .relaxed).newValue)
         } else {

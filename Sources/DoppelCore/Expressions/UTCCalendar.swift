@@ -51,7 +51,10 @@ package enum UTCCalendar {
         // Written digit by digit: this runs for every `clock.now` and `now()`.
         return String(unsafeUninitializedCapacity: 20) { buffer in
             var i = 0
-            func put(_ byte: UInt8) { buffer[i] = byte; i += 1 }
+            func put(_ byte: UInt8) {
+                buffer[i] = byte
+                i += 1
+            }
             // Every field fits its width: years are 1...9999 (`supported`).
             func digits(_ n: Int, _ width: Int) {
                 var n = n
@@ -61,8 +64,17 @@ package enum UTCCalendar {
                 }
                 i += width
             }
-            digits(c.year, 4); put(UInt8(ascii: "-")); digits(c.month, 2); put(UInt8(ascii: "-")); digits(c.day, 2)
-            put(UInt8(ascii: "T")); digits(c.hour, 2); put(UInt8(ascii: ":")); digits(c.minute, 2); put(UInt8(ascii: ":")); digits(c.second, 2)
+            digits(c.year, 4)
+            put(UInt8(ascii: "-"))
+            digits(c.month, 2)
+            put(UInt8(ascii: "-"))
+            digits(c.day, 2)
+            put(UInt8(ascii: "T"))
+            digits(c.hour, 2)
+            put(UInt8(ascii: ":"))
+            digits(c.minute, 2)
+            put(UInt8(ascii: ":"))
+            digits(c.second, 2)
             put(UInt8(ascii: "Z"))
             return i
         }
@@ -89,11 +101,14 @@ package enum UTCCalendar {
         }
         // A byte, not a Character: this runs for every `month_start(clock.now)`.
         func take(_ c: Unicode.Scalar) -> Bool {
-            if i < chars.count, chars[i] == UInt8(truncatingIfNeeded: c.value) { i += 1; return true }
+            if i < chars.count, chars[i] == UInt8(truncatingIfNeeded: c.value) {
+                i += 1
+                return true
+            }
             return false
         }
         guard let year = number(4), take("-"), let month = number(2), take("-"), let day = number(2),
-              (1...12).contains(month), (1...daysInMonth(month, of: year)).contains(day)
+            (1...12).contains(month), (1...daysInMonth(month, of: year)).contains(day)
         else { return nil }
         var c = Components(year: year, month: month, day: day)
         var fraction = 0.0
@@ -189,8 +204,12 @@ package struct CalendarDuration: Sendable, Equatable {
             case "h": result.seconds += value * 3600
             case "d": result.seconds += value * 86400
             case "w": result.seconds += value * 604800
-            case "mo": guard value == value.rounded(), value <= 12_000 else { return nil }; result.months += Int(value)
-            case "y": guard value == value.rounded(), value <= 1_000 else { return nil }; result.months += Int(value) * 12
+            case "mo":
+                guard value == value.rounded(), value <= 12_000 else { return nil }
+                result.months += Int(value)
+            case "y":
+                guard value == value.rounded(), value <= 1_000 else { return nil }
+                result.months += Int(value) * 12
             default: return nil
             }
         }

@@ -122,14 +122,20 @@ package enum TemplateParser {
                 var j = i + 2
                 var close: Int?
                 while j + 1 < chars.count {
-                    if chars[j] == "}", chars[j + 1] == "}" { close = j; break }
+                    if chars[j] == "}", chars[j + 1] == "}" {
+                        close = j
+                        break
+                    }
                     j += 1
                 }
                 guard let close else { throw Failure(message: "'{{' without a closing '}}'", offset: i) }
                 let inner = String(chars[(i + 2)..<close])
                 do {
                     let expression = try Expression.parse(inner)
-                    if !literal.isEmpty { segments.append(.text(literal)); literal = "" }
+                    if !literal.isEmpty {
+                        segments.append(.text(literal))
+                        literal = ""
+                    }
                     segments.append(.expression(expression))
                 } catch {
                     throw Failure(message: error.message, offset: i + 2 + error.offset)

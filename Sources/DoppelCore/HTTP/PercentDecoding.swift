@@ -12,8 +12,9 @@ package enum PercentDecoding {
         var iterator = Array(text.utf8)[...]
         while let b = iterator.popFirst() {
             if b == UInt8(ascii: "%"), iterator.count >= 2,
-               let h = hexValue(iterator[iterator.startIndex]), let l = hexValue(iterator[iterator.startIndex + 1]),
-               !(keepingEncodedSlashes && h << 4 | l == UInt8(ascii: "/")) {
+                let h = hexValue(iterator[iterator.startIndex]), let l = hexValue(iterator[iterator.startIndex + 1]),
+                !(keepingEncodedSlashes && h << 4 | l == UInt8(ascii: "/"))
+            {
                 bytes.append(h << 4 | l)
                 iterator = iterator.dropFirst(2)
             } else if plusAsSpace, b == UInt8(ascii: "+") {

@@ -12,7 +12,10 @@ extension ContractLoader {
 
     /// Whether a method is an HTTP token (RFC 9110 §9.1) of letters, digits and `-`, `_`, `.`.
     static func isMethodToken(_ method: String) -> Bool {
-        !method.isEmpty && method.count <= 32 && method.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "-_.".unicodeScalars.contains($0)) }
+        !method.isEmpty && method.count <= 32
+            && method.unicodeScalars.allSatisfy {
+                $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "-_.".unicodeScalars.contains($0))
+            }
     }
 
     mutating func readEndpoints(_ node: SourceNode?, basePath: String, defaultAuth: [String]) -> [Endpoint] {
@@ -104,7 +107,9 @@ extension ContractLoader {
         let pathParameters = reader["path"].flatMap { readSchema($0, context: "path of \(context)") }
         if let pathParameters, let pathNode = reader["path"] {
             for (name, _) in pathParameters.properties where !path.parameterNames.contains(name) {
-                diagnostics.error("path parameter '\(name)' of \(context) is not in its path \(path.template)\(Suggestion.hint(for: name, in: path.parameterNames))", at: pathNode.location)
+                diagnostics.error(
+                    "path parameter '\(name)' of \(context) is not in its path \(path.template)\(Suggestion.hint(for: name, in: path.parameterNames))",
+                    at: pathNode.location)
             }
         }
         let query = reader["query"].flatMap { readSchema($0, context: "query of \(context)") }
@@ -113,7 +118,8 @@ extension ContractLoader {
         defer { numericQuery = nil }
         let queryString = reader["querystring"].flatMap { readQueryString($0, context: context) }
         if queryString != nil, let node = reader["query"] {
-            diagnostics.error("\(context) has 'query' and 'querystring'; 'querystring' is the whole query, so give one or the other", at: node.location)
+            diagnostics.error(
+                "\(context) has 'query' and 'querystring'; 'querystring' is the whole query, so give one or the other", at: node.location)
         }
         let headers = reader["headers"].flatMap { readSchema($0, context: "headers of \(context)") }
         let cookies = reader["cookies"].flatMap { readSchema($0, context: "cookies of \(context)") }
@@ -140,12 +146,16 @@ extension ContractLoader {
         if let socketNode = reader["websocket"] {
             socket = readSocket(socketNode, endpointID: id, endpointLets: letNames)
             if method != "GET" {
-                diagnostics.error("a WebSocket upgrade is a GET request (RFC 6455 section 4.1); write 'GET \(parts[1])'", at: requestNode.contentLocation)
+                diagnostics.error(
+                    "a WebSocket upgrade is a GET request (RFC 6455 section 4.1); write 'GET \(parts[1])'", at: requestNode.contentLocation)
             }
             if proxy { diagnostics.error("a WebSocket endpoint cannot be proxied", at: reader["proxy"]!.location) }
             if reader["responses"] == nil {
-                responses = [ResponseDefinition(name: "\(id).upgrade", when: nil, status: 101, headers: [], body: .empty, bindings: [], effects: [],
-                                                location: socketNode.location)]
+                responses = [
+                    ResponseDefinition(
+                        name: "\(id).upgrade", when: nil, status: 101, headers: [], body: .empty, bindings: [], effects: [],
+                        location: socketNode.location)
+                ]
             }
         }
         if let responsesNode = proxy || socket != nil ? reader["responses"] : reader.required("responses", diagnostics: &diagnostics) {
@@ -188,18 +198,23 @@ extension ContractLoader {
     /// `querystring:`: the whole query string as one value, read as its
     /// `content_type` (form fields by default, JSON, or text) says.
     private mutating func readQueryString(_ node: SourceNode, context: String) -> BodySpec? {
-        guard let reader = MappingReader(node, allowed: Self.queryStringKeys, context: "querystring of \(context)", diagnostics: &diagnostics) else { return nil }
+        guard let reader = MappingReader(node, allowed: Self.queryStringKeys, context: "querystring of \(context)", diagnostics: &diagnostics) else {
+            return nil
+        }
         let schema = reader["schema"].flatMap { readSchema($0, context: "querystring schema of \(context)") }
         let type = reader.string("content_type", diagnostics: &diagnostics) ?? "application/x-www-form-urlencoded"
         if let example = reader["example"], let schema {
             pendingExamples.append((example.json, schema, example.location, "the example querystring of \(context)"))
         }
-        return BodySpec(schema: schema, contentTypes: [MediaTypes.essence(type)], required: reader.bool("required", diagnostics: &diagnostics) ?? false,
-                        example: reader["example"]?.json)
+        return BodySpec(
+            schema: schema, contentTypes: [MediaTypes.essence(type)], required: reader.bool("required", diagnostics: &diagnostics) ?? false,
+            example: reader["example"]?.json)
     }
 
     private mutating func readBodySpec(_ node: SourceNode, context: String) -> BodySpec? {
-        guard let reader = MappingReader(node, allowed: Self.requestBodyKeys, context: "body of \(context)", diagnostics: &diagnostics) else { return nil }
+        guard let reader = MappingReader(node, allowed: Self.requestBodyKeys, context: "body of \(context)", diagnostics: &diagnostics) else {
+            return nil
+        }
         let schema = reader["schema"].flatMap { readSchema($0, context: "body schema of \(context)") }
         var types = ["application/json"]
         if let typeNode = reader["content_type"] {
@@ -210,11 +225,14 @@ extension ContractLoader {
         }
         let itemSchema = reader["item_schema"].flatMap { readSchema($0, context: "item_schema of the body of \(context)") }
         if let node = reader["item_schema"], !types.contains(where: { SequentialMedia($0) != nil }) {
-            diagnostics.error("'item_schema' of the body of \(context) describes the items of a sequential content_type (application/jsonl, application/x-ndjson, application/json-seq, text/event-stream, multipart/mixed), and none is accepted", at: node.location)
+            diagnostics.error(
+                "'item_schema' of the body of \(context) describes the items of a sequential content_type (application/jsonl, application/x-ndjson, application/json-seq, text/event-stream, multipart/mixed), and none is accepted",
+                at: node.location)
         }
-        return BodySpec(schema: schema, contentTypes: types.map { $0.lowercased() },
-                        required: reader.bool("required", diagnostics: &diagnostics) ?? (schema != nil || itemSchema != nil),
-                        example: reader["example"]?.json, itemSchema: itemSchema)
+        return BodySpec(
+            schema: schema, contentTypes: types.map { $0.lowercased() },
+            required: reader.bool("required", diagnostics: &diagnostics) ?? (schema != nil || itemSchema != nil),
+            example: reader["example"]?.json, itemSchema: itemSchema)
     }
 
     /// Flags endpoints that can never be reached because an earlier one with
@@ -226,7 +244,9 @@ extension ContractLoader {
         for index in endpoints.indices {
             let key = endpoints[index].method + " " + endpoints[index].path.template
             if let earlier = unconditional[key] {
-                diagnostics.error("endpoint '\(endpoints[index].id)' is unreachable: '\(endpoints[earlier].id)' has the same request (\(endpoints[index].signature)) and no 'match' condition", at: endpoints[index].location)
+                diagnostics.error(
+                    "endpoint '\(endpoints[index].id)' is unreachable: '\(endpoints[earlier].id)' has the same request (\(endpoints[index].signature)) and no 'match' condition",
+                    at: endpoints[index].location)
             } else if endpoints[index].match.isEmpty {
                 unconditional[key] = index
             }

@@ -10,7 +10,9 @@ extension ContractLoader {
             guard let spec = MappingReader(entry.value, allowed: Self.rateLimitKeys, context: context, diagnostics: &diagnostics) else { continue }
             // Each field is checked even when an earlier one is wrong, so
             // every problem is reported at once.
-            let key = spec.required("key", diagnostics: &diagnostics).flatMap { compileExpression($0, roots: Self.requestRoots.subtracting(["state"])) }
+            let key = spec.required("key", diagnostics: &diagnostics).flatMap {
+                compileExpression($0, roots: Self.requestRoots.subtracting(["state"]))
+            }
             let limit = spec.int("limit", diagnostics: &diagnostics)
             if spec.has("limit"), let limit, limit < 0 {
                 diagnostics.error("'limit' of \(context) cannot be negative", at: spec["limit"]!.location)
@@ -44,20 +46,27 @@ extension ContractLoader {
             }
             var response: ResponseDefinition? = Self.defaultTooManyRequests(at: entry.value.location)
             if let responseNode = spec["response"] {
-                response = readResponseReference(responseNode, name: "\(entry.name).response", scope: Self.requestRoots.union(["retry_after"]), endpointLets: [])
+                response = readResponseReference(
+                    responseNode, name: "\(entry.name).response", scope: Self.requestRoots.union(["retry_after"]), endpointLets: [])
             }
             guard let key, let limit, limit >= 0, let window, let algorithm, let response else { continue }
-            limits.append(RateLimit(name: entry.name, key: key, limit: limit, window: window.seconds, algorithm: algorithm, endpoints: endpoints, response: response))
+            limits.append(
+                RateLimit(
+                    name: entry.name, key: key, limit: limit, window: window.seconds, algorithm: algorithm, endpoints: endpoints, response: response))
         }
         return limits
     }
 
     /// The built-in 429 for a rate limit that declares no `response`.
     static func defaultTooManyRequests(at location: SourceLocation) -> ResponseDefinition {
-        let body: ValueTemplate = .object(ObjectTemplate([
-            ("type", .constant("urn:doppel:problem:rate-limited")), ("title", .constant("Too many requests")), ("status", .constant(429)),
-            ("detail", .interpolated([.text("Rate limit exceeded; retry in "), .expression(try! Expression.parse("retry_after")), .text(" s.")])),
-        ]))
+        let body: ValueTemplate = .object(
+            ObjectTemplate([
+                ("type", .constant("urn:doppel:problem:rate-limited")), ("title", .constant("Too many requests")), ("status", .constant(429)),
+                (
+                    "detail",
+                    .interpolated([.text("Rate limit exceeded; retry in "), .expression(try! Expression.parse("retry_after")), .text(" s.")])
+                ),
+            ]))
         return ResponseDefinition(
             name: "rate-limited", when: nil, status: 429, headers: [], body: .json(body, encoded: nil, contentType: "application/problem+json"),
             bindings: [], effects: [], location: location)

@@ -5,7 +5,8 @@ extension ContractLoader {
     static let eventKeys: Set<String> = ["event", "data", "id", "retry", "delay"]
     static let responseKeys: Set<String> = [
         "when", "ref", "name", "status", "description", "headers", "body", "text", "base64", "file", "chunks", "interval", "events",
-        "items", "items_from_schema", "item_schema", "content_type", "let", "effects", "schema", "body_from_schema", "delay", "fault", "push", "callbacks",
+        "items", "items_from_schema", "item_schema", "content_type", "let", "effects", "schema", "body_from_schema", "delay", "fault", "push",
+        "callbacks",
     ]
     static let referenceKeys: Set<String> = ["when", "ref", "name", "description", "let", "effects", "delay", "fault", "push", "callbacks"]
     static let sequenceKeys: Set<String> = ["when", "sequence", "then", "per", "description"]
@@ -30,7 +31,8 @@ extension ContractLoader {
         let context = "response \(name)"
         guard let reader = MappingReader(node, allowed: allowed, context: context, diagnostics: &diagnostics) else {
             if isReference {
-                for key in node.mappingPairs?.compactMap({ $0.key.scalarText }) ?? [] where !allowed.contains(key) && Self.responseKeys.contains(key) {
+                for key in node.mappingPairs?.compactMap({ $0.key.scalarText }) ?? [] where !allowed.contains(key) && Self.responseKeys.contains(key)
+                {
                     diagnostics.error("'\(key)' cannot be combined with 'ref'; change the shared response instead", at: node.location)
                 }
             }
@@ -50,7 +52,8 @@ extension ContractLoader {
             }
             effects = shared.effects + effects
             var response = ResponseDefinition(
-                name: reader.string("name", diagnostics: &diagnostics) ?? refName, when: when, status: shared.status, headers: shared.headers, body: shared.body,
+                name: reader.string("name", diagnostics: &diagnostics) ?? refName, when: when, status: shared.status, headers: shared.headers,
+                body: shared.body,
                 bindings: bindings + shared.bindings, effects: effects, location: node.location)
             response.stream = shared.stream
             response.delay = readDelay(reader["delay"]) ?? shared.delay
@@ -92,10 +95,13 @@ extension ContractLoader {
                         }
                     } else {
                         // A warning: an OpenAPI document (whose responses all ask for one) is served despite it.
-                        diagnostics.warning("no body can be generated from the schema of \(context): a value would recurse without end or hold more than \(SchemaSampler.maximumSize) values and characters, so the response is sent without a body; write the body instead", at: reader["body_from_schema"]!.location)
+                        diagnostics.warning(
+                            "no body can be generated from the schema of \(context): a value would recurse without end or hold more than \(SchemaSampler.maximumSize) values and characters, so the response is sent without a body; write the body instead",
+                            at: reader["body_from_schema"]!.location)
                     }
                 } else {
-                    diagnostics.error("'body_from_schema' of \(context) stands for a body; give one or the other", at: reader["body_from_schema"]!.location)
+                    diagnostics.error(
+                        "'body_from_schema' of \(context) stands for a body; give one or the other", at: reader["body_from_schema"]!.location)
                 }
             }
             if case .json(let template, _, _) = body, let value = template.constantValue {
@@ -117,7 +123,9 @@ extension ContractLoader {
             // What it describes must be a stream of items Doppel can read back one by one.
             let type = response.stream?.contentType ?? explicitType ?? ""
             if response.stream == nil || SequentialMedia(type) == nil {
-                diagnostics.error("'item_schema' of \(context) describes the items of a streamed body ('items', 'events', or 'chunks' of a sequential content_type: text/event-stream, application/jsonl, application/x-ndjson, application/json-seq, multipart/mixed)", at: node.location)
+                diagnostics.error(
+                    "'item_schema' of \(context) describes the items of a streamed body ('items', 'events', or 'chunks' of a sequential content_type: text/event-stream, application/jsonl, application/x-ndjson, application/json-seq, multipart/mixed)",
+                    at: node.location)
             }
         }
         response.delay = readDelay(reader["delay"])
@@ -180,9 +188,9 @@ extension ContractLoader {
             return delay
         }
         guard let reader = MappingReader(node, allowed: Self.delayKeys, context: "delay", diagnostics: &diagnostics),
-              let low = reader.string("min", diagnostics: &diagnostics).flatMap(CalendarDuration.parse),
-              let high = reader.string("max", diagnostics: &diagnostics).flatMap(CalendarDuration.parse),
-              low.months == 0, high.months == 0, high.seconds >= low.seconds
+            let low = reader.string("min", diagnostics: &diagnostics).flatMap(CalendarDuration.parse),
+            let high = reader.string("max", diagnostics: &diagnostics).flatMap(CalendarDuration.parse),
+            low.months == 0, high.months == 0, high.seconds >= low.seconds
         else {
             diagnostics.error("delay needs 'min' and 'max' durations, min no larger than max", at: node.location)
             return nil
@@ -193,14 +201,18 @@ extension ContractLoader {
     mutating func readFault(_ node: SourceNode?) -> Fault? {
         guard let node, let text = node.scalarText else { return nil }
         guard let fault = Fault(rawValue: text) else {
-            diagnostics.error("unknown fault '\(text)'\(Suggestion.hint(for: text, in: Fault.allCases.map(\.rawValue))); faults are \(Fault.allCases.map(\.rawValue).joined(separator: ", "))", at: node.location)
+            diagnostics.error(
+                "unknown fault '\(text)'\(Suggestion.hint(for: text, in: Fault.allCases.map(\.rawValue))); faults are \(Fault.allCases.map(\.rawValue).joined(separator: ", "))",
+                at: node.location)
             return nil
         }
         return fault
     }
 
     /// `chunks` with `interval`, `items` (or `items_from_schema`) with `interval`, or `events`.
-    private mutating func readStream(_ reader: MappingReader, roots: Set<String>, explicitType: String?, itemSchema: Schema?, context: String) -> StreamDefinition? {
+    private mutating func readStream(
+        _ reader: MappingReader, roots: Set<String>, explicitType: String?, itemSchema: Schema?, context: String
+    ) -> StreamDefinition? {
         if reader.has("items") || reader.has("items_from_schema") {
             return readItems(reader, roots: roots, explicitType: explicitType, itemSchema: itemSchema, context: context)
         }
@@ -224,12 +236,13 @@ extension ContractLoader {
         var events: [EventDefinition] = []
         for item in items {
             guard let event = MappingReader(item, allowed: Self.eventKeys, context: "an event of \(context)", diagnostics: &diagnostics),
-                  let dataNode = event.required("data", diagnostics: &diagnostics),
-                  let data = compileTemplate(dataNode, roots: roots)
+                let dataNode = event.required("data", diagnostics: &diagnostics),
+                let data = compileTemplate(dataNode, roots: roots)
             else { continue }
-            events.append(EventDefinition(
-                event: event.string("event", diagnostics: &diagnostics), data: data, id: event["id"]?.json.interpolationText,
-                retry: event.int("retry", diagnostics: &diagnostics), delay: readDelay(event["delay"])?.minimum ?? 0))
+            events.append(
+                EventDefinition(
+                    event: event.string("event", diagnostics: &diagnostics), data: data, id: event["id"]?.json.interpolationText,
+                    retry: event.int("retry", diagnostics: &diagnostics), delay: readDelay(event["delay"])?.minimum ?? 0))
         }
         return .events(events)
     }
@@ -250,11 +263,15 @@ extension ContractLoader {
 
     /// `items` (each a template), or `items_from_schema: N` (N values
     /// generated from `item_schema` once, here), of a sequential media type.
-    private mutating func readItems(_ reader: MappingReader, roots: Set<String>, explicitType: String?, itemSchema: Schema?, context: String) -> StreamDefinition? {
+    private mutating func readItems(
+        _ reader: MappingReader, roots: Set<String>, explicitType: String?, itemSchema: Schema?, context: String
+    ) -> StreamDefinition? {
         let type = explicitType ?? "application/jsonl"
         let at = (reader["items"] ?? reader["items_from_schema"])!.location
         guard let media = SequentialMedia(type) else {
-            diagnostics.error("'items' of \(context) are sent as a sequential media type (text/event-stream, application/jsonl, application/x-ndjson, application/json-seq, multipart/mixed); content_type '\(type)' is not one", at: at)
+            diagnostics.error(
+                "'items' of \(context) are sent as a sequential media type (text/event-stream, application/jsonl, application/x-ndjson, application/json-seq, multipart/mixed); content_type '\(type)' is not one",
+                at: at)
             return nil
         }
         var templates: [ValueTemplate] = []
@@ -275,7 +292,8 @@ extension ContractLoader {
             }
         } else if let countNode = reader["items_from_schema"] {
             guard case .int(let count) = countNode.json, (1...Self.maximumGeneratedItems).contains(count) else {
-                diagnostics.error("'items_from_schema' of \(context) must be a number of items from 1 to \(Self.maximumGeneratedItems)", at: countNode.location)
+                diagnostics.error(
+                    "'items_from_schema' of \(context) must be a number of items from 1 to \(Self.maximumGeneratedItems)", at: countNode.location)
                 return nil
             }
             guard let itemSchema else {
@@ -283,7 +301,9 @@ extension ContractLoader {
                 return nil
             }
             guard let value = SchemaSampler(registry: schemas).sample(itemSchema) else {
-                diagnostics.warning("no item can be generated from the item_schema of \(context): a value would recurse without end or hold more than \(SchemaSampler.maximumSize) values and characters, so the response is sent without items; write 'items' instead", at: countNode.location)
+                diagnostics.warning(
+                    "no item can be generated from the item_schema of \(context): a value would recurse without end or hold more than \(SchemaSampler.maximumSize) values and characters, so the response is sent without items; write 'items' instead",
+                    at: countNode.location)
                 return nil
             }
             templates = Array(repeating: .constant(value), count: count)
@@ -383,7 +403,8 @@ extension ContractLoader {
                 let location = item.contentLocation
                 if let value = parsed.value { check(value, roots: roots, at: location, offsetBase: parsed.valueOffset) }
                 for case .index(let index) in parsed.path { check(index, roots: roots, at: location, offsetBase: 0) }
-                effects.append(Effect(name: parsed.name, path: parsed.path, operation: parsed.operation, value: parsed.value, source: text, location: location))
+                effects.append(
+                    Effect(name: parsed.name, path: parsed.path, operation: parsed.operation, value: parsed.value, source: text, location: location))
             case .failure(let failure):
                 diagnostics.error("bad effect: \(failure.message)", at: item.contentLocation.advanced(by: failure.offset))
             }

@@ -12,7 +12,9 @@ extension ContractLoader {
         }
         for cycle in SchemaCycles.find(in: schemas) {
             let location = schemaNodes[cycle[0]]?.location ?? node.location
-            diagnostics.error("schema '\(cycle[0])' refers back to itself without descending into a property or item (\(cycle.joined(separator: " → "))), so no value could ever be checked against it", at: location)
+            diagnostics.error(
+                "schema '\(cycle[0])' refers back to itself without descending into a property or item (\(cycle.joined(separator: " → "))), so no value could ever be checked against it",
+                at: location)
         }
     }
 
@@ -41,8 +43,9 @@ extension ContractLoader {
         if let typeNode = reader["type"] {
             let names = typeNode.sequenceItems?.compactMap(\.scalarText) ?? typeNode.scalarText.map { [$0] } ?? []
             for name in names where !Self.typeNames.contains(name) {
-                documentMistake("unknown type '\(name)' in \(context)\(Suggestion.hint(for: name, in: Self.typeNames))", at: typeNode.location,
-                                servedAs: "it is left out, and the other types checked")
+                documentMistake(
+                    "unknown type '\(name)' in \(context)\(Suggestion.hint(for: name, in: Self.typeNames))", at: typeNode.location,
+                    servedAs: "it is left out, and the other types checked")
             }
             types = names.filter(Self.typeNames.contains)
             if types?.isEmpty == true { types = nil }
@@ -61,15 +64,17 @@ extension ContractLoader {
                 if !properties.isEmpty, !asAllOfBranch {
                     for item in items {
                         if let name = item.scalarText, !properties.contains(where: { $0.0 == name }) {
-                            documentMistake("required property '\(name)' is not among the properties of \(context)\(Suggestion.hint(for: name, in: properties.map(\.0)))",
-                                            at: item.location, servedAs: "it is required as written")
+                            documentMistake(
+                                "required property '\(name)' is not among the properties of \(context)\(Suggestion.hint(for: name, in: properties.map(\.0)))",
+                                at: item.location, servedAs: "it is required as written")
                         }
                     }
                 }
             } else {
                 // `required: true` on a property is a Swagger 2.0-era habit that JSON Schema does not know.
-                documentMistake("'required' in \(context) must be a list of property names\(requiredNode.json == .bool(true) ? " (a property is required by listing it in its object's 'required')" : "")",
-                                at: requiredNode.location, servedAs: "it is left out")
+                documentMistake(
+                    "'required' in \(context) must be a list of property names\(requiredNode.json == .bool(true) ? " (a property is required by listing it in its object's 'required')" : "")",
+                    at: requiredNode.location, servedAs: "it is left out")
             }
         }
         var additional: Schema??
@@ -87,16 +92,19 @@ extension ContractLoader {
             do {
                 pattern = try Schema.Pattern(source)
             } catch {
-                documentMistake("unusable 'pattern' in \(context): \(error.message)", at: patternNode.location, servedAs: "the pattern is not checked")
+                documentMistake(
+                    "unusable 'pattern' in \(context): \(error.message)", at: patternNode.location, servedAs: "the pattern is not checked")
             }
         }
         let style = reader.string("style", diagnostics: &diagnostics)
         if let style, !Schema.styles.contains(style) {
-            diagnostics.error("unknown parameter style '\(style)' in \(context)\(Suggestion.hint(for: style, in: Schema.styles))", at: reader["style"]!.location)
+            diagnostics.error(
+                "unknown parameter style '\(style)' in \(context)\(Suggestion.hint(for: style, in: Schema.styles))", at: reader["style"]!.location)
         }
         let format = reader.string("format", diagnostics: &diagnostics)
         if let format, !Schema.formats.contains(format) {
-            diagnostics.error("unknown format '\(format)' in \(context)\(Suggestion.hint(for: format, in: Schema.formats))", at: reader["format"]!.location)
+            diagnostics.error(
+                "unknown format '\(format)' in \(context)\(Suggestion.hint(for: format, in: Schema.formats))", at: reader["format"]!.location)
         }
         var enumValues: [JSON]?
         if let enumNode = reader["enum"] {
@@ -113,8 +121,10 @@ extension ContractLoader {
         }
         var discriminator: Schema.Discriminator?
         if let discriminatorNode = reader["discriminator"],
-           let spec = MappingReader(discriminatorNode, allowed: Self.discriminatorKeys, context: "discriminator of \(context)", diagnostics: &diagnostics),
-           let property = spec.required("propertyName", diagnostics: &diagnostics)?.scalarText {
+            let spec = MappingReader(
+                discriminatorNode, allowed: Self.discriminatorKeys, context: "discriminator of \(context)", diagnostics: &diagnostics),
+            let property = spec.required("propertyName", diagnostics: &diagnostics)?.scalarText
+        {
             var mapping: [(String, String)] = []
             for entry in spec.entries("mapping", diagnostics: &diagnostics) {
                 if let target = entry.value.scalarText, let named = reference(target, at: entry.value.location)?.ref {
@@ -122,7 +132,8 @@ extension ContractLoader {
                 }
             }
             if reader["oneOf"] == nil, reader["anyOf"] == nil {
-                diagnostics.warning("discriminator of \(context) has no oneOf or anyOf to choose from; it is not checked", at: discriminatorNode.location)
+                diagnostics.warning(
+                    "discriminator of \(context) has no oneOf or anyOf to choose from; it is not checked", at: discriminatorNode.location)
             }
             discriminator = Schema.Discriminator(propertyName: property, mapping: mapping)
         }
@@ -199,8 +210,9 @@ extension ContractLoader {
                     advanced.patternProperties.append((pattern, schema))
                 }
             } catch {
-                documentMistake("unusable pattern '\(entry.name)' in patternProperties of \(context): \(error.message)", at: entry.value.location,
-                                servedAs: "members are not checked by it")
+                documentMistake(
+                    "unusable pattern '\(entry.name)' in patternProperties of \(context): \(error.message)", at: entry.value.location,
+                    servedAs: "members are not checked by it")
             }
         }
         advanced.propertyNames = sub("propertyNames")

@@ -1,9 +1,13 @@
 extension ContractLoader {
     static let socketKeys: Set<String> = ["on_connect", "every", "on_message", "on_unmatched", "protocols", "description"]
-    static let socketRuleKeys: Set<String> = ["name", "description", "when", "let", "effects", "send", "push", "close", "delay", "interval", "schema"]
+    static let socketRuleKeys: Set<String> = [
+        "name", "description", "when", "let", "effects", "send", "push", "close", "delay", "interval", "schema",
+    ]
     static let pushKeys: Set<String> = ["socket", "send", "delay"]
     static let closeKeys: Set<String> = ["code", "reason"]
-    static let callbackKeys: Set<String> = ["name", "url", "method", "headers", "body", "schema", "content_type", "delay", "retries", "retry_delay", "timeout", "description"]
+    static let callbackKeys: Set<String> = [
+        "name", "url", "method", "headers", "body", "schema", "content_type", "delay", "retries", "retry_delay", "timeout", "description",
+    ]
     /// The most retries a callback may ask for.
     static let maximumRetries = 10
     /// The most a close frame's reason may hold, in bytes (RFC 6455 section 5.5: 125 for the frame, 2 of them the code).
@@ -37,13 +41,16 @@ extension ContractLoader {
                 readSocketRule(item, name: "\(trigger.key)[\(index)]", trigger: trigger, endpointLets: endpointLets, context: context)
             }
         }
-        let onConnect = rules(.connect), every = rules(.every), onMessage = rules(.message)
+        let onConnect = rules(.connect)
+        let every = rules(.every)
+        let onMessage = rules(.message)
         let onUnmatched = reader["on_unmatched"].flatMap {
             readSocketRule($0, name: "on_unmatched", trigger: .unmatched, endpointLets: endpointLets, context: context)
         }
         var seen: Set<String> = []
         for rule in onConnect + every + onMessage + (onUnmatched.map { [$0] } ?? []) where !seen.insert(rule.name).inserted {
-            diagnostics.error("two rules of \(context) are named '\(rule.name)'; the journal and verify tell rules apart by name", at: rule.definition.location)
+            diagnostics.error(
+                "two rules of \(context) are named '\(rule.name)'; the journal and verify tell rules apart by name", at: rule.definition.location)
         }
         var protocols: [String] = []
         if let node = reader["protocols"] {
@@ -60,7 +67,9 @@ extension ContractLoader {
         return socket
     }
 
-    private mutating func readSocketRule(_ node: SourceNode, name: String, trigger: SocketTrigger, endpointLets: [String], context: String) -> SocketRule? {
+    private mutating func readSocketRule(
+        _ node: SourceNode, name: String, trigger: SocketTrigger, endpointLets: [String], context: String
+    ) -> SocketRule? {
         var allowed = Self.socketRuleKeys
         if trigger != .every { allowed.remove("interval") }
         if trigger != .message { allowed.remove("schema") }
@@ -99,12 +108,14 @@ extension ContractLoader {
         if messages.isEmpty, pushes.isEmpty, close == nil, effects.isEmpty {
             diagnostics.warning("\(ruleContext) sends nothing, changes nothing and closes nothing", at: node.location)
         }
-        var definition = ResponseDefinition(name: ownName, when: when, status: 101, headers: [], body: .empty, bindings: bindings,
-                                            effects: effects, location: node.location)
+        var definition = ResponseDefinition(
+            name: ownName, when: when, status: 101, headers: [], body: .empty, bindings: bindings,
+            effects: effects, location: node.location)
         definition.delay = readDelay(reader["delay"])
         definition.description = reader.string("description", diagnostics: &diagnostics)
-        return SocketRule(definition: definition, messages: messages, pushes: pushes, close: close, schema: schema,
-                          interval: trigger == .every ? interval ?? 1 : nil)
+        return SocketRule(
+            definition: definition, messages: messages, pushes: pushes, close: close, schema: schema,
+            interval: trigger == .every ? interval ?? 1 : nil)
     }
 
     /// `push:` of a response or a socket rule: messages for the session's open sockets.
@@ -124,12 +135,15 @@ extension ContractLoader {
         let code = reader.int("code", diagnostics: &diagnostics) ?? 1000
         let usable = SocketClose.isSendable(code)
         if !usable {
-            diagnostics.error("close code \(code) cannot be sent: use 1000–1003, 1007–1014, or 3000–4999 for the API's own", at: reader["code"]?.location ?? node.location)
+            diagnostics.error(
+                "close code \(code) cannot be sent: use 1000–1003, 1007–1014, or 3000–4999 for the API's own",
+                at: reader["code"]?.location ?? node.location)
             return nil
         }
         let reason = reader.string("reason", diagnostics: &diagnostics) ?? ""
         if reason.utf8.count > Self.maximumCloseReason {
-            diagnostics.error("a close reason holds at most \(Self.maximumCloseReason) bytes; this one has \(reason.utf8.count)", at: reader["reason"]!.location)
+            diagnostics.error(
+                "a close reason holds at most \(Self.maximumCloseReason) bytes; this one has \(reason.utf8.count)", at: reader["reason"]!.location)
             return nil
         }
         return SocketClose(code: code, reason: reason)
@@ -157,7 +171,9 @@ extension ContractLoader {
         var callbacks: [CallbackDefinition] = []
         for (index, item) in items.enumerated() {
             let name = "callbacks[\(index)]"
-            guard let reader = MappingReader(item, allowed: Self.callbackKeys, context: "\(name) of \(context)", diagnostics: &diagnostics) else { continue }
+            guard let reader = MappingReader(item, allowed: Self.callbackKeys, context: "\(name) of \(context)", diagnostics: &diagnostics) else {
+                continue
+            }
             guard let urlNode = reader.required("url", diagnostics: &diagnostics), let url = compileTemplate(urlNode, roots: roots) else { continue }
             if case .string(let fixed)? = url.constantValue {
                 let scheme = fixed.split(separator: ":", maxSplits: 1).first.map { $0.lowercased() }
@@ -184,7 +200,8 @@ extension ContractLoader {
                     // Generated once, here: the same body every time (as `body_from_schema`).
                     body = .constant(value)
                 } else {
-                    diagnostics.warning("no body can be generated from the schema of \(name) of \(context); it is sent without one", at: schemaNode.location)
+                    diagnostics.warning(
+                        "no body can be generated from the schema of \(name) of \(context); it is sent without one", at: schemaNode.location)
                 }
             }
             var retries = 0
@@ -200,18 +217,21 @@ extension ContractLoader {
                 if let duration = node.scalarText.flatMap(CalendarDuration.parse), duration.months == 0, range.contains(duration.seconds) {
                     return duration.seconds
                 }
-                diagnostics.error("'\(key)' must be a duration from \(Self.durationText(range.lowerBound)) to \(Self.durationText(range.upperBound))", at: node.location)
+                diagnostics.error(
+                    "'\(key)' must be a duration from \(Self.durationText(range.lowerBound)) to \(Self.durationText(range.upperBound))",
+                    at: node.location)
                 return value
             }
             let delay = readDelay(reader["delay"])
             if let delay, delay.maximum > 3600 {
                 diagnostics.error("a callback waits at most 1h before it is sent", at: reader["delay"]!.location)
             }
-            callbacks.append(CallbackDefinition(
-                name: readName(reader, default: name, context: "\(name) of \(context)"), method: method, url: url, headers: headers, body: body,
-                contentType: reader.string("content_type", diagnostics: &diagnostics), delay: delay, retries: retries,
-                retryDelay: seconds("retry_delay", default: 1, range: 0.01...3600), timeout: seconds("timeout", default: 10, range: 0.1...300),
-                location: item.location))
+            callbacks.append(
+                CallbackDefinition(
+                    name: readName(reader, default: name, context: "\(name) of \(context)"), method: method, url: url, headers: headers, body: body,
+                    contentType: reader.string("content_type", diagnostics: &diagnostics), delay: delay, retries: retries,
+                    retryDelay: seconds("retry_delay", default: 1, range: 0.01...3600), timeout: seconds("timeout", default: 10, range: 0.1...300),
+                    location: item.location))
         }
         return callbacks
     }
@@ -234,7 +254,15 @@ package struct URLParts: Sendable, Equatable {
     package init?(_ text: String) {
         let lower = text.lowercased()
         let rest: Substring
-        if lower.hasPrefix("http://") { secure = false; rest = text.dropFirst(7) } else if lower.hasPrefix("https://") { secure = true; rest = text.dropFirst(8) } else { return nil }
+        if lower.hasPrefix("http://") {
+            secure = false
+            rest = text.dropFirst(7)
+        } else if lower.hasPrefix("https://") {
+            secure = true
+            rest = text.dropFirst(8)
+        } else {
+            return nil
+        }
         let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
         var authority = rest[..<authorityEnd]
         // Credentials in a URL are not sent (and a '@' would hide the real host from a reader).
@@ -261,7 +289,12 @@ package struct URLParts: Sendable, Equatable {
             guard let close = authority.firstIndex(of: "]") else { return nil }
             host = authority[authority.index(after: authority.startIndex)..<close].lowercased()
             let after = authority[authority.index(after: close)...]
-            if after.first == ":" { guard let value = Int(after.dropFirst()), (1...65535).contains(value) else { return nil }; port = value } else if !after.isEmpty { return nil }
+            if after.first == ":" {
+                guard let value = Int(after.dropFirst()), (1...65535).contains(value) else { return nil }
+                port = value
+            } else if !after.isEmpty {
+                return nil
+            }
         } else {
             if let colon = authority.lastIndex(of: ":") {
                 guard let value = Int(authority[authority.index(after: colon)...]), (1...65535).contains(value) else { return nil }

@@ -19,7 +19,9 @@ public struct ContractLoader: Sendable {
     static let stateKeys: Set<String> = ["variables", "counters", "collections"]
     static let collectionSpecKeys: Set<String> = ["key", "items"]
     static let authKeys: Set<String> = ["default", "schemes"]
-    static let authSchemeKeys: Set<String> = ["type", "header", "query", "cookie", "tokens", "keys", "users", "issued", "failure", "expired", "format", "pattern", "description"]
+    static let authSchemeKeys: Set<String> = [
+        "type", "header", "query", "cookie", "tokens", "keys", "users", "issued", "failure", "expired", "format", "pattern", "description",
+    ]
     var diagnostics = DiagnosticCollector()
     let file: String
     let directory: URL
@@ -51,7 +53,9 @@ public struct ContractLoader: Sendable {
     /// Body files read, shared by the copies that read endpoints in parallel.
     let bodyFiles = Locked<Set<String>>([])
 
-    static let topLevelKeys: Set<String> = ["doppel", "document_mistakes", "info", "base_path", "auth", "schemas", "state", "data", "responses", "fallbacks", "rate_limits", "endpoints"]
+    static let topLevelKeys: Set<String> = [
+        "doppel", "document_mistakes", "info", "base_path", "auth", "schemas", "state", "data", "responses", "fallbacks", "rate_limits", "endpoints",
+    ]
     /// Names every expression may start from.
     static let requestRoots: Set<String> = ["request", "path", "query", "headers", "body", "auth", "session", "state", "data", "clock", "client"]
 
@@ -93,7 +97,12 @@ public struct ContractLoader: Sendable {
             throw ContractError(diagnostics: [Diagnostic(at: SourceLocation(file: file, line: 1, column: 1), "the contract is empty")])
         }
         if root["openapi"] != nil || root["swagger"] != nil, root["doppel"] == nil {
-            throw ContractError(diagnostics: [Diagnostic(at: root.location, "this is an OpenAPI\(root["swagger"] != nil ? " (Swagger 2.0)" : "") document, not a Doppel contract; the doppel command serves it as it is (DoppelOpenAPI's ContractDocument loads it from Swift)")])
+            throw ContractError(diagnostics: [
+                Diagnostic(
+                    at: root.location,
+                    "this is an OpenAPI\(root["swagger"] != nil ? " (Swagger 2.0)" : "") document, not a Doppel contract; the doppel command serves it as it is (DoppelOpenAPI's ContractDocument loads it from Swift)"
+                )
+            ])
         }
         return try load(root: root, file: file)
     }
@@ -107,8 +116,10 @@ public struct ContractLoader: Sendable {
     ///
     /// `isVendorDocument` makes the document's own mistakes warnings (see
     /// `ContractLoader.isVendorDocument`).
-    package static func load(root: SourceNode, file: String, warnings: [Diagnostic] = [], endpoints: EndpointEntries? = nil,
-                             isVendorDocument: Bool = false) throws(ContractError) -> Contract {
+    package static func load(
+        root: SourceNode, file: String, warnings: [Diagnostic] = [], endpoints: EndpointEntries? = nil,
+        isVendorDocument: Bool = false
+    ) throws(ContractError) -> Contract {
         var loader = ContractLoader(file: file)
         loader.isVendorDocument = isVendorDocument
         loader.diagnostics.append(contentsOf: warnings)
@@ -139,7 +150,8 @@ public struct ContractLoader: Sendable {
         guard let top = MappingReader(root, allowed: Self.topLevelKeys, context: "the contract", diagnostics: &diagnostics) else { return nil }
         if let version = top.required("doppel", diagnostics: &diagnostics) {
             if version.json != .int(1) {
-                diagnostics.error("unsupported contract format version \(version.scalarText ?? "?"); this Doppel reads 'doppel: 1'", at: version.location)
+                diagnostics.error(
+                    "unsupported contract format version \(version.scalarText ?? "?"); this Doppel reads 'doppel: 1'", at: version.location)
             }
         }
         // `document_mistakes: warn`: a vendor's document imported as it is
@@ -171,13 +183,16 @@ public struct ContractLoader: Sendable {
         let state = readState(top["state"])
 
         for entry in top.entries("responses", diagnostics: &diagnostics) {
-            if let response = readResponse(entry.value, name: entry.name, scope: Self.requestRoots.union(["errors", "retry_after", "problem"]), endpointLets: []) {
+            if let response = readResponse(
+                entry.value, name: entry.name, scope: Self.requestRoots.union(["errors", "retry_after", "problem"]), endpointLets: [])
+            {
                 namedResponses[entry.name] = response
             }
         }
         let fallbacks = readFallbacks(top["fallbacks"])
         let defaultAuth = readAuth(top["auth"])
-        let endpoints = entries.map { readEndpoints($0, basePath: basePath, defaultAuth: defaultAuth) }
+        let endpoints =
+            entries.map { readEndpoints($0, basePath: basePath, defaultAuth: defaultAuth) }
             ?? readEndpoints(top["endpoints"], basePath: basePath, defaultAuth: defaultAuth)
         let rateLimits = readRateLimits(top["rate_limits"], endpointIDs: Set(endpoints.map(\.id)))
         checkReachability(endpoints)
@@ -231,7 +246,9 @@ public struct ContractLoader: Sendable {
         var initial = JSONObject()
         var kinds: [String: StateDeclaration.Kind] = [:]
         var keys: [String: String] = [:]
-        func declare(_ name: String, _ kind: StateDeclaration.Kind, _ value: JSON, at location: SourceLocation, diagnostics: inout DiagnosticCollector) {
+        func declare(
+            _ name: String, _ kind: StateDeclaration.Kind, _ value: JSON, at location: SourceLocation, diagnostics: inout DiagnosticCollector
+        ) {
             if let existing = kinds[name] {
                 diagnostics.error("state name '\(name)' is already declared as a \(existing.rawValue)", at: location)
                 return
@@ -253,14 +270,18 @@ public struct ContractLoader: Sendable {
             var key = "id"
             var itemsNode: SourceNode? = entry.value
             if entry.value.mappingPairs != nil {
-                guard let spec = MappingReader(entry.value, allowed: Self.collectionSpecKeys, context: "collection '\(entry.name)'", diagnostics: &diagnostics) else { continue }
+                guard
+                    let spec = MappingReader(
+                        entry.value, allowed: Self.collectionSpecKeys, context: "collection '\(entry.name)'", diagnostics: &diagnostics)
+                else { continue }
                 key = spec.string("key", diagnostics: &diagnostics) ?? "id"
                 itemsNode = spec["items"]
             }
             var records = JSONObject()
             if let itemsNode, !(itemsNode.json.isNull) {
                 guard let items = itemsNode.sequenceItems else {
-                    diagnostics.error("collection '\(entry.name)' must be a list of records, or a mapping with 'key' and 'items'", at: itemsNode.location)
+                    diagnostics.error(
+                        "collection '\(entry.name)' must be a list of records, or a mapping with 'key' and 'items'", at: itemsNode.location)
                     continue
                 }
                 for item in items {
@@ -308,7 +329,9 @@ public struct ContractLoader: Sendable {
                 }
                 kind = .apiKey(header: header?.lowercased(), query: query, cookie: cookie)
             case let other?:
-                diagnostics.error("unknown auth type '\(other)' in \(context)\(Suggestion.hint(for: other, in: ["bearer", "basic", "api_key"]))", at: spec["type"]!.location)
+                diagnostics.error(
+                    "unknown auth type '\(other)' in \(context)\(Suggestion.hint(for: other, in: ["bearer", "basic", "api_key"]))",
+                    at: spec["type"]!.location)
                 continue
             case nil:
                 diagnostics.error("\(context) needs 'type': bearer, basic or api_key", at: entry.value.location)
@@ -330,14 +353,17 @@ public struct ContractLoader: Sendable {
             }
             // An undefined one is reported, and the scheme still declared, so
             // that endpoints naming it are not also wrong.
-            let failure = spec["failure"].flatMap { readResponseReference($0, name: "\(entry.name).failure", scope: Self.requestRoots, endpointLets: []) }
+            let failure =
+                spec["failure"].flatMap { readResponseReference($0, name: "\(entry.name).failure", scope: Self.requestRoots, endpointLets: []) }
                 ?? Self.defaultUnauthorized(at: entry.value.location, challenge: Self.challenge(for: kind, realm: realm))
             var issued: String?
             if let issuedNode = spec["issued"], let collection = issuedNode.scalarText {
                 if kindsOfState[collection] == .collection {
                     issued = collection
                 } else {
-                    diagnostics.error("'issued' of \(context) must name a state collection of issued tokens\(Suggestion.hint(for: collection, in: kindsOfState.filter { $0.value == .collection }.keys))", at: issuedNode.location)
+                    diagnostics.error(
+                        "'issued' of \(context) must name a state collection of issued tokens\(Suggestion.hint(for: collection, in: kindsOfState.filter { $0.value == .collection }.keys))",
+                        at: issuedNode.location)
                 }
             }
             var format: AuthScheme.TokenFormat?
@@ -347,7 +373,9 @@ public struct ContractLoader: Sendable {
                 } else if kind != .bearer {
                     diagnostics.error("'format' of \(context) is for bearer tokens", at: formatNode.location)
                 } else {
-                    diagnostics.error("unknown token format '\(formatNode.scalarText ?? "")' in \(context)\(Suggestion.hint(for: formatNode.scalarText ?? "", in: ["jwt"])); Doppel knows jwt", at: formatNode.location)
+                    diagnostics.error(
+                        "unknown token format '\(formatNode.scalarText ?? "")' in \(context)\(Suggestion.hint(for: formatNode.scalarText ?? "", in: ["jwt"])); Doppel knows jwt",
+                        at: formatNode.location)
                 }
             }
             var pattern: Schema.Pattern?
@@ -362,7 +390,9 @@ public struct ContractLoader: Sendable {
                     }
                 }
             }
-            let expired = spec["expired"].flatMap { readResponseReference($0, name: "\(entry.name).expired", scope: Self.requestRoots, endpointLets: []) }
+            let expired = spec["expired"].flatMap {
+                readResponseReference($0, name: "\(entry.name).expired", scope: Self.requestRoots, endpointLets: [])
+            }
             if expired != nil, issued == nil, format != .jwt, let node = spec["expired"] {
                 diagnostics.error("'expired' of \(context) needs 'issued' or 'format: jwt': only issued tokens and JWTs expire", at: node.location)
             }
@@ -386,12 +416,16 @@ public struct ContractLoader: Sendable {
                 continue
             }
             if name == "none" {
-                if items.count > 1 { diagnostics.error("'none' cannot be listed with schemes: an endpoint is public or it is not", at: item.location) }
+                if items.count > 1 {
+                    diagnostics.error("'none' cannot be listed with schemes: an endpoint is public or it is not", at: item.location)
+                }
                 continue
             }
             guard authSchemes[name] != nil else {
                 let hint = Suggestion.hint(for: name, in: Array(authSchemes.keys) + ["none"])
-                diagnostics.error(context == "auth default" ? "auth default '\(name)' is not a declared scheme\(hint)" : "undefined auth scheme '\(name)'\(hint)", at: item.location)
+                diagnostics.error(
+                    context == "auth default" ? "auth default '\(name)' is not a declared scheme\(hint)" : "undefined auth scheme '\(name)'\(hint)",
+                    at: item.location)
                 continue
             }
             if !names.contains(name) { names.append(name) }
@@ -418,10 +452,12 @@ public struct ContractLoader: Sendable {
         case .basic: return basicChallenge(realm: realm)
         case .apiKey(let header, let query, let cookie):
             func quoted(_ text: String) -> String {
-                "\"" + text.filter { $0.asciiValue.map { $0 >= 0x20 && $0 != 0x7F } ?? false }
+                "\""
+                    + text.filter { $0.asciiValue.map { $0 >= 0x20 && $0 != 0x7F } ?? false }
                     .replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
             }
-            let places = [("header", header), ("query", query), ("cookie", cookie)].compactMap { name, value in value.map { "\(name)=\(quoted($0))" } }
+            let places = [("header", header), ("query", query), ("cookie", cookie)].compactMap { name, value in value.map { "\(name)=\(quoted($0))" }
+            }
             return "ApiKey " + places.joined(separator: ", ")
         default: return "Bearer"
         }
@@ -429,8 +465,10 @@ public struct ContractLoader: Sendable {
 
     /// The built-in 401 for a scheme that declares no `failure`.
     static func defaultUnauthorized(at location: SourceLocation, challenge: String = "Bearer") -> ResponseDefinition {
-        let body: JSON = ["type": "urn:doppel:problem:unauthorized", "title": "Unauthorized", "status": 401,
-                          "detail": "missing or invalid credentials"]
+        let body: JSON = [
+            "type": "urn:doppel:problem:unauthorized", "title": "Unauthorized", "status": 401,
+            "detail": "missing or invalid credentials",
+        ]
         return ResponseDefinition(
             name: "unauthorized", when: nil, status: 401, headers: [("WWW-Authenticate", .constant(.string(challenge)))],
             body: .json(.constant(body), encoded: JSONWriter.encode(body), contentType: "application/problem+json"),

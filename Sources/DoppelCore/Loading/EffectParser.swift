@@ -87,7 +87,10 @@ enum EffectParser {
         while i < chars.count {
             let c = chars[i]
             if let q = quote {
-                if c == "\\" { i += 2; continue }
+                if c == "\\" {
+                    i += 2
+                    continue
+                }
                 if c == q { quote = nil }
             } else if c == "'" || c == "\"" {
                 quote = c
@@ -98,10 +101,16 @@ enum EffectParser {
             } else if depth == 0, c == "=" {
                 let next = i + 1 < chars.count ? chars[i + 1] : " "
                 let previous = i > 0 ? chars[i - 1] : " "
-                if next == "=" { i += 2; continue }
+                if next == "=" {
+                    i += 2
+                    continue
+                }
                 if previous == "+" { return (i - 1, .add) }
                 if previous == "-" { return (i - 1, .subtract) }
-                if "=!<>".contains(previous) { i += 1; continue }
+                if "=!<>".contains(previous) {
+                    i += 1
+                    continue
+                }
                 return (i, .assign)
             }
             i += 1

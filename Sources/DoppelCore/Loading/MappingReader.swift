@@ -25,7 +25,8 @@ struct MappingReader {
         var clean = true
         for index in pairs.indices {
             guard let key = pairs[index].key.scalarText, allowed.contains(key),
-                  !repeated.isRepeated(key, count: index, key: { pairs[$0].key.scalarText }) else {
+                !repeated.isRepeated(key, count: index, key: { pairs[$0].key.scalarText })
+            else {
                 clean = false
                 break
             }
@@ -113,7 +114,9 @@ struct MappingReader {
         return MappingReader.entries(of: value, context: "'\(key)' in \(context)", diagnostics: &diagnostics)
     }
 
-    static func entries(of node: SourceNode, context: String, diagnostics: inout DiagnosticCollector) -> [(name: String, keyNode: SourceNode, value: SourceNode)] {
+    static func entries(
+        of node: SourceNode, context: String, diagnostics: inout DiagnosticCollector
+    ) -> [(name: String, keyNode: SourceNode, value: SourceNode)] {
         if case .scalar("", plain: true) = node.kind { return [] }
         guard let pairs = node.mappingPairs else {
             diagnostics.error("\(context) must be a mapping, not \(node.kindDescription)", at: node.location)

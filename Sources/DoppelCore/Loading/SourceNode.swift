@@ -1,10 +1,10 @@
-import Foundation
 // libyaml, as Yams carries it. Doppel reads its events directly: Yams's
 // `compose` builds a tree of its own `Node`s (with a duplicate-key pass that
 // hashes every key of every mapping) that would then be copied into
 // `SourceNode`s, which took three quarters of the time to read a large
 // document. Reading events builds each `SourceNode` once.
 internal import CYaml
+import Foundation
 
 /// A YAML node with the place it was written, so that every later problem can
 /// be reported at its line and column.
@@ -116,12 +116,15 @@ package final class SourceNode: Sendable {
         case "-.inf", "-.Inf", "-.INF": return .double(-.infinity)
         default: break
         }
-        if let first = text.utf8.first, first == UInt8(ascii: "-") || first == UInt8(ascii: "+") || (first >= 48 && first <= 57) || first == UInt8(ascii: ".") {
+        if let first = text.utf8.first,
+            first == UInt8(ascii: "-") || first == UInt8(ascii: "+") || (first >= 48 && first <= 57) || first == UInt8(ascii: ".")
+        {
             if let i = Int(text) { return .int(i) }
             if text.hasPrefix("0x"), let i = Int(text.dropFirst(2), radix: 16) { return .int(i) }
             if text.hasPrefix("0o"), let i = Int(text.dropFirst(2), radix: 8) { return .int(i) }
             if text.contains(where: { $0.isNumber }), !text.contains(where: { $0.isLetter && $0 != "e" && $0 != "E" }),
-               let d = Double(text) {
+                let d = Double(text)
+            {
                 return .double(d)
             }
         }
@@ -205,8 +208,14 @@ package enum SourceReader {
             index += 1
             column += 1
             while index < bytes.count, bytes[index] != UInt8(ascii: "\""), bytes[index] != UInt8(ascii: "\n") {
-                if bytes[index] == UInt8(ascii: "\\") { index += 1; column += 1 }
-                if index < bytes.count, bytes[index] & 0xC0 != 0x80 { characters += 1; column += 1 }
+                if bytes[index] == UInt8(ascii: "\\") {
+                    index += 1
+                    column += 1
+                }
+                if index < bytes.count, bytes[index] & 0xC0 != 0x80 {
+                    characters += 1
+                    column += 1
+                }
                 index += 1
             }
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { continue }
@@ -215,8 +224,10 @@ package enum SourceReader {
             var next = index
             while next < bytes.count, bytes[next] == UInt8(ascii: " ") || bytes[next] == UInt8(ascii: "\t") { next += 1 }
             if characters > 1_024, next < bytes.count, bytes[next] == UInt8(ascii: ":") {
-                return Diagnostic(at: SourceLocation(file: file, line: startLine, column: startColumn),
-                                  "a mapping key of \(characters) characters: Doppel reads JSON as YAML, whose parser takes keys of up to 1,024 characters; shorten the key, or write the document as YAML with the key after '? '")
+                return Diagnostic(
+                    at: SourceLocation(file: file, line: startLine, column: startColumn),
+                    "a mapping key of \(characters) characters: Doppel reads JSON as YAML, whose parser takes keys of up to 1,024 characters; shorten the key, or write the document as YAML with the key after '? '"
+                )
             }
         }
         return nil
@@ -263,16 +274,22 @@ package enum SourceReader {
 
     /// The diagnostic for bytes that are not UTF-8, at the first bad byte.
     private static func notUTF8(_ bytes: [UInt8], file: String, what: String) -> Diagnostic {
-        var line = 1, lineStart = 0, offset = 0
+        var line = 1
+        var lineStart = 0
+        var offset = 0
         while offset < bytes.count {
             let length = utf8SequenceLength(bytes, at: offset)
             if length == 0 { break }
-            if bytes[offset] == 0x0A { line += 1; lineStart = offset + 1 }
+            if bytes[offset] == 0x0A {
+                line += 1
+                lineStart = offset + 1
+            }
             offset += length
         }
         let column = (String(decoding: bytes[lineStart..<offset], as: UTF8.self).count) + 1
-        return Diagnostic(at: SourceLocation(file: file, line: line, column: column),
-                          "the \(what) is not UTF-8 text: byte 0x\(String(bytes[offset], radix: 16, uppercase: true)) at byte offset \(offset)")
+        return Diagnostic(
+            at: SourceLocation(file: file, line: line, column: column),
+            "the \(what) is not UTF-8 text: byte 0x\(String(bytes[offset], radix: 16, uppercase: true)) at byte offset \(offset)")
     }
 
     /// Why a file could not be read, in a few words for a diagnostic.
@@ -321,7 +338,7 @@ package enum SourceReader {
             if failed { return .failure(Unreadable(message: "permission denied or unreadable")) }
             if bytes.isEmpty { bytes = part } else { bytes += part }
             if bytes.count > maximumFileSize { return .failure(tooLarge(bytes.count)) }
-            if part.count < room { break } // the end of the file
+            if part.count < room { break }  // the end of the file
             room = min(64 << 10, maximumFileSize + 1 - bytes.count)
         }
         return .success(bytes)
@@ -479,11 +496,14 @@ package enum SourceReader {
                 guard admit(1, at: event.start_mark) else { return }
                 let here = place(event.start_mark)
                 let scalar = event.data.scalar
-                let text = scalar.value.map {
-                    String(decoding: UnsafeBufferPointer(start: $0, count: Int(scalar.length)), as: UTF8.self)
-                } ?? ""
+                let text =
+                    scalar.value.map {
+                        String(decoding: UnsafeBufferPointer(start: $0, count: Int(scalar.length)), as: UTF8.self)
+                    } ?? ""
                 let quoted = scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE || scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE
-                let node = SourceNode(kind: .scalar(text, plain: scalar.style == YAML_PLAIN_SCALAR_STYLE), fileID: fileID, line: here.line, column: here.column, contentOffset: quoted ? 1 : 0)
+                let node = SourceNode(
+                    kind: .scalar(text, plain: scalar.style == YAML_PLAIN_SCALAR_STYLE), fileID: fileID, line: here.line, column: here.column,
+                    contentOffset: quoted ? 1 : 0)
                 if let anchor = Self.string(scalar.anchor) { anchors[anchor] = (node, 1) }
                 add(node)
             case YAML_ALIAS_EVENT:

@@ -129,7 +129,7 @@ extension SourceReader {
             if rootBySection[piece.section] == nil {
                 rootBySection[piece.section] = root
             } else {
-                nodes -= 1 // Each piece counted a mapping; the section is one.
+                nodes -= 1  // Each piece counted a mapping; the section is one.
             }
             nodes += read.nodes
             pairsBySection[piece.section] += pairs
@@ -142,8 +142,9 @@ extension SourceReader {
             }
             // The skeleton reads `key:` with an empty value at the key's line, column 1.
             guard let slot = top.firstIndex(where: { $0.key.line == section.keyLine + 1 && $0.key.column == 1 }),
-                  case .scalar("", plain: true) = top[slot].value.kind,
-                  let first = rootBySection[index] else { return nil }
+                case .scalar("", plain: true) = top[slot].value.kind,
+                let first = rootBySection[index]
+            else { return nil }
             top[slot].value = SourceNode(kind: .mapping(pairsBySection[index]), fileID: first.fileID, line: first.line, column: first.column)
         }
         return SourceNode(kind: .mapping(top), fileID: skeletonRoot.fileID, line: skeletonRoot.line, column: skeletonRoot.column)
@@ -168,7 +169,10 @@ extension SourceReader {
             at = lead + 1
         }
 
-        let space = UInt8(ascii: " "), hash = UInt8(ascii: "#"), colon = UInt8(ascii: ":"), tab = UInt8(ascii: "\t")
+        let space = UInt8(ascii: " ")
+        let hash = UInt8(ascii: "#")
+        let colon = UInt8(ascii: ":")
+        let tab = UInt8(ascii: "\t")
         var sections: [Section] = []
         var open: Section?
         func close(at offset: Int) {
@@ -184,12 +188,15 @@ extension SourceReader {
         while offset < count {
             let start = offset
             var indentation = 0
-            while offset < count, bytes[offset] == space { offset += 1; indentation += 1 }
+            while offset < count, bytes[offset] == space {
+                offset += 1
+                indentation += 1
+            }
             let first: UInt8? = offset < count ? bytes[offset] : nil
             let end = find(newline, in: bytes, from: offset) ?? count
-            offset = end + 1 // past the LF
+            offset = end + 1  // past the LF
             defer { line += 1 }
-            guard let first, first != newline, first != hash else { continue } // blank or comment
+            guard let first, first != newline, first != hash else { continue }  // blank or comment
             if indentation == 0 {
                 // A top-level line ends the open section; `key:` alone (or
                 // with a comment after a space) opens one.
@@ -222,7 +229,8 @@ extension SourceReader {
     /// The offset of the first `byte` at or after `from`, found by `memchr`.
     static func find(_ byte: UInt8, in bytes: UnsafeBufferPointer<UInt8>, from: Int) -> Int? {
         guard from < bytes.count, let base = bytes.baseAddress,
-              let found = memchr(base + from, Int32(byte), bytes.count - from) else { return nil }
+            let found = memchr(base + from, Int32(byte), bytes.count - from)
+        else { return nil }
         return UnsafeRawPointer(found) - UnsafeRawPointer(base)
     }
 
@@ -243,7 +251,7 @@ extension SourceReader {
     private static func isEntryStart(_ byte: UInt8) -> Bool {
         switch byte {
         case UInt8(ascii: "-"), UInt8(ascii: "?"), UInt8(ascii: ":"), UInt8(ascii: "\t"),
-             UInt8(ascii: "{"), UInt8(ascii: "["), UInt8(ascii: "}"), UInt8(ascii: "]"), UInt8(ascii: ","):
+            UInt8(ascii: "{"), UInt8(ascii: "["), UInt8(ascii: "}"), UInt8(ascii: "]"), UInt8(ascii: ","):
             false
         default:
             true

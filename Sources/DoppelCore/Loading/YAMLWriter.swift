@@ -45,9 +45,11 @@ package enum YAMLWriter {
         case .array(let items): return .sequence(.init(items.map(node)))
         case .object(let object):
             // Keys keep Yams's implicit tag: its decoder finds a key by text and resolved tag.
-            return .mapping(.init(object.pairs.map { pair in
-                (.scalar(.init(pair.key, Tag(.implicit), needsQuotes(pair.key) ? .singleQuoted : .any)), node(pair.value))
-            }))
+            return .mapping(
+                .init(
+                    object.pairs.map { pair in
+                        (.scalar(.init(pair.key, Tag(.implicit), needsQuotes(pair.key) ? .singleQuoted : .any)), node(pair.value))
+                    }))
         }
     }
 

@@ -45,11 +45,16 @@ package enum BodyMatcher {
                 break
             case "$present":
                 let want = pair.value.isTruthy
-                if want != (actual != nil) { found.append("\(path): expected \(want ? "present" : "absent"), \(actual.map { "got \(describe($0))" } ?? "it is missing")") }
+                if want != (actual != nil) {
+                    found.append("\(path): expected \(want ? "present" : "absent"), \(actual.map { "got \(describe($0))" } ?? "it is missing")")
+                }
             case "$absent":
                 if let actual { found.append("\(path): expected absent, got \(describe(actual))") }
             case "$type":
-                guard let actual else { found.append("\(path): expected a \(pair.value.interpolationText), but it is missing"); continue }
+                guard let actual else {
+                    found.append("\(path): expected a \(pair.value.interpolationText), but it is missing")
+                    continue
+                }
                 let types = pair.value.arrayValue?.compactMap(\.stringValue) ?? [pair.value.stringValue ?? ""]
                 if !types.contains(where: { SchemaValidator.value(actual, hasType: $0) }) {
                     found.append("\(path): expected a \(types.joined(separator: " or ")), got \(actual.typeName) \(describe(actual))")
@@ -63,12 +68,13 @@ package enum BodyMatcher {
                     found.append("\(path): expected a match for /\(pattern.source)/, got \(describe(actual!))")
                 }
             case "$length":
-                let length: Int? = switch actual {
-                case .array(let a)?: a.count
-                case .string(let s)?: s.count
-                case .object(let o)?: o.count
-                default: nil
-                }
+                let length: Int? =
+                    switch actual {
+                    case .array(let a)?: a.count
+                    case .string(let s)?: s.count
+                    case .object(let o)?: o.count
+                    default: nil
+                    }
                 if length != pair.value.intValue {
                     found.append("\(path): expected length \(pair.value.interpolationText), got \(length.map(String.init) ?? "no length")")
                 }

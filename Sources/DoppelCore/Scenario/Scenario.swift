@@ -19,8 +19,10 @@ public struct Scenario: Sendable {
     /// The JSON text an inline scenario (`PUT /__doppel/scenario`) was loaded from; nil for a file.
     package var inlineSource: String?
 
-    package init(file: String, name: String, description: String?, contractFile: String, given: Given, overrides: [Override],
-                defaultHeaders: [(String, ValueTemplate)], steps: [Step], setup: JSONObject = JSONObject()) {
+    package init(
+        file: String, name: String, description: String?, contractFile: String, given: Given, overrides: [Override],
+        defaultHeaders: [(String, ValueTemplate)], steps: [Step], setup: JSONObject = JSONObject()
+    ) {
         self.setup = setup
         self.file = file
         self.name = name
@@ -77,7 +79,8 @@ package struct ClockChange: Sendable, Equatable {
     package static func parse(_ object: JSONObject, allowing extra: Set<String> = []) -> Result<ClockChange, ClockChangeError> {
         let known = keys
         if let unknown = object.keys.first(where: { !known.contains($0) && !extra.contains($0) }) {
-            return .failure(ClockChangeError(message: "unknown key '\(unknown)'\(Suggestion.hint(for: unknown, in: known)); use advance, set, freeze or reset"))
+            return .failure(
+                ClockChangeError(message: "unknown key '\(unknown)'\(Suggestion.hint(for: unknown, in: known)); use advance, set, freeze or reset"))
         }
         var change = ClockChange()
         if let value = object["advance"] {

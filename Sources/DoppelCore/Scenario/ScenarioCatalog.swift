@@ -31,7 +31,7 @@ public struct ScenarioCatalog: Sendable {
         let served = URL(fileURLWithPath: contract.file).standardizedFileURL.resolvingSymlinksInPath().path
         for file in yamlFiles(under: root) {
             guard let contractFile = contractReference(of: file),
-                  URL(fileURLWithPath: contractFile).standardizedFileURL.resolvingSymlinksInPath().path == served
+                URL(fileURLWithPath: contractFile).standardizedFileURL.resolvingSymlinksInPath().path == served
             else { continue }
             do {
                 let scenario = try ScenarioLoader.load(file: file.path, contract: contract)
@@ -67,8 +67,8 @@ public struct ScenarioCatalog: Sendable {
     /// The contract path a scenario file names, resolved from its folder, without loading it.
     public static func contractReference(of file: URL) -> String? {
         guard let text = try? String(contentsOf: file, encoding: .utf8),
-              case .success(let node?) = SourceReader.read(text, file: file.path),
-              let reference = node["contract"]?.scalarText
+            case .success(let node?) = SourceReader.read(text, file: file.path),
+            let reference = node["contract"]?.scalarText
         else { return nil }
         return reference.hasPrefix("/") ? reference : file.deletingLastPathComponent().appendingPathComponent(reference).path
     }

@@ -13,8 +13,10 @@ public enum ScenarioLoader {
     static let partKeys: Set<String> = ["name", "filename", "content_type", "content"]
     static let expectKeys: Set<String> = ["status", "headers", "body", "error"]
     static let topKeys: Set<String> = ["contract", "name", "description", "given", "overrides", "headers", "steps"]
-    static let stepKeys: Set<String> = ["name", "request", "query", "headers", "json", "text", "form", "multipart", "content_type", "timeout", "expect", "capture", "clock",
-                                        "socket", "as", "send", "to", "receive", "closed", "from", "within", "close"]
+    static let stepKeys: Set<String> = [
+        "name", "request", "query", "headers", "json", "text", "form", "multipart", "content_type", "timeout", "expect", "capture", "clock",
+        "socket", "as", "send", "to", "receive", "closed", "from", "within", "close",
+    ]
     /// The keys that make a step a socket step, each with the keys it may have beside it.
     static let socketStepKeys: [String: Set<String>] = [
         "socket": ["name", "socket", "as", "query", "headers", "timeout", "expect"],
@@ -38,8 +40,8 @@ public enum ScenarioLoader {
     /// What `file` holds, read from its top-level keys.
     public static func kind(of file: String) -> FileKind {
         guard let text = try? String(contentsOfFile: file, encoding: .utf8),
-              case .success(let node?) = SourceReader.read(text, file: file),
-              let keys = node.mappingPairs?.compactMap(\.key.scalarText)
+            case .success(let node?) = SourceReader.read(text, file: file),
+            let keys = node.mappingPairs?.compactMap(\.key.scalarText)
         else { return .other }
         if keys.contains("openapi") || keys.contains("swagger") { return .openAPI }
         if keys.contains("contract"), keys.contains("steps") || keys.contains("state") || keys.contains("overrides") { return .scenario }
@@ -52,13 +54,17 @@ public enum ScenarioLoader {
     public typealias ContractLoading = (String) throws(ContractError) -> Contract
 
     /// Every diagnostic for a scenario file; empty when it is clean.
-    public static func lint(file: String, loadContract: ContractLoading = { (file: String) throws(ContractError) in try ContractLoader.load(file: file) }) -> [Diagnostic] {
-        ContractError.diagnostics { () throws(ContractError) in _ = try load(file: file, loadContract: loadContract) }
+    public static func lint(
+        file: String, loadContract: ContractLoading = { (file: String) throws(ContractError) in try ContractLoader.load(file: file) }
+    ) -> [Diagnostic] {
+        ContractError.thrown(by: { () throws(ContractError) in _ = try load(file: file, loadContract: loadContract) })
     }
 
     /// Loads a scenario file; `contract` skips loading the contract again when the caller has it.
-    public static func load(file: String, contract: Contract? = nil,
-                            loadContract: ContractLoading = { (file: String) throws(ContractError) in try ContractLoader.load(file: file) }) throws(ContractError) -> Scenario {
+    public static func load(
+        file: String, contract: Contract? = nil,
+        loadContract: ContractLoading = { (file: String) throws(ContractError) in try ContractLoader.load(file: file) }
+    ) throws(ContractError) -> Scenario {
         let text: String
         switch SourceReader.readFile(file, what: "scenario") {
         case .success(let read): text = read
@@ -68,12 +74,15 @@ public enum ScenarioLoader {
     }
 
     /// Loads scenario text; `file` names it in diagnostics and anchors the relative contract path.
-    public static func load(text: String, file: String, contract: Contract? = nil,
-                            loadContract: ContractLoading = { (file: String) throws(ContractError) in try ContractLoader.load(file: file) }) throws(ContractError) -> Scenario {
+    public static func load(
+        text: String, file: String, contract: Contract? = nil,
+        loadContract: ContractLoading = { (file: String) throws(ContractError) in try ContractLoader.load(file: file) }
+    ) throws(ContractError) -> Scenario {
         let root: SourceNode
         switch SourceReader.read(text, file: file) {
         case .success(let node?): root = node
-        case .success(nil): throw ContractError(diagnostics: [Diagnostic(at: SourceLocation(file: file, line: 1, column: 1), "the scenario is empty")])
+        case .success(nil):
+            throw ContractError(diagnostics: [Diagnostic(at: SourceLocation(file: file, line: 1, column: 1), "the scenario is empty")])
         case .failure(let error): throw error
         }
         var diagnostics = DiagnosticCollector()
@@ -111,16 +120,21 @@ public enum ScenarioLoader {
         var setup = JSONObject()
         if let node = top["given"] { setup["given"] = node.json }
         if let node = top["overrides"] { setup["overrides"] = node.json }
-        return Scenario(file: file, name: name, description: top["description"]?.scalarText, contractFile: contractFile, given: given,
-                        overrides: overrides, defaultHeaders: defaultHeaders, steps: steps, setup: setup)
+        return Scenario(
+            file: file, name: name, description: top["description"]?.scalarText, contractFile: contractFile, given: given,
+            overrides: overrides, defaultHeaders: defaultHeaders, steps: steps, setup: setup)
     }
 
     static func readGiven(_ node: SourceNode?, contract: Contract, loader: inout ContractLoader) -> Given {
-        guard let node, let reader = MappingReader(node, allowed: Self.givenKeys, context: "given", diagnostics: &loader.diagnostics) else { return Given() }
+        guard let node, let reader = MappingReader(node, allowed: Self.givenKeys, context: "given", diagnostics: &loader.diagnostics) else {
+            return Given()
+        }
         var given = Given()
         for entry in reader.entries("state", diagnostics: &loader.diagnostics) {
             guard let kind = contract.state.kinds[entry.name] else {
-                loader.diagnostics.error("the contract's state has no '\(entry.name)'\(Suggestion.hint(for: entry.name, in: contract.state.kinds.keys))", at: entry.keyNode.location)
+                loader.diagnostics.error(
+                    "the contract's state has no '\(entry.name)'\(Suggestion.hint(for: entry.name, in: contract.state.kinds.keys))",
+                    at: entry.keyNode.location)
                 continue
             }
             var value = entry.value.json
@@ -157,7 +171,8 @@ public enum ScenarioLoader {
                 if let instant = UTCCalendar.parse(text) {
                     given.clock = ClockChange(set: instant, freeze: true)
                 } else {
-                    loader.diagnostics.error("clock must be an ISO 8601 date like 2025-01-01T00:00:00Z, or a mapping of set, advance, freeze", at: clockNode.location)
+                    loader.diagnostics.error(
+                        "clock must be an ISO 8601 date like 2025-01-01T00:00:00Z, or a mapping of set, advance, freeze", at: clockNode.location)
                 }
             } else {
                 given.clock = readClockChange(clockNode, loader: &loader)
@@ -188,10 +203,11 @@ public enum ScenarioLoader {
         var overrides: [Override] = []
         for item in items {
             guard let reader = MappingReader(item, allowed: Self.overrideKeys, context: "an override", diagnostics: &loader.diagnostics),
-                  let endpointNode = reader.required("endpoint", diagnostics: &loader.diagnostics), let id = endpointNode.scalarText
+                let endpointNode = reader.required("endpoint", diagnostics: &loader.diagnostics), let id = endpointNode.scalarText
             else { continue }
             guard let endpoint = contract.endpoint(id: id) else {
-                loader.diagnostics.error("the contract has no endpoint '\(id)'\(Suggestion.hint(for: id, in: contract.endpoints.map(\.id)))", at: endpointNode.location)
+                loader.diagnostics.error(
+                    "the contract has no endpoint '\(id)'\(Suggestion.hint(for: id, in: contract.endpoints.map(\.id)))", at: endpointNode.location)
                 continue
             }
             let call = reader.int("call", diagnostics: &loader.diagnostics)
@@ -209,14 +225,17 @@ public enum ScenarioLoader {
                 if response != nil {
                     loader.diagnostics.error("give an override 'response', or 'status' and/or 'example', not both", at: at)
                 } else if status != nil || example != nil {
-                    response = example.map { endpoint.documentedResponse(named: $0, status: status) } ?? status.flatMap { endpoint.documentedResponse(status: $0) }
+                    response =
+                        example.map { endpoint.documentedResponse(named: $0, status: status) }
+                        ?? status.flatMap { endpoint.documentedResponse(status: $0) }
                     if response == nil {
                         let wanted = [status.map { "\($0)" }, example.map { "'\($0)'" }].compactMap { $0 }.joined(separator: " ")
                         var seen: Set<String> = []
                         // By status alone, the statuses; with an example's name, the names too.
                         let offered = endpoint.documentedResponses.map { example == nil ? "\($0.status)" : "\($0.status) \($0.name)" }
                             .filter { seen.insert($0).inserted }
-                        loader.diagnostics.error("endpoint '\(id)' documents no \(wanted) response; it has \(offered.joined(separator: ", "))", at: at)
+                        loader.diagnostics.error(
+                            "endpoint '\(id)' documents no \(wanted) response; it has \(offered.joined(separator: ", "))", at: at)
                     }
                 }
             }
@@ -242,7 +261,9 @@ public enum ScenarioLoader {
         var captured: Set<String> = []
         var sockets: [String] = []
         for (index, item) in items.enumerated() {
-            guard let reader = MappingReader(item, allowed: stepKeys, context: "step \(index + 1)", diagnostics: &loader.diagnostics) else { continue }
+            guard let reader = MappingReader(item, allowed: stepKeys, context: "step \(index + 1)", diagnostics: &loader.diagnostics) else {
+                continue
+            }
             if let kind = socketStepKeys.keys.sorted().first(where: { reader.has($0) }) {
                 if let step = readSocketStep(kind, reader, index: index, router: router, sockets: &sockets, captured: &captured, loader: &loader) {
                     steps.append(step)
@@ -251,10 +272,15 @@ public enum ScenarioLoader {
             }
             let expectation = readExpectation(reader["expect"], roots: captured, loader: &loader)
             if let clockNode = reader["clock"] {
-                if reader.has("request") { loader.diagnostics.error("a step either sends a request or changes the clock, not both", at: clockNode.location) }
+                if reader.has("request") {
+                    loader.diagnostics.error("a step either sends a request or changes the clock, not both", at: clockNode.location)
+                }
                 if let change = readClockChange(clockNode, loader: &loader) {
-                    steps.append(Step(name: reader.string("name", diagnostics: &loader.diagnostics) ?? "clock", action: .clock(change, clockNode.json.objectValue ?? JSONObject()),
-                                      expectation: Expectation(), captures: [], location: item.location))
+                    steps.append(
+                        Step(
+                            name: reader.string("name", diagnostics: &loader.diagnostics) ?? "clock",
+                            action: .clock(change, clockNode.json.objectValue ?? JSONObject()),
+                            expectation: Expectation(), captures: [], location: item.location))
                 }
                 continue
             }
@@ -265,13 +291,16 @@ public enum ScenarioLoader {
             // A fixed path the contract does not serve fails at run time:
             // unless the step expects that 404 or 405, it is a mistake.
             if case .string(let path)? = request.path.constantValue, let requestNode = reader["request"],
-               expectation.status != 404, expectation.status != 405, !expectation.transportError {
+                expectation.status != 404, expectation.status != 405, !expectation.transportError
+            {
                 let target = path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? path
                 switch router.route(method: request.method, path: target, conditions: { _, _ in [] }) {
                 case .matched:
                     break
                 case .methodNotAllowed(let allowed):
-                    loader.diagnostics.error("no endpoint of the contract takes \(request.method) \(target); it takes \(allowed.joined(separator: ", "))", at: requestNode.location)
+                    loader.diagnostics.error(
+                        "no endpoint of the contract takes \(request.method) \(target); it takes \(allowed.joined(separator: ", "))",
+                        at: requestNode.location)
                 case .notFound(let nearMisses):
                     let hint = nearMisses.first.map { " (the nearest is \($0.endpointID): \($0.signature))" } ?? ""
                     loader.diagnostics.error("no endpoint of the contract serves \(request.method) \(target)\(hint)", at: requestNode.location)
@@ -317,13 +346,14 @@ public enum ScenarioLoader {
             var parts: [RequestTemplate.MultipartPart] = []
             for item in partsNode.sequenceItems ?? [] {
                 guard let part = MappingReader(item, allowed: Self.partKeys, context: "a multipart part", diagnostics: &loader.diagnostics),
-                      let name = part.required("name", diagnostics: &loader.diagnostics)?.scalarText,
-                      let contentNode = part.required("content", diagnostics: &loader.diagnostics),
-                      let content = loader.compileTemplate(contentNode, roots: roots)
+                    let name = part.required("name", diagnostics: &loader.diagnostics)?.scalarText,
+                    let contentNode = part.required("content", diagnostics: &loader.diagnostics),
+                    let content = loader.compileTemplate(contentNode, roots: roots)
                 else { continue }
-                parts.append(RequestTemplate.MultipartPart(
-                    name: name, filename: part.string("filename", diagnostics: &loader.diagnostics),
-                    contentType: part.string("content_type", diagnostics: &loader.diagnostics), content: content))
+                parts.append(
+                    RequestTemplate.MultipartPart(
+                        name: name, filename: part.string("filename", diagnostics: &loader.diagnostics),
+                        contentType: part.string("content_type", diagnostics: &loader.diagnostics), content: content))
             }
             if partsNode.sequenceItems == nil { loader.diagnostics.error("'multipart' must be a list of parts", at: partsNode.location) }
             body = .multipart(parts)
@@ -336,7 +366,8 @@ public enum ScenarioLoader {
                 loader.diagnostics.error("'timeout' must be a duration like 5s", at: timeoutNode.location)
             }
         }
-        return RequestTemplate(method: parts[0].uppercased(), path: path, query: pairs("query"), headers: pairs("headers"), body: body, timeout: timeout)
+        return RequestTemplate(
+            method: parts[0].uppercased(), path: path, query: pairs("query"), headers: pairs("headers"), body: body, timeout: timeout)
     }
 
     static func readExpectation(_ node: SourceNode?, roots: Set<String>, loader: inout ContractLoader) -> Expectation {
@@ -345,7 +376,9 @@ public enum ScenarioLoader {
             return expectation
         }
         if let status = reader.int("status", diagnostics: &loader.diagnostics) {
-            if (100...599).contains(status) { expectation.status = status } else {
+            if (100...599).contains(status) {
+                expectation.status = status
+            } else {
                 loader.diagnostics.error("status must be an HTTP status code from 100 to 599", at: reader["status"]!.location)
             }
         }
@@ -376,7 +409,8 @@ public enum ScenarioLoader {
                 guard let key = pair.key.scalarText else { continue }
                 if key.hasPrefix("$") {
                     if !BodyMatcher.keywords.contains(key) {
-                        loader.diagnostics.error("unknown matcher '\(key)'\(Suggestion.hint(for: key, in: BodyMatcher.keywords))", at: pair.key.location)
+                        loader.diagnostics.error(
+                            "unknown matcher '\(key)'\(Suggestion.hint(for: key, in: BodyMatcher.keywords))", at: pair.key.location)
                     } else if key == "$regex", (try? Schema.Pattern(pair.value.scalarText ?? "")) == nil {
                         loader.diagnostics.error("invalid regular expression", at: pair.value.location)
                     } else if key == "$type" {
@@ -385,7 +419,9 @@ public enum ScenarioLoader {
                             let type = item.scalarText ?? ""
                             if !known.contains(type) {
                                 let formats = ["uuid", "date-time", "date", "email", "uri"].contains(type) ? "; a format is checked with $regex" : ""
-                                loader.diagnostics.error("unknown $type '\(type)'\(Suggestion.hint(for: type, in: known)): a JSON type (\(known.joined(separator: ", ")))\(formats)", at: item.location)
+                                loader.diagnostics.error(
+                                    "unknown $type '\(type)'\(Suggestion.hint(for: type, in: known)): a JSON type (\(known.joined(separator: ", ")))\(formats)",
+                                    at: item.location)
                             }
                         }
                     }

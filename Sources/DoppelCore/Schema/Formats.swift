@@ -43,7 +43,8 @@ enum Formats {
     static func isTime(_ b: ArraySlice<UInt8>) -> Bool {
         let s = b.startIndex
         guard b.count >= 9, let hour = twoDigits(b, s), b[s + 2] == 58, let minute = twoDigits(b, s + 3), b[s + 5] == 58,
-              let second = twoDigits(b, s + 6), hour < 24, minute < 60, second <= 60 else { return false }
+            let second = twoDigits(b, s + 6), hour < 24, minute < 60, second <= 60
+        else { return false }
         var i = s + 8
         if i < b.endIndex, b[i] == 46 {
             i += 1
@@ -56,7 +57,9 @@ enum Formats {
         if b[i] == 90 || b[i] == 122 {
             guard i + 1 == b.endIndex else { return false }
         } else if b[i] == 43 || b[i] == 45 {
-            guard b.endIndex - i == 6, let oh = twoDigits(b, i + 1), b[i + 3] == 58, let om = twoDigits(b, i + 4), oh < 24, om < 60 else { return false }
+            guard b.endIndex - i == 6, let oh = twoDigits(b, i + 1), b[i + 3] == 58, let om = twoDigits(b, i + 4), oh < 24, om < 60 else {
+                return false
+            }
             offset = (oh * 60 + om) * (b[i] == 43 ? 1 : -1)
         } else {
             return false
@@ -122,7 +125,12 @@ enum Formats {
         var groups = 0
         var compressed = false
         var i = 0
-        if text.starts(with: [58, 58]) { compressed = true; i = 2 } else if text.first == 58 { return false }
+        if text.starts(with: [58, 58]) {
+            compressed = true
+            i = 2
+        } else if text.first == 58 {
+            return false
+        }
         while i < text.count {
             let start = i
             while i < text.count, isHex(text[i]) { i += 1 }
@@ -157,10 +165,14 @@ enum Formats {
         guard !b.isEmpty, b.count <= 253 else { return false }
         for label in b.split(separator: 46, omittingEmptySubsequences: false) {
             guard (1...63).contains(label.count), label.allSatisfy({ isAlpha($0) || isDigit($0) || $0 == 45 }),
-                  label.first != 45, label.last != 45 else { return false }
+                label.first != 45, label.last != 45
+            else { return false }
             // RFC 5891 §4.2.3.1: "--" in the third and fourth places only for an `xn--` label.
             if label.count >= 4, label[label.startIndex + 2] == 45, label[label.startIndex + 3] == 45,
-               !label.prefix(2).map({ $0 | 0x20 }).elementsEqual([120, 110]) { return false }
+                !label.prefix(2).map({ $0 | 0x20 }).elementsEqual([120, 110])
+            {
+                return false
+            }
         }
         return true
     }
@@ -169,14 +181,16 @@ enum Formats {
     /// unquoted specials; a quoted string) `@` a domain of non-empty labels.
     static func isIDNEmail(_ s: String) -> Bool {
         guard let at = s.lastIndex(of: "@") else { return false }
-        let local = s[..<at], domain = s[s.index(after: at)...]
+        let local = s[..<at]
+        let domain = s[s.index(after: at)...]
         guard !local.isEmpty, !domain.isEmpty, local.utf8.count <= 64 || local.hasPrefix("\"") else { return false }
         if local.hasPrefix("\""), local.hasSuffix("\""), local.count >= 2 {
             // A quoted string.
         } else {
             let specials: Set<Character> = ["(", ")", "<", ">", "[", "]", ":", ";", "@", "\\", ",", "\"", " "]
             guard !local.contains(where: { specials.contains($0) || ($0.asciiValue.map { $0 < 32 || $0 == 127 } ?? false) }),
-                  !local.hasPrefix("."), !local.hasSuffix("."), !local.contains("..") else { return false }
+                !local.hasPrefix("."), !local.hasSuffix("."), !local.contains("..")
+            else { return false }
         }
         if domain.hasPrefix("["), domain.hasSuffix("]") {
             let inner = domain.dropFirst().dropLast()
@@ -186,7 +200,10 @@ enum Formats {
         let labels = domain.split(separator: ".", omittingEmptySubsequences: false)
         return labels.allSatisfy { label in
             !label.isEmpty && !label.hasPrefix("-") && !label.hasSuffix("-")
-                && label.unicodeScalars.allSatisfy { $0.properties.isAlphabetic || $0.properties.numericType != nil || $0 == "-" || $0.properties.isMath == false && !$0.properties.isWhitespace && $0.value > 127 }
+                && label.unicodeScalars.allSatisfy {
+                    $0.properties.isAlphabetic || $0.properties.numericType != nil || $0 == "-"
+                        || $0.properties.isMath == false && !$0.properties.isWhitespace && $0.value > 127
+                }
         }
     }
 
@@ -223,7 +240,10 @@ enum Formats {
     static func isURIReference(_ s: String, iri: Bool, absolute: Bool) -> Bool {
         let scalars = Array(s.unicodeScalars)
         func allowed(_ c: Unicode.Scalar, extra: String) -> Bool {
-            if c.value > 127 { return iri && !(c.value >= 0xE000 && c.value <= 0xF8FF && false) && !c.properties.isWhitespace && c.properties.generalCategory != .control }
+            if c.value > 127 {
+                return iri && !(c.value >= 0xE000 && c.value <= 0xF8FF && false) && !c.properties.isWhitespace
+                    && c.properties.generalCategory != .control
+            }
             let b = UInt8(c.value)
             return isAlpha(b) || isDigit(b) || "-._~!$&'()*+,;=".unicodeScalars.contains(c) || extra.unicodeScalars.contains(c)
         }
@@ -233,7 +253,8 @@ enum Formats {
             while i < part.endIndex {
                 if part[i] == "%" {
                     guard i + 2 < part.endIndex, part[i + 1].isASCII, part[i + 2].isASCII,
-                          isHex(UInt8(part[i + 1].value)), isHex(UInt8(part[i + 2].value)) else { return false }
+                        isHex(UInt8(part[i + 1].value)), isHex(UInt8(part[i + 2].value))
+                    else { return false }
                     i += 3
                     continue
                 }
@@ -247,7 +268,8 @@ enum Formats {
         if let colon = rest.firstIndex(of: ":"), !rest[..<colon].contains(where: { "/?#".unicodeScalars.contains($0) }) {
             let scheme = rest[..<colon]
             guard let first = scheme.first, first.isASCII, isAlpha(UInt8(first.value)),
-                  scheme.allSatisfy({ $0.isASCII && (isAlpha(UInt8($0.value)) || isDigit(UInt8($0.value)) || "+-.".unicodeScalars.contains($0)) }) else { return false }
+                scheme.allSatisfy({ $0.isASCII && (isAlpha(UInt8($0.value)) || isDigit(UInt8($0.value)) || "+-.".unicodeScalars.contains($0)) })
+            else { return false }
             rest = rest[(colon + 1)...]
         } else if absolute {
             return false
@@ -279,7 +301,8 @@ enum Formats {
                     guard isIPv6(Array(text.utf8)[...]) else { return false }
                 }
                 authority = authority[(close + 1)...]
-                guard authority.isEmpty || (authority.first == ":" && authority.dropFirst().allSatisfy { $0.isASCII && isDigit(UInt8($0.value)) }) else { return false }
+                guard authority.isEmpty || (authority.first == ":" && authority.dropFirst().allSatisfy { $0.isASCII && isDigit(UInt8($0.value)) })
+                else { return false }
             } else {
                 let colon = authority.lastIndex(of: ":")
                 let host = colon.map { authority[..<$0] } ?? authority
@@ -314,7 +337,8 @@ enum Formats {
                         name = name.dropLast()
                     } else if let colon = name.firstIndex(of: ":") {
                         let length = name[(colon + 1)...]
-                        guard (1...4).contains(length.count), length.allSatisfy({ $0.isASCII && isDigit(UInt8($0.value)) }), length.first != "0" else { return false }
+                        guard (1...4).contains(length.count), length.allSatisfy({ $0.isASCII && isDigit(UInt8($0.value)) }), length.first != "0"
+                        else { return false }
                         name = name[..<colon]
                     }
                     guard !name.isEmpty, name.first != ".", name.last != "." else { return false }

@@ -48,9 +48,13 @@ package struct LinearRegex: Sendable {
         func contains(_ scalar: UInt32) -> Bool {
             var hit = false
             if ranges.count <= 8 {
-                for range in ranges where range.contains(scalar) { hit = true; break }
+                for range in ranges where range.contains(scalar) {
+                    hit = true
+                    break
+                }
             } else {
-                var low = 0, high = ranges.count
+                var low = 0
+                var high = ranges.count
                 while low < high {
                     let middle = (low + high) / 2
                     if ranges[middle].upperBound < scalar { low = middle + 1 } else { high = middle }
@@ -76,8 +80,10 @@ package struct LinearRegex: Sendable {
         static func single(_ scalar: UInt32) -> CharacterSet { CharacterSet(ranges: [scalar...scalar]) }
         static let digit = CharacterSet(ranges: [48...57])
         static let word = CharacterSet(ranges: [48...57, 65...90, 95...95, 97...122])
-        static let space = CharacterSet(ranges: [9...13, 32...32, 0xA0...0xA0, 0x1680...0x1680, 0x2000...0x200A,
-                                                 0x2028...0x2029, 0x202F...0x202F, 0x205F...0x205F, 0x3000...0x3000, 0xFEFF...0xFEFF])
+        static let space = CharacterSet(ranges: [
+            9...13, 32...32, 0xA0...0xA0, 0x1680...0x1680, 0x2000...0x200A,
+            0x2028...0x2029, 0x202F...0x202F, 0x205F...0x205F, 0x3000...0x3000, 0xFEFF...0xFEFF,
+        ])
         static let anyButNewline = CharacterSet(ranges: [10...10, 13...13, 0x2028...0x2029], negated: true)
     }
 
@@ -161,7 +167,8 @@ package struct LinearRegex: Sendable {
     /// Whether the pattern matches anywhere in `text` (JSON Schema's `pattern` is unanchored).
     package func matches(_ text: String) -> Bool {
         let input = Array(text.unicodeScalars.map(\.value))
-        var current: [Int] = [], next: [Int] = []
+        var current: [Int] = []
+        var next: [Int] = []
         var marks = [Int](repeating: -1, count: program.count)
         var stack: [Int] = []
         current.reserveCapacity(program.count)
@@ -249,7 +256,7 @@ package struct LinearRegex: Sendable {
             defer { depth -= 1 }
             guard depth <= 100 else { throw fail("the pattern nests groups deeper than 100 levels") }
             var options = [try sequence()]
-            while current == 0x7C { // |
+            while current == 0x7C {  // |
                 index += 1
                 options.append(try sequence())
             }
@@ -258,7 +265,7 @@ package struct LinearRegex: Sendable {
 
         mutating func sequence() throws(SyntaxError) -> Node {
             var items: [Node] = []
-            while let c = current, c != 0x7C, c != 0x29 { // | )
+            while let c = current, c != 0x7C, c != 0x29 {  // | )
                 var atom = try self.atom()
                 atom = try quantified(atom)
                 items.append(atom)
@@ -267,20 +274,28 @@ package struct LinearRegex: Sendable {
         }
 
         mutating func quantified(_ atom: Node) throws(SyntaxError) -> Node {
-            var min = 0, max: Int? = nil
+            var min = 0
+            var max: Int? = nil
             switch current {
-            case 0x2A: min = 0; max = nil // *
-            case 0x2B: min = 1; max = nil // +
-            case 0x3F: min = 0; max = 1 // ?
-            case 0x7B: // {
-                guard let (low, high, length) = counted() else { return atom } // a literal '{'
+            case 0x2A:
+                min = 0
+                max = nil  // *
+            case 0x2B:
+                min = 1
+                max = nil  // +
+            case 0x3F:
+                min = 0
+                max = 1  // ?
+            case 0x7B:  // {
+                guard let (low, high, length) = counted() else { return atom }  // a literal '{'
                 index += length - 1
-                min = low; max = high
+                min = low
+                max = high
             default: return atom
             }
             if case .assertion = atom { throw fail("a quantifier cannot follow an anchor") }
             index += 1
-            if current == 0x3F { index += 1 } // lazy: the same for match or no match
+            if current == 0x3F { index += 1 }  // lazy: the same for match or no match
             if current == 0x2A || current == 0x2B || current == 0x3F || (current == 0x7B && counted() != nil) {
                 throw fail("nothing to repeat at character \(index + 1)")
             }
@@ -301,7 +316,7 @@ package struct LinearRegex: Sendable {
             }
             guard let low = digits() else { return nil }
             var high: Int? = low
-            if i < scalars.count, scalars[i] == 0x2C { // ,
+            if i < scalars.count, scalars[i] == 0x2C {  // ,
                 i += 1
                 high = digits()
             }
@@ -314,12 +329,12 @@ package struct LinearRegex: Sendable {
             let c = scalars[index]
             index += 1
             switch c {
-            case 0x28: // (
-                if current == 0x3F { // ?
+            case 0x28:  // (
+                if current == 0x3F {  // ?
                     index += 1
                     switch current {
-                    case 0x3A: index += 1 // (?:
-                    case 0x3C where index + 1 < scalars.count && scalars[index + 1] != 0x3D && scalars[index + 1] != 0x21: // (?<name>
+                    case 0x3A: index += 1  // (?:
+                    case 0x3C where index + 1 < scalars.count && scalars[index + 1] != 0x3D && scalars[index + 1] != 0x21:  // (?<name>
                         while let n = current, n != 0x3E { index += 1 }
                         guard current == 0x3E else { throw fail("unterminated group name") }
                         index += 1
@@ -346,13 +361,13 @@ package struct LinearRegex: Sendable {
             guard let c = current else { throw fail("the pattern ends with '\\'") }
             index += 1
             switch c {
-            case 0x64: return .set(.digit) // d
+            case 0x64: return .set(.digit)  // d
             case 0x44: return .set(CharacterSet(ranges: CharacterSet.digit.ranges, negated: true))
-            case 0x77: return .set(.word) // w
+            case 0x77: return .set(.word)  // w
             case 0x57: return .set(CharacterSet(ranges: CharacterSet.word.ranges, negated: true))
-            case 0x73: return .set(.space) // s
+            case 0x73: return .set(.space)  // s
             case 0x53: return .set(CharacterSet(ranges: CharacterSet.space.ranges, negated: true))
-            case 0x62 where !inClass: return .assertion(.wordBoundary) // b
+            case 0x62 where !inClass: return .assertion(.wordBoundary)  // b
             case 0x62: return .set(.single(8))
             case 0x42 where !inClass: return .assertion(.notWordBoundary)
             case 0x6E: return .set(.single(10))
@@ -380,7 +395,7 @@ package struct LinearRegex: Sendable {
                     return .set(.single(value))
                 }
                 return .set(.single(try hex(count: 4)))
-            case 0x70, 0x50: // p, P: \p{Letter}, \P{Nd}, \p{gc=Lu}
+            case 0x70, 0x50:  // p, P: \p{Letter}, \P{Nd}, \p{gc=Lu}
                 guard current == 0x7B else { throw fail("\\p and \\P need a property in braces, as \\p{Letter}") }
                 index += 1
                 var name = ""
@@ -391,7 +406,9 @@ package struct LinearRegex: Sendable {
                 guard current == 0x7D else { throw fail("missing '}' after \\p{") }
                 index += 1
                 guard let ranges = UnicodeProperties.ranges(of: name) else {
-                    throw fail("unknown Unicode property '\(name)' (general categories such as Letter, Lu or Nd, and Alphabetic, White_Space, Uppercase, Lowercase, ASCII, Any are known)")
+                    throw fail(
+                        "unknown Unicode property '\(name)' (general categories such as Letter, Lu or Nd, and Alphabetic, White_Space, Uppercase, Lowercase, ASCII, Any are known)"
+                    )
                 }
                 return .set(CharacterSet(ranges: ranges, negated: c == 0x50))
             default:
@@ -423,7 +440,10 @@ package struct LinearRegex: Sendable {
         mutating func characterClass() throws(SyntaxError) -> CharacterSet {
             var set = CharacterSet(ranges: [])
             var negatedParts: [CharacterSet] = []
-            if current == 0x5E { set.negated = true; index += 1 }
+            if current == 0x5E {
+                set.negated = true
+                index += 1
+            }
             var first = true
             while let c = current, c != 0x5D || first {
                 first = false
@@ -431,19 +451,26 @@ package struct LinearRegex: Sendable {
                 index += 1
                 if c == 0x5C {
                     guard case .set(let escaped) = try escape(inClass: true) else { continue }
-                    if escaped.negated { negatedParts.append(escaped); continue }
-                    if escaped.ranges.count != 1 || escaped.ranges[0].count != 1 { set.ranges += escaped.ranges; continue }
+                    if escaped.negated {
+                        negatedParts.append(escaped)
+                        continue
+                    }
+                    if escaped.ranges.count != 1 || escaped.ranges[0].count != 1 {
+                        set.ranges += escaped.ranges
+                        continue
+                    }
                     low = escaped.ranges[0].lowerBound
                 } else {
                     low = c
                 }
-                if current == 0x2D, index + 1 < scalars.count, scalars[index + 1] != 0x5D { // a-z
+                if current == 0x2D, index + 1 < scalars.count, scalars[index + 1] != 0x5D {  // a-z
                     index += 1
                     var high = scalars[index]
                     index += 1
                     if high == 0x5C {
                         guard case .set(let escaped) = try escape(inClass: true), !escaped.negated, escaped.ranges.count == 1,
-                              escaped.ranges[0].count == 1 else { throw fail("a class range cannot end in a class like \\d") }
+                            escaped.ranges[0].count == 1
+                        else { throw fail("a class range cannot end in a class like \\d") }
                         high = escaped.ranges[0].lowerBound
                     }
                     guard low <= high else { throw fail("class range out of order") }
@@ -478,7 +505,8 @@ package struct LinearRegex: Sendable {
 
         mutating func emit(_ node: Node) throws(SyntaxError) {
             guard program.count <= LinearRegex.maximumProgramSize else {
-                throw SyntaxError(message: "the pattern is too large (more than \(LinearRegex.maximumProgramSize) steps once counted repeats are expanded)")
+                throw SyntaxError(
+                    message: "the pattern is too large (more than \(LinearRegex.maximumProgramSize) steps once counted repeats are expanded)")
             }
             switch node {
             case .empty: break

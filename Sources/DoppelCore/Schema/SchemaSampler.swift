@@ -99,7 +99,9 @@ package struct SchemaSampler: Sendable {
 
     /// A value of the schema's own type, ignoring combinators.
     private func own(_ schema: Schema, depth: Int, run: inout Run) -> JSON? {
-        let type = schema.types?.first { $0 != "null" } ?? (schema.properties.isEmpty ? (schema.items != nil ? "array" : schema.types == nil ? nil : "null") : "object")
+        let type =
+            schema.types?.first { $0 != "null" }
+            ?? (schema.properties.isEmpty ? (schema.items != nil ? "array" : schema.types == nil ? nil : "null") : "object")
         switch type {
         case "object":
             var object = JSONObject()
@@ -126,7 +128,10 @@ package struct SchemaSampler: Sendable {
             for index in 0..<count {
                 let containsItem = index >= schema.prefixItems.count && index < schema.prefixItems.count + containing
                 let itemSchema = index < schema.prefixItems.count ? schema.prefixItems[index] : containsItem ? contains : schema.items
-                guard let itemSchema else { items.append(.null); continue }
+                guard let itemSchema else {
+                    items.append(.null)
+                    continue
+                }
                 guard let value = sample(itemSchema, depth: depth + 1, run: &run) else {
                     if (schema.minItems ?? 0) > index || containsItem { return nil }
                     break
@@ -212,7 +217,8 @@ package struct SchemaSampler: Sendable {
         let types = first(\.types) ?? (properties.isEmpty ? nil : ["object"])
         return Schema(
             types: types, nullable: parts.allSatisfy(\.nullable), enumValues: first(\.enumValues), constValue: first(\.constValue),
-            minimum: first(\.minimum), maximum: first(\.maximum), exclusiveMinimum: first(\.exclusiveMinimum), exclusiveMaximum: first(\.exclusiveMaximum),
+            minimum: first(\.minimum), maximum: first(\.maximum), exclusiveMinimum: first(\.exclusiveMinimum),
+            exclusiveMaximum: first(\.exclusiveMaximum),
             minLength: first(\.minLength), maxLength: first(\.maxLength), pattern: first(\.pattern), format: first(\.format),
             properties: properties, required: required, additionalProperties: parts.lazy.compactMap(\.additionalProperties).first,
             items: first(\.items), prefixItems: parts.first { !$0.prefixItems.isEmpty }?.prefixItems ?? [], minItems: first(\.minItems),
@@ -247,7 +253,8 @@ package struct SchemaSampler: Sendable {
         if let min = schema.minLength, text.unicodeScalars.count < min { text += String(repeating: "x", count: min - text.unicodeScalars.count) }
         if let max = schema.maxLength, text.unicodeScalars.count > max { text = String(String.UnicodeScalarView(text.unicodeScalars.prefix(max))) }
         if let pattern = schema.pattern, !pattern.matches(text),
-           let made = pattern.example(minLength: schema.minLength ?? 0, maxLength: schema.maxLength) {
+            let made = pattern.example(minLength: schema.minLength ?? 0, maxLength: schema.maxLength)
+        {
             return made
         }
         return text

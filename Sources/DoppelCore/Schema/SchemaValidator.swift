@@ -32,7 +32,10 @@ package struct SchemaValidator: Sendable {
         var run = Run(base: pointer)
         validate(value, schema, depth: 0, run: &run)
         if run.dropped > 0 {
-            run.issues.append(ValidationIssue(pointer: pointer, message: "and \(run.dropped) more issue\(run.dropped == 1 ? "" : "s") not listed (at most \(Self.maximumIssues) are)"))
+            run.issues.append(
+                ValidationIssue(
+                    pointer: pointer,
+                    message: "and \(run.dropped) more issue\(run.dropped == 1 ? "" : "s") not listed (at most \(Self.maximumIssues) are)"))
         }
         return run.issues
     }
@@ -210,7 +213,8 @@ package struct SchemaValidator: Sendable {
             run.add("must be \(JSONWriter.encodeString(constant))")
         }
         if let options = schema.enumValues, let keys = schema.enumKeys,
-           !keys.contains(value.equalityKey) || (Self.mayDifferInCodePoints(value) && !options.contains { Self.schemaEquals(value, $0) }) {
+            !keys.contains(value.equalityKey) || (Self.mayDifferInCodePoints(value) && !options.contains { Self.schemaEquals(value, $0) })
+        {
             // A long list is named by its first values: the message stays short.
             let shown = options.prefix(Self.enumValuesShown).map { JSONWriter.encodeString($0) }.joined(separator: ", ")
             let list = options.count > Self.enumValuesShown ? shown + " (and \(options.count - Self.enumValuesShown) more)" : shown
@@ -347,7 +351,9 @@ package struct SchemaValidator: Sendable {
     /// matches, else `additionalProperties`; then `propertyNames`,
     /// `dependentRequired` and `dependentSchemas`.
     @inline(never)
-    private func validateAdvancedMembers(_ value: JSON, _ object: JSONObject, _ schema: Schema, _ advanced: Schema.Advanced, depth: Int, run: inout Run) {
+    private func validateAdvancedMembers(
+        _ value: JSON, _ object: JSONObject, _ schema: Schema, _ advanced: Schema.Advanced, depth: Int, run: inout Run
+    ) {
         for pair in object.pairs {
             if run.done { return }
             var memberSchema: Schema?
@@ -578,8 +584,10 @@ package struct SchemaValidator: Sendable {
     }
 
     private func validateNumber(_ value: JSON, _ schema: Schema, into run: inout Run) {
-        guard schema.minimum != nil || schema.maximum != nil || schema.exclusiveMinimum != nil || schema.exclusiveMaximum != nil
-            || schema.multipleOf != nil else { return }
+        guard
+            schema.minimum != nil || schema.maximum != nil || schema.exclusiveMinimum != nil || schema.exclusiveMaximum != nil
+                || schema.multipleOf != nil
+        else { return }
         let n = value.numberValue!
         let exact = schema.advanced?.exactBounds
         /// How `value` compares with a bound: exactly for an integer (with
@@ -673,7 +681,8 @@ package struct SchemaValidator: Sendable {
         func digits(_ range: Range<Int>) -> Bool { range.upperBound <= b.count && range.allSatisfy { b[$0] >= 48 && b[$0] <= 57 } }
         func byte(_ index: Int, _ allowed: String) -> Bool { index < b.count && allowed.utf8.contains(b[index]) }
         guard digits(0..<4), byte(4, "-"), digits(5..<7), byte(7, "-"), digits(8..<10), byte(10, "Tt"),
-              digits(11..<13), byte(13, ":"), digits(14..<16), byte(16, ":"), digits(17..<19) else { return false }
+            digits(11..<13), byte(13, ":"), digits(14..<16), byte(16, ":"), digits(17..<19)
+        else { return false }
         var i = 19
         if byte(i, ".") {
             i += 1
@@ -723,8 +732,10 @@ extension SchemaValidator {
     /// be read as their declared type.
     /// `repeatedAsList`: a name sent more than once gives a list of its
     /// values (form bodies), rather than its last value (query, headers).
-    package func coerceParameters(_ parameters: [(String, String)], by schema: Schema?, caseInsensitive: Bool = false,
-                                 repeatedAsList: Bool = false) -> (JSON, [ValidationIssue]) {
+    package func coerceParameters(
+        _ parameters: [(String, String)], by schema: Schema?, caseInsensitive: Bool = false,
+        repeatedAsList: Bool = false
+    ) -> (JSON, [ValidationIssue]) {
         let resolved = schema.map(resolve)
         var issues: [ValidationIssue] = []
         var parameters = parameters
@@ -750,11 +761,12 @@ extension SchemaValidator {
             if let propertySchema, propertySchema.typeSet.contains(.array) {
                 let itemSchema = propertySchema.items.map(resolve)
                 // `ids=1&ids=2`, `ids=1,2`, `ids=1|2` (pipeDelimited), `ids=1 2` (spaceDelimited).
-                let separator: Character = switch propertySchema.style {
-                case "pipeDelimited": "|"
-                case "spaceDelimited": " "
-                default: ","
-                }
+                let separator: Character =
+                    switch propertySchema.style {
+                    case "pipeDelimited": "|"
+                    case "spaceDelimited": " "
+                    default: ","
+                    }
                 let items = values.flatMap { $0.split(separator: separator, omittingEmptySubsequences: false).map(String.init) }
                 object[key] = .array(items.enumerated().map { i, v in coerce(v, itemSchema, pointer(i), &issues) })
             } else if repeatedAsList, values.count > 1 {
@@ -807,7 +819,10 @@ extension SchemaValidator {
                     position += 2
                 }
                 if parts.count % 2 == 1 {
-                    issues.append(ValidationIssue(pointer: "/" + Self.escape(name), message: "expected names and values in pairs (name,value,...), got '\(parts.joined(separator: ","))'"))
+                    issues.append(
+                        ValidationIssue(
+                            pointer: "/" + Self.escape(name),
+                            message: "expected names and values in pairs (name,value,...), got '\(parts.joined(separator: ","))'"))
                 }
             default:
                 continue
@@ -845,7 +860,10 @@ extension SchemaValidator {
 
     static func looksLikeJSONNumber(_ text: String) -> Bool {
         guard let first = text.utf8.first, first == UInt8(ascii: "-") || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first) else { return false }
-        return text.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") || $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "-") }
+        return text.utf8.allSatisfy {
+            (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E")
+                || $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "-")
+        }
     }
 
     private func coerce(_ text: String, _ schema: Schema?, _ pointer: @autoclosure () -> String, _ issues: inout [ValidationIssue]) -> JSON {

@@ -29,7 +29,9 @@ enum UnicodeProperties {
             let group = String(short.prefix(1))
             names[group, default: []].append(category)
         }
-        for (group, long) in [("L", "Letter"), ("M", "Mark"), ("N", "Number"), ("P", "Punctuation"), ("S", "Symbol"), ("Z", "Separator"), ("C", "Other")] {
+        for (group, long) in [
+            ("L", "Letter"), ("M", "Mark"), ("N", "Number"), ("P", "Punctuation"), ("S", "Symbol"), ("Z", "Separator"), ("C", "Other"),
+        ] {
             names[long] = names[group]
         }
         names["LC"] = [.uppercaseLetter, .lowercaseLetter, .titlecaseLetter]

@@ -99,12 +99,20 @@ extension SessionData {
             case .stateSize(let previous): stateSize = previous
             case .forced(let previous): forced = previous
             case .stateEntry(let path, let previous): restore(path) { $0 = previous }
-            case .appended(let path): restore(path) { list in
-                if case .array(var items)? = list { items.removeLast(); list = .array(items) }
-            }
-            case .removedItem(let path, let position, let previous): restore(path) { list in
-                if case .array(var items)? = list { items.insert(previous, at: position); list = .array(items) }
-            }
+            case .appended(let path):
+                restore(path) { list in
+                    if case .array(var items)? = list {
+                        items.removeLast()
+                        list = .array(items)
+                    }
+                }
+            case .removedItem(let path, let position, let previous):
+                restore(path) { list in
+                    if case .array(var items)? = list {
+                        items.insert(previous, at: position)
+                        list = .array(items)
+                    }
+                }
             }
         }
     }

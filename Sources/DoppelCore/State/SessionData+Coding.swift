@@ -17,14 +17,16 @@ extension SessionData {
         object["state"] = .object(state)
         object["clock"] = .object(JSONObject([("offset", .double(clock.offset)), ("frozen_at", clock.frozenAt.map(JSON.double) ?? .null)]))
         object["sequences"] = .array(sequencePositions.inWriteOrder.map { .array([.string($0.key), .int($0.value)]) })
-        object["rates"] = .array(rateWindows.inWriteOrder.map { entry in
-            .array([.string(entry.key), .double(entry.value.start), .int(entry.value.count), .array(entry.value.hits.map(JSON.double))])
-        })
+        object["rates"] = .array(
+            rateWindows.inWriteOrder.map { entry in
+                .array([.string(entry.key), .double(entry.value.start), .int(entry.value.count), .array(entry.value.hits.map(JSON.double))])
+            })
         object["calls"] = .object(JSONObject(endpointCalls.sorted { $0.key < $1.key }.map { ($0.key, JSON.int($0.value)) }))
         if !forced.isEmpty {
-            object["forced"] = .array(forced.compactMap { override in
-                override.response.map { .array([.string(override.endpointID), .string($0.name), .int($0.status)]) }
-            })
+            object["forced"] = .array(
+                forced.compactMap { override in
+                    override.response.map { .array([.string(override.endpointID), .string($0.name), .int($0.status)]) }
+                })
         }
         if let scenario {
             object["scenario"] = .object(JSONObject([("name", .string(scenario.name)), ("inline", scenario.inline.map(JSON.string) ?? .null)]))
@@ -42,14 +44,17 @@ extension SessionData {
     /// a scenario it no longer finds leaves the session without one.
     /// `forced` finds a forced answer's response again from its endpoint,
     /// name and status (`Contract.forcibleResponse`); one it does not find is dropped.
-    package init(decoding bytes: [UInt8], forced response: (String, String, Int) -> ResponseDefinition? = { _, _, _ in nil },
-                 scenario resolve: (String, String?) -> ActiveScenario?) throws(DecodingError) {
+    package init(
+        decoding bytes: [UInt8], forced response: (String, String, Int) -> ResponseDefinition? = { _, _, _ in nil },
+        scenario resolve: (String, String?) -> ActiveScenario?
+    ) throws(DecodingError) {
         // Twice the request limit: the state keeps request bodies below its own names and keys.
         guard let json = try? JSONReader.parse(bytes, maximumDepth: 2 * JSONReader.maximumDepth), let object = json.objectValue else {
             throw DecodingError(description: "a stored session is not a JSON object")
         }
         guard object["v"]?.intValue == Self.codingVersion else {
-            throw DecodingError(description: "a stored session has version \(object["v"].map { JSONWriter.encodeString($0) } ?? "none"), not \(Self.codingVersion)")
+            throw DecodingError(
+                description: "a stored session has version \(object["v"].map { JSONWriter.encodeString($0) } ?? "none"), not \(Self.codingVersion)")
         }
         self.init(state: object["state"]?.objectValue ?? JSONObject())
         if let clock = object["clock"]?.objectValue {
@@ -62,15 +67,17 @@ extension SessionData {
         }
         for item in object["rates"]?.arrayValue ?? [] {
             guard let parts = item.arrayValue, parts.count == 4, let key = parts[0].stringValue else { continue }
-            rateWindows[key] = RateWindow(start: parts[1].numberValue ?? 0, count: parts[2].intValue ?? 0,
-                                          hits: parts[3].arrayValue?.compactMap(\.numberValue) ?? [])
+            rateWindows[key] = RateWindow(
+                start: parts[1].numberValue ?? 0, count: parts[2].intValue ?? 0,
+                hits: parts[3].arrayValue?.compactMap(\.numberValue) ?? [])
         }
         if let calls = object["calls"]?.objectValue {
             for (id, count) in calls.pairs { if let count = count.intValue { endpointCalls[id] = count } }
         }
         for item in object["forced"]?.arrayValue ?? [] {
             guard let parts = item.arrayValue, parts.count == 3, let endpoint = parts[0].stringValue, let name = parts[1].stringValue,
-                  let status = parts[2].intValue, let found = response(endpoint, name, status) else { continue }
+                let status = parts[2].intValue, let found = response(endpoint, name, status)
+            else { continue }
             forced.append(Override(endpointID: endpoint, call: nil, response: found, delay: nil, fault: nil))
         }
         if let active = object["scenario"]?.objectValue, let name = active["name"]?.stringValue {

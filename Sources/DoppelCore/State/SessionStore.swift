@@ -99,9 +99,11 @@ public final class SessionStore: Sendable {
     ///   - clock: real time in seconds since 1970, for session clocks.
     ///   - monotonic: seconds on a clock that only moves forward, for idleness.
     ///   - stateLimit: the most state (as JSON) all sessions may hold together.
-    package init(initial: JSONObject, limit: Int = 10_000, idleLimit: Double? = 3600, stateLimit: Int = StateBudget.defaultLimit,
-                clock: @escaping @Sendable () -> Double = { 0 },
-                monotonic: @escaping @Sendable () -> Double = SessionStore.uptime) {
+    package init(
+        initial: JSONObject, limit: Int = 10_000, idleLimit: Double? = 3600, stateLimit: Int = StateBudget.defaultLimit,
+        clock: @escaping @Sendable () -> Double = { 0 },
+        monotonic: @escaping @Sendable () -> Double = SessionStore.uptime
+    ) {
         self.budget = StateBudget(limit: stateLimit)
         self.table = Locked(Table(initial: initial))
         self.limit = max(1, limit)
@@ -139,9 +141,10 @@ public final class SessionStore: Sendable {
     /// True for ids of 1 to 128 letters, digits or `. _ : -`.
     public static func isValid(id: String) -> Bool {
         let utf8 = id.utf8
-        return (1...128).contains(utf8.count) && utf8.allSatisfy { b in
-            (b >= 48 && b <= 57) || (b >= 65 && b <= 90) || (b >= 97 && b <= 122) || b == 46 || b == 95 || b == 58 || b == 45
-        }
+        return (1...128).contains(utf8.count)
+            && utf8.allSatisfy { b in
+                (b >= 48 && b <= 57) || (b >= 65 && b <= 90) || (b >= 97 && b <= 122) || b == 46 || b == 95 || b == 58 || b == 45
+            }
     }
 
     /// The session with `id`, created with the contract's initial state if

@@ -22,9 +22,10 @@ package struct SessionUse: Sendable {
     package init(contract: Contract, overridden: Set<String>) {
         routingReadsSession = contract.endpoints.contains { endpoint in endpoint.match.contains { Self.reads($0.expression) } }
         hasFallbacks = !contract.fallbacks.isEmpty
-        sessionless = Set(contract.endpoints.filter { endpoint in
-            !overridden.contains(endpoint.id) && !Self.readsSession(endpoint, in: contract)
-        }.map(\.id))
+        sessionless = Set(
+            contract.endpoints.filter { endpoint in
+                !overridden.contains(endpoint.id) && !Self.readsSession(endpoint, in: contract)
+            }.map(\.id))
     }
 
     /// Whether answering `endpoint` may read or change its session.

@@ -32,7 +32,8 @@ extension AdminAPI {
         }
         // Navigations to the page (a link, a bookmark) come from anywhere; its calls do not.
         if request.path.hasPrefix(Dashboard.root) || request.path == AdminAPI.prefix + "/ui", request.method == "GET" || request.method == "HEAD",
-           !request.path.hasSuffix("settings.json") {
+            !request.path.hasSuffix("settings.json")
+        {
             return nil
         }
         if let site = request.header("sec-fetch-site")?.lowercased(), site != "same-origin", site != "none" {

@@ -16,12 +16,16 @@ extension AdminAPI {
             limit = value
         }
         let matching = engine.journal.entries.filter { entry in
-            (endpoint == nil || entry.endpointID == endpoint) && (status == nil || entry.status == status) && (session == nil || entry.session == session)
+            (endpoint == nil || entry.endpointID == endpoint) && (status == nil || entry.status == status)
+                && (session == nil || entry.session == session)
         }
-        return json(200, .object(JSONObject([
-            ("total", .int(matching.count)), ("capacity", .int(engine.journal.capacity)),
-            ("entries", .array(matching.suffix(limit).map(\.json))),
-        ])))
+        return json(
+            200,
+            .object(
+                JSONObject([
+                    ("total", .int(matching.count)), ("capacity", .int(engine.journal.capacity)),
+                    ("entries", .array(matching.suffix(limit).map(\.json))),
+                ])))
     }
 
     /// `POST /__doppel/verify`: did an endpoint answer with a status as often as expected?
@@ -43,10 +47,16 @@ extension AdminAPI {
         }
         func number(_ key: String) -> Int? {
             guard let value = body[key] else { return nil }
-            guard let n = value.intValue, n >= 0 else { problems.append("'\(key)' must be a whole number of at least 0"); return nil }
+            guard let n = value.intValue, n >= 0 else {
+                problems.append("'\(key)' must be a whole number of at least 0")
+                return nil
+            }
             return n
         }
-        let status = number("status"), exactly = number("count"), atLeast = number("min"), atMost = number("max")
+        let status = number("status")
+        let exactly = number("count")
+        let atLeast = number("min")
+        let atMost = number("max")
         if exactly != nil, atLeast != nil || atMost != nil { problems.append("give 'count', or 'min' and/or 'max', not both") }
         let session = body["session"]?.stringValue
         let known: Set<String> = ["endpoint", "status", "session", "count", "min", "max"]

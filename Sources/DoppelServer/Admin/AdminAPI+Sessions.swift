@@ -5,10 +5,13 @@ extension AdminAPI {
         let items = engine.sessions.ids.map { id in
             JSON.object(JSONObject([("id", .string(id)), ("scenario", engine.sessions.existing(id)?.scenarioName.map { .string($0) } ?? .null)]))
         }
-        return json(200, .object(JSONObject([
-            ("sessions", .array(items)), ("limit", .int(engine.sessions.limit)),
-            ("idle_limit_seconds", engine.sessions.idleLimit.map { .double($0) } ?? .null), ("evicted", evictionsJSON()),
-        ])))
+        return json(
+            200,
+            .object(
+                JSONObject([
+                    ("sessions", .array(items)), ("limit", .int(engine.sessions.limit)),
+                    ("idle_limit_seconds", engine.sessions.idleLimit.map { .double($0) } ?? .null), ("evicted", evictionsJSON()),
+                ])))
     }
 
     func state(_ request: RecordedRequest) -> MockResponse {
@@ -19,15 +22,19 @@ extension AdminAPI {
         }
         let session = engine.sessions.existing(id)
         let state = session?.snapshot ?? engine.sessions.initial
-        return json(200, .object(JSONObject([
-            ("session", .string(id)), ("exists", .bool(session != nil)),
-            ("scenario", session?.scenarioName.map { .string($0) } ?? .null), ("state", .object(state)),
-        ])))
+        return json(
+            200,
+            .object(
+                JSONObject([
+                    ("session", .string(id)), ("exists", .bool(session != nil)),
+                    ("scenario", session?.scenarioName.map { .string($0) } ?? .null), ("state", .object(state)),
+                ])))
     }
 
     /// Replaces a session's whole state: `{"state": {...}}`, every name the contract declares.
     func replaceState(_ request: RecordedRequest) -> MockResponse {
-        let body: JSONObject, id: String
+        let body: JSONObject
+        let id: String
         switch bodyAndSession(request, example: #"{"state": {"stories_used": 4}}"#) {
         case .success(let parsed): (body, id) = parsed
         case .failure(let problem): return problem.response()
@@ -89,14 +96,18 @@ extension AdminAPI {
             return Problem.invalidVerification(["the contract has no endpoint '\(endpoint)'\(Suggestion.hint(for: endpoint, in: ids))"]).response()
         }
         let dropped = engine.sessions.existing(id)?.resetSequences(of: endpoint) ?? 0
-        return json(200, .object(JSONObject([
-            ("session", .string(id)), ("endpoint", endpoint.map { .string($0) } ?? .null), ("reset", .int(dropped)),
-        ])))
+        return json(
+            200,
+            .object(
+                JSONObject([
+                    ("session", .string(id)), ("endpoint", endpoint.map { .string($0) } ?? .null), ("reset", .int(dropped)),
+                ])))
     }
 
     /// Reads or changes one session's virtual clock: `advance`, `set`, `freeze`, `reset`.
     func clock(_ request: RecordedRequest) -> MockResponse {
-        let body: JSONObject, id: String
+        let body: JSONObject
+        let id: String
         switch bodyAndSession(request, example: #"{"advance": "31d"}"#) {
         case .success(let parsed): (body, id) = parsed
         case .failure(let problem): return problem.response()
@@ -110,9 +121,12 @@ extension AdminAPI {
             }
         }
         let clock = session.clock
-        return json(200, .object(JSONObject([
-            ("session", .string(id)), ("now", .string(UTCCalendar.format(epoch: clock.now(real: real)))),
-            ("frozen", .bool(clock.frozenAt != nil)), ("offset_seconds", .double((clock.now(real: real) - real).rounded())),
-        ])))
+        return json(
+            200,
+            .object(
+                JSONObject([
+                    ("session", .string(id)), ("now", .string(UTCCalendar.format(epoch: clock.now(real: real)))),
+                    ("frozen", .bool(clock.frozenAt != nil)), ("offset_seconds", .double((clock.now(real: real) - real).rounded())),
+                ])))
     }
 }

@@ -87,9 +87,12 @@ package struct AdminAPI: Sendable {
     package func respond(to request: RecordedRequest) -> MockResponse {
         if let refused = gate(request) { return refused }
         guard let call = AdminCall.of(request) else {
-            return Problem.unknownAdminCall(method: request.method, path: request.path, known: Self.calls.map { call in
-                call.replacingOccurrences(of: " /", with: " \(Self.prefix)/")
-            }).response()
+            return Problem.unknownAdminCall(
+                method: request.method, path: request.path,
+                known: Self.calls.map { call in
+                    call.replacingOccurrences(of: " /", with: " \(Self.prefix)/")
+                }
+            ).response()
         }
         guard request.method == "HEAD" else { return call.answer(self, request) }
         // A HEAD is answered as its GET; the transport sends the head alone.
@@ -108,7 +111,8 @@ package struct AdminAPI: Sendable {
 
     /// Compares every byte of the expected token, whatever the candidate, so timing leaks neither content nor length.
     static func constantTimeEquals(_ candidate: String?, _ expected: String) -> Bool {
-        let given = Array((candidate ?? "").utf8), wanted = Array(expected.utf8)
+        let given = Array((candidate ?? "").utf8)
+        let wanted = Array(expected.utf8)
         var difference = UInt8(given.count == wanted.count ? 0 : 1) | UInt8(candidate == nil ? 1 : 0)
         for index in wanted.indices {
             difference |= wanted[index] ^ (index < given.count ? given[index] : ~wanted[index])

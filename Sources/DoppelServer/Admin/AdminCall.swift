@@ -34,8 +34,10 @@ package struct AdminCall: Sendable {
     package let changesOverrides: Bool
     let answer: @Sendable (AdminAPI, RecordedRequest) -> MockResponse
 
-    init(_ method: String, _ path: String, _ reach: Reach, changes: Bool = false, changesOverrides: Bool = false,
-         answer: @escaping @Sendable (AdminAPI, RecordedRequest) -> MockResponse) {
+    init(
+        _ method: String, _ path: String, _ reach: Reach, changes: Bool = false, changesOverrides: Bool = false,
+        answer: @escaping @Sendable (AdminAPI, RecordedRequest) -> MockResponse
+    ) {
         self.method = method
         self.path = path
         self.reach = reach

@@ -15,8 +15,11 @@ enum Dashboard {
 
     /// What the page may load and call: its own files and this server, nothing inline, no frames.
     static let securityHeaders: [(name: String, value: String)] = [
-        (name: "Content-Security-Policy",
-         value: "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"),
+        (
+            name: "Content-Security-Policy",
+            value:
+                "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+        ),
         (name: "X-Content-Type-Options", value: "nosniff"),
         (name: "Referrer-Policy", value: "no-referrer"),
         (name: "Cache-Control", value: "no-cache"),
@@ -36,14 +39,17 @@ enum Dashboard {
         let name = String(path.dropFirst(root.count))
         if name == "settings.json" {
             // Whether to ask for the token before the first call (rather than after a 401 the console would log).
-            return MockResponse(status: 200, headers: [(name: "Content-Type", value: "application/json")] + securityHeaders,
-                                body: Array(#"{"token_required":\#(tokenRequired)}"#.utf8))
+            return MockResponse(
+                status: 200, headers: [(name: "Content-Type", value: "application/json")] + securityHeaders,
+                body: Array(#"{"token_required":\#(tokenRequired)}"#.utf8))
         }
         guard let file = files[name] else {
-            return MockResponse(status: 404, headers: [(name: "Content-Type", value: "text/plain; charset=utf-8")],
-                                body: Array("No such file of the dashboard; it is at \(root)\n".utf8))
+            return MockResponse(
+                status: 404, headers: [(name: "Content-Type", value: "text/plain; charset=utf-8")],
+                body: Array("No such file of the dashboard; it is at \(root)\n".utf8))
         }
-        return MockResponse(status: 200, headers: [(name: "Content-Type", value: file.type)] + securityHeaders,
-                            body: file.bytes)
+        return MockResponse(
+            status: 200, headers: [(name: "Content-Type", value: file.type)] + securityHeaders,
+            body: file.bytes)
     }
 }

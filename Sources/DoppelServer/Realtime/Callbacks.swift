@@ -22,17 +22,22 @@ package struct CallbackAllowList: Sendable, CustomStringConvertible {
         var rules: [Rule] = []
         for value in values {
             let text = value.trimmingCharacters(in: .whitespaces).lowercased()
-            var host = text, port: Int?
+            var host = text
+            var port: Int?
             if text.hasPrefix("[") {
                 guard let close = text.firstIndex(of: "]") else { throw CallbackAllowError(value: value) }
                 host = String(text[text.index(after: text.startIndex)..<close])
                 let after = text[text.index(after: close)...]
                 if !after.isEmpty {
-                    guard after.first == ":", let number = Int(after.dropFirst()), (1...65535).contains(number) else { throw CallbackAllowError(value: value) }
+                    guard after.first == ":", let number = Int(after.dropFirst()), (1...65535).contains(number) else {
+                        throw CallbackAllowError(value: value)
+                    }
                     port = number
                 }
             } else if text.filter({ $0 == ":" }).count == 1, let colon = text.firstIndex(of: ":") {
-                guard let number = Int(text[text.index(after: colon)...]), (1...65535).contains(number) else { throw CallbackAllowError(value: value) }
+                guard let number = Int(text[text.index(after: colon)...]), (1...65535).contains(number) else {
+                    throw CallbackAllowError(value: value)
+                }
                 host = String(text[..<colon])
                 port = number
             }
@@ -66,7 +71,8 @@ package struct CallbackAllowList: Sendable, CustomStringConvertible {
     static func isLoopback(_ host: String) -> Bool {
         if host == "localhost" || host == "::1" || host == "0:0:0:0:0:0:0:1" { return true }
         let parts = host.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 4, parts.allSatisfy({ part in !part.isEmpty && part.count <= 3 && part.allSatisfy(\.isASCII) && UInt8(part) != nil }) else { return false }
+        guard parts.count == 4, parts.allSatisfy({ part in !part.isEmpty && part.count <= 3 && part.allSatisfy(\.isASCII) && UInt8(part) != nil })
+        else { return false }
         return parts[0] == "127"
     }
 }
@@ -128,14 +134,20 @@ package final class CallbackSender: Sendable {
 
     /// Starts `callbacks`, asked for by an answer of `endpointID` in
     /// `session` to a request `depth` callbacks deep (0: not a callback).
-    func send(_ callbacks: [RenderedCallback], endpointID: String?, session: String, depth: Int = 0, engine: @escaping @Sendable () -> MockEngine,
-              publish: @escaping @Sendable (Journal.Entry) -> Void) {
+    func send(
+        _ callbacks: [RenderedCallback], endpointID: String?, session: String, depth: Int = 0, engine: @escaping @Sendable () -> MockEngine,
+        publish: @escaping @Sendable (Journal.Entry) -> Void
+    ) {
         for callback in callbacks {
             let id = UUID()
             let target = "\(endpointID ?? "fallbacks").\(callback.name)"
             guard depth < Self.maximumChain else {
-                publish(Self.journal(callback, target: target, session: session, engine: engine(), status: 0, micros: 0,
-                                     reason: "not sent: it would be the \(depth + 1)th callback of a chain (each sent in answer to the one before); a chain ends at \(Self.maximumChain)"))
+                publish(
+                    Self.journal(
+                        callback, target: target, session: session, engine: engine(), status: 0, micros: 0,
+                        reason:
+                            "not sent: it would be the \(depth + 1)th callback of a chain (each sent in answer to the one before); a chain ends at \(Self.maximumChain)"
+                    ))
                 continue
             }
             let refusal = pending.withLockedValue { pending -> String? in
@@ -147,21 +159,27 @@ package final class CallbackSender: Sendable {
                 guard bytes + callback.body.count <= Self.maximumBodyBytes else {
                     return "the callbacks waiting or in flight already hold \(bytes >> 20) MiB of bodies (at most \(Self.maximumBodyBytes >> 20) MiB)"
                 }
-                pending[id] = Pending(session: session, bodyBytes: callback.body.count, task: Task { [self] in
-                    await deliver(callback, target: target, session: session, depth: depth + 1, engine: engine, publish: publish)
-                    _ = self.pending.withLockedValue { $0.removeValue(forKey: id) }
-                })
+                pending[id] = Pending(
+                    session: session, bodyBytes: callback.body.count,
+                    task: Task { [self] in
+                        await deliver(callback, target: target, session: session, depth: depth + 1, engine: engine, publish: publish)
+                        _ = self.pending.withLockedValue { $0.removeValue(forKey: id) }
+                    })
                 return nil
             }
             if let refusal {
-                publish(Self.journal(callback, target: target, session: session, engine: engine(), status: 0, micros: 0, reason: "not sent: " + refusal))
+                publish(
+                    Self.journal(callback, target: target, session: session, engine: engine(), status: 0, micros: 0, reason: "not sent: " + refusal))
             }
         }
     }
 
     /// Ends every waiting callback (the server is stopping, or every session was reset).
     package func cancelAll() {
-        for task in pending.withLockedValue({ pending in defer { pending.removeAll() }; return pending.values.map(\.task) }) { task.cancel() }
+        for task in pending.withLockedValue({ pending in
+            defer { pending.removeAll() }
+            return pending.values.map(\.task)
+        }) { task.cancel() }
     }
 
     /// Ends the callbacks `session` waits to send (it was reset).
@@ -173,31 +191,41 @@ package final class CallbackSender: Sendable {
         for task in tasks { task.cancel() }
     }
 
-    private func deliver(_ callback: RenderedCallback, target: String, session: String, depth: Int, engine: @Sendable () -> MockEngine,
-                         publish: @Sendable (Journal.Entry) -> Void) async {
+    private func deliver(
+        _ callback: RenderedCallback, target: String, session: String, depth: Int, engine: @Sendable () -> MockEngine,
+        publish: @Sendable (Journal.Entry) -> Void
+    ) async {
         if callback.delay > 0 {
             do { try await Task.sleep(nanoseconds: UInt64(callback.delay * 1e9)) } catch { return }
         }
         guard let parts = URLParts(callback.url) else {
-            publish(Self.journal(callback, target: target, session: session, engine: engine(), status: 0, micros: 0,
-                                 reason: "not sent: '\(String(callback.url.prefix(200).unicodeScalars.map { $0.value < 0x20 ? " " : Character($0) }))' is not an http or https URL (with a host, and without credentials or control characters)"))
+            publish(
+                Self.journal(
+                    callback, target: target, session: session, engine: engine(), status: 0, micros: 0,
+                    reason:
+                        "not sent: '\(String(callback.url.prefix(200).unicodeScalars.map { $0.value < 0x20 ? " " : Character($0) }))' is not an http or https URL (with a host, and without credentials or control characters)"
+                ))
             return
         }
         guard allowed.permits(host: parts.host, port: parts.port) else {
-            publish(Self.journal(callback, target: target, session: session, engine: engine(), status: 0, micros: 0,
-                                 reason: "refused, not sent: \(parts.host) is not allowed by --callback-allow (\(allowed))"))
+            publish(
+                Self.journal(
+                    callback, target: target, session: session, engine: engine(), status: 0, micros: 0,
+                    reason: "refused, not sent: \(parts.host) is not allowed by --callback-allow (\(allowed))"))
             return
         }
         let bracketed = parts.host.contains(":") ? "[\(parts.host)]" : parts.host
-        let client = Upstream(base: URL(string: "\(parts.secure ? "https" : "http")://\(bracketed):\(parts.port)")!, timeout: callback.timeout,
-                              maxBodySize: Self.maximumAnswerBytes, budget: answers)
+        let client = Upstream(
+            base: URL(string: "\(parts.secure ? "https" : "http")://\(bracketed):\(parts.port)")!, timeout: callback.timeout,
+            maxBodySize: Self.maximumAnswerBytes, budget: answers)
         defer { Task { await client.shutdown() } }
         let pathEnd = parts.target.firstIndex(of: "?") ?? parts.target.endIndex
-        let request = RecordedRequest(method: callback.method, path: String(parts.target[..<pathEnd]),
-                                      query: pathEnd < parts.target.endIndex ? String(parts.target[parts.target.index(after: pathEnd)...]) : nil,
-                                      headers: callback.headers.filter { !$0.name.caseInsensitiveEquals(Self.depthHeader) }
-                                          + [(name: "User-Agent", value: "Doppel callbacks"), (name: Self.depthHeader, value: String(depth))],
-                                      body: callback.body)
+        let request = RecordedRequest(
+            method: callback.method, path: String(parts.target[..<pathEnd]),
+            query: pathEnd < parts.target.endIndex ? String(parts.target[parts.target.index(after: pathEnd)...]) : nil,
+            headers: callback.headers.filter { !$0.name.caseInsensitiveEquals(Self.depthHeader) }
+                + [(name: "User-Agent", value: "Doppel callbacks"), (name: Self.depthHeader, value: String(depth))],
+            body: callback.body)
         var wait = callback.retryDelay
         for attempt in 1...(callback.retries + 1) {
             guard !Task.isCancelled else { return }
@@ -206,10 +234,14 @@ package final class CallbackSender: Sendable {
             let micros = (ContinuousClock.now - started).wholeMicroseconds
             let failed = !answered || answer.status >= 500 || answer.status == 429
             let of = callback.retries > 0 ? " (attempt \(attempt) of \(callback.retries + 1))" : ""
-            let reason = answered
+            let reason =
+                answered
                 ? "\(callback.method) \(callback.url.prefix(200)) answered \(answer.status)\(of)"
                 : "\(callback.method) \(callback.url.prefix(200)) failed\(of): \(answer.status == 504 ? "no answer within \(callback.timeout.formatted()) s (the callback's timeout)" : Self.detail(answer))"
-            publish(Self.journal(callback, target: target, session: session, engine: engine(), status: answered ? answer.status : 0, micros: micros, reason: reason))
+            publish(
+                Self.journal(
+                    callback, target: target, session: session, engine: engine(), status: answered ? answer.status : 0, micros: micros, reason: reason
+                ))
             guard failed, attempt <= callback.retries else { return }
             do { try await Task.sleep(nanoseconds: UInt64(wait * 1e9)) } catch { return }
             wait = min(wait * 2, 60)
@@ -218,11 +250,14 @@ package final class CallbackSender: Sendable {
 
     private static func detail(_ problem: MockResponse) -> String {
         // Upstream's problem speaks of an upstream; here it is the receiver.
-        ((try? JSONReader.parse(problem.body))?["detail"]?.stringValue ?? "status \(problem.status)").replacingOccurrences(of: "The upstream ", with: "")
+        ((try? JSONReader.parse(problem.body))?["detail"]?.stringValue ?? "status \(problem.status)").replacingOccurrences(
+            of: "The upstream ", with: "")
     }
 
-    private static func journal(_ callback: RenderedCallback, target: String, session: String, engine: MockEngine, status: Int, micros: Int,
-                                reason: String) -> Journal.Entry {
+    private static func journal(
+        _ callback: RenderedCallback, target: String, session: String, engine: MockEngine, status: Int, micros: Int,
+        reason: String
+    ) -> Journal.Entry {
         engine.journalCallback(callback, target: target, session: session, status: status, durationMicros: micros, reason: reason)
     }
 }

@@ -66,7 +66,10 @@ package final class EventHub: Sendable {
         init(loop: any EventLoop) { self.loop = loop }
 
         func count(_ session: String?, _ change: Int) {
-            guard let session else { return everyone += change }
+            guard let session else {
+                everyone += change
+                return
+            }
             let now = bySession[session, default: 0] + change
             bySession[session] = now > 0 ? now : nil
         }
@@ -177,16 +180,19 @@ package final class EventHub: Sendable {
     /// On `loop`: hands its readers the events that arrived for them since the last batch.
     private func deliver(on loop: any EventLoop) {
         let key = ObjectIdentifier(loop)
-        guard let (pending, bytes, readers) = groups.withLock({ groups -> ([(session: String?, frame: ByteBuffer)], Int, [(session: String?, reader: any Reader)])? in
-            guard let group = groups[key] else { return nil }
-            let taken = (group.pending, group.pendingBytes, Array(group.readers.values))
-            // Room for as many as this batch had: the next grows without copying itself over and over.
-            group.pending = []
-            group.pending.reserveCapacity(taken.0.count)
-            group.pendingBytes = 0
-            group.scheduled = false
-            return taken
-        }) else { return }
+        guard
+            let (pending, bytes, readers) = groups.withLock({
+                groups -> ([(session: String?, frame: ByteBuffer)], Int, [(session: String?, reader: any Reader)])? in
+                guard let group = groups[key] else { return nil }
+                let taken = (group.pending, group.pendingBytes, Array(group.readers.values))
+                // Room for as many as this batch had: the next grows without copying itself over and over.
+                group.pending = []
+                group.pending.reserveCapacity(taken.0.count)
+                group.pendingBytes = 0
+                group.scheduled = false
+                return taken
+            })
+        else { return }
         _ = account(-bytes)
         // Each reader's list is made once per session, not once per reader.
         let all = pending.map(\.frame)
@@ -244,8 +250,10 @@ package final class EventHub: Sendable {
     /// built as a `JSON` value first: an answer's event is made once per
     /// answer while someone follows them all, and the tree cost as much as
     /// the writing (`Benchmarks/run.sh`, "with a dashboard following").
-    package static func answer(_ decision: Decision, of request: RecordedRequest, sent status: Int, sequence: Int?,
-                               durationMicros: Int) -> (session: String, json: [UInt8])? {
+    package static func answer(
+        _ decision: Decision, of request: RecordedRequest, sent status: Int, sequence: Int?,
+        durationMicros: Int
+    ) -> (session: String, json: [UInt8])? {
         guard let entry = decision.entry else { return nil }
         var out = EventWriter()
         out.number("sequence", sequence, first: true)
@@ -269,8 +277,9 @@ package final class EventHub: Sendable {
         out.bytes.append(UInt8(ascii: "]"))
         out.key("request")
         // The admin token is never shown, not even to the admin.
-        message(headers: request.headers.map { $0.name.caseInsensitiveEquals("doppel-admin-token") ? ($0.name, "***") : $0 }, body: request.body,
-                into: &out)
+        message(
+            headers: request.headers.map { $0.name.caseInsensitiveEquals("doppel-admin-token") ? ($0.name, "***") : $0 }, body: request.body,
+            into: &out)
         out.bytes.append(UInt8(ascii: "}"))
         out.key("answer")
         let kind: String

@@ -64,9 +64,10 @@ package final class SocketHub: Sendable {
     /// leaves every other client theirs.
     func join(_ id: ObjectIdentifier, session: String, member: Member) -> Bool {
         let joined = sockets.withLockedValue { sockets in
-            let open = sockets[session].map { members in
-                session == SessionStore.defaultID ? members.values.lazy.filter { $0.address == member.address }.count : members.count
-            } ?? 0
+            let open =
+                sockets[session].map { members in
+                    session == SessionStore.defaultID ? members.values.lazy.filter { $0.address == member.address }.count : members.count
+                } ?? 0
             guard open < limits.perSession else { return false }
             sockets[session, default: [:]][id] = member
             return true
@@ -160,10 +161,11 @@ final class SocketConnection: ChannelInboundHandler, RemovableChannelHandler {
     /// answered; false when the session has as many as allowed.
     func join(loop: any EventLoop) -> Bool {
         let bound = NIOLoopBound(self, eventLoop: loop)
-        return hub.join(ObjectIdentifier(self), session: opening.session,
-                        member: .init(endpointID: opening.endpointID, address: opening.request.remoteAddress, loop: loop) { text, delay, from in
-            bound.value.deliverPush(text, delay: delay, from: from)
-        })
+        return hub.join(
+            ObjectIdentifier(self), session: opening.session,
+            member: .init(endpointID: opening.endpointID, address: opening.request.remoteAddress, loop: loop) { text, delay, from in
+                bound.value.deliverPush(text, delay: delay, from: from)
+            })
     }
 
     /// Gives the place back (an upgrade that did not happen).
@@ -197,20 +199,28 @@ final class SocketConnection: ChannelInboundHandler, RemovableChannelHandler {
         switch frame.opcode {
         case .text:
             guard take() else {
-                close(SocketClose(code: 1008, reason: "more than \(Int(hub.limits.rate)) messages a second"), by: "the client sent more than \(Int(hub.limits.rate)) messages a second")
+                close(
+                    SocketClose(code: 1008, reason: "more than \(Int(hub.limits.rate)) messages a second"),
+                    by: "the client sent more than \(Int(hub.limits.rate)) messages a second")
                 return
             }
             var data = frame.unmaskedData
-            guard let text = data.readString(length: data.readableBytes), String(validating: frame.unmaskedData.readableBytesView, as: UTF8.self) != nil else {
+            guard let text = data.readString(length: data.readableBytes),
+                String(validating: frame.unmaskedData.readableBytesView, as: UTF8.self) != nil
+            else {
                 close(SocketClose(code: 1007, reason: "a text message must be UTF-8"), by: "the client sent a text message that is not UTF-8")
                 return
             }
             answer(text)
         case .binary:
-            close(SocketClose(code: 1003, reason: "binary messages are not taken"), by: "the client sent a binary message; contracts describe text (JSON) messages")
+            close(
+                SocketClose(code: 1003, reason: "binary messages are not taken"),
+                by: "the client sent a binary message; contracts describe text (JSON) messages")
         case .ping:
             guard take() else {
-                close(SocketClose(code: 1008, reason: "more than \(Int(hub.limits.rate)) messages a second"), by: "the client sent more than \(Int(hub.limits.rate)) messages (pings among them) a second")
+                close(
+                    SocketClose(code: 1008, reason: "more than \(Int(hub.limits.rate)) messages a second"),
+                    by: "the client sent more than \(Int(hub.limits.rate)) messages (pings among them) a second")
                 return
             }
             var pong = frame.unmaskedData
@@ -226,7 +236,9 @@ final class SocketConnection: ChannelInboundHandler, RemovableChannelHandler {
             let hasCode = data.readableBytes >= 2
             let code = hasCode ? data.readInteger(as: UInt16.self).map(Int.init) ?? 1005 : 1005
             guard !hasCode || SocketClose.isSendable(code) else {
-                close(SocketClose(code: 1002, reason: "close code \(code) may not be sent"), by: "the client closed with code \(code), which no endpoint may send (RFC 6455 section 7.4)")
+                close(
+                    SocketClose(code: 1002, reason: "close code \(code) may not be sent"),
+                    by: "the client closed with code \(code), which no endpoint may send (RFC 6455 section 7.4)")
                 return
             }
             guard let reason = String(validating: data.readableBytesView, as: UTF8.self) else {
@@ -238,7 +250,8 @@ final class SocketConnection: ChannelInboundHandler, RemovableChannelHandler {
             if code != 1005 { reply.writeInteger(UInt16(code)) }
             closing = true
             journalClose(code: code, reason: reason.isEmpty ? "the client closed the socket" : "the client closed the socket: \(reason)")
-            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: reply))).assumeIsolated().whenComplete { _ in
+            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: reply))).assumeIsolated().whenComplete {
+                _ in
                 context.close(promise: nil)
             }
         default:
@@ -250,9 +263,10 @@ final class SocketConnection: ChannelInboundHandler, RemovableChannelHandler {
         guard !closing else { return }
         switch error {
         case NIOWebSocketError.invalidFrameLength, NIOWebSocketFrameAggregator.Error.accumulatedFrameSizeIsTooLarge,
-             NIOWebSocketFrameAggregator.Error.tooManyFragments, NIOWebSocketFrameAggregator.Error.nonFinalFragmentSizeIsTooSmall:
-            close(SocketClose(code: 1009, reason: "a message holds at most \(hub.limits.message) bytes"),
-                  by: "the client sent a message over \(hub.limits.message) bytes (--max-socket-message)")
+            NIOWebSocketFrameAggregator.Error.tooManyFragments, NIOWebSocketFrameAggregator.Error.nonFinalFragmentSizeIsTooSmall:
+            close(
+                SocketClose(code: 1009, reason: "a message holds at most \(hub.limits.message) bytes"),
+                by: "the client sent a message over \(hub.limits.message) bytes (--max-socket-message)")
         case let broken as ClientFrameRules.Broken:
             close(SocketClose(code: 1002, reason: "protocol error"), by: "the client broke the WebSocket protocol: \(broken.rule)")
         default:
@@ -285,8 +299,9 @@ final class SocketConnection: ChannelInboundHandler, RemovableChannelHandler {
     private func answer(_ text: String) {
         let started = ContinuousClock.now
         let outcome = engine.socketMessage(text, of: opening)
-        let entry = engine.journalSocket(opening, method: "RECEIVE", rule: outcome.rule, outcome: outcome, message: text,
-                                         durationMicros: (ContinuousClock.now - started).wholeMicroseconds)
+        let entry = engine.journalSocket(
+            opening, method: "RECEIVE", rule: outcome.rule, outcome: outcome, message: text,
+            durationMicros: (ContinuousClock.now - started).wholeMicroseconds)
         publish(entry)
         perform(outcome)
     }
@@ -329,8 +344,10 @@ final class SocketConnection: ChannelInboundHandler, RemovableChannelHandler {
         }
         if outcome.delay > 0, let loop = context?.eventLoop {
             if !later(outcome.delay, on: loop, send) {
-                publish(engine.journalSocket(opening, method: "SEND", rule: outcome.rule,
-                                             reason: Reason("not sent: \(Self.maximumWaiting) delayed messages already wait on this socket")))
+                publish(
+                    engine.journalSocket(
+                        opening, method: "SEND", rule: outcome.rule,
+                        reason: Reason("not sent: \(Self.maximumWaiting) delayed messages already wait on this socket")))
             }
         } else {
             send()
@@ -348,7 +365,10 @@ final class SocketConnection: ChannelInboundHandler, RemovableChannelHandler {
         }
         if delay > 0 {
             if !later(delay, on: loop, send) {
-                publish(engine.journalSocket(opening, method: "SEND", rule: "push", reason: Reason("not sent: \(Self.maximumWaiting) delayed messages already wait on this socket (pushed by \(from))")))
+                publish(
+                    engine.journalSocket(
+                        opening, method: "SEND", rule: "push",
+                        reason: Reason("not sent: \(Self.maximumWaiting) delayed messages already wait on this socket (pushed by \(from))")))
             }
         } else {
             send()
@@ -435,7 +455,9 @@ final class SocketConnection: ChannelInboundHandler, RemovableChannelHandler {
         let due = lastFrame + Self.amount(idle)
         idleTimer = loop.assumeIsolated().scheduleTask(deadline: due) { [self] in
             if NIODeadline.now() >= lastFrame + Self.amount(idle) {
-                close(SocketClose(code: 1001, reason: "idle for \(Int(idle)) s"), by: "no frame from the client for \(Int(idle)) s (--socket-idle-timeout)")
+                close(
+                    SocketClose(code: 1001, reason: "idle for \(Int(idle)) s"),
+                    by: "no frame from the client for \(Int(idle)) s (--socket-idle-timeout)")
             } else {
                 watchIdle()
             }
@@ -464,8 +486,9 @@ final class SocketConnection: ChannelInboundHandler, RemovableChannelHandler {
         if events.isObserved, events.wants(session: opening.session) {
             events.publish("socket", session: opening.session, data: entry.json)
         }
-        answerer.log.request(method: entry.method, path: entry.path, status: entry.status, endpointID: entry.endpointID,
-                             session: entry.session, durationMicros: entry.durationMicros)
+        answerer.log.request(
+            method: entry.method, path: entry.path, status: entry.status, endpointID: entry.endpointID,
+            session: entry.session, durationMicros: entry.durationMicros)
     }
 
     static func amount(_ seconds: Double) -> TimeAmount {

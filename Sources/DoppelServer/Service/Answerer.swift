@@ -28,10 +28,12 @@ struct Answerer: Sendable {
     /// Web origins besides this server's own and loopback ones whose pages may open sockets (`--allow-origin`).
     let allowedOrigins: [String]
 
-    init(slot: EngineSlot, log: RequestLog, maxBodySize: Int, hangLimit: Double = ServerConfiguration.defaults.hangLimit, adminToken: String? = nil,
-         scenarios: ScenarioCatalog = ScenarioCatalog(), proxy: URL? = nil, proxyTimeout: Double = 30, recorder: Recorder? = nil,
-         shared: (any SharedState)? = nil, maxEventStreams: Int = 1_000, socketLimits: SocketHub.Limits = SocketHub.Limits(),
-         callbackAllow: CallbackAllowList = .loopback, allowedHosts: [String] = [], allowedOrigins: [String] = []) {
+    init(
+        slot: EngineSlot, log: RequestLog, maxBodySize: Int, hangLimit: Double = ServerConfiguration.defaults.hangLimit, adminToken: String? = nil,
+        scenarios: ScenarioCatalog = ScenarioCatalog(), proxy: URL? = nil, proxyTimeout: Double = 30, recorder: Recorder? = nil,
+        shared: (any SharedState)? = nil, maxEventStreams: Int = 1_000, socketLimits: SocketHub.Limits = SocketHub.Limits(),
+        callbackAllow: CallbackAllowList = .loopback, allowedHosts: [String] = [], allowedOrigins: [String] = []
+    ) {
         self.slot = slot
         self.allowedOrigins = allowedOrigins
         self.sockets = SocketHub(limits: socketLimits)
@@ -99,15 +101,22 @@ struct Answerer: Sendable {
     /// told what changed.
     func announced(_ response: MockResponse, for request: RecordedRequest) -> MockResponse {
         if request.method == "POST", request.path == AdminAPI.prefix + "/reset", (200..<300).contains(response.status) {
-            if admin.namesNoSession(request) { callbacks.cancelAll() } else if let session = admin.namedSession(request) { callbacks.cancel(session: session) }
+            if admin.namesNoSession(request) {
+                callbacks.cancelAll()
+            } else if let session = admin.namedSession(request) {
+                callbacks.cancel(session: session)
+            }
         }
         // Calls that change no session's state, clock or scenario, nor the journal, are not events.
         guard events.isObserved, (200..<300).contains(response.status), let call = AdminCall.of(request), call.changes else { return response }
         let everyone = call.reach == .journal || (call.reach == .sessionOrEvery && admin.namesNoSession(request))
         let session: String? = everyone ? nil : admin.namedSession(request)
-        events.publish(call.reach == .journal ? "journal" : "state", session: session, data: .object(JSONObject([
-            ("session", session.map(JSON.string) ?? .null), ("call", .string("\(request.method) \(request.path)")),
-        ])))
+        events.publish(
+            call.reach == .journal ? "journal" : "state", session: session,
+            data: .object(
+                JSONObject([
+                    ("session", session.map(JSON.string) ?? .null), ("call", .string("\(request.method) \(request.path)")),
+                ])))
         return response
     }
 
@@ -126,7 +135,8 @@ struct Answerer: Sendable {
             if let refused = admin.gate(request) { return .now(Decision(unjournaled: refused)) }
             return .later { [self] in Decision(unjournaled: announced(await shared.admin(request, api: admin), for: request)) }
         }
-        let needed = refusal.map { engine.contract.fallback(for: $0) != nil && SessionStore.isValid(id: request.sessionID) }
+        let needed =
+            refusal.map { engine.contract.fallback(for: $0) != nil && SessionStore.isValid(id: request.sessionID) }
             ?? shared.needsStore(request, engine: engine)
         guard needed else { return .now(decide(request, refusal: refusal, engine: engine)) }
         return .later { await shared.decide(request, refusal: refusal, engine: engine) }
@@ -149,29 +159,43 @@ struct Answerer: Sendable {
     func finish(_ decision: Decision, of request: RecordedRequest, sent status: Int, engine: MockEngine, started: ContinuousClock.Instant) {
         let micros = (ContinuousClock.now - started).wholeMicroseconds
         var sequence: Int?
-        if let shared { shared.complete(decision, status: status, durationMicros: micros) } else { sequence = engine.complete(decision, status: status, durationMicros: micros) }
+        if let shared {
+            shared.complete(decision, status: status, durationMicros: micros)
+        } else {
+            sequence = engine.complete(decision, status: status, durationMicros: micros)
+        }
         // Built only while someone follows the events.
-        if events.isObserved, events.wants(session: decision.entry?.session), let event = EventHub.answer(decision, of: request, sent: status, sequence: sequence, durationMicros: micros) {
+        if events.isObserved, events.wants(session: decision.entry?.session),
+            let event = EventHub.answer(decision, of: request, sent: status, sequence: sequence, durationMicros: micros)
+        {
             events.publish("request", session: event.session, json: event.json)
         }
-        log.request(method: request.method, path: request.path, status: status, endpointID: decision.entry?.endpointID,
-                    session: request.sessionID, durationMicros: micros)
+        log.request(
+            method: request.method, path: request.path, status: status, endpointID: decision.entry?.endpointID,
+            session: request.sessionID, durationMicros: micros)
         guard let effects = decision.effects, let entry = decision.entry else { return }
         // Messages for the session's open sockets, once the answer that sends them is out.
         if !effects.pushes.isEmpty {
             sockets.push(effects.pushes, session: entry.session, from: entry.responseName ?? entry.endpointID ?? "a response")
         }
         if !effects.callbacks.isEmpty {
-            let slot = self.slot, events = self.events, log = self.log
+            let slot = self.slot
+            let events = self.events
+            let log = self.log
             // A request Doppel sent as a callback says how deep in a chain of them it is.
             // (A depth below 0 is a client's, and counts as 0: a chain cannot be lengthened by sending one.)
             let depth = max(0, request.header(CallbackSender.depthHeader).flatMap { Int($0.trimmingCharacters(in: .whitespaces)) } ?? 0)
-            callbacks.send(effects.callbacks, endpointID: entry.endpointID, session: entry.session, depth: depth,
-                           engine: { slot.versioned.engine }) { entry in
-                if events.isObserved, events.wants(session: entry.session) { events.publish("callback", session: entry.session, data: entry.json) }
-                log.request(method: entry.method, path: entry.path, status: entry.status, endpointID: entry.endpointID, session: entry.session,
-                            durationMicros: entry.durationMicros)
-            }
+            callbacks.send(
+                effects.callbacks, endpointID: entry.endpointID, session: entry.session, depth: depth,
+                engine: { slot.versioned.engine },
+                publish: { entry in
+                    if events.isObserved, events.wants(session: entry.session) {
+                        events.publish("callback", session: entry.session, data: entry.json)
+                    }
+                    log.request(
+                        method: entry.method, path: entry.path, status: entry.status, endpointID: entry.endpointID, session: entry.session,
+                        durationMicros: entry.durationMicros)
+                })
         }
     }
 }

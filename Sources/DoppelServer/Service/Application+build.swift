@@ -18,7 +18,8 @@ public func buildApplication(
     engine: MockEngine, configuration: ServerConfiguration, log: RequestLog? = nil, scenarios: ScenarioCatalog = ScenarioCatalog(),
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) -> some Service {
-    buildApplication(slot: EngineSlot(engine), configuration: configuration, log: log, scenarios: scenarios, recorder: nil, onServerRunning: onServerRunning)
+    buildApplication(
+        slot: EngineSlot(engine), configuration: configuration, log: log, scenarios: scenarios, recorder: nil, onServerRunning: onServerRunning)
 }
 
 /// As `buildApplication(engine:...)`, answering with whatever engine `slot`
@@ -42,7 +43,8 @@ package func buildApplication(
         slot: slot, log: log ?? RequestLog(format: configuration.logFormat), maxBodySize: configuration.maxBodySize,
         hangLimit: configuration.hangLimit, adminToken: configuration.adminToken, scenarios: scenarios,
         proxy: configuration.proxy, proxyTimeout: configuration.proxyTimeout, recorder: recorder, shared: shared,
-        maxEventStreams: configuration.maxEventStreams, socketLimits: configuration.socketLimits, callbackAllow: (try? CallbackAllowList(configuration.callbackAllow)) ?? (try! CallbackAllowList([])),
+        maxEventStreams: configuration.maxEventStreams, socketLimits: configuration.socketLimits,
+        callbackAllow: (try? CallbackAllowList(configuration.callbackAllow)) ?? (try! CallbackAllowList([])),
         allowedHosts: configuration.allowedHosts, allowedOrigins: configuration.allowedOrigins)
     return DoppelService(answerer: answerer, configuration: configuration, logger: logger, onServerRunning: onServerRunning)
 }
@@ -57,8 +59,9 @@ struct DoppelService: Service {
     let onServerRunning: @Sendable (Int) async -> Void
 
     func run() async throws {
-        let limits = ConnectionGuard.Limits(header: configuration.headerTimeout, body: configuration.bodyTimeout,
-                                            idle: configuration.idleTimeout)
+        let limits = ConnectionGuard.Limits(
+            header: configuration.headerTimeout, body: configuration.bodyTimeout,
+            idle: configuration.idleTimeout)
         let channel = DoppelHTTP1Channel(answerer: answerer, limits: limits, maxHeaderSize: configuration.maxHeaderSize)
         let serverConfiguration = HummingbirdCore.ServerConfiguration(
             address: .hostname(configuration.host, port: configuration.port), serverName: "Doppel",
@@ -68,9 +71,14 @@ struct DoppelService: Service {
         }
         // HTTPS: TLS in front of the same channel. (HTTP/2 is Hummingbird's own
         // channel, which would bypass Doppel's limits and its one door.)
-        let server = try configuration.tls.map { try TLSChannel(channel, tlsConfiguration: $0) }.map {
-            $0.server(configuration: serverConfiguration, onServerRunning: running, eventLoopGroup: MultiThreadedEventLoopGroup.singleton, logger: logger)
-        } ?? channel.server(configuration: serverConfiguration, onServerRunning: running, eventLoopGroup: MultiThreadedEventLoopGroup.singleton, logger: logger)
+        let server =
+            try configuration.tls.map { try TLSChannel(channel, tlsConfiguration: $0) }.map {
+                $0.server(
+                    configuration: serverConfiguration, onServerRunning: running, eventLoopGroup: MultiThreadedEventLoopGroup.singleton,
+                    logger: logger)
+            }
+            ?? channel.server(
+                configuration: serverConfiguration, onServerRunning: running, eventLoopGroup: MultiThreadedEventLoopGroup.singleton, logger: logger)
         do {
             try await server.run()
         } catch {

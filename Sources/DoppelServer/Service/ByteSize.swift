@@ -5,7 +5,10 @@ package enum ByteSize {
 
     package static func parse(_ text: String) -> Int? {
         let lower = text.lowercased().filter { !$0.isWhitespace }
-        let units: [(String, Int)] = [("kib", 1024), ("mib", 1 << 20), ("gib", 1 << 30), ("kb", 1000), ("mb", 1_000_000), ("gb", 1_000_000_000), ("k", 1024), ("m", 1 << 20), ("b", 1)]
+        let units: [(String, Int)] = [
+            ("kib", 1024), ("mib", 1 << 20), ("gib", 1 << 30), ("kb", 1000), ("mb", 1_000_000), ("gb", 1_000_000_000), ("k", 1024), ("m", 1 << 20),
+            ("b", 1),
+        ]
         for (suffix, factor) in units where lower.hasSuffix(suffix) {
             guard let value = Double(lower.dropLast(suffix.count)), value.isFinite, value >= 0 else { return nil }
             let bytes = value * Double(factor)

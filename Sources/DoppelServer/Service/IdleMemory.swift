@@ -51,9 +51,11 @@ struct IdleMemory: AvailableConnectionsDelegate {
         /// How many times memory has been returned.
         let trims = Atomic<Int>(0)
 
-        init(quiet: DispatchTimeInterval,
-             after: @escaping Scheduler = { delay, work in DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + delay, execute: work) },
-             trim: @escaping @Sendable () -> Void) {
+        init(
+            quiet: DispatchTimeInterval,
+            after: @escaping Scheduler = { delay, work in DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + delay, execute: work) },
+            trim: @escaping @Sendable () -> Void
+        ) {
             self.quiet = quiet
             self.after = after
             self.trim = trim

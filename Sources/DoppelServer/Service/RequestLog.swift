@@ -33,8 +33,10 @@ public final class RequestLog: Sendable {
     /// - Parameters:
     ///   - capacity: the most lines waiting for the writer; more are dropped and counted.
     ///   - write: where lines go (each call one or more whole lines, newlines included); standard output by default.
-    public init(format: Format, capacity: Int = RequestLog.defaultCapacity,
-                write: @escaping @Sendable (String) -> Void = RequestLog.standardOutput) {
+    public init(
+        format: Format, capacity: Int = RequestLog.defaultCapacity,
+        write: @escaping @Sendable (String) -> Void = RequestLog.standardOutput
+    ) {
         self.format = format
         self.capacity = max(1, capacity)
         self.buffer = Buffer(capacity: max(1, capacity), write: write)
@@ -68,11 +70,12 @@ public final class RequestLog: Sendable {
             let millis = String(format: "%.2fms", Double(durationMicros) / 1000)
             line("\(method) \(path) \(status) \(endpointID ?? "-") \(millis) session=\(session)")
         case .json:
-            let object = JSON.object(JSONObject([
-                ("time", .string(UTCCalendar.format(epoch: Date().timeIntervalSince1970))), ("method", .string(method)),
-                ("path", .string(path)), ("status", .int(status)), ("endpoint", endpointID.map { .string($0) } ?? .null),
-                ("session", .string(session)), ("duration_ms", .double(Double(durationMicros) / 1000)),
-            ]))
+            let object = JSON.object(
+                JSONObject([
+                    ("time", .string(UTCCalendar.format(epoch: Date().timeIntervalSince1970))), ("method", .string(method)),
+                    ("path", .string(path)), ("status", .int(status)), ("endpoint", endpointID.map { .string($0) } ?? .null),
+                    ("session", .string(session)), ("duration_ms", .double(Double(durationMicros) / 1000)),
+                ]))
             line(JSONWriter.encodeString(object))
         }
     }
@@ -136,7 +139,8 @@ public final class RequestLog: Sendable {
                 lines.removeAll(keepingCapacity: true)
                 var note = ""
                 if droppedSinceNote > 0 {
-                    note = "doppel: \(droppedSinceNote) log line\(droppedSinceNote == 1 ? "" : "s") dropped: standard output was not read fast enough\n"
+                    note =
+                        "doppel: \(droppedSinceNote) log line\(droppedSinceNote == 1 ? "" : "s") dropped: standard output was not read fast enough\n"
                     droppedSinceNote = 0
                 }
                 writing = true

@@ -97,10 +97,12 @@ public struct ServerConfiguration: Sendable {
         let certificateHoldsKey = certificatePEM.contains("PRIVATE KEY-----") && !certificatePEM.contains("BEGIN CERTIFICATE")
         let keyHoldsCertificate = keyPEM.contains("BEGIN CERTIFICATE") && !keyPEM.contains("PRIVATE KEY-----")
         if certificateHoldsKey || keyHoldsCertificate {
-            throw TLSFilesError(description: certificateHoldsKey && keyHoldsCertificate
-                ? "--tls-cert holds a private key and --tls-key a certificate: swap them"
-                : certificateHoldsKey ? "--tls-cert holds a private key, not a certificate (PEM 'BEGIN CERTIFICATE')"
-                : "--tls-key holds a certificate, not a private key (PEM 'BEGIN … PRIVATE KEY')")
+            throw TLSFilesError(
+                description: certificateHoldsKey && keyHoldsCertificate
+                    ? "--tls-cert holds a private key and --tls-key a certificate: swap them"
+                    : certificateHoldsKey
+                        ? "--tls-cert holds a private key, not a certificate (PEM 'BEGIN CERTIFICATE')"
+                        : "--tls-key holds a certificate, not a private key (PEM 'BEGIN … PRIVATE KEY')")
         }
         let chain: [NIOSSLCertificateSource]
         do {
@@ -125,10 +127,12 @@ public struct ServerConfiguration: Sendable {
     private init(defaults: Void) {}
 
     /// A configuration; what is not given keeps `doppel serve`'s default.
-    public init(host: String = defaults.host, port: Int = defaults.port, maxBodySize: Int = defaults.maxBodySize,
-                logFormat: RequestLog.Format = defaults.logFormat, journalCapacity: Int = defaults.journalCapacity,
-                sessionLimit: Int = defaults.sessionLimit, defaultDelay: Delay? = nil, hangLimit: Double = defaults.hangLimit,
-                adminToken: String? = nil) {
+    public init(
+        host: String = defaults.host, port: Int = defaults.port, maxBodySize: Int = defaults.maxBodySize,
+        logFormat: RequestLog.Format = defaults.logFormat, journalCapacity: Int = defaults.journalCapacity,
+        sessionLimit: Int = defaults.sessionLimit, defaultDelay: Delay? = nil, hangLimit: Double = defaults.hangLimit,
+        adminToken: String? = nil
+    ) {
         self.adminToken = adminToken
         self.defaultDelay = defaultDelay
         self.hangLimit = hangLimit
@@ -150,8 +154,9 @@ extension MockEngine {
     /// An engine for a contract with the sessions, journal and delays a server configuration asks for:
     /// what `doppel serve` and `DoppelTestServer` both build.
     public convenience init(contract: Contract, configuration: ServerConfiguration) {
-        self.init(contract: contract, journalCapacity: configuration.journalCapacity, sessionLimit: configuration.sessionLimit,
-                  sessionIdleLimit: configuration.sessionIdleLimit, defaultDelay: configuration.defaultDelay,
-                  forwardsUnmatched: configuration.proxy != nil)
+        self.init(
+            contract: contract, journalCapacity: configuration.journalCapacity, sessionLimit: configuration.sessionLimit,
+            sessionIdleLimit: configuration.sessionIdleLimit, defaultDelay: configuration.defaultDelay,
+            forwardsUnmatched: configuration.proxy != nil)
     }
 }

@@ -117,7 +117,8 @@ enum ConnectionGuard {
                 return
             }
             // Written at the raw end (a request may be half-read), as `HTTPDoor` writes its answers.
-            let buffer = ResponseBytes.encode(Problem.requestTimeout().response(), date: HTTPDate.now(), close: true, allocator: context.channel.allocator)
+            let buffer = ResponseBytes.encode(
+                Problem.requestTimeout().response(), date: HTTPDate.now(), close: true, allocator: context.channel.allocator)
             context.writeAndFlush(NIOAny(buffer), promise: nil)
             context.close(promise: nil)
         }

@@ -30,8 +30,11 @@ struct DoppelHTTP1Channel: ServerChildChannel {
             let state = ConnectionGuard.State(limits: limits)
             let sync = channel.pipeline.syncOperations
             try sync.addHandler(ConnectionGuard.ByteWatcher(state: state))
-            try sync.addHandler(ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes, informationalResponseStrategy: .drop,
-                                                                        limitConfiguration: decoderLimits)))
+            try sync.addHandler(
+                ByteToMessageHandler(
+                    HTTPRequestDecoder(
+                        leftOverBytesStrategy: .dropBytes, informationalResponseStrategy: .drop,
+                        limitConfiguration: decoderLimits)))
             try sync.addHandler(ConnectionGuard.RequestWatcher(state: state))
             try sync.addHandler(HTTPDoor(answerer: answerer, connection: state))
             return Connection(channel: channel)

@@ -39,36 +39,44 @@ extension HTTPDoor {
                 return
             }
             finish(exchange, status: response.status)
-            writeLast(ResponseBytes.encode(response, date: currentDate(), close: closing, omitBody: exchange.isHead, allocator: context.channel.allocator),
-                      context: context)
+            writeLast(
+                ResponseBytes.encode(response, date: currentDate(), close: closing, omitBody: exchange.isHead, allocator: context.channel.allocator),
+                context: context)
         case .stream(let response, let parts):
             // HTTP/1.0 has no chunked coding: the body ends where the connection does.
             let chunked = (exchange.head.version.major, exchange.head.version.minor) >= (1, 1)
             if exchange.isHead {
                 // The GET's head (its framing says chunked, no length), and no body: nothing to wait for.
                 finish(exchange, status: response.status)
-                writeLast(ResponseBytes.encode(response, date: currentDate(), close: closing, framing: chunked ? .chunked : .untilClose,
-                                               allocator: context.channel.allocator), context: context)
+                writeLast(
+                    ResponseBytes.encode(
+                        response, date: currentDate(), close: closing, framing: chunked ? .chunked : .untilClose,
+                        allocator: context.channel.allocator), context: context)
                 return
             }
             beginAnswering()
             if !chunked { closeAfterAnswer = true }
-            write(ResponseBytes.encode(response, date: currentDate(), close: closing, framing: chunked ? .chunked : .untilClose,
-                                       allocator: context.channel.allocator), context: context)
+            write(
+                ResponseBytes.encode(
+                    response, date: currentDate(), close: closing, framing: chunked ? .chunked : .untilClose,
+                    allocator: context.channel.allocator), context: context)
             stream(parts[...], chunked: chunked, status: response.status, exchange, context: context)
         case .fault(let response, let fault):
             beginAnswering()
             breakConnection(with: fault, of: response, exchange, context: context)
         case .forward:
             beginAnswering()
-            let answerer = self.answerer, request = exchange.request
+            let answerer = self.answerer
+            let request = exchange.request
             let upstream = context.eventLoop.makeFutureWithTask { await answerer.forward(request) }
             upstream.assumeIsolated().whenComplete { [self] result in
                 guard case .success(var answer) = result else { return }
                 answer.endpointID = exchange.decision.entry?.endpointID
                 finish(exchange, status: answer.status)
-                writeLast(ResponseBytes.encode(answer, date: currentDate(), close: closing, omitBody: exchange.isHead,
-                                               allocator: context.channel.allocator), context: context)
+                writeLast(
+                    ResponseBytes.encode(
+                        answer, date: currentDate(), close: closing, omitBody: exchange.isHead,
+                        allocator: context.channel.allocator), context: context)
             }
         }
     }
@@ -124,8 +132,9 @@ extension HTTPDoor {
         case .malformedJSON:
             // Rendered into the body already: the rest is an ordinary answer.
             finish(exchange, status: response.status)
-            writeLast(ResponseBytes.encode(response, date: currentDate(), close: closing, omitBody: exchange.isHead, allocator: channel.allocator),
-                      context: context)
+            writeLast(
+                ResponseBytes.encode(response, date: currentDate(), close: closing, omitBody: exchange.isHead, allocator: channel.allocator),
+                context: context)
         }
     }
 

@@ -35,25 +35,37 @@ extension HTTPDoor {
         let hub = answerer.events
         let reader = EventReader(door: NIOLoopBound(self, eventLoop: context.eventLoop), context: context)
         guard hub.subscribe(reader, session: session) else {
-            writeLast(ResponseBytes.encode(Problem.tooManyEventStreams(limit: hub.maximumReaders).response(), date: currentDate(), close: true,
-                                           allocator: context.channel.allocator), context: context)
+            writeLast(
+                ResponseBytes.encode(
+                    Problem.tooManyEventStreams(limit: hub.maximumReaders).response(), date: currentDate(), close: true,
+                    allocator: context.channel.allocator), context: context)
             return
         }
         let chunked = (head.version.major, head.version.minor) >= (1, 1)
         let stream = EventStream(reader: reader, chunked: chunked)
         phase = .streamingEvents(stream)
-        let response = MockResponse(status: 200, headers: [
-            (name: "Content-Type", value: "text/event-stream; charset=utf-8"), (name: "Cache-Control", value: "no-store"),
-            (name: "X-Accel-Buffering", value: "no"),
-        ])
-        write(ResponseBytes.encode(response, date: currentDate(), close: true, framing: chunked ? .chunked : .untilClose,
-                                   allocator: context.channel.allocator), context: context)
-        push([EventHub.frame("ready", data: .object(JSONObject([("session", session.map(JSON.string) ?? .null), ("readers", .int(hub.readerCount))])))],
-             context: context)
+        let response = MockResponse(
+            status: 200,
+            headers: [
+                (name: "Content-Type", value: "text/event-stream; charset=utf-8"), (name: "Cache-Control", value: "no-store"),
+                (name: "X-Accel-Buffering", value: "no"),
+            ])
+        write(
+            ResponseBytes.encode(
+                response, date: currentDate(), close: true, framing: chunked ? .chunked : .untilClose,
+                allocator: context.channel.allocator), context: context)
+        push(
+            [
+                EventHub.frame(
+                    "ready", data: .object(JSONObject([("session", session.map(JSON.string) ?? .null), ("readers", .int(hub.readerCount))])))
+            ],
+            context: context)
         // A comment now and then keeps a quiet stream open through proxies, and finds a client that left.
         let ping = EventHub.comment("ping")
-        stream.heartbeat = context.eventLoop.scheduleRepeatedTask(initialDelay: .seconds(Int64(EventHub.heartbeat)),
-                                                                   delay: .seconds(Int64(EventHub.heartbeat))) { _ in reader.take([ping]) }
+        stream.heartbeat = context.eventLoop.scheduleRepeatedTask(
+            initialDelay: .seconds(Int64(EventHub.heartbeat)),
+            delay: .seconds(Int64(EventHub.heartbeat))
+        ) { _ in reader.take([ping]) }
     }
 
     /// Events for the client, written now (one flush for the batch), or
@@ -98,9 +110,17 @@ extension HTTPDoor {
         guard case .streamingEvents(let stream) = phase else { return }
         answerer.events.noteDropped()
         endEvents()
-        let note = EventHub.frame("dropped", data: .object(JSONObject([
-            ("reason", .string("this reader fell more than \(EventHub.readerQueueLimit >> 20) MiB of events behind (or all readers together more than \(EventHub.totalQueueLimit >> 20) MiB); reconnect, and read the journal for what was missed")),
-        ])))
+        let note = EventHub.frame(
+            "dropped",
+            data: .object(
+                JSONObject([
+                    (
+                        "reason",
+                        .string(
+                            "this reader fell more than \(EventHub.readerQueueLimit >> 20) MiB of events behind (or all readers together more than \(EventHub.totalQueueLimit >> 20) MiB); reconnect, and read the journal for what was missed"
+                        )
+                    )
+                ])))
         var chunk = stream.chunked ? note : EventHub.unchunked(note)
         if stream.chunked { chunk.writeStaticString("0\r\n\r\n") }
         guard context.channel.isWritable else {

@@ -18,7 +18,8 @@ extension HTTPDoor {
     func upgrade(_ exchange: Exchange, answered response: MockResponse, opening: SocketOpening, context: ChannelHandlerContext) {
         let socket = SocketConnection(answerer: answerer, opening: opening)
         guard !isOver, let raw = connection.rawContext, let key = exchange.request.header("sec-websocket-key"),
-              socket.join(loop: context.eventLoop) else {
+            socket.join(loop: context.eventLoop)
+        else {
             let tooMany = Problem.tooManySockets(limit: answerer.sockets.limits.perSession).response(endpointID: opening.endpointID)
             var refused = exchange
             refused.decision.delivery = .whole(tooMany)
@@ -34,12 +35,16 @@ extension HTTPDoor {
         head.writeString(SocketHub.accept(key: key))
         head.writeStaticString("\r\n")
         if let spoken = exchange.engine.contract.endpoint(id: opening.endpointID)?.socket?.protocols,
-           let chosen = MockEngine.chosenProtocol(offered: MockEngine.offeredProtocols(exchange.request), spoken: spoken) {
+            let chosen = MockEngine.chosenProtocol(offered: MockEngine.offeredProtocols(exchange.request), spoken: spoken)
+        {
             head.writeString("Sec-WebSocket-Protocol: \(chosen)\r\n")
         }
         // The contract's own headers, but none that frame a body (a 101 has none).
-        for (name, value) in response.headers where HTTPToken.isValid(name)
-            && !["content-type", "content-length", "transfer-encoding", "connection", "upgrade", "sec-websocket-accept", "sec-websocket-protocol"].contains(name.lowercased()) {
+        for (name, value) in response.headers
+        where HTTPToken.isValid(name)
+            && !["content-type", "content-length", "transfer-encoding", "connection", "upgrade", "sec-websocket-accept", "sec-websocket-protocol"]
+                .contains(name.lowercased())
+        {
             head.writeString("\(name): ")
             ResponseBytes.writeValue(value, into: &head)
             head.writeStaticString("\r\n")
@@ -55,13 +60,17 @@ extension HTTPDoor {
             try pipeline.addHandler(WebSocketFrameEncoder(), position: .last)
             try pipeline.addHandler(ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: limits.message)), position: .last)
             try pipeline.addHandler(ClientFrameRules(), position: .last)
-            try pipeline.addHandler(NIOWebSocketFrameAggregator(minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 1024,
-                                                                maxAccumulatedFrameSize: limits.message), position: .last)
+            try pipeline.addHandler(
+                NIOWebSocketFrameAggregator(
+                    minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 1024,
+                    maxAccumulatedFrameSize: limits.message), position: .last)
             try pipeline.addHandler(socket, position: .last)
             // The HTTP handlers go, this one last.
-            for handler in [try pipeline.context(handlerType: ConnectionGuard.RequestWatcher.self),
-                            try pipeline.context(handlerType: ByteToMessageHandler<HTTPRequestDecoder>.self),
-                            try pipeline.context(handlerType: ConnectionGuard.ByteWatcher.self), context] {
+            for handler in [
+                try pipeline.context(handlerType: ConnectionGuard.RequestWatcher.self),
+                try pipeline.context(handlerType: ByteToMessageHandler<HTTPRequestDecoder>.self),
+                try pipeline.context(handlerType: ConnectionGuard.ByteWatcher.self), context,
+            ] {
                 pipeline.removeHandler(context: handler, promise: nil)
             }
         } catch {

@@ -213,7 +213,8 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
             // read, answered, and the connection closed (RFC 9112 section 6.1).
             // An `Upgrade` is not taken, and the decoder reads nothing after
             // the request that asked for one: its answer is the connection's last.
-            closeAfterAnswer = !head.isKeepAlive || head.headers.contains(name: "upgrade")
+            closeAfterAnswer =
+                !head.isKeepAlive || head.headers.contains(name: "upgrade")
                 || (head.version.major == 1 && head.version.minor == 0 && head.headers.contains(name: "transfer-encoding"))
             if head.method == .CONNECT || head.uri.utf8.first != UInt8(ascii: "/") {
                 // Refused before anything reads the target as a path: an
@@ -224,8 +225,9 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
                 closeAfterAnswer = true
                 refusal = .invalidHeaders("The request has more than one Host header field; send one.")
             }
-            let incoming = Incoming(head: head, path: refusal == nil ? target.path : head.uri, query: refusal == nil ? target.query : nil,
-                                    body: nil, started: .now, refusal: refusal)
+            let incoming = Incoming(
+                head: head, path: refusal == nil ? target.path : head.uri, query: refusal == nil ? target.query : nil,
+                body: nil, started: .now, refusal: refusal)
             if let length = head.headers.first(name: "content-length").flatMap(Int.init), isOverLimit(length) {
                 // Refused by its declared length, before its body is read (and, with `Expect`, without `100 Continue`).
                 tooLarge(incoming, context: context)
@@ -296,8 +298,9 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
         let ignoresUpgrade = incoming.head.version.minor == 0 && incoming.head.version.major == 1
         for (name, value) in incoming.head.headers where !ignoresUpgrade || name.lowercased() != "upgrade" { headers.append((name, value)) }
         // The engine's view of the request, made here and nowhere else.
-        var request = RecordedRequest(method: incoming.head.method.rawValue, path: incoming.path, query: incoming.query, headers: headers,
-                                      body: incoming.body.map { Array($0.readableBytesView) } ?? [], remoteAddress: remoteAddress!)
+        var request = RecordedRequest(
+            method: incoming.head.method.rawValue, path: incoming.path, query: incoming.query, headers: headers,
+            body: incoming.body.map { Array($0.readableBytesView) } ?? [], remoteAddress: remoteAddress!)
         request.localPort = localPort
         let engine = currentEngine()
         switch answerer.decision(for: request, refusal: refusal, engine: engine) {
@@ -310,7 +313,8 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
             beginAnswering()
             context.eventLoop.makeFutureWithTask { await pending() }.assumeIsolated().whenSuccess { [self] decision in
                 // Delivered even to a client gone meanwhile, so the answer is journaled as any other.
-                proceed(Exchange(request: request, decision: decision, engine: engine, head: incoming.head, started: incoming.started), context: context)
+                proceed(
+                    Exchange(request: request, decision: decision, engine: engine, head: incoming.head, started: incoming.started), context: context)
             }
         }
     }

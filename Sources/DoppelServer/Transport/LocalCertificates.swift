@@ -40,8 +40,10 @@ public struct LocalCertificates: Sendable {
     }
 
     /// A server certificate for `names`, signed by `authority`.
-    static func issue(names: [String], authority: Certificate, authorityPEM: String, authorityKey: P256.Signing.PrivateKey,
-                      now: Date) throws -> LocalCertificates {
+    static func issue(
+        names: [String], authority: Certificate, authorityPEM: String, authorityKey: P256.Signing.PrivateKey,
+        now: Date
+    ) throws -> LocalCertificates {
         let key = P256.Signing.PrivateKey()
         let alternativeNames = names.map { name -> GeneralName in
             if let address = Self.addressBytes(name) { return .ipAddress(ASN1OctetString(contentBytes: ArraySlice(address))) }
@@ -50,7 +52,11 @@ public struct LocalCertificates: Sendable {
         let certificate = try Certificate(
             version: .v3, serialNumber: Certificate.SerialNumber(), publicKey: .init(key.publicKey),
             notValidBefore: now.addingTimeInterval(-3600), notValidAfter: now.addingTimeInterval(serverValidity),
-            issuer: authority.subject, subject: try DistinguishedName { OrganizationName("Doppel"); CommonName(names.first ?? "localhost") },
+            issuer: authority.subject,
+            subject: try DistinguishedName {
+                OrganizationName("Doppel")
+                CommonName(names.first ?? "localhost")
+            },
             signatureAlgorithm: .ecdsaWithSHA256,
             extensions: try Certificate.Extensions {
                 Critical(BasicConstraints.notCertificateAuthority)
@@ -59,8 +65,9 @@ public struct LocalCertificates: Sendable {
                 SubjectAlternativeNames(alternativeNames)
             },
             issuerPrivateKey: .init(authorityKey))
-        return LocalCertificates(authorityPEM: authorityPEM, certificatePEM: try certificate.serializeAsPEM().pemString,
-                                 keyPEM: key.pemRepresentation, names: names)
+        return LocalCertificates(
+            authorityPEM: authorityPEM, certificatePEM: try certificate.serializeAsPEM().pemString,
+            keyPEM: key.pemRepresentation, names: names)
     }
 
     /// The files in `folder`: the authority (`doppel-ca.pem`, trusted by a
@@ -82,15 +89,20 @@ public struct LocalCertificates: Sendable {
     /// server certificate is made again when it does not name all of
     /// `names` or ends within 30 days. Keys are written readable by their
     /// owner only. `made` says whether a new authority was made.
-    package static func loadOrMake(in files: Files, names: [String], now: Date = Date()) throws -> (certificates: LocalCertificates, newAuthority: Bool) {
+    package static func loadOrMake(
+        in files: Files, names: [String], now: Date = Date()
+    ) throws -> (certificates: LocalCertificates, newAuthority: Bool) {
         try FileManager.default.createDirectory(at: files.folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         func read(_ url: URL) -> String? { try? String(contentsOf: url, encoding: .utf8) }
         if let authorityPEM = read(files.authority), let authorityKeyPEM = read(files.authorityKey),
-           let authority = try? Certificate(pemEncoded: authorityPEM), authority.notValidAfter > now.addingTimeInterval(30 * 86400),
-           let authorityKey = try? P256.Signing.PrivateKey(pemRepresentation: authorityKeyPEM) {
-            if let certificatePEM = read(files.certificate), let keyPEM = read(files.key), let certificate = try? Certificate(pemEncoded: certificatePEM),
-               certificate.notValidAfter > now.addingTimeInterval(30 * 86400), certificate.issuer == authority.subject,
-               Set(names).isSubset(of: Self.names(of: certificate)) {
+            let authority = try? Certificate(pemEncoded: authorityPEM), authority.notValidAfter > now.addingTimeInterval(30 * 86400),
+            let authorityKey = try? P256.Signing.PrivateKey(pemRepresentation: authorityKeyPEM)
+        {
+            if let certificatePEM = read(files.certificate), let keyPEM = read(files.key),
+                let certificate = try? Certificate(pemEncoded: certificatePEM),
+                certificate.notValidAfter > now.addingTimeInterval(30 * 86400), certificate.issuer == authority.subject,
+                Set(names).isSubset(of: Self.names(of: certificate))
+            {
                 return (LocalCertificates(authorityPEM: authorityPEM, certificatePEM: certificatePEM, keyPEM: keyPEM, names: names), false)
             }
             let issued = try issue(names: names, authority: authority, authorityPEM: authorityPEM, authorityKey: authorityKey, now: now)
@@ -123,7 +135,8 @@ public struct LocalCertificates: Sendable {
                 Critical(KeyUsage(keyCertSign: true, cRLSign: true))
             },
             issuerPrivateKey: .init(authorityKey))
-        return try issue(names: names, authority: authority, authorityPEM: try authority.serializeAsPEM().pemString, authorityKey: authorityKey, now: now)
+        return try issue(
+            names: names, authority: authority, authorityPEM: try authority.serializeAsPEM().pemString, authorityKey: authorityKey, now: now)
     }
 
     /// The host names and addresses a certificate is for.

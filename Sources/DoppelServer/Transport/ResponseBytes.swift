@@ -32,8 +32,10 @@ enum ResponseBytes {
     }
 
     /// - Parameter omitBody: the head alone, with the body's length (an answer to `HEAD`).
-    static func encode(_ response: MockResponse, date: String, close: Bool, framing: Framing = .length, omitBody: Bool = false,
-                       allocator: ByteBufferAllocator) -> ByteBuffer {
+    static func encode(
+        _ response: MockResponse, date: String, close: Bool, framing: Framing = .length, omitBody: Bool = false,
+        allocator: ByteBufferAllocator
+    ) -> ByteBuffer {
         var buffer = allocator.buffer(capacity: 160 + response.headers.count * 48 + response.body.count)
         if (100...599).contains(response.status) {
             buffer.writeBytes(statusLines[response.status - 100])

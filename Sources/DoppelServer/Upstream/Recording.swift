@@ -43,7 +43,10 @@ package final class Recorder: Sendable {
     package func record(_ request: RecordedRequest, _ response: MockResponse) {
         let key = request.method + " " + RecordingWriter.template(of: request.path) + " \(response.status)"
         state.withLock { state in
-            guard state.exchanges.count < limit else { state.dropped += 1; return }
+            guard state.exchanges.count < limit else {
+                state.dropped += 1
+                return
+            }
             var exchange = Exchange(request: request, response: response)
             if state.answered.contains(key) {
                 exchange.response.body = []
@@ -123,7 +126,10 @@ package enum RecordingWriter {
             let base = Self.identifier(method: endpoint.method, template: text.strike(endpoint.template))
             var id = base
             var n = nextSuffix[base] ?? 2
-            while used.contains(id) { id = base + "-\(n)"; n += 1 }
+            while used.contains(id) {
+                id = base + "-\(n)"
+                n += 1
+            }
             nextSuffix[base] = n
             used.insert(id)
             ids[key] = id
@@ -147,11 +153,12 @@ package enum RecordingWriter {
             }
             endpointsValue.append((id, .object(JSONObject(members))))
         }
-        let contractValue = JSON.object(JSONObject([
-            ("doppel", .int(1)),
-            ("info", .object(JSONObject([("title", text.string("Recorded from " + target)), ("version", "1")]))),
-            ("endpoints", .object(JSONObject(endpointsValue))),
-        ]))
+        let contractValue = JSON.object(
+            JSONObject([
+                ("doppel", .int(1)),
+                ("info", .object(JSONObject([("title", text.string("Recorded from " + target)), ("version", "1")]))),
+                ("endpoints", .object(JSONObject(endpointsValue))),
+            ]))
 
         // A call whose status is not the endpoint's default is forced to it.
         var calls: [String: Int] = [:]
@@ -161,7 +168,8 @@ package enum RecordingWriter {
             calls[key, default: 0] += 1
             let endpoint = endpoints[key]!
             if exchange.response.status != endpoint.responses[0].status {
-                overrides.append(.object(JSONObject([("endpoint", .string(ids[key]!)), ("call", .int(calls[key]!)), ("status", .int(exchange.response.status))])))
+                overrides.append(
+                    .object(JSONObject([("endpoint", .string(ids[key]!)), ("call", .int(calls[key]!)), ("status", .int(exchange.response.status))])))
             }
             stepValues.append(text.step(exchange))
         }
@@ -173,16 +181,20 @@ package enum RecordingWriter {
         func yaml(_ value: JSON, header: String) -> String {
             (try? YAMLWriter.yaml(value, header: header)) ?? "# Doppel could not write this recording as YAML.\n"
         }
-        let contract = yaml(contractValue, header: """
-            Recorded by `doppel record` from \(text.strike(target)).
-            One endpoint per method and path; each status seen is a response with
-            the first body recorded for it. Secrets are left out or "\(redacted)".
-            """)
-        let scenario = yaml(.object(JSONObject(scenarioMembers)), header: """
-            Recorded by `doppel record` from \(text.strike(target)): the exchanges in order,
-            each expecting the status the target gave. Run it against the
-            recorded contract: doppel run THIS-FILE
-            """)
+        let contract = yaml(
+            contractValue,
+            header: """
+                Recorded by `doppel record` from \(text.strike(target)).
+                One endpoint per method and path; each status seen is a response with
+                the first body recorded for it. Secrets are left out or "\(redacted)".
+                """)
+        let scenario = yaml(
+            .object(JSONObject(scenarioMembers)),
+            header: """
+                Recorded by `doppel record` from \(text.strike(target)): the exchanges in order,
+                each expecting the status the target gave. Run it against the
+                recorded contract: doppel run THIS-FILE
+                """)
         return Output(contract: contract, scenario: scenario, endpoints: order.count)
     }
 
@@ -191,7 +203,9 @@ package enum RecordingWriter {
     static func template(of path: String) -> String {
         var count = 0
         let segments = path.split(separator: "/", omittingEmptySubsequences: false).map { segment -> String in
-            guard Self.looksLikeID(segment) else { return String(segment).replacingOccurrences(of: "{", with: "%7B").replacingOccurrences(of: "}", with: "%7D") }
+            guard Self.looksLikeID(segment) else {
+                return String(segment).replacingOccurrences(of: "{", with: "%7B").replacingOccurrences(of: "}", with: "%7D")
+            }
             count += 1
             return count == 1 ? "{id}" : "{id\(count)}"
         }

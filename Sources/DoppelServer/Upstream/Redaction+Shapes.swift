@@ -27,8 +27,10 @@ extension Redaction {
             (#"\bAIza[0-9A-Za-z_-]{35}"#, redacted),
             (#"\bsk-(proj-|ant-)?[A-Za-z0-9_-]{20,}"#, redacted),
             (#"([A-Za-z][A-Za-z0-9+.-]*://)[^\s/?#@:"']*:[^\s/?#@"']+@"#, "$1\(redacted)@"),
-            (#"([?&#;](code|access_token|id_token|refresh_token|token|client_assertion|assertion|client_secret|password|passwd|api_key|apikey|key|sig|signature|session_state)=)[^&#\s"'<>]+"#,
-             "$1" + redactedEncoded),
+            (
+                #"([?&#;](code|access_token|id_token|refresh_token|token|client_assertion|assertion|client_secret|password|passwd|api_key|apikey|key|sig|signature|session_state)=)[^&#\s"'<>]+"#,
+                "$1" + redactedEncoded
+            ),
             (#"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/-]{8,}=*"#, "$1 \(redacted)"),
         ].map { (try! NSRegularExpression(pattern: $0.0), $0.1) }
 
@@ -38,8 +40,10 @@ extension Redaction {
 
         /// Texts that none of the shapes can be in, told cheaply.
         static func mayHold(_ text: String) -> Bool {
-            let markers = ["eyJ", "PRIVATE KEY", "AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA", "gh", "github_pat_", "xox",
-                           "k_live_", "k_test_", "AIza", "sk-", "://", "=", "earer", "asic"]
+            let markers = [
+                "eyJ", "PRIVATE KEY", "AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA", "gh", "github_pat_", "xox",
+                "k_live_", "k_test_", "AIza", "sk-", "://", "=", "earer", "asic",
+            ]
             return markers.contains { text.contains($0) }
         }
 

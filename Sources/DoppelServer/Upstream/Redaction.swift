@@ -32,7 +32,8 @@ package struct Redaction: Sendable {
 
     /// Whether a name (of a header, field, parameter or element) says it holds a secret.
     package static func isSecretName(_ name: String) -> Bool {
-        let normalised = String(String.UnicodeScalarView(name.lowercased().unicodeScalars.filter { $0.properties.isAlphabetic || ("0"..."9").contains($0) }))
+        let normalised = String(
+            String.UnicodeScalarView(name.lowercased().unicodeScalars.filter { $0.properties.isAlphabetic || ("0"..."9").contains($0) }))
         guard !normalised.isEmpty else { return false }
         if secretNames.contains(normalised) { return true }
         if secretParts.contains(where: { normalised.contains($0) }) { return true }
@@ -97,7 +98,10 @@ package struct Redaction: Sendable {
 
     mutating func noteCookies(_ header: String) {
         for pair in header.split(separator: ";") {
-            guard let equals = pair.firstIndex(of: "=") else { note(String(pair)); continue }
+            guard let equals = pair.firstIndex(of: "=") else {
+                note(String(pair))
+                continue
+            }
             note(String(pair[pair.index(after: equals)...]))
         }
     }
@@ -141,9 +145,11 @@ package struct Redaction: Sendable {
     package mutating func redact(_ value: JSON) -> JSON {
         switch value {
         case .object(let object):
-            return .object(JSONObject(object.pairs.map { pair in
-                (pair.key, Self.isSecretName(pair.key) ? redactAll(pair.value) : redact(pair.value))
-            }))
+            return .object(
+                JSONObject(
+                    object.pairs.map { pair in
+                        (pair.key, Self.isSecretName(pair.key) ? redactAll(pair.value) : redact(pair.value))
+                    }))
         case .array(let items):
             return .array(items.map { redact($0) })
         default:

@@ -56,8 +56,10 @@ package final class Upstream: Sendable {
 
     /// A client of the server at `url`; its answers' bodies are held in
     /// `budget` (one of its own when nil, of `maxBodyBytesInFlight` bytes).
-    package init(base url: URL, timeout: Double, maxBodyBytesInFlight: Int = Upstream.maxBodyBytesInFlight,
-                 maxBodySize: Int = Upstream.maxBodySize, budget: BodyBudget? = nil) {
+    package init(
+        base url: URL, timeout: Double, maxBodyBytesInFlight: Int = Upstream.maxBodyBytesInFlight,
+        maxBodySize: Int = Upstream.maxBodySize, budget: BodyBudget? = nil
+    ) {
         inFlight = budget ?? BodyBudget(limit: maxBodyBytesInFlight)
         self.maxBodySize = maxBodySize
         let secure = url.scheme?.lowercased() == "https"
@@ -102,19 +104,24 @@ package final class Upstream: Sendable {
         guard request.path.utf8.first == UInt8(ascii: "/") else { throw .failed("'\(request.path)' is not a path") }
         let answer = try await exchange(head(for: request), body: request.body, deadline: NIODeadline.now() + .nanoseconds(Int64(timeout * 1e9)))
         defer { inFlight.release(answer.reserved) }
-        return (Int(answer.head.status.code), answer.head.headers.map { (name: $0.name, value: $0.value) }, answer.body.map { Array($0.readableBytesView) } ?? [])
+        return (
+            Int(answer.head.status.code), answer.head.headers.map { (name: $0.name, value: $0.value) },
+            answer.body.map { Array($0.readableBytesView) } ?? []
+        )
     }
 
     /// The head sent for `request`: its method, the upstream's base path
     /// before its path, the upstream's `Host`, and its headers but those of
     /// one connection.
     private func head(for request: RecordedRequest) -> HTTPRequestHead {
-        var head = HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: request.method),
-                                   uri: basePath + request.path + (request.query.map { "?" + $0 } ?? ""))
+        var head = HTTPRequestHead(
+            version: .http1_1, method: HTTPMethod(rawValue: request.method),
+            uri: basePath + request.path + (request.query.map { "?" + $0 } ?? ""))
         head.headers.add(name: "Host", value: hostHeader)
         // Hop-by-hop headers, and those the client's `Connection` names as its own (RFC 9110 section 7.6.1), stay here.
-        let named = Set(request.headers.filter { $0.name.lowercased() == "connection" }
-            .flatMap { $0.value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() } })
+        let named = Set(
+            request.headers.filter { $0.name.lowercased() == "connection" }
+                .flatMap { $0.value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() } })
         for header in request.headers where !Self.hopByHop.contains(header.name.lowercased()) && !named.contains(header.name.lowercased()) {
             head.headers.add(name: header.name, value: header.value)
         }
@@ -142,9 +149,13 @@ package final class Upstream: Sendable {
             // A refusal is said as one even when this task resumes past the
             // deadline (a busy machine): only the connect's own timeout is a timeout.
             if case ChannelError.connectTimeout = error { throw .timedOut }
-            if let error = error as? NIOConnectionError, error.connectionErrors.contains(where: {
-                if case ChannelError.connectTimeout = $0.error { return true } else { return false }
-            }) { throw .timedOut }
+            if let error = error as? NIOConnectionError,
+                error.connectionErrors.contains(where: {
+                    if case ChannelError.connectTimeout = $0.error { return true } else { return false }
+                })
+            {
+                throw .timedOut
+            }
             throw .couldNotConnect(Self.describe(error))
         }
         return try await run(head, body: body, on: channel, deadline: deadline)
@@ -173,7 +184,8 @@ package final class Upstream: Sendable {
 
     /// Sends the request on `channel` and waits for the answer, at most until
     /// `deadline`; a connection the upstream keeps open goes back to `idle`.
-    private func run(_ head: HTTPRequestHead, body: [UInt8], on channel: any Channel, deadline: NIODeadline) async throws(Failure) -> Exchange.Answer {
+    private func run(_ head: HTTPRequestHead, body: [UInt8], on channel: any Channel, deadline: NIODeadline) async throws(Failure) -> Exchange.Answer
+    {
         let answer = channel.eventLoop.makePromise(of: Exchange.Answer.self)
         channel.eventLoop.execute {
             guard channel.isActive, let exchange = try? channel.pipeline.syncOperations.handler(type: Exchange.self) else {
@@ -216,7 +228,10 @@ package final class Upstream: Sendable {
     }
 
     package func shutdown() async {
-        for channel in idle.withLockedValue({ channels in defer { channels.removeAll() }; return channels }) {
+        for channel in idle.withLockedValue({ channels in
+            defer { channels.removeAll() }
+            return channels
+        }) {
             try? await channel.close()
         }
     }
@@ -241,7 +256,8 @@ package final class Upstream: Sendable {
             case .closedBeforeAnswer: "it closed the connection without an answer"
             case .badStatus(let status): "its status \(status) is not one Doppel passes back (200–599)"
             case .tooLarge(let limit): "its response body is larger than \(limit) bytes"
-            case .overBudget(let limit): "its response body does not fit in the memory for upstream answers in flight (\(limit >> 20) MiB), which other answers hold now"
+            case .overBudget(let limit):
+                "its response body does not fit in the memory for upstream answers in flight (\(limit >> 20) MiB), which other answers hold now"
             case .failed(let reason): reason
             }
         }

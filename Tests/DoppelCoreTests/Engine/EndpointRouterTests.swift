@@ -1,11 +1,13 @@
-@testable import DoppelCore
 import Testing
+
+@testable import DoppelCore
 
 @Suite struct EndpointRouterTests {
     let contract: Contract
 
     init() throws {
-        contract = try loadContract("""
+        contract = try loadContract(
+            """
             doppel: 1
             base_path: /v1beta
             endpoints:
@@ -20,7 +22,8 @@ import Testing
     func route(_ method: String, _ path: String, query: [String: String] = [:]) -> EndpointRouter.Route {
         EndpointRouter(endpoints: contract.endpoints).route(method: method, path: path) { endpoint, _ in
             endpoint.match.filter { condition in
-                !((try? condition.expression.test(in: EvaluationContext(roots: ["query": .object(JSONObject(query.map { ($0.key, .string($0.value)) }))], now: 0))) ?? false)
+                !((try? condition.expression.test(
+                    in: EvaluationContext(roots: ["query": .object(JSONObject(query.map { ($0.key, .string($0.value)) }))], now: 0))) ?? false)
             }.map(\.expression.source)
         }
     }
@@ -44,7 +47,7 @@ import Testing
 
     @Test func matchConditionsChooseBetweenEndpointsOfOnePath() {
         guard case .matched(let pair, _) = route("GET", "/v1beta/rates", query: ["target": "EUR"]),
-              case .matched(let all, _) = route("GET", "/v1beta/rates")
+            case .matched(let all, _) = route("GET", "/v1beta/rates")
         else {
             Issue.record("no match")
             return
@@ -84,7 +87,9 @@ import Testing
         // The base_path forgotten: the 404 says which path was meant.
         let forgotten = engine.send("GET", "/children/7")
         #expect(forgotten.status == 404)
-        #expect(forgotten.json?["detail"] == "No endpoint of the contract matches GET /children/7. The contract's base_path is /v1beta: did you mean GET /v1beta/children/7?")
+        #expect(
+            forgotten.json?["detail"]
+                == "No endpoint of the contract matches GET /children/7. The contract's base_path is /v1beta: did you mean GET /v1beta/children/7?")
         #expect(engine.send("GET", "/nowhere").json?["detail"]?.stringValue?.contains("base_path") == false)
     }
 }
@@ -171,7 +176,8 @@ import Testing
     }
 
     @Test func routingKeepsContractOrderWithRestEndpoints() throws {
-        let contract = try loadContract("""
+        let contract = try loadContract(
+            """
             doppel: 1
             endpoints:
               meta: { request: "GET /files/{id}/meta", responses: [ { status: 200, body: meta } ] }
@@ -256,9 +262,15 @@ import Testing
             let method = ["GET", "POST", "DELETE", "PUT"].randomElement(using: &random)!
             let segments = EndpointRouter.segments(of: path)
             let scored = contract.endpoints.enumerated().map { index, endpoint in
-                (index, endpoint.path.agreement(with: segments) * 4 + endpoint.path.spellingCloseness(to: segments) * 2 + (endpoint.method == method ? 1 : 0))
+                (
+                    index,
+                    endpoint.path.agreement(with: segments) * 4 + endpoint.path.spellingCloseness(to: segments) * 2
+                        + (endpoint.method == method ? 1 : 0)
+                )
             }
-            let expected = scored.filter { $0.1 > 0 }.sorted { $0.1 > $1.1 || ($0.1 == $1.1 && $0.0 < $1.0) }.prefix(3).map { contract.endpoints[$0.0].id }
+            let expected = scored.filter { $0.1 > 0 }.sorted { $0.1 > $1.1 || ($0.1 == $1.1 && $0.0 < $1.0) }.prefix(3).map {
+                contract.endpoints[$0.0].id
+            }
             #expect(router.nearMisses(method: method, segments: segments).map(\.endpointID) == expected, "\(method) \(path)")
         }
     }

@@ -4,7 +4,8 @@ import Testing
 
 @Suite struct PipelineStageTests {
     @Test func bearerTokensMustBeWellFormed() throws {
-        let contract = try loadContract("""
+        let contract = try loadContract(
+            """
             doppel: 1
             auth:
               default: bearer
@@ -36,21 +37,22 @@ import Testing
     }
 
     @Test func credentialsAreReadBeforeTheLockAndCheckedAgainstStateInside() throws {
-        let contract = try ContractLoader.load(text: """
-            doppel: 1
-            info: { title: Auth stage, version: "1" }
-            state: { collections: { tokens: [] } }
-            auth:
-              default: bearer
-              schemes:
-                bearer: { type: bearer, issued: tokens, failure: denied }
-            responses:
-              denied: { status: 401, body: { detail: denied } }
-            endpoints:
-              me:
-                request: GET /me
-                responses: [ { status: 200, body: "{{ auth.claims }}" } ]
-            """, file: "auth.yaml")
+        let contract = try ContractLoader.load(
+            text: """
+                doppel: 1
+                info: { title: Auth stage, version: "1" }
+                state: { collections: { tokens: [] } }
+                auth:
+                  default: bearer
+                  schemes:
+                    bearer: { type: bearer, issued: tokens, failure: denied }
+                responses:
+                  denied: { status: 401, body: { detail: denied } }
+                endpoints:
+                  me:
+                    request: GET /me
+                    responses: [ { status: 200, body: "{{ auth.claims }}" } ]
+                """, file: "auth.yaml")
         let authenticator = Authenticator(schemes: contract.authSchemes)
         let endpoint = try #require(contract.endpoints.first)
         let request = RecordedRequest(method: "GET", target: "/me", headers: [(name: "Authorization", value: "Bearer abc")])
@@ -59,24 +61,29 @@ import Testing
         var issued = contract.state.initial
         issued["tokens"] = .object(JSONObject([("abc", .object(JSONObject([("user", .int(1))])))]))
         guard case .accepted(let auth) = authenticator.authenticate(presented, endpoint: endpoint, state: issued, now: 0) else {
-            Issue.record("an issued token is accepted"); return
+            Issue.record("an issued token is accepted")
+            return
         }
         #expect(auth["claims"]?["user"] == .int(1))
-        guard case .rejected(let response, let why) = authenticator.authenticate(presented, endpoint: endpoint, state: contract.state.initial, now: 0) else {
-            Issue.record("a token revoked since it was read is refused"); return
+        guard case .rejected(let response, let why) = authenticator.authenticate(presented, endpoint: endpoint, state: contract.state.initial, now: 0)
+        else {
+            Issue.record("a token revoked since it was read is refused")
+            return
         }
         #expect(response.status == 401)
         #expect(why.contains("not among the issued ones (state.tokens)"))
         // Nothing sent: refused with the scheme's failure too.
         let bare = authenticator.present(RecordedRequest(method: "GET", target: "/me"), queryItems: [], endpoint: endpoint)
         guard case .rejected(_, let bareWhy) = authenticator.authenticate(bare, endpoint: endpoint, state: issued, now: 0) else {
-            Issue.record("no credential is refused"); return
+            Issue.record("no credential is refused")
+            return
         }
         #expect(bareWhy.hasSuffix("no credential was sent"))
     }
 
     @Test func validationFailuresListEveryFieldOrUseTheDocumentedResponse() throws {
-        let contract = try loadContract("""
+        let contract = try loadContract(
+            """
             doppel: 1
             endpoints:
               plain:
@@ -94,14 +101,16 @@ import Testing
         let problem = engine.send("POST", "/plain?limit=11", json: ["age": "seven"])
         #expect(problem.status == 422)
         #expect(problem.header("content-type") == "application/problem+json")
-        #expect(problem.json?["errors"] == [
-            ["pointer": "/query/limit", "message": "must be at most 10, got 11"],
-            ["pointer": "/body/name", "message": "is required"],
-            ["pointer": "/body/age", "message": "expected integer, got string"],
-        ])
-        #expect(engine.send("POST", "/plain?limit=ten", json: ["name": "a", "age": 1]).json?["errors"] == [
-            ["pointer": "/query/limit", "message": "expected integer, got 'ten'"],
-        ])
+        #expect(
+            problem.json?["errors"] == [
+                ["pointer": "/query/limit", "message": "must be at most 10, got 11"],
+                ["pointer": "/body/name", "message": "is required"],
+                ["pointer": "/body/age", "message": "expected integer, got string"],
+            ])
+        #expect(
+            engine.send("POST", "/plain?limit=ten", json: ["name": "a", "age": 1]).json?["errors"] == [
+                ["pointer": "/query/limit", "message": "expected integer, got 'ten'"]
+            ])
         #expect(engine.send("POST", "/plain").json?["errors"] == [["pointer": "/body", "message": "a request body is required"]])
         let documented = engine.send("POST", "/documented", json: [:])
         #expect(documented.status == 400)
@@ -110,22 +119,30 @@ import Testing
     }
 
     @Test func unreadableBodiesAreRejectedBeforeValidation() throws {
-        let engine = MockEngine(contract: try loadContract("""
-            doppel: 1
-            endpoints:
-              e: { request: POST /e, body: { schema: { type: object } }, responses: [ { status: 200 } ] }
-            """))
-        let malformed = engine.respond(to: RecordedRequest(method: "POST", target: "/e", headers: [(name: "Content-Type", value: "application/json")], body: Array("{\"a\": ".utf8)))
+        let engine = MockEngine(
+            contract: try loadContract(
+                """
+                doppel: 1
+                endpoints:
+                  e: { request: POST /e, body: { schema: { type: object } }, responses: [ { status: 200 } ] }
+                """))
+        let malformed = engine.respond(
+            to: RecordedRequest(
+                method: "POST", target: "/e", headers: [(name: "Content-Type", value: "application/json")], body: Array("{\"a\": ".utf8)))
         #expect(malformed.status == 400)
         #expect(malformed.json?["type"] == "urn:doppel:problem:malformed-json")
-        let wrongType = engine.respond(to: RecordedRequest(method: "POST", target: "/e", headers: [(name: "Content-Type", value: "text/plain")], body: Array("x".utf8)))
+        let wrongType = engine.respond(
+            to: RecordedRequest(method: "POST", target: "/e", headers: [(name: "Content-Type", value: "text/plain")], body: Array("x".utf8)))
         #expect(wrongType.status == 415)
-        let charset = engine.respond(to: RecordedRequest(method: "POST", target: "/e", headers: [(name: "Content-Type", value: "application/json; charset=utf-8")], body: Array("{}".utf8)))
+        let charset = engine.respond(
+            to: RecordedRequest(
+                method: "POST", target: "/e", headers: [(name: "Content-Type", value: "application/json; charset=utf-8")], body: Array("{}".utf8)))
         #expect(charset.status == 200)
     }
 
     @Test func effectsAreAllOrNothing() throws {
-        let contract = try loadContract("""
+        let contract = try loadContract(
+            """
             doppel: 1
             state:
               counters: { a: 0, b: 0 }
@@ -144,19 +161,24 @@ import Testing
     }
 
     @Test func extremeRequestValuesGetAProblemNotACrash() throws {
-        let engine = MockEngine(contract: try loadContract("""
-            doppel: 1
-            endpoints:
-              when: { request: POST /when, responses: [ { body: { at: "{{ date(body.t) }}", n: "{{ int(body.t) }}" } } ] }
-            """))
-        let response = engine.respond(to: RecordedRequest(method: "POST", target: "/when", headers: [(name: "Content-Type", value: "application/json")], body: Array(#"{"t": 1e300}"#.utf8)))
+        let engine = MockEngine(
+            contract: try loadContract(
+                """
+                doppel: 1
+                endpoints:
+                  when: { request: POST /when, responses: [ { body: { at: "{{ date(body.t) }}", n: "{{ int(body.t) }}" } } ] }
+                """))
+        let response = engine.respond(
+            to: RecordedRequest(
+                method: "POST", target: "/when", headers: [(name: "Content-Type", value: "application/json")], body: Array(#"{"t": 1e300}"#.utf8)))
         #expect(response.status == 500)
         #expect(response.json?["type"] == "urn:doppel:problem:expression-failed")
         #expect(engine.send("POST", "/when", json: ["t": 0]).json == ["at": "1970-01-01T00:00:00Z", "n": 0])
     }
 
     @Test func collectionsInsertFindAndDelete() throws {
-        let contract = try loadContract("""
+        let contract = try loadContract(
+            """
             doppel: 1
             state:
               collections: { items: [ { id: seed, name: Seed } ] }
@@ -197,7 +219,10 @@ import Testing
     func concurrentRequestsAgainstALimitGetExactlyTheLimit(round: Int) async throws {
         let engine = MockEngine(contract: try ContractLoader.load(file: contractPath("tales.yaml")))
         let session = "round-\(round)"
-        let childID = try #require(engine.send("POST", "/api/v1/children", json: ["name": "A", "age_category": "3-5", "gender": "male", "interests": ["x"]], session: session).json?["id"]?.stringValue)
+        let childID = try #require(
+            engine.send(
+                "POST", "/api/v1/children", json: ["name": "A", "age_category": "3-5", "gender": "male", "interests": ["x"]], session: session
+            ).json?["id"]?.stringValue)
         let statuses = await withTaskGroup(of: Int.self) { group in
             for _ in 0..<200 {
                 group.addTask {
@@ -210,7 +235,8 @@ import Testing
     }
 
     @Test func sessionIdsAreCheckedAndTheLeastRecentlyUsedIsEvicted() throws {
-        let engine = MockEngine(contract: try loadContract("doppel: 1\nendpoints:\n  e: { request: GET /e, responses: [ { status: 200 } ] }"), sessionLimit: 3)
+        let engine = MockEngine(
+            contract: try loadContract("doppel: 1\nendpoints:\n  e: { request: GET /e, responses: [ { status: 200 } ] }"), sessionLimit: 3)
         #expect(engine.send("GET", "/e", session: "has space").status == 400)
         #expect(engine.send("GET", "/e").status == 200)
         #expect(engine.send("GET", "/e", session: "a").status == 200)
@@ -255,7 +281,8 @@ import Testing
     }
 
     @Test func journalKeepsTheNewestEntriesWithinItsBound() throws {
-        let engine = MockEngine(contract: try loadContract("doppel: 1\nendpoints:\n  e: { request: GET /e, responses: [ { status: 200 } ] }"), journalCapacity: 3)
+        let engine = MockEngine(
+            contract: try loadContract("doppel: 1\nendpoints:\n  e: { request: GET /e, responses: [ { status: 200 } ] }"), journalCapacity: 3)
         for _ in 0..<5 { _ = engine.send("GET", "/e") }
         _ = engine.send("GET", "/missing")
         let entries = engine.journal.entries
@@ -270,7 +297,8 @@ import Testing
     let engine: MockEngine
 
     init() throws {
-        let contract = try loadContract("""
+        let contract = try loadContract(
+            """
             doppel: 1
             endpoints:
               echo:
@@ -305,13 +333,15 @@ import Testing
     }
 
     @Test func requestHeadersClientAndRawQueryAreReadFromTheRequest() {
-        var request = RecordedRequest(method: "get", target: "/echo/a%20b?q=1&q=2&z", headers: [(name: "X-Tag", value: "one"), (name: "x-tag", value: "two")])
+        var request = RecordedRequest(
+            method: "get", target: "/echo/a%20b?q=1&q=2&z", headers: [(name: "X-Tag", value: "one"), (name: "x-tag", value: "two")])
         request.remoteAddress = "127.0.0.1"
         let response = engine.respond(to: request)
-        #expect(response.json == [
-            "method": "GET", "path": "/echo/a%20b", "query_string": "q=1&q=2&z", "tag": "two", "tags": 1, "client": "127.0.0.1",
-            "raw": "2", "id": "a b", "at": "1970-01-02T00:00:00Z", "epoch": 86_400,
-        ])
+        #expect(
+            response.json == [
+                "method": "GET", "path": "/echo/a%20b", "query_string": "q=1&q=2&z", "tag": "two", "tags": 1, "client": "127.0.0.1",
+                "raw": "2", "id": "a b", "at": "1970-01-02T00:00:00Z", "epoch": 86_400,
+            ])
     }
 
     @Test func whatValidationReadsByTypeTakesThePlaceOfTheRawRoots() {

@@ -36,7 +36,13 @@ import Testing
         ("/search?%7B%22numbers%22%3A%5B%22x%22%5D%7D", 422, [["pointer": "/query/numbers/0", "message": "expected integer, got string"]]),
         ("/form?page=2&tag=a&tag=b", 200, ["page": 2, "tags": ["a", "b"]]),
         ("/form", 200, ["page": nil, "tags": nil]),
-        ("/form?page=0&other=1", 422, [["pointer": "/query/page", "message": "must be at least 1, got 0"], ["pointer": "/query/other", "message": "is not an allowed property"]]),
+        (
+            "/form?page=0&other=1", 422,
+            [
+                ["pointer": "/query/page", "message": "must be at least 1, got 0"],
+                ["pointer": "/query/other", "message": "is not an allowed property"],
+            ]
+        ),
         ("/text?hello%20world", 200, ["said": "hello world"]),
         ("/text?HELLO", 422, [["pointer": "/query", "message": "must match the pattern ^[a-z ]+$"]]),
     ]
@@ -50,15 +56,17 @@ import Testing
     }
 
     @Test func queryAndQuerystringTogetherAreAnError() {
-        let found = diagnostics(of: """
-            doppel: 1
-            endpoints:
-              e:
-                request: GET /e
-                query: { properties: { a: { type: string } } }
-                querystring: { schema: { type: object } }
-                responses: [ { status: 200 } ]
-            """).map(\.description)
+        let found = diagnostics(
+            of: """
+                doppel: 1
+                endpoints:
+                  e:
+                    request: GET /e
+                    query: { properties: { a: { type: string } } }
+                    querystring: { schema: { type: object } }
+                    responses: [ { status: 200 } ]
+                """
+        ).map(\.description)
         #expect(found.contains { $0.contains("has 'query' and 'querystring'; 'querystring' is the whole query") }, "\(found)")
     }
 

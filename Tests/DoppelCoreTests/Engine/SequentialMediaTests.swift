@@ -26,7 +26,8 @@ import Testing
         let text = String(decoding: events.enumerated().flatMap { media.write($1, last: $0 == 2, limit: 1 << 20)! }, as: UTF8.self)
         #expect(text == "event: tick\nid: 1\nretry: 500\ndata: first\ndata: second\n\ndata: {\"n\":2}\n\ndata: bare\n\n")
         // Read as a client reads them: data lines joined, comments and unknown fields skipped, CRLF taken.
-        let read = try media.read(Array(": comment\r\nevent: tick\r\nid: 1\r\nretry: 500\r\ndata: first\r\ndata:second\r\nother: x\r\n\r\ndata: {\"n\":2}\n\n".utf8))
+        let read = try media.read(
+            Array(": comment\r\nevent: tick\r\nid: 1\r\nretry: 500\r\ndata: first\r\ndata:second\r\nother: x\r\n\r\ndata: {\"n\":2}\n\n".utf8))
         #expect(read == [["event": "tick", "id": "1", "retry": 500, "data": "first\nsecond"], ["data": "{\"n\":2}"]])
     }
 
@@ -47,25 +48,27 @@ import Testing
     }
 
     @Test func aStreamOfItemsIsSentOnePartPerItemIntervalApart() throws {
-        let engine = MockEngine(contract: try loadContract("""
-            doppel: 1
-            endpoints:
-              logs:
-                request: GET /logs
-                responses:
-                  - content_type: application/jsonl
-                    item_schema: { type: object, required: [n], properties: { n: { type: integer } } }
-                    interval: 50ms
-                    items:
-                      - { n: 1, path: "{{ request.path }}" }
-                      - { n: 2 }
-              generated:
-                request: GET /generated
-                responses:
-                  - content_type: application/json-seq
-                    item_schema: { type: object, required: [id], properties: { id: { type: integer, example: 7 } } }
-                    items_from_schema: 2
-            """))
+        let engine = MockEngine(
+            contract: try loadContract(
+                """
+                doppel: 1
+                endpoints:
+                  logs:
+                    request: GET /logs
+                    responses:
+                      - content_type: application/jsonl
+                        item_schema: { type: object, required: [n], properties: { n: { type: integer } } }
+                        interval: 50ms
+                        items:
+                          - { n: 1, path: "{{ request.path }}" }
+                          - { n: 2 }
+                  generated:
+                    request: GET /generated
+                    responses:
+                      - content_type: application/json-seq
+                        item_schema: { type: object, required: [id], properties: { id: { type: integer, example: 7 } } }
+                        items_from_schema: 2
+                """))
         let logs = engine.decision("GET", "/logs")
         let parts = try #require(logs.delivery.parts)
         #expect(parts.map(\.delay) == [0, 0.05])
@@ -76,26 +79,35 @@ import Testing
     }
 
     @Test func aRequestBodyIsCheckedItemByItem() throws {
-        let engine = MockEngine(contract: try loadContract("""
-            doppel: 1
-            endpoints:
-              ingest:
-                request: POST /ingest
-                body:
-                  content_type: [application/x-ndjson]
-                  item_schema: { type: object, required: [id], properties: { id: { type: integer } } }
-                responses:
-                  - status: 200
-                    body: { count: "{{ len(body) }}" }
-            """))
+        let engine = MockEngine(
+            contract: try loadContract(
+                """
+                doppel: 1
+                endpoints:
+                  ingest:
+                    request: POST /ingest
+                    body:
+                      content_type: [application/x-ndjson]
+                      item_schema: { type: object, required: [id], properties: { id: { type: integer } } }
+                    responses:
+                      - status: 200
+                        body: { count: "{{ len(body) }}" }
+                """))
         let headers = [(name: "Content-Type", value: "application/x-ndjson")]
         let taken = engine.send("POST", "/ingest", headers: headers, body: Array("{\"id\":1}\n{\"id\":2}\n".utf8))
         #expect(taken.status == 200 && taken.json == ["count": 2])
         let refused = engine.send("POST", "/ingest", headers: headers, body: Array("{\"id\":1}\n{\"id\":\"x\"}\n{}\n".utf8))
         #expect(refused.status == 422)
-        #expect(refused.json?["errors"] == [["pointer": "/body/1/id", "message": "expected integer, got string"], ["pointer": "/body/2/id", "message": "is required"]])
+        #expect(
+            refused.json?["errors"] == [
+                ["pointer": "/body/1/id", "message": "expected integer, got string"], ["pointer": "/body/2/id", "message": "is required"],
+            ])
         let broken = engine.send("POST", "/ingest", headers: headers, body: Array("{\"id\":1}\nnot json\n".utf8))
-        #expect(broken.status == 422 && broken.json?["errors"]?.arrayValue?.first?["message"]?.stringValue?.hasPrefix("cannot be read item by item: item 1 is not JSON") == true)
+        #expect(
+            broken.status == 422
+                && broken.json?["errors"]?.arrayValue?.first?["message"]?.stringValue?.hasPrefix("cannot be read item by item: item 1 is not JSON")
+                    == true
+        )
     }
 
     @Test(arguments: [
@@ -107,15 +119,17 @@ import Testing
         ("items: [1]\n        text: x", "give only one body"),
     ])
     func aMistakeInItemsIsAnErrorAtItsPlace(fields: String, message: String) {
-        let found = diagnostics(of: """
-            doppel: 1
-            endpoints:
-              e:
-                request: GET /e
-                responses:
-                  - status: 200
-                    \(fields)
-            """).map(\.description)
+        let found = diagnostics(
+            of: """
+                doppel: 1
+                endpoints:
+                  e:
+                    request: GET /e
+                    responses:
+                      - status: 200
+                        \(fields)
+                """
+        ).map(\.description)
         #expect(found.contains { $0.contains(message) }, "\(found)")
     }
 }

@@ -1,6 +1,7 @@
-@testable import DoppelCore
 import Foundation
 import Testing
+
+@testable import DoppelCore
 
 /// A session stored as bytes between requests (the shared store's way)
 /// answers exactly as one held in memory, and reads back as it was written.

@@ -12,7 +12,9 @@ struct TalesContractTests {
     }
 
     func createChild(session: String? = nil, name: String = "Эмма") -> MockResponse {
-        engine.send("POST", "/api/v1/children", json: ["name": .string(name), "age_category": "5-7", "gender": "female", "interests": ["феи"]], session: session)
+        engine.send(
+            "POST", "/api/v1/children", json: ["name": .string(name), "age_category": "5-7", "gender": "female", "interests": ["феи"]],
+            session: session)
     }
 
     func generate(childID: String, session: String? = nil) -> MockResponse {
@@ -72,7 +74,8 @@ struct TalesContractTests {
         #expect(unauthenticated.status == 401)
         #expect(unauthenticated.json == ["detail": "Not authenticated"])
 
-        let badAge = engine.send("POST", "/api/v1/children", json: ["name": "Эмма", "age_category": "9-12", "gender": "female", "interests": ["феи"]])
+        let badAge = engine.send(
+            "POST", "/api/v1/children", json: ["name": "Эмма", "age_category": "9-12", "gender": "female", "interests": ["феи"]])
         #expect(badAge.status == 400)
         #expect(badAge.json == ["detail": "Invalid age_category: 9-12"])
 
@@ -80,7 +83,9 @@ struct TalesContractTests {
         #expect(unknownChild.status == 404)
         #expect(unknownChild.json == ["detail": "Child with ID 123e4567-e89b-12d3-a456-426614174000 not found"])
 
-        let heroless = engine.send("POST", "/api/v1/stories/generate", json: ["language": "ru", "child_id": "123e4567-e89b-12d3-a456-426614174000", "story_type": "combined"])
+        let heroless = engine.send(
+            "POST", "/api/v1/stories/generate",
+            json: ["language": "ru", "child_id": "123e4567-e89b-12d3-a456-426614174000", "story_type": "combined"])
         #expect(heroless.status == 400)
         #expect(heroless.json == ["detail": "Hero ID is required for combined stories"])
 
@@ -121,8 +126,12 @@ struct TalesContractTests {
         #expect(paged["transactions"]?.arrayValue?.map { $0["to_plan"] } == ["basic"])
         #expect(engine.send("GET", "/api/v1/subscription/purchases?status=refunded").json?["total"] == 0)
         // Every bad request of the purchase gets the document's 400 shape.
-        #expect(engine.send("POST", "/api/v1/subscription/purchase?plan_tier=basic&payment_method=card").json == ["detail": "billing_cycle is required"])
-        #expect(engine.send("POST", "/api/v1/subscription/purchase?plan_tier=basic&billing_cycle=monthly").json == ["detail": "payment_method is required"])
+        #expect(
+            engine.send("POST", "/api/v1/subscription/purchase?plan_tier=basic&payment_method=card").json == ["detail": "billing_cycle is required"])
+        #expect(
+            engine.send("POST", "/api/v1/subscription/purchase?plan_tier=basic&billing_cycle=monthly").json == [
+                "detail": "payment_method is required"
+            ])
         let weekly = engine.send("POST", "/api/v1/subscription/purchase?plan_tier=basic&billing_cycle=weekly&payment_method=card")
         #expect(weekly.status == 400)
         #expect(weekly.json == ["detail": "Invalid billing cycle: weekly"])

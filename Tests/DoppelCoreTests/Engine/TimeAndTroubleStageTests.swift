@@ -10,7 +10,8 @@ import Testing
     }
 
     @Test func fixedWindowsCountPerKeyAndTellWhenToRetry() throws {
-        let engine = try engine("""
+        let engine = try engine(
+            """
             doppel: 1
             rate_limits:
               per-key: { key: "headers['x-key']", limit: 2, window: 1m }
@@ -31,7 +32,8 @@ import Testing
     }
 
     @Test func aLimitsOwnRetryAfterIsTheOnlyOneSent() throws {
-        let engine = try engine("""
+        let engine = try engine(
+            """
             doppel: 1
             responses:
               too-many:
@@ -50,7 +52,8 @@ import Testing
     }
 
     @Test func slidingWindowsFreeOneSlotAtATime() throws {
-        let engine = try engine("""
+        let engine = try engine(
+            """
             doppel: 1
             rate_limits:
               s: { key: session, limit: 2, window: 10s, algorithm: sliding }
@@ -67,7 +70,8 @@ import Testing
     }
 
     @Test func sequencesRepeatTheLastOrCycle() throws {
-        let engine = try engine("""
+        let engine = try engine(
+            """
             doppel: 1
             endpoints:
               last: { request: GET /last, responses: [ { sequence: [ { status: 503 }, { status: 200 } ] } ] }
@@ -79,7 +83,8 @@ import Testing
     }
 
     @Test func sessionClocksMoveIndependently() throws {
-        let engine = try engine("""
+        let engine = try engine(
+            """
             doppel: 1
             endpoints:
               now: { request: GET /now, responses: [ { body: { now: "{{ clock.now }}" } } ] }
@@ -95,7 +100,8 @@ import Testing
     }
 
     @Test func responsesCarryTheirDelayAndFaultForTheTransport() throws {
-        let engine = try engine("""
+        let engine = try engine(
+            """
             doppel: 1
             endpoints:
               slow: { request: GET /slow, responses: [ { delay: 250ms, body: { a: 1 } } ] }
@@ -115,13 +121,16 @@ import Testing
     }
 
     @Test func multipartBodiesSplitIntoParts() throws {
-        let body = Array("--b\r\nContent-Disposition: form-data; name=\"title\"\r\n\r\nHi\r\n--b\r\nContent-Disposition: form-data; name=\"f\"; filename=\"a.txt\"\r\nContent-Type: text/plain\r\n\r\nabc\r\n--b--\r\n".utf8)
+        let body = Array(
+            "--b\r\nContent-Disposition: form-data; name=\"title\"\r\n\r\nHi\r\n--b\r\nContent-Disposition: form-data; name=\"f\"; filename=\"a.txt\"\r\nContent-Type: text/plain\r\n\r\nabc\r\n--b--\r\n"
+                .utf8)
         #expect(FormBody.boundary(of: "multipart/form-data; boundary=\"b\"") == "b")
         let parts = try FormBody.multipartParts(body, boundary: "b")
-        #expect(parts == [
-            FormBody.Part(name: "title", filename: nil, contentType: nil, content: Array("Hi".utf8)),
-            FormBody.Part(name: "f", filename: "a.txt", contentType: "text/plain", content: Array("abc".utf8)),
-        ])
+        #expect(
+            parts == [
+                FormBody.Part(name: "title", filename: nil, contentType: nil, content: Array("Hi".utf8)),
+                FormBody.Part(name: "f", filename: "a.txt", contentType: "text/plain", content: Array("abc".utf8)),
+            ])
         #expect(throws: FormBody.MalformedMultipart.self) { try FormBody.multipartParts(Array("--b\r\nno".utf8), boundary: "b") }
         #expect(throws: FormBody.MalformedMultipart.self) { try FormBody.multipartParts(Array("nothing".utf8), boundary: "b") }
     }
@@ -142,42 +151,49 @@ import Testing
                   - sequence: [ { when: "true", status: 200 } ]
                     then: loop
             """
-        #expect(diagnostics(of: text, file: "n.yaml").map(\.description) == [
-            "n.yaml:4:32: error: 'issued' of auth scheme 'b' must name a state collection of issued tokens",
-            "n.yaml:4:48: error: undefined response 'gone'",
-            "n.yaml:6:43: error: 'window' of rate limit 'r' must be a duration like 1m, 30s or 1h",
-            "n.yaml:6:61: error: rate limit 'r' covers unknown endpoint 'nope'",
-            "n.yaml:11:9: warning: response e[0] has no 'when', so the responses after it are never chosen",
-            "n.yaml:11:18: error: unknown fault 'explode'; faults are connection_reset, empty_reply, truncated_body, malformed_json, no_answer",
-            "n.yaml:11:34: error: delay must be a duration like 250ms or a range like 10s-30s",
-            "n.yaml:12:29: error: responses in a sequence are taken in turn and cannot have 'when'; put it on the sequence",
-            "n.yaml:13:15: error: 'then' of sequence e[1] must be repeat_last or cycle",
-        ])
+        #expect(
+            diagnostics(of: text, file: "n.yaml").map(\.description) == [
+                "n.yaml:4:32: error: 'issued' of auth scheme 'b' must name a state collection of issued tokens",
+                "n.yaml:4:48: error: undefined response 'gone'",
+                "n.yaml:6:43: error: 'window' of rate limit 'r' must be a duration like 1m, 30s or 1h",
+                "n.yaml:6:61: error: rate limit 'r' covers unknown endpoint 'nope'",
+                "n.yaml:11:9: warning: response e[0] has no 'when', so the responses after it are never chosen",
+                "n.yaml:11:18: error: unknown fault 'explode'; faults are connection_reset, empty_reply, truncated_body, malformed_json, no_answer",
+                "n.yaml:11:34: error: delay must be a duration like 250ms or a range like 10s-30s",
+                "n.yaml:12:29: error: responses in a sequence are taken in turn and cannot have 'when'; put it on the sequence",
+                "n.yaml:13:15: error: 'then' of sequence e[1] must be repeat_last or cycle",
+            ])
     }
 }
 
 @Suite struct RepeatedFormFieldTests {
     @Test func aRepeatedTextFieldGivesAListInBothKindsOfForm() throws {
-        let engine = MockEngine(contract: try loadContract("""
-            doppel: 1
-            endpoints:
-              form:
-                request: POST /form
-                body:
-                  content_type: [application/x-www-form-urlencoded, multipart/form-data]
-                  schema: { type: object, properties: { n: { type: integer }, one: { type: string } } }
-                responses: [ { status: 200, body: "{{ body }}" } ]
-            """))
-        let urlencoded = engine.send("POST", "/form", token: nil, headers: [(name: "Content-Type", value: "application/x-www-form-urlencoded")],
-                                     body: Array("tag=a&tag=b&n=1&one=x".utf8))
+        let engine = MockEngine(
+            contract: try loadContract(
+                """
+                doppel: 1
+                endpoints:
+                  form:
+                    request: POST /form
+                    body:
+                      content_type: [application/x-www-form-urlencoded, multipart/form-data]
+                      schema: { type: object, properties: { n: { type: integer }, one: { type: string } } }
+                    responses: [ { status: 200, body: "{{ body }}" } ]
+                """))
+        let urlencoded = engine.send(
+            "POST", "/form", token: nil, headers: [(name: "Content-Type", value: "application/x-www-form-urlencoded")],
+            body: Array("tag=a&tag=b&n=1&one=x".utf8))
         #expect(urlencoded.json == ["tag": ["a", "b"], "n": 1, "one": "x"])
-        let multipart = "--b\r\nContent-Disposition: form-data; name=\"tag\"\r\n\r\na\r\n--b\r\nContent-Disposition: form-data; name=\"tag\"\r\n\r\nb\r\n"
+        let multipart =
+            "--b\r\nContent-Disposition: form-data; name=\"tag\"\r\n\r\na\r\n--b\r\nContent-Disposition: form-data; name=\"tag\"\r\n\r\nb\r\n"
             + "--b\r\nContent-Disposition: form-data; name=\"one\"\r\n\r\nx\r\n--b--\r\n"
-        let parts = engine.send("POST", "/form", token: nil, headers: [(name: "Content-Type", value: "multipart/form-data; boundary=b")], body: Array(multipart.utf8))
+        let parts = engine.send(
+            "POST", "/form", token: nil, headers: [(name: "Content-Type", value: "multipart/form-data; boundary=b")], body: Array(multipart.utf8))
         #expect(parts.json == ["tag": ["a", "b"], "one": "x"])
         // A repeated field whose schema wants one value is a validation failure, not its last value.
-        let twice = engine.send("POST", "/form", token: nil, headers: [(name: "Content-Type", value: "application/x-www-form-urlencoded")],
-                                body: Array("one=x&one=y".utf8))
+        let twice = engine.send(
+            "POST", "/form", token: nil, headers: [(name: "Content-Type", value: "application/x-www-form-urlencoded")],
+            body: Array("one=x&one=y".utf8))
         #expect(twice.status == 422)
     }
 }

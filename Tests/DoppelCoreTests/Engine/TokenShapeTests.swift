@@ -1,6 +1,7 @@
-@testable import DoppelCore
 import Foundation
 import Testing
+
+@testable import DoppelCore
 
 /// Bearer schemes that take only tokens of a shape: `format: jwt`, `pattern`.
 @Suite struct TokenShapeTests {
@@ -17,20 +18,22 @@ import Testing
 
     func engine() throws -> MockEngine {
         let clock = self.clock
-        return MockEngine(contract: try loadContract("""
-            doppel: 1
-            responses:
-              unauthorized: { status: 401, body: { detail: Could not validate credentials } }
-              expired: { status: 401, body: { detail: Token has expired } }
-            auth:
-              default: token
-              schemes:
-                token: { type: bearer, format: jwt, failure: unauthorized, expired: expired }
-                key: { type: api_key, header: X-Key, pattern: "^k-[0-9]{4}$" }
-            endpoints:
-              me: { request: GET /me, responses: [ { status: 200, body: { user: "{{ auth.claims.sub }}" } } ] }
-              keyed: { request: GET /keyed, auth: key, responses: [ { status: 200 } ] }
-            """), clock: { clock.now })
+        return MockEngine(
+            contract: try loadContract(
+                """
+                doppel: 1
+                responses:
+                  unauthorized: { status: 401, body: { detail: Could not validate credentials } }
+                  expired: { status: 401, body: { detail: Token has expired } }
+                auth:
+                  default: token
+                  schemes:
+                    token: { type: bearer, format: jwt, failure: unauthorized, expired: expired }
+                    key: { type: api_key, header: X-Key, pattern: "^k-[0-9]{4}$" }
+                endpoints:
+                  me: { request: GET /me, responses: [ { status: 200, body: { user: "{{ auth.claims.sub }}" } } ] }
+                  keyed: { request: GET /keyed, auth: key, responses: [ { status: 200 } ] }
+                """), clock: { clock.now })
     }
 
     @Test func aJWTIsReadAndItsExpiryCheckedOnTheSessionsClock() throws {

@@ -88,17 +88,19 @@ import Testing
     }
 
     @Test func authenticatedRequestsCountAgainstARateLimitValidOrNot() throws {
-        let engine = MockEngine(contract: try loadContract("""
-            doppel: 1
-            auth: { default: bearer, schemes: { bearer: { type: bearer } } }
-            rate_limits:
-              per-session: { key: session, limit: 10, window: 1h }
-            endpoints:
-              add:
-                request: POST /items
-                body: { schema: { type: object, required: [name], properties: { name: { type: string } } } }
-                responses: [ { status: 201 } ]
-            """))
+        let engine = MockEngine(
+            contract: try loadContract(
+                """
+                doppel: 1
+                auth: { default: bearer, schemes: { bearer: { type: bearer } } }
+                rate_limits:
+                  per-session: { key: session, limit: 10, window: 1h }
+                endpoints:
+                  add:
+                    request: POST /items
+                    body: { schema: { type: object, required: [name], properties: { name: { type: string } } } }
+                    responses: [ { status: 201 } ]
+                """))
         func remaining(_ response: MockResponse) -> String? { response.headers.first { $0.name == "RateLimit-Remaining" }?.value }
         for _ in 0..<3 { #expect(engine.send("POST", "/items", json: ["name": "x"], token: nil).status == 401) }
         for _ in 0..<2 { #expect(engine.send("POST", "/items", json: ["nome": "x"]).status == 422) }

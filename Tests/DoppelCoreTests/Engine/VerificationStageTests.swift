@@ -1,12 +1,14 @@
-@testable import DoppelCore
 import Testing
+
+@testable import DoppelCore
 
 struct VerificationStageTests {
     func journal(_ entries: [(session: String, status: Int)]) -> Journal {
         let journal = Journal(capacity: 100)
         for entry in entries {
-            journal.record(time: 0, session: entry.session, method: "GET", path: "/x", query: nil, status: entry.status,
-                           endpointID: "x", responseName: nil, durationMicros: 1)
+            journal.record(
+                time: 0, session: entry.session, method: "GET", path: "/x", query: nil, status: entry.status,
+                endpointID: "x", responseName: nil, durationMicros: 1)
         }
         return journal
     }
@@ -44,8 +46,9 @@ struct JournalBoundsTests {
         let journal = Journal(capacity: 10_000)
         let query = String(repeating: "q", count: 1 << 20)  // 1 MiB each
         for index in 0..<100 {
-            journal.record(time: 0, session: "s", method: "GET", path: "/p\(index)", query: query, status: 200,
-                           endpointID: "p", responseName: nil, durationMicros: 1)
+            journal.record(
+                time: 0, session: "s", method: "GET", path: "/p\(index)", query: query, status: 200,
+                endpointID: "p", responseName: nil, durationMicros: 1)
         }
         let held = journal.entries
         let bytes = held.reduce(0) { $0 + $1.path.utf8.count + ($1.query?.utf8.count ?? 0) }
@@ -59,7 +62,9 @@ struct JournalBoundsTests {
         let small = Journal(capacity: 5)
         journal.clear()
         for index in 0..<8 {
-            small.record(time: 0, session: "s", method: "GET", path: "/\(index)", query: nil, status: 200, endpointID: nil, responseName: nil, durationMicros: 1)
+            small.record(
+                time: 0, session: "s", method: "GET", path: "/\(index)", query: nil, status: 200, endpointID: nil, responseName: nil,
+                durationMicros: 1)
         }
         #expect(small.entries.map(\.path) == ["/3", "/4", "/5", "/6", "/7"])
         #expect(journal.count == 0)
@@ -67,11 +72,14 @@ struct JournalBoundsTests {
 
     @Test func oneEntryLargerThanTheBudgetIsStillKept() {
         let journal = Journal(capacity: 10)
-        journal.record(time: 0, session: "s", method: "GET", path: "/a", query: nil, status: 200, endpointID: nil, responseName: nil, durationMicros: 1)
-        journal.record(time: 0, session: "s", method: "GET", path: "/b", query: String(repeating: "x", count: Journal.maximumTextBytes + 1),
-                       status: 200, endpointID: nil, responseName: nil, durationMicros: 1)
+        journal.record(
+            time: 0, session: "s", method: "GET", path: "/a", query: nil, status: 200, endpointID: nil, responseName: nil, durationMicros: 1)
+        journal.record(
+            time: 0, session: "s", method: "GET", path: "/b", query: String(repeating: "x", count: Journal.maximumTextBytes + 1),
+            status: 200, endpointID: nil, responseName: nil, durationMicros: 1)
         #expect(journal.entries.map(\.path) == ["/b"])
-        journal.record(time: 0, session: "s", method: "GET", path: "/c", query: nil, status: 200, endpointID: nil, responseName: nil, durationMicros: 1)
+        journal.record(
+            time: 0, session: "s", method: "GET", path: "/c", query: nil, status: 200, endpointID: nil, responseName: nil, durationMicros: 1)
         #expect(journal.entries.map(\.path) == ["/c"])
     }
 }

@@ -1,6 +1,7 @@
-@testable import DoppelCore
 import Foundation
 import Testing
+
+@testable import DoppelCore
 
 /// What is resolved once, when a contract loads, so that serving a request
 /// neither hashes names nor dispatches on text nor compiles patterns.

@@ -2,12 +2,13 @@ import DoppelCore
 import Testing
 
 @Suite struct ExpressionTests {
-    let context = EvaluationContext(roots: [
-        "body": ["story_type": "combined", "hero_id": nil, "n": 4, "tags": ["a", "b"]],
-        "state": ["plan": "free", "stories_used": 5, "children": ["c1": ["id": "c1", "name": "Эмма"]]],
-        "data": ["plans": ["free": ["monthly_stories": 5], "premium": ["monthly_stories": -1]]],
-        "items": [["s": "done", "v": 3], ["s": "open", "v": 1], ["s": "done", "v": 2]],
-    ], now: UTCCalendar.parse("2025-01-31T12:00:00Z")!)
+    let context = EvaluationContext(
+        roots: [
+            "body": ["story_type": "combined", "hero_id": nil, "n": 4, "tags": ["a", "b"]],
+            "state": ["plan": "free", "stories_used": 5, "children": ["c1": ["id": "c1", "name": "Эмма"]]],
+            "data": ["plans": ["free": ["monthly_stories": 5], "premium": ["monthly_stories": -1]]],
+            "items": [["s": "done", "v": 3], ["s": "open", "v": 1], ["s": "done", "v": 2]],
+        ], now: UTCCalendar.parse("2025-01-31T12:00:00Z")!)
 
     func eval(_ text: String) throws -> JSON {
         try Expression.parse(text).evaluate(in: context)
@@ -96,8 +97,12 @@ import Testing
 
     @Test func lambdasOnlyWhereAListFunctionBindsThem() throws {
         let checker = ExpressionChecker(roots: ["items"], stateNames: [], dataNames: [])
-        #expect(checker.check(try Expression.parse("filter(items, x => x.v > 1 and y > 0)")).map(\.message) == ["unknown name 'y' (did you mean 'x'?)"])
-        #expect(checker.check(try Expression.parse("len(x => 1)")).map(\.message) == ["'x => ...' can only be the second argument of filter(), map() and the other list functions"])
+        #expect(
+            checker.check(try Expression.parse("filter(items, x => x.v > 1 and y > 0)")).map(\.message) == ["unknown name 'y' (did you mean 'x'?)"])
+        #expect(
+            checker.check(try Expression.parse("len(x => 1)")).map(\.message) == [
+                "'x => ...' can only be the second argument of filter(), map() and the other list functions"
+            ])
     }
 
     /// Request data can reach any function; none of these may crash the server.
@@ -105,7 +110,8 @@ import Testing
         "int(1e300 * 1e300)", "int(-9999999999999999999.0)", "round(1, 1e300)", "round(2.5, -400)", "slice([1], 1e300)",
         "slice([1], 0, -1e300)", "date(1e30)", "date(-1e30)", "epoch('9999-12-31T23:59:59Z') + 1", "date_add(now(), '999999999999y')",
         "date_add(now(), '1000y')", "date_add('9999-12-31T00:00:00Z', '1mo')", "month_start(now(), 1e12)", "abs(-9223372036854775807 - 1)",
-        "-(-9223372036854775807 - 1)", "(-9223372036854775807 - 1) / -1", "(-9223372036854775807 - 1) % -1", "9223372036854775807 * 9223372036854775807",
+        "-(-9223372036854775807 - 1)", "(-9223372036854775807 - 1) / -1", "(-9223372036854775807 - 1) % -1",
+        "9223372036854775807 * 9223372036854775807",
         "9223372036854775807 + 1", "floor(1e300)", "ceil(-1e300)", "len(1)", "byte_len([1])", "map(1, it)", "min([])", "sum(['a', 1])",
     ])
     func extremeInputsEvaluateOrFailCleanly(text: String) throws {
@@ -119,7 +125,8 @@ import Testing
     }
 
     @Test func uuidIsFreshEachTime() throws {
-        let a = try eval("uuid()"), b = try eval("uuid()")
+        let a = try eval("uuid()")
+        let b = try eval("uuid()")
         #expect(a != b)
         #expect(a.stringValue?.count == 36)
     }
@@ -127,13 +134,14 @@ import Testing
     @Test func checkerNamesUnknownRootsStateAndFunctions() throws {
         let checker = ExpressionChecker(roots: ["body", "state", "data"], stateNames: ["plan", "stories_used"], dataNames: ["plans"])
         let problems = checker.check(try Expression.parse("stae.plan == 1 or state.stories_usd > lenn(body) or len(1, 2) or it"))
-        #expect(problems.map(\.message) == [
-            "unknown name 'stae' (did you mean 'state'?)",
-            "state has no 'stories_usd' (did you mean 'stories_used'?)",
-            "unknown function 'lenn' (did you mean 'len'?)",
-            "len() takes 1 argument, not 2",
-            "'it' is only defined inside filter(), map() and the other list functions",
-        ])
+        #expect(
+            problems.map(\.message) == [
+                "unknown name 'stae' (did you mean 'state'?)",
+                "state has no 'stories_usd' (did you mean 'stories_used'?)",
+                "unknown function 'lenn' (did you mean 'len'?)",
+                "len() takes 1 argument, not 2",
+                "'it' is only defined inside filter(), map() and the other list functions",
+            ])
         #expect(problems.map(\.offset) == [0, 24, 38, 52, 65])
     }
 }

@@ -1,5 +1,6 @@
-@testable import DoppelCore
 import Testing
+
+@testable import DoppelCore
 
 /// Which places of a rendered body come from the session's state, read from
 /// the templates (what `doppel verify` compares step by step), and the
@@ -62,8 +63,11 @@ import Testing
         let engine = MockEngine(contract: contract)
         let request = RecordedRequest(method: "GET", path: "/api/convert", query: "amount=100&from=USD&to=EUR", headers: [], body: [])
         func answer(rate: Double, converted: Double) -> JSON {
-            .object(JSONObject([("success", .bool(true)), ("amount", .int(100)), ("from", .string("USD")), ("to", .string("EUR")),
-                                ("converted_amount", .double(converted)), ("rate", .double(rate))]))
+            .object(
+                JSONObject([
+                    ("success", .bool(true)), ("amount", .int(100)), ("from", .string("USD")), ("to", .string("EUR")),
+                    ("converted_amount", .double(converted)), ("rate", .double(rate)),
+                ]))
         }
         // Another rate than the contract's data, the arithmetic right: no problem.
         #expect(engine.relationProblems(of: ok, for: convert, request: request, answer: answer(rate: 0.95, converted: 95)).isEmpty)
@@ -73,27 +77,31 @@ import Testing
 
     /// A relation inside a nested object, with the let it reads shown elsewhere in the body.
     @Test func aNestedRelationIsChecked() throws {
-        let contract = try ContractLoader.load(text: """
-            doppel: 1
-            info: { title: Prices, version: "1" }
-            data: { rates: { EUR: 0.9 } }
-            endpoints:
-              quote:
-                request: GET /quote
-                query: { required: [amount], properties: { amount: { type: number } } }
-                let:
-                  rate: data.rates.EUR
-                responses:
-                  - body:
-                      meta: { rate: "{{ rate }}" }
-                      result: { total: { value: "{{ query.amount * rate }}", currency: EUR } }
-            """, file: "prices.yaml")
+        let contract = try ContractLoader.load(
+            text: """
+                doppel: 1
+                info: { title: Prices, version: "1" }
+                data: { rates: { EUR: 0.9 } }
+                endpoints:
+                  quote:
+                    request: GET /quote
+                    query: { required: [amount], properties: { amount: { type: number } } }
+                    let:
+                      rate: data.rates.EUR
+                    responses:
+                      - body:
+                          meta: { rate: "{{ rate }}" }
+                          result: { total: { value: "{{ query.amount * rate }}", currency: EUR } }
+                """, file: "prices.yaml")
         let quote = try #require(contract.endpoint(id: "quote"))
         let engine = MockEngine(contract: contract)
         let request = RecordedRequest(method: "GET", path: "/quote", query: "amount=10", headers: [], body: [])
         func answer(rate: Double, value: Double) -> JSON {
-            .object(JSONObject([("meta", .object(JSONObject([("rate", .double(rate))]))),
-                                ("result", .object(JSONObject([("total", .object(JSONObject([("value", .double(value)), ("currency", "EUR")])))])))]))
+            .object(
+                JSONObject([
+                    ("meta", .object(JSONObject([("rate", .double(rate))]))),
+                    ("result", .object(JSONObject([("total", .object(JSONObject([("value", .double(value)), ("currency", "EUR")])))]))),
+                ]))
         }
         #expect(engine.relationProblems(of: quote.responses[0], for: quote, request: request, answer: answer(rate: 0.8, value: 8)).isEmpty)
         let off = engine.relationProblems(of: quote.responses[0], for: quote, request: request, answer: answer(rate: 0.8, value: 9))

@@ -25,12 +25,13 @@ import Testing
 
     /// Schemas whose bounds are past the integer range: a body made from
     /// each is a number written as a double, or no sample, never a trap.
-    @Test(arguments: [
-        ("{ type: integer, minimum: 1e300 }", "1e+300"),
-        ("{ type: integer, maximum: -1e300 }", "-1e+300"),
-        ("{ type: string, minLength: 9223372036854775807 }", nil),
-        ("{ type: array, minItems: 9223372036854775807 }", nil),
-    ] as [(String, String?)])
+    @Test(
+        arguments: [
+            ("{ type: integer, minimum: 1e300 }", "1e+300"),
+            ("{ type: integer, maximum: -1e300 }", "-1e+300"),
+            ("{ type: string, minLength: 9223372036854775807 }", nil),
+            ("{ type: array, minItems: 9223372036854775807 }", nil),
+        ] as [(String, String?)])
     func samplesOfSchemasPastTheIntegerRange(schema: String, body: String?) throws {
         let text = """
             doppel: 1
@@ -53,7 +54,8 @@ import Testing
     }
 
     @Test func recursiveDataShapesLoadAndValidateDeepBodies() throws {
-        let contract = try loadContract("""
+        let contract = try loadContract(
+            """
             doppel: 1
             schemas:
               Node:
@@ -131,13 +133,14 @@ import Testing
 
     @Test func deepExpressionInAContractIsALocatedLintError() {
         let deep = String(repeating: "(", count: 10_000) + "1" + String(repeating: ")", count: 10_000)
-        let found = diagnostics(of: """
-            doppel: 1
-            endpoints:
-              x:
-                request: GET /x
-                responses: [ { when: "\(deep)", status: 200 } ]
-            """)
+        let found = diagnostics(
+            of: """
+                doppel: 1
+                endpoints:
+                  x:
+                    request: GET /x
+                    responses: [ { when: "\(deep)", status: 200 } ]
+                """)
         #expect(found.count == 1)
         #expect(found.first?.description.contains("expression") == true)
     }
@@ -195,7 +198,8 @@ import Testing
         let large = folder.appendingPathComponent("large.yaml")
         let limit = SourceReader.maximumFileSize
         try Data(repeating: UInt8(ascii: "#"), count: limit + 1).write(to: large)
-        #expect(message(large.path) == "\(large.path):1:1: error: cannot read contract: \(limit + 1) bytes is more than the 16 MiB a contract may have")
+        #expect(
+            message(large.path) == "\(large.path):1:1: error: cannot read contract: \(limit + 1) bytes is more than the 16 MiB a contract may have")
         try Data(repeating: UInt8(ascii: "#"), count: limit).write(to: large)
         guard case .success(let bytes) = SourceReader.readBytes(large.path, what: "contract") else {
             Issue.record("a file at the limit was refused")

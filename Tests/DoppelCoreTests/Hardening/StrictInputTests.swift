@@ -6,13 +6,16 @@ import Testing
 @Suite struct StrictInputTests {
     @Test func aJSONKeyPastYAMLsLimitIsNamedAtItsPlace() throws {
         let key = String(repeating: "k", count: 1_100)
-        let text = "{\n  \"doppel\": 1,\n  \"endpoints\": { \"a\": { \"request\": \"GET /a\", \"responses\": [ { \"body\": { \"\(key)\": 1 } } ] } }\n}\n"
+        let text =
+            "{\n  \"doppel\": 1,\n  \"endpoints\": { \"a\": { \"request\": \"GET /a\", \"responses\": [ { \"body\": { \"\(key)\": 1 } } ] } }\n}\n"
         let found = diagnostics(of: text, file: "long.json")
-        #expect(found.map(\.description) == [
-            "long.json:3:73: error: a mapping key of 1100 characters: Doppel reads JSON as YAML, whose parser takes keys of up to 1,024 characters; shorten the key, or write the document as YAML with the key after '? '",
-        ])
+        #expect(
+            found.map(\.description) == [
+                "long.json:3:73: error: a mapping key of 1100 characters: Doppel reads JSON as YAML, whose parser takes keys of up to 1,024 characters; shorten the key, or write the document as YAML with the key after '? '"
+            ])
         // Written as the message says, it loads.
-        let contract = try loadContract("doppel: 1\nendpoints:\n  a:\n    request: GET /a\n    responses:\n      - body:\n          ? \"\(key)\"\n          : 1\n")
+        let contract = try loadContract(
+            "doppel: 1\nendpoints:\n  a:\n    request: GET /a\n    responses:\n      - body:\n          ? \"\(key)\"\n          : 1\n")
         #expect(contract.endpoints.count == 1)
     }
 
@@ -20,16 +23,20 @@ import Testing
         #expect(throws: JSONReader.SyntaxError.self) { try JSONReader.parse("1e400") }
         #expect(throws: JSONReader.SyntaxError.self) { try JSONReader.parse("[-1e999]") }
         #expect(try JSONReader.parse("1e300") == .double(1e300))
-        let engine = MockEngine(contract: try loadContract("""
-            doppel: 1
-            endpoints:
-              e: { request: POST /e, body: { schema: { type: object, properties: { n: { type: integer } } } }, responses: [ { status: 200, body: "{{ body.n }}" } ] }
-            """))
+        let engine = MockEngine(
+            contract: try loadContract(
+                """
+                doppel: 1
+                endpoints:
+                  e: { request: POST /e, body: { schema: { type: object, properties: { n: { type: integer } } } }, responses: [ { status: 200, body: "{{ body.n }}" } ] }
+                """))
         #expect(engine.send("POST", "/e", body: Array(#"{"n": 1e400}"#.utf8), contentType: "application/json").status == 400)
     }
 
-    @Test(arguments: [("2025-02-30", false), ("2024-02-29", true), ("2025-02-29", false), ("2100-02-29", false), ("2000-02-29", true),
-                      ("2025-04-31", false), ("2025-12-31", true)])
+    @Test(arguments: [
+        ("2025-02-30", false), ("2024-02-29", true), ("2025-02-29", false), ("2100-02-29", false), ("2000-02-29", true),
+        ("2025-04-31", false), ("2025-12-31", true),
+    ])
     func datesCheckTheDaysOfTheirMonth(_ text: String, _ valid: Bool) {
         #expect((UTCCalendar.parse(text) != nil) == valid)
     }
@@ -42,25 +49,32 @@ import Testing
     }
 
     @Test func encodedSlashesStayInAPathParameter() throws {
-        let engine = MockEngine(contract: try loadContract("""
-            doppel: 1
-            endpoints:
-              file:
-                request: GET /files/{name}
-                responses: [ { status: 200, body: { name: "{{ path.name }}" } } ]
-            """))
+        let engine = MockEngine(
+            contract: try loadContract(
+                """
+                doppel: 1
+                endpoints:
+                  file:
+                    request: GET /files/{name}
+                    responses: [ { status: 200, body: { name: "{{ path.name }}" } } ]
+                """))
         let answer = engine.send("GET", "/files/a%2Fb%20c")
         #expect(answer.status == 200)
         #expect(try JSONReader.parse(answer.body)["name"] == "a%2Fb c")
     }
 
     @Test func endpointsUnderTheAdminPrefixAreLintErrors() {
-        let found = diagnostics(of: """
-            doppel: 1
-            endpoints:
-              shadowed: { request: GET /__doppel/health, responses: [ { status: 200 } ] }
-            """).map(\.description)
-        #expect(found == ["test.yaml:3:28: error: path /__doppel/health is under /__doppel/, which the admin API answers; this endpoint could never be reached"])
+        let found = diagnostics(
+            of: """
+                doppel: 1
+                endpoints:
+                  shadowed: { request: GET /__doppel/health, responses: [ { status: 200 } ] }
+                """
+        ).map(\.description)
+        #expect(
+            found == [
+                "test.yaml:3:28: error: path /__doppel/health is under /__doppel/, which the admin API answers; this endpoint could never be reached"
+            ])
     }
 
     @Test func durationsStayWithinAThousandYears() {
@@ -98,11 +112,13 @@ import Testing
     }
 
     @Test func repeatedMultipartNamesGatherIntoOneList() throws {
-        let engine = MockEngine(contract: try loadContract("""
-            doppel: 1
-            endpoints:
-              up: { request: POST /up, responses: [ { status: 200, body: { files: "{{ len(body.f) }}", note: "{{ body.note }}" } } ] }
-            """))
+        let engine = MockEngine(
+            contract: try loadContract(
+                """
+                doppel: 1
+                endpoints:
+                  up: { request: POST /up, responses: [ { status: 200, body: { files: "{{ len(body.f) }}", note: "{{ body.note }}" } } ] }
+                """))
         var body = ""
         for i in 0..<14_500 { body += "--b\r\nContent-Disposition: form-data; name=\"f\"; filename=\"\(i).txt\"\r\n\r\nx\r\n" }
         body += "--b\r\nContent-Disposition: form-data; name=\"note\"\r\n\r\nhi\r\n--b--\r\n"
@@ -179,9 +195,11 @@ import Testing
 }
 
 @Suite struct MediaTypeTests {
-    @Test(arguments: [("application/json", true), ("Application/JSON; charset=utf-8", true), (" application/json ;x=y", true),
-                      ("application/problem+json", true), ("application/vnd.api+JSON", true), ("text/json", false),
-                      ("application/jsonx", false), ("xapplication/json", false), ("application/x-www-form-urlencoded", false), ("", false)])
+    @Test(arguments: [
+        ("application/json", true), ("Application/JSON; charset=utf-8", true), (" application/json ;x=y", true),
+        ("application/problem+json", true), ("application/vnd.api+JSON", true), ("text/json", false),
+        ("application/jsonx", false), ("xapplication/json", false), ("application/x-www-form-urlencoded", false), ("", false),
+    ])
     func jsonIsRecognisedWhateverTheCaseAndParameters(_ type: String, _ expected: Bool) {
         #expect(MediaTypes.isJSON(type) == expected)
     }
@@ -189,8 +207,17 @@ import Testing
 
 @Suite struct ValidationPointerTests {
     @Test func pointersAreWrittenForFailuresOnlyAndEscapeTheirKeys() {
-        let schema = Schema(types: ["object"], properties: [("list", Schema(types: ["array"], items: Schema(
-            types: ["object"], required: ["id"], additionalProperties: .some(Schema(types: ["integer"])))))])
+        let schema = Schema(
+            types: ["object"],
+            properties: [
+                (
+                    "list",
+                    Schema(
+                        types: ["array"],
+                        items: Schema(
+                            types: ["object"], required: ["id"], additionalProperties: .some(Schema(types: ["integer"]))))
+                )
+            ])
         let value: JSON = ["list": [["id": 1], ["a/b~c": "x"]]]
         let issues = SchemaValidator(registry: [:]).validate(value, against: schema, at: "/body")
         #expect(issues.map(\.description) == ["/body/list/1/id: is required", "/body/list/1/a~1b~0c: expected integer, got string"])

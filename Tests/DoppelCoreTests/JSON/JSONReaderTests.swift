@@ -39,8 +39,10 @@ import Testing
         #expect(JSONWriter.encodeString(.string("a\"b\\c\u{01}")) == #""a\"b\\c\u0001""#)
     }
 
-    @Test(arguments: ["", "x", "\"", "\\\\", "\n\r\t\u{0}\u{1F}", "short ёж", "end\"", "\"start",
-                      String(repeating: "long text with \"quotes\" and\nlines, ёж 😀 ", count: 40)])
+    @Test(arguments: [
+        "", "x", "\"", "\\\\", "\n\r\t\u{0}\u{1F}", "short ёж", "end\"", "\"start",
+        String(repeating: "long text with \"quotes\" and\nlines, ёж 😀 ", count: 40),
+    ])
     func writerRoundTripsStringsAsKeysAndValues(text: String) throws {
         let value: JSON = .object(JSONObject([(text, .string(text)), ("list", .array([.string(text), .int(1), .null]))]))
         let written = JSONWriter.encode(value)

@@ -25,12 +25,13 @@ import Testing
                   - status: 200
             """
         let found = diagnostics(of: text, file: "planted.yaml").map(\.description)
-        #expect(found == [
-            "planted.yaml:6:5: error: endpoint 'generate' needs 'responses'",
-            "planted.yaml:7:5: error: unknown key 'responsse' in endpoint 'generate' (did you mean 'responses'?)",
-            "planted.yaml:12:14: error: undefined response 'not-found'",
-            "planted.yaml:16:32: error: bad expression: expected a value but found end of expression",
-        ])
+        #expect(
+            found == [
+                "planted.yaml:6:5: error: endpoint 'generate' needs 'responses'",
+                "planted.yaml:7:5: error: unknown key 'responsse' in endpoint 'generate' (did you mean 'responses'?)",
+                "planted.yaml:12:14: error: undefined response 'not-found'",
+                "planted.yaml:16:32: error: bad expression: expected a value but found end of expression",
+            ])
     }
 
     @Test func reportsUnknownStateNamesInsideExpressionsAtTheirColumn() {
@@ -47,10 +48,11 @@ import Testing
                   - status: 200
                     body: { n: "used {{ state.usde }}" }
             """
-        #expect(diagnostics(of: text, file: "c.yaml").map(\.description) == [
-            "c.yaml:8:21: error: state has no 'usd' (did you mean 'used'?)",
-            "c.yaml:11:35: error: state has no 'usde' (did you mean 'used'?)",
-        ])
+        #expect(
+            diagnostics(of: text, file: "c.yaml").map(\.description) == [
+                "c.yaml:8:21: error: state has no 'usd' (did you mean 'used'?)",
+                "c.yaml:11:35: error: state has no 'usde' (did you mean 'used'?)",
+            ])
     }
 
     @Test func yamlSyntaxErrorsHaveALocation() {
@@ -76,9 +78,10 @@ import Testing
                 responses:
                   - status: 200
             """
-        #expect(diagnostics(of: text, file: "e.yaml").map(\.description) == [
-            "e.yaml:12:16: error: the example body of endpoint 'create' breaks its schema at /name: expected string, got integer",
-        ])
+        #expect(
+            diagnostics(of: text, file: "e.yaml").map(\.description) == [
+                "e.yaml:12:16: error: the example body of endpoint 'create' breaks its schema at /name: expected string, got integer"
+            ])
     }
 
     @Test func referencesAuthAndVersionsAreChecked() {
@@ -98,15 +101,16 @@ import Testing
                 body: { schema: Missing }
                 responses: [ { status: 999 } ]
             """
-        #expect(diagnostics(of: text, file: "r.yaml").map(\.description) == [
-            "r.yaml:1:9: error: unsupported contract format version 2; this Doppel reads 'doppel: 1'",
-            "r.yaml:3:12: error: auth default 'bearr' is not a declared scheme (did you mean 'bearer'?)",
-            "r.yaml:8:14: error: unknown method 'FETCH' (did you mean 'PATCH'?)",
-            "r.yaml:8:20: error: bad path: '{' without '}' in path",
-            "r.yaml:12:11: error: undefined auth scheme 'tokn'",
-            "r.yaml:13:21: error: undefined schema 'Missing'",
-            "r.yaml:14:28: error: status must be an HTTP status code from 100 to 599",
-        ])
+        #expect(
+            diagnostics(of: text, file: "r.yaml").map(\.description) == [
+                "r.yaml:1:9: error: unsupported contract format version 2; this Doppel reads 'doppel: 1'",
+                "r.yaml:3:12: error: auth default 'bearr' is not a declared scheme (did you mean 'bearer'?)",
+                "r.yaml:8:14: error: unknown method 'FETCH' (did you mean 'PATCH'?)",
+                "r.yaml:8:20: error: bad path: '{' without '}' in path",
+                "r.yaml:12:11: error: undefined auth scheme 'tokn'",
+                "r.yaml:13:21: error: undefined schema 'Missing'",
+                "r.yaml:14:28: error: status must be an HTTP status code from 100 to 599",
+            ])
     }
 
     @Test func schemaReferencesAreCheckedAndShared() throws {
@@ -125,11 +129,13 @@ import Testing
                 body: { schema: { $ref: Itme } }
                 responses: [ { status: 200, schema: { $ref: Item, description: with a sibling }, body: { id: "x" } } ]
             """
-        #expect(diagnostics(of: text, file: "s.yaml").map(\.description) == [
-            "s.yaml:12:29: error: undefined schema 'Itme' (did you mean 'Item'?)",
-            "s.yaml:13:92: error: the body of response b[0] breaks its schema at /id: expected integer, got string",
-        ])
-        let contract = try ContractLoader.load(text: text.replacingOccurrences(of: "Itme", with: "Item").replacingOccurrences(of: "\"x\"", with: "3"), file: "s.yaml")
+        #expect(
+            diagnostics(of: text, file: "s.yaml").map(\.description) == [
+                "s.yaml:12:29: error: undefined schema 'Itme' (did you mean 'Item'?)",
+                "s.yaml:13:92: error: the body of response b[0] breaks its schema at /id: expected integer, got string",
+            ])
+        let contract = try ContractLoader.load(
+            text: text.replacingOccurrences(of: "Itme", with: "Item").replacingOccurrences(of: "\"x\"", with: "3"), file: "s.yaml")
         // Every bare reference to Item is one schema, and validates as Item.
         let a = try #require(contract.endpoints.first)
         let references = [a.body?.schema, a.responses[0].schema, a.documented[0].schema].compactMap { $0 }
@@ -145,16 +151,17 @@ import Testing
               list: [1, [2, [3, { deep: [true, "x", { deeper: [] }] }]], {}], nested: { a: { b: { c: [0x1F, 1e3, -2] } } },
               braces: "{ not a template }", empty: "" }
             """
-        let contract = try ContractLoader.load(text: """
-            doppel: 1
-            endpoints:
-              a:
-                request: GET /a
-                responses: [ { status: 200, body: \(body) } ]
-              b:
-                request: GET /b
-                responses: [ { status: 200, body: { list: [1, "{{ 1 + 1 }}", { n: 3 }], fixed: { k: [1, 2] } } } ]
-            """, file: "b.yaml")
+        let contract = try ContractLoader.load(
+            text: """
+                doppel: 1
+                endpoints:
+                  a:
+                    request: GET /a
+                    responses: [ { status: 200, body: \(body) } ]
+                  b:
+                    request: GET /b
+                    responses: [ { status: 200, body: { list: [1, "{{ 1 + 1 }}", { n: 3 }], fixed: { k: [1, 2] } } } ]
+                """, file: "b.yaml")
         let expected = try #require(try SourceReader.read(body, file: "x.yaml").get()).json
         guard case .json(let template, let encoded, _) = contract.endpoints[0].responses[0].body else {
             Issue.record("not a JSON body")
@@ -174,22 +181,26 @@ import Testing
     }
 
     @Test func booleanSchemasArePlainTrueAndFalse() throws {
-        let contract = try ContractLoader.load(text: """
-            doppel: 1
-            schemas:
-              Anything: true
-              Nothing: false
-              Open: { type: object, additionalProperties: true, properties: { never: false } }
-            endpoints:
-              a: { request: GET /a, responses: [ { status: 200 } ] }
-            """, file: "s.yaml")
+        let contract = try ContractLoader.load(
+            text: """
+                doppel: 1
+                schemas:
+                  Anything: true
+                  Nothing: false
+                  Open: { type: object, additionalProperties: true, properties: { never: false } }
+                endpoints:
+                  a: { request: GET /a, responses: [ { status: 200 } ] }
+                """, file: "s.yaml")
         let validator = SchemaValidator(registry: contract.schemas)
         #expect(validator.validate(["any": [1]], against: try #require(contract.schemas["Anything"])).isEmpty)
         #expect(!validator.validate(1, against: try #require(contract.schemas["Nothing"])).isEmpty)
         #expect(validator.validate(["x": 1], against: try #require(contract.schemas["Open"])).isEmpty)
         #expect(!validator.validate(["never": 1], against: try #require(contract.schemas["Open"])).isEmpty)
         // Quoted, "true" is a name, not a schema that allows everything.
-        #expect(diagnostics(of: "doppel: 1\nschemas: { Q: \"true\" }\nendpoints: { a: { request: GET /a, responses: [ { status: 200 } ] } }\n", file: "q.yaml")
+        #expect(
+            diagnostics(
+                of: "doppel: 1\nschemas: { Q: \"true\" }\nendpoints: { a: { request: GET /a, responses: [ { status: 200 } ] } }\n", file: "q.yaml"
+            )
             .map(\.description) == ["q.yaml:2:15: error: undefined schema 'true'"])
     }
 
@@ -206,11 +217,12 @@ import Testing
                 responses:
                   - effects: [ "state.usde += 1", "body.x = 1" ]
             """
-        #expect(diagnostics(of: text, file: "u.yaml").map(\.description) == [
-            "u.yaml:6:11: error: endpoint 'second' is unreachable: 'first' has the same request (GET /a) and no 'match' condition",
-            "u.yaml:10:21: error: bad effect: state has no 'usde' (did you mean 'used'?)",
-            "u.yaml:10:40: error: bad effect: an effect can only change state: write 'state.<name>'",
-        ])
+        #expect(
+            diagnostics(of: text, file: "u.yaml").map(\.description) == [
+                "u.yaml:6:11: error: endpoint 'second' is unreachable: 'first' has the same request (GET /a) and no 'match' condition",
+                "u.yaml:10:21: error: bad effect: state has no 'usde' (did you mean 'used'?)",
+                "u.yaml:10:40: error: bad effect: an effect can only change state: write 'state.<name>'",
+            ])
     }
 
     @Test func anEndpointIsUnreachableBehindTheFirstWithoutAMatch() {
@@ -222,9 +234,10 @@ import Testing
               shadowed: { request: GET /a, match: "query.x == '2'", responses: [ { status: 202 } ] }
               other: { request: POST /a, responses: [ { status: 203 } ] }
             """
-        #expect(diagnostics(of: text, file: "u.yaml").map(\.description) == [
-            "u.yaml:5:13: error: endpoint 'shadowed' is unreachable: 'open' has the same request (GET /a) and no 'match' condition",
-        ])
+        #expect(
+            diagnostics(of: text, file: "u.yaml").map(\.description) == [
+                "u.yaml:5:13: error: endpoint 'shadowed' is unreachable: 'open' has the same request (GET /a) and no 'match' condition"
+            ])
     }
 
     @Test func aLargeContractReadInSlicesKeepsEveryEndpointAndProblemInOrder() throws {
@@ -263,11 +276,12 @@ import Testing
               a: { request: GET /a, responses: [ { status: 200 } ] }
               b: { request: GET /b, auth: [bearer, other, third], responses: [ { status: 200 } ] }
             """
-        #expect(diagnostics(of: text, file: "a.yaml").map(\.description) == [
-            "a.yaml:5:38: error: undefined response 'nope'",
-            "a.yaml:8:40: error: undefined auth scheme 'other'",
-            "a.yaml:8:47: error: undefined auth scheme 'third'",
-        ])
+        #expect(
+            diagnostics(of: text, file: "a.yaml").map(\.description) == [
+                "a.yaml:5:38: error: undefined response 'nope'",
+                "a.yaml:8:40: error: undefined auth scheme 'other'",
+                "a.yaml:8:47: error: undefined auth scheme 'third'",
+            ])
     }
 
     @Test func aPathNameTheTemplateDoesNotCaptureIsAnError() {
@@ -284,11 +298,12 @@ import Testing
             responses:
               shared: { status: 200, body: "{{ path.anything }}" }
             """
-        #expect(diagnostics(of: text, file: "p.yaml").map(\.description) == [
-            "p.yaml:5:17: error: path has no 'idd' (did you mean 'id'?); it has 'id'",
-            "p.yaml:8:30: error: path has no 'todo_id'; it has 'id'",
-            "p.yaml:9:74: error: path has no 'id'; the endpoint's path has no parameters",
-        ])
+        #expect(
+            diagnostics(of: text, file: "p.yaml").map(\.description) == [
+                "p.yaml:5:17: error: path has no 'idd' (did you mean 'id'?); it has 'id'",
+                "p.yaml:8:30: error: path has no 'todo_id'; it has 'id'",
+                "p.yaml:9:74: error: path has no 'id'; the endpoint's path has no parameters",
+            ])
     }
 
     @Test func aQueryValueUsedAsANumberNeedsItsType() throws {
@@ -305,18 +320,20 @@ import Testing
                     body: { page: "{{ slice(data.items, 0, query.limit) }}", pages: "{{ query.count - 1 }}", fine: "{{ slice(data.items, int(query.skip)) }}" }
             """
         }
-        #expect(diagnostics(of: contract(query: ""), file: "q.yaml").map(\.description) == [
-            "q.yaml:9:54: error: query.limit is text unless the endpoint's query schema gives it type integer or number, so slice() would fail; declare it, or write int(query.limit)",
-            "q.yaml:9:83: error: query.count is text unless the endpoint's query schema gives it type integer or number, so '-' would fail; declare it, or write int(query.count)",
-        ])
+        #expect(
+            diagnostics(of: contract(query: ""), file: "q.yaml").map(\.description) == [
+                "q.yaml:9:54: error: query.limit is text unless the endpoint's query schema gives it type integer or number, so slice() would fail; declare it, or write int(query.limit)",
+                "q.yaml:9:83: error: query.count is text unless the endpoint's query schema gives it type integer or number, so '-' would fail; declare it, or write int(query.count)",
+            ])
         let typed = "    query: { properties: { limit: { type: integer }, count: { type: [number, \"null\"] } } }"
         #expect(diagnostics(of: contract(query: typed), file: "q.yaml").isEmpty)
         // Found as the request's query is read: through `allOf` branches; a
         // type that also admits a string stays text.
         let branched = "    query: { allOf: [ { properties: { limit: { type: integer } } } ], properties: { count: { type: [string, integer] } } }"
-        #expect(diagnostics(of: contract(query: branched), file: "q.yaml").map(\.message) == [
-            "query.count is text unless the endpoint's query schema gives it type integer or number, so '-' would fail; declare it, or write int(query.count)",
-        ])
+        #expect(
+            diagnostics(of: contract(query: branched), file: "q.yaml").map(\.message) == [
+                "query.count is text unless the endpoint's query schema gives it type integer or number, so '-' would fail; declare it, or write int(query.count)"
+            ])
     }
 
     @Test func fallbacksAreCheckedLikeResponses() {
@@ -330,13 +347,16 @@ import Testing
             endpoints:
               a: { request: GET /a, responses: [ { status: 200 } ] }
             """
-        #expect(diagnostics(of: text, file: "f.yaml").map(\.description) == [
-            "f.yaml:3:3: error: unknown key 'not_fund' in fallbacks (did you mean 'not_found'?)",
-            "f.yaml:4:23: error: undefined response 'missing'",
-            "f.yaml:5:41: error: unknown name 'errors'",
-        ])
+        #expect(
+            diagnostics(of: text, file: "f.yaml").map(\.description) == [
+                "f.yaml:3:3: error: unknown key 'not_fund' in fallbacks (did you mean 'not_found'?)",
+                "f.yaml:4:23: error: undefined response 'missing'",
+                "f.yaml:5:41: error: unknown name 'errors'",
+            ])
         // Without a status, a fallback keeps Doppel's.
-        let contract = try? loadContract("doppel: 1\nfallbacks:\n  not_found: { body: {} }\n  payload_too_large: { status: 400 }\nendpoints:\n  a: { request: GET /a, responses: [ { status: 200 } ] }\n")
+        let contract = try? loadContract(
+            "doppel: 1\nfallbacks:\n  not_found: { body: {} }\n  payload_too_large: { status: 400 }\nendpoints:\n  a: { request: GET /a, responses: [ { status: 200 } ] }\n"
+        )
         #expect(contract?.fallbacks[.notFound]?.status == 404)
         #expect(contract?.fallbacks[.payloadTooLarge]?.status == 400)
     }
@@ -348,19 +368,19 @@ import Testing
         try Data([0x89, 0x50, 0x4E, 0x47]).write(to: folder.appendingPathComponent("bodies/pixel.png"))
         let contractFile = folder.appendingPathComponent("c.yaml")
         try """
-            doppel: 1
-            endpoints:
-              image: { request: GET /image, responses: [ { file: bodies/pixel.png } ] }
-              escape: { request: GET /escape, responses: [ { file: ../../etc/passwd } ] }
-            """.write(to: contractFile, atomically: true, encoding: .utf8)
+        doppel: 1
+        endpoints:
+          image: { request: GET /image, responses: [ { file: bodies/pixel.png } ] }
+          escape: { request: GET /escape, responses: [ { file: ../../etc/passwd } ] }
+        """.write(to: contractFile, atomically: true, encoding: .utf8)
         let found = ContractLoader.lint(file: contractFile.path)
         #expect(found.map(\.message) == ["body file '../../etc/passwd' resolves outside the contract's folder"])
 
         try """
-            doppel: 1
-            endpoints:
-              image: { request: GET /image, responses: [ { file: bodies/pixel.png } ] }
-            """.write(to: contractFile, atomically: true, encoding: .utf8)
+        doppel: 1
+        endpoints:
+          image: { request: GET /image, responses: [ { file: bodies/pixel.png } ] }
+        """.write(to: contractFile, atomically: true, encoding: .utf8)
         let engine = MockEngine(contract: try ContractLoader.load(file: contractFile.path))
         let response = engine.send("GET", "/image")
         #expect(response.body == [0x89, 0x50, 0x4E, 0x47])

@@ -15,7 +15,8 @@ import Testing
 
     static let examples: [Example] = {
         let docs = repositoryRoot.appendingPathComponent("docs")
-        let files = ((try? FileManager.default.contentsOfDirectory(atPath: docs.path)) ?? []).filter { $0.hasSuffix(".md") }.sorted()
+        let files =
+            ((try? FileManager.default.contentsOfDirectory(atPath: docs.path)) ?? []).filter { $0.hasSuffix(".md") }.sorted()
             .map { "docs/\($0)" } + ["README.md"]
         var found: [Example] = []
         for file in files {
@@ -38,7 +39,9 @@ import Testing
         return found
     }()
 
-    static let topLevelKeys: Set<String> = ["doppel", "info", "base_path", "auth", "schemas", "state", "data", "responses", "fallbacks", "rate_limits", "endpoints"]
+    static let topLevelKeys: Set<String> = [
+        "doppel", "info", "base_path", "auth", "schemas", "state", "data", "responses", "fallbacks", "rate_limits", "endpoints",
+    ]
 
     @Test func theDocsHaveExamples() {
         #expect(Self.examples.count >= 20)
@@ -54,19 +57,23 @@ import Testing
         let keys = Set(root.mappingPairs?.compactMap(\.key.scalarText) ?? [])
         let problems: [Diagnostic]
         if keys.contains("doppel") {
-            problems = ContractError.diagnostics { () throws(ContractError) in _ = try ContractLoader.load(text: example.text, file: place) }
+            problems = ContractError.thrown { () throws(ContractError) in _ = try ContractLoader.load(text: example.text, file: place) }
         } else if keys.contains("contract") {
             // Scenario examples name their contract as a file under scenarios/CONTRACT/ would.
             let file = repositoryRoot.appendingPathComponent("scenarios/tales/docs-example.yaml").path
-            problems = ContractError.diagnostics { () throws(ContractError) in _ = try ScenarioLoader.load(text: example.text, file: file) }
+            problems = ContractError.thrown { () throws(ContractError) in _ = try ScenarioLoader.load(text: example.text, file: file) }
         } else if !keys.isEmpty, keys.isSubset(of: Self.topLevelKeys) {
-            let placeholder = keys.contains("endpoints") ? "" : "endpoints:\n  docs-placeholder: { request: GET /docs-placeholder, responses: [ { status: 200 } ] }\n"
-            problems = ContractError.diagnostics { () throws(ContractError) in
+            let placeholder =
+                keys.contains("endpoints")
+                ? "" : "endpoints:\n  docs-placeholder: { request: GET /docs-placeholder, responses: [ { status: 200 } ] }\n"
+            problems = ContractError.thrown { () throws(ContractError) in
                 _ = try ContractLoader.load(text: "doppel: 1\n" + example.text + placeholder, file: place)
             }
         } else if let pairs = root.mappingPairs, !pairs.isEmpty, pairs.allSatisfy({ $0.value["request"] != nil }) {
             let indented = example.text.split(separator: "\n", omittingEmptySubsequences: false).map { "  " + $0 }.joined(separator: "\n")
-            problems = ContractError.diagnostics { () throws(ContractError) in _ = try ContractLoader.load(text: "doppel: 1\nendpoints:\n" + indented, file: place) }
+            problems = ContractError.thrown { () throws(ContractError) in
+                _ = try ContractLoader.load(text: "doppel: 1\nendpoints:\n" + indented, file: place)
+            }
         } else {
             problems = []
         }

@@ -1,6 +1,7 @@
-@testable import DoppelCore
 import Foundation
 import Testing
+
+@testable import DoppelCore
 
 /// The editor schemas (docs/schema) know exactly the keys the loaders
 /// accept, mapping by mapping: a key the loader takes that the schema does
@@ -49,10 +50,16 @@ struct JSONSchemaTests {
         for (loader, definition) in mappings {
             var known = Self.properties(schema, definition)
             if definition == "delay" {  // a duration, or {min, max}
-                known = Set(schema["definitions"]?["delay"]?["anyOf"]?.arrayValue?.compactMap { $0["properties"]?.objectValue?.keys }.flatMap { $0 } ?? [])
+                known = Set(
+                    schema["definitions"]?["delay"]?["anyOf"]?.arrayValue?.compactMap { $0["properties"]?.objectValue?.keys }.flatMap { $0 } ?? [])
             }
-            #expect(loader.subtracting(known).isEmpty, "the loader accepts \(loader.subtracting(known).sorted()) that \(definition ?? "the contract") in docs/schema/contract.schema.json does not know")
-            #expect(known.subtracting(loader).isEmpty, "docs/schema/contract.schema.json's \(definition ?? "contract") knows \(known.subtracting(loader).sorted()) that the loader refuses")
+            #expect(
+                loader.subtracting(known).isEmpty,
+                "the loader accepts \(loader.subtracting(known).sorted()) that \(definition ?? "the contract") in docs/schema/contract.schema.json does not know"
+            )
+            #expect(
+                known.subtracting(loader).isEmpty,
+                "docs/schema/contract.schema.json's \(definition ?? "contract") knows \(known.subtracting(loader).sorted()) that the loader refuses")
         }
     }
 
@@ -69,7 +76,9 @@ struct JSONSchemaTests {
         ]
         for (loader, definition) in mappings {
             let known = Self.properties(schema, definition)
-            #expect(loader == known, "\(definition ?? "scenario"): the loader accepts \(loader.sorted()), docs/schema/scenario.schema.json knows \(known.sorted())")
+            #expect(
+                loader == known,
+                "\(definition ?? "scenario"): the loader accepts \(loader.sorted()), docs/schema/scenario.schema.json knows \(known.sorted())")
         }
     }
 
@@ -93,7 +102,8 @@ struct JSONSchemaTests {
         let compared: Set<String> = [
             "topLevelKeys", "infoKeys", "authKeys", "authSchemeKeys", "stateKeys", "collectionSpecKeys", "rateLimitKeys", "endpointKeys",
             "requestBodyKeys", "queryStringKeys", "responseKeys", "referenceKeys", "sequenceKeys", "eventKeys", "delayKeys", "discriminatorKeys",
-            "topKeys", "givenKeys", "overrideKeys", "stepKeys", "partKeys", "expectKeys", "socketKeys", "socketRuleKeys", "pushKeys", "closeKeys", "callbackKeys",
+            "topKeys", "givenKeys", "overrideKeys", "stepKeys", "partKeys", "expectKeys", "socketKeys", "socketRuleKeys", "pushKeys", "closeKeys",
+            "callbackKeys",
         ]
         #expect(named == compared, "key sets not compared with docs/schema: \(named.subtracting(compared).sorted())")
     }

@@ -1,7 +1,8 @@
-@testable import DoppelCore
 import Dispatch
 import Foundation
 import Testing
+
+@testable import DoppelCore
 
 /// File names kept once, numbered, for the nodes read from them.
 @Suite struct SourceFilesTests {

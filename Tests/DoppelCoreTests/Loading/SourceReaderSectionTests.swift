@@ -1,5 +1,6 @@
-@testable import DoppelCore
 import Testing
+
+@testable import DoppelCore
 
 /// A large YAML file read in sections on every core: it builds exactly the
 /// tree one pass builds, or it is not taken and one pass reads the file.
@@ -41,24 +42,24 @@ import Testing
         var text = "# generated\nopenapi: 3.1.0\ninfo: { title: T,\n  version: \"1\" }\npaths:   # the operations\n"
         for index in 0..<entries {
             text += """
-              /things\(index)/{id}:
-                get:
-                  operationId: get\(index)
-                  description: |
-                    Line one of \(index).
+                  /things\(index)/{id}:
+                    get:
+                      operationId: get\(index)
+                      description: |
+                        Line one of \(index).
 
-                    Line three: with a colon.
-                  parameters: [{ name: id, in: path,
-                      required: true }]
-                  responses:
-                    "200": &ok\(index)
-                      description: 'quoted
-                        over two lines'
-                    "201": *ok\(index)
-            # a comment at the top level, between entries
-              "/quoted\(index)": { get: { responses: {} } }
+                        Line three: with a colon.
+                      parameters: [{ name: id, in: path,
+                          required: true }]
+                      responses:
+                        "200": &ok\(index)
+                          description: 'quoted
+                            over two lines'
+                        "201": *ok\(index)
+                # a comment at the top level, between entries
+                  "/quoted\(index)": { get: { responses: {} } }
 
-            """
+                """
         }
         text += "components:\n  schemas:\n    Thing: { type: object }\ntags:\n- name: a\n"
         return text

@@ -65,7 +65,9 @@ import Testing
         #expect(problems("a: *nowhere\n") == ["doc.yaml:1:4: error: YAML syntax: found undefined alias"])
         #expect(problems("a: 1\n---\nb: 2\n").first?.hasPrefix("doc.yaml:2:1: error: YAML syntax: expected a single document") == true)
         // An indentation slip is said as one, not only in libyaml's words.
-        #expect(problems("endpoints:\n  a:\n    request: GET /a\n   responses: []\n").first?.hasSuffix("(check the indentation: this line is indented differently from the keys beside it)") == true)
+        #expect(
+            problems("endpoints:\n  a:\n    request: GET /a\n   responses: []\n").first?.hasSuffix(
+                "(check the indentation: this line is indented differently from the keys beside it)") == true)
     }
 }
 

@@ -43,7 +43,8 @@ import Testing
         """
 
     static func check(_ name: String, _ value: JSON) throws -> [String] {
-        let contract = try loadContract("""
+        let contract = try loadContract(
+            """
             doppel: 1
             schemas:
             \(schemas.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
@@ -58,7 +59,9 @@ import Testing
         Case("Flags", ["id": 1, "x-trace": "on"], []),
         Case("Flags", ["x-trace": 1, "other": true], ["/x-trace: expected string, got integer", "/other: is not an allowed property"]),
         Case("Names", ["ok_name": 1], []),
-        Case("Names", ["Bad-Name": 1, "much_too_long": 2], ["/Bad-Name: is not an allowed property name (propertyNames)", "/much_too_long: is not an allowed property name (propertyNames)"]),
+        Case(
+            "Names", ["Bad-Name": 1, "much_too_long": 2],
+            ["/Bad-Name: is not an allowed property name (propertyNames)", "/much_too_long: is not an allowed property name (propertyNames)"]),
         Case("Billing", ["card": "4111", "billing_address": "x"], []),
         Case("Billing", ["card": "4111", "coupon": "SAVE"], ["/billing_address: is required when 'card' is present", "/coupon_owner: is required"]),
         Case("Shipping", ["country": "NL", "postcode": "1011"], []),
@@ -100,14 +103,16 @@ import Testing
     }
 
     @Test func aConditionThatComesBackToItsSchemaIsALintError() {
-        let found = diagnostics(of: """
-            doppel: 1
-            schemas:
-              Loop: { if: { $ref: Other }, then: { type: object } }
-              Other: { dependentSchemas: { a: Loop } }
-            endpoints:
-              e: { request: GET /, responses: [ { status: 200 } ] }
-            """).map(\.description)
+        let found = diagnostics(
+            of: """
+                doppel: 1
+                schemas:
+                  Loop: { if: { $ref: Other }, then: { type: object } }
+                  Other: { dependentSchemas: { a: Loop } }
+                endpoints:
+                  e: { request: GET /, responses: [ { status: 200 } ] }
+                """
+        ).map(\.description)
         #expect(found.contains { $0.contains("refers back to itself without descending") }, "\(found)")
     }
 

@@ -22,7 +22,10 @@ import Testing
         #expect(try LinearRegex(pattern).matches(text) == expected)
     }
 
-    @Test(arguments: ["(a)\\1", "(?=a)", "(?!a)", "(?<=a)b", "(?<!a)b", "[a", "(a", "a)", "*a", "a**", "\\p{NoSuchProperty}", "\\pL", "\\p{L", "a{1,200}{1,200}", "[z-a]"])
+    @Test(arguments: [
+        "(a)\\1", "(?=a)", "(?!a)", "(?<=a)b", "(?<!a)b", "[a", "(a", "a)", "*a", "a**", "\\p{NoSuchProperty}", "\\pL", "\\p{L", "a{1,200}{1,200}",
+        "[z-a]",
+    ])
     func refusesWhatCannotRunInLinearTimeOrIsMalformed(_ pattern: String) {
         #expect((try? LinearRegex(pattern)) == nil)
     }
@@ -36,13 +39,17 @@ import Testing
     }
 
     @Test func contractsReportPatternsItCannotRun() {
-        let found = diagnostics(of: """
-            doppel: 1
-            schemas:
-              Code: { type: string, pattern: '^(a)\\1$' }
-            endpoints:
-              e: { request: GET /e, responses: [ { status: 200 } ] }
-            """)
-        #expect(found.map(\.description) == ["test.yaml:3:34: error: unusable 'pattern' in schema 'Code': backreferences are not supported (they cannot run in linear time)"])
+        let found = diagnostics(
+            of: """
+                doppel: 1
+                schemas:
+                  Code: { type: string, pattern: '^(a)\\1$' }
+                endpoints:
+                  e: { request: GET /e, responses: [ { status: 200 } ] }
+                """)
+        #expect(
+            found.map(\.description) == [
+                "test.yaml:3:34: error: unusable 'pattern' in schema 'Code': backreferences are not supported (they cannot run in linear time)"
+            ])
     }
 }

@@ -6,16 +6,27 @@ import Testing
 @Suite struct SchemaSamplerTests {
     /// Schemas (as YAML under `schemas:`) whose `Sample` each must keep.
     static let cases: [(name: String, yaml: String)] = [
-        ("a pattern", """
+        (
+            "a pattern",
+            """
             Sample: { type: string, pattern: "^[A-Z]{3}-[0-9]{2}$" }
-            """),
-        ("a pattern with alternatives, classes and a least length", """
+            """
+        ),
+        (
+            "a pattern with alternatives, classes and a least length",
+            """
             Sample: { type: string, pattern: "^(ord|inv)_[a-f0-9]+$", minLength: 12 }
-            """),
-        ("a pattern with a negated class and a bounded length", """
+            """
+        ),
+        (
+            "a pattern with a negated class and a bounded length",
+            """
             Sample: { type: string, pattern: "^[^@ ]+@[^@ ]+\\\\.[a-z]{2,3}$", maxLength: 20 }
-            """),
-        ("if/then/else and dependents, which the sampled members bring in", """
+            """
+        ),
+        (
+            "if/then/else and dependents, which the sampled members bring in",
+            """
             Sample:
               type: object
               required: [kind]
@@ -25,18 +36,27 @@ import Testing
               else: { properties: { size: { maximum: 10 } } }
               dependentSchemas: { size: { properties: { unit: { const: cm } }, required: [unit] } }
               dependentRequired: { label: [note] }
-            """),
-        ("an else branch that requires what the object lacks", """
+            """
+        ),
+        (
+            "an else branch that requires what the object lacks",
+            """
             Sample:
               type: object
               properties: { kind: { type: string, example: small } }
               if: { properties: { kind: { const: big } }, required: [kind] }
               else: { properties: { count: { type: integer, minimum: 3 } }, required: [count] }
-            """),
-        ("an unanchored pattern inside a format", """
+            """
+        ),
+        (
+            "an unanchored pattern inside a format",
+            """
             Sample: { type: string, format: date, pattern: "^20[0-9]{2}-" }
-            """),
-        ("required in one allOf branch, defined in another", """
+            """
+        ),
+        (
+            "required in one allOf branch, defined in another",
+            """
             Sample:
               allOf:
                 - { type: object, required: [code, name] }
@@ -44,8 +64,11 @@ import Testing
                   properties:
                     code: { type: string, pattern: "^[A-Z]{2}[0-9]{4}$" }
                     name: { type: string, minLength: 3 }
-            """),
-        ("allOf through references, deeper than optional members go", """
+            """
+        ),
+        (
+            "allOf through references, deeper than optional members go",
+            """
             Base: { type: object, required: [id], properties: { id: { type: string, pattern: "^id_[0-9]{6}$" } } }
             Named: { allOf: [ { $ref: Base }, { type: object, required: [label], properties: { label: { type: string } } } ] }
             Sample:
@@ -53,24 +76,37 @@ import Testing
               required: [a]
               properties:
                 a: { type: object, required: [b], properties: { b: { type: object, required: [c], properties: { c: { type: object, required: [d], properties: { d: { type: object, required: [e], properties: { e: { $ref: Named } } } } } } } } }
-            """),
-        ("oneOf whose first branches' samples another branch also accepts", """
+            """
+        ),
+        (
+            "oneOf whose first branches' samples another branch also accepts",
+            """
             Sample:
               oneOf:
                 - { type: number, minimum: 0 }
                 - { type: integer, minimum: 0 }
                 - { type: string }
-            """),
-        ("an array that must contain items of a kind (Prism's harness: it came out as [null])", """
+            """
+        ),
+        (
+            "an array that must contain items of a kind (Prism's harness: it came out as [null])",
+            """
             Sample: { type: array, contains: { type: integer, exclusiveMinimum: 20, exclusiveMaximum: 50 } }
-            """),
-        ("contains with minContains after prefixItems, and items", """
+            """
+        ),
+        (
+            "contains with minContains after prefixItems, and items",
+            """
             Sample: { type: array, prefixItems: [{ type: string }], items: { type: integer }, contains: { type: integer, minimum: 7 }, minContains: 2 }
-            """),
-        ("a recursive schema", """
+            """
+        ),
+        (
+            "a recursive schema",
+            """
             Node: { type: object, required: [name], properties: { name: { type: string }, children: { type: array, items: { $ref: Node } } } }
             Sample: { $ref: Node }
-            """),
+            """
+        ),
     ]
 
     @Test(arguments: cases.map(\.name))

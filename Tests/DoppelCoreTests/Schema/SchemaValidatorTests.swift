@@ -4,7 +4,8 @@ import Testing
 @Suite struct SchemaValidatorTests {
     /// Compiles schemas from YAML through the contract loader.
     func validator(_ schemasYAML: String) throws -> (SchemaValidator, [String: Schema]) {
-        let contract = try loadContract("""
+        let contract = try loadContract(
+            """
             doppel: 1
             schemas:
             \(schemasYAML.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
@@ -15,7 +16,8 @@ import Testing
     }
 
     @Test func reportsEveryFailingFieldByPointer() throws {
-        let (validator, schemas) = try validator("""
+        let (validator, schemas) = try validator(
+            """
             Child:
               type: object
               required: [name, age_category, gender, interests]
@@ -29,14 +31,16 @@ import Testing
             """)
         let issues = validator.validate(["name": "", "age_category": "9", "interests": [1], "id": "nope", "extra": true], against: schemas["Child"]!)
         #expect(issues.map(\.pointer) == ["/gender", "/name", "/age_category", "/interests/0", "/id", "/extra"])
-        #expect(issues.map(\.message) == [
-            "is required", "must be at least 1 character long", #"must be one of "2-3", "3-5", "5-7", got "9""#,
-            "expected string, got integer", "must be a valid uuid", "is not an allowed property",
-        ])
+        #expect(
+            issues.map(\.message) == [
+                "is required", "must be at least 1 character long", #"must be one of "2-3", "3-5", "5-7", got "9""#,
+                "expected string, got integer", "must be a valid uuid", "is not an allowed property",
+            ])
     }
 
     @Test func numbersStringsAndCombinators() throws {
-        let (validator, schemas) = try validator("""
+        let (validator, schemas) = try validator(
+            """
             Length: { type: integer, minimum: 1, maximum: 30 }
             Code: { type: string, pattern: "^[A-Z]{3}$", maxLength: 3 }
             Either: { anyOf: [ { type: string }, { type: integer } ] }
@@ -67,7 +71,10 @@ import Testing
         #expect(validator.validate("2025-01-01T00:00:00Z", against: schemas["When"]!).isEmpty)
         let uuid = try #require(schemas["Id"])
         #expect(validator.validate("123e4567-E89B-12d3-a456-426614174000", against: uuid).isEmpty)
-        for bad in ["123e4567e89b12d3a456426614174000", "g23e4567-e89b-12d3-a456-426614174000", "123e4567-e89b-12d3-a456-42661417400", "123e4567-e89b-12d3-a456_426614174000"] {
+        for bad in [
+            "123e4567e89b12d3a456426614174000", "g23e4567-e89b-12d3-a456-426614174000", "123e4567-e89b-12d3-a456-42661417400",
+            "123e4567-e89b-12d3-a456_426614174000",
+        ] {
             #expect(validator.validate(.string(bad), against: uuid).count == 1, "\(bad)")
         }
         #expect(validator.validate("2025-01-01", against: schemas["When"]!).count == 1)
@@ -75,14 +82,17 @@ import Testing
         for good in ["2025-01-01T00:00:00.125Z", "2025-01-01t10:00:00z", "2025-01-01T10:00:00+05:30", "2024-02-29T23:59:59-01:00"] {
             #expect(validator.validate(.string(good), against: schemas["When"]!).isEmpty, "\(good)")
         }
-        for bad in ["2024-01-01T10:00Z", "2024-01-01T10:00", "2024-01-01T10:00:00", "2024-01-01 10:00:00Z", "2024-01-01T10:00:00.Z",
-                    "2024-01-01T10:00:00+0530", "2023-02-29T10:00:00Z", "2024-01-01T25:00:00Z", "2024-01-01T10:00:00Zjunk"] {
+        for bad in [
+            "2024-01-01T10:00Z", "2024-01-01T10:00", "2024-01-01T10:00:00", "2024-01-01 10:00:00Z", "2024-01-01T10:00:00.Z",
+            "2024-01-01T10:00:00+0530", "2023-02-29T10:00:00Z", "2024-01-01T25:00:00Z", "2024-01-01T10:00:00Zjunk",
+        ] {
             #expect(validator.validate(.string(bad), against: schemas["When"]!).count == 1, "\(bad)")
         }
     }
 
     @Test func coercesParametersByTheirDeclaredTypes() throws {
-        let (validator, schemas) = try validator("""
+        let (validator, schemas) = try validator(
+            """
             Query:
               properties:
                 limit: { type: integer, default: 50 }
@@ -91,7 +101,8 @@ import Testing
                 ids: { type: array, items: { type: integer } }
                 name: { type: string }
             """)
-        let (value, issues) = validator.coerceParameters([("limit", "10"), ("ratio", "0.5"), ("flag", "true"), ("ids", "1,2"), ("ids", "3"), ("name", "7")], by: schemas["Query"])
+        let (value, issues) = validator.coerceParameters(
+            [("limit", "10"), ("ratio", "0.5"), ("flag", "true"), ("ids", "1,2"), ("ids", "3"), ("name", "7")], by: schemas["Query"])
         #expect(issues.isEmpty)
         #expect(value == ["limit": 10, "ratio": 0.5, "flag": true, "ids": [1, 2, 3], "name": "7"])
         let (_, bad) = validator.coerceParameters([("limit", "ten")], by: schemas["Query"])
@@ -108,7 +119,8 @@ import Testing
     }
 
     @Test func parametersKeepTheirFirstOrderAndIssuesPointAtTheirItem() throws {
-        let (validator, schemas) = try validator("""
+        let (validator, schemas) = try validator(
+            """
             Query:
               properties:
                 ids: { type: array, items: { type: integer } }
@@ -118,11 +130,12 @@ import Testing
         let (value, issues) = validator.coerceParameters([("z", "1"), ("ids", "1,x"), ("a/b", "y"), ("z", "2"), ("ids", "z")], by: schemas["Query"])
         #expect(value.objectValue?.keys == ["z", "ids", "a/b"])
         #expect(value["z"] == "2")
-        #expect(issues == [
-            ValidationIssue(pointer: "/ids/1", message: "expected integer, got 'x'"),
-            ValidationIssue(pointer: "/ids/2", message: "expected integer, got 'z'"),
-            ValidationIssue(pointer: "/a~1b", message: "expected integer, got 'y'"),
-        ])
+        #expect(
+            issues == [
+                ValidationIssue(pointer: "/ids/1", message: "expected integer, got 'x'"),
+                ValidationIssue(pointer: "/ids/2", message: "expected integer, got 'z'"),
+                ValidationIssue(pointer: "/a~1b", message: "expected integer, got 'y'"),
+            ])
         let (form, _) = validator.coerceParameters([("tag", "a"), ("tag", "b")], by: nil, repeatedAsList: true)
         #expect(form == ["tag": ["a", "b"]])
         let (headers, headerIssues) = validator.coerceParameters([("COUNT", "3"), ("count", "4")], by: schemas["Query"], caseInsensitive: true)

@@ -1,6 +1,7 @@
-@testable import DoppelCore
 import Foundation
 import Testing
+
+@testable import DoppelCore
 
 @Suite struct ParallelTests {
     @Test(arguments: [0, 1, 99, 100, 199, 200, 201, 1_000, 1_001])

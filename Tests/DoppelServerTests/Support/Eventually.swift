@@ -6,8 +6,10 @@ import Foundation
 /// cores), never a claim about speed, and the wait ends as soon as the
 /// condition holds.
 @discardableResult
-func eventually(within seconds: Double, every interval: Duration = .milliseconds(20),
-                _ condition: () async throws -> Bool) async rethrows -> Bool {
+func eventually(
+    within seconds: Double, every interval: Duration = .milliseconds(20),
+    _ condition: () async throws -> Bool
+) async rethrows -> Bool {
     let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
     while true {
         if try await condition() { return true }

@@ -1,11 +1,13 @@
 import DoppelCore
 import Foundation
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
 
 /// The repository's root, found from this file's location.
-let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent()
 
 func contractPath(_ name: String) -> String {
     repositoryRoot.appendingPathComponent("contracts/\(name)").path
@@ -37,8 +39,10 @@ struct TestClient: Sendable {
         self.session = URLSession(configuration: configuration)
     }
 
-    func send(_ method: String, _ target: String, json: JSON? = nil, token: String? = sampleJWT, session sessionID: String? = nil,
-              headers: [String: String] = [:], body: Data? = nil) async throws -> HTTPResult {
+    func send(
+        _ method: String, _ target: String, json: JSON? = nil, token: String? = sampleJWT, session sessionID: String? = nil,
+        headers: [String: String] = [:], body: Data? = nil
+    ) async throws -> HTTPResult {
         var request = URLRequest(url: URL(string: base.absoluteString + target)!)
         request.httpMethod = method
         if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
@@ -117,7 +121,7 @@ enum RawHTTP {
         guard let headerEnd = text.range(of: "\r\n\r\n") else { return false }
         let head = text[..<headerEnd.lowerBound].lowercased()
         guard let line = head.split(separator: "\r\n").first(where: { $0.hasPrefix("content-length:") }),
-              let length = Int(line.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces))
+            let length = Int(line.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces))
         else { return false }
         return text[headerEnd.upperBound...].utf8.count >= length
     }
@@ -149,4 +153,5 @@ func connectLoopback(port: Int, receiveBuffer: Int32? = nil) throws -> Int32 {
 }
 
 /// A JWT for bearer schemes (tales takes only JWTs): `{"sub": "3f2b8c1e-...", "role": "authenticated"}`, no expiry, signature unchecked.
-let sampleJWT = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIzZjJiOGMxZS03ZDRhLTRlNTktOWIxYy0yYTZmMGU4ZDRjNzEiLCJyb2xlIjoiYXV0aGVudGljYXRlZCJ9.c2lnbmF0dXJl"
+let sampleJWT =
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIzZjJiOGMxZS03ZDRhLTRlNTktOWIxYy0yYTZmMGU4ZDRjNzEiLCJyb2xlIjoiYXV0aGVudGljYXRlZCJ9.c2lnbmF0dXJl"

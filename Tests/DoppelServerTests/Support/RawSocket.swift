@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -54,8 +55,8 @@ final class RawSocket: @unchecked Sendable {
 /// The resident set size of a process, in bytes (Linux: /proc/PID/status).
 func residentBytes(of pid: Int32) -> Int? {
     guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
-          let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "")
+        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+        let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "")
     else { return nil }
     return kilobytes * 1024
 }

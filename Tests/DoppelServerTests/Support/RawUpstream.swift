@@ -1,5 +1,6 @@
 import Foundation
 import NIOConcurrencyHelpers
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -42,9 +43,14 @@ final class RawUpstream: @unchecked Sendable {
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && listen(fd, 16) == 0 && getsockname(fd, $0, &length) == 0 }
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && listen(fd, 16) == 0 && getsockname(fd, $0, &length) == 0
+            }
         }
-        guard bound else { listener.close(); throw URLError(.cannotConnectToHost) }
+        guard bound else {
+            listener.close()
+            throw URLError(.cannotConnectToHost)
+        }
         port = Int(UInt16(bigEndian: address.sin_port))
         let thread = Thread { [self] in acceptLoop() }
         thread.start()

@@ -4,13 +4,14 @@ import DoppelPostgres
 import DoppelServer
 import DoppelTesting
 import Foundation
+import Logging
+import PostgresNIO
+import ServiceLifecycle
+import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import Logging
-import PostgresNIO
-import Testing
-import ServiceLifecycle
 
 /// The PostgreSQL the shared-state tests use: `DOPPEL_TEST_POSTGRES` (a
 /// URL), and `DOPPEL_TEST_POSTGRES_CTL` (a script taking `stop` and
@@ -29,9 +30,10 @@ enum TestDatabase {
     /// The URL of a cluster started by `.ci/postgres.sh setup`, when PostgreSQL is installed.
     static let startedHere: String? = {
         guard environment["DOPPEL_TEST_POSTGRES"] == nil,
-              let versions = try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql"),
-              versions.contains(where: { FileManager.default.fileExists(atPath: "/usr/lib/postgresql/\($0)/bin/initdb") }),
-              system("/bin/bash '\(script)' setup </dev/null >/dev/null 2>&1") == 0 else { return nil }
+            let versions = try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql"),
+            versions.contains(where: { FileManager.default.fileExists(atPath: "/usr/lib/postgresql/\($0)/bin/initdb") }),
+            system("/bin/bash '\(script)' setup </dev/null >/dev/null 2>&1") == 0
+        else { return nil }
         return "postgres://doppel@127.0.0.1:\(environment["DOPPEL_PG_PORT"] ?? "55432")/doppel"
     }()
 
@@ -40,9 +42,10 @@ enum TestDatabase {
     @discardableResult
     static func sql(_ statements: [String], url: String) async throws -> [String] {
         let components = try #require(URLComponents(string: url))
-        let configuration = PostgresClient.Configuration(host: components.host ?? "127.0.0.1", port: components.port ?? 5432,
-                                                         username: components.user ?? "doppel", password: components.password,
-                                                         database: String(components.path.dropFirst()), tls: .disable)
+        let configuration = PostgresClient.Configuration(
+            host: components.host ?? "127.0.0.1", port: components.port ?? 5432,
+            username: components.user ?? "doppel", password: components.password,
+            database: String(components.path.dropFirst()), tls: .disable)
         let client = PostgresClient(configuration: configuration)
         let running = Task { await client.run() }
         defer { running.cancel() }
@@ -50,7 +53,11 @@ enum TestDatabase {
         for statement in statements {
             rows = []
             for try await row in try await client.query(PostgresQuery(unsafeSQL: statement)) {
-                if let value = try? row.decode(Int.self) { rows.append(String(value)) } else if let text = try? row.decode(String.self) { rows.append(text) }
+                if let value = try? row.decode(Int.self) {
+                    rows.append(String(value))
+                } else if let text = try? row.decode(String.self) {
+                    rows.append(text)
+                }
             }
         }
         return rows
@@ -81,8 +88,10 @@ struct SharedReplicas {
     let namespace: String
 
     /// `count` replicas of `contract` in a namespace of their own (a new one per call).
-    static func start(_ count: Int, contract file: String, namespace: String = "t-\(UUID().uuidString.prefix(8))",
-                      timeout: Double = 2, scenario: String? = nil, sessionLimit: Int? = nil, url: String? = nil) async throws -> SharedReplicas {
+    static func start(
+        _ count: Int, contract file: String, namespace: String = "t-\(UUID().uuidString.prefix(8))",
+        timeout: Double = 2, scenario: String? = nil, sessionLimit: Int? = nil, url: String? = nil
+    ) async throws -> SharedReplicas {
         var replicas: [Replica] = []
         for _ in 0..<count {
             var configuration = ServerConfiguration.testing
@@ -101,7 +110,8 @@ struct SharedReplicas {
             options.connections = 8
             let store = try await PostgresStateStore.open(options, engine: engine, catalog: catalog)
             let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-            let app = buildApplication(slot: EngineSlot(engine), configuration: configuration, scenarios: catalog, recorder: nil, shared: store) { port in
+            let app = buildApplication(slot: EngineSlot(engine), configuration: configuration, scenarios: catalog, recorder: nil, shared: store) {
+                port in
                 continuation.yield(port)
                 continuation.finish()
             }
