@@ -35,8 +35,11 @@ enum ConnectionGuard {
 
     final class State {
         let limits: Limits
-        /// The raw-byte end of the pipeline, for writing refusals past the HTTP encoder.
-        var rawContext: ChannelHandlerContext?
+        /// The raw-byte end of the pipeline. Every byte of every answer is
+        /// written here, through the writing methods below and nowhere
+        /// else, so the guard's books (the idle wait after an answer, the
+        /// deadlines stopped at a hand-over) cannot be forgotten.
+        fileprivate(set) var raw: ChannelHandlerContext?
         /// True between a request's end and the first byte of the next.
         var awaitingRequest = true
         /// When the current wait runs out; nil when nothing is awaited.
@@ -92,6 +95,53 @@ enum ConnectionGuard {
             timer = nil
         }
 
+        // MARK: Writing
+
+        /// Whether the raw end is still there to write to.
+        var canWrite: Bool { raw != nil }
+
+        /// Bytes of an answer that is not over yet (a head, a part, an event).
+        func write(_ bytes: ByteBuffer, flush: Bool = true) {
+            if flush { raw?.writeAndFlush(NIOAny(bytes), promise: nil) } else { raw?.write(NIOAny(bytes), promise: nil) }
+        }
+
+        /// Sends what `write(_:flush: false)` wrote.
+        func flush() {
+            raw?.flush()
+        }
+
+        /// An answer's last bytes: with nothing else in progress and no next
+        /// request begun, the idle wait starts; or, `thenClose`, the
+        /// connection closes once they are out.
+        func writeLast(_ bytes: ByteBuffer, thenClose: Bool) {
+            guard let raw else { return }
+            responseWritten(on: raw.eventLoop)
+            guard thenClose else {
+                raw.writeAndFlush(NIOAny(bytes), promise: nil)
+                return
+            }
+            let channel = raw.channel
+            raw.writeAndFlush(NIOAny(bytes)).whenComplete { _ in channel.close(promise: nil) }
+        }
+
+        /// Bytes that end the connection (a refusal, a body cut short on
+        /// purpose), then the close. False when the raw end is gone, and
+        /// nothing was written or closed.
+        @discardableResult
+        func writeThenClose(_ bytes: ByteBuffer) -> Bool {
+            guard let raw else { return false }
+            let channel = raw.channel
+            raw.writeAndFlush(NIOAny(bytes)).whenComplete { _ in channel.close(promise: nil) }
+            return true
+        }
+
+        /// The last bytes of HTTP before the connection is handed to another
+        /// protocol (a WebSocket's 101): HTTP's deadlines stop with them.
+        func handOver(_ bytes: ByteBuffer) {
+            raw?.writeAndFlush(NIOAny(bytes), promise: nil)
+            stop()
+        }
+
         private func schedule(at instant: NIODeadline, on loop: any EventLoop) {
             timerAt = instant
             timer = loop.assumeIsolated().scheduleTask(deadline: instant) { [self] in self.fire(on: loop) }
@@ -111,7 +161,7 @@ enum ConnectionGuard {
         /// connection is closed without a word.
         func expire() {
             deadline = nil
-            guard let context = rawContext, context.channel.isActive else { return }
+            guard let context = raw, context.channel.isActive else { return }
             if waitingIdle {
                 context.close(promise: nil)
                 return
@@ -136,7 +186,7 @@ enum ConnectionGuard {
         init(state: State) { self.state = state }
 
         func handlerAdded(context: ChannelHandlerContext) {
-            state.rawContext = context
+            state.raw = context
             if context.channel.isActive { state.armIdle(on: context.eventLoop) }
         }
 
@@ -147,7 +197,7 @@ enum ConnectionGuard {
 
         func handlerRemoved(context: ChannelHandlerContext) {
             state.stop()
-            state.rawContext = nil
+            state.raw = nil
         }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {

@@ -29,7 +29,7 @@ extension HTTPDoor {
     /// Subscribes this connection to the hub and sends the stream's head
     /// and a `ready` event; the stream is the connection's last answer. A
     /// full hub is answered 503.
-    func openEvents(session: String?, head: HTTPRequestHead, context: ChannelHandlerContext) {
+    func openEvents(session: String?, context: ChannelHandlerContext) {
         guard !isOver else { return }
         closeAfterAnswer = true
         let hub = answerer.events
@@ -38,10 +38,10 @@ extension HTTPDoor {
             writeLast(
                 ResponseBytes.encode(
                     Problem.tooManyEventStreams(limit: hub.maximumReaders).response(), date: currentDate(), close: true,
-                    allocator: context.channel.allocator), context: context)
+                    allocator: context.channel.allocator))
             return
         }
-        let chunked = (head.version.major, head.version.minor) >= (1, 1)
+        let chunked = answersChunked
         let stream = EventStream(reader: reader, chunked: chunked)
         phase = .streamingEvents(stream)
         let response = MockResponse(
@@ -50,10 +50,10 @@ extension HTTPDoor {
                 (name: "Content-Type", value: "text/event-stream; charset=utf-8"), (name: "Cache-Control", value: "no-store"),
                 (name: "X-Accel-Buffering", value: "no"),
             ])
-        write(
+        connection.write(
             ResponseBytes.encode(
                 response, date: currentDate(), close: true, framing: chunked ? .chunked : .untilClose,
-                allocator: context.channel.allocator), context: context)
+                allocator: context.channel.allocator))
         push(
             [
                 EventHub.frame(
@@ -72,26 +72,26 @@ extension HTTPDoor {
     /// queued while it does not take what was written; a client too far
     /// behind is dropped with a note.
     func push(_ frames: [ByteBuffer], context: ChannelHandlerContext) {
-        guard case .streamingEvents(let stream) = phase, let raw = connection.rawContext else { return }
+        guard case .streamingEvents(let stream) = phase, connection.canWrite else { return }
         var wrote = false
         for frame in frames {
             // The hub's buffer as it is: shared by every reader, never copied for one.
             let chunk = stream.chunked ? frame : EventHub.unchunked(frame)
             if stream.queue.isEmpty, context.channel.isWritable {
-                raw.write(NIOAny(chunk), promise: nil)
+                connection.write(chunk, flush: false)
                 wrote = true
                 continue
             }
             let size = chunk.readableBytes
             guard stream.queuedBytes + size <= EventHub.readerQueueLimit, answerer.events.account(size) else {
-                if wrote { raw.flush() }
+                if wrote { connection.flush() }
                 dropEvents(context: context)
                 return
             }
             stream.queue.append(chunk)
             stream.queuedBytes += size
         }
-        if wrote { raw.flush() }
+        if wrote { connection.flush() }
         if !stream.queue.isEmpty { watchStall(context: context) }
     }
 
@@ -101,7 +101,7 @@ extension HTTPDoor {
         while context.channel.isWritable, let chunk = stream.queue.popFirst() {
             stream.queuedBytes -= chunk.readableBytes
             _ = answerer.events.account(-chunk.readableBytes)
-            write(chunk, context: context)
+            connection.write(chunk)
         }
     }
 
@@ -125,12 +125,12 @@ extension HTTPDoor {
         if stream.chunked { chunk.writeStaticString("0\r\n\r\n") }
         guard context.channel.isWritable else {
             // A client that reads nothing would never take the note: closed now, its buffers freed.
-            write(chunk, context: context)
+            connection.write(chunk)
             phase = .closed
             context.close(promise: nil)
             return
         }
-        writeLast(chunk, context: context)
+        writeLast(chunk)
     }
 
     /// Leaves the hub and lets go of the queue (the stream ended or the

@@ -15,9 +15,10 @@ extension HTTPDoor {
     /// loop, so no byte the client sends after the 101 reaches the HTTP
     /// decoder (a client sends none before it, RFC 6455 section 4.1). A
     /// session with as many sockets as allowed gets 429 instead.
-    func upgrade(_ exchange: Exchange, answered response: MockResponse, opening: SocketOpening, context: ChannelHandlerContext) {
+    func upgrade(_ exchange: DoorExchange, answered response: MockResponse, opening: SocketOpening) {
+        guard let context = channelContext else { return }
         let socket = SocketConnection(answerer: answerer, opening: opening)
-        guard !isOver, let raw = connection.rawContext, let key = exchange.request.header("sec-websocket-key"),
+        guard !isOver, connection.canWrite, let key = exchange.request.header("sec-websocket-key"),
             socket.join(loop: context.eventLoop)
         else {
             let tooMany = Problem.tooManySockets(limit: answerer.sockets.limits.perSession).response(endpointID: opening.endpointID)
@@ -26,7 +27,7 @@ extension HTTPDoor {
             refused.decision.effects = nil
             closeAfterAnswer = true
             finish(refused, status: tooMany.status)
-            writeLast(ResponseBytes.encode(tooMany, date: currentDate(), close: true, allocator: context.channel.allocator), context: context)
+            writeLast(ResponseBytes.encode(tooMany, date: currentDate(), close: true, allocator: context.channel.allocator))
             return
         }
         finish(exchange, status: 101)
@@ -50,8 +51,7 @@ extension HTTPDoor {
             head.writeStaticString("\r\n")
         }
         head.writeStaticString("\r\n")
-        raw.writeAndFlush(NIOAny(head), promise: nil)
-        connection.stop()
+        connection.handOver(head)
         held.removeAll()
         phase = .upgraded
         let pipeline = context.pipeline.syncOperations

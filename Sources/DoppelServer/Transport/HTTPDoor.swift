@@ -76,10 +76,28 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
     /// This server's port on the connection, read with `remoteAddress`.
     var localPort: Int?
     var date = (second: 0, text: "")
+    /// Whether the answer in progress may be chunked: HTTP/1.0 has no chunked coding.
+    var answersChunked = true
+    /// The door's place in the pipeline while it is there (let go when it is
+    /// removed: it holds the door); the delivery's primitives write through it.
+    var channelContext: ChannelHandlerContext?
+    /// The connection's event loop, kept past the door's removal: an answer
+    /// decided away from it (the upstream's, the shared store's) comes back
+    /// here to be journaled though its client has gone.
+    var loop: (any EventLoop)?
 
     init(answerer: Answerer, connection: ConnectionGuard.State) {
         self.answerer = answerer
         self.connection = connection
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        channelContext = context
+        loop = context.eventLoop
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        channelContext = nil
     }
 
     // MARK: Reading
@@ -148,7 +166,7 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
             if case .streamingEvents(let stream) = phase {
                 // An event stream ends at once: its last chunk (or, in HTTP/1.0, nothing), then the connection.
                 endEvents()
-                writeLast(context.channel.allocator.buffer(string: stream.chunked ? "0\r\n\r\n" : ""), context: context)
+                writeLast(context.channel.allocator.buffer(string: stream.chunked ? "0\r\n\r\n" : ""))
             } else if isIdle {
                 context.close(promise: nil)
             } else {
@@ -236,7 +254,7 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
             phase = .reading(incoming)
             // Asked for when the request's turn comes, so it follows the answers before it.
             if (head.version.major, head.version.minor) >= (1, 1), head.headers["expect"].contains(where: { $0.lowercased() == "100-continue" }) {
-                write(context.channel.allocator.buffer(string: "HTTP/1.1 100 Continue\r\n\r\n"), context: context)
+                connection.write(context.channel.allocator.buffer(string: "HTTP/1.1 100 Continue\r\n\r\n"))
             }
         case .body(let chunk):
             guard case .reading(var incoming) = phase else { break }
@@ -278,9 +296,7 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
         guard !isOver else { return }
         let problem = Problem.malformedRequest("\(error)")
         let bytes = ResponseBytes.encode(problem.response(), date: currentDate(), close: true, allocator: context.channel.allocator)
-        let channel = context.channel
-        connection.rawContext?.writeAndFlush(NIOAny(bytes)).whenComplete { _ in channel.close(promise: nil) }
-        if connection.rawContext == nil { channel.close(promise: nil) }
+        if !connection.writeThenClose(bytes) { context.close(promise: nil) }
         held.removeAll()
         phase = .closed
     }
@@ -303,18 +319,19 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
             body: incoming.body.map { Array($0.readableBytesView) } ?? [], remoteAddress: remoteAddress!)
         request.localPort = localPort
         let engine = currentEngine()
+        answersChunked = (incoming.head.version.major, incoming.head.version.minor) >= (1, 1)
+        let isHead = incoming.head.method == .HEAD
         switch answerer.decision(for: request, refusal: refusal, engine: engine) {
         case .now(let decision):
-            proceed(Exchange(request: request, decision: decision, engine: engine, head: incoming.head, started: incoming.started), context: context)
+            proceed(DoorExchange(request: request, decision: decision, engine: engine, started: incoming.started, isHead: isHead))
         case .events(let session):
-            openEvents(session: session, head: incoming.head, context: context)
+            openEvents(session: session, context: context)
         case .later(let pending):
             // The shared state store decides; later requests wait their turn, as behind a delay.
             beginAnswering()
-            context.eventLoop.makeFutureWithTask { await pending() }.assumeIsolated().whenSuccess { [self] decision in
+            whenDone(pending) { [self] decision in
                 // Delivered even to a client gone meanwhile, so the answer is journaled as any other.
-                proceed(
-                    Exchange(request: request, decision: decision, engine: engine, head: incoming.head, started: incoming.started), context: context)
+                proceed(DoorExchange(request: request, decision: decision, engine: engine, started: incoming.started, isHead: isHead))
             }
         }
     }
