@@ -1,0 +1,254 @@
+import DoppelCore
+import DoppelServer
+import Foundation
+import Logging
+import NIOCore
+import NIOSSL
+import PostgresNIO
+
+/// The shared journal's buffered writes, and the background work: polling for changes, the heartbeat, the sweep of idle sessions.
+extension PostgresStateStore {
+    // MARK: Journal
+
+    package func complete(_ decision: Decision, status: Int, durationMicros: Int) {
+        guard let entry = decision.entry else { return }
+        let row = Row(
+            time: entry.time, session: entry.session, method: entry.method, path: entry.path, query: entry.query, status: status,
+            endpointID: entry.endpointID, responseName: entry.responseName, durationMicros: durationMicros, proxied: decision.forwards,
+            reason: entry.reason, changes: entry.changes, completed: engine.realNow)
+        buffer.withLock { $0.add(row) }
+    }
+
+    /// `text` as PostgreSQL's `text` can hold it: U+0000, which it refuses
+    /// (an `invalid byte sequence` that would fail the whole statement),
+    /// becomes U+FFFD. Every client-given text Doppel writes goes through
+    /// here: a path, a query, a JSON key named in a reason, a state path.
+    static func storable(_ text: String) -> String {
+        guard text.utf8.contains(0) else { return text }
+        return String(text.unicodeScalars.map { $0.value == 0 ? "\u{FFFD}" : Character($0) })
+    }
+
+    static func storable(_ text: String?) -> String? {
+        text.map { storable($0) }
+    }
+
+    /// Writes the buffered entries in one statement. If the database cannot
+    /// be reached they go back to the buffer; if it refuses the statement
+    /// (something in a row it cannot store), each row is written on its own
+    /// and the ones it still refuses are dropped and counted, so one bad
+    /// row never holds up the rows behind it.
+    func flush() async throws {
+        let rows = buffer.withLock { buffer -> [Row] in
+            defer {
+                buffer.rows.removeAll(keepingCapacity: true)
+                buffer.textBytes = 0
+            }
+            return buffer.rows
+        }
+        guard !rows.isEmpty else { return }
+        do {
+            try await insert(rows)
+        } catch let error as PSQLError where error.serverInfo != nil {
+            var refused: (count: Int, error: any Error) = (0, error)
+            for (index, row) in rows.enumerated() {
+                do {
+                    try await insert([row])
+                } catch let error as PSQLError where error.serverInfo != nil {
+                    refused = (refused.count + 1, error)
+                } catch {
+                    if refused.count > 0 { note(refused: refused.count, refused.error) }
+                    requeue(Array(rows[index...]))
+                    throw error
+                }
+            }
+            if refused.count > 0 { note(refused: refused.count, refused.error) }
+        } catch {
+            requeue(rows)
+            throw error
+        }
+    }
+
+    /// Rows that could not be written (the database could not be reached), back in
+    /// front of what arrived meanwhile, as far as the bounds allow.
+    private func requeue(_ rows: [Row]) {
+        buffer.withLock { buffer in
+            let newer = buffer.rows
+            buffer.rows.removeAll(keepingCapacity: true)
+            buffer.textBytes = 0
+            for row in rows + newer { buffer.add(row) }
+        }
+    }
+
+    /// Journal rows the database refused: dropped, counted, and said in health.
+    private func note(refused count: Int, _ error: any Error) {
+        buffer.withLock { $0.dropped += count }
+        status.withLock { $0.lastError = "journal entries refused by the database: \(Self.describe(error))" }
+        logger.warning("journal entries refused by the database and dropped", metadata: ["count": "\(count)", "error": "\(Self.describe(error))"])
+    }
+
+    private func insert(_ rows: [Row]) async throws {
+        try await client.query(
+            """
+            INSERT INTO doppel_journal (namespace, time, session, method, path, query, status, endpoint, response, duration_us, proxied,
+                                        reason, changes, completed)
+            SELECT \(options.namespace), t, s, m, p, NULLIF(q, ''), st, NULLIF(e, ''), NULLIF(r, ''), d, x, NULLIF(w, ''),
+                   CASE WHEN c = '' THEN '{}'::text[] ELSE string_to_array(c, E'\\n') END, a
+            FROM unnest(\(rows.map(\.time))::float8[], \(rows.map { Self.storable($0.session) })::text[], \(rows.map { Self.storable($0.method) })::text[],
+                        \(rows.map { Self.storable($0.path) })::text[], \(rows.map { Self.storable($0.query ?? "") })::text[], \(rows.map(\.status))::int8[],
+                        \(rows.map { Self.storable($0.endpointID ?? "") })::text[], \(rows.map { Self.storable($0.responseName ?? "") })::text[],
+                        \(rows.map(\.durationMicros))::int8[], \(rows.map(\.proxied))::bool[], \(rows.map { Self.storable($0.reason?.text ?? "") })::text[],
+                        \(rows.map { Self.storable($0.changes.joined(separator: "\n")) })::text[], \(rows.map(\.completed))::float8[])
+                 AS j(t, s, m, p, q, st, e, r, d, x, w, c, a)
+            """, logger: logger)
+    }
+
+    // MARK: Background
+
+    /// Every `pollInterval`: the journal written, the epoch read (and the
+    /// override set with it when it moved), the replica's heartbeat and
+    /// acknowledgement; every few seconds, evictions and journal retention.
+    func poll() async {
+        var lastSweep = SessionStore.uptime()
+        while !Task.isCancelled {
+            do {
+                try await Self.deadline(max(0.5, options.timeout)) { try await self.pollOnce() }
+                status.withLock { $0.lastPoll = SessionStore.uptime() }
+                if SessionStore.uptime() - lastSweep > 5 {
+                    lastSweep = SessionStore.uptime()
+                    try await Self.deadline(max(2, options.timeout)) { try await self.sweep() }
+                }
+            } catch {
+                status.withLock { $0.lastError = Self.describe(error) }
+            }
+            try? await Task.sleep(for: .seconds(Self.pollInterval))
+        }
+    }
+
+    private func pollOnce() async throws {
+        let namespace = options.namespace
+        var epoch: Int64 = 0
+        for try await found in try await client.query("SELECT epoch FROM doppel_namespaces WHERE namespace = \(namespace)", logger: logger).decode(
+            Int64.self)
+        {
+            epoch = found
+        }
+        // The journal is written after the epoch is read, so the epoch this
+        // replica acknowledges was raised before the write: every entry
+        // buffered before a barrier began is in the table once it ends.
+        // (Written first, an entry buffered between the write and the read
+        // would be acknowledged unwritten.)
+        do {
+            try await flush()
+        } catch {
+            // The journal waits for the next poll; the replica still says it
+            // is alive, acknowledging only the epoch it had (its journal is
+            // not all written), so no barrier passes it by.
+            try await heartbeat(acked: status.withLock { $0.epoch })
+            throw error
+        }
+        if epoch != status.withLock({ $0.epoch }) {
+            var overridden = Set<String>()
+            for try await id in try await client.query(
+                "SELECT id FROM doppel_sessions WHERE namespace = \(namespace) AND has_overrides", logger: logger
+            ).decode(String.self) {
+                overridden.insert(id)
+            }
+            status.withLock {
+                $0.overridden = overridden
+                $0.epoch = epoch
+            }
+        }
+        try await heartbeat(acked: epoch)
+    }
+
+    /// Says this replica is alive, having acknowledged `epoch`.
+    private func heartbeat(acked epoch: Int64) async throws {
+        try await client.query(
+            """
+            INSERT INTO doppel_replicas (namespace, replica, heartbeat, acked) VALUES (\(options.namespace), \(replica), now(), \(epoch))
+            ON CONFLICT (namespace, replica) DO UPDATE SET heartbeat = now(), acked = EXCLUDED.acked
+            """, logger: logger)
+    }
+
+    /// Evicts sessions by the in-memory rules (idle, room, state budget),
+    /// bounds the journal, and forgets replicas long gone.
+    private func sweep() async throws {
+        let namespace = options.namespace
+        let sessions = engine.sessions
+        if let idle = sessions.idleLimit {
+            let evicted = try await count(
+                client.query(
+                    """
+                    DELETE FROM doppel_sessions WHERE namespace = \(namespace) AND id <> 'default' AND data IS NOT NULL
+                    AND last_used < now() - make_interval(secs => \(idle)) RETURNING 1
+                    """, logger: logger))
+            if evicted > 0 {
+                try await client.query(
+                    "UPDATE doppel_namespaces SET evicted_idle = evicted_idle + \(evicted) WHERE namespace = \(namespace)", logger: logger)
+            }
+        }
+        let forRoom = try await count(
+            client.query(
+                """
+                DELETE FROM doppel_sessions WHERE namespace = \(namespace) AND id IN (
+                    SELECT id FROM doppel_sessions WHERE namespace = \(namespace) AND id <> 'default' AND data IS NOT NULL
+                    ORDER BY last_used DESC OFFSET \(max(0, sessions.limit - 1))) RETURNING 1
+                """, logger: logger))
+        if forRoom > 0 {
+            try await client.query(
+                "UPDATE doppel_namespaces SET evicted_room = evicted_room + \(forRoom) WHERE namespace = \(namespace)", logger: logger)
+        }
+        let forState = try await count(
+            client.query(
+                """
+                DELETE FROM doppel_sessions WHERE namespace = \(namespace) AND id IN (
+                    SELECT id FROM (SELECT id, sum(size) OVER (ORDER BY last_used DESC, id) AS running FROM doppel_sessions
+                                    WHERE namespace = \(namespace) AND id <> 'default' AND data IS NOT NULL) AS t
+                    WHERE running > \(sessions.budget.limit)) RETURNING 1
+                """, logger: logger))
+        if forState > 0 {
+            try await client.query(
+                "UPDATE doppel_namespaces SET evicted_state = evicted_state + \(forState) WHERE namespace = \(namespace)", logger: logger)
+        }
+        try await client.query(
+            """
+            DELETE FROM doppel_journal WHERE namespace = \(namespace) AND seq <= (
+                SELECT seq FROM doppel_journal WHERE namespace = \(namespace) ORDER BY seq DESC OFFSET \(engine.journal.capacity) LIMIT 1)
+            """, logger: logger)
+        try await client.query("DELETE FROM doppel_replicas WHERE namespace = \(namespace) AND heartbeat < now() - interval '1 hour'", logger: logger)
+    }
+
+    private func count(_ rows: PostgresRowSequence) async throws -> Int {
+        var count = 0
+        for try await _ in rows { count += 1 }
+        return count
+    }
+
+    /// Raises the namespace's epoch and waits until every live replica has
+    /// written its journal and read the override set since: after it, the
+    /// journal holds every answer given before it began, and no replica
+    /// answers from an override set older than it.
+    func barrier() async throws {
+        let namespace = options.namespace
+        var epoch: Int64 = 0
+        for try await found in try await client.query(
+            "UPDATE doppel_namespaces SET epoch = epoch + 1 WHERE namespace = \(namespace) RETURNING epoch", logger: logger
+        ).decode(Int64.self) {
+            epoch = found
+        }
+        let live = "\(Self.liveFor) seconds"
+        while true {
+            var waiting = 0
+            for try await found in try await client.query(
+                """
+                SELECT count(*) FROM doppel_replicas WHERE namespace = \(namespace) AND acked < \(epoch)
+                AND heartbeat > now() - \(live)::interval
+                """, logger: logger
+            ).decode(Int.self) {
+                waiting = found
+            }
+            if waiting == 0 { return }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+}
