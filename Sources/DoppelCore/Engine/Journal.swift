@@ -124,8 +124,11 @@ public final class Journal: Sendable {
     package static let maximumTextBytes = 32 << 20
     private let ring: Locked<Ring>
 
+    /// The most entries a journal keeps by default (`--journal-size`).
+    public static let defaultCapacity = 10_000
+
     /// A journal that keeps the newest `capacity` entries.
-    public init(capacity: Int = 10_000) {
+    public init(capacity: Int = Journal.defaultCapacity) {
         self.capacity = max(1, capacity)
         self.ring = Locked(Ring(entries: Array(repeating: nil, count: max(1, capacity))))
     }

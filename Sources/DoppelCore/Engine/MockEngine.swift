@@ -72,7 +72,8 @@ public final class MockEngine: Sendable {
     ///   - clock: real time in seconds since 1970; sessions move their own
     ///     virtual clocks relative to it.
     public convenience init(
-        contract: Contract, journalCapacity: Int = 10_000, sessionLimit: Int = 10_000, sessionIdleLimit: Double? = 3600,
+        contract: Contract, journalCapacity: Int = Journal.defaultCapacity, sessionLimit: Int = SessionStore.defaultLimit,
+        sessionIdleLimit: Double? = SessionStore.defaultIdleLimit,
         stateLimit: Int? = nil, defaultDelay: Delay? = nil, forwardsUnmatched: Bool = false,
         clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }
     ) {

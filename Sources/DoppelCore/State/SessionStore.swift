@@ -93,6 +93,11 @@ public final class SessionStore: Sendable {
     /// The state all sessions hold together.
     package let budget: StateBudget
 
+    /// The most sessions held at once by default (`--max-sessions`).
+    public static let defaultLimit = 10_000
+    /// Seconds after which an unused session is evicted by default (`--session-idle`).
+    public static let defaultIdleLimit: Double? = 3600
+
     /// - Parameters:
     ///   - limit: the most sessions held at once (at least 1).
     ///   - idleLimit: seconds of disuse after which a session is evicted; nil never evicts for idleness.
@@ -100,7 +105,8 @@ public final class SessionStore: Sendable {
     ///   - monotonic: seconds on a clock that only moves forward, for idleness.
     ///   - stateLimit: the most state (as JSON) all sessions may hold together.
     package init(
-        initial: JSONObject, limit: Int = 10_000, idleLimit: Double? = 3600, stateLimit: Int = StateBudget.defaultLimit,
+        initial: JSONObject, limit: Int = SessionStore.defaultLimit, idleLimit: Double? = SessionStore.defaultIdleLimit,
+        stateLimit: Int = StateBudget.defaultLimit,
         clock: @escaping @Sendable () -> Double = { 0 },
         monotonic: @escaping @Sendable () -> Double = SessionStore.uptime
     ) {

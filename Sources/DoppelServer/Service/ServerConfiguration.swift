@@ -16,11 +16,11 @@ public struct ServerConfiguration: Sendable {
     /// How each request is logged.
     public var logFormat: RequestLog.Format = .text
     /// The most journal entries kept.
-    public var journalCapacity: Int = 10_000
+    public var journalCapacity: Int = Journal.defaultCapacity
     /// The most sessions held at once; a new one evicts the least recently used.
-    public var sessionLimit: Int = 10_000
+    public var sessionLimit: Int = SessionStore.defaultLimit
     /// Seconds after which an unused session is evicted; nil keeps them.
-    public var sessionIdleLimit: Double? = 3600
+    public var sessionIdleLimit: Double? = SessionStore.defaultIdleLimit
     /// The delay of responses that declare none.
     public var defaultDelay: Delay?
     /// The longest a `no_answer` fault keeps a connection waiting, in seconds.
