@@ -11,23 +11,6 @@ import Testing
 /// each kind makes, and the journal entry completed before the last bytes.
 @Suite("Delivery against a door's primitives")
 struct AnswerDoorTests {
-    static let contract = """
-        doppel: 1
-        info: { title: Kinds, version: "1" }
-        endpoints:
-          plain: { request: GET /plain, responses: [ { body: { kind: plain } } ] }
-          delayed: { request: GET /delayed, responses: [ { delay: 300ms, body: { kind: delayed } } ] }
-          streamed:
-            request: GET /streamed
-            responses: [ { chunks: ["first,", "second,", "third"], interval: 50ms } ]
-          reset: { request: GET /reset, responses: [ { fault: connection_reset, body: { never: sent } } ] }
-          empty: { request: GET /empty, responses: [ { fault: empty_reply, body: { never: sent } } ] }
-          truncated: { request: GET /truncated, responses: [ { status: 201, fault: truncated_body, body: { message: "cut" } } ] }
-          broken: { request: GET /broken, responses: [ { fault: malformed_json, body: { message: "whole" } } ] }
-          hang: { request: GET /hang, responses: [ { status: 202, fault: no_answer } ] }
-          proxied: { request: GET /proxied, proxy: true }
-        """
-
     /// A door that writes nothing: it records each primitive called, with
     /// the journal's size at that moment, and runs waits at once.
     final class RecordingDoor: AnswerDoor {
@@ -98,7 +81,7 @@ struct AnswerDoorTests {
 
     @Test(arguments: kinds)
     func eachKindIsDeliveredThroughThePrimitives(_ kind: Kind) async throws {
-        let engine = MockEngine(contract: try ContractLoader.load(text: Self.contract, file: "kinds.yaml"))
+        let engine = try AnswerKinds.engine()
         let answerer = Answerer(slot: EngineSlot(engine), log: RequestLog(format: .none), maxBodySize: 1 << 20, hangLimit: 5)
         let door = RecordingDoor(answerer: answerer, journal: engine.journal)
         let request = RecordedRequest(method: kind.method, target: kind.path)
@@ -113,7 +96,7 @@ struct AnswerDoorTests {
     }
 
     @Test func aMalformedJSONFaultIsAWholeAnswerWithABrokenBody() async throws {
-        let engine = MockEngine(contract: try ContractLoader.load(text: Self.contract, file: "kinds.yaml"))
+        let engine = try AnswerKinds.engine()
         let answerer = Answerer(slot: EngineSlot(engine), log: RequestLog(format: .none), maxBodySize: 1 << 20)
         let door = RecordingDoor(answerer: answerer, journal: engine.journal)
         let request = RecordedRequest(method: "GET", target: "/broken")
@@ -123,7 +106,7 @@ struct AnswerDoorTests {
             Issue.record("expected a whole answer, got \(decision.delivery)")
             return
         }
-        #expect(String(decoding: response.body, as: UTF8.self).hasPrefix(#"{"message"#))
+        #expect(String(decoding: response.body, as: UTF8.self) == AnswerKinds.brokenBody)
         #expect((try? JSONSerialization.jsonObject(with: Data(response.body))) == nil)
         door.proceed(DoorExchange(request: request, decision: decision, engine: engine, started: .now, isHead: false))
         #expect(door.calls == ["whole 200"])

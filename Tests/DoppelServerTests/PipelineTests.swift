@@ -10,23 +10,6 @@ import Testing
 /// has read its answer.
 @Suite("One pipeline, every kind of answer")
 struct PipelineTests {
-    static let contract = """
-        doppel: 1
-        info: { title: Kinds, version: "1" }
-        endpoints:
-          plain: { request: GET /plain, responses: [ { body: { kind: plain } } ] }
-          delayed: { request: GET /delayed, responses: [ { delay: 300ms, body: { kind: delayed } } ] }
-          streamed:
-            request: GET /streamed
-            responses: [ { chunks: ["first,", "second,", "third"], interval: 50ms } ]
-          reset: { request: GET /reset, responses: [ { fault: connection_reset, body: { never: sent } } ] }
-          empty: { request: GET /empty, responses: [ { fault: empty_reply, body: { never: sent } } ] }
-          truncated: { request: GET /truncated, responses: [ { status: 201, fault: truncated_body, body: { message: "long enough to be cut in half" } } ] }
-          hang: { request: GET /hang, responses: [ { status: 202, fault: no_answer, body: { never: sent } } ] }
-          proxied: { request: GET /proxied, proxy: true }
-          upload: { request: POST /upload, responses: [ { status: 204 } ] }
-        """
-
     /// What the upstream of `proxied` answers, byte for byte.
     static let upstreamAnswer = "HTTP/1.1 207 Multi-Status\r\nContent-Type: text/plain\r\nContent-Length: 8\r\n\r\nupstream"
 
@@ -81,6 +64,13 @@ struct PipelineTests {
                     && text.hasSuffix("\r\n\r\n" + String(body.prefix(body.utf8.count / 2))) && closed
             }, entry: (201, "truncated", false)),
         Kind(
+            name: "fault: malformed JSON", request: get("/broken"),
+            bytes: { text, closed in
+                // A whole answer whose body is broken: its length is what is sent.
+                text.hasPrefix("HTTP/1.1 200 OK\r\n") && text.contains("Content-Length: \(AnswerKinds.brokenBody.utf8.count)\r\n")
+                    && text.hasSuffix("\r\n\r\n" + AnswerKinds.brokenBody) && closed
+            }, entry: (200, "broken", false)),
+        Kind(
             name: "fault: no answer", request: get("/hang"), bytes: { text, closed in text.isEmpty && closed },
             entry: (202, "hang", false)),
         Kind(
@@ -124,7 +114,7 @@ struct PipelineTests {
         var configuration = ServerConfiguration.testing
         configuration.proxy = upstream.url
         configuration.hangLimit = 1
-        let contract = try ContractLoader.load(text: Self.contract, file: "kinds.yaml")
+        let contract = try ContractLoader.load(text: AnswerKinds.contract, file: "kinds.yaml")
         // Unmatched requests are answered (404), not forwarded: only `proxy: true` goes upstream.
         let engine = MockEngine(contract: contract)
         try await DoppelTestServer.with(engine: engine, configuration: configuration) { server in
@@ -163,7 +153,7 @@ struct PipelineTests {
         defer { upstream.stop() }
         var configuration = ServerConfiguration.testing
         configuration.proxy = upstream.url
-        let contract = try ContractLoader.load(text: Self.contract, file: "kinds.yaml")
+        let contract = try ContractLoader.load(text: AnswerKinds.contract, file: "kinds.yaml")
         // Unmatched requests are answered (404), not forwarded: only `proxy: true` goes upstream.
         let engine = MockEngine(contract: contract)
         try await DoppelTestServer.with(engine: engine, configuration: configuration) { server in
@@ -229,7 +219,7 @@ struct PipelineTests {
 
     @Test(arguments: manners)
     func connectionsGoOnOrEndAsHTTPSays(_ manner: Manner) async throws {
-        let contract = try ContractLoader.load(text: Self.contract, file: "kinds.yaml")
+        let contract = try ContractLoader.load(text: AnswerKinds.contract, file: "kinds.yaml")
         try await DoppelTestServer.with(engine: MockEngine(contract: contract)) { server in
             let port = server.port
             let reply = try await RawSocket.run {
