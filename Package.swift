@@ -79,7 +79,6 @@ let package = Package(
             name: "DoppelPostgres",
             dependencies: [
                 "DoppelCore",
-                "DoppelServer",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),

@@ -1,5 +1,4 @@
 import DoppelCore
-import DoppelServer
 import Foundation
 import Logging
 import NIOCore
@@ -10,7 +9,7 @@ import PostgresNIO
 extension PostgresStateStore {
     // MARK: Journal
 
-    package func complete(_ decision: Decision, status: Int, durationMicros: Int) {
+    package func append(_ decision: Decision, status: Int, durationMicros: Int) {
         guard let entry = decision.entry else { return }
         let row = Row(
             time: entry.time, session: entry.session, method: entry.method, path: entry.path, query: entry.query, status: status,
@@ -111,11 +110,11 @@ extension PostgresStateStore {
         var lastSweep = SessionStore.uptime()
         while !Task.isCancelled {
             do {
-                try await Self.deadline(max(0.5, options.timeout)) { try await self.pollOnce() }
+                try await Deadline.run(max(0.5, options.timeout)) { try await self.pollOnce() }
                 status.withLock { $0.lastPoll = SessionStore.uptime() }
                 if SessionStore.uptime() - lastSweep > 5 {
                     lastSweep = SessionStore.uptime()
-                    try await Self.deadline(max(2, options.timeout)) { try await self.sweep() }
+                    try await Deadline.run(max(2, options.timeout)) { try await self.sweep() }
                 }
             } catch {
                 status.withLock { $0.lastError = Self.describe(error) }
@@ -228,7 +227,7 @@ extension PostgresStateStore {
     /// written its journal and read the override set since: after it, the
     /// journal holds every answer given before it began, and no replica
     /// answers from an override set older than it.
-    func barrier() async throws {
+    package func barrier() async throws {
         let namespace = options.namespace
         var epoch: Int64 = 0
         for try await found in try await client.query(

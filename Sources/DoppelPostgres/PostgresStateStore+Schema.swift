@@ -1,5 +1,4 @@
 import DoppelCore
-import DoppelServer
 import Foundation
 import Logging
 import NIOCore

@@ -1,5 +1,4 @@
 import DoppelCore
-import DoppelServer
 import Foundation
 import Logging
 import NIOCore
@@ -146,14 +145,14 @@ package final class PostgresStateStore: SharedState, Sendable {
             engine: engine, catalog: catalog, logger: logger)
         store.tasks.withLock { $0.append(Task { await store.client.run() }) }
         do {
-            try await Self.deadline(10) { try await store.prepare() }
+            try await Deadline.run(10) { try await store.prepare() }
         } catch let error as OpeningError {
             store.stop()
             throw error
         } catch let error as PostgresTransactionError where error.closureError is OpeningError {
             store.stop()
             throw error.closureError as! OpeningError
-        } catch is Timeout {
+        } catch is Deadline.Exceeded {
             store.stop()
             throw OpeningError(
                 description:
@@ -172,7 +171,7 @@ package final class PostgresStateStore: SharedState, Sendable {
     package func shutdown() async {
         let background = tasks.withLock { Array($0.dropFirst()) }
         for task in background { task.cancel() }
-        try? await Self.deadline(2) {
+        try? await Deadline.run(2) {
             // The poll ends first: a heartbeat of it still on its way would
             // otherwise write the replica back after it left (and a next
             // replica of another contract would be refused, seeing it live).
@@ -246,11 +245,11 @@ package final class PostgresStateStore: SharedState, Sendable {
         direct.options.additionalStartupParameters = configuration.options.additionalStartupParameters
         let probing = direct
         do {
-            let connection = try await deadline(max(2, options.timeout * 2)) {
+            let connection = try await Deadline.run(max(2, options.timeout * 2)) {
                 try await PostgresConnection.connect(configuration: probing, id: 0, logger: logger)
             }
             try? await connection.close()
-        } catch is Timeout {
+        } catch is Deadline.Exceeded {
             throw OpeningError(
                 description:
                     "cannot use the state store \(redacted(options.url)): no answer within \(max(2, options.timeout * 2).formatted()) s; is PostgreSQL running there?"
@@ -304,35 +303,21 @@ package final class PostgresStateStore: SharedState, Sendable {
         return true
     }
 
-    package func decide(_ request: RecordedRequest, refusal: Problem?, engine: MockEngine) async -> Decision {
-        do {
-            return try await Self.deadline(options.timeout) { try await self.transact(request, refusal: refusal, engine: engine) }
-        } catch {
-            return unavailable(request, error: error, engine: engine)
-        }
-    }
+    package var timeout: Double { options.timeout }
 
-    /// One request in its session's row: lock, decode, decide, write, commit.
-    private func transact(_ request: RecordedRequest, refusal: Problem?, engine: MockEngine) async throws -> Decision {
+    package func transact<T: Sendable>(
+        session id: String, _ body: @escaping @Sendable (SessionData?) throws -> (T, SessionData?)
+    ) async throws -> T {
         try await client.withTransaction(logger: logger) { connection in
-            let id = request.sessionID
-            let session = Session(id: id, data: try await self.lockedSession(id, on: connection) ?? self.newSession(id))
-            let decision = engine.decide(request, refusing: refusal, in: session)
-            try await self.write(session, on: connection)
-            return decision
+            let (result, data) = try body(try await self.lockedSession(id, on: connection))
+            if let data {
+                try await self.write(data, of: id, on: connection)
+            } else {
+                try await connection.query(
+                    "DELETE FROM doppel_sessions WHERE namespace = \(self.options.namespace) AND id = \(id)", logger: self.logger)
+            }
+            return result
         }
-    }
-
-    /// The 503 for a request the store could not take in time, journaled as any answer.
-    private func unavailable(_ request: RecordedRequest, error: any Error, engine: MockEngine) -> Decision {
-        let reason = Self.describe(error)
-        status.withLock {
-            $0.lastError = reason
-            $0.failedRequests += 1
-        }
-        let retry = max(1, Int(options.timeout.rounded(.up)))
-        let problem = Problem.stateStoreUnavailable(reason, retryAfter: retry)
-        return engine.decide(request, refusing: problem, in: Session(id: request.sessionID, data: SessionData(state: engine.contract.state.initial)))
     }
 
     /// The session's row, locked until the transaction ends; nil when the
@@ -362,15 +347,7 @@ package final class PostgresStateStore: SharedState, Sendable {
         return nil
     }
 
-    /// A session as a new one starts: the contract's initial state, then the `--scenario` if any.
-    private func newSession(_ id: String) -> SessionData {
-        let session = Session(id: id, data: SessionData(state: engine.contract.state.initial))
-        if let defaultScenario { session.restart(initial: engine.contract.state.initial, scenario: defaultScenario, real: engine.realNow) }
-        return session.current
-    }
-
-    func write(_ session: Session, on connection: PostgresConnection) async throws {
-        let data = session.current
+    func write(_ data: SessionData, of id: String, on connection: PostgresConnection) async throws {
         var bytes = ByteBuffer()
         bytes.writeBytes(data.encoded())
         let overrides = !(data.scenario?.overrides.isEmpty ?? true) || !data.forced.isEmpty
@@ -378,7 +355,7 @@ package final class PostgresStateStore: SharedState, Sendable {
             """
             UPDATE doppel_sessions SET data = \(bytes), size = \(data.stateSize), scenario = \(Self.storable(data.scenario?.name)),
                 has_overrides = \(overrides), last_used = now()
-            WHERE namespace = \(options.namespace) AND id = \(session.id)
+            WHERE namespace = \(options.namespace) AND id = \(id)
             """, logger: logger)
     }
 
@@ -387,7 +364,7 @@ package final class PostgresStateStore: SharedState, Sendable {
     private func scenario(named name: String, inline text: String?) -> ActiveScenario? {
         if let text {
             if let cached = inline.withLock({ $0[text] }) { return cached }
-            guard var loaded = try? AdminAPI.inlineScenario(text, contract: engine.contract) else { return nil }
+            guard var loaded = try? ScenarioLoader.inline(text, contract: engine.contract) else { return nil }
             loaded.name = name
             let active = ActiveScenario(name: name, overrides: loaded.overrides, inline: text)
             inline.withLock { cache in
@@ -402,36 +379,6 @@ package final class PostgresStateStore: SharedState, Sendable {
     }
 
     // MARK: Helpers
-
-    struct Timeout: Error, CustomStringConvertible {
-        let seconds: Double
-        var description: String { "no answer within \(seconds.formatted()) s" }
-    }
-
-    /// `body`'s result, or `Timeout` after `seconds`: the caller never waits
-    /// longer, even for work that does not end when cancelled (it is
-    /// cancelled, and its result dropped).
-    static func deadline<T: Sendable>(_ seconds: Double, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        let outcome = Locked<CheckedContinuation<T, any Error>?>(nil)
-        return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-            outcome.withLock { $0 = continuation }
-            let work = Locked<Task<Void, Never>?>(nil)
-            let timer = Task {
-                try? await Task.sleep(for: .seconds(seconds))
-                guard !Task.isCancelled, let waiting = outcome.withLock({ $0.take() }) else { return }
-                work.withLock { $0 }?.cancel()
-                waiting.resume(throwing: Timeout(seconds: seconds))
-            }
-            work.withLock {
-                $0 = Task {
-                    let result: Result<T, any Error>
-                    do { result = .success(try await body()) } catch { result = .failure(error) }
-                    timer.cancel()
-                    outcome.withLock { $0.take() }?.resume(with: result)
-                }
-            }
-        }
-    }
 
     /// A short reason for a store error, for the 503 and for health.
     static func describe(_ error: any Error) -> String {

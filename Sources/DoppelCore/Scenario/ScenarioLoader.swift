@@ -443,3 +443,17 @@ extension ContractLoader {
         reader.entries(key, diagnostics: &diagnostics)
     }
 }
+
+extension ScenarioLoader {
+    /// An inline scenario loaded from its JSON text, for `contract`; it
+    /// keeps the text, so a shared store can load it again for a session.
+    package static func inline(_ text: String, contract: Contract) throws(ContractError) -> Scenario {
+        // Named as if it sat beside the contract, so a `file:` body resolves
+        // against the contract's folder, with the contract's own checks
+        // (never the server's working directory).
+        let file = URL(fileURLWithPath: contract.file).deletingLastPathComponent().appendingPathComponent("inline-scenario").path
+        var scenario = try ScenarioLoader.load(text: text, file: file, contract: contract)
+        scenario.inlineSource = text
+        return scenario
+    }
+}

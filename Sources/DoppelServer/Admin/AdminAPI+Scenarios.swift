@@ -64,22 +64,10 @@ extension AdminAPI {
         inline["name"] = "inline"
         for key in ["given", "overrides"] { if let value = body[key] { inline[key] = value } }
         do {
-            return .success(try Self.inlineScenario(JSONWriter.encodeString(.object(inline)), contract: engine.contract))
+            return .success(try ScenarioLoader.inline(JSONWriter.encodeString(.object(inline)), contract: engine.contract))
         } catch {
             return .failure(.invalidScenario(error.diagnostics.map { "\($0.message) (\($0.location.line):\($0.location.column))" }))
         }
-    }
-
-    /// An inline scenario loaded from its JSON text, for `contract`; it
-    /// keeps the text, so a shared store can load it again for a session.
-    package static func inlineScenario(_ text: String, contract: Contract) throws(ContractError) -> Scenario {
-        // Named as if it sat beside the contract, so a `file:` body resolves
-        // against the contract's folder, with the contract's own checks
-        // (never the server's working directory).
-        let file = URL(fileURLWithPath: contract.file).deletingLastPathComponent().appendingPathComponent("inline-scenario").path
-        var scenario = try ScenarioLoader.load(text: text, file: file, contract: contract)
-        scenario.inlineSource = text
-        return scenario
     }
 }
 
