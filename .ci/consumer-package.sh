@@ -60,4 +60,7 @@ write_blocks "$repo/README.md"
 write_blocks "$repo/README.md" "$repo/docs/testing.md"
 (cd "$work" && bash -euo pipefail setup.sh)
 cd "$package"
-swift test
+# CONSUMER_SCRATCH: a build folder to share (.ci/run gives the checkout's
+# own, so the dependencies its tests built are not built again; the code
+# is compiled as written either way).
+swift test ${CONSUMER_SCRATCH:+--scratch-path "$CONSUMER_SCRATCH"}
