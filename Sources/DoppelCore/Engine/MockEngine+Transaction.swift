@@ -56,94 +56,18 @@ extension MockEngine {
         let override = forcedNext ?? data.scenario?.overrides.first { $0.endpointID == endpoint.id && $0.applies(toCall: call) }
         // A proxied endpoint is mocked only where a scenario or the client asks for a response.
         if endpoint.proxy, override == nil, request.header("prefer") == nil { return .forward }
-
-        func respond(
-            _ forced: ResponseDefinition?, rateHeaders: [(name: String, value: String)], why given: String? = nil,
-            bindingEndpoint: Bool = false
-        ) throws(Failure) -> Verdict {
-            do {
-                var why = Reason(given)
-                var bindings = forced == nil || bindingEndpoint ? endpoint.bindings : []
-                if bindingEndpoint {
-                    // A forced answer renders as the contract's own would (its `let`s
-                    // bound), unless they cannot be bound in this request, which
-                    // changes nothing (bindings are evaluated before any effect).
-                    var trial = context
-                    trial.roots[.state] = .object(data.state)
-                    for (name, template) in bindings {
-                        guard let value = try? template.render(in: trial) else {
-                            bindings = []
-                            break
-                        }
-                        trial.roots[bound: name] = value
-                    }
-                }
-                let chosen = try selector.select(
-                    from: endpoint.responses, forced: forced, endpointBindings: bindings,
-                    context: &context, data: &data, sequenceScope: endpoint.id, why: &why)
-                switch Negotiation.negotiate(chosen, of: endpoint, accept: request.header("accept")) {
-                case .keep: return .respond(chosen, override: override, rateHeaders: rateHeaders, why: why)
-                case .use(let other):
-                    why.after = "its `\(other.body.contentType ?? "")` form, by Accept"
-                    return .respond(other, override: override, rateHeaders: rateHeaders, why: why)
-                case .refuse(let available):
-                    return .problem(.notAcceptable(request.header("accept") ?? "", available: available), rateHeaders: rateHeaders)
-                }
-            } catch {
-                throw .selection(error)
-            }
-        }
+        let answering = Answering(request: request, endpoint: endpoint, override: override)
 
         // 3. Authenticate, against this transaction's state.
         switch authenticator.authenticate(credentials, endpoint: endpoint, state: data.state, now: now) {
         case .accepted(let auth): context.roots[.auth] = auth
-        case .rejected(let failure, let why): return try respond(failure, rateHeaders: [], why: why)
+        case .rejected(let failure, let why): return try respond(failure, answering, rateHeaders: [], why: why, context: &context, data: &data)
         }
 
-        // 4. Rate-limit.
-        var rateHeaders: [(name: String, value: String)] = []
-        let limited: RateLimiter.Decision?
-        do {
-            limited = try rateLimiter.check(endpointID: endpoint.id, context: context, data: &data, now: now)
-        } catch {
-            throw .rateLimitKey(error)
-        }
-        if let limited {
-            rateHeaders = limited.headers
-            if let limit = limited.refusedBy {
-                context.roots[.retryAfter] = .int(limited.retryAfter)
-                rateHeaders.append((name: "Retry-After", value: String(limited.retryAfter)))
-                let window = limit.window.truncatingRemainder(dividingBy: 1) == 0 ? "\(Int(limit.window)) s" : "\(limit.window) s"
-                return try respond(
-                    limit.response, rateHeaders: rateHeaders,
-                    why: "rate limit '\(limit.name)' reached: \(limit.limit) requests per \(window); free again in \(limited.retryAfter) s")
-            }
-        }
-
-        // The validation verdict.
-        switch validation {
-        case .valid(let parts):
-            context.use(parts)
-        case .invalid(let issues, let parts):
-            let problem = Problem.validationFailed(issues)
-            guard let onInvalid = endpoint.onInvalid ?? contract.fallbacks[.validationFailed] else {
-                return .problem(problem, rateHeaders: rateHeaders)
-            }
-            context.use(parts)
-            context.roots[.errors] = .array(issues.map(\.json))
-            context.roots[.problem] = problem.json
-            return try respond(onInvalid, rateHeaders: rateHeaders, why: "the request is invalid: \(problem.detail)")
-        case .rejected(let problem):
-            // A body that cannot be read (malformed JSON or multipart, 400) gets
-            // the endpoint's own 400 where it documents one, else the contract's fallback.
-            let documented = problem.status == 400 ? endpoint.onInvalid.flatMap { $0.status == 400 ? $0 : nil } : nil
-            guard let fallback = documented ?? contract.fallback(for: problem) else { return .problem(problem, rateHeaders: rateHeaders) }
-            context.roots[.problem] = problem.json
-            if documented != nil {
-                context.roots[.errors] = .array([.object(JSONObject([("pointer", "/body"), ("message", .string(problem.detail))]))])
-            }
-            return try respond(fallback, rateHeaders: rateHeaders, why: "the request cannot be read: \(problem.detail)")
-        }
+        // 4. Rate-limit, then the validation verdict.
+        let (rateHeaders, limited) = try rateLimit(answering, context: &context, data: &data, now: now)
+        if let limited { return limited }
+        if let refused = try validated(validation, answering, rateHeaders: rateHeaders, context: &context, data: &data) { return refused }
 
         // A WebSocket endpoint takes only an upgrade (after the checks every request has).
         if let socket = endpoint.socket, let problem = Self.handshakeProblem(request, socket: socket) {
@@ -157,7 +81,9 @@ extension MockEngine {
             guard let preferred = preference.response(in: documented) else {
                 return .problem(Problem.unknownPreference(preference, endpointID: endpoint.id, documented: documented), rateHeaders: rateHeaders)
             }
-            return try respond(preferred, rateHeaders: rateHeaders, why: "the request's `Prefer: \(preference.description)`")
+            return try respond(
+                preferred, answering, rateHeaders: rateHeaders, why: "the request's `Prefer: \(preference.description)`", context: &context,
+                data: &data)
         }
         if let override, let response = override.response {
             if forcedNext != nil { data.takeForced(endpointID: endpoint.id) }
@@ -165,13 +91,123 @@ extension MockEngine {
                 forcedNext != nil
                 ? "forced as this call's answer through the admin API (POST /__doppel/next)"
                 : "scenario '\(data.scenario?.name ?? "")' overrides \(override.call.map { "call \($0)" } ?? "every call")"
-            return try respond(response, rateHeaders: rateHeaders, why: why, bindingEndpoint: forcedNext != nil)
+            return try respond(
+                response, answering, rateHeaders: rateHeaders, why: why, bindingEndpoint: forcedNext != nil, context: &context, data: &data)
         }
         var why: String?
         if let override, forcedNext == nil {
             why = "scenario '\(data.scenario?.name ?? "")' sets its \(override.fault != nil ? "fault" : "delay")"
         }
-        return try respond(nil, rateHeaders: rateHeaders, why: why)
+        return try respond(nil, answering, rateHeaders: rateHeaders, why: why, context: &context, data: &data)
+    }
+
+    /// What every step of one request's verdict answers about.
+    struct Answering {
+        let request: RecordedRequest
+        let endpoint: Endpoint
+        /// The forced answer or scenario override this call takes, if any.
+        let override: Override?
+    }
+
+    /// The response to answer with: `forced` (an auth failure's, a rate
+    /// limit's, `on_invalid`, a preference or an override) or the
+    /// contract's choice, with its effects applied, negotiated by `Accept`.
+    private func respond(
+        _ forced: ResponseDefinition?, _ answering: Answering, rateHeaders: [(name: String, value: String)], why given: String? = nil,
+        bindingEndpoint: Bool = false, context: inout EvaluationContext, data: inout SessionData
+    ) throws(Failure) -> Verdict {
+        let (request, endpoint, override) = (answering.request, answering.endpoint, answering.override)
+        do {
+            var why = Reason(given)
+            var bindings = forced == nil || bindingEndpoint ? endpoint.bindings : []
+            if bindingEndpoint {
+                // A forced answer renders as the contract's own would (its `let`s
+                // bound), unless they cannot be bound in this request, which
+                // changes nothing (bindings are evaluated before any effect).
+                var trial = context
+                trial.roots[.state] = .object(data.state)
+                for (name, template) in bindings {
+                    guard let value = try? template.render(in: trial) else {
+                        bindings = []
+                        break
+                    }
+                    trial.roots[bound: name] = value
+                }
+            }
+            let chosen = try selector.select(
+                from: endpoint.responses, forced: forced, endpointBindings: bindings,
+                context: &context, data: &data, sequenceScope: endpoint.id, why: &why)
+            switch Negotiation.negotiate(chosen, of: endpoint, accept: request.header("accept")) {
+            case .keep: return .respond(chosen, override: override, rateHeaders: rateHeaders, why: why)
+            case .use(let other):
+                why.after = "its `\(other.body.contentType ?? "")` form, by Accept"
+                return .respond(other, override: override, rateHeaders: rateHeaders, why: why)
+            case .refuse(let available):
+                return .problem(.notAcceptable(request.header("accept") ?? "", available: available), rateHeaders: rateHeaders)
+            }
+        } catch {
+            throw .selection(error)
+        }
+    }
+
+    /// Stage 4: the rate limit's headers, and its 429 when a limit refuses
+    /// the request (only authenticated requests get here, valid or not, as
+    /// a gateway in front of the API counts them).
+    private func rateLimit(
+        _ answering: Answering, context: inout EvaluationContext, data: inout SessionData, now: Double
+    ) throws(Failure) -> ([(name: String, value: String)], Verdict?) {
+        let limited: RateLimiter.Decision?
+        do {
+            limited = try rateLimiter.check(endpointID: answering.endpoint.id, context: context, data: &data, now: now)
+        } catch {
+            throw .rateLimitKey(error)
+        }
+        guard let limited else { return ([], nil) }
+        var rateHeaders = limited.headers
+        guard let limit = limited.refusedBy else { return (rateHeaders, nil) }
+        context.roots[.retryAfter] = .int(limited.retryAfter)
+        rateHeaders.append((name: "Retry-After", value: String(limited.retryAfter)))
+        let window = limit.window.truncatingRemainder(dividingBy: 1) == 0 ? "\(Int(limit.window)) s" : "\(limit.window) s"
+        let refused = try respond(
+            limit.response, answering, rateHeaders: rateHeaders,
+            why: "rate limit '\(limit.name)' reached: \(limit.limit) requests per \(window); free again in \(limited.retryAfter) s",
+            context: &context, data: &data)
+        return (rateHeaders, refused)
+    }
+
+    /// The validation verdict: nil for a valid request (its parts in the
+    /// context), else its `on_invalid` or fallback answer, or Doppel's problem.
+    private func validated(
+        _ validation: RequestValidator.Outcome, _ answering: Answering, rateHeaders: [(name: String, value: String)],
+        context: inout EvaluationContext, data: inout SessionData
+    ) throws(Failure) -> Verdict? {
+        let endpoint = answering.endpoint
+        switch validation {
+        case .valid(let parts):
+            context.use(parts)
+            return nil
+        case .invalid(let issues, let parts):
+            let problem = Problem.validationFailed(issues)
+            guard let onInvalid = endpoint.onInvalid ?? contract.fallbacks[.validationFailed] else {
+                return .problem(problem, rateHeaders: rateHeaders)
+            }
+            context.use(parts)
+            context.roots[.errors] = .array(issues.map(\.json))
+            context.roots[.problem] = problem.json
+            return try respond(
+                onInvalid, answering, rateHeaders: rateHeaders, why: "the request is invalid: \(problem.detail)", context: &context, data: &data)
+        case .rejected(let problem):
+            // A body that cannot be read (malformed JSON or multipart, 400) gets
+            // the endpoint's own 400 where it documents one, else the contract's fallback.
+            let documented = problem.status == 400 ? endpoint.onInvalid.flatMap { $0.status == 400 ? $0 : nil } : nil
+            guard let fallback = documented ?? contract.fallback(for: problem) else { return .problem(problem, rateHeaders: rateHeaders) }
+            context.roots[.problem] = problem.json
+            if documented != nil {
+                context.roots[.errors] = .array([.object(JSONObject([("pointer", "/body"), ("message", .string(problem.detail))]))])
+            }
+            return try respond(
+                fallback, answering, rateHeaders: rateHeaders, why: "the request cannot be read: \(problem.detail)", context: &context, data: &data)
+        }
     }
 
     /// The roots every request starts with; `request`, `headers`, `client`

@@ -77,58 +77,12 @@ package struct RequestValidator: Sendable {
             }
             .filter { !unreadable.contains($0.pointer) }
         }
-        var body: JSON = .null
-        /// What the body schema checks, when it is not `body` itself: a
-        /// multipart file sent for a property of type string is checked as
-        /// its content (OpenAPI's `type: string, format: binary`), while
-        /// expressions still see `{filename, content_type, size}`.
-        var checked: JSON?
-        let contentType = request.header("content-type")
-        if !request.body.isEmpty {
-            let essence = contentType.map(MediaTypes.essence) ?? ""
-            if let spec = endpoint.body, contentType == nil || !Self.accepts(spec.contentTypes, essence: essence) {
-                return .rejected(.unsupportedMediaType(contentType, accepted: spec.contentTypes))
-            }
-            if let itemSchema = endpoint.body?.itemSchema, let media = contentType.flatMap(SequentialMedia.init) {
-                // Item by item (OpenAPI 3.2's itemSchema): expressions see the list of items.
-                do {
-                    let items = try media.read(request.body)
-                    body = .array(items)
-                    for (index, item) in items.enumerated() where issues.count < 100 {
-                        issues += validator.validate(item, against: itemSchema).map {
-                            ValidationIssue(pointer: "/body/\(index)" + $0.pointer, message: $0.message)
-                        }
-                    }
-                } catch {
-                    issues.append(ValidationIssue(pointer: "/body", message: "cannot be read item by item: \(error.reason)"))
-                }
-            } else if let contentType, MediaTypes.isJSON(contentType) {
-                do {
-                    body = try JSONReader.parse(request.body)
-                } catch {
-                    return .rejected(.malformedJSON(error.description))
-                }
-            } else if essence == "application/x-www-form-urlencoded" {
-                let (form, formIssues) = validator.coerceParameters(
-                    FormBody.urlEncodedPairs(request.body), by: endpoint.body?.schema, repeatedAsList: true)
-                body = form
-                issues += formIssues.map { ValidationIssue(pointer: "/body" + $0.pointer, message: $0.message) }
-            } else if essence == "multipart/form-data" {
-                guard let boundary = FormBody.boundary(of: contentType!) else {
-                    return .rejected(.malformedMultipart("the Content-Type has no boundary parameter"))
-                }
-                do {
-                    let (form, view, formIssues) = multipartObject(
-                        try FormBody.multipartParts(request.body, boundary: boundary), schema: endpoint.body?.schema)
-                    body = form
-                    checked = view
-                    issues += formIssues.map { ValidationIssue(pointer: "/body" + $0.pointer, message: $0.message) }
-                } catch {
-                    return .rejected(.malformedMultipart(error.reason))
-                }
-            } else {
-                body = .string(String(decoding: request.body, as: UTF8.self))
-            }
+        var body: JSON
+        /// What the body schema checks, when it is not `body` itself (`readBody`).
+        let checked: JSON?
+        switch readBody(request, for: endpoint, issues: &issues) {
+        case .read(let read, let view): (body, checked) = (read, view)
+        case .rejected(let problem): return .rejected(problem)
         }
         if let spec = endpoint.body {
             if request.body.isEmpty {
@@ -146,6 +100,71 @@ package struct RequestValidator: Sendable {
         if query.objectValue == nil, endpoint.queryString == nil { query = .object(JSONObject()) }
         let validated = ValidatedRequest(path: path, query: query, headers: headers, body: body)
         return issues.isEmpty ? .valid(validated) : .invalid(issues, validated)
+    }
+
+    /// What reading a body gave: the body as expressions see it and, when
+    /// it differs, what its schema checks; or the problem that it cannot be
+    /// read at all.
+    enum BodyRead {
+        case read(JSON, checked: JSON?)
+        case rejected(Problem)
+    }
+
+    /// The body by its content type: JSON, a form, multipart parts, items
+    /// of a sequential media type, or text. A multipart file sent for a
+    /// property of type string is checked as its content (OpenAPI's `type:
+    /// string, format: binary`), while expressions still see `{filename,
+    /// content_type, size}`.
+    func readBody(_ request: RecordedRequest, for endpoint: Endpoint, issues: inout [ValidationIssue]) -> BodyRead {
+        var body: JSON = .null
+        var checked: JSON?
+        let contentType = request.header("content-type")
+        guard !request.body.isEmpty else { return .read(.null, checked: nil) }
+        let essence = contentType.map(MediaTypes.essence) ?? ""
+        if let spec = endpoint.body, contentType == nil || !Self.accepts(spec.contentTypes, essence: essence) {
+            return .rejected(.unsupportedMediaType(contentType, accepted: spec.contentTypes))
+        }
+        if let itemSchema = endpoint.body?.itemSchema, let media = contentType.flatMap(SequentialMedia.init) {
+            // Item by item (OpenAPI 3.2's itemSchema): expressions see the list of items.
+            do {
+                let items = try media.read(request.body)
+                body = .array(items)
+                for (index, item) in items.enumerated() where issues.count < 100 {
+                    issues += validator.validate(item, against: itemSchema).map {
+                        ValidationIssue(pointer: "/body/\(index)" + $0.pointer, message: $0.message)
+                    }
+                }
+            } catch {
+                issues.append(ValidationIssue(pointer: "/body", message: "cannot be read item by item: \(error.reason)"))
+            }
+        } else if let contentType, MediaTypes.isJSON(contentType) {
+            do {
+                body = try JSONReader.parse(request.body)
+            } catch {
+                return .rejected(.malformedJSON(error.description))
+            }
+        } else if essence == "application/x-www-form-urlencoded" {
+            let (form, formIssues) = validator.coerceParameters(
+                FormBody.urlEncodedPairs(request.body), by: endpoint.body?.schema, repeatedAsList: true)
+            body = form
+            issues += formIssues.map { ValidationIssue(pointer: "/body" + $0.pointer, message: $0.message) }
+        } else if essence == "multipart/form-data" {
+            guard let boundary = FormBody.boundary(of: contentType!) else {
+                return .rejected(.malformedMultipart("the Content-Type has no boundary parameter"))
+            }
+            do {
+                let (form, view, formIssues) = multipartObject(
+                    try FormBody.multipartParts(request.body, boundary: boundary), schema: endpoint.body?.schema)
+                body = form
+                checked = view
+                issues += formIssues.map { ValidationIssue(pointer: "/body" + $0.pointer, message: $0.message) }
+            } catch {
+                return .rejected(.malformedMultipart(error.reason))
+            }
+        } else {
+            body = .string(String(decoding: request.body, as: UTF8.self))
+        }
+        return .read(body, checked: checked)
     }
 
     /// The whole query string as one value (`querystring`), checked by its
