@@ -51,70 +51,87 @@ struct Diff: ParsableCommand {
         var exposures: [ContractDiff.Exposure?] = changes.map { _ in nil }
         var observed: JSON?
         if let journal {
-            let calls: [ContractDiff.ObservedCall]
-            do {
-                calls = try ContractDiff.observedCalls(Self.read(journal))
-            } catch {
-                let reason = (error as? ContractDiff.JournalError)?.message ?? (error as NSError).localizedDescription
-                FileHandle.standardError.write(Data("\(journal): error: \(reason)\n".utf8))
-                throw ExitCode(2)
-            }
-            exposures = ContractDiff.exposures(of: changes, from: before, to: after, calls: calls)
-            let sessions = Set(calls.map(\.session))
-            let broken = Set(exposures.compactMap { $0 }.filter(\.exact).flatMap(\.sessions))
-            let maybe = Set(exposures.compactMap { $0 }.filter { !$0.exact }.flatMap(\.sessions)).subtracting(broken)
-            var line = "journal: \(calls.count) calls by \(sessions.count) sessions; breaking for \(broken.count) of \(sessions.count)"
-            if !broken.isEmpty { line += " (\(broken.sorted().prefix(10).joined(separator: ", "))\(broken.count > 10 ? ", …" : ""))" }
-            if !maybe.isEmpty { line += "; \(maybe.count) more call an endpoint whose body or headers changed (the journal keeps neither)" }
-            summary += "\n" + line
-            observed = .object(
-                JSONObject([
-                    ("file", .string(journal)), ("calls", .int(calls.count)), ("sessions", .int(sessions.count)),
-                    ("broken_sessions", .array(broken.sorted().map(JSON.string))),
-                    ("maybe_broken_sessions", .array(maybe.sorted().map(JSON.string))),
-                ]))
+            let found = try Self.observe(journal, changes: changes, from: before, to: after)
+            (exposures, observed) = (found.exposures, found.report)
+            summary += "\n" + found.line
         }
         switch format {
-        case .json:
-            let listed: [JSON] = zip(changes, exposures).map { change, exposure in
-                guard let exposure, case .object(var object) = change.json else { return change.json }
-                object["observed"] = exposure.json
-                return .object(object)
-            }
-            var document = JSONObject([
-                ("old", .string(old)), ("new", .string(new)), ("breaking", .int(breaking)),
-                ("compatible", .int(changes.count - breaking)), ("changes", .array(listed)),
-            ])
-            if let observed { document["journal"] = observed }
-            let json: JSON = .object(document)
-            print(String(decoding: JSONWriter.encode(json), as: UTF8.self))
-        case .markdown:
-            let lines = summary.split(separator: "\n")
-            print("### Contract changes: \(lines[0])\n")
-            print("`\(old)` → `\(new)`\n")
-            for line in lines.dropFirst() { print(line + "\n") }
-            if !changes.isEmpty {
-                print("| | endpoint | where | change |" + (journal == nil ? "" : " observed |"))
-                print("| --- | --- | --- | --- |" + (journal == nil ? "" : " --- |"))
-                for (change, exposure) in zip(changes, exposures) {
-                    let cells =
-                        ([
-                            change.breaking ? "❌ breaking" : "✅ compatible", change.endpoint.isEmpty ? "(all)" : "`\(change.endpoint)`",
-                            change.place, change.detail,
-                        ] + (journal == nil ? [] : [exposure?.text ?? ""])).map { $0.replacingOccurrences(of: "|", with: "\\|") }
-                    print("| " + cells.joined(separator: " | ") + " |")
-                }
-            }
-        case .text:
-            for (index, change) in changes.enumerated() {
-                let endpoint = change.endpoint.isEmpty ? "" : change.endpoint + "  "
-                let place = change.place.isEmpty ? "" : change.place + ": "
-                print("\(change.breaking ? "BREAKING  " : "compatible") \(endpoint)\(place)\(change.detail)  [\(change.kind)]")
-                if let exposure = exposures[index] { print("           observed: \(exposure.text)") }
-            }
-            print(summary)
+        case .json: printJSON(changes, exposures: exposures, breaking: breaking, observed: observed)
+        case .markdown: printMarkdown(changes, exposures: exposures, summary: summary)
+        case .text: printText(changes, exposures: exposures, summary: summary)
         }
         if breaking > 0 { throw ExitCode(1) }
+    }
+
+    /// What the journal at `path` shows of the changes: the calls each
+    /// breaking change breaks, a summary line, and the report's `journal`.
+    static func observe(
+        _ path: String, changes: [ContractDiff.Change], from before: Contract, to after: Contract
+    ) throws -> (exposures: [ContractDiff.Exposure?], line: String, report: JSON) {
+        let calls: [ContractDiff.ObservedCall]
+        do {
+            calls = try ContractDiff.observedCalls(read(path))
+        } catch {
+            let reason = (error as? ContractDiff.JournalError)?.message ?? (error as NSError).localizedDescription
+            FileHandle.standardError.write(Data("\(path): error: \(reason)\n".utf8))
+            throw ExitCode(2)
+        }
+        let exposures = ContractDiff.exposures(of: changes, from: before, to: after, calls: calls)
+        let sessions = Set(calls.map(\.session))
+        let broken = Set(exposures.compactMap { $0 }.filter(\.exact).flatMap(\.sessions))
+        let maybe = Set(exposures.compactMap { $0 }.filter { !$0.exact }.flatMap(\.sessions)).subtracting(broken)
+        var line = "journal: \(calls.count) calls by \(sessions.count) sessions; breaking for \(broken.count) of \(sessions.count)"
+        if !broken.isEmpty { line += " (\(broken.sorted().prefix(10).joined(separator: ", "))\(broken.count > 10 ? ", …" : ""))" }
+        if !maybe.isEmpty { line += "; \(maybe.count) more call an endpoint whose body or headers changed (the journal keeps neither)" }
+        let report: JSON = .object(
+            JSONObject([
+                ("file", .string(path)), ("calls", .int(calls.count)), ("sessions", .int(sessions.count)),
+                ("broken_sessions", .array(broken.sorted().map(JSON.string))),
+                ("maybe_broken_sessions", .array(maybe.sorted().map(JSON.string))),
+            ]))
+        return (exposures, line, report)
+    }
+
+    func printJSON(_ changes: [ContractDiff.Change], exposures: [ContractDiff.Exposure?], breaking: Int, observed: JSON?) {
+        let listed: [JSON] = zip(changes, exposures).map { change, exposure in
+            guard let exposure, case .object(var object) = change.json else { return change.json }
+            object["observed"] = exposure.json
+            return .object(object)
+        }
+        var document = JSONObject([
+            ("old", .string(old)), ("new", .string(new)), ("breaking", .int(breaking)),
+            ("compatible", .int(changes.count - breaking)), ("changes", .array(listed)),
+        ])
+        if let observed { document["journal"] = observed }
+        print(String(decoding: JSONWriter.encode(.object(document)), as: UTF8.self))
+    }
+
+    func printMarkdown(_ changes: [ContractDiff.Change], exposures: [ContractDiff.Exposure?], summary: String) {
+        let lines = summary.split(separator: "\n")
+        print("### Contract changes: \(lines[0])\n")
+        print("`\(old)` → `\(new)`\n")
+        for line in lines.dropFirst() { print(line + "\n") }
+        guard !changes.isEmpty else { return }
+        print("| | endpoint | where | change |" + (journal == nil ? "" : " observed |"))
+        print("| --- | --- | --- | --- |" + (journal == nil ? "" : " --- |"))
+        for (change, exposure) in zip(changes, exposures) {
+            let cells =
+                ([
+                    change.breaking ? "❌ breaking" : "✅ compatible", change.endpoint.isEmpty ? "(all)" : "`\(change.endpoint)`",
+                    change.place, change.detail,
+                ] + (journal == nil ? [] : [exposure?.text ?? ""])).map { $0.replacingOccurrences(of: "|", with: "\\|") }
+            print("| " + cells.joined(separator: " | ") + " |")
+        }
+    }
+
+    func printText(_ changes: [ContractDiff.Change], exposures: [ContractDiff.Exposure?], summary: String) {
+        for (index, change) in changes.enumerated() {
+            let endpoint = change.endpoint.isEmpty ? "" : change.endpoint + "  "
+            let place = change.place.isEmpty ? "" : change.place + ": "
+            print("\(change.breaking ? "BREAKING  " : "compatible") \(endpoint)\(place)\(change.detail)  [\(change.kind)]")
+            if let exposure = exposures[index] { print("           observed: \(exposure.text)") }
+        }
+        print(summary)
     }
 
     /// A journal file's bytes, refused past `ContractDiff.maximumJournalBytes` before it is read.
