@@ -99,84 +99,18 @@ package enum RecordingWriter {
 
     package static func write(_ exchanges: [Recorder.Exchange], target: String, contractFile: String, keepHeaders: Set<String> = []) -> Output {
         var redaction = Redaction(keepHeaders: keepHeaders)
-        let exchanges = exchanges.map { redaction.redact($0) }
+        // Redacted first: the striker strikes every secret the redaction found.
+        let cleaned = exchanges.map { redaction.redact($0) }
         let text = Text(striker: redaction.striker())
-
-        // Endpoints by method and path template, in the order first seen.
-        var order: [String] = []
-        var endpoints: [String: (method: String, template: String, responses: [(status: Int, response: MockResponse)])] = [:]
-        var steps: [(key: String, exchange: Recorder.Exchange)] = []
-        for exchange in exchanges {
-            let template = Self.template(of: exchange.request.path)
-            let key = exchange.request.method + " " + template
-            if endpoints[key] == nil {
-                order.append(key)
-                endpoints[key] = (exchange.request.method, template, [])
-            }
-            if !endpoints[key]!.responses.contains(where: { $0.status == exchange.response.status }) {
-                endpoints[key]!.responses.append((exchange.response.status, exchange.response))
-            }
-            steps.append((key, exchange))
-        }
-        var ids: [String: String] = [:]
-        var used: Set<String> = []
-        var nextSuffix: [String: Int] = [:]  // per base, so many alike are numbered in linear time
-        for key in order {
-            let endpoint = endpoints[key]!
-            let base = Self.identifier(method: endpoint.method, template: text.strike(endpoint.template))
-            var id = base
-            var n = nextSuffix[base] ?? 2
-            while used.contains(id) {
-                id = base + "-\(n)"
-                n += 1
-            }
-            nextSuffix[base] = n
-            used.insert(id)
-            ids[key] = id
-        }
+        let grouped = Grouped(cleaned, text: text)
 
         // Both files are built as values and written by the one YAML writer.
-        var endpointsValue: [(String, JSON)] = []
-        for key in order {
-            let endpoint = endpoints[key]!
-            let id = ids[key]!
-            func entry(_ status: Int, _ response: MockResponse) -> JSON {
-                .object(JSONObject([("name", .string("\(id)-\(status)")), ("status", .int(status))] + text.responseBody(response)))
-            }
-            // The first status seen is the endpoint's answer; the others are documented, for overrides and `Prefer`.
-            var members: [(String, JSON)] = [
-                ("request", .string(text.strike(endpoint.method + " " + endpoint.template))),
-                ("responses", .array([entry(endpoint.responses[0].status, endpoint.responses[0].response)])),
-            ]
-            if endpoint.responses.count > 1 {
-                members.append(("documented", .array(endpoint.responses.dropFirst().map { entry($0.status, $0.response) })))
-            }
-            endpointsValue.append((id, .object(JSONObject(members))))
-        }
         let contractValue = JSON.object(
             JSONObject([
                 ("doppel", .int(1)),
                 ("info", .object(JSONObject([("title", text.string("Recorded from " + target)), ("version", "1")]))),
-                ("endpoints", .object(JSONObject(endpointsValue))),
+                ("endpoints", .object(JSONObject(grouped.endpointValues(text: text)))),
             ]))
-
-        // A call whose status is not the endpoint's default is forced to it.
-        var calls: [String: Int] = [:]
-        var overrides: [JSON] = []
-        var stepValues: [JSON] = []
-        for (key, exchange) in steps {
-            calls[key, default: 0] += 1
-            let endpoint = endpoints[key]!
-            if exchange.response.status != endpoint.responses[0].status {
-                overrides.append(
-                    .object(JSONObject([("endpoint", .string(ids[key]!)), ("call", .int(calls[key]!)), ("status", .int(exchange.response.status))])))
-            }
-            stepValues.append(text.step(exchange))
-        }
-        var scenarioMembers: [(String, JSON)] = [("contract", text.string(contractFile))]
-        if !overrides.isEmpty { scenarioMembers.append(("overrides", .array(overrides))) }
-        scenarioMembers.append(("steps", .array(stepValues)))
-
         // Values Doppel built itself always write; a failure here is a bug, and says so in the file.
         func yaml(_ value: JSON, header: String) -> String {
             (try? YAMLWriter.yaml(value, header: header)) ?? "# Doppel could not write this recording as YAML.\n"
@@ -189,13 +123,93 @@ package enum RecordingWriter {
                 the first body recorded for it. Secrets are left out or "\(redacted)".
                 """)
         let scenario = yaml(
-            .object(JSONObject(scenarioMembers)),
+            .object(JSONObject(grouped.scenarioMembers(contractFile: contractFile, text: text))),
             header: """
                 Recorded by `doppel record` from \(text.strike(target)): the exchanges in order,
                 each expecting the status the target gave. Run it against the
                 recorded contract: doppel run THIS-FILE
                 """)
-        return Output(contract: contract, scenario: scenario, endpoints: order.count)
+        return Output(contract: contract, scenario: scenario, endpoints: grouped.order.count)
+    }
+
+    /// The exchanges grouped into endpoints by method and path template, in
+    /// the order first seen, each with an id of its own and every status it answered.
+    struct Grouped {
+        var order: [String] = []
+        var endpoints: [String: (method: String, template: String, responses: [(status: Int, response: MockResponse)])] = [:]
+        var steps: [(key: String, exchange: Recorder.Exchange)] = []
+        var ids: [String: String] = [:]
+
+        init(_ exchanges: [Recorder.Exchange], text: Text) {
+            for exchange in exchanges {
+                let template = RecordingWriter.template(of: exchange.request.path)
+                let key = exchange.request.method + " " + template
+                if endpoints[key] == nil {
+                    order.append(key)
+                    endpoints[key] = (exchange.request.method, template, [])
+                }
+                if !endpoints[key]!.responses.contains(where: { $0.status == exchange.response.status }) {
+                    endpoints[key]!.responses.append((exchange.response.status, exchange.response))
+                }
+                steps.append((key, exchange))
+            }
+            var used: Set<String> = []
+            var nextSuffix: [String: Int] = [:]  // per base, so many alike are numbered in linear time
+            for key in order {
+                let endpoint = endpoints[key]!
+                let base = RecordingWriter.identifier(method: endpoint.method, template: text.strike(endpoint.template))
+                var id = base
+                var n = nextSuffix[base] ?? 2
+                while used.contains(id) {
+                    id = base + "-\(n)"
+                    n += 1
+                }
+                nextSuffix[base] = n
+                used.insert(id)
+                ids[key] = id
+            }
+        }
+
+        /// The contract's endpoints: the first status seen is each one's
+        /// answer; the others are documented, for overrides and `Prefer`.
+        func endpointValues(text: Text) -> [(String, JSON)] {
+            order.map { key in
+                let endpoint = endpoints[key]!
+                let id = ids[key]!
+                func entry(_ status: Int, _ response: MockResponse) -> JSON {
+                    .object(JSONObject([("name", .string("\(id)-\(status)")), ("status", .int(status))] + text.responseBody(response)))
+                }
+                var members: [(String, JSON)] = [
+                    ("request", .string(text.strike(endpoint.method + " " + endpoint.template))),
+                    ("responses", .array([entry(endpoint.responses[0].status, endpoint.responses[0].response)])),
+                ]
+                if endpoint.responses.count > 1 {
+                    members.append(("documented", .array(endpoint.responses.dropFirst().map { entry($0.status, $0.response) })))
+                }
+                return (id, .object(JSONObject(members)))
+            }
+        }
+
+        /// The scenario's members: the exchanges as steps, and a call whose
+        /// status is not the endpoint's default forced to it.
+        func scenarioMembers(contractFile: String, text: Text) -> [(String, JSON)] {
+            var calls: [String: Int] = [:]
+            var overrides: [JSON] = []
+            var stepValues: [JSON] = []
+            for (key, exchange) in steps {
+                calls[key, default: 0] += 1
+                if exchange.response.status != endpoints[key]!.responses[0].status {
+                    overrides.append(
+                        .object(
+                            JSONObject([("endpoint", .string(ids[key]!)), ("call", .int(calls[key]!)), ("status", .int(exchange.response.status))])))
+                }
+                stepValues.append(text.step(exchange))
+            }
+            var members: [(String, JSON)] = [("contract", text.string(contractFile))]
+            if !overrides.isEmpty { members.append(("overrides", .array(overrides))) }
+            members.append(("steps", .array(stepValues)))
+            return members
+        }
     }
 
     /// The path with the segments that look like ids made parameters: numbers,
