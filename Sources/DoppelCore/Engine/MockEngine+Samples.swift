@@ -16,6 +16,37 @@ extension MockEngine {
             let value = pathValues[name].map { $0.stringValue ?? JSONWriter.encodeString($0) } ?? "1"
             path = path.replacingOccurrences(of: "{\(name)...}", with: value).replacingOccurrences(of: "{\(name)}", with: value)
         }
+        let query = Self.sampleQuery(for: endpoint, sampler: sampler)
+        var headers: [(name: String, value: String)] = []
+        // Required header parameters (a `User-Agent` of a documented form), from their schemas.
+        if let schema = endpoint.headers, let values = sampler.sample(schema)?.objectValue {
+            for pair in values.pairs
+            where schema.required.contains(pair.key) && !["accept", "content-type", "authorization"].contains(pair.key.lowercased()) {
+                if let text = pair.value.parameterText {
+                    headers.append((name: pair.key, value: text))
+                }
+            }
+        }
+        let body = Self.sampleBody(for: endpoint, sampler: sampler)
+        if let type = body.contentType { headers.append((name: "Content-Type", value: type)) }
+        if endpoint.auth.contains(where: { contract.authSchemes[$0]?.kind == .bearer }) {
+            // A JWT whose payload is {"sub":"sample-user"}: what a client's token looks like to templates reading claims.
+            headers.append((name: "Authorization", value: "Bearer eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0.eyJzdWIiOiJzYW1wbGUtdXNlciJ9.c2FtcGxl"))
+        }
+        if let session { headers.append((name: "Doppel-Session", value: session)) }
+        if endpoint.socket != nil {
+            // A WebSocket endpoint takes an upgrade (RFC 6455's example key).
+            headers += [
+                (name: "Upgrade", value: "websocket"), (name: "Connection", value: "Upgrade"), (name: "Sec-WebSocket-Version", value: "13"),
+                (name: "Sec-WebSocket-Key", value: "dGhlIHNhbXBsZSBub25jZQ=="),
+            ]
+        }
+        return RecordedRequest(
+            method: endpoint.method, path: path, query: query.isEmpty ? nil : query.joined(separator: "&"), headers: headers, body: body.bytes)
+    }
+
+    /// A sample request's query, as percent-encoded `name=value` pairs.
+    static func sampleQuery(for endpoint: Endpoint, sampler: SchemaSampler) -> [String] {
         var query: [String] = []
         let encoded = FormEncoding.percentEncoded
         // The required members, and those the endpoint's `match` reads (a
@@ -42,17 +73,16 @@ extension MockEngine {
                             ? JSONWriter.encodeString(value) : value.stringValue ?? JSONWriter.encodeString(value)))
             }
         }
-        var headers: [(name: String, value: String)] = []
-        // Required header parameters (a `User-Agent` of a documented form), from their schemas.
-        if let schema = endpoint.headers, let values = sampler.sample(schema)?.objectValue {
-            for pair in values.pairs
-            where schema.required.contains(pair.key) && !["accept", "content-type", "authorization"].contains(pair.key.lowercased()) {
-                if let text = pair.value.parameterText {
-                    headers.append((name: pair.key, value: text))
-                }
-            }
-        }
+        return query
+    }
+
+    /// A sample request's body and its content type: the contract's
+    /// example, else one made from the schema; as JSON where the endpoint
+    /// takes JSON, else as a form, multipart parts, or items in their framing.
+    static func sampleBody(for endpoint: Endpoint, sampler: SchemaSampler) -> (contentType: String?, bytes: [UInt8]) {
+        let encoded = FormEncoding.percentEncoded
         var body: [UInt8] = []
+        var contentType: String?
         // The body: the contract's example, else one made from the schema;
         // as JSON where the endpoint takes JSON, else as a form.
         if let spec = endpoint.body, spec.schema == nil, spec.example == nil, let itemSchema = spec.itemSchema,
@@ -60,16 +90,16 @@ extension MockEngine {
             let media = SequentialMedia(type), let item = sampler.sample(itemSchema)
         {
             // Items: two made from the item schema, in the body's framing.
-            headers.append((name: "Content-Type", value: type))
+            contentType = type
             body =
                 (media.write(item, last: false, limit: Expression.maximumBuild) ?? [])
                 + (media.write(item, last: true, limit: Expression.maximumBuild) ?? [])
         } else if let spec = endpoint.body, let value = spec.example ?? spec.schema.flatMap(sampler.sample) {
             if let json = spec.contentTypes.first(where: MediaTypes.isJSON) ?? (spec.contentTypes.isEmpty ? "application/json" : nil) {
-                headers.append((name: "Content-Type", value: json))
+                contentType = json
                 body = JSONWriter.encode(value)
             } else if spec.contentTypes.contains("application/x-www-form-urlencoded"), let fields = value.objectValue {
-                headers.append((name: "Content-Type", value: "application/x-www-form-urlencoded"))
+                contentType = "application/x-www-form-urlencoded"
                 body = Array(
                     fields.pairs.compactMap { pair -> String? in
                         guard let text = pair.value.parameterText else { return nil }
@@ -77,30 +107,17 @@ extension MockEngine {
                     }.joined(separator: "&").utf8)
             } else if spec.contentTypes.contains("multipart/form-data"), let fields = value.objectValue {
                 let boundary = "doppel-sample-boundary"
-                headers.append((name: "Content-Type", value: "multipart/form-data; boundary=\(boundary)"))
+                contentType = "multipart/form-data; boundary=\(boundary)"
                 body = FormEncoding.multipart(
                     fields.pairs.map {
                         ($0.key, nil, nil, $0.value.stringValue ?? JSONWriter.encodeString($0.value))
                     }, boundary: boundary)
             } else {
-                headers.append((name: "Content-Type", value: spec.contentTypes.first ?? "application/json"))
+                contentType = spec.contentTypes.first ?? "application/json"
                 body = JSONWriter.encode(value)
             }
         }
-        if endpoint.auth.contains(where: { contract.authSchemes[$0]?.kind == .bearer }) {
-            // A JWT whose payload is {"sub":"sample-user"}: what a client's token looks like to templates reading claims.
-            headers.append((name: "Authorization", value: "Bearer eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0.eyJzdWIiOiJzYW1wbGUtdXNlciJ9.c2FtcGxl"))
-        }
-        if let session { headers.append((name: "Doppel-Session", value: session)) }
-        if endpoint.socket != nil {
-            // A WebSocket endpoint takes an upgrade (RFC 6455's example key).
-            headers += [
-                (name: "Upgrade", value: "websocket"), (name: "Connection", value: "Upgrade"), (name: "Sec-WebSocket-Version", value: "13"),
-                (name: "Sec-WebSocket-Key", value: "dGhlIHNhbXBsZSBub25jZQ=="),
-            ]
-        }
-        return RecordedRequest(
-            method: endpoint.method, path: path, query: query.isEmpty ? nil : query.joined(separator: "&"), headers: headers, body: body)
+        return (contentType, body)
     }
 
     /// What `response` of `endpoint` sends for a sample request in a fresh
