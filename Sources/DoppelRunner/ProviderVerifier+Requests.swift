@@ -126,6 +126,12 @@ extension ProviderVerifier.Run {
 
     /// Invalid variants of the valid request, by what makes them invalid.
     func invalidInputs(of endpoint: Endpoint) -> [(String, (inout RecordedRequest) -> Void)] {
+        invalidBodies(of: endpoint) + invalidQueries(of: endpoint) + invalidHeaders(of: endpoint)
+    }
+
+    /// A body with a required member left out, a member of the wrong type
+    /// or out of range, malformed JSON, an item of the wrong type.
+    func invalidBodies(of endpoint: Endpoint) -> [(String, (inout RecordedRequest) -> Void)] {
         var inputs: [(String, (inout RecordedRequest) -> Void)] = []
         if let spec = endpoint.body, let schema = spec.schema.map(resolved),
             spec.contentTypes.isEmpty || spec.contentTypes.contains(where: MediaTypes.isJSON)
@@ -168,6 +174,13 @@ extension ProviderVerifier.Run {
                     }
                 ))
         }
+        return inputs
+    }
+
+    /// A query string that is not JSON or left out, a required parameter
+    /// left out, a parameter's bad values.
+    func invalidQueries(of endpoint: Endpoint) -> [(String, (inout RecordedRequest) -> Void)] {
+        var inputs: [(String, (inout RecordedRequest) -> Void)] = []
         if let spec = endpoint.queryString, spec.schema != nil {
             let type = spec.contentTypes.first ?? "application/x-www-form-urlencoded"
             if MediaTypes.isJSON(type) {
@@ -208,6 +221,12 @@ extension ProviderVerifier.Run {
         if endpoint.queryString == nil, let query = endpoint.query {
             inputs += Self.badValues(query.properties.map { ($0.0, resolved($0.1)) }, called: "query parameter", set: Self.setQuery)
         }
+        return inputs
+    }
+
+    /// A required header left out, a header's bad values.
+    func invalidHeaders(of endpoint: Endpoint) -> [(String, (inout RecordedRequest) -> Void)] {
+        var inputs: [(String, (inout RecordedRequest) -> Void)] = []
         if let headers = endpoint.headers,
             let name = headers.required.first(where: { !["accept", "content-type", "authorization"].contains($0.lowercased()) })
         {
