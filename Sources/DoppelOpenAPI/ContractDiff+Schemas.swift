@@ -91,6 +91,20 @@ extension ContractDiff.Differ {
         if old == new, oldName == nil, newName == nil, !Self.hasReference(old) { return }
         let where_ = pointer.isEmpty ? place : "\(place) \(pointer)"
 
+        compareTypes(old, new, request: request, signature, where_)
+        compareEnums(old, new, request: request, signature, where_)
+        if request { compareBounds(old, new, signature, where_) }
+        compareMembers(old, new, request: request, signature, place, pointer)
+        if let oldItems = old["items"], let newItems = new["items"] {
+            compareSchema(oldItems, newItems, request: request, signature, place, pointer + "/[]")
+        }
+        for keyword in ["oneOf", "anyOf"] {
+            compareVariants(keyword, old[keyword]?.arrayValue, new[keyword]?.arrayValue, request: request, signature, place, pointer)
+        }
+    }
+
+    /// The types a value may have: a request's may widen, a response's may narrow.
+    mutating func compareTypes(_ old: JSON, _ new: JSON, request: Bool, _ signature: String, _ where_: String) {
         if let oldTypes = Self.types(old), let newTypes = Self.types(new), oldTypes != newTypes {
             if request {
                 if Self.admits(newTypes, oldTypes) {
@@ -108,7 +122,10 @@ extension ContractDiff.Differ {
                 add("response-type-changed", true, signature, where_, "\(Self.list(oldTypes)) became \(Self.list(newTypes))")
             }
         }
+    }
 
+    /// An enum's values: a request's may gain some, a response's may lose some.
+    mutating func compareEnums(_ old: JSON, _ new: JSON, request: Bool, _ signature: String, _ where_: String) {
         if let oldValues = old["enum"]?.arrayValue, let newValues = new["enum"]?.arrayValue {
             // Sets, so 60,000 values compare in linear time.
             let oldSet = Set(oldValues)
@@ -129,10 +146,10 @@ extension ContractDiff.Differ {
         } else if request, old["enum"] == nil, let newValues = new["enum"]?.arrayValue {
             add("request-enum-narrowed", true, signature, where_, "now only \(Self.values(newValues))")
         }
+    }
 
-        if request { compareBounds(old, new, signature, where_) }
-
-        // Objects: their members.
+    /// An object's members, each compared as a schema: removed, added, now required or optional.
+    mutating func compareMembers(_ old: JSON, _ new: JSON, request: Bool, _ signature: String, _ place: String, _ pointer: String) {
         let oldProperties = old["properties"]?.objectValue ?? JSONObject()
         let newProperties = new["properties"]?.objectValue ?? JSONObject()
         let oldRequired = Set(old["required"]?.arrayValue?.compactMap(\.stringValue) ?? [])
@@ -168,12 +185,6 @@ extension ContractDiff.Differ {
             } else {
                 add("response-field-added", false, signature, "\(place) \(member)", "a new field")
             }
-        }
-        if let oldItems = old["items"], let newItems = new["items"] {
-            compareSchema(oldItems, newItems, request: request, signature, place, pointer + "/[]")
-        }
-        for keyword in ["oneOf", "anyOf"] {
-            compareVariants(keyword, old[keyword]?.arrayValue, new[keyword]?.arrayValue, request: request, signature, place, pointer)
         }
     }
 
