@@ -61,42 +61,10 @@ extension OpenAPIExporter {
             object["enum"] = .array(schema.nullable && !kept.contains(.null) ? kept + [.null] : kept)
         }
         if let value = schema.constValue { object["const"] = value }
-        if applies(["integer", "number"]) {
-            // A bound past 2^53 as written, not as the nearest double.
-            let exact = schema.advanced?.exactBounds ?? [:]
-            if let value = schema.minimum { object["minimum"] = exact["minimum"].map(JSON.int) ?? number(value) }
-            if let value = schema.maximum { object["maximum"] = exact["maximum"].map(JSON.int) ?? number(value) }
-            if let value = schema.exclusiveMinimum { object["exclusiveMinimum"] = exact["exclusiveMinimum"].map(JSON.int) ?? number(value) }
-            if let value = schema.exclusiveMaximum { object["exclusiveMaximum"] = exact["exclusiveMaximum"].map(JSON.int) ?? number(value) }
-            if let value = schema.multipleOf { object["multipleOf"] = number(value) }
-        }
-        if applies(["string"]) {
-            if let value = schema.minLength { object["minLength"] = .int(value) }
-            if let value = schema.maxLength { object["maxLength"] = .int(value) }
-            if let pattern = schema.pattern { object["pattern"] = .string(pattern.source) }
-            if let format = schema.format { object["format"] = .string(format) }
-        }
+        writeBounds(of: schema, applies: applies, into: &object)
         let objects = applies(["object"])
         let arrays = applies(["array"])
-        if objects {
-            if !schema.properties.isEmpty {
-                object["properties"] = .object(JSONObject(schema.properties.map { ($0.0, schemaJSON($0.1)) }))
-            }
-            if !schema.required.isEmpty { object["required"] = .array(schema.required.map { .string($0) }) }
-            if let additional = schema.additionalProperties {
-                let written = additional.map(schemaJSON) ?? .bool(false)
-                object["additionalProperties"] = written == .object(JSONObject()) ? .bool(true) : written
-            }
-            if let value = schema.minProperties { object["minProperties"] = .int(value) }
-            if let value = schema.maxProperties { object["maxProperties"] = .int(value) }
-        }
-        if arrays {
-            if !schema.prefixItems.isEmpty { object["prefixItems"] = .array(schema.prefixItems.map(schemaJSON)) }
-            if let items = schema.items { object["items"] = schemaJSON(items) }
-            if let value = schema.minItems { object["minItems"] = .int(value) }
-            if let value = schema.maxItems { object["maxItems"] = .int(value) }
-            if schema.uniqueItems { object["uniqueItems"] = true }
-        }
+        writeContainers(of: schema, objects: objects, arrays: arrays, into: &object)
         if !schema.allOf.isEmpty { object["allOf"] = .array(schema.allOf.map(schemaJSON)) }
         if !schema.anyOf.isEmpty {
             let branches: JSON = .array(schema.anyOf.map(schemaJSON))
@@ -117,27 +85,74 @@ extension OpenAPIExporter {
         }
         if let not = schema.not { object["not"] = schemaJSON(not) }
         if let advanced = schema.advanced.map({ Self.applicable($0, objects: objects, arrays: arrays) }) {
-            if !advanced.patternProperties.isEmpty {
-                object["patternProperties"] = .object(JSONObject(advanced.patternProperties.map { ($0.0.source, schemaJSON($0.1)) }))
-            }
-            if let names = advanced.propertyNames { object["propertyNames"] = schemaJSON(names) }
-            if !advanced.dependentRequired.isEmpty {
-                object["dependentRequired"] = .object(JSONObject(advanced.dependentRequired.map { ($0.0, .array($0.1.map { .string($0) })) }))
-            }
-            if !advanced.dependentSchemas.isEmpty {
-                object["dependentSchemas"] = .object(JSONObject(advanced.dependentSchemas.map { ($0.0, schemaJSON($0.1)) }))
-            }
-            if let condition = advanced.ifSchema { object["if"] = schemaJSON(condition) }
-            if let then = advanced.thenSchema { object["then"] = schemaJSON(then) }
-            if let otherwise = advanced.elseSchema { object["else"] = schemaJSON(otherwise) }
-            if let contains = advanced.contains { object["contains"] = schemaJSON(contains) }
-            if let value = advanced.minContains { object["minContains"] = .int(value) }
-            if let value = advanced.maxContains { object["maxContains"] = .int(value) }
-            if let unevaluated = advanced.unevaluatedProperties { object["unevaluatedProperties"] = schemaJSON(unevaluated) }
-            if let unevaluated = advanced.unevaluatedItems { object["unevaluatedItems"] = schemaJSON(unevaluated) }
+            writeAdvanced(advanced, into: &object)
         }
         if let value = schema.defaultValue { object["default"] = value }
         return .object(object)
+    }
+
+    /// Numbers' bounds and strings' lengths, pattern and format, where the schema's types take them.
+    static func writeBounds(of schema: Schema, applies: ([String]) -> Bool, into object: inout JSONObject) {
+        if applies(["integer", "number"]) {
+            // A bound past 2^53 as written, not as the nearest double.
+            let exact = schema.advanced?.exactBounds ?? [:]
+            if let value = schema.minimum { object["minimum"] = exact["minimum"].map(JSON.int) ?? number(value) }
+            if let value = schema.maximum { object["maximum"] = exact["maximum"].map(JSON.int) ?? number(value) }
+            if let value = schema.exclusiveMinimum { object["exclusiveMinimum"] = exact["exclusiveMinimum"].map(JSON.int) ?? number(value) }
+            if let value = schema.exclusiveMaximum { object["exclusiveMaximum"] = exact["exclusiveMaximum"].map(JSON.int) ?? number(value) }
+            if let value = schema.multipleOf { object["multipleOf"] = number(value) }
+        }
+        if applies(["string"]) {
+            if let value = schema.minLength { object["minLength"] = .int(value) }
+            if let value = schema.maxLength { object["maxLength"] = .int(value) }
+            if let pattern = schema.pattern { object["pattern"] = .string(pattern.source) }
+            if let format = schema.format { object["format"] = .string(format) }
+        }
+    }
+
+    /// Objects' members and arrays' items, where the schema's types take them.
+    static func writeContainers(of schema: Schema, objects: Bool, arrays: Bool, into object: inout JSONObject) {
+        if objects {
+            if !schema.properties.isEmpty {
+                object["properties"] = .object(JSONObject(schema.properties.map { ($0.0, schemaJSON($0.1)) }))
+            }
+            if !schema.required.isEmpty { object["required"] = .array(schema.required.map { .string($0) }) }
+            if let additional = schema.additionalProperties {
+                let written = additional.map(schemaJSON) ?? .bool(false)
+                object["additionalProperties"] = written == .object(JSONObject()) ? .bool(true) : written
+            }
+            if let value = schema.minProperties { object["minProperties"] = .int(value) }
+            if let value = schema.maxProperties { object["maxProperties"] = .int(value) }
+        }
+        if arrays {
+            if !schema.prefixItems.isEmpty { object["prefixItems"] = .array(schema.prefixItems.map(schemaJSON)) }
+            if let items = schema.items { object["items"] = schemaJSON(items) }
+            if let value = schema.minItems { object["minItems"] = .int(value) }
+            if let value = schema.maxItems { object["maxItems"] = .int(value) }
+            if schema.uniqueItems { object["uniqueItems"] = true }
+        }
+    }
+
+    /// The rarer keywords (pattern properties, dependencies, conditions, contains, unevaluated).
+    static func writeAdvanced(_ advanced: Schema.Advanced, into object: inout JSONObject) {
+        if !advanced.patternProperties.isEmpty {
+            object["patternProperties"] = .object(JSONObject(advanced.patternProperties.map { ($0.0.source, schemaJSON($0.1)) }))
+        }
+        if let names = advanced.propertyNames { object["propertyNames"] = schemaJSON(names) }
+        if !advanced.dependentRequired.isEmpty {
+            object["dependentRequired"] = .object(JSONObject(advanced.dependentRequired.map { ($0.0, .array($0.1.map { .string($0) })) }))
+        }
+        if !advanced.dependentSchemas.isEmpty {
+            object["dependentSchemas"] = .object(JSONObject(advanced.dependentSchemas.map { ($0.0, schemaJSON($0.1)) }))
+        }
+        if let condition = advanced.ifSchema { object["if"] = schemaJSON(condition) }
+        if let then = advanced.thenSchema { object["then"] = schemaJSON(then) }
+        if let otherwise = advanced.elseSchema { object["else"] = schemaJSON(otherwise) }
+        if let contains = advanced.contains { object["contains"] = schemaJSON(contains) }
+        if let value = advanced.minContains { object["minContains"] = .int(value) }
+        if let value = advanced.maxContains { object["maxContains"] = .int(value) }
+        if let unevaluated = advanced.unevaluatedProperties { object["unevaluatedProperties"] = schemaJSON(unevaluated) }
+        if let unevaluated = advanced.unevaluatedItems { object["unevaluatedItems"] = schemaJSON(unevaluated) }
     }
 
     /// The rarer keywords that can apply beside the schema's `type`.
