@@ -66,35 +66,9 @@ extension OpenAPIImporter {
         var onInvalid: SourceNode?
         var onUnauthorized: SourceNode?
         let responsesNode = operation["responses"]
-        var statuses: [(status: Int, responses: [SourceNode])] = []
-        for (key, raw) in responsesNode?.mappingPairs ?? [] {
-            guard let code = key.scalarText, let response = resolved(raw) else { continue }
-            let status: Int
-            if code == "default" {
-                status = 0
-            } else if let number = Int(code), (100...599).contains(number) {
-                status = number
-            } else if code.count == 3, code.hasSuffix("XX"), let first = Int(code.prefix(1)), (1...5).contains(first) {
-                status = first * 100
-            } else {
-                errors.error("response status '\(code)' is not an HTTP status, a range like 4XX, or default", at: key.location)
-                continue
-            }
-            statuses.append((status, self.responses(response, status: status, at: key.location)))
-        }
-        // `default` stands for any status the others do not name: 200 when no 2xx is documented, else it is documented as 500.
-        let hasSuccess = statuses.contains { (200...299).contains($0.status) }
-        // `default` also stands for the 400 of a request that fails validation, when no 400 or 422 is documented.
-        let defaultAsInvalid = statuses.first { $0.status == 0 }?.responses.first.map {
-            ContractNode.setting("status", ContractNode.plain("400", at: $0.location), in: $0)
-        }
-        for index in statuses.indices where statuses[index].status == 0 {
-            let status = hasSuccess ? 500 : 200
-            statuses[index].responses = statuses[index].responses.map {
-                ContractNode.setting("status", ContractNode.plain(String(status), at: $0.location), in: $0)
-            }
-            statuses[index].status = status
-        }
+        let read = readStatuses(responsesNode)
+        var statuses = read.statuses
+        let defaultAsInvalid = read.defaultAsInvalid
         // A GET that documents 101 Switching Protocols is a WebSocket upgrade: served as one (a socket without rules).
         let isSocket = method.lowercased() == "get" && statuses.contains { $0.status == 101 }
         if !isSocket, let upgrade = statuses.first(where: { $0.status == 101 }) {
@@ -140,6 +114,43 @@ extension OpenAPIImporter {
         if isSocket { fields.append(("websocket", ContractNode.map([], at: at))) }
         if !documented.isEmpty { fields.append(("documented", ContractNode.list(documented, at: responsesNode?.location ?? at))) }
         return (id, ContractNode.map(fields, at: at))
+    }
+
+    /// The operation's responses by status: `default` stands for any
+    /// status the others do not name (200 when no 2xx is documented, else
+    /// 500), and, as a 400, for a request that fails validation where no
+    /// 400 or 422 is documented; a range (4XX) for its first status.
+    mutating func readStatuses(_ responsesNode: SourceNode?) -> (statuses: [(status: Int, responses: [SourceNode])], defaultAsInvalid: SourceNode?) {
+        var statuses: [(status: Int, responses: [SourceNode])] = []
+        for (key, raw) in responsesNode?.mappingPairs ?? [] {
+            guard let code = key.scalarText, let response = resolved(raw) else { continue }
+            let status: Int
+            if code == "default" {
+                status = 0
+            } else if let number = Int(code), (100...599).contains(number) {
+                status = number
+            } else if code.count == 3, code.hasSuffix("XX"), let first = Int(code.prefix(1)), (1...5).contains(first) {
+                status = first * 100
+            } else {
+                errors.error("response status '\(code)' is not an HTTP status, a range like 4XX, or default", at: key.location)
+                continue
+            }
+            statuses.append((status, self.responses(response, status: status, at: key.location)))
+        }
+        // `default` stands for any status the others do not name: 200 when no 2xx is documented, else it is documented as 500.
+        let hasSuccess = statuses.contains { (200...299).contains($0.status) }
+        // `default` also stands for the 400 of a request that fails validation, when no 400 or 422 is documented.
+        let defaultAsInvalid = statuses.first { $0.status == 0 }?.responses.first.map {
+            ContractNode.setting("status", ContractNode.plain("400", at: $0.location), in: $0)
+        }
+        for index in statuses.indices where statuses[index].status == 0 {
+            let status = hasSuccess ? 500 : 200
+            statuses[index].responses = statuses[index].responses.map {
+                ContractNode.setting("status", ContractNode.plain(String(status), at: $0.location), in: $0)
+            }
+            statuses[index].status = status
+        }
+        return (statuses, defaultAsInvalid)
     }
 
     /// The base, or the base with the first free `-N`: the count goes on from
