@@ -164,6 +164,14 @@ public enum OpenAPI30Downgrade {
                 out[key] = value
             }
         }
+        return completed(out, source: source, otherTypes: otherTypes, nullable: nullable)
+    }
+
+    /// What 3.0 says in other words, once the keywords are read: a tuple
+    /// as its members' union, several types as branches, null as
+    /// `nullable`, a `$ref` with siblings inside `allOf`.
+    static func completed(_ read: JSONObject, source: JSONObject, otherTypes: [String], nullable: Bool) -> JSONObject {
+        var out = read
         if let prefix = source["prefixItems"]?.arrayValue, !prefix.isEmpty {
             // 3.0 has no tuples: any member of the tuple, or what follows it.
             var members = prefix.map(schema)
