@@ -112,15 +112,7 @@ extension OpenAPIImporter {
         if let description = response["description"]?.scalarText {
             base.append(("description", ContractNode.string(description, at: response.location)))
         }
-        var headers: [(String, SourceNode)] = []
-        for (key, raw) in response["headers"]?.mappingPairs ?? [] {
-            guard let name = key.scalarText, name.lowercased() != "content-type", let header = resolved(raw) else { continue }
-            let value =
-                header["example"] ?? header["examples"]?.mappingPairs?.first.flatMap { resolved($0.value)?["value"] }
-                ?? header["schema"].flatMap { resolved($0) }.flatMap { $0["example"] ?? $0["default"] ?? $0["enum"]?.sequenceItems?.first }
-            guard let value, let text = value.scalarText else { continue }
-            headers.append((name, ContractNode.string(Self.escaped(text), at: value.location)))
-        }
+        let headers = responseHeaders(response)
         if !headers.isEmpty { base.append(("headers", ContractNode.map(headers, at: response.location))) }
 
         // The media type answered first: a JSON one with something to send
@@ -153,31 +145,8 @@ extension OpenAPIImporter {
         if json, let schemaNode = media["schema"] { schemaField.append(("schema", schema(schemaNode))) }
         let examples = self.examples(of: media)
         guard !examples.isEmpty else {
-            // No example: a value generated from the schema, the same every
-            // time; text for a text media type (its schema then only makes it).
-            if json, !schemaField.isEmpty {
-                return [
-                    ContractNode.map(
-                        base + schemaField + [("body_from_schema", ContractNode.plain("true", at: typeKey.location))], at: response.location)
-                ]
-                    + alternatives
-            }
-            if !json, MediaTypes.isText(type), let schemaNode = media["schema"] {
-                return [
-                    ContractNode.map(
-                        base + [("schema", schema(schemaNode)), ("body_from_schema", ContractNode.plain("true", at: typeKey.location))],
-                        at: response.location)
-                ] + alternatives
-            }
-            // A binary type: a small file of it (`SampleFiles`), or no bytes, with its type either way.
-            if !json, type != "*/*" {
-                return [
-                    ContractNode.map(
-                        base + [("base64", ContractNode.string(SampleFiles.base64(for: MediaTypes.essence(type)) ?? "", at: typeKey.location))],
-                        at: response.location)
-                ] + alternatives
-            }
-            return [ContractNode.map(base, at: response.location)] + alternatives
+            return generated(media, type: type, typeKey: typeKey, json: json, base: base, schemaField: schemaField, at: response.location)
+                + alternatives
         }
         return examples.map { example in
             var fields = base
@@ -195,6 +164,52 @@ extension OpenAPIImporter {
             }
             return ContractNode.map(fields + schemaField, at: response.location)
         } + alternatives
+    }
+
+    /// A response's headers with a value to send: an example, else the schema's example, default or first enum value.
+    mutating func responseHeaders(_ response: SourceNode) -> [(String, SourceNode)] {
+        var headers: [(String, SourceNode)] = []
+        for (key, raw) in response["headers"]?.mappingPairs ?? [] {
+            guard let name = key.scalarText, name.lowercased() != "content-type", let header = resolved(raw) else { continue }
+            let value =
+                header["example"] ?? header["examples"]?.mappingPairs?.first.flatMap { resolved($0.value)?["value"] }
+                ?? header["schema"].flatMap { resolved($0) }.flatMap { $0["example"] ?? $0["default"] ?? $0["enum"]?.sequenceItems?.first }
+            guard let value, let text = value.scalarText else { continue }
+            headers.append((name, ContractNode.string(Self.escaped(text), at: value.location)))
+        }
+        return headers
+    }
+
+    /// A response with no example: a value generated from the schema, the
+    /// same every time; text for a text media type (its schema then only
+    /// makes it); a small file of a binary type.
+    mutating func generated(
+        _ media: SourceNode, type: String, typeKey: SourceNode, json: Bool, base: [(String, SourceNode)], schemaField: [(String, SourceNode)],
+        at location: SourceLocation
+    ) -> [SourceNode] {
+        if json, !schemaField.isEmpty {
+            return [
+                ContractNode.map(
+                    base + schemaField + [("body_from_schema", ContractNode.plain("true", at: typeKey.location))], at: location)
+            ]
+
+        }
+        if !json, MediaTypes.isText(type), let schemaNode = media["schema"] {
+            return [
+                ContractNode.map(
+                    base + [("schema", schema(schemaNode)), ("body_from_schema", ContractNode.plain("true", at: typeKey.location))],
+                    at: location)
+            ]
+        }
+        // A binary type: a small file of it (`SampleFiles`), or no bytes, with its type either way.
+        if !json, type != "*/*" {
+            return [
+                ContractNode.map(
+                    base + [("base64", ContractNode.string(SampleFiles.base64(for: MediaTypes.essence(type)) ?? "", at: typeKey.location))],
+                    at: location)
+            ]
+        }
+        return [ContractNode.map(base, at: location)]
     }
 
     /// Whether a media type is XML: `application/xml`, `text/xml`, `…+xml`.
