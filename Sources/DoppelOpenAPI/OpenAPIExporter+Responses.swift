@@ -7,20 +7,7 @@ extension OpenAPIExporter {
     /// Every response the endpoint can give, by status in the order the
     /// contract lists them.
     static func responses(_ endpoint: Endpoint, in contract: Contract, engine: MockEngine) -> JSONObject {
-        // What the contract answers a sample request, first among its status's
-        // examples: a mock of the export (which serves the first) answers it alike.
-        var lead: (status: Int, type: String, name: String, value: JSON)?
-        let session = "export-" + String(endpoint.id.map { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" ? $0 : "-" }.prefix(100))
-        let decision = engine.decide(engine.sampleRequest(for: endpoint, session: session))
-        engine.complete(decision, durationMicros: 0)
-        if case .whole(let response) = decision.delivery, (200...299).contains(response.status), !response.body.isEmpty,
-            response.endpointID == endpoint.id,
-            let type = response.header("content-type").map(MediaTypes.essence)
-        {
-            let body = response.body
-            let value: JSON? = MediaTypes.isJSON(type) ? try? JSONReader.parse(body) : String(bytes: body, encoding: .utf8).map { .string($0) }
-            if let value { lead = (response.status, type, exampleName(response.responseName ?? "sample"), value) }
-        }
+        let lead = sampleAnswer(of: endpoint, engine: engine)
         var byStatus: [(status: Int, responses: [ResponseDefinition])] = []
         func add(_ response: ResponseDefinition) {
             if let index = byStatus.firstIndex(where: { $0.status == response.status }) {
@@ -60,22 +47,7 @@ extension OpenAPIExporter {
         for (status, definitions) in byStatus {
             var response = JSONObject()
             response["description"] = .string(definitions.lazy.compactMap(\.description).first ?? builtIn[status] ?? reasonPhrase(status))
-            var headers = JSONObject()
-            for definition in definitions {
-                for (name, value) in definition.headers where name.lowercased() != "content-type" && headers[name] == nil {
-                    // A constant value is the header's example, so an import of the export sends it too.
-                    var header = JSONObject([("schema", stringSchema)])
-                    if case .constant(let constant) = value, let text = constant.parameterText {
-                        header["example"] = .string(text)
-                    }
-                    headers[name] = .object(header)
-                }
-            }
-            if status == 429 {
-                for name in ["Retry-After", "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"] where headers[name] == nil {
-                    headers[name] = ["schema": stringSchema]
-                }
-            }
+            let headers = responseHeaders(of: definitions, status: status)
             if !headers.isEmpty { response["headers"] = .object(headers) }
             if definitions.isEmpty, builtIn[status] != nil {
                 response["content"] = .object(JSONObject([("application/problem+json", .object(JSONObject([("schema", problemSchema)])))]))
@@ -87,6 +59,45 @@ extension OpenAPIExporter {
             responses[String(status)] = .object(response)
         }
         return responses
+    }
+
+    /// What the contract answers a sample request, first among its status's
+    /// examples: a mock of the export (which serves the first) answers it alike.
+    static func sampleAnswer(of endpoint: Endpoint, engine: MockEngine) -> (status: Int, type: String, name: String, value: JSON)? {
+        let session = "export-" + String(endpoint.id.map { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" ? $0 : "-" }.prefix(100))
+        let decision = engine.decide(engine.sampleRequest(for: endpoint, session: session))
+        engine.complete(decision, durationMicros: 0)
+        if case .whole(let response) = decision.delivery, (200...299).contains(response.status), !response.body.isEmpty,
+            response.endpointID == endpoint.id,
+            let type = response.header("content-type").map(MediaTypes.essence)
+        {
+            let body = response.body
+            let value: JSON? = MediaTypes.isJSON(type) ? try? JSONReader.parse(body) : String(bytes: body, encoding: .utf8).map { .string($0) }
+            if let value { return (response.status, type, exampleName(response.responseName ?? "sample"), value) }
+        }
+        return nil
+    }
+
+    /// The headers a status's responses send, each with a string schema (a
+    /// constant value as its example); a 429's rate-limit headers.
+    static func responseHeaders(of definitions: [ResponseDefinition], status: Int) -> JSONObject {
+        var headers = JSONObject()
+        for definition in definitions {
+            for (name, value) in definition.headers where name.lowercased() != "content-type" && headers[name] == nil {
+                // A constant value is the header's example, so an import of the export sends it too.
+                var header = JSONObject([("schema", stringSchema)])
+                if case .constant(let constant) = value, let text = constant.parameterText {
+                    header["example"] = .string(text)
+                }
+                headers[name] = .object(header)
+            }
+        }
+        if status == 429 {
+            for name in ["Retry-After", "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"] where headers[name] == nil {
+                headers[name] = ["schema": stringSchema]
+            }
+        }
+        return headers
     }
 
     /// The content of one status: a schema and examples per media type. A

@@ -233,6 +233,14 @@ public enum OpenAPIExporter {
         }
         operation["security"] = .array(security)
 
+        operation["responses"] = .object(mergedResponses(variants))
+        return operation
+    }
+
+    /// Each status's response over the variants: headers of all, each
+    /// media type's schemas as `anyOf`, and every variant's examples (a
+    /// later variant's named after its endpoint where a name is taken).
+    static func mergedResponses(_ variants: [(endpoint: Endpoint, operation: JSONObject)]) -> JSONObject {
         var responses = variants[0].operation["responses"]?.objectValue ?? JSONObject()
         for variant in variants.dropFirst() {
             for (status, response) in variant.operation["responses"]?.objectValue?.pairs ?? JSONObject().pairs {
@@ -273,8 +281,7 @@ public enum OpenAPIExporter {
                 responses[status] = .object(into)
             }
         }
-        operation["responses"] = .object(responses)
-        return operation
+        return responses
     }
 
     static let stringSchema: JSON = ["type": "string"]
