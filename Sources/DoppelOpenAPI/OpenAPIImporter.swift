@@ -135,6 +135,13 @@ package struct OpenAPIImporter: Sendable {
             if !converted.isEmpty { top.append(("schemas", ContractNode.map(converted, at: schemas.location))) }
         }
 
+        return (top, Self.concreteFirst(withoutShadowedVariants(readOperations())), schemes)
+    }
+
+    /// The document's operations in order, by path and method (OpenAPI
+    /// 3.2's `additionalOperations` too), each with its endpoint id; a
+    /// path's fragment kept to tell a vendor's variant apart; TRACE left out.
+    mutating func readOperations() -> [Operation] {
         var operations: [Operation] = []
         let paths = root["paths"]
         for (pathKey, rawItem) in paths?.mappingPairs ?? [] {
@@ -177,7 +184,7 @@ package struct OpenAPIImporter: Sendable {
                         fragment: fragment.map { (written, $0, methodKey.location) }))
             }
         }
-        return (top, Self.concreteFirst(withoutShadowedVariants(operations)), schemes)
+        return operations
     }
 
     /// The operations without those of a path written with a fragment
