@@ -141,28 +141,7 @@ extension DocumentBundler {
             if file == rootPath, keys.count == 3, keys[0] == "components", keys[1] == "schemas", schemaNames[key] == keys[2] {
                 return rewrite(target, in: path, keys: Self.tokens(pointer), schema: true, base: targetBase(path, pointer))
             }
-            let name: String
-            if path == rootPath, let own = Self.componentSchemaName(pointer) {
-                name = own
-            } else if let known = schemaNames[key] {
-                name = known
-            } else {
-                name = freshName(pointer: pointer, path: path)
-                schemaNames[key] = name
-                let adapted = path != rootPath ? adapt?(target, keys, true) ?? target : target
-                var content = rewrite(adapted, in: path, keys: Self.tokens(pointer), schema: true, base: targetBase(path, pointer))
-                // Reached inside a schema resource with dynamic anchors (not at its root): that resource joins the dynamic scope too.
-                if !dynamicAnchors.isEmpty, let pairs = content.mappingPairs, content["x-doppel-dynamic-scope"] == nil {
-                    var resource = self.base(of: path, pointer: pointer)
-                    if let id = target["$id"]?.scalarText, let resolved = Self.resolve(id, against: resource) {
-                        resource = Self.withoutFragment(resolved)
-                    }
-                    if let scope = dynamicScope(of: resource, file: path, keys: Self.tokens(pointer), at: content.location) {
-                        content = SourceNode(kind: .mapping(pairs + [scope]), placedAs: content)
-                    }
-                }
-                added.append((name, content))
-            }
+            let name = schemaName(of: target, key: key, path: path, pointer: pointer, keys: keys)
             // The reference's siblings (JSON Schema 2020-12 keeps them) are schemas too, their references resolved alike.
             let (siblings, _) = rewrite(
                 (node.mappingPairs ?? []).filter { $0.key.scalarText != "$ref" }, in: file, keys: keys, schema: true, base: base)
@@ -209,6 +188,30 @@ extension DocumentBundler {
         guard !siblings.isEmpty, let targetPairs = content.mappingPairs else { return content }
         let overridden = Set(siblings.compactMap(\.key.scalarText))
         return SourceNode(kind: .mapping(targetPairs.filter { !overridden.contains($0.key.scalarText ?? "") } + siblings), placedAs: content)
+    }
+
+    /// The name in `components.schemas` of a schema reached by a
+    /// reference: the document's own, one given before, or a fresh one,
+    /// its target rewritten and added under it.
+    mutating func schemaName(of target: SourceNode, key: String, path: String, pointer: String, keys: [String]) -> String {
+        if path == rootPath, let own = Self.componentSchemaName(pointer) { return own }
+        if let known = schemaNames[key] { return known }
+        let name = freshName(pointer: pointer, path: path)
+        schemaNames[key] = name
+        let adapted = path != rootPath ? adapt?(target, keys, true) ?? target : target
+        var content = rewrite(adapted, in: path, keys: Self.tokens(pointer), schema: true, base: targetBase(path, pointer))
+        // Reached inside a schema resource with dynamic anchors (not at its root): that resource joins the dynamic scope too.
+        if !dynamicAnchors.isEmpty, let pairs = content.mappingPairs, content["x-doppel-dynamic-scope"] == nil {
+            var resource = self.base(of: path, pointer: pointer)
+            if let id = target["$id"]?.scalarText, let resolved = Self.resolve(id, against: resource) {
+                resource = Self.withoutFragment(resolved)
+            }
+            if let scope = dynamicScope(of: resource, file: path, keys: Self.tokens(pointer), at: content.location) {
+                content = SourceNode(kind: .mapping(pairs + [scope]), placedAs: content)
+            }
+        }
+        added.append((name, content))
+        return name
     }
 
     /// The base URI of a schema reached by a reference, nil when it is its file's own URL.
