@@ -18,21 +18,7 @@ extension OpenAPIImporter {
     /// annotation keywords and formats Doppel does not check left out.
     mutating func schema(_ node: SourceNode) -> SourceNode {
         guard var pairs = node.mappingPairs else { return node }
-        // OpenAPI 3.0 (as draft 4): a `$ref`'s siblings are ignored. `nullable`
-        // beside one is kept, as the documents that write it mean it.
-        if isVersion30, node["$ref"] != nil {
-            let ignored = pairs.filter { pair in
-                guard let key = pair.key.scalarText else { return false }
-                return key != "$ref" && key != "nullable" && !key.hasPrefix("x-") && !Self.annotations.contains(key)
-                    && !["description", "title", "example", "deprecated", "readOnly", "writeOnly", "externalDocs"].contains(key)
-            }
-            if let first = ignored.first {
-                warnings.warning(
-                    "\(ignored.compactMap(\.key.scalarText).map { "'\($0)'" }.joined(separator: ", ")) beside $ref \(ignored.count == 1 ? "is" : "are") ignored, as OpenAPI 3.0 says (3.1 checks both: wrap them in allOf to keep them in 3.0)",
-                    at: first.key.location)
-                pairs = pairs.filter { pair in !ignored.contains { $0.key === pair.key } }
-            }
-        }
+        if isVersion30, node["$ref"] != nil { pairs = withoutIgnoredSiblings(pairs) }
         var fields: [(String, SourceNode)] = []
         for (key, value) in pairs {
             guard let name = key.scalarText else { continue }
@@ -41,15 +27,7 @@ extension OpenAPIImporter {
             switch name {
             case "$ref":
                 if let target = schemaReference(value) { fields.append((name, target)) }
-            case "properties":
-                fields.append(
-                    (
-                        name,
-                        ContractNode.map(
-                            (value.mappingPairs ?? []).compactMap { pair in pair.key.scalarText.map { ($0, schema(pair.value)) } }, at: value.location
-                        )
-                    ))
-            case "patternProperties", "dependentSchemas":
+            case "properties", "patternProperties", "dependentSchemas":
                 fields.append(
                     (
                         name,
@@ -97,18 +75,8 @@ extension OpenAPIImporter {
                 fields.append((name, value))
             case "discriminator":
                 fields.append((name, discriminator(value)))
-            case "x-doppel-dynamic-ref":
-                // `$dynamicRef`, as `DocumentBundler` resolved it: `{ref: Name, anchor: A}`.
-                if let refNode = value["ref"], let target = schemaReference(refNode), let anchor = value["anchor"] {
-                    fields.append(("$dynamicRef", ContractNode.map([("ref", target), ("anchor", anchor)], at: value.location)))
-                }
-            case "x-doppel-dynamic-scope":
-                // The `$dynamicAnchor`s of a schema resource: `{A: Name, ...}`.
-                let scope = (value.mappingPairs ?? []).compactMap { pair -> (String, SourceNode)? in
-                    guard let anchor = pair.key.scalarText, let target = schemaReference(pair.value) else { return nil }
-                    return (anchor, target)
-                }
-                if !scope.isEmpty { fields.append(("$dynamicScope", ContractNode.map(scope, at: value.location))) }
+            case "x-doppel-dynamic-ref", "x-doppel-dynamic-scope":
+                if let field = dynamicField(name, value) { fields.append(field) }
             default:
                 if name.hasPrefix("x-") || Self.annotations.contains(name) { continue }
                 if Self.unchecked.contains(name) {
@@ -126,6 +94,39 @@ extension OpenAPIImporter {
             }
         }
         return ContractNode.map(fields, at: node.location)
+    }
+
+    /// OpenAPI 3.0 (as draft 4): a `$ref`'s siblings are ignored, with a
+    /// warning. `nullable` beside one is kept, as the documents that write
+    /// it mean it, and so are annotations.
+    mutating func withoutIgnoredSiblings(_ pairs: [(key: SourceNode, value: SourceNode)]) -> [(key: SourceNode, value: SourceNode)] {
+        let ignored = pairs.filter { pair in
+            guard let key = pair.key.scalarText else { return false }
+            return key != "$ref" && key != "nullable" && !key.hasPrefix("x-") && !Self.annotations.contains(key)
+                && !["description", "title", "example", "deprecated", "readOnly", "writeOnly", "externalDocs"].contains(key)
+        }
+        if let first = ignored.first {
+            warnings.warning(
+                "\(ignored.compactMap(\.key.scalarText).map { "'\($0)'" }.joined(separator: ", ")) beside $ref \(ignored.count == 1 ? "is" : "are") ignored, as OpenAPI 3.0 says (3.1 checks both: wrap them in allOf to keep them in 3.0)",
+                at: first.key.location)
+            return pairs.filter { pair in !ignored.contains { $0.key === pair.key } }
+        }
+        return pairs
+    }
+
+    /// `DocumentBundler`'s resolution of `$dynamicRef` (`{ref: Name,
+    /// anchor: A}`) and of a schema resource's `$dynamicAnchor`s (`{A:
+    /// Name, ...}`), as the contract writes them.
+    mutating func dynamicField(_ name: String, _ value: SourceNode) -> (String, SourceNode)? {
+        if name == "x-doppel-dynamic-ref" {
+            guard let refNode = value["ref"], let target = schemaReference(refNode), let anchor = value["anchor"] else { return nil }
+            return ("$dynamicRef", ContractNode.map([("ref", target), ("anchor", anchor)], at: value.location))
+        }
+        let scope = (value.mappingPairs ?? []).compactMap { pair -> (String, SourceNode)? in
+            guard let anchor = pair.key.scalarText, let target = schemaReference(pair.value) else { return nil }
+            return (anchor, target)
+        }
+        return scope.isEmpty ? nil : ("$dynamicScope", ContractNode.map(scope, at: value.location))
     }
 
     /// `#/components/schemas/Pet` as `Pet`; any other `$ref` is an error.
