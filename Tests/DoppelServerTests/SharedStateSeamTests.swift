@@ -30,7 +30,9 @@ struct SharedStateSeamTests {
 
     /// Sessions and journal in memory, each verb as a database would give it.
     final class DictionaryStore: SharedState {
-        let timeout = 5.0
+        /// Generous by default: these tests count outcomes, and a busy machine running the whole suite
+        /// may hold 200 transactions' turns for many seconds (a 503 there would be the deadline's, not the seam's).
+        let timeout: Double
         /// Stored sessions, and the journal's entries as appended.
         private let rows = Locked([String: SessionData]())
         private let entries = Locked([(Decision.Entry, Int)]())
@@ -41,7 +43,10 @@ struct SharedStateSeamTests {
         let failures = Locked(0)
         let barriers = Locked(0)
 
-        init(broken: Bool = false) { self.broken = broken }
+        init(broken: Bool = false, timeout: Double = 120) {
+            self.broken = broken
+            self.timeout = timeout
+        }
 
         actor Serial {
             func run<T>(_ body: () throws -> T) rethrows -> T { try body() }
@@ -159,7 +164,7 @@ struct SharedStateSeamTests {
 
     @Test("A store that cannot be used: 503 state-store-unavailable with Retry-After, counted; health says so")
     func anUnusableStoreIsA503() async throws {
-        let broken = DictionaryStore(broken: true)
+        let broken = DictionaryStore(broken: true, timeout: 5)
         let answerer = Answerer(slot: EngineSlot(engine), log: RequestLog(format: .none), maxBodySize: 1 << 20, shared: broken)
         let answer = await Self.send(Self.request("POST", "/use", session: "s3"), to: answerer, engine: engine)
         #expect(answer.status == 503)
