@@ -160,7 +160,7 @@ struct Answerer: Sendable {
         let micros = (ContinuousClock.now - started).wholeMicroseconds
         var sequence: Int?
         if let shared {
-            shared.complete(decision, status: status, durationMicros: micros)
+            shared.append(decision, status: status, durationMicros: micros)
         } else {
             sequence = engine.complete(decision, status: status, durationMicros: micros)
         }

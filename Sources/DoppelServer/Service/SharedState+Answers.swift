@@ -23,11 +23,6 @@ extension SharedState {
         }
     }
 
-    /// Journals a delivered answer.
-    func complete(_ decision: Decision, status: Int, durationMicros: Int) {
-        append(decision, status: status, durationMicros: durationMicros)
-    }
-
     /// The seconds a client is told to wait after a 503.
     private var retryAfter: Int { max(1, Int(timeout.rounded(.up))) }
 
