@@ -135,9 +135,14 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        .target(
+            // What the test targets share: not part of any product.
+            name: "DoppelTestSupport",
+            path: "Tests/DoppelTestSupport"
+        ),
         .testTarget(
             name: "DoppelCoreTests",
-            dependencies: ["DoppelCore"]
+            dependencies: ["DoppelCore", "DoppelTestSupport"]
         ),
         .testTarget(
             name: "DoppelOpenAPITests",
@@ -153,7 +158,7 @@ let package = Package(
         .testTarget(
             name: "DoppelServerTests",
             dependencies: [
-                "DoppelServer", "DoppelTesting", "DoppelCore", "DoppelOpenAPI", "DoppelPostgres",
+                "DoppelServer", "DoppelTesting", "DoppelCore", "DoppelOpenAPI", "DoppelPostgres", "DoppelRunner", "DoppelTestSupport",
                 // The upstream server of the proxy tests.
                 .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HTTPTypes", package: "swift-http-types"),
                 // Clients of the HTTPS tests.

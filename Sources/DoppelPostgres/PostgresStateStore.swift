@@ -144,8 +144,10 @@ package final class PostgresStateStore: SharedState, Sendable {
             client: PostgresClient(configuration: configuration, backgroundLogger: logger), options: options,
             engine: engine, catalog: catalog, logger: logger)
         store.tasks.withLock { $0.append(Task { await store.client.run() }) }
+        // Making or migrating the schema waits for other replicas doing the same: the longer of 10 s and an admin call's time.
+        let opening = max(10, options.timeout * 3)
         do {
-            try await Deadline.run(10) { try await store.prepare() }
+            try await Deadline.run(opening) { try await store.prepare() }
         } catch let error as OpeningError {
             store.stop()
             throw error
@@ -156,7 +158,7 @@ package final class PostgresStateStore: SharedState, Sendable {
             store.stop()
             throw OpeningError(
                 description:
-                    "cannot use the state store \(Self.redacted(options.url)): no answer within 10 s; is PostgreSQL running there, and does it accept this user?"
+                    "cannot use the state store \(Self.redacted(options.url)): no answer within \(opening.formatted()) s; is PostgreSQL running there, and does it accept this user?"
             )
         } catch {
             store.stop()

@@ -370,52 +370,54 @@ extension ProviderVerifier {
     }
 
     private static func runCommandWaiting(_ command: String, timeout: Double) throws(CommandFailure) -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", command]
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        process.standardInput = FileHandle.nullDevice
-        do { try process.run() } catch { throw CommandFailure(description: "could not run '\(command)': \(error.localizedDescription)") }
-        let deadline = Date().addingTimeInterval(timeout)
-        let collected = OutputBox()
-        let reader = Thread {
-            var data = Data()
-            while let chunk = try? output.fileHandleForReading.read(upToCount: 4096), !chunk.isEmpty {
-                if data.count < 65_536 { data.append(chunk.prefix(65_536 - data.count)) }
-            }
-            collected.set(data)
+        let process: ChildProcess
+        do { process = try ChildProcess("/bin/sh", ["-c", command]) } catch {
+            throw CommandFailure(description: "could not run '\(command)': \(error.description)")
         }
-        reader.start()
-        while process.isRunning, Date() < deadline { usleep(10_000) }
-        if process.isRunning {
+        // Both pipes are read to their end beside the wait, so that neither
+        // can fill and stall the command; what is kept of each is bounded.
+        let output = Collected(process.output, keeping: 65_536)
+        let errors = Collected(process.errors, keeping: 2_000)
+        let timedOut = Locked(false)
+        let watchdog = DispatchWorkItem {
+            timedOut.withLock { $0 = true }
             process.terminate()
-            throw CommandFailure(description: "'\(command)' did not finish within \(Int(timeout))s")
         }
-        while collected.get() == nil, Date() < deadline.addingTimeInterval(1) { usleep(5_000) }
-        let text = String(decoding: collected.get() ?? Data(), as: UTF8.self)
-        guard process.terminationStatus == 0 else {
-            let said = String(decoding: (try? errors.fileHandleForReading.read(upToCount: 2_000)) ?? Data(), as: UTF8.self).trimmingCharacters(
-                in: .whitespacesAndNewlines)
-            throw CommandFailure(description: "'\(command)' exited with \(process.terminationStatus)" + (said.isEmpty ? "" : ": \(said)"))
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: watchdog)
+        let ending = process.waitUntilExit()
+        watchdog.cancel()
+        guard !timedOut.withLock({ $0 }) else { throw CommandFailure(description: "'\(command)' did not finish within \(Int(timeout))s") }
+        // A child the command left running may hold the pipes open: what was read within a second is what counts.
+        let text = String(decoding: output.value(within: 1), as: UTF8.self)
+        guard ending == .exit(0) else {
+            let said = String(decoding: errors.value(within: 1), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            let how = if case .exit(let code) = ending { "exited with \(code)" } else { "was ended by a signal" }
+            throw CommandFailure(description: "'\(command)' \(how)" + (said.isEmpty ? "" : ": \(said)"))
         }
         return text
     }
 
-    private final class OutputBox: @unchecked Sendable {
-        private let lock = NSLock()
-        private var data: Data?
-        func set(_ value: Data) {
-            lock.lock()
-            data = value
-            lock.unlock()
+    /// A pipe read to its end on a thread of its own, its first `keeping` bytes kept.
+    private final class Collected: @unchecked Sendable {
+        private let data = Locked(Data())
+        private let done = DispatchSemaphore(value: 0)
+
+        init(_ handle: FileHandle?, keeping limit: Int) {
+            guard let handle else {
+                done.signal()
+                return
+            }
+            Thread.detachNewThread { [data, done] in
+                while let chunk = try? handle.read(upToCount: 4096), !chunk.isEmpty {
+                    data.withLock { if $0.count < limit { $0.append(chunk.prefix(limit - $0.count)) } }
+                }
+                done.signal()
+            }
         }
-        func get() -> Data? {
-            lock.lock()
-            defer { lock.unlock() }
-            return data
+
+        func value(within seconds: Double) -> Data {
+            _ = done.wait(timeout: .now() + seconds)
+            return data.withLock { $0 }
         }
     }
 }

@@ -1,5 +1,6 @@
 import DoppelCore
 import DoppelServer
+import DoppelTestSupport
 import Foundation
 import Logging
 import ServiceLifecycle
@@ -481,7 +482,7 @@ struct HardeningRoundThreeTests {
         #expect(read == WebSocketClient.Inbox.maximumQueued, "\(read) messages were kept")
     }
     @Test("doppel lint writes each file's problems before its summary line, when both streams go to one pipe")
-    func lintSaysEachFileInOrder() throws {
+    func lintSaysEachFileInOrder() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("lint-order-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -489,15 +490,11 @@ struct HardeningRoundThreeTests {
         let bad = folder.appendingPathComponent("bad.yaml")
         try "doppel: 1\nendpoints:\n  a: { request: GET /a, responses: [ { status: 204 } ] }\n".write(to: good, atomically: true, encoding: .utf8)
         try "doppel: 1\nendpoints:\n  a:\n    request: GET /a\n   responses: []\n".write(to: bad, atomically: true, encoding: .utf8)
-        let process = Process()
-        process.executableURL = try #require(CommandLineTests.executable, "build the doppel executable first (swift build)")
-        process.arguments = ["lint", good.path, bad.path]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let lines = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n").map(String.init)
-        process.waitUntilExit()
+        let executable = try #require(CommandLineTests.executable, "build the doppel executable first (swift build)")
+        let process = try ChildProcess(executable.path, ["lint", good.path, bad.path], errors: .sameAsOutput)
+        let pipe = try #require(process.output)
+        let lines = String(decoding: try await offThePool { pipe.readDataToEndOfFile() }, as: UTF8.self).split(separator: "\n").map(String.init)
+        #expect(await process.ending(within: 60) == .exit(1))
         #expect(lines.count == 3, "\(lines)")
         #expect(lines.first == good.path + ": ok", "\(lines)")
         #expect(lines.dropFirst().first?.hasPrefix(bad.path + ":5:4: error: YAML syntax:") == true, "\(lines)")

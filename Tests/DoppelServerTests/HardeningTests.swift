@@ -1,4 +1,6 @@
 import DoppelCore
+import DoppelRunner
+import DoppelTestSupport
 import DoppelTesting
 import Foundation
 import Testing
@@ -22,18 +24,18 @@ struct HardeningTests {
     static let rssBound = 400 << 20
 
     final class Server: Sendable {
-        let process: Process
+        let process: ChildProcess
         let port: Int
         let client: TestClient
 
-        init(_ arguments: [String] = []) throws {
-            let served = try CommandLineTests().serve([HardeningTests.fixture, "--header-timeout", "1s", "--body-timeout", "1s"] + arguments)
+        init(_ arguments: [String] = []) async throws {
+            let served = try await CommandLineTests().serve([HardeningTests.fixture, "--header-timeout", "1s", "--body-timeout", "1s"] + arguments)
             process = served.process
             port = served.port
             client = TestClient(base: URL(string: "http://127.0.0.1:\(port)")!, maxConnections: 8, timeout: 10)
         }
 
-        deinit { if process.isRunning { process.terminate() } }
+        deinit { process.terminate() }
 
         /// A normal request gets its 200 before the client's 10s timeout, and memory is within the bound.
         func expectHealthy(after attack: String, sourceLocation: Testing.SourceLocation = #_sourceLocation) async throws {
@@ -59,7 +61,7 @@ struct HardeningTests {
     }
 
     @Test func everyAttackLeavesTheServerServing() async throws {
-        let server = try Server()
+        let server = try await Server()
         try await server.expectHealthy(after: "start")
 
         // A polymorphic recursive schema: deep bodies are refused or checked, never a crash.
@@ -207,40 +209,38 @@ struct HardeningTests {
         #expect((try await client.send("GET", "/__doppel/health").json?["log_lines_dropped"]?.intValue ?? 0) > 0)
     }
 
-    @Test func billionLaughsLintsWithinBoundedMemory() throws {
+    @Test func billionLaughsLintsWithinBoundedMemory() async throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("laughs-\(UUID().uuidString).yaml")
         defer { try? FileManager.default.removeItem(at: file) }
         var text = "doppel: 1\na0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n"
         for i in 1...9 { text += "a\(i): &a\(i) [" + Array(repeating: "*a\(i - 1)", count: 10).joined(separator: ", ") + "]\n" }
         try text.write(to: file, atomically: true, encoding: .utf8)
-        let result = try CommandLineTests().run(["lint", file.path])
+        let result = try await CommandLineTests().run(["lint", file.path])
         #expect(result.status == 1)
         #expect(result.errors.contains("expands to more than 1000000 nodes"))
         // The lint's own peak: measured by a Python parent whose only child it
         // is (this process's RUSAGE_CHILDREN would count the largest of every
         // server the other tests started). ru_maxrss is in kilobytes on Linux.
-        let probe = Process()
-        probe.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        probe.arguments = [
-            "python3", "-c",
-            """
-            import resource, subprocess, sys
-            subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300)
-            print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-            """, try #require(CommandLineTests.executable).path, "lint", file.path,
-        ]
-        let out = Pipe()
-        probe.standardOutput = out
-        try probe.run()
-        let printed = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        probe.waitUntilExit()
+        let probe = try ChildProcess(
+            "/usr/bin/env",
+            [
+                "python3", "-c",
+                """
+                import resource, subprocess, sys
+                subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300)
+                print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+                """, try #require(CommandLineTests.executable).path, "lint", file.path,
+            ], errors: .inherit)
+        let out = try #require(probe.output)
+        let printed = String(decoding: try await offThePool { out.readDataToEndOfFile() }, as: UTF8.self)
+        #expect(await probe.ending(within: 300) == .exit(0))
         let peakKiB = try #require(Int(printed.trimmingCharacters(in: .whitespacesAndNewlines)), "the probe printed \(printed.debugDescription)")
         #expect(peakKiB > 0)
         #expect(peakKiB * 1024 < HardeningTests.rssBound, "lint peaked at \(peakKiB >> 10) MiB")
     }
 
     @Test func sigtermEndsAnHourLongDelayWithinTheGracePeriod() async throws {
-        let server = try Server(["--shutdown-grace", "2s"])
+        let server = try await Server(["--shutdown-grace", "2s"])
         let client = server.client
         let slow = Task { try await client.send("GET", "/slow") }
         try await Task.sleep(for: .milliseconds(300))
@@ -250,13 +250,12 @@ struct HardeningTests {
         #expect(answer.status == 200)
         // The answer came and the process ends: the shutdown, not the hour the
         // delay asks for, ended the wait (15 s is a loaded machine's margin, not a claim about speed).
-        await eventually(within: 15 - Date().timeIntervalSince(signalled)) { !server.process.isRunning }
-        #expect(!server.process.isRunning, "the grace period, not the delay, ends the wait")
-        #expect(server.process.terminationStatus == 0)
+        let ending = await server.process.ending(within: 15 - Date().timeIntervalSince(signalled))
+        #expect(ending == .exit(0), "the grace period, not the delay, ends the wait")
     }
 
     @Test func idleConnectionsAreClosedQuietlyAndBusyOnesKept() async throws {
-        let server = try Server(["--idle-timeout", "1s"])
+        let server = try await Server(["--idle-timeout", "1s"])
         let port = server.port
         // A connection that never sends a byte, and one idle after its answer: closed, with no 408.
         let silent = try await server.raw("", timeout: 5)
@@ -285,7 +284,7 @@ struct HardeningTests {
     }
 
     @Test func aSecondSignalExitsAtOnce() async throws {
-        let server = try Server(["--shutdown-grace", "60s", "--body-timeout", "60s"])
+        let server = try await Server(["--shutdown-grace", "60s", "--body-timeout", "60s"])
         // A request whose body never finishes keeps graceful shutdown waiting.
         let port = server.port
         let holder = try await RawSocket.run {
@@ -300,9 +299,8 @@ struct HardeningTests {
         let second = Date()
         server.process.terminate()
         // Ended long before the 60 s grace period the first signal started (15 s is a loaded machine's margin).
-        await eventually(within: 15 - Date().timeIntervalSince(second)) { !server.process.isRunning }
-        #expect(!server.process.isRunning, "the second signal, not the grace period, ends the process")
-        #expect(server.process.terminationStatus == 128 + SIGTERM)
+        let ending = await server.process.ending(within: 15 - Date().timeIntervalSince(second))
+        #expect(ending == .exit(128 + SIGTERM), "the second signal, not the grace period, ends the process")
         withExtendedLifetime(holder) {}
     }
 }

@@ -29,7 +29,7 @@ struct RealDocumentTests {
     /// bytes), and that contract exports to a document OpenAPIKit reads
     /// which serves again.
     @Test(arguments: documents)
-    func servesImportsExportsAndRoundTrips(_ name: String) throws {
+    func servesImportsExportsAndRoundTrips(_ name: String) async throws {
         let file = Self.folder.appendingPathComponent(name).path
         let lintErrors = ContractDocument.lint(file: file).filter { $0.severity == .error }
         let served: Contract
@@ -45,7 +45,7 @@ struct RealDocumentTests {
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: scratch) }
         let imported = scratch.appendingPathComponent("contract.yaml")
-        let run = try CommandLineTests().run(["import", file, "-o", imported.path])
+        let run = try await CommandLineTests().run(["import", file, "-o", imported.path])
         try #require(run.status == 0, "import failed: \(run.errors.prefix(600))")
         let contractErrors = ContractDocument.lint(file: imported.path).filter { $0.severity == .error }
         try #require(contractErrors.isEmpty, "the import does not lint: \(contractErrors.prefix(3))")

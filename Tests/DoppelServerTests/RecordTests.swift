@@ -1,3 +1,5 @@
+import DoppelRunner
+import DoppelTestSupport
 import DoppelTesting
 import Foundation
 import Testing
@@ -11,20 +13,13 @@ extension CommandLineTests {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("record-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
 
-        let process = Process()
-        process.executableURL = Self.executable
-        process.arguments = ["record", "--target", upstream.url.absoluteString, "-o", folder.path, "--port", "0", "--log-format", "none"]
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = Pipe()
-        try process.run()
-        defer { if process.isRunning { process.terminate() } }
-        var banner = ""
-        let deadline = Date().addingTimeInterval(60)
-        while !banner.contains("stop with Ctrl-C"), Date() < deadline {
-            guard let data = readSome(out.fileHandleForReading, within: deadline.timeIntervalSinceNow), !data.isEmpty else { break }
-            banner += String(decoding: data, as: UTF8.self)
-        }
+        let executable = try #require(Self.executable)
+        let process = try ChildProcess(
+            executable.path, ["record", "--target", upstream.url.absoluteString, "-o", folder.path, "--port", "0", "--log-format", "none"],
+            errors: .null)
+        defer { process.terminate() }
+        let out = try #require(process.output)
+        let banner = await readBanner(out, until: "stop with Ctrl-C")
         let port = try #require(banner.firstMatch(of: /on http:\/\/127\.0\.0\.1:(\d+);/).flatMap { Int($0.1) }, "\(banner)")
         let client = TestClient(base: URL(string: "http://127.0.0.1:\(port)")!)
 
@@ -37,9 +32,8 @@ extension CommandLineTests {
         #expect(try await client.send("GET", "/missing", token: nil).status == 404)
 
         process.interrupt()  // SIGINT: write the recording and stop
-        await eventually(within: 10, every: .milliseconds(50)) { !process.isRunning }
-        #expect(process.terminationStatus == 0)
-        let summary = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(await process.ending(within: 10) == .exit(0))
+        let summary = String(decoding: try await offThePool { out.readDataToEndOfFile() }, as: UTF8.self)
         #expect(summary.contains("Recorded 4 exchanges (3 endpoints)"))
 
         let contractFile = folder.appendingPathComponent("contract.yaml").path
@@ -53,24 +47,24 @@ extension CommandLineTests {
         // Lint clean: ids made parameters, one endpoint per method and path.
         let contract = try ContractLoader.load(file: contractFile)
         #expect(contract.endpoints.map(\.signature) == ["GET /things/{id}", "POST /echo", "GET /missing"])
-        let lint = try run(["lint", contractFile, scenarioFile])
+        let lint = try await run(["lint", contractFile, scenarioFile])
         #expect(lint.status == 0, "\(lint.output)\(lint.errors)")
 
         // Replayed against the recorded contract, every step gets its recorded status.
-        let replay = try run(["run", scenarioFile])
+        let replay = try await run(["run", scenarioFile])
         #expect(replay.status == 0, "\(replay.output)")
         #expect(replay.output.hasSuffix("4 passed, 0 failed\n"))
     }
 
-    @Test func recordRefusesToOverwriteARecording() throws {
+    @Test func recordRefusesToOverwriteARecording() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("record-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         try "doppel: 1\n".write(to: folder.appendingPathComponent("contract.yaml"), atomically: true, encoding: .utf8)
-        let result = try run(["record", "--target", "http://127.0.0.1:9", "-o", folder.path])
+        let result = try await run(["record", "--target", "http://127.0.0.1:9", "-o", folder.path])
         #expect(result.status == 64)
         #expect(result.errors.contains("contract.yaml exists already; choose another --output folder"))
-        let bad = try run(["record", "--target", "ftp://x", "-o", folder.path + "/new"])
+        let bad = try await run(["record", "--target", "ftp://x", "-o", folder.path + "/new"])
         #expect(bad.errors.contains("--target must be an http or https URL"))
     }
 }

@@ -84,7 +84,7 @@ extension CommandLineTests {
     @Test func serveWithASelfSignedCertificateSaysHowToTrustIt() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("tls-cli-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
-        let served = try serve(["contracts/tales.yaml", "--tls", "self-signed", "--tls-dir", folder.path, "--log-format", "none"])
+        let served = try await serve(["contracts/tales.yaml", "--tls", "self-signed", "--tls-dir", folder.path, "--log-format", "none"])
         defer { served.process.terminate() }
         let authority = folder.appendingPathComponent("doppel-ca.pem").path
         #expect(served.banner.contains("Listening on https://127.0.0.1:\(served.port)"))
@@ -97,14 +97,14 @@ extension CommandLineTests {
         let response = try await client.execute(HTTPClientRequest(url: "https://127.0.0.1:\(served.port)/__doppel/health"), timeout: .seconds(5))
         #expect(response.status.code == 200)
 
-        let mismatched = try run(["serve", "contracts/tales.yaml", "--tls-cert", authority])
+        let mismatched = try await run(["serve", "contracts/tales.yaml", "--tls-cert", authority])
         #expect(mismatched.status == 64)
         #expect(mismatched.errors.contains("--tls-cert and --tls-key go together"))
 
         // Certificate and key swapped: said in those words.
         let key = folder.appendingPathComponent("server-key.pem").path
         let certificate = folder.appendingPathComponent("server.pem").path
-        let swapped = try run(["serve", "contracts/tales.yaml", "--port", "0", "--tls-cert", key, "--tls-key", certificate])
+        let swapped = try await run(["serve", "contracts/tales.yaml", "--port", "0", "--tls-cert", key, "--tls-key", certificate])
         #expect(swapped.status == 1)
         #expect(swapped.errors.contains("--tls-cert holds a private key and --tls-key a certificate: swap them"), "\(swapped.errors)")
     }
@@ -124,7 +124,7 @@ extension CommandLineTests {
         // A key loosened since is tightened when served, and said so.
         chmod(files.key.path, 0o644)
         #expect(LocalCertificates.looseKeys(in: files).map(\.path) == [files.key.path])
-        let served = try serve(["contracts/tales.yaml", "--tls", "self-signed", "--tls-dir", folder.path, "--log-format", "none"])
+        let served = try await serve(["contracts/tales.yaml", "--tls", "self-signed", "--tls-dir", folder.path, "--log-format", "none"])
         defer { served.process.terminate() }
         #expect(LocalCertificates.looseKeys(in: files).isEmpty)
         let mode = try FileManager.default.attributesOfItem(atPath: files.key.path)[.posixPermissions] as? NSNumber
