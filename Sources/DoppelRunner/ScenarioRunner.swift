@@ -81,12 +81,17 @@ public struct ScenarioRunner: Sendable {
         var notes: [String] = []
         var steps: [StepResult] = []
         if isDoppel {
-            let setup =
-                scenario.setup.isEmpty
-                ? try? await admin("DELETE", "/scenario?session=\(session)", body: nil)
-                : try? await admin("PUT", "/scenario?session=\(session)", body: .object(scenario.setup))
-            if setup?.status != 200 {
-                let reason = setup.map { $0.json?["detail"]?.interpolationText ?? "status \($0.status)" } ?? "no answer"
+            let refusal: String?
+            do {
+                let setup =
+                    scenario.setup.isEmpty
+                    ? try await admin("DELETE", "/scenario?session=\(session)", body: nil)
+                    : try await admin("PUT", "/scenario?session=\(session)", body: .object(scenario.setup))
+                refusal = setup.status == 200 ? nil : setup.json?["detail"]?.interpolationText ?? "status \(setup.status)"
+            } catch {
+                refusal = "\(error)"  // the target's failure in words: "no answer within 10s", a refused connection
+            }
+            if let reason = refusal {
                 return ScenarioResult(
                     scenario: scenario, session: session, notes: ["the target refused the scenario's setup: \(reason)"],
                     steps: [StepResult(name: "setup", outcome: .failed, summary: "PUT /__doppel/scenario", details: [reason], seconds: 0)])
