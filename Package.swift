@@ -138,6 +138,7 @@ let package = Package(
         .target(
             // What the test targets share: not part of any product.
             name: "DoppelTestSupport",
+            dependencies: ["DoppelCore"],
             path: "Tests/DoppelTestSupport"
         ),
         .testTarget(
@@ -146,7 +147,7 @@ let package = Package(
         ),
         .testTarget(
             name: "DoppelOpenAPITests",
-            dependencies: ["DoppelOpenAPI", "DoppelCore", .product(name: "Yams", package: "Yams")],
+            dependencies: ["DoppelOpenAPI", "DoppelCore", "DoppelTestSupport", .product(name: "Yams", package: "Yams")],
             // Read from the source tree by the test that runs it.
             exclude: ["JSON-Schema-Test-Suite"]
         ),
@@ -158,16 +159,24 @@ let package = Package(
         .testTarget(
             name: "DoppelServerTests",
             dependencies: [
-                "DoppelServer", "DoppelTesting", "DoppelCore", "DoppelOpenAPI", "DoppelPostgres", "DoppelRunner", "DoppelTestSupport",
+                "DoppelServer", "DoppelTesting", "DoppelCore", "DoppelOpenAPI", "DoppelRunner", "DoppelTestSupport",
                 // The upstream server of the proxy tests.
                 .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HTTPTypes", package: "swift-http-types"),
                 // Clients of the HTTPS tests.
                 .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                // A database in the schema of an older Doppel, for the migration test.
-                .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             // Read by path from the repository, not as a bundle resource.
             exclude: ["Fixtures"]
+        ),
+        .testTarget(
+            // Replicas sharing sessions on PostgreSQL (`DOPPEL_TEST_POSTGRES`: a database `.ci/postgres.sh` starts).
+            name: "DoppelPostgresTests",
+            dependencies: [
+                "DoppelPostgres", "DoppelServer", "DoppelTesting", "DoppelCore", "DoppelOpenAPI", "DoppelRunner", "DoppelTestSupport",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"), .product(name: "Logging", package: "swift-log"),
+                // A database in the schema of an older Doppel, for the migration test.
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ]
         ),
     ]
 )

@@ -1,13 +1,6 @@
 import DoppelCore
+import DoppelTestSupport
 import Foundation
-
-/// The repository's root, found from this file's location.
-let repositoryRoot: URL = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-
-/// A contract file under `contracts/`.
-func contractPath(_ name: String) -> String {
-    repositoryRoot.appendingPathComponent("contracts/\(name)").path
-}
 
 /// Loads contract text, failing the test with every diagnostic when it does not load.
 func loadContract(_ text: String, file: String = "test.yaml") throws -> Contract {
@@ -65,10 +58,6 @@ final class TestClock: Sendable {
     var now: Double { value.withLock { $0 } }
     func advance(seconds: Double) { value.withLock { $0 += seconds } }
 }
-
-/// A JWT for bearer schemes (tales takes only JWTs): `{"sub": "3f2b8c1e-...", "role": "authenticated"}`, no expiry, signature unchecked.
-let sampleJWT =
-    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIzZjJiOGMxZS03ZDRhLTRlNTktOWIxYy0yYTZmMGU4ZDRjNzEiLCJyb2xlIjoiYXV0aGVudGljYXRlZCJ9.c2lnbmF0dXJl"
 
 extension Decision.Delivery {
     /// A delivery's kind without what it sends, to compare in tests.

@@ -1,5 +1,6 @@
 import DoppelCore
 import DoppelOpenAPI
+import DoppelTestSupport
 import Foundation
 import Testing
 
@@ -218,9 +219,7 @@ struct ContractDiffTests {
 
     /// The realtime demo: a WebSocket's rules, close codes and pushes, and a response's callback.
     static let realtime: String = {
-        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("contracts/realtime-demo.yaml")
-        return (try? String(contentsOf: url, encoding: .utf8)) ?? ""
+        (try? String(contentsOfFile: contractPath("realtime-demo.yaml"), encoding: .utf8)) ?? ""
     }()
 
     static let realtimeCases: [Case] = [

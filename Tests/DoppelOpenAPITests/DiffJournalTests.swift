@@ -1,4 +1,5 @@
 import DoppelCore
+import DoppelTestSupport
 import Foundation
 import Testing
 
@@ -10,9 +11,7 @@ import Testing
 @Suite("Diff against a journal")
 struct DiffJournalTests {
     static let old: String = {
-        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("contracts/tales.yaml")
-        return (try? String(contentsOf: url, encoding: .utf8)) ?? ""
+        (try? String(contentsOfFile: contractPath("tales.yaml"), encoding: .utf8)) ?? ""
     }()
 
     /// hero_id newly required, free stories' `limit` at most 100, the 404 of a purchase's plan gone, GET /subscription/plans gone.

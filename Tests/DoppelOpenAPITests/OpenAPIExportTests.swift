@@ -1,12 +1,11 @@
 import DoppelCore
+import DoppelTestSupport
 import Foundation
 import OpenAPIKit
 import Testing
 import Yams
 
 @testable import DoppelOpenAPI
-
-private let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
 private func contract(_ name: String) throws -> Contract {
     try ContractLoader.load(file: repositoryRoot.appendingPathComponent("contracts/\(name)").path)

@@ -2,6 +2,7 @@ import DoppelCore
 import DoppelPostgres
 import DoppelRunner
 import DoppelServer
+import DoppelTestSupport
 import Foundation
 import Testing
 

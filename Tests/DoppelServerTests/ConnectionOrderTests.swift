@@ -1,4 +1,5 @@
 import DoppelCore
+import DoppelTestSupport
 import DoppelTesting
 import Foundation
 import Testing

@@ -1,6 +1,7 @@
 import DoppelCore
 import DoppelRunner
 import DoppelServer
+import DoppelTestSupport
 import Foundation
 import Testing
 

@@ -1,5 +1,6 @@
 import DoppelCore
 import DoppelServer
+import DoppelTestSupport
 import DoppelTesting
 import Foundation
 import Testing

@@ -1,5 +1,6 @@
 import DoppelCore
 import DoppelOpenAPI
+import DoppelTestSupport
 import DoppelTesting
 import Foundation
 import Testing

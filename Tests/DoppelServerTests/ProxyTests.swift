@@ -1,3 +1,4 @@
+import DoppelTestSupport
 import DoppelTesting
 import Foundation
 import HTTPTypes

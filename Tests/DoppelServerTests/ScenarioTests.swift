@@ -1,5 +1,6 @@
 import DoppelCore
 import DoppelServer
+import DoppelTestSupport
 import DoppelTesting
 import Foundation
 import Testing
@@ -10,12 +11,15 @@ let allScenarioFiles: [String] = ScenarioCatalog.yamlFiles(under: repositoryRoot
 
 @Suite("Scenarios")
 struct ScenarioTests {
-    /// Acceptance cases are data: each scenario in `scenarios/` runs here.
-    @Test(arguments: allScenarioFiles)
+    /// Acceptance cases are data: each scenario in `scenarios/` runs here,
+    /// one after another: 43 servers loading their contracts at once would
+    /// hold the suite's few task threads for longer than a step's time limit.
+    @Test(.serialized, arguments: allScenarioFiles)
     func scenarioPasses(file: String) async throws {
         let scenario = try ScenarioLoader.load(file: repositoryRoot.appendingPathComponent(file).path)
         #expect(!scenario.steps.isEmpty)
         try await DoppelTestServer.with(contract: scenario.contractFile) { server in
+            await untilAnswering(server.baseURL)
             let result = await ScenarioRunner(baseURL: server.baseURL, isDoppel: true).run(scenario, session: "scenario")
             for step in result.steps where step.outcome != .passed {
                 Issue.record("\(file) › \(step.name): \(step.summary)\n\(step.details.joined(separator: "\n"))")
@@ -53,6 +57,7 @@ struct ScenarioTests {
                   - { request: GET /new, expect: { status: 200, body: { where: new } } }
                 """, file: folder.appendingPathComponent("follow.yaml").path, contract: contract)
         let server = try await DoppelTestServer.start(engine: MockEngine(contract: contract))
+        await untilAnswering(server.baseURL)
         let answered = await ScenarioRunner(baseURL: server.baseURL, isDoppel: true).run(scenario, session: "redirects")
         let closedPort = server.port
         await server.stop()

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import DoppelTestSupport
 import DoppelTesting
 import Foundation
 import NIOCore

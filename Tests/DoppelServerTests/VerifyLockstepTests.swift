@@ -2,6 +2,7 @@ import DoppelCore
 import DoppelOpenAPI
 import DoppelRunner
 import DoppelServer
+import DoppelTestSupport
 import DoppelTesting
 import Foundation
 import HTTPTypes

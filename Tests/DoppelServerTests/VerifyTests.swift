@@ -1,6 +1,7 @@
 import DoppelCore
 import DoppelOpenAPI
 import DoppelRunner
+import DoppelTestSupport
 import DoppelTesting
 import Foundation
 import HTTPTypes

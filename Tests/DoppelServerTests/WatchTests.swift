@@ -43,7 +43,7 @@ extension CommandLineTests {
         /// How long `check` took to hold (the shared `eventually`), or nil when it did not within `seconds`.
         func eventually(within seconds: Double, _ check: () async throws -> Bool) async throws -> Double? {
             let start = Date()
-            return try await DoppelServerTests.eventually(within: seconds, check) ? Date().timeIntervalSince(start) : nil
+            return try await DoppelTestSupport.eventually(within: seconds, check) ? Date().timeIntervalSince(start) : nil
         }
 
         #expect(try await hit()?["hits"] == 1)

@@ -6,7 +6,7 @@ import Foundation
 /// cores), never a claim about speed, and the wait ends as soon as the
 /// condition holds.
 @discardableResult
-func eventually(
+package func eventually(
     within seconds: Double, every interval: Duration = .milliseconds(20),
     _ condition: () async throws -> Bool
 ) async rethrows -> Bool {
@@ -16,4 +16,14 @@ func eventually(
         guard ContinuousClock.now < deadline else { return false }
         try? await Task.sleep(for: interval)
     }
+}
+
+/// Waits (60 s at most) until a server just started answers its health
+/// check. At the suite's start every test's tasks share a few threads with
+/// seconds of other tests' computation, and a fresh server's first answer can
+/// wait longer than a runner's 10 s limit for a step; after it, the limits
+/// the test is about count.
+package func untilAnswering(_ base: URL) async {
+    let client = TestClient(base: base)
+    await eventually(within: 60) { (try? await client.send("GET", "/__doppel/health"))?.status == 200 }
 }

@@ -5,33 +5,29 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// The repository's root, found from this file's location.
-let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    .deletingLastPathComponent()
-
-func contractPath(_ name: String) -> String {
+package func contractPath(_ name: String) -> String {
     repositoryRoot.appendingPathComponent("contracts/\(name)").path
 }
 
 /// A response as a test client saw it.
-struct HTTPResult: Sendable {
-    let status: Int
-    let headers: [String: String]
-    let body: Data
+package struct HTTPResult: Sendable {
+    package let status: Int
+    package let headers: [String: String]
+    package let body: Data
 
-    var json: JSON? { try? JSONReader.parse([UInt8](body)) }
+    package var json: JSON? { try? JSONReader.parse([UInt8](body)) }
 
-    func header(_ name: String) -> String? {
+    package func header(_ name: String) -> String? {
         headers.first { $0.key.lowercased() == name.lowercased() }?.value
     }
 }
 
 /// A small URLSession client for live tests.
-struct TestClient: Sendable {
-    let base: URL
-    let session: URLSession
+package struct TestClient: Sendable {
+    package let base: URL
+    package let session: URLSession
 
-    init(base: URL, maxConnections: Int = 8, timeout: TimeInterval = 30) {
+    package init(base: URL, maxConnections: Int = 8, timeout: TimeInterval = 30) {
         self.base = base
         let configuration = URLSessionConfiguration.ephemeral
         configuration.httpMaximumConnectionsPerHost = maxConnections
@@ -39,7 +35,7 @@ struct TestClient: Sendable {
         self.session = URLSession(configuration: configuration)
     }
 
-    func send(
+    package func send(
         _ method: String, _ target: String, json: JSON? = nil, token: String? = sampleJWT, session sessionID: String? = nil,
         headers: [String: String] = [:], body: Data? = nil
     ) async throws -> HTTPResult {
@@ -67,9 +63,9 @@ struct TestClient: Sendable {
 
 /// Sends raw bytes over a loopback TCP connection and reads until the server
 /// closes or the reply is complete; for requests no well-behaved client sends.
-enum RawHTTP {
+package enum RawHTTP {
     /// How the server ended the exchange.
-    enum Ending: Equatable {
+    package enum Ending: Equatable {
         /// The reply was complete (by Content-Length) before the connection ended.
         case complete
         /// The server closed the connection (FIN).
@@ -79,14 +75,15 @@ enum RawHTTP {
         case timedOut
     }
 
-    static func exchange(port: Int, _ request: [UInt8], timeout: TimeInterval = 10) async throws -> String {
+    package static func exchange(port: Int, _ request: [UInt8], timeout: TimeInterval = 10) async throws -> String {
         String(decoding: try await exchangeDetailed(port: port, request, timeout: timeout).reply, as: UTF8.self)
     }
 
     /// Runs the blocking socket calls on a Dispatch thread: blocking one of
     /// the few cooperative threads could starve the in-process server that
     /// has to answer.
-    static func exchangeDetailed(port: Int, _ request: [UInt8], timeout: TimeInterval = 10) async throws -> (reply: [UInt8], endedBy: Ending) {
+    package static func exchangeDetailed(port: Int, _ request: [UInt8], timeout: TimeInterval = 10) async throws -> (reply: [UInt8], endedBy: Ending)
+    {
         try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {
                 continuation.resume(with: Result { try blockingExchange(port: port, request, timeout: timeout) })
@@ -130,7 +127,7 @@ enum RawHTTP {
 /// A blocking TCP socket connected to 127.0.0.1:`port`; the caller closes it.
 /// `receiveBuffer` sets the socket's receive buffer before it connects (a
 /// client that reads nothing then holds little in its kernel).
-func connectLoopback(port: Int, receiveBuffer: Int32? = nil) throws -> Int32 {
+package func connectLoopback(port: Int, receiveBuffer: Int32? = nil) throws -> Int32 {
     #if canImport(Glibc)
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     #else
@@ -153,5 +150,5 @@ func connectLoopback(port: Int, receiveBuffer: Int32? = nil) throws -> Int32 {
 }
 
 /// A JWT for bearer schemes (tales takes only JWTs): `{"sub": "3f2b8c1e-...", "role": "authenticated"}`, no expiry, signature unchecked.
-let sampleJWT =
+package let sampleJWT =
     "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIzZjJiOGMxZS03ZDRhLTRlNTktOWIxYy0yYTZmMGU4ZDRjNzEiLCJyb2xlIjoiYXV0aGVudGljYXRlZCJ9.c2lnbmF0dXJl"

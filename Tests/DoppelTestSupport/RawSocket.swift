@@ -10,26 +10,26 @@ import Darwin
 /// attacks that need to hold a connection: slow headers, idle connections,
 /// `Expect: 100-continue`. Call it from a Dispatch thread (`RawSocket.run`),
 /// never from a cooperative one.
-final class RawSocket: @unchecked Sendable {
+package final class RawSocket: @unchecked Sendable {
     private let fd: Int32
 
-    init(port: Int) throws {
+    package init(port: Int) throws {
         fd = try connectLoopback(port: port)
     }
 
     deinit { close(fd) }
 
-    func send(_ text: String) {
+    package func send(_ text: String) {
         sendAll(fd, Array(text.utf8))
     }
 
     /// Closes the sending half: the server reads the end of its input.
-    func finishSending() {
+    package func finishSending() {
         shutdown(fd, Int32(SHUT_WR))
     }
 
     /// What arrives within `timeout` seconds, until `until` holds or the peer closes; and whether it closed.
-    func receive(timeout: Double, until done: (String) -> Bool = { _ in false }) -> (text: String, closed: Bool) {
+    package func receive(timeout: Double, until done: (String) -> Bool = { _ in false }) -> (text: String, closed: Bool) {
         var reply: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         let deadline = Date().addingTimeInterval(timeout)
@@ -45,7 +45,7 @@ final class RawSocket: @unchecked Sendable {
     }
 
     /// Runs blocking socket work on a Dispatch thread.
-    static func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    package static func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
         }
@@ -53,7 +53,7 @@ final class RawSocket: @unchecked Sendable {
 }
 
 /// The resident set size of a process, in bytes (Linux: /proc/PID/status).
-func residentBytes(of pid: Int32) -> Int? {
+package func residentBytes(of pid: Int32) -> Int? {
     guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
         let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
         let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "")
@@ -64,7 +64,7 @@ func residentBytes(of pid: Int32) -> Int? {
 /// What a pipe has to read within `seconds`: the bytes available, empty at
 /// its end, nil when nothing came in time. `FileHandle.availableData` waits
 /// forever for output that never comes, and so would the test.
-func readSome(_ handle: FileHandle, within seconds: Double) -> Data? {
+package func readSome(_ handle: FileHandle, within seconds: Double) -> Data? {
     var descriptor = pollfd(fd: handle.fileDescriptor, events: Int16(POLLIN), revents: 0)
     guard poll(&descriptor, 1, Int32(seconds * 1000)) > 0 else { return nil }
     var buffer = [UInt8](repeating: 0, count: 65536)
@@ -74,7 +74,7 @@ func readSome(_ handle: FileHandle, within seconds: Double) -> Data? {
 
 /// The whole answer to one request sent over a fresh loopback connection
 /// (the request should say `Connection: close`).
-func rawAnswer(port: Int, _ request: String, timeout: Double = 10) async throws -> String {
+package func rawAnswer(port: Int, _ request: String, timeout: Double = 10) async throws -> String {
     try await RawSocket.run {
         let socket = try RawSocket(port: port)
         socket.send(request)

@@ -15,7 +15,7 @@ import Darwin
 // ("closed the connection without an answer"), in the full suite only.
 
 /// Whether `fd` has something to read (or its end) within `millis`.
-func waitReadable(_ fd: Int32, millis: Int32) -> Bool {
+package func waitReadable(_ fd: Int32, millis: Int32) -> Bool {
     let deadline = ContinuousClock.now + .milliseconds(Int(millis))
     while true {
         var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
@@ -28,7 +28,7 @@ func waitReadable(_ fd: Int32, millis: Int32) -> Bool {
 }
 
 /// `recv` into `buffer`: the count read, 0 at the end, below 0 for an error other than a signal.
-func receiveSome(_ fd: Int32, into buffer: inout [UInt8]) -> Int {
+package func receiveSome(_ fd: Int32, into buffer: inout [UInt8]) -> Int {
     while true {
         let n = recv(fd, &buffer, buffer.count, 0)
         if n >= 0 || errno != EINTR { return n }
@@ -37,7 +37,7 @@ func receiveSome(_ fd: Int32, into buffer: inout [UInt8]) -> Int {
 
 /// Writes all of `bytes`; false when the peer is gone.
 @discardableResult
-func sendAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+package func sendAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
     var sent = 0
     while sent < bytes.count {
         let n = bytes[sent...].withUnsafeBytes { Foundation.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -53,7 +53,7 @@ func sendAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
 /// out of descriptors for a moment (the suite holds thousands of sockets at
 /// times), is waited out rather than taken for the end: a fake server that
 /// stopped there would leave the next client's connection to be reset.
-func acceptConnection(_ listener: Int32) -> Int32 {
+package func acceptConnection(_ listener: Int32) -> Int32 {
     while true {
         let client = accept(listener, nil, nil)
         if client >= 0 { return client }
@@ -70,7 +70,7 @@ func acceptConnection(_ listener: Int32) -> Int32 {
 /// with unread input resets the connection, and a reset throws away what the
 /// client had not read yet. Nothing is waited for: a client that keeps its
 /// connection open gets its end at once, as before.
-func closeGracefully(_ fd: Int32) {
+package func closeGracefully(_ fd: Int32) {
     shutdown(fd, Int32(SHUT_WR))
     var buffer = [UInt8](repeating: 0, count: 4096)
     var drained = 0
@@ -85,7 +85,7 @@ func closeGracefully(_ fd: Int32) {
 /// `connect` to `address`, gone on with after a signal: an interrupted
 /// connect goes on in the background (EINTR), and its outcome is read once
 /// the socket is writable, rather than taken for a refusal.
-func connectSocket(_ fd: Int32, _ address: UnsafePointer<sockaddr>, _ length: socklen_t) -> Bool {
+package func connectSocket(_ fd: Int32, _ address: UnsafePointer<sockaddr>, _ length: socklen_t) -> Bool {
     if connect(fd, address, length) == 0 { return true }
     guard errno == EINTR || errno == EINPROGRESS else { return false }
     let deadline = ContinuousClock.now + .seconds(30)
@@ -108,22 +108,22 @@ func connectSocket(_ fd: Int32, _ address: UnsafePointer<sockaddr>, _ length: so
 /// and a `shutdown` of that number would end that connection instead, with
 /// no answer read ("closed before a complete response", in the full suite
 /// only). Stopping after the accepting thread is done does nothing.
-final class ListeningSocket: @unchecked Sendable {
-    let fd: Int32
+package final class ListeningSocket: @unchecked Sendable {
+    package let fd: Int32
     private let lock = NSLock()
     private var open = true
 
-    init(_ fd: Int32) { self.fd = fd }
+    package init(_ fd: Int32) { self.fd = fd }
 
     /// Wakes an `accept` waiting on it (it returns an error); nothing once closed.
-    func stop() {
+    package func stop() {
         lock.lock()
         defer { lock.unlock() }
         if open { shutdown(fd, Int32(SHUT_RDWR)) }
     }
 
     /// Closes it, once; called by the accepting thread when it is done with it.
-    func close() {
+    package func close() {
         lock.lock()
         defer { lock.unlock() }
         guard open else { return }

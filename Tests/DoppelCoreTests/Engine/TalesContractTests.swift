@@ -1,4 +1,5 @@
 import DoppelCore
+import DoppelTestSupport
 import Testing
 
 @Suite("Tales contract through the engine")

@@ -1,3 +1,4 @@
+import DoppelTestSupport
 import Testing
 
 @testable import DoppelCore

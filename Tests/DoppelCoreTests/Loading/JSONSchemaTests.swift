@@ -1,3 +1,4 @@
+import DoppelTestSupport
 import Foundation
 import Testing
 
