@@ -260,4 +260,32 @@ package final class ChildProcess: @unchecked Sendable {
             return ending
         }
     }
+
+    /// A pipe of the child read to its end on a thread of its own, its first
+    /// `limit` bytes kept: a child writing to a pipe nobody reads would stall
+    /// once the pipe is full.
+    package final class Drained: @unchecked Sendable {
+        private let data = Locked(Data())
+        private let done = DispatchSemaphore(value: 0)
+
+        package init(_ handle: FileHandle?, keeping limit: Int = .max) {
+            guard let handle else {
+                done.signal()
+                return
+            }
+            Thread.detachNewThread { [data, done] in
+                while let chunk = try? handle.read(upToCount: 65_536), !chunk.isEmpty {
+                    data.withLock { if $0.count < limit { $0.append(chunk.prefix(limit - $0.count)) } }
+                }
+                done.signal()
+            }
+        }
+
+        /// What was read by the pipe's end, or by `seconds` from now if sooner
+        /// (a grandchild may hold the pipe open).
+        package func value(within seconds: Double) -> Data {
+            _ = done.wait(timeout: .now() + seconds)
+            return data.withLock { $0 }
+        }
+    }
 }

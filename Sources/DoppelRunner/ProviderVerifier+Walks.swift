@@ -376,8 +376,8 @@ extension ProviderVerifier {
         }
         // Both pipes are read to their end beside the wait, so that neither
         // can fill and stall the command; what is kept of each is bounded.
-        let output = Collected(process.output, keeping: 65_536)
-        let errors = Collected(process.errors, keeping: 2_000)
+        let output = ChildProcess.Drained(process.output, keeping: 65_536)
+        let errors = ChildProcess.Drained(process.errors, keeping: 2_000)
         let timedOut = Locked(false)
         let watchdog = DispatchWorkItem {
             timedOut.withLock { $0 = true }
@@ -395,30 +395,6 @@ extension ProviderVerifier {
             throw CommandFailure(description: "'\(command)' \(how)" + (said.isEmpty ? "" : ": \(said)"))
         }
         return text
-    }
-
-    /// A pipe read to its end on a thread of its own, its first `keeping` bytes kept.
-    private final class Collected: @unchecked Sendable {
-        private let data = Locked(Data())
-        private let done = DispatchSemaphore(value: 0)
-
-        init(_ handle: FileHandle?, keeping limit: Int) {
-            guard let handle else {
-                done.signal()
-                return
-            }
-            Thread.detachNewThread { [data, done] in
-                while let chunk = try? handle.read(upToCount: 4096), !chunk.isEmpty {
-                    data.withLock { if $0.count < limit { $0.append(chunk.prefix(limit - $0.count)) } }
-                }
-                done.signal()
-            }
-        }
-
-        func value(within seconds: Double) -> Data {
-            _ = done.wait(timeout: .now() + seconds)
-            return data.withLock { $0 }
-        }
     }
 }
 

@@ -39,23 +39,17 @@ struct CommandLineTests {
         let watchdog = DispatchWorkItem { process.terminate() }
         DispatchQueue.global().asyncAfter(deadline: .now() + 300, execute: watchdog)
         defer { watchdog.cancel() }
-        let errorsRead = Locked(Data())
-        let readerDone = DispatchSemaphore(value: 0)
-        let errorHandle = process.errors
-        Thread.detachNewThread {
-            let data = errorHandle?.readDataToEndOfFile() ?? Data()
-            errorsRead.withLock { $0 = data }
-            readerDone.signal()
-        }
-        let output = process.output?.readDataToEndOfFile() ?? Data()
-        readerDone.wait()
-        let errors = errorsRead.withLock { $0 }
+        let output = ChildProcess.Drained(process.output)
+        let errors = ChildProcess.Drained(process.errors)
+        let ending = process.waitUntilExit()
         let status: Int32 =
-            switch process.waitUntilExit() {
+            switch ending {
             case .exit(let code): code
             case .signal(let number): 128 + number
             }
-        return Run(status: status, output: String(decoding: output, as: UTF8.self), errors: String(decoding: errors, as: UTF8.self))
+        return Run(
+            status: status, output: String(decoding: output.value(within: 300), as: UTF8.self),
+            errors: String(decoding: errors.value(within: 300), as: UTF8.self))
     }
 
     /// `oas32-query.yaml`: lint and import refused an OpenAPI version Doppel cannot serve, yet `serve`
