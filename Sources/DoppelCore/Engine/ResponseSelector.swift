@@ -177,99 +177,136 @@ package struct ResponseSelector: Sendable {
         delta: inout Int, undo: inout SessionData.Undo?
     ) throws(EvaluationError) {
         guard let key = keys.first else {
-            let replacement: JSON
-            switch operation {
-            case .assign: replacement = operand
-            case .add: replacement = value.isNull ? operand : try Evaluator.apply(.add, value, operand)
-            case .subtract: replacement = try Evaluator.apply(.subtract, value.isNull ? .int(0) : value, operand)
-            case .delete: replacement = .null
-            }
-            if undo == nil { undo = .stateEntry(path: path, previous: value) }
-            delta += replacement.encodedSize - value.encodedSize
-            value = replacement
+            try replace(&value, path: path, operation, operand, delta: &delta, undo: &undo)
             return
         }
-        let last = keys.count == 1
         // `if case` and not `switch`: a switch keeps its own copy of the
         // payload for the whole case, and every change would then copy it.
         if case .object(var object) = value {
             value = .null
             defer { value = .object(object) }
-            let name = key.memberName
-            let childPath = path + [.name(name)]
-            if last, operation == .delete {
-                guard let removed = object[name] else { return }
-                if undo == nil { undo = .stateEntry(path: childPath, previous: removed) }
-                delta -= removed.encodedSize + name.utf8.count + 4
-                object[name] = nil
-                return
-            }
-            let existed = object[name] != nil
-            var child = object.take(name) ?? .null
-            var created: SessionData.Undo?
-            if !existed, undo == nil { created = .stateEntry(path: childPath, previous: nil) }
-            do {
-                var childUndo: SessionData.Undo? = undo ?? created
-                try modify(&child, keys.dropFirst(), path: childPath, operation, operand, delta: &delta, undo: &childUndo)
-                undo = childUndo
-            } catch {
-                if existed { object[name] = child }
-                throw error
-            }
-            // A new member: its name, and its value measured from the null it started as.
-            if !existed { delta += name.utf8.count + 4 + JSON.null.encodedSize }
-            object[name] = child
+            try modifyMember(of: &object, keys, path: path, operation, operand, delta: &delta, undo: &undo)
             return
         }
         if value.isNull {
-            guard case .name(let name) = key else { throw EvaluationError("cannot index null with position \(key.memberName)") }
-            var object = JSONObject()
-            if !(last && operation == .delete) {
-                var child = JSON.null
-                var childUndo: SessionData.Undo? = undo ?? .stateEntry(path: path, previous: .null)
-                try modify(&child, keys.dropFirst(), path: path + [key], operation, operand, delta: &delta, undo: &childUndo)
-                undo = childUndo
-                // null became {name: child}: braces and the member's name, less the null that was
-                // here; the child's own delta was measured from a null too, so the two cancel.
-                delta += 2 + name.utf8.count + 4
-                object[name] = child
-            } else {
-                if undo == nil { undo = .stateEntry(path: path, previous: .null) }
-                delta += 2 - JSON.null.encodedSize
-            }
-            value = .object(object)
+            try build(&value, keys, path: path, operation, operand, delta: &delta, undo: &undo)
             return
         }
         if case .array(var items) = value {
-            guard case .position(let i) = key else { throw EvaluationError("cannot index a list with '\(key.memberName)'") }
-            let position = i < 0 ? items.count + i : i
-            guard (last && (operation == .delete || (operation == .assign && position == items.count))) || items.indices.contains(position) else {
-                throw EvaluationError("index \(i) is outside a list of \(items.count)")
-            }
             value = .null
             defer { value = .array(items) }
-            if last, operation == .delete {
-                guard items.indices.contains(position) else { return }
-                if undo == nil { undo = .removedItem(path: path, position: position, previous: items[position]) }
-                delta -= items[position].encodedSize + 1
-                items.remove(at: position)
-            } else if last, operation == .assign, position == items.count {
-                if undo == nil { undo = .appended(path: path) }
-                delta += operand.encodedSize + 1
-                items.append(operand)
-            } else {
-                var child = items[position]
-                items[position] = .null
-                do {
-                    try modify(&child, keys.dropFirst(), path: path + [.position(position)], operation, operand, delta: &delta, undo: &undo)
-                } catch {
-                    items[position] = child
-                    throw error
-                }
-                items[position] = child
-            }
+            try modifyItem(of: &items, keys, path: path, operation, operand, delta: &delta, undo: &undo)
             return
         }
         throw EvaluationError("cannot index \(value.typeName) with '\(key.memberName)'")
+    }
+
+    /// The end of the path: `value` assigned, added to, subtracted from or deleted (made null).
+    private static func replace(
+        _ value: inout JSON, path: [StateKey], _ operation: Effect.Operation, _ operand: JSON, delta: inout Int, undo: inout SessionData.Undo?
+    ) throws(EvaluationError) {
+        let replacement: JSON
+        switch operation {
+        case .assign: replacement = operand
+        case .add: replacement = value.isNull ? operand : try Evaluator.apply(.add, value, operand)
+        case .subtract: replacement = try Evaluator.apply(.subtract, value.isNull ? .int(0) : value, operand)
+        case .delete: replacement = .null
+        }
+        if undo == nil { undo = .stateEntry(path: path, previous: value) }
+        delta += replacement.encodedSize - value.encodedSize
+        value = replacement
+    }
+
+    /// `keys` into an object's member (`keys.first` names it): the member
+    /// changed, created from null, or removed by the last key's delete.
+    private static func modifyMember(
+        of object: inout JSONObject, _ keys: ArraySlice<StateKey>, path: [StateKey], _ operation: Effect.Operation, _ operand: JSON,
+        delta: inout Int, undo: inout SessionData.Undo?
+    ) throws(EvaluationError) {
+        let name = keys.first!.memberName
+        let childPath = path + [.name(name)]
+        if keys.count == 1, operation == .delete {
+            guard let removed = object[name] else { return }
+            if undo == nil { undo = .stateEntry(path: childPath, previous: removed) }
+            delta -= removed.encodedSize + name.utf8.count + 4
+            object[name] = nil
+            return
+        }
+        let existed = object[name] != nil
+        var child = object.take(name) ?? .null
+        var created: SessionData.Undo?
+        if !existed, undo == nil { created = .stateEntry(path: childPath, previous: nil) }
+        do {
+            var childUndo: SessionData.Undo? = undo ?? created
+            try modify(&child, keys.dropFirst(), path: childPath, operation, operand, delta: &delta, undo: &childUndo)
+            undo = childUndo
+        } catch {
+            if existed { object[name] = child }
+            throw error
+        }
+        // A new member: its name, and its value measured from the null it started as.
+        if !existed { delta += name.utf8.count + 4 + JSON.null.encodedSize }
+        object[name] = child
+    }
+
+    /// `keys` into a null: it becomes an object holding the member
+    /// `keys.first` names (an empty one for a delete); a position cannot index it.
+    private static func build(
+        _ value: inout JSON, _ keys: ArraySlice<StateKey>, path: [StateKey], _ operation: Effect.Operation, _ operand: JSON,
+        delta: inout Int, undo: inout SessionData.Undo?
+    ) throws(EvaluationError) {
+        let key = keys.first!
+        guard case .name(let name) = key else { throw EvaluationError("cannot index null with position \(key.memberName)") }
+        var object = JSONObject()
+        if !(keys.count == 1 && operation == .delete) {
+            var child = JSON.null
+            var childUndo: SessionData.Undo? = undo ?? .stateEntry(path: path, previous: .null)
+            try modify(&child, keys.dropFirst(), path: path + [key], operation, operand, delta: &delta, undo: &childUndo)
+            undo = childUndo
+            // null became {name: child}: braces and the member's name, less the null that was
+            // here; the child's own delta was measured from a null too, so the two cancel.
+            delta += 2 + name.utf8.count + 4
+            object[name] = child
+        } else {
+            if undo == nil { undo = .stateEntry(path: path, previous: .null) }
+            delta += 2 - JSON.null.encodedSize
+        }
+        value = .object(object)
+    }
+
+    /// `keys` into a list (`keys.first` a position, negative from the end):
+    /// the item changed, removed by the last key's delete, or appended by an
+    /// assignment one past the end.
+    private static func modifyItem(
+        of items: inout [JSON], _ keys: ArraySlice<StateKey>, path: [StateKey], _ operation: Effect.Operation, _ operand: JSON,
+        delta: inout Int, undo: inout SessionData.Undo?
+    ) throws(EvaluationError) {
+        let key = keys.first!
+        let last = keys.count == 1
+        guard case .position(let i) = key else { throw EvaluationError("cannot index a list with '\(key.memberName)'") }
+        let position = i < 0 ? items.count + i : i
+        guard (last && (operation == .delete || (operation == .assign && position == items.count))) || items.indices.contains(position) else {
+            throw EvaluationError("index \(i) is outside a list of \(items.count)")
+        }
+        if last, operation == .delete {
+            guard items.indices.contains(position) else { return }
+            if undo == nil { undo = .removedItem(path: path, position: position, previous: items[position]) }
+            delta -= items[position].encodedSize + 1
+            items.remove(at: position)
+        } else if last, operation == .assign, position == items.count {
+            if undo == nil { undo = .appended(path: path) }
+            delta += operand.encodedSize + 1
+            items.append(operand)
+        } else {
+            var child = items[position]
+            items[position] = .null
+            do {
+                try modify(&child, keys.dropFirst(), path: path + [.position(position)], operation, operand, delta: &delta, undo: &undo)
+            } catch {
+                items[position] = child
+                throw error
+            }
+            items[position] = child
+        }
     }
 }
