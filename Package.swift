@@ -138,7 +138,12 @@ let package = Package(
         .target(
             // What the test targets share: not part of any product.
             name: "DoppelTestSupport",
-            dependencies: ["DoppelCore"],
+            dependencies: [
+                "DoppelCore", "DoppelRunner",
+                // Loopback upstreams and providers of the proxy, record and verify tests.
+                .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"), .product(name: "NIOCore", package: "swift-nio"),
+            ],
             path: "Tests/DoppelTestSupport"
         ),
         .testTarget(
@@ -167,6 +172,27 @@ let package = Package(
             ],
             // Read by path from the repository, not as a bundle resource.
             exclude: ["Fixtures"]
+        ),
+        .testTarget(
+            // Scenario runs, provider verification and child processes.
+            name: "DoppelRunnerTests",
+            dependencies: [
+                "DoppelRunner", "DoppelServer", "DoppelTesting", "DoppelCore", "DoppelOpenAPI", "DoppelTestSupport",
+                // Providers of the verify tests.
+                .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"), .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
+        .testTarget(
+            // The `doppel` executable's commands, run as processes (it is built
+            // with the tests: `swift build --build-tests` builds every product).
+            name: "DoppelCommandLineTests",
+            dependencies: [
+                "DoppelServer", "DoppelTesting", "DoppelCore", "DoppelRunner", "DoppelTestSupport",
+                // The HTTPS client of `serve --tls`.
+                .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
         ),
         .testTarget(
             // Replicas sharing sessions on PostgreSQL (`DOPPEL_TEST_POSTGRES`: a database `.ci/postgres.sh` starts).

@@ -7,51 +7,6 @@ import Testing
 /// Runs the built `doppel` executable, as a user would.
 @Suite("doppel command line")
 struct CommandLineTests {
-    static var executable: URL? {
-        let candidates = [
-            URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("doppel"),
-            Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("doppel"),
-            repositoryRoot.appendingPathComponent(".build/debug/doppel"),
-        ]
-        return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) }
-    }
-
-    struct Run {
-        let status: Int32
-        let output: String
-        let errors: String
-    }
-
-    /// Runs `doppel` with `arguments` in the repository's folder, on a
-    /// thread of its own (a test waiting for a process must not hold one of
-    /// the few threads every task shares).
-    func run(_ arguments: [String]) async throws -> Run {
-        let executable: URL = try #require(Self.executable, "build the doppel executable first (swift build)")
-        let root = repositoryRoot.path
-        return try await offThePool { try Self.runWaiting(executable.path, arguments, in: root) }
-    }
-
-    private static func runWaiting(_ executable: String, _ arguments: [String], in folder: String) throws -> Run {
-        let process = try ChildProcess(executable, arguments, directory: folder)
-        // A command that never ends is stopped (and the test fails on its
-        // status) rather than holding the suite; standard error is read
-        // beside standard output, so neither pipe can fill and stall it.
-        let watchdog = DispatchWorkItem { process.terminate() }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 300, execute: watchdog)
-        defer { watchdog.cancel() }
-        let output = ChildProcess.Drained(process.output)
-        let errors = ChildProcess.Drained(process.errors)
-        let ending = process.waitUntilExit()
-        let status: Int32 =
-            switch ending {
-            case .exit(let code): code
-            case .signal(let number): 128 + number
-            }
-        return Run(
-            status: status, output: String(decoding: output.value(within: 300), as: UTF8.self),
-            errors: String(decoding: errors.value(within: 300), as: UTF8.self))
-    }
-
     /// `oas32-query.yaml`: lint and import refused an OpenAPI version Doppel cannot serve, yet `serve`
     /// printed the same refusal and then listened. Every command refuses it alike and exits non-zero.
     @Test(arguments: [["lint"], ["routes"], ["import"], ["export"], ["serve", "--port", "0"]])
@@ -61,7 +16,7 @@ struct CommandLineTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         let file = folder.appendingPathComponent("api.yaml")
         try "openapi: 4.0.0\ninfo: {title: future, version: '1'}\npaths: {}\n".write(to: file, atomically: true, encoding: .utf8)
-        let result = try await run([command[0], file.path] + command.dropFirst())
+        let result = try await DoppelCommand.run([command[0], file.path] + command.dropFirst())
         #expect(result.status != 0)
         #expect(result.errors.contains("api.yaml:1:10: error: OpenAPI 4.0.0 is not supported"), "\(result.errors)")
         #expect(!result.output.contains("Listening"))
@@ -86,7 +41,7 @@ struct CommandLineTests {
                 status: 402
               - ref: missing
         """.write(to: file, atomically: true, encoding: .utf8)
-        let result = try await run(["lint", file.path])
+        let result = try await DoppelCommand.run(["lint", file.path])
         #expect(result.status == 1)
         let lines = result.errors.split(separator: "\n").map(String.init)
         #expect(
@@ -102,13 +57,13 @@ struct CommandLineTests {
     @Test func lintPassesTheBundledContracts() async throws {
         let contracts = try FileManager.default.contentsOfDirectory(atPath: repositoryRoot.appendingPathComponent("contracts").path)
             .filter { $0.hasSuffix(".yaml") }.map { "contracts/\($0)" }
-        let result = try await run(["lint"] + contracts)
+        let result = try await DoppelCommand.run(["lint"] + contracts)
         #expect(result.status == 0, "\(result.errors)")
         #expect(result.errors.isEmpty)
     }
 
     @Test func lintChecksScenariosAgainstTheirContracts() async throws {
-        let clean = try await run(["lint", "scenarios/tales/monthly-limit.yaml", "contracts/tales.yaml"])
+        let clean = try await DoppelCommand.run(["lint", "scenarios/tales/monthly-limit.yaml", "contracts/tales.yaml"])
         #expect(clean.status == 0)
         #expect(clean.output == "scenarios/tales/monthly-limit.yaml: ok\ncontracts/tales.yaml: ok\n")
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("scenario-\(UUID().uuidString).yaml")
@@ -117,13 +72,13 @@ struct CommandLineTests {
         contract: \(repositoryRoot.appendingPathComponent("contracts/tales.yaml").path)
         overrides: [ { endpoint: generate-stroy, status: 500 } ]
         """.write(to: file, atomically: true, encoding: .utf8)
-        let broken = try await run(["lint", file.path])
+        let broken = try await DoppelCommand.run(["lint", file.path])
         #expect(broken.status == 1)
         #expect(broken.errors == "\(file.path):2:26: error: the contract has no endpoint 'generate-stroy' (did you mean 'generate-story'?)\n")
     }
 
     @Test func lintOfAFolderChecksEveryContractAndScenarioBelowIt() async throws {
-        let all = try await run(["lint", "contracts", "scenarios"])
+        let all = try await DoppelCommand.run(["lint", "contracts", "scenarios"])
         #expect(all.status == 0, "\(all.errors)")
         let lines = all.output.split(separator: "\n")
         #expect(lines.contains("contracts/tales.yaml: ok"))
@@ -137,7 +92,7 @@ struct CommandLineTests {
         let empty = FileManager.default.temporaryDirectory.appendingPathComponent("empty-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: empty, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: empty) }
-        let none = try await run(["lint", empty.path])
+        let none = try await DoppelCommand.run(["lint", empty.path])
         #expect(none.status == 1)
         #expect(none.errors == "no YAML files found in \(empty.path)\n")
 
@@ -155,7 +110,7 @@ struct CommandLineTests {
         try "generate: [types]\n".write(to: project.appendingPathComponent("api/openapi-generator-config.yaml"), atomically: true, encoding: .utf8)
         try FileManager.default.copyItem(
             at: repositoryRoot.appendingPathComponent("contracts/currency.yaml"), to: project.appendingPathComponent("api/currency.yaml"))
-        let projectLint = try await run(["lint", project.path])
+        let projectLint = try await DoppelCommand.run(["lint", project.path])
         #expect(projectLint.status == 0, "\(projectLint.output)\(projectLint.errors)")
         #expect(
             projectLint.output.components(separatedBy: "\n").filter { !$0.isEmpty }.sorted() == [
@@ -166,20 +121,20 @@ struct CommandLineTests {
 
     @Test(arguments: ["bash", "zsh", "fish"])
     func shellCompletionScriptsAreWrittenAsTheREADMESays(shell: String) async throws {
-        let script = try await run(["--generate-completion-script", shell])
+        let script = try await DoppelCommand.run(["--generate-completion-script", shell])
         #expect(script.status == 0)
         #expect(script.output.contains("doppel"))
         #expect(script.output.contains("serve") && script.output.contains("lint") && script.output.contains("record"))
     }
 
     @Test func aContractGivenToRunAndAScenarioGivenToServeAreNamedForWhatTheyAre() async throws {
-        let contract = try await run(["run", "contracts/tales.yaml"])
+        let contract = try await DoppelCommand.run(["run", "contracts/tales.yaml"])
         #expect(contract.status == 1)
         #expect(
             contract.errors.contains(
                 "contracts/tales.yaml:1:1: error: contracts/tales.yaml is a contract, not a scenario: serve it with `doppel serve contracts/tales.yaml`"
             ), "\(contract.errors)")
-        let scenario = try await run(["serve", "scenarios/tales/monthly-limit.yaml", "--port", "0"])
+        let scenario = try await DoppelCommand.run(["serve", "scenarios/tales/monthly-limit.yaml", "--port", "0"])
         #expect(scenario.status == 1)
         #expect(
             scenario.errors.contains(
@@ -188,81 +143,56 @@ struct CommandLineTests {
     }
 
     @Test func badOptionsExitWithUsageErrors() async throws {
-        let result = try await run(["serve", "contracts/tales.yaml", "--port", "70000"])
+        let result = try await DoppelCommand.run(["serve", "contracts/tales.yaml", "--port", "70000"])
         #expect(result.status == 64)
         #expect(result.errors.contains("--port must be from 0 to 65535"))
-        let delay = try await run(["serve", "contracts/tales.yaml", "--delay", "soon"])
+        let delay = try await DoppelCommand.run(["serve", "contracts/tales.yaml", "--delay", "soon"])
         #expect(delay.status == 64)
         // Text that is no value of the option's type: ArgumentParser names it, with the option's help and its example.
         #expect(delay.errors.contains("The value 'soon' is invalid for '--delay <delay>'") && delay.errors.contains("a range like 100ms-300ms"))
-        let huge = try await run(["serve", "contracts/tales.yaml", "--max-body-size", "1e19b"])
+        let huge = try await DoppelCommand.run(["serve", "contracts/tales.yaml", "--max-body-size", "1e19b"])
         #expect(huge.status == 64)
         #expect(huge.errors.contains("The value '1e19b' is invalid for '--max-body-size <max-body-size>'"))
-        let empty = try await run(["serve", "contracts/tales.yaml", "--max-body-size", "0"])
+        let empty = try await DoppelCommand.run(["serve", "contracts/tales.yaml", "--max-body-size", "0"])
         #expect(empty.status == 64)
         #expect(empty.errors.contains("--max-body-size must be a size like 1MiB"))
-        let idle = try await run(["serve", "contracts/tales.yaml", "--session-idle", "soon"])
+        let idle = try await DoppelCommand.run(["serve", "contracts/tales.yaml", "--session-idle", "soon"])
         #expect(idle.status == 64)
         #expect(
             idle.errors.contains("The value 'soon' is invalid for '--session-idle <session-idle>'") && idle.errors.contains("like 1h; 0 keeps them"))
         // A value of the type that the option does not allow: the command says what it takes.
-        let hang = try await run(["serve", "contracts/tales.yaml", "--hang-limit", "0"])
+        let hang = try await DoppelCommand.run(["serve", "contracts/tales.yaml", "--hang-limit", "0"])
         #expect(hang.status == 64)
         #expect(hang.errors.contains("--hang-limit must be a duration like 30s"))
-        let format = try await run(["serve", "contracts/tales.yaml", "--log-format", "xml"])
+        let format = try await DoppelCommand.run(["serve", "contracts/tales.yaml", "--log-format", "xml"])
         #expect(format.status == 64)
         #expect(format.errors.contains("Please provide one of 'text', 'json' or 'none'"))
-        let proxy = try await run(["serve", "contracts/tales.yaml", "--proxy", "ftp://example.com"])
+        let proxy = try await DoppelCommand.run(["serve", "contracts/tales.yaml", "--proxy", "ftp://example.com"])
         #expect(proxy.status == 64)
         #expect(proxy.errors.contains("--proxy must be an http or https URL like http://127.0.0.1:9000"))
-        let proxyTimeout = try await run(["serve", "contracts/tales.yaml", "--proxy", "http://127.0.0.1:9", "--proxy-timeout", "0"])
+        let proxyTimeout = try await DoppelCommand.run(["serve", "contracts/tales.yaml", "--proxy", "http://127.0.0.1:9", "--proxy-timeout", "0"])
         #expect(proxyTimeout.status == 64)
         #expect(proxyTimeout.errors.contains("--proxy-timeout must be a duration like 30s"))
         // An address of the documentation range is on no interface here: the bind fails, after the warning.
-        let exposed = try await run(["serve", "contracts/tales.yaml", "--host", "192.0.2.1", "--port", "0"])
+        let exposed = try await DoppelCommand.run(["serve", "contracts/tales.yaml", "--host", "192.0.2.1", "--port", "0"])
         #expect(exposed.status == 1)
         #expect(exposed.errors.contains("doppel: warning: serving on 192.0.2.1 without --admin-token"))
-        let guarded = try await run(["serve", "contracts/tales.yaml", "--host", "192.0.2.1", "--port", "0", "--admin-token", "t"])
+        let guarded = try await DoppelCommand.run(["serve", "contracts/tales.yaml", "--host", "192.0.2.1", "--port", "0", "--admin-token", "t"])
         #expect(!guarded.errors.contains("warning"))
-        let missing = try await run(["serve", "contracts/nope.yaml", "--port", "0"])
+        let missing = try await DoppelCommand.run(["serve", "contracts/nope.yaml", "--port", "0"])
         #expect(missing.status == 1)
         #expect(missing.errors.contains("contracts/nope.yaml:1:1: error: cannot read contract"))
     }
 
-    /// A `doppel serve` process on a free port, its port and its banner.
-    struct Served {
-        let process: ChildProcess
-        let output: FileHandle
-        let errors: FileHandle
-        let port: Int
-        let banner: String
-    }
-
-    /// Starts `doppel serve` with `--port 0` and reads its banner up to the listening line.
-    func serve(_ arguments: [String]) async throws -> Served {
-        let executable: URL = try #require(Self.executable)
-        let process = try ChildProcess(executable.path, ["serve"] + arguments + ["--port", "0"], directory: repositoryRoot.path)
-        let (output, errors) = (try #require(process.output), try #require(process.errors))
-        let banner = await readBanner(output, until: "Listening on")
-        guard
-            let port = banner.split(separator: "\n").first(where: { $0.hasPrefix("Listening on") })
-                .flatMap({ $0.split(separator: ":").dropFirst(2).first }).flatMap({ Int($0.prefix { $0.isNumber }) })
-        else {
-            process.terminate()
-            throw TestServerError(message: "doppel serve did not start: \(banner)")
-        }
-        return Served(process: process, output: output, errors: errors, port: port, banner: banner)
-    }
-
     @Test func serveListsRoutesAnswersAndStopsOnSIGTERM() async throws {
-        let served = try await serve(["contracts/tales.yaml", "--log-format", "json"])
+        let served = try await DoppelCommand.serve(["contracts/tales.yaml", "--log-format", "json"])
         let (process, out, port, banner) = (served.process, served.output, served.port, served.banner)
         defer { if process.isRunning { process.terminate() } }
         #expect(banner.contains("POST  /api/v1/stories/generate"))
 
         let client = TestClient(base: URL(string: "http://127.0.0.1:\(port)")!)
         #expect(try await client.send("GET", "/api/v1/free-stories", token: nil).status == 200)
-        let second = try await run(["serve", "contracts/tales.yaml", "--port", String(port)])
+        let second = try await DoppelCommand.run(["serve", "contracts/tales.yaml", "--port", String(port)])
         #expect(second.status == 1)
         #expect(second.errors.contains("doppel: cannot serve on 127.0.0.1:\(port): the address is already in use"))
         let logLine = String(decoding: try await offThePool { readSome(out, within: 10) } ?? Data(), as: UTF8.self)
@@ -275,7 +205,7 @@ struct CommandLineTests {
 
 extension CommandLineTests {
     @Test func runPassesTheTaleScenariosAndFailsAWrongExpectation() async throws {
-        let result = try await run(["run", "scenarios/tales"])
+        let result = try await DoppelCommand.run(["run", "scenarios/tales"])
         #expect(result.status == 0, "\(result.output)")
         let last = result.output.split(separator: "\n").last.map(String.init) ?? ""
         #expect(last.range(of: #"^\d+ passed, 0 failed$"#, options: .regularExpression) != nil, "\(last)")
@@ -289,7 +219,7 @@ extension CommandLineTests {
             query: { limit: 1 }
             expect: { status: 200, body: [ { title: The Magic Garden } ] }
         """.write(to: wrong, atomically: true, encoding: .utf8)
-        let failing = try await run(["run", wrong.path, "--junit", wrong.path + ".xml"])
+        let failing = try await DoppelCommand.run(["run", wrong.path, "--junit", wrong.path + ".xml"])
         defer { try? FileManager.default.removeItem(atPath: wrong.path + ".xml") }
         #expect(failing.status == 1)
         #expect(failing.output.contains(#"body[0].title: expected "The Magic Garden", got "Приключения в волшебном лесу""#))
@@ -299,10 +229,10 @@ extension CommandLineTests {
     }
 
     @Test func runAgainstASeparatelyStartedServe() async throws {
-        let served = try await serve(["contracts/tales.yaml", "--log-format", "none"])
+        let served = try await DoppelCommand.serve(["contracts/tales.yaml", "--log-format", "none"])
         defer { served.process.terminate() }
         let port = served.port
-        let result = try await run([
+        let result = try await DoppelCommand.run([
             "run", "scenarios/tales/monthly-limit.yaml", "scenarios/tales/hero-required.yaml", "--target", "http://127.0.0.1:\(port)",
         ])
         #expect(result.status == 0, "\(result.output)")
@@ -313,14 +243,14 @@ extension CommandLineTests {
     /// Four CI jobs running the same scenarios against one server at once:
     /// each run has sessions of its own, so all pass.
     @Test func parallelRunsAgainstOneServerKeepToTheirOwnSessions() async throws {
-        let served = try await serve(["contracts/tales.yaml", "--log-format", "none"])
+        let served = try await DoppelCommand.serve(["contracts/tales.yaml", "--log-format", "none"])
         defer { served.process.terminate() }
         let target = "http://127.0.0.1:\(served.port)"
         let scenarios = ["scenarios/tales/monthly-limit.yaml", "scenarios/tales/hero-required.yaml"]
-        let runs = try await withThrowingTaskGroup(of: Run.self) { group in
+        let runs = try await withThrowingTaskGroup(of: DoppelCommand.Run.self) { group in
             for job in 0..<4 {
                 let prefix = job == 0 ? ["--session-prefix", "job-a."] : []
-                group.addTask { try await CommandLineTests().run(["run"] + scenarios + ["--target", target] + prefix) }
+                group.addTask { try await DoppelCommand.run(["run"] + scenarios + ["--target", target] + prefix) }
             }
             return try await group.reduce(into: []) { $0.append($1) }
         }
@@ -333,6 +263,7 @@ extension CommandLineTests {
         #expect(ids.contains("job-a.1") && ids.contains("job-a.2"), "\(ids)")
         #expect(Set(ids.filter { $0.hasPrefix("doppel-run-") }).count == 6, "\(ids)")
         #expect(
-            try await run(["run", "scenarios/tales/hero-required.yaml", "--session-prefix", "no spaces"]).errors.contains("--session-prefix must be"))
+            try await DoppelCommand.run(["run", "scenarios/tales/hero-required.yaml", "--session-prefix", "no spaces"]).errors.contains(
+                "--session-prefix must be"))
     }
 }

@@ -8,12 +8,12 @@ import Testing
 /// a scenario that lint clean and pass when replayed, with no secret in them.
 extension CommandLineTests {
     @Test func aRecordingBecomesAContractAndAScenarioThatReplayWithoutSecrets() async throws {
-        let upstream = try await ProxyTests.Upstream.start()
+        let upstream = try await ProxyUpstream.start()
         defer { Task { await upstream.stop() } }
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("record-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
 
-        let executable = try #require(Self.executable)
+        let executable = try #require(DoppelCommand.executable)
         let process = try ChildProcess(
             executable.path, ["record", "--target", upstream.url.absoluteString, "-o", folder.path, "--port", "0", "--log-format", "none"],
             errors: .null)
@@ -47,11 +47,11 @@ extension CommandLineTests {
         // Lint clean: ids made parameters, one endpoint per method and path.
         let contract = try ContractLoader.load(file: contractFile)
         #expect(contract.endpoints.map(\.signature) == ["GET /things/{id}", "POST /echo", "GET /missing"])
-        let lint = try await run(["lint", contractFile, scenarioFile])
+        let lint = try await DoppelCommand.run(["lint", contractFile, scenarioFile])
         #expect(lint.status == 0, "\(lint.output)\(lint.errors)")
 
         // Replayed against the recorded contract, every step gets its recorded status.
-        let replay = try await run(["run", scenarioFile])
+        let replay = try await DoppelCommand.run(["run", scenarioFile])
         #expect(replay.status == 0, "\(replay.output)")
         #expect(replay.output.hasSuffix("4 passed, 0 failed\n"))
     }
@@ -61,10 +61,10 @@ extension CommandLineTests {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         try "doppel: 1\n".write(to: folder.appendingPathComponent("contract.yaml"), atomically: true, encoding: .utf8)
-        let result = try await run(["record", "--target", "http://127.0.0.1:9", "-o", folder.path])
+        let result = try await DoppelCommand.run(["record", "--target", "http://127.0.0.1:9", "-o", folder.path])
         #expect(result.status == 64)
         #expect(result.errors.contains("contract.yaml exists already; choose another --output folder"))
-        let bad = try await run(["record", "--target", "ftp://x", "-o", folder.path + "/new"])
+        let bad = try await DoppelCommand.run(["record", "--target", "ftp://x", "-o", folder.path + "/new"])
         #expect(bad.errors.contains("--target must be an http or https URL"))
     }
 }

@@ -35,7 +35,7 @@ extension CommandLineTests {
         try Self.watchedContract(version: "one").write(to: contract, atomically: true, encoding: .utf8)
         try "first note".write(to: folder.appendingPathComponent("note.txt"), atomically: true, encoding: .utf8)
 
-        let served = try await serve([contract.path, "--watch", "--log-format", "none"])
+        let served = try await DoppelCommand.serve([contract.path, "--watch", "--log-format", "none"])
         defer { served.process.terminate() }
         #expect(served.banner.contains("Watching \(contract.path) and its body files for changes"))
         let client = TestClient(base: URL(string: "http://127.0.0.1:\(served.port)")!)
@@ -109,7 +109,7 @@ extension CommandLineTests {
         try "note".write(to: folder.appendingPathComponent("note.txt"), atomically: true, encoding: .utf8)
         try FileManager.default.createSymbolicLink(at: link, withDestinationURL: real)
 
-        let served = try await serve([link.path, "--watch", "--log-format", "none"])
+        let served = try await DoppelCommand.serve([link.path, "--watch", "--log-format", "none"])
         defer { served.process.terminate() }
         let client = TestClient(base: URL(string: "http://127.0.0.1:\(served.port)")!)
         #expect(try await client.send("POST", "/hit", token: nil).json?["version"] == "one")

@@ -290,20 +290,20 @@ struct VerifyTests {
         )
         .write(to: added, atomically: true, encoding: .utf8)
 
-        let same = try await CommandLineTests().run(["diff", old.path, old.path])
+        let same = try await DoppelCommand.run(["diff", old.path, old.path])
         #expect(same.status == 0 && same.output == "no changes\n")
-        let breaking = try await CommandLineTests().run(["diff", old.path, new.path])
+        let breaking = try await DoppelCommand.run(["diff", old.path, new.path])
         #expect(breaking.status == 1)
         #expect(
             breaking.output.contains("BREAKING   POST /items  201 response body /name: the field may now be absent  [response-field-now-optional]"),
             "\(breaking.output)")
         #expect(breaking.output.hasSuffix("2 breaking, 0 compatible\n"), "\(breaking.output)")
-        let compatible = try await CommandLineTests().run(["diff", old.path, added.path, "--format", "json"])
+        let compatible = try await DoppelCommand.run(["diff", old.path, added.path, "--format", "json"])
         #expect(compatible.status == 0, "\(compatible.output)")
         let json = try JSONReader.parse(Array(compatible.output.utf8))
         #expect(json["breaking"] == 0 && json["compatible"] == 2)
         #expect(json["changes"]?.arrayValue?.first?["kind"] == "response-field-added")
-        let markdown = try await CommandLineTests().run(["diff", old.path, new.path, "--format", "markdown"])
+        let markdown = try await DoppelCommand.run(["diff", old.path, new.path, "--format", "markdown"])
         #expect(markdown.output.hasPrefix("### Contract changes: 2 breaking, 0 compatible\n"))
         #expect(
             markdown.output.contains("| ❌ breaking | `GET /items/{}` | 200 response body /name | the field may now be absent |"), "\(markdown.output)"
@@ -362,7 +362,7 @@ struct VerifyTests {
             }
             try Data(joined).write(to: events)
         }
-        let told = try await CommandLineTests().run(["diff", old, new.path, "--journal", journal.path])
+        let told = try await DoppelCommand.run(["diff", old, new.path, "--journal", journal.path])
         #expect(told.status == 1)
         #expect(
             told.output.contains(
@@ -375,19 +375,19 @@ struct VerifyTests {
             told.output.contains(
                 "journal: 7 calls by 5 sessions; breaking for 1 of 5 (alice); 2 more call an endpoint whose body or headers changed"),
             "\(told.output)")
-        let exact = try await CommandLineTests().run(["diff", old, new.path, "--journal", events.path, "--format", "json"])
+        let exact = try await DoppelCommand.run(["diff", old, new.path, "--journal", events.path, "--format", "json"])
         let json = try #require(try? JSONReader.parse(Array(exact.output.utf8)), "\(exact.errors)")
         #expect(json["journal"]?["broken_sessions"] == ["alice", "bob"], "\(exact.output)")
         let hero = json["changes"]?.arrayValue?.first { $0["kind"] == "request-field-now-required" }
         #expect(hero?["observed"]?["sessions"] == ["bob"] && hero?["observed"]?["exact"] == true, "\(exact.output)")
-        let broken = try await CommandLineTests().run(["diff", old, new.path, "--journal", folder.appendingPathComponent("none.json").path])
+        let broken = try await DoppelCommand.run(["diff", old, new.path, "--journal", folder.appendingPathComponent("none.json").path])
         #expect(broken.status == 2 && broken.errors.contains("none.json: error:"), "\(broken.errors)")
     }
 
     @Test func theCommandPrintsEachCheckAndExitsOneOnFailure() async throws {
         let file = repositoryRoot.appendingPathComponent("contracts/currency.yaml").path
         try await DoppelTestServer.with(contract: file) { server in
-            let passing = try await CommandLineTests().run([
+            let passing = try await DoppelCommand.run([
                 "verify", file, "--target", server.baseURL.absoluteString, "--rate", "200", "--timeout", "60",
             ])
             #expect(passing.status == 0, "\(passing.output)\(passing.errors)")
@@ -395,9 +395,9 @@ struct VerifyTests {
             #expect(passing.output.contains("ok   rates: sequence: random walk 1 (8 steps): 8 steps in lockstep with the contract"))
             #expect(passing.output.hasSuffix("15 passed, 0 failed\n"), "\(passing.output)")
         }
-        let unknown = try await CommandLineTests().run(["verify", file, "--target", "http://127.0.0.1:9", "--endpoint", "nope"])
+        let unknown = try await DoppelCommand.run(["verify", file, "--target", "http://127.0.0.1:9", "--endpoint", "nope"])
         #expect(unknown.status == 1 && unknown.errors.contains("has no endpoint 'nope'"))
-        let badTarget = try await CommandLineTests().run(["verify", file, "--target", "ftp://x"])
+        let badTarget = try await DoppelCommand.run(["verify", file, "--target", "ftp://x"])
         #expect(badTarget.status != 0 && badTarget.errors.contains("--target must be an http(s) URL"))
     }
 }

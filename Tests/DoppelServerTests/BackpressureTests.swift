@@ -28,7 +28,7 @@ struct BackpressureTests {
           big: { request: GET /big, responses: [ { content_type: text/plain, file: big.txt } ] }
           ok: { request: GET /ok, responses: [ { body: { ok: true } } ] }
         """.write(to: contract, atomically: true, encoding: .utf8)
-        let served = try await CommandLineTests().serve([contract.path, "--log-format", "none"])
+        let served = try await DoppelCommand.serve([contract.path, "--log-format", "none"])
         defer { served.process.terminate() }
         let port = served.port
         let pid = served.process.processIdentifier

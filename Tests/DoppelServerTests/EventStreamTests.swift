@@ -124,7 +124,7 @@ struct EventStreamScaleTests {
           small: { request: GET /small, responses: [ { body: { ok: true } } ] }
           big: { request: POST /big, responses: [ { content_type: text/plain, file: big.txt } ] }
         """.write(to: contract, atomically: true, encoding: .utf8)
-        let served = try await CommandLineTests().serve([contract.path, "--log-format", "none"])
+        let served = try await DoppelCommand.serve([contract.path, "--log-format", "none"])
         defer { served.process.terminate() }
         let port = served.port
         let pid = served.process.processIdentifier

@@ -491,7 +491,7 @@ struct HardeningRoundThreeTests {
         let bad = folder.appendingPathComponent("bad.yaml")
         try "doppel: 1\nendpoints:\n  a: { request: GET /a, responses: [ { status: 204 } ] }\n".write(to: good, atomically: true, encoding: .utf8)
         try "doppel: 1\nendpoints:\n  a:\n    request: GET /a\n   responses: []\n".write(to: bad, atomically: true, encoding: .utf8)
-        let executable = try #require(CommandLineTests.executable, "build the doppel executable first (swift build)")
+        let executable = try #require(DoppelCommand.executable, "build the doppel executable first (swift build)")
         let process = try ChildProcess(executable.path, ["lint", good.path, bad.path], errors: .sameAsOutput)
         let pipe = try #require(process.output)
         let lines = String(decoding: try await offThePool { pipe.readDataToEndOfFile() }, as: UTF8.self).split(separator: "\n").map(String.init)

@@ -29,7 +29,7 @@ struct HardeningTests {
         let client: TestClient
 
         init(_ arguments: [String] = []) async throws {
-            let served = try await CommandLineTests().serve([HardeningTests.fixture, "--header-timeout", "1s", "--body-timeout", "1s"] + arguments)
+            let served = try await DoppelCommand.serve([HardeningTests.fixture, "--header-timeout", "1s", "--body-timeout", "1s"] + arguments)
             process = served.process
             port = served.port
             client = TestClient(base: URL(string: "http://127.0.0.1:\(port)")!, maxConnections: 8, timeout: 10)
@@ -215,7 +215,7 @@ struct HardeningTests {
         var text = "doppel: 1\na0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n"
         for i in 1...9 { text += "a\(i): &a\(i) [" + Array(repeating: "*a\(i - 1)", count: 10).joined(separator: ", ") + "]\n" }
         try text.write(to: file, atomically: true, encoding: .utf8)
-        let result = try await CommandLineTests().run(["lint", file.path])
+        let result = try await DoppelCommand.run(["lint", file.path])
         #expect(result.status == 1)
         #expect(result.errors.contains("expands to more than 1000000 nodes"))
         // The lint's own peak: measured by a Python parent whose only child it
@@ -229,7 +229,7 @@ struct HardeningTests {
                 import resource, subprocess, sys
                 subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300)
                 print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-                """, try #require(CommandLineTests.executable).path, "lint", file.path,
+                """, try #require(DoppelCommand.executable).path, "lint", file.path,
             ], errors: .inherit)
         let out = try #require(probe.output)
         let printed = String(decoding: try await offThePool { out.readDataToEndOfFile() }, as: UTF8.self)

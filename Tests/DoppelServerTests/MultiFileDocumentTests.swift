@@ -41,7 +41,7 @@ struct MultiFileDocumentTests {
         }
 
         // Its export is one document: every reference inside it.
-        let exported = try await CommandLineTests().run(["export", Self.store])
+        let exported = try await DoppelCommand.run(["export", Self.store])
         #expect(exported.status == 0)
         let refs = exported.output.split(separator: "\n").filter { $0.contains("$ref") }
         #expect(!refs.isEmpty && refs.allSatisfy { $0.contains("'#/components/") }, "\(refs)")

@@ -10,42 +10,6 @@ import Testing
 /// the contract does not; Doppel answers its own endpoints and passes the
 /// rest on, byte for byte.
 @Suite struct ProxyTests {
-    /// The upstream: a thing, an echo of what reached it, and a slow answer.
-    struct Upstream {
-        let url: URL
-        let task: Task<Void, any Error>
-
-        static func start() async throws -> Upstream {
-            let router = Router()
-            router.get("/api/things/{id}") { _, context -> Response in
-                let id = context.parameters.get("id") ?? "?"
-                // Spacing of its own, so byte-for-byte means something.
-                var headers = HTTPFields()
-                headers[.contentType] = "application/json"
-                headers[HTTPField.Name("X-Upstream")!] = "yes"
-                return Response(
-                    status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: "{ \"id\" : \(id),\n  \"from\": \"upstream\" }")))
-            }
-            router.post("/api/echo") { request, _ -> Response in
-                let body = try await request.body.collect(upTo: 1 << 20)
-                let seen =
-                    "\(request.method) \(request.uri.path)?\(request.uri.query ?? "") auth=\(request.headers[.authorization] ?? "-") type=\(request.headers[.contentType] ?? "-") body=\(String(buffer: body))"
-                return Response(status: .created, body: .init(byteBuffer: ByteBuffer(string: seen)))
-            }
-            router.get("/api/slow") { _, _ -> String in
-                try await Task.sleep(for: .seconds(5))
-                return "late"
-            }
-            let (port, task) = try await startLoopbackApp(router)
-            return Upstream(url: URL(string: "http://127.0.0.1:\(port)/api")!, task: task)
-        }
-
-        func stop() async {
-            task.cancel()
-            _ = try? await task.value
-        }
-    }
-
     static let contract = """
         doppel: 1
         info: { title: Proxied, version: "1" }
@@ -70,7 +34,7 @@ import Testing
     }
 
     @Test func mockedEndpointsAreDoppelsAndTheRestComeFromTheUpstreamByteForByte() async throws {
-        let upstream = try await Upstream.start()
+        let upstream = try await ProxyUpstream.start()
         defer { Task { await upstream.stop() } }
         let server = try await doppel(upstream: upstream.url)
         defer { Task { await server.stop() } }
@@ -103,7 +67,7 @@ import Testing
     }
 
     @Test func aScenarioMocksOneCallOfAProxiedEndpoint() async throws {
-        let upstream = try await Upstream.start()
+        let upstream = try await ProxyUpstream.start()
         defer { Task { await upstream.stop() } }
         let server = try await doppel(upstream: upstream.url)
         defer { Task { await server.stop() } }
@@ -120,7 +84,7 @@ import Testing
     }
 
     @Test func aStoppedUpstreamIsA502AndASlowOneA504WithinTheTimeout() async throws {
-        let upstream = try await Upstream.start()
+        let upstream = try await ProxyUpstream.start()
         let server = try await doppel(upstream: upstream.url, timeout: 1)
         defer { Task { await server.stop() } }
         let client = TestClient(base: server.baseURL)

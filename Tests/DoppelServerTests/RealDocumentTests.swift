@@ -46,7 +46,7 @@ struct RealDocumentTests {
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: scratch) }
         let imported = scratch.appendingPathComponent("contract.yaml")
-        let run = try await CommandLineTests().run(["import", file, "-o", imported.path])
+        let run = try await DoppelCommand.run(["import", file, "-o", imported.path])
         try #require(run.status == 0, "import failed: \(run.errors.prefix(600))")
         let contractErrors = ContractDocument.lint(file: imported.path).filter { $0.severity == .error }
         try #require(contractErrors.isEmpty, "the import does not lint: \(contractErrors.prefix(3))")

@@ -376,7 +376,7 @@ struct SocketScaleTests {
                 - { when: "message == 'flood'", send: [ "{{ data.big }}", "{{ data.big }}", "{{ data.big }}", "{{ data.big }}" ] }
           small: { request: GET /small, auth: none, responses: [ { body: { ok: true } } ] }
         """.write(to: contract, atomically: true, encoding: .utf8)
-        let served = try await CommandLineTests().serve([contract.path, "--log-format", "none", "--max-sockets-per-session", "2000"])
+        let served = try await DoppelCommand.serve([contract.path, "--log-format", "none", "--max-sockets-per-session", "2000"])
         defer { served.process.terminate() }
         let port = served.port
         let pid = served.process.processIdentifier

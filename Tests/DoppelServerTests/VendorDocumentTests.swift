@@ -74,7 +74,7 @@ struct VendorDocumentTests {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let imported = folder.appendingPathComponent("vendor.yaml")
-        let run = try await CommandLineTests().run(["import", corpus("vendor-mistakes.yaml"), "-o", imported.path])
+        let run = try await DoppelCommand.run(["import", corpus("vendor-mistakes.yaml"), "-o", imported.path])
         #expect(run.status == 0, "\(run.errors)")
         let text = try String(contentsOf: imported, encoding: .utf8)
         #expect(text.contains("\ndoppel: 1\ndocument_mistakes: warn\n"))
@@ -97,11 +97,11 @@ struct VendorDocumentTests {
     }
 
     @Test func lintReportsWarningsAndStrictMakesThemErrors() async throws {
-        let lenient = try await CommandLineTests().run(["lint", corpus("vendor-mistakes.yaml")])
+        let lenient = try await DoppelCommand.run(["lint", corpus("vendor-mistakes.yaml")])
         #expect(lenient.status == 0)
         #expect(lenient.output.contains("ok, 3 warnings"))
         #expect(lenient.errors.contains("warning: the body of response listCalls[0] breaks its schema at /uri"))
-        let strict = try await CommandLineTests().run(["lint", "--strict", corpus("vendor-mistakes.yaml")])
+        let strict = try await DoppelCommand.run(["lint", "--strict", corpus("vendor-mistakes.yaml")])
         #expect(strict.status == 1)
         #expect(strict.output.contains("(errors with --strict)"))
     }
@@ -296,7 +296,7 @@ struct VendorDocumentTests {
 
     /// `doppel serve` prints a document's warnings, each once with its place, and serves it.
     @Test func servePrintsTheDocumentsWarningsAndServes() async throws {
-        let served = try await CommandLineTests().serve([corpus("vendor-mistakes.yaml"), "--log-format", "none"])
+        let served = try await DoppelCommand.serve([corpus("vendor-mistakes.yaml"), "--log-format", "none"])
         defer { if served.process.isRunning { served.process.terminate() } }
         let client = TestClient(base: URL(string: "http://127.0.0.1:\(served.port)")!)
         #expect(try await client.send("GET", "/Accounts/AC1/Calls.json", token: nil).status == 200)

@@ -1,4 +1,3 @@
-import DoppelTestSupport
 import Foundation
 import NIOConcurrencyHelpers
 
@@ -12,15 +11,15 @@ import Darwin
 /// same bytes, written as given (status lines no real server sends), and
 /// keeps the head of each request it read. For upstreams that misbehave and
 /// for hosts that must never be reached.
-final class RawUpstream: @unchecked Sendable {
-    let port: Int
+package final class RawUpstream: @unchecked Sendable {
+    package let port: Int
     private let listener: ListeningSocket
     private let answer: [UInt8]
     private let seen = NIOLockedValueBox<[String]>([])
     private let stopped = NIOLockedValueBox(false)
 
     /// The request heads read so far.
-    var heads: [String] { seen.withLockedValue { $0 } }
+    package var heads: [String] { seen.withLockedValue { $0 } }
 
     /// Whether it reads a request and never answers it, holding the connection until stopped.
     private let silent: Bool
@@ -28,7 +27,7 @@ final class RawUpstream: @unchecked Sendable {
     /// Whether it writes its answer and then holds the connection until stopped (a body that never ends).
     private let holds: Bool
 
-    init(answer: String, silent: Bool = false, holds: Bool = false) throws {
+    package init(answer: String, silent: Bool = false, holds: Bool = false) throws {
         self.answer = Array(answer.utf8)
         self.silent = silent
         self.holds = holds
@@ -58,13 +57,13 @@ final class RawUpstream: @unchecked Sendable {
     }
 
     /// `http://127.0.0.1:PORT`
-    var url: URL { URL(string: "http://127.0.0.1:\(port)")! }
+    package var url: URL { URL(string: "http://127.0.0.1:\(port)")! }
 
     /// Stops accepting. The listening socket is closed by the accepting
     /// thread once it is done with it: closed here, its number could be given
     /// to another test's socket before that thread's next `accept`, which
     /// would then take that test's connections (see `ListeningSocket`).
-    func stop() {
+    package func stop() {
         stopped.withLockedValue { $0 = true }
         listener.stop()
     }

@@ -6,7 +6,7 @@ extension ProviderVerifier.Options {
     /// loopback server held up for seconds by the others is not what a
     /// verify test is about (`.ci/run` verifies every bundled contract with
     /// the defaults, through the command line).
-    static var inTheSuite: Self {
+    package static var inTheSuite: Self {
         var options = Self()
         options.timeout = 60
         options.walks = 1
