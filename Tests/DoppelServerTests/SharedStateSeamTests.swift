@@ -162,6 +162,18 @@ struct SharedStateSeamTests {
         #expect(store.used("s2") == 1)
     }
 
+    @Test("A session id no store may hold is refused with its 400 and never becomes a row, even when the store is asked")
+    func anInvalidSessionNeverReachesTheStore() async throws {
+        let invalid = String(repeating: "x", count: 129)
+        for session in [invalid, "no spaces", ""] {
+            let answer = await Self.send(Self.request("POST", "/use", session: session), to: answerer, engine: engine)
+            #expect(answer.status == 400, "\(session)")
+            #expect(String(decoding: answer.body, as: UTF8.self).contains("invalid-session"), "\(session)")
+        }
+        #expect(try await store.storedSessions().sessions.isEmpty)
+        #expect(engine.sessions.existing(invalid) == nil)
+    }
+
     @Test("A store that cannot be used: 503 state-store-unavailable with Retry-After, counted; health says so")
     func anUnusableStoreIsA503() async throws {
         let broken = DictionaryStore(broken: true, timeout: 5)

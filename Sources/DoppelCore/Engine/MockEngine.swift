@@ -145,34 +145,33 @@ public final class MockEngine: Sendable {
     /// The answer is then the contract's fallback for the problem, else the
     /// problem itself, journaled as any answer is.
     public func decide(_ request: RecordedRequest, refusing problem: Problem? = nil) -> Decision {
-        decide(request, refusing: problem) { sessions.session($0) }
+        let id = request.sessionID
+        return decide(request, refusing: problem, in: SessionStore.isValid(id: id) ? sessions.session(id) : nil)
     }
 
-    /// As `decide(_:refusing:)`, in `session`, which holds the request's
-    /// session outside the engine's store: a shared store's copy of its row.
-    package func decide(_ request: RecordedRequest, refusing problem: Problem? = nil, in session: Session) -> Decision {
-        decide(request, refusing: problem) { _ in session }
-    }
-
-    private func decide(_ request: RecordedRequest, refusing problem: Problem?, session lookup: (String) -> Session) -> Decision {
+    /// As `decide(_:refusing:)`, in `session`: the request's session, held
+    /// by the engine's store or, for a shared store, its copy of the row;
+    /// nil for a session id no store may hold (answered with a problem).
+    package func decide(_ request: RecordedRequest, refusing problem: Problem? = nil, in session: Session?) -> Decision {
         let sessionID = request.sessionID
-        let valid = SessionStore.isValid(id: sessionID)
         var now = clock()
         var answer: Answer
-        if let problem {
+        if let session, let problem {
             answer = Answer(.whole(problem.response()))
-            if contract.fallback(for: problem) != nil, valid {
-                let session = lookup(sessionID)
+            if contract.fallback(for: problem) != nil {
                 let context = EvaluationContext(roots: baseRoots(sessionID: session.id), now: now, request: request)
                 (answer, now) = fallback(for: problem, context: context, session: session)
-            } else if valid {
-                now = lookup(sessionID).now(real: now)
+            } else {
+                now = session.now(real: now)
             }
-        } else if valid {
-            (answer, now) = self.answer(request, session: lookup(sessionID), real: now)
+        } else if let problem {
+            answer = Answer(.whole(problem.response()))
+        } else if let session {
+            (answer, now) = self.answer(request, session: session, real: now)
         } else {
             answer = Answer(.whole(Problem.invalidSession(sessionID).response()))
         }
+        let valid = session != nil
         // A HEAD's answer is the GET's: each transport sends its head alone
         // (RFC 9110 section 9.3.2), its `Content-Length` the GET's body's.
         let response = answer.delivery.response

@@ -7,9 +7,11 @@ import DoppelCore
 extension SharedState {
     /// Decides `request` in its shared session (locked, decided in and
     /// written back as one transaction), or a 503 `state-store-unavailable`
-    /// within `timeout`.
+    /// within `timeout`. A session id no store may hold is refused without
+    /// touching the store (it may be any size: it never becomes a row).
     func decide(_ request: RecordedRequest, refusal: Problem?, engine: MockEngine) async -> Decision {
         let id = request.sessionID
+        guard SessionStore.isValid(id: id) else { return engine.decide(request, refusing: refusal, in: nil) }
         do {
             return try await Deadline.run(timeout) {
                 try await self.transact(session: id) { stored in
