@@ -59,13 +59,30 @@ extension SessionData {
             case .stateEntry(let at, _), .appended(let at), .removedItem(let at, _, _): path = at
             default: continue
             }
-            // Keys may come from requests: each path is cut to 200 characters.
-            var text = path.map(\.memberName).joined(separator: ".").split(separator: "\n", omittingEmptySubsequences: false).joined(separator: "\\n")
-            if text.count > 200 { text = String(text.prefix(199)) + "…" }
+            let text = Self.journalText(of: path)
             if !paths.contains(text) { paths.append(text) }
             if paths.count == MockResponse.maximumChanges { break }
         }
         return paths
+    }
+
+    /// A changed path as the journal shows it: its keys joined by dots,
+    /// line breaks written `\n`, and (keys may come from requests) cut to
+    /// 200 characters. Built in one string, the rare line break and long
+    /// path handled apart: it runs in every changing request's transaction.
+    static func journalText(of path: [StateKey]) -> String {
+        var text = ""
+        for (index, key) in path.enumerated() {
+            if index > 0 { text += "." }
+            switch key {
+            case .name(let name): text += name
+            case .position(let position): text += String(position)
+            }
+        }
+        if text.utf8.contains(10) { text = text.split(separator: "\n", omittingEmptySubsequences: false).joined(separator: "\\n") }
+        // At most 200 bytes are at most 200 characters: counted only past that.
+        if text.utf8.count > 200, text.count > 200 { text = String(text.prefix(199)) + "…" }
+        return text
     }
 
     /// Counts a call to an endpoint; returns which call it is (1 for the first).
