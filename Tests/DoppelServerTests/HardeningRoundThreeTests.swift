@@ -402,23 +402,9 @@ struct HardeningRoundThreeTests {
         private let listener: ListeningSocket
 
         init(frames: [UInt8]) throws {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            let listener = ListeningSocket(fd)
+            let (listener, port) = try ListeningSocket.loopback(backlog: 4)
             self.listener = listener
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            let bound = withUnsafeMutablePointer(to: &address) { pointer in
-                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    bind(fd, $0, length) == 0 && listen(fd, 4) == 0 && getsockname(fd, $0, &length) == 0
-                }
-            }
-            guard bound else {
-                listener.close()
-                throw TestServerError(message: "cannot listen")
-            }
-            port = Int(UInt16(bigEndian: address.sin_port))
+            self.port = port
             Thread {
                 defer { listener.close() }  // here, not in stop(): see ListeningSocket
                 let client = acceptConnection(listener.fd)

@@ -31,27 +31,7 @@ package final class RawUpstream: @unchecked Sendable {
         self.answer = Array(answer.utf8)
         self.silent = silent
         self.holds = holds
-        #if canImport(Glibc)
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        #else
-        let fd = socket(AF_INET, SOCK_STREAM, 0)
-        #endif
-        self.listener = ListeningSocket(fd)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && listen(fd, 16) == 0 && getsockname(fd, $0, &length) == 0
-            }
-        }
-        guard bound else {
-            listener.close()
-            throw URLError(.cannotConnectToHost)
-        }
-        port = Int(UInt16(bigEndian: address.sin_port))
+        (listener, port) = try ListeningSocket.loopback(backlog: 16)
         let thread = Thread { [self] in acceptLoop() }
         thread.start()
     }

@@ -115,6 +115,31 @@ package final class ListeningSocket: @unchecked Sendable {
 
     package init(_ fd: Int32) { self.fd = fd }
 
+    /// A socket listening on 127.0.0.1 at a free port, and the port.
+    package static func loopback(backlog: Int32) throws -> (socket: ListeningSocket, port: Int) {
+        #if canImport(Glibc)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #else
+        let fd = socket(AF_INET, SOCK_STREAM, 0)
+        #endif
+        let listener = ListeningSocket(fd)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && listen(fd, backlog) == 0 && getsockname(fd, $0, &length) == 0
+            }
+        }
+        guard fd >= 0, bound else {
+            listener.close()
+            throw URLError(.cannotConnectToHost)
+        }
+        return (listener, Int(UInt16(bigEndian: address.sin_port)))
+    }
+
     /// Wakes an `accept` waiting on it (it returns an error); nothing once closed.
     package func stop() {
         lock.lock()
