@@ -153,7 +153,8 @@ public final class MockEngine: Sendable {
     /// by the engine's store or, for a shared store, its copy of the row;
     /// nil for a session id no store may hold (answered with a problem).
     package func decide(_ request: RecordedRequest, refusing problem: Problem? = nil, in session: Session?) -> Decision {
-        let sessionID = request.sessionID
+        // The session holds the request's id (read from its headers once, by the caller).
+        let sessionID = session?.id ?? request.sessionID
         var now = clock()
         var answer: Answer
         if let session, let problem {
