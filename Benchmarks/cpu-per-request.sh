@@ -5,10 +5,11 @@
 # machine is too noisy. Hardware counters are not available in the
 # development VM, and valgrind cannot run the binaries.
 #
-#   bash Benchmarks/cpu-per-request.sh BINARY PORT fixed|generate      (N=20000 by default)
+#   bash Benchmarks/cpu-per-request.sh BINARY PORT fixed|free|generate      (N=20000 by default)
 #
-# `fixed` is GET /fixed of Benchmarks/fixed.yaml; `generate` is POST
-# /api/v1/stories/generate of contracts/tales.yaml in a premium session.
+# `fixed` is GET /fixed of Benchmarks/fixed.yaml; `free` is GET
+# /api/v1/free-stories?language=en and `generate` POST
+# /api/v1/stories/generate (in a premium session) of contracts/tales.yaml.
 # Run builds alternately, several times: single runs vary by a few percent.
 set -euo pipefail
 BIN=$1; PORT=$2; N=${N:-20000}; KIND=${3:-fixed}
@@ -22,6 +23,8 @@ for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$PORT/__doppel/health" >/de
 TOKEN='Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIzZjJiOGMxZS03ZDRhLTRlNTktOWIxYy0yYTZmMGU4ZDRjNzEiLCJyb2xlIjoiYXV0aGVudGljYXRlZCJ9.c2lnbmF0dXJl'
 if [ "$KIND" = fixed ]; then
   REQ=$'GET /fixed HTTP/1.1\r\nHost: x\r\n\r\n'
+elif [ "$KIND" = free ]; then
+  REQ=$'GET /api/v1/free-stories?language=en HTTP/1.1\r\nHost: x\r\n\r\n'
 else
   B="http://127.0.0.1:$PORT/api/v1"
   curl -s -X POST -H "Authorization: $TOKEN" -H "Doppel-Session: p" "$B/subscription/purchase?plan_tier=premium&billing_cycle=monthly&payment_method=card" >/dev/null
