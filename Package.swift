@@ -35,6 +35,8 @@ let package = Package(
         .package(url: "https://github.com/mattpolzin/OpenAPIKit.git", from: "6.4.0", traits: []),
         // The shared state store of replicas (`doppel serve --state-store postgres://…`).
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        // The Model Context Protocol (`doppel mcp`): the official Swift SDK.
+        .package(url: "https://github.com/modelcontextprotocol/swift-sdk.git", from: "0.12.1"),
     ],
     targets: [
         .target(
@@ -97,6 +99,11 @@ let package = Package(
             ]
         ),
         .target(
+            // Doppel's tools for an agent over the Model Context Protocol (`doppel mcp`).
+            name: "DoppelMCP",
+            dependencies: ["DoppelServer", "DoppelCore", .product(name: "MCP", package: "swift-sdk")]
+        ),
+        .target(
             name: "DoppelRunner",
             dependencies: [
                 "DoppelServer",
@@ -130,6 +137,8 @@ let package = Package(
                 "DoppelRunner",
                 "DoppelOpenAPI",
                 "DoppelPostgres",
+                "DoppelMCP",
+                .product(name: "MCP", package: "swift-sdk"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -192,6 +201,13 @@ let package = Package(
                 // The HTTPS client of `serve --tls`.
                 .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
+        .testTarget(
+            // The MCP tools, called without a transport.
+            name: "DoppelMCPTests",
+            dependencies: [
+                "DoppelMCP", "DoppelServer", "DoppelCore", "DoppelTestSupport", .product(name: "MCP", package: "swift-sdk"),
             ]
         ),
         .testTarget(

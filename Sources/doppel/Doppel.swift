@@ -6,7 +6,7 @@ struct Doppel: AsyncParsableCommand {
         commandName: "doppel",
         abstract: "A contract mock server: serves a YAML contract exactly, state and error paths included.",
         version: "0.1.0",
-        subcommands: [Serve.self, Run.self, Verify.self, Diff.self, Lint.self, Routes.self, Export.self, Import.self, Record.self]
+        subcommands: [Serve.self, Run.self, Verify.self, Diff.self, Lint.self, Routes.self, Export.self, Import.self, Record.self, MCPCommand.self]
     )
 
     /// ArgumentParser's `main`, run on the main thread. The commands that

@@ -13,7 +13,7 @@ package struct AdminAPI: Sendable {
 
     let slot: EngineSlot
     /// The engine answering now.
-    var engine: MockEngine { slot.current }
+    package var engine: MockEngine { slot.current }
     let token: String?
     /// Host names besides IP addresses and `localhost` the admin API answers to (`--allow-host`).
     var allowedHosts: [String] = []

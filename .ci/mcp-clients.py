@@ -1,0 +1,110 @@
+"""`doppel mcp` driven by a real client nobody here wrote.
+
+Starts `doppel mcp contracts/tales.yaml --port PORT` as the official MCP
+Python SDK (`mcp` from PyPI) starts a stdio server, and acts as an agent
+beside a client under test: it lists the tools, forces the session's next
+generate to its documented 402, sees an HTTP client in its session (the
+header `Doppel-Session`) get that 402 with the session's `limit_info`,
+reads why from `explain`, and checks that a call with bad input is an
+error result that changes nothing.
+
+Usage: python3 .ci/mcp-clients.py DOPPEL
+"""
+import asyncio
+import json
+import pathlib
+import sys
+import time
+import urllib.error
+import urllib.request
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PORT = 18982
+SESSION = "ci-agent"
+TOKEN = ("Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIzZjJiOGMxZS03ZDRhLTRlNTktOWIxYy0yYTZmMGU4ZDRjNzEiLC"
+         "Jyb2xlIjoiYXV0aGVudGljYXRlZCJ9.c2lnbmF0dXJl")
+
+
+def generate_over_http():
+    """The client under test: one generate request in the agent's session, over HTTP."""
+    body = json.dumps({"language": "ru", "child_id": "123e4567-e89b-12d3-a456-426614174000", "story_type": "child"}).encode()
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{PORT}/api/v1/stories/generate", data=body, method="POST",
+        headers={"Authorization": TOKEN, "Content-Type": "application/json", "Doppel-Session": SESSION})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return answer.status, json.load(answer)
+    except urllib.error.HTTPError as error:
+        return error.code, json.load(error)
+
+
+def wait_for_http():
+    for _ in range(100):
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{PORT}/__doppel/health", timeout=2)
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise SystemExit(f"doppel mcp did not serve HTTP on port {PORT}")
+
+
+def field(value, name, older):
+    """A result's field: the SDK's current snake_case name, or its older camelCase one."""
+    return getattr(value, name) if hasattr(value, name) else getattr(value, older)
+
+
+def is_error(result):
+    return field(result, "is_error", "isError")
+
+
+def structured(result):
+    assert not is_error(result), result
+    return field(result, "structured_content", "structuredContent")
+
+
+async def main() -> int:
+    params = StdioServerParameters(
+        command=sys.argv[1], args=["mcp", str(ROOT / "contracts/tales.yaml"), "--session", SESSION, "--port", str(PORT)])
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+            for name in ("list_endpoints", "send_request", "explain", "force_next", "clock", "coverage", "verify"):
+                assert name in tools, f"no {name} tool: {sorted(tools)}"
+                schema = field(tools[name], "input_schema", "inputSchema")
+                assert schema["type"] == "object", schema
+            endpoints = structured(await session.call_tool("list_endpoints", {}))
+            assert any(route["id"] == "generate-story" for route in endpoints["routes"]), endpoints
+            print(f"{len(tools)} tools, {len(endpoints['routes'])} endpoints")
+
+            forced = structured(await session.call_tool("force_next", {"endpoint": "generate-story", "status": 402}))
+            assert forced["session"] == SESSION and len(forced["waiting"]) == 1, forced
+
+            wait_for_http()
+            status, body = await asyncio.to_thread(generate_over_http)
+            assert status == 402, (status, body)
+            assert body["error_code"] == "MONTHLY_LIMIT_EXCEEDED" and body["limit_info"]["current_plan"] == "free", body
+            print("the client under test got the forced 402 with limit_info:", body["limit_info"])
+
+            explained = structured(await session.call_tool("explain", {"endpoint": "generate-story"}))
+            last = explained["entries"][-1]
+            assert last["status"] == 402 and "forced" in last["reason"], last
+            print("explain:", last["reason"])
+
+            before = structured(await session.call_tool("get_state", {}))
+            bad = await session.call_tool("force_next", {"endpoint": "generate-story", "status": "402", "sesion": "x"})
+            assert is_error(bad), bad
+            message = bad.content[0].text
+            assert "sesion" in message, message
+            assert structured(await session.call_tool("get_state", {})) == before
+            waiting = json.load(urllib.request.urlopen(f"http://127.0.0.1:{PORT}/__doppel/next?session={SESSION}", timeout=5))
+            assert waiting["waiting"] == [], waiting
+            print("bad input:", message)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))

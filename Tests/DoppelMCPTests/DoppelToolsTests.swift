@@ -1,0 +1,138 @@
+import DoppelCore
+import DoppelServer
+import DoppelTestSupport
+import MCP
+import Testing
+
+@testable import DoppelMCP
+
+/// Doppel's MCP tools without a transport: what each call answers and
+/// changes, through the admin API and the engine they share.
+@Suite("MCP tools")
+struct DoppelToolsTests {
+    static let token =
+        "Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIzZjJiOGMxZS03ZDRhLTRlNTktOWIxYy0yYTZmMGU4ZDRjNzEiLCJyb2xlIjoiYXV0aGVudGljYXRlZCJ9.c2lnbmF0dXJl"
+
+    static func api() throws -> AdminAPI {
+        AdminAPI(engine: MockEngine(contract: try ContractLoader.load(file: contractPath("tales.yaml"))))
+    }
+
+    /// A generate request, as a client of the tales API sends it.
+    static let generate: [String: Value] = [
+        "method": "POST", "path": "/api/v1/stories/generate", "headers": ["Authorization": .string(token)],
+        "body": ["language": "ru", "child_id": "123e4567-e89b-12d3-a456-426614174000", "story_type": "child"],
+    ]
+
+    /// The structured answer of a call that succeeded.
+    static func answer(_ result: CallTool.Result, sourceLocation: Testing.SourceLocation = #_sourceLocation) -> JSON {
+        #expect(result.isError != true, "\(result.content)", sourceLocation: sourceLocation)
+        return result.structuredContent.map { JSON(mcp: $0) } ?? .null
+    }
+
+    static func text(_ result: CallTool.Result) -> String {
+        result.content.compactMap { if case .text(let text, _, _) = $0 { text } else { nil } }.joined()
+    }
+
+    @Test("A forced 402 answers the next generate with the session's limit_info, and explain says why")
+    func forcedPaymentRequired() throws {
+        let tools = DoppelTools(admin: try Self.api(), session: "agent")
+        let forced = Self.answer(tools.call("force_next", arguments: ["endpoint": "generate-story", "status": 402]))
+        #expect(forced["waiting"]?.arrayValue?.count == 1)
+
+        let sent = Self.answer(tools.call("send_request", arguments: Self.generate))
+        #expect(sent["session"]?.stringValue == "agent")
+        #expect(sent["status"]?.intValue == 402)
+        #expect(sent["body"]?["error_code"]?.stringValue == "MONTHLY_LIMIT_EXCEEDED")
+        #expect(sent["body"]?["limit_info"]?["current_plan"]?.stringValue == "free")
+        #expect(sent["reason"]?.stringValue?.contains("forced") == true, "\(sent)")
+
+        // The next one is the contract's own choice again: the child is unknown.
+        #expect(Self.answer(tools.call("send_request", arguments: Self.generate))["status"]?.intValue == 404)
+
+        let explained = Self.answer(tools.call("explain", arguments: ["endpoint": "generate-story"]))
+        let entries = explained["entries"]?.arrayValue ?? []
+        #expect(entries.map { $0["status"]?.intValue } == [402, 404])
+        #expect(entries.first?["reason"]?.stringValue?.contains("POST /__doppel/next") == true, "\(explained)")
+        #expect(entries.allSatisfy { $0["session"]?.stringValue == "agent" })
+    }
+
+    /// Calls each refused with a message naming what to change.
+    static let refusals: [(name: String, tool: String, arguments: [String: Value], says: String)] = [
+        ("unknown tool", "force", ["endpoint": "generate-story"], "There is no tool 'force'"),
+        ("misspelt argument", "force_next", ["endpoint": "generate-story", "sesion": "x"], "unknown: `sesion`"),
+        ("missing argument", "force_next", ["status": 402], "needs `endpoint`"),
+        ("wrong type", "force_next", ["endpoint": "generate-story", "status": "402"], "`status` must be an integer"),
+        ("undocumented status", "force_next", ["endpoint": "generate-story", "status": 418], "418"),
+        ("unknown endpoint", "verify", ["endpoint": "no-such-endpoint"], "no-such-endpoint"),
+        ("limit out of range", "explain", ["limit": 5000], "from 1 to 1000"),
+        ("two clock changes", "clock", ["advance": "1d", "freeze": true], "one change a call"),
+        ("bad clock change", "clock", ["advance": "soon"], "must be a duration"),
+        ("unknown scenario", "start_scenario", ["name": "no-such-scenario"], "no-such-scenario"),
+        ("invalid session", "reset_session", ["session": "two words"], "session"),
+        ("admin path", "send_request", ["method": "GET", "path": "/__doppel/state"], "admin API"),
+        ("relative path", "send_request", ["method": "GET", "path": "api/v1/free-stories"], "must start with /"),
+        ("header injection", "send_request", ["method": "GET", "path": "/api/v1/free-stories", "headers": ["x-a": "b\r\nx-b: c"]], "header"),
+        ("session as a header", "send_request", ["method": "GET", "path": "/", "headers": ["Doppel-Session": "other"]], "as `session`"),
+    ]
+
+    /// What a call could change in the agent's session: its state, its
+    /// clock's offset and freezing, its journal and its forced answers.
+    static func everything(_ tools: DoppelTools) -> [JSON?] {
+        let clock = answer(tools.call("clock", arguments: [:]))
+        return [
+            answer(tools.call("get_state", arguments: [:])), clock["offset_seconds"], clock["frozen"],
+            answer(tools.call("explain", arguments: ["limit": 1000])),
+            try? JSONReader.parse(tools.admin.respond(to: RecordedRequest(method: "GET", target: "/__doppel/next?session=agent")).body),
+        ]
+    }
+
+    @Test("Bad input gets an error result saying what to change, and changes nothing", arguments: refusals.map(\.name))
+    func badInputChangesNothing(_ name: String) throws {
+        let refusal = try #require(Self.refusals.first { $0.name == name })
+        let tools = DoppelTools(admin: try Self.api(), session: "agent")
+        _ = Self.answer(tools.call("send_request", arguments: ["method": "GET", "path": "/api/v1/free-stories"]))
+        let before = Self.everything(tools)
+
+        let result = tools.call(refusal.tool, arguments: refusal.arguments)
+        #expect(result.isError == true)
+        #expect(Self.text(result).contains(refusal.says), "\(Self.text(result))")
+
+        #expect(Self.everything(tools) == before)
+    }
+
+    @Test("Two agents in two sessions of one server never see each other's answers, forced answers or clocks")
+    func sessionsAreApart() throws {
+        let api = try Self.api()
+        let first = DoppelTools(admin: api)
+        let second = DoppelTools(admin: api)
+        #expect(first.session != second.session)
+        #expect(first.session.hasPrefix("mcp-"))
+
+        _ = Self.answer(first.call("force_next", arguments: ["endpoint": "generate-story", "status": 402]))
+        _ = Self.answer(first.call("clock", arguments: ["advance": "40d"]))
+        #expect(Self.answer(second.call("send_request", arguments: Self.generate))["status"]?.intValue == 404)
+        #expect(Self.answer(first.call("send_request", arguments: Self.generate))["status"]?.intValue == 402)
+
+        let seen = Self.answer(second.call("explain", arguments: [:]))["entries"]?.arrayValue ?? []
+        #expect(seen.count == 1)
+        #expect(seen.allSatisfy { $0["session"]?.stringValue == second.session })
+        #expect(Self.answer(second.call("clock", arguments: [:]))["offset_seconds"]?.numberValue == 0)
+        // Naming a session reaches it: the first agent's answers, read by the second.
+        #expect(Self.answer(second.call("explain", arguments: ["session": .string(first.session)]))["entries"]?.arrayValue?.count == 1)
+    }
+
+    @Test("Every tool declares an object schema whose properties are exactly the arguments it takes")
+    func schemas() {
+        for entry in DoppelTools.catalogue {
+            guard case .object(let schema) = entry.tool.inputSchema, case .object(let properties)? = schema["properties"] else {
+                Issue.record("\(entry.tool.name): no object schema")
+                continue
+            }
+            #expect(schema["type"] == "object")
+            #expect(schema["additionalProperties"] == false)
+            #expect(Set(properties.keys) == Set(entry.argumentNames), "\(entry.tool.name)")
+            #expect(entry.tool.description?.isEmpty == false)
+        }
+        #expect(Set(DoppelTools.catalogue.map(\.tool.name)).count == DoppelTools.catalogue.count)
+    }
+}
