@@ -207,7 +207,8 @@ let package = Package(
             // The MCP tools, called without a transport.
             name: "DoppelMCPTests",
             dependencies: [
-                "DoppelMCP", "DoppelServer", "DoppelCore", "DoppelTestSupport", .product(name: "MCP", package: "swift-sdk"),
+                "DoppelMCP", "DoppelServer", "DoppelCore", "DoppelRunner", "DoppelTestSupport", .product(name: "MCP", package: "swift-sdk"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"), .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(

@@ -1,12 +1,18 @@
-"""`doppel mcp` driven by a real client nobody here wrote.
+"""`doppel mcp` and `/__doppel/mcp` driven by a real client nobody here wrote.
 
-Starts `doppel mcp contracts/tales.yaml --port PORT` as the official MCP
+Over stdio: starts `doppel mcp contracts/tales.yaml --port PORT` as the official MCP
 Python SDK (`mcp` from PyPI) starts a stdio server, and acts as an agent
 beside a client under test: it lists the tools, forces the session's next
 generate to its documented 402, sees an HTTP client in its session (the
 header `Doppel-Session`) get that 402 with the session's `limit_info`,
 reads why from `explain`, and checks that a call with bad input is an
 error result that changes nothing.
+
+Over Streamable HTTP: serves tales.yaml with `doppel serve --admin-token`,
+refuses the MCP endpoint without the token, and connects two agents at
+once: each works in a Doppel session of its own, so the 402 one forces is
+not what the other's request gets, and neither's `explain` lists the
+other's answers.
 
 Usage: python3 .ci/mcp-clients.py DOPPEL
 """
@@ -20,9 +26,12 @@ import urllib.request
 
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PORT = 18982
+HTTP_PORT = 18984
+ADMIN_TOKEN = "ci-admin-token"
 SESSION = "ci-agent"
 TOKEN = ("Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIzZjJiOGMxZS03ZDRhLTRlNTktOWIxYy0yYTZmMGU4ZDRjNzEiLC"
          "Jyb2xlIjoiYXV0aGVudGljYXRlZCJ9.c2lnbmF0dXJl")
@@ -41,14 +50,15 @@ def generate_over_http():
         return error.code, json.load(error)
 
 
-def wait_for_http():
+def wait_for_http(port=PORT, token=None):
+    headers = {"Doppel-Admin-Token": token} if token else {}
     for _ in range(100):
         try:
-            urllib.request.urlopen(f"http://127.0.0.1:{PORT}/__doppel/health", timeout=2)
+            urllib.request.urlopen(urllib.request.Request(f"http://127.0.0.1:{port}/__doppel/health", headers=headers), timeout=2)
             return
         except OSError:
             time.sleep(0.1)
-    raise SystemExit(f"doppel mcp did not serve HTTP on port {PORT}")
+    raise SystemExit(f"doppel did not serve HTTP on port {port}")
 
 
 def field(value, name, older):
@@ -65,7 +75,7 @@ def structured(result):
     return field(result, "structured_content", "structuredContent")
 
 
-async def main() -> int:
+async def over_stdio():
     params = StdioServerParameters(
         command=sys.argv[1], args=["mcp", str(ROOT / "contracts/tales.yaml"), "--session", SESSION, "--port", str(PORT)])
     async with stdio_client(params) as (read, write):
@@ -103,6 +113,65 @@ async def main() -> int:
             waiting = json.load(urllib.request.urlopen(f"http://127.0.0.1:{PORT}/__doppel/next?session={SESSION}", timeout=5))
             assert waiting["waiting"] == [], waiting
             print("bad input:", message)
+
+
+GENERATE = {
+    "method": "POST", "path": "/api/v1/stories/generate", "headers": {"Authorization": TOKEN},
+    "body": {"language": "ru", "child_id": "123e4567-e89b-12d3-a456-426614174000", "story_type": "child"},
+}
+
+
+async def agent(url, forces, ready, done):
+    """One agent over Streamable HTTP; returns its session and what its generate got."""
+    client = create_mcp_http_client(headers={"Doppel-Admin-Token": ADMIN_TOKEN})
+    async with client, streamable_http_client(url, http_client=client) as streams:
+        async with ClientSession(streams[0], streams[1]) as session:
+            await session.initialize()
+            state = structured(await session.call_tool("get_state", {}))
+            if forces:
+                structured(await session.call_tool("force_next", {"endpoint": "generate-story", "status": 402}))
+            ready.set()
+            # Both agents are connected, and one has forced its answer, before either sends.
+            await asyncio.wait_for(done.wait(), 30)
+            sent = structured(await session.call_tool("send_request", GENERATE))
+            seen = structured(await session.call_tool("explain", {}))["entries"]
+            return state["session"], sent, seen
+
+
+async def over_http(doppel):
+    url = f"http://127.0.0.1:{HTTP_PORT}/__doppel/mcp"
+    server = await asyncio.create_subprocess_exec(
+        doppel, "serve", str(ROOT / "contracts/tales.yaml"), "--port", str(HTTP_PORT), "--admin-token", ADMIN_TOKEN,
+        "--log-format", "none", stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+    try:
+        await asyncio.to_thread(wait_for_http, HTTP_PORT, ADMIN_TOKEN)
+        try:
+            urllib.request.urlopen(urllib.request.Request(url, data=b"{}", method="POST", headers={"Content-Type": "application/json"}), timeout=5)
+            raise SystemExit("/__doppel/mcp answered without the admin token")
+        except urllib.error.HTTPError as error:
+            assert error.code == 401, error.code
+        first_ready, second_ready, go = asyncio.Event(), asyncio.Event(), asyncio.Event()
+
+        async def release():
+            await asyncio.wait_for(asyncio.gather(first_ready.wait(), second_ready.wait()), 30)
+            go.set()
+
+        (first, second, _) = await asyncio.gather(
+            agent(url, True, first_ready, go), agent(url, False, second_ready, go), release())
+        assert first[0] != second[0], (first[0], second[0])
+        assert first[1]["status"] == 402 and first[1]["body"]["limit_info"], first[1]
+        assert second[1]["status"] == 404, second[1]
+        assert [entry["session"] for entry in first[2]] == [first[0]], first[2]
+        assert [entry["session"] for entry in second[2]] == [second[0]], second[2]
+        print(f"over HTTP: {first[0]} got its forced 402, {second[0]} the contract's 404; each explain lists its own answer only")
+    finally:
+        server.terminate()
+        await server.wait()
+
+
+async def main() -> int:
+    await over_stdio()
+    await over_http(sys.argv[1])
     return 0
 
 

@@ -20,10 +20,10 @@ package enum DoppelMCPServer {
     /// A server with Doppel's tools registered, not yet started.
     package static func make(_ tools: DoppelTools, version: String) async -> Server {
         let server = Server(
-            name: "doppel", version: version, instructions: instructions(tools, contract: tools.admin.engine.contract),
+            name: "doppel", version: version, instructions: instructions(tools, contract: tools.host.engine.contract),
             capabilities: .init(tools: .init(listChanged: false)))
         await server.withMethodHandler(ListTools.self) { _ in ListTools.Result(tools: tools.tools) }
-        await server.withMethodHandler(CallTool.self) { params in tools.call(params.name, arguments: params.arguments) }
+        await server.withMethodHandler(CallTool.self) { params in await tools.call(params.name, arguments: params.arguments) }
         return server
     }
 }

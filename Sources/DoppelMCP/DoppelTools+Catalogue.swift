@@ -9,11 +9,11 @@ extension DoppelTools {
     struct Entry: Sendable {
         let tool: Tool
         let argumentNames: [String]
-        let run: @Sendable (DoppelTools, ToolInput) throws -> CallTool.Result
+        let run: @Sendable (DoppelTools, ToolInput) async throws -> CallTool.Result
 
         init(
             _ name: String, _ description: String, readOnly: Bool, properties: [(String, Value)] = [], required: [String] = [],
-            run: @escaping @Sendable (DoppelTools, ToolInput) throws -> CallTool.Result
+            run: @escaping @Sendable (DoppelTools, ToolInput) async throws -> CallTool.Result
         ) {
             let members = Dictionary(uniqueKeysWithValues: properties.map { ($0.0, $0.1) })
             var schema: [String: Value] = ["type": "object", "properties": .object(members), "additionalProperties": false]
@@ -45,7 +45,7 @@ extension DoppelTools {
     static let catalogue: [Entry] = [
         Entry(
             "list_endpoints", "The contract's endpoints: id, method, path, auth, summary and the statuses each documents.", readOnly: true
-        ) { tools, _ in tools.admin("GET", "/routes") },
+        ) { tools, _ in await tools.admin("GET", "/routes") },
         Entry(
             "send_request",
             "Sends an HTTP request through the contract, in the session, and returns the answer (status, headers, body) with which response answered and why. It is journaled as any client's request.",
@@ -58,7 +58,7 @@ extension DoppelTools {
                 sessionProperty,
             ],
             required: ["method", "path"]
-        ) { tools, input in try tools.send(input) },
+        ) { tools, input in try await tools.send(input) },
         Entry(
             "explain",
             "The session's latest answers from the journal, oldest first, each with why it was chosen (`reason`) and the state it changed (`changes`).",
@@ -75,7 +75,7 @@ extension DoppelTools {
             var query = [("session", try tools.session(of: input)), ("limit", String(limit))]
             if let endpoint = try input.string("endpoint") { query.append(("endpoint", endpoint)) }
             if let status = try input.int("status") { query.append(("status", String(status))) }
-            return tools.admin("GET", "/journal", query: query)
+            return await tools.admin("GET", "/journal", query: query)
         },
         Entry(
             "force_next",
@@ -92,7 +92,7 @@ extension DoppelTools {
             var body = JSONObject([("endpoint", .string(try input.requiredString("endpoint")))])
             if let status = try input.int("status") { body["status"] = .int(status) }
             if let response = try input.string("response") { body["response"] = .string(response) }
-            return tools.admin("POST", "/next", query: [("session", try tools.session(of: input))], body: .object(body))
+            return await tools.admin("POST", "/next", query: [("session", try tools.session(of: input))], body: .object(body))
         },
         Entry(
             "clock",
@@ -115,8 +115,8 @@ extension DoppelTools {
             guard changes.count <= 1 else {
                 return failure("clock takes one change a call; given: \(changes.map { "`\($0.0)`" }.joined(separator: ", ")).")
             }
-            guard let change = changes.first else { return tools.admin("GET", "/clock", query: session) }
-            return tools.admin("POST", "/clock", query: session, body: .object(JSONObject([change])))
+            guard let change = changes.first else { return await tools.admin("GET", "/clock", query: session) }
+            return await tools.admin("POST", "/clock", query: session, body: .object(JSONObject([change])))
         },
         Entry(
             "start_scenario",
@@ -130,26 +130,26 @@ extension DoppelTools {
         ) { tools, input in
             let session = [("session", try tools.session(of: input))]
             switch (try input.string("name"), input.json("scenario")) {
-            case (let name?, nil): return tools.admin("PUT", "/scenario", query: session, body: .object(JSONObject([("name", .string(name))])))
+            case (let name?, nil): return await tools.admin("PUT", "/scenario", query: session, body: .object(JSONObject([("name", .string(name))])))
             case (nil, let inline?):
                 guard case .object = inline else {
                     return failure("start_scenario: `scenario` must be an object: {\"given\": {...}, \"overrides\": [...]}.")
                 }
-                return tools.admin("PUT", "/scenario", query: session, body: inline)
+                return await tools.admin("PUT", "/scenario", query: session, body: inline)
             default: return failure("start_scenario takes `name` or `scenario`, one of them.")
             }
         },
         Entry(
             "stop_scenario", "Starts the session over from the plain contract, with no scenario.", readOnly: false, properties: [sessionProperty]
-        ) { tools, input in tools.admin("DELETE", "/scenario", query: [("session", try tools.session(of: input))]) },
+        ) { tools, input in await tools.admin("DELETE", "/scenario", query: [("session", try tools.session(of: input))]) },
         Entry(
             "reset_session", "Forgets the session: its state, clock, sequences, forced answers and scenario.", readOnly: false,
             properties: [sessionProperty]
-        ) { tools, input in tools.admin("POST", "/reset", query: [("session", try tools.session(of: input))]) },
+        ) { tools, input in await tools.admin("POST", "/reset", query: [("session", try tools.session(of: input))]) },
         Entry(
             "get_state", "The session's state: every name the contract declares, as the session holds it now.", readOnly: true,
             properties: [sessionProperty]
-        ) { tools, input in tools.admin("GET", "/state", query: [("session", try tools.session(of: input))]) },
+        ) { tools, input in await tools.admin("GET", "/state", query: [("session", try tools.session(of: input))]) },
         Entry(
             "coverage",
             "Each documented endpoint and status, reached or not in the session (with `all_sessions`: in every session), and the list of those never reached.",
@@ -158,9 +158,9 @@ extension DoppelTools {
         ) { tools, input in
             if try input.bool("all_sessions") == true {
                 guard try input.string("session") == nil else { return failure("coverage takes `session` or `all_sessions`, not both.") }
-                return tools.admin("GET", "/coverage")
+                return await tools.admin("GET", "/coverage")
             }
-            return tools.admin("GET", "/coverage", query: [("session", try tools.session(of: input))])
+            return await tools.admin("GET", "/coverage", query: [("session", try tools.session(of: input))])
         },
         Entry(
             "verify",
@@ -178,7 +178,7 @@ extension DoppelTools {
         ) { tools, input in
             var body = JSONObject([("endpoint", .string(try input.requiredString("endpoint"))), ("session", .string(try tools.session(of: input)))])
             for name in ["status", "count", "min", "max"] { if let value = try input.int(name) { body[name] = .int(value) } }
-            return tools.admin("POST", "/verify", body: .object(body))
+            return await tools.admin("POST", "/verify", body: .object(body))
         },
     ]
 }

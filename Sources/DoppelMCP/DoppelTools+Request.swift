@@ -9,7 +9,7 @@ extension DoppelTools {
 
     /// `send_request`: the request through the contract in the session, as a
     /// client's would be (journaled), and the answer in full with why it was chosen.
-    func send(_ input: ToolInput) throws(ToolInput.Refusal) -> CallTool.Result {
+    func send(_ input: ToolInput) async throws(ToolInput.Refusal) -> CallTool.Result {
         let method = try input.requiredString("method").uppercased()
         guard HTTPToken.isValid(method) else {
             throw ToolInput.Refusal(message: "send_request: `method` must be an HTTP method such as GET or POST.")
@@ -45,7 +45,7 @@ extension DoppelTools {
         guard body.count <= Self.maximumBody else {
             throw ToolInput.Refusal(message: "send_request: the body is \(body.count) bytes; the most a request may send is \(Self.maximumBody).")
         }
-        let response = admin.engine.respond(to: RecordedRequest(method: method, target: target, headers: headers, body: body))
+        let response = await host.send(RecordedRequest(method: method, target: target, headers: headers, body: body))
         return Self.result(.object(Self.describe(response, session: session)))
     }
 

@@ -12,13 +12,13 @@ import MCP
 /// admin API refuses, is answered as an error result (`isError`) saying
 /// what to change, and changes nothing.
 package struct DoppelTools: Sendable {
-    /// The admin API the tools call.
-    let admin: AdminAPI
+    /// What the tools act through: the admin API and the contract.
+    let host: any AgentHost
     /// The session a call that names none works in.
     package let session: String
 
-    package init(admin: AdminAPI, session: String = DoppelTools.newSessionID()) {
-        self.admin = admin
+    package init(host: any AgentHost, session: String = DoppelTools.newSessionID()) {
+        self.host = host
         self.session = session
     }
 
@@ -32,14 +32,14 @@ package struct DoppelTools: Sendable {
 
     /// Answers `tools/call`: a tool's result, or an error result for an
     /// unknown tool, input that does not fit, or a call the admin API refuses.
-    package func call(_ name: String, arguments: [String: Value]?) -> CallTool.Result {
+    package func call(_ name: String, arguments: [String: Value]?) async -> CallTool.Result {
         guard let entry = Self.catalogue.first(where: { $0.tool.name == name }) else {
             return Self.failure("There is no tool '\(name)'. Tools: \(Self.catalogue.map(\.tool.name).joined(separator: ", ")).")
         }
         let input = ToolInput(arguments ?? [:], tool: name)
         do {
             try input.refuseUnknown(allowed: entry.argumentNames)
-            return try entry.run(self, input)
+            return try await entry.run(self, input)
         } catch {
             return Self.failure(error.message)
         }
@@ -61,7 +61,7 @@ package struct DoppelTools: Sendable {
     }
 
     /// An admin call: its JSON answer, or its problem as an error result.
-    func admin(_ method: String, _ path: String, query: [(String, String)] = [], body: JSON? = nil) -> CallTool.Result {
+    func admin(_ method: String, _ path: String, query: [(String, String)] = [], body: JSON? = nil) async -> CallTool.Result {
         var headers: [(name: String, value: String)] = [("host", "127.0.0.1")]
         if body != nil { headers.append(("content-type", "application/json")) }
         let target =
@@ -70,7 +70,7 @@ package struct DoppelTools: Sendable {
                 ? "" : "?" + query.map { "\(FormEncoding.percentEncoded($0.0))=\(FormEncoding.percentEncoded($0.1))" }.joined(separator: "&"))
         let request = RecordedRequest(
             method: method, target: target, headers: headers, body: body.map { JSONWriter.encode($0) } ?? [])
-        let response = admin.respond(to: request)
+        let response = await host.admin(request)
         let value = (try? JSONReader.parse(response.body)) ?? .string(String(decoding: response.body, as: UTF8.self))
         guard response.status < 400 else {
             let detail = value.objectValue?["detail"]?.stringValue ?? "the admin API answered \(response.status)"

@@ -39,7 +39,7 @@ struct MCPCommand: AsyncParsableCommand {
         printDiagnostics(Array(contract.warnings.prefix(Serve.warningsShown)))
         let engine = MockEngine(contract: contract, configuration: ServerConfiguration.defaults)
         let slot = EngineSlot(engine)
-        let tools = DoppelTools(admin: AdminAPI(slot: slot), session: session ?? DoppelTools.newSessionID())
+        let tools = DoppelTools(host: LocalAgentHost(api: AdminAPI(slot: slot)), session: session ?? DoppelTools.newSessionID())
         let server = await DoppelMCPServer.make(tools, version: Doppel.configuration.version)
         // With --port, the HTTP server listens before the agent is answered, or the command fails.
         var serving: (group: ServiceGroup, task: Task<Void, Never>)?
@@ -48,7 +48,10 @@ struct MCPCommand: AsyncParsableCommand {
             configuration.port = port
             configuration.logFormat = .none
             let (listening, announce) = AsyncStream.makeStream(of: Result<Int, any Error>.self)
-            let app = buildApplication(slot: slot, configuration: configuration) { bound in announce.yield(.success(bound)) }
+            let agents = AgentSessions(version: Doppel.configuration.version)
+            let app = buildApplication(slot: slot, configuration: configuration, recorder: nil, agents: agents) { bound in
+                announce.yield(.success(bound))
+            }
             let group = ServiceGroup(configuration: ServiceGroupConfiguration(services: [app], logger: Logger(label: "doppel")))
             serving = (group, Task { do { try await group.run() } catch { announce.yield(.failure(error)) } })
             var outcome: Result<Int, any Error>?

@@ -1,5 +1,6 @@
 import ArgumentParser
 import DoppelCore
+import DoppelMCP
 import DoppelOpenAPI
 import DoppelPostgres
 import DoppelServer
@@ -285,7 +286,10 @@ struct Serve: AsyncParsableCommand {
         let baseline = watch ? contractStamp.merging(ContractWatcher.stamps(contract.bodyFiles)) { first, _ in first } : [:]
         let watcher = watch ? Task { [file = self.contract] in await Self.watch(file, slot: slot, log: log, since: baseline) } : nil
         defer { watcher?.cancel() }
-        let app = buildApplication(slot: slot, configuration: configuration, log: log, scenarios: catalog, recorder: nil, shared: shared) {
+        let agents = AgentSessions(version: Doppel.configuration.version)
+        let app = buildApplication(
+            slot: slot, configuration: configuration, log: log, scenarios: catalog, recorder: nil, shared: shared, agents: agents
+        ) {
             [listen, scenario, catalog, trustNote, configuration, stateStore, stateNamespace] port in
             let address = listen.urlHost
             log.line("Doppel serving \(contract.info.title) \(contract.info.version) from \(self.contract)")

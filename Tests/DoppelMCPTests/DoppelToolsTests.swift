@@ -34,12 +34,12 @@ struct DoppelToolsTests {
     }
 
     @Test("A forced 402 answers the next generate with the session's limit_info, and explain says why")
-    func forcedPaymentRequired() throws {
-        let tools = DoppelTools(admin: try Self.api(), session: "agent")
-        let forced = Self.answer(tools.call("force_next", arguments: ["endpoint": "generate-story", "status": 402]))
+    func forcedPaymentRequired() async throws {
+        let tools = DoppelTools(host: LocalAgentHost(api: try Self.api()), session: "agent")
+        let forced = Self.answer(await tools.call("force_next", arguments: ["endpoint": "generate-story", "status": 402]))
         #expect(forced["waiting"]?.arrayValue?.count == 1)
 
-        let sent = Self.answer(tools.call("send_request", arguments: Self.generate))
+        let sent = Self.answer(await tools.call("send_request", arguments: Self.generate))
         #expect(sent["session"]?.stringValue == "agent")
         #expect(sent["status"]?.intValue == 402)
         #expect(sent["body"]?["error_code"]?.stringValue == "MONTHLY_LIMIT_EXCEEDED")
@@ -47,9 +47,9 @@ struct DoppelToolsTests {
         #expect(sent["reason"]?.stringValue?.contains("forced") == true, "\(sent)")
 
         // The next one is the contract's own choice again: the child is unknown.
-        #expect(Self.answer(tools.call("send_request", arguments: Self.generate))["status"]?.intValue == 404)
+        #expect(Self.answer(await tools.call("send_request", arguments: Self.generate))["status"]?.intValue == 404)
 
-        let explained = Self.answer(tools.call("explain", arguments: ["endpoint": "generate-story"]))
+        let explained = Self.answer(await tools.call("explain", arguments: ["endpoint": "generate-story"]))
         let entries = explained["entries"]?.arrayValue ?? []
         #expect(entries.map { $0["status"]?.intValue } == [402, 404])
         #expect(entries.first?["reason"]?.stringValue?.contains("POST /__doppel/next") == true, "\(explained)")
@@ -77,48 +77,49 @@ struct DoppelToolsTests {
 
     /// What a call could change in the agent's session: its state, its
     /// clock's offset and freezing, its journal and its forced answers.
-    static func everything(_ tools: DoppelTools) -> [JSON?] {
-        let clock = answer(tools.call("clock", arguments: [:]))
+    static func everything(_ tools: DoppelTools) async -> [JSON?] {
+        let clock = answer(await tools.call("clock", arguments: [:]))
         return [
-            answer(tools.call("get_state", arguments: [:])), clock["offset_seconds"], clock["frozen"],
-            answer(tools.call("explain", arguments: ["limit": 1000])),
-            try? JSONReader.parse(tools.admin.respond(to: RecordedRequest(method: "GET", target: "/__doppel/next?session=agent")).body),
+            answer(await tools.call("get_state", arguments: [:])), clock["offset_seconds"], clock["frozen"],
+            answer(await tools.call("explain", arguments: ["limit": 1000])),
+            try? JSONReader.parse(
+                await tools.host.admin(RecordedRequest(method: "GET", target: "/__doppel/next?session=agent", headers: [("host", "127.0.0.1")])).body),
         ]
     }
 
     @Test("Bad input gets an error result saying what to change, and changes nothing", arguments: refusals.map(\.name))
-    func badInputChangesNothing(_ name: String) throws {
+    func badInputChangesNothing(_ name: String) async throws {
         let refusal = try #require(Self.refusals.first { $0.name == name })
-        let tools = DoppelTools(admin: try Self.api(), session: "agent")
-        _ = Self.answer(tools.call("send_request", arguments: ["method": "GET", "path": "/api/v1/free-stories"]))
-        let before = Self.everything(tools)
+        let tools = DoppelTools(host: LocalAgentHost(api: try Self.api()), session: "agent")
+        _ = Self.answer(await tools.call("send_request", arguments: ["method": "GET", "path": "/api/v1/free-stories"]))
+        let before = await Self.everything(tools)
 
-        let result = tools.call(refusal.tool, arguments: refusal.arguments)
+        let result = await tools.call(refusal.tool, arguments: refusal.arguments)
         #expect(result.isError == true)
         #expect(Self.text(result).contains(refusal.says), "\(Self.text(result))")
 
-        #expect(Self.everything(tools) == before)
+        #expect(await Self.everything(tools) == before)
     }
 
     @Test("Two agents in two sessions of one server never see each other's answers, forced answers or clocks")
-    func sessionsAreApart() throws {
+    func sessionsAreApart() async throws {
         let api = try Self.api()
-        let first = DoppelTools(admin: api)
-        let second = DoppelTools(admin: api)
+        let first = DoppelTools(host: LocalAgentHost(api: api))
+        let second = DoppelTools(host: LocalAgentHost(api: api))
         #expect(first.session != second.session)
         #expect(first.session.hasPrefix("mcp-"))
 
-        _ = Self.answer(first.call("force_next", arguments: ["endpoint": "generate-story", "status": 402]))
-        _ = Self.answer(first.call("clock", arguments: ["advance": "40d"]))
-        #expect(Self.answer(second.call("send_request", arguments: Self.generate))["status"]?.intValue == 404)
-        #expect(Self.answer(first.call("send_request", arguments: Self.generate))["status"]?.intValue == 402)
+        _ = Self.answer(await first.call("force_next", arguments: ["endpoint": "generate-story", "status": 402]))
+        _ = Self.answer(await first.call("clock", arguments: ["advance": "40d"]))
+        #expect(Self.answer(await second.call("send_request", arguments: Self.generate))["status"]?.intValue == 404)
+        #expect(Self.answer(await first.call("send_request", arguments: Self.generate))["status"]?.intValue == 402)
 
-        let seen = Self.answer(second.call("explain", arguments: [:]))["entries"]?.arrayValue ?? []
+        let seen = Self.answer(await second.call("explain", arguments: [:]))["entries"]?.arrayValue ?? []
         #expect(seen.count == 1)
         #expect(seen.allSatisfy { $0["session"]?.stringValue == second.session })
-        #expect(Self.answer(second.call("clock", arguments: [:]))["offset_seconds"]?.numberValue == 0)
+        #expect(Self.answer(await second.call("clock", arguments: [:]))["offset_seconds"]?.numberValue == 0)
         // Naming a session reaches it: the first agent's answers, read by the second.
-        #expect(Self.answer(second.call("explain", arguments: ["session": .string(first.session)]))["entries"]?.arrayValue?.count == 1)
+        #expect(Self.answer(await second.call("explain", arguments: ["session": .string(first.session)]))["entries"]?.arrayValue?.count == 1)
     }
 
     @Test("Every tool declares an object schema whose properties are exactly the arguments it takes")

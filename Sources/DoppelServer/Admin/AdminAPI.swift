@@ -101,10 +101,13 @@ package struct AdminAPI: Sendable {
         return call.answer(self, asked)
     }
 
+    /// The header that carries the admin token (else `Authorization: Bearer`).
+    package static let tokenHeader = "doppel-admin-token"
+
     static func carries(_ token: String, _ request: RecordedRequest) -> Bool {
         // Both headers are always compared, each in constant time, so the
         // response time says nothing about how much of a guess was right.
-        let byHeader = constantTimeEquals(request.header("doppel-admin-token"), token)
+        let byHeader = constantTimeEquals(request.header(tokenHeader), token)
         let byBearer = constantTimeEquals(Authenticator.bearerToken(request.header("authorization")), token)
         return byHeader || byBearer
     }

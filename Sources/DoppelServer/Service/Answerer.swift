@@ -27,14 +27,18 @@ struct Answerer: Sendable {
     let callbacks: CallbackSender
     /// Web origins besides this server's own and loopback ones whose pages may open sockets (`--allow-origin`).
     let allowedOrigins: [String]
+    /// An agent's tools over MCP (`/__doppel/mcp`), if the server offers them.
+    let agents: (any AgentDoor)?
 
     init(
         slot: EngineSlot, log: RequestLog, maxBodySize: Int, hangLimit: Double = ServerConfiguration.defaults.hangLimit, adminToken: String? = nil,
         scenarios: ScenarioCatalog = ScenarioCatalog(), proxy: URL? = nil, proxyTimeout: Double = 30, recorder: Recorder? = nil,
         shared: (any SharedState)? = nil, maxEventStreams: Int = 1_000, socketLimits: SocketHub.Limits = SocketHub.Limits(),
-        callbackAllow: CallbackAllowList = .loopback, allowedHosts: [String] = [], allowedOrigins: [String] = []
+        callbackAllow: CallbackAllowList = .loopback, allowedHosts: [String] = [], allowedOrigins: [String] = [],
+        agents: (any AgentDoor)? = nil
     ) {
         self.slot = slot
+        self.agents = agents
         self.allowedOrigins = allowedOrigins
         self.sockets = SocketHub(limits: socketLimits)
         self.callbacks = CallbackSender(allowed: callbackAllow)
@@ -124,6 +128,11 @@ struct Answerer: Sendable {
     /// that need it (and admin calls) are decided later, by the store.
     func decision(for request: RecordedRequest, refusal: Problem?, engine: MockEngine) -> Pending {
         if refusal == nil, let stream = eventStream(request) { return stream }
+        if refusal == nil, let agents, request.path == AdminAPI.prefix + "/mcp" {
+            // The gate first, as for every admin call; the tools then reach the server as a client would.
+            if let refused = admin.gate(request) { return .now(Decision(unjournaled: refused)) }
+            return .later { [self] in Decision(unjournaled: await agents.answer(request, host: self)) }
+        }
         guard let shared else { return .now(decide(request, refusal: refusal, engine: engine)) }
         if refusal == nil, request.header("upgrade") != nil, engine.contract.endpoints.contains(where: { $0.socket != nil }) {
             // A socket's rules would change a copy of its session; refused before the store is touched.

@@ -35,7 +35,8 @@ public func buildApplication(
 /// forwarded to the upstream (`doppel record`).
 package func buildApplication(
     slot: EngineSlot, configuration: ServerConfiguration, log: RequestLog? = nil, scenarios: ScenarioCatalog = ScenarioCatalog(),
-    recorder: Recorder?, shared: (any SharedState)? = nil, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    recorder: Recorder?, shared: (any SharedState)? = nil, agents: (any AgentDoor)? = nil,
+    onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) -> some Service {
     var logger = Logger(label: "doppel")
     logger.logLevel = .warning
@@ -45,7 +46,7 @@ package func buildApplication(
         proxy: configuration.proxy, proxyTimeout: configuration.proxyTimeout, recorder: recorder, shared: shared,
         maxEventStreams: configuration.maxEventStreams, socketLimits: configuration.socketLimits,
         callbackAllow: (try? CallbackAllowList(configuration.callbackAllow)) ?? (try! CallbackAllowList([])),
-        allowedHosts: configuration.allowedHosts, allowedOrigins: configuration.allowedOrigins)
+        allowedHosts: configuration.allowedHosts, allowedOrigins: configuration.allowedOrigins, agents: agents)
     return DoppelService(answerer: answerer, configuration: configuration, logger: logger, onServerRunning: onServerRunning)
 }
 
