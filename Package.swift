@@ -101,7 +101,7 @@ let package = Package(
         .target(
             // Doppel's tools for an agent over the Model Context Protocol (`doppel mcp`).
             name: "DoppelMCP",
-            dependencies: ["DoppelServer", "DoppelCore", .product(name: "MCP", package: "swift-sdk")]
+            dependencies: ["DoppelServer", "DoppelCore", "DoppelOpenAPI", .product(name: "MCP", package: "swift-sdk")]
         ),
         .target(
             name: "DoppelRunner",

@@ -104,6 +104,16 @@ async def over_stdio():
             assert last["status"] == 402 and "forced" in last["reason"], last
             print("explain:", last["reason"])
 
+            resources = {resource.uri for resource in (await session.list_resources()).resources}
+            assert resources == {"doppel://contract", "doppel://contract/openapi", "doppel://session/state"}, resources
+            read = await session.read_resource("doppel://session/state")
+            assert json.loads(read.contents[0].text)["session"] == SESSION, read
+            exported = json.loads((await session.read_resource("doppel://contract/openapi")).contents[0].text)
+            assert exported["openapi"].startswith("3.1") and exported["paths"], list(exported)
+            linted = structured(await session.call_tool("lint", {"text": "doppel: 1\nendpoints:\n  x: { request: FETCH /x }\n"}))
+            assert not linted["valid"] and linted["problems"][0]["line"] == 3, linted
+            print("resources:", sorted(resources), "; lint:", linted["problems"][0]["text"])
+
             before = structured(await session.call_tool("get_state", {}))
             bad = await session.call_tool("force_next", {"endpoint": "generate-story", "status": "402", "sesion": "x"})
             assert is_error(bad), bad

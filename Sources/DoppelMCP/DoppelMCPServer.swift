@@ -21,9 +21,11 @@ package enum DoppelMCPServer {
     package static func make(_ tools: DoppelTools, version: String) async -> Server {
         let server = Server(
             name: "doppel", version: version, instructions: instructions(tools, contract: tools.host.engine.contract),
-            capabilities: .init(tools: .init(listChanged: false)))
+            capabilities: .init(resources: .init(subscribe: false, listChanged: false), tools: .init(listChanged: false)))
         await server.withMethodHandler(ListTools.self) { _ in ListTools.Result(tools: tools.tools) }
         await server.withMethodHandler(CallTool.self) { params in await tools.call(params.name, arguments: params.arguments) }
+        await server.withMethodHandler(ListResources.self) { _ in ListResources.Result(resources: tools.resources) }
+        await server.withMethodHandler(ReadResource.self) { params in try await tools.read(params.uri) }
         return server
     }
 }

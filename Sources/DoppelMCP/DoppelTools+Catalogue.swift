@@ -180,5 +180,26 @@ extension DoppelTools {
             for name in ["status", "count", "min", "max"] { if let value = try input.int(name) { body[name] = .int(value) } }
             return await tools.admin("POST", "/verify", body: .object(body))
         },
+        Entry(
+            "lint",
+            "Checks a contract or an OpenAPI document given as text, as `doppel lint` does: every problem with its line and column.",
+            readOnly: true,
+            properties: [
+                property("text", "string", "The document's text (YAML or JSON), at most 1 MiB."),
+                property("file_name", "string", "The name it is read under (default contract.yaml; .json for JSON): problems are reported at it."),
+            ],
+            required: ["text"]
+        ) { tools, input in try tools.lint(input) },
+        Entry(
+            "diff",
+            "Lists every change between two versions of a contract or OpenAPI document given as text, each breaking or compatible for a client of the old one, as `doppel diff` does.",
+            readOnly: true,
+            properties: [
+                property("old", "string", "The old version's text, at most 1 MiB."),
+                property("new", "string", "The new version's text, at most 1 MiB."),
+                property("file_name", "string", "The name both are read under (default contract.yaml; .json for JSON)."),
+            ],
+            required: ["old", "new"]
+        ) { tools, input in try tools.diff(input) },
     ]
 }

@@ -72,6 +72,9 @@ struct DoppelToolsTests {
         ("admin path", "send_request", ["method": "GET", "path": "/__doppel/state"], "admin API"),
         ("relative path", "send_request", ["method": "GET", "path": "api/v1/free-stories"], "must start with /"),
         ("header injection", "send_request", ["method": "GET", "path": "/api/v1/free-stories", "headers": ["x-a": "b\r\nx-b: c"]], "header"),
+        ("folder in a file name", "lint", ["text": "doppel: 1", "file_name": "../contract.yaml"], "plain file name"),
+        ("document too large", "lint", ["text": .string(String(repeating: "#", count: (1 << 20) + 1))], "the most a document may be"),
+        ("diff of a broken version", "diff", ["old": "doppel: 1\nendpoints: {}\n", "new": "doppel: [\n"], "new-contract.yaml:"),
         ("session as a header", "send_request", ["method": "GET", "path": "/", "headers": ["Doppel-Session": "other"]], "as `session`"),
     ]
 
@@ -135,5 +138,74 @@ struct DoppelToolsTests {
             #expect(entry.tool.description?.isEmpty == false)
         }
         #expect(Set(DoppelTools.catalogue.map(\.tool.name)).count == DoppelTools.catalogue.count)
+    }
+
+    static let twoEndpoints = """
+        doppel: 1
+        endpoints:
+          list: { request: GET /items, auth: none, responses: [ { body: { items: [] } } ] }
+          show: { request: "GET /items/{id}", auth: none, responses: [ { body: { id: "{{ path.id }}" } } ] }
+        """
+
+    @Test("lint reports every problem of a text at its line and column, under the file name given, reading no file beside it")
+    func lint() async throws {
+        let tools = DoppelTools(host: LocalAgentHost(api: try Self.api()), session: "agent")
+        let clean = Self.answer(await tools.call("lint", arguments: ["text": .string(Self.twoEndpoints)]))
+        #expect(clean["valid"] == true)
+        #expect(clean["errors"]?.intValue == 0)
+
+        let broken =
+            Self.twoEndpoints.replacingOccurrences(of: "\"GET /items/{id}\"", with: "FETCH items") + """
+
+                  secret: { request: GET /secret, auth: none, responses: [ { file: ../../../../etc/passwd } ] }
+                """
+        let found = Self.answer(await tools.call("lint", arguments: ["text": .string(broken), "file_name": "shop.yaml"]))
+        #expect(found["valid"] == false)
+        let problems = found["problems"]?.arrayValue ?? []
+        #expect(problems.count >= 2, "\(found)")
+        #expect(problems.contains { $0["line"]?.intValue == 4 && $0["text"]?.stringValue?.hasPrefix("shop.yaml:4:") == true }, "\(problems)")
+        #expect(problems.contains { $0["line"]?.intValue == 5 && $0["message"]?.stringValue?.contains("outside") == true }, "\(problems)")
+        #expect(!JSONWriter.encodeString(found).contains("root:"))
+        #expect(!JSONWriter.encodeString(found).contains("doppel-mcp-"))
+    }
+
+    @Test("diff lists a removed endpoint as breaking and an added one as compatible")
+    func diff() async throws {
+        let tools = DoppelTools(host: LocalAgentHost(api: try Self.api()), session: "agent")
+        let old = Self.twoEndpoints
+        let new = """
+            doppel: 1
+            endpoints:
+              list: { request: GET /items, auth: none, responses: [ { body: { items: [] } } ] }
+              create: { request: POST /items, auth: none, responses: [ { status: 201, body: { id: "1" } } ] }
+            """
+        let changes = Self.answer(await tools.call("diff", arguments: ["old": .string(old), "new": .string(new)]))
+        #expect(changes["breaking"]?.intValue == 1, "\(changes)")
+        #expect(changes["compatible"]?.intValue == 1, "\(changes)")
+        let listed = changes["changes"]?.arrayValue ?? []
+        #expect(listed.contains { $0["breaking"] == true && $0["endpoint"]?.stringValue?.contains("/items/") == true }, "\(listed)")
+    }
+
+    @Test("Resources: the contract, its OpenAPI export and the agent's session state; an unknown one is MCP's -32002")
+    func resources() async throws {
+        let tools = DoppelTools(host: LocalAgentHost(api: try Self.api()), session: "agent")
+        #expect(Set(tools.resources.map(\.uri)) == ["doppel://contract", "doppel://contract/openapi", "doppel://session/state"])
+        func read(_ uri: String) async throws -> JSON? {
+            let result = try await tools.read(uri)
+            guard let text = result.contents.first?.text else { return nil }
+            return try JSONReader.parse(Array(text.utf8))
+        }
+        #expect(try await read("doppel://contract/openapi")?["openapi"]?.stringValue?.hasPrefix("3.1") == true)
+        #expect(try await read("doppel://contract")?["endpoints"]?.arrayValue?.isEmpty == false)
+        _ = await tools.call("clock", arguments: ["advance": "1d"])
+        _ = Self.answer(
+            await tools.call(
+                "send_request",
+                arguments: [
+                    "method": "POST", "path": "/api/v1/subscription/purchase?plan_tier=premium&billing_cycle=monthly&payment_method=card",
+                    "headers": ["Authorization": .string(Self.token)],
+                ]))
+        #expect(try await read("doppel://session/state")?["state"]?["plan"]?.stringValue == "premium")
+        await #expect(throws: MCPError.self) { try await tools.read("doppel://nothing") }
     }
 }
