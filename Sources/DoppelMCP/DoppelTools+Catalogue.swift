@@ -201,5 +201,15 @@ extension DoppelTools {
             ],
             required: ["old", "new"]
         ) { tools, input in try tools.diff(input) },
+        Entry(
+            "import_openapi",
+            "Writes an OpenAPI 3.0/3.1/3.2 or Swagger 2.0 document given as text as a Doppel contract (YAML), as `doppel import` does: ready for state to be added; serving it answers as serving the document.",
+            readOnly: true,
+            properties: [
+                property("text", "string", "The document's text (YAML or JSON), at most 1 MiB."),
+                property("file_name", "string", "The name it is read under (default openapi.yaml; .json for JSON)."),
+            ],
+            required: ["text"]
+        ) { tools, input in try tools.importOpenAPI(input) },
     ]
 }

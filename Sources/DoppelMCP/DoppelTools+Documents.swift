@@ -3,9 +3,9 @@ import DoppelOpenAPI
 import Foundation
 import MCP
 
-/// The tools that read documents an agent gives as text (`lint`, `diff`):
+/// The tools that read documents an agent gives as text (`lint`, `diff`, `import_openapi`):
 /// each text is written to a folder of its own, made for the call and
-/// removed after it, and read as `doppel lint` and `doppel diff` read a file.
+/// removed after it, and read as `doppel lint`, `doppel diff` and `doppel import` read a file.
 /// A reference to another file resolves in that folder, where there is
 /// none: an agent's text reaches no file of the machine's.
 extension DoppelTools {
@@ -55,6 +55,25 @@ extension DoppelTools {
         return Self.failure("diff: a version does not load; fix these first (lint shows every problem):\n" + listed)
     }
 
+    /// `import_openapi`: an OpenAPI document given as text, as the contract `doppel import` writes.
+    func importOpenAPI(_ input: ToolInput) throws(ToolInput.Refusal) -> CallTool.Result {
+        let name = try Self.fileName(input, default: "openapi.yaml")
+        let text = try Self.document("text", input)
+        let outcome: (imported: ContractImport.Imported?, problems: [Diagnostic]) = try Self.withFiles([(name, text)]) { paths in
+            do throws(ContractError) {
+                return (try ContractImport.contract(fromDocument: paths[0]), [])
+            } catch {
+                return (nil, error.diagnostics)
+            }
+        }
+        guard let imported = outcome.imported else {
+            let listed = outcome.problems.filter { $0.severity == .error }.map { Self.text($0) }.joined(separator: "\n")
+            return Self.failure("import_openapi: the document cannot be imported:\n" + listed)
+        }
+        return Self.result(
+            .object(JSONObject([("contract", .string(imported.text)), ("warnings", .array(imported.warnings.map { Self.json($0) }))])))
+    }
+
     /// A problem as JSON: its file (`old-`/`new-` for diff), line, column, severity and message.
     static func json(_ diagnostic: Diagnostic) -> JSON {
         .object(
@@ -73,8 +92,8 @@ extension DoppelTools {
     }
 
     /// The file name a document is read under (`.yaml` or `.json` says how): a plain name, no folder.
-    static func fileName(_ input: ToolInput) throws(ToolInput.Refusal) -> String {
-        let name = try input.string("file_name") ?? "contract.yaml"
+    static func fileName(_ input: ToolInput, default fallback: String = "contract.yaml") throws(ToolInput.Refusal) -> String {
+        let name = try input.string("file_name") ?? fallback
         guard name.utf8.count <= 100, !name.contains("/"), !name.contains("\\"), !name.hasPrefix("."),
             name.hasSuffix(".yaml") || name.hasSuffix(".yml") || name.hasSuffix(".json")
         else {

@@ -186,6 +186,24 @@ struct DoppelToolsTests {
         #expect(listed.contains { $0["breaking"] == true && $0["endpoint"]?.stringValue?.contains("/items/") == true }, "\(listed)")
     }
 
+    @Test("import_openapi writes a document as a contract that lints clean; a text that is no OpenAPI document is refused")
+    func importOpenAPI() async throws {
+        let tools = DoppelTools(host: LocalAgentHost(api: try Self.api()), session: "agent")
+        let document = """
+            {"openapi": "3.1.0", "info": {"title": "Pets", "version": "1"},
+             "paths": {"/pets": {"get": {"operationId": "listPets", "responses": {"200": {"description": "ok",
+               "content": {"application/json": {"example": [{"name": "Rex"}]}}}}}}}}
+            """
+        let imported = Self.answer(await tools.call("import_openapi", arguments: ["text": .string(document), "file_name": "pets.json"]))
+        let contract = try #require(imported["contract"]?.stringValue)
+        #expect(contract.contains("listPets"))
+        #expect(Self.answer(await tools.call("lint", arguments: ["text": .string(contract)]))["valid"] == true)
+
+        let refused = await tools.call("import_openapi", arguments: ["text": .string(Self.twoEndpoints)])
+        #expect(refused.isError == true)
+        #expect(Self.text(refused).contains("openapi.yaml:1:1: error: not an OpenAPI document"), "\(Self.text(refused))")
+    }
+
     @Test("Resources: the contract, its OpenAPI export and the agent's session state; an unknown one is MCP's -32002")
     func resources() async throws {
         let tools = DoppelTools(host: LocalAgentHost(api: try Self.api()), session: "agent")
