@@ -42,6 +42,14 @@ extension DoppelTools {
         return (name, .object(schema))
     }
 
+    /// `text` and `file_name`, as the tools that read one document take them.
+    static func document(named name: String) -> [(String, Value)] {
+        [
+            property("text", "string", "The document's text (YAML or JSON), at most 1 MiB."),
+            property("file_name", "string", "The name it is read under (default \(name); .json for JSON): problems are reported at it."),
+        ]
+    }
+
     static let catalogue: [Entry] = [
         Entry(
             "list_endpoints", "The contract's endpoints: id, method, path, auth, summary and the statuses each documents.", readOnly: true
@@ -184,11 +192,7 @@ extension DoppelTools {
             "lint",
             "Checks a contract or an OpenAPI document given as text, as `doppel lint` does: every problem with its line and column.",
             readOnly: true,
-            properties: [
-                property("text", "string", "The document's text (YAML or JSON), at most 1 MiB."),
-                property("file_name", "string", "The name it is read under (default contract.yaml; .json for JSON): problems are reported at it."),
-            ],
-            required: ["text"]
+            properties: document(named: "contract.yaml"), required: ["text"]
         ) { tools, input in try tools.lint(input) },
         Entry(
             "diff",
@@ -205,11 +209,7 @@ extension DoppelTools {
             "import_openapi",
             "Writes an OpenAPI 3.0/3.1/3.2 or Swagger 2.0 document given as text as a Doppel contract (YAML), as `doppel import` does: ready for state to be added; serving it answers as serving the document.",
             readOnly: true,
-            properties: [
-                property("text", "string", "The document's text (YAML or JSON), at most 1 MiB."),
-                property("file_name", "string", "The name it is read under (default openapi.yaml; .json for JSON)."),
-            ],
-            required: ["text"]
+            properties: document(named: "openapi.yaml"), required: ["text"]
         ) { tools, input in try tools.importOpenAPI(input) },
     ]
 }
