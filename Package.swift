@@ -215,7 +215,7 @@ let package = Package(
             // Replicas sharing sessions on PostgreSQL (`DOPPEL_TEST_POSTGRES`: a database `.ci/postgres.sh` starts).
             name: "DoppelPostgresTests",
             dependencies: [
-                "DoppelPostgres", "DoppelServer", "DoppelTesting", "DoppelCore", "DoppelOpenAPI", "DoppelRunner", "DoppelTestSupport",
+                "DoppelPostgres", "DoppelServer", "DoppelTesting", "DoppelCore", "DoppelOpenAPI", "DoppelRunner", "DoppelTestSupport", "DoppelMCP",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"), .product(name: "Logging", package: "swift-log"),
                 // A database in the schema of an older Doppel, for the migration test.
                 .product(name: "PostgresNIO", package: "postgres-nio"),

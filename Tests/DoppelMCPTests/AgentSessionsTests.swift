@@ -36,32 +36,16 @@ struct AgentSessionsTests {
         await group.triggerGracefulShutdown()
     }
 
-    /// One JSON-RPC call to `/__doppel/mcp`, in MCP session `id` (none: it opens one).
     static func rpc(_ client: TestClient, _ method: String, _ params: JSON, id: String?, token: String? = token) async throws -> HTTPResult {
-        var headers = ["Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"]
-        if let id { headers["Mcp-Session-Id"] = id }
-        if let token { headers["Doppel-Admin-Token"] = token }
-        let message = JSON.object(JSONObject([("jsonrpc", .string("2.0")), ("id", .int(1)), ("method", .string(method)), ("params", params)]))
-        return try await client.send("POST", "/__doppel/mcp", json: message, token: nil, headers: headers)
+        try await MCPCalls.rpc(client, method, params, id: id, token: token)
     }
 
-    static let initialize = JSON.object(
-        JSONObject([
-            ("protocolVersion", .string("2025-11-25")), ("capabilities", .object(JSONObject())),
-            ("clientInfo", .object(JSONObject([("name", .string("test")), ("version", .string("1"))]))),
-        ]))
+    static let initialize = MCPCalls.initialize
 
-    static func tool(_ name: String, _ arguments: JSONObject) -> JSON {
-        .object(JSONObject([("name", .string(name)), ("arguments", .object(arguments))]))
-    }
+    static func tool(_ name: String, _ arguments: JSONObject) -> JSON { MCPCalls.tool(name, arguments) }
 
-    /// An open MCP session's id, and the Doppel session its tools work in.
     static func open(_ client: TestClient) async throws -> (id: String, session: String) {
-        let opened = try await rpc(client, "initialize", initialize, id: nil)
-        let id = try #require(opened.header("Mcp-Session-Id"), "\(opened.status) \(String(decoding: opened.body, as: UTF8.self))")
-        let state = try await rpc(client, "tools/call", tool("get_state", JSONObject()), id: id)
-        let session = try #require(state.json?["result"]?["structuredContent"]?["session"]?.stringValue)
-        return (id, session)
+        try #require(try await MCPCalls.open(client, token: token))
     }
 
     @Test("An MCP session is opened by initialize, its tools reach the server's sessions, and it is closed by DELETE")

@@ -1,4 +1,5 @@
 import DoppelCore
+import DoppelMCP
 import DoppelOpenAPI
 import DoppelPostgres
 import DoppelServer
@@ -91,7 +92,7 @@ struct SharedReplicas {
     /// `count` replicas of `contract` in a namespace of their own (a new one per call).
     static func start(
         _ count: Int, contract file: String, namespace: String = "t-\(UUID().uuidString.prefix(8))",
-        timeout: Double = 2, scenario: String? = nil, sessionLimit: Int? = nil, url: String? = nil
+        timeout: Double = 2, scenario: String? = nil, sessionLimit: Int? = nil, url: String? = nil, agents: Bool = false
     ) async throws -> SharedReplicas {
         var replicas: [Replica] = []
         for _ in 0..<count {
@@ -111,8 +112,10 @@ struct SharedReplicas {
             options.connections = 8
             let store = try await PostgresStateStore.open(options, engine: engine, catalog: catalog)
             let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-            let app = buildApplication(slot: EngineSlot(engine), configuration: configuration, scenarios: catalog, recorder: nil, shared: store) {
-                port in
+            let app = buildApplication(
+                slot: EngineSlot(engine), configuration: configuration, scenarios: catalog, recorder: nil, shared: store,
+                agents: agents ? AgentSessions(version: "test") : nil
+            ) { port in
                 continuation.yield(port)
                 continuation.finish()
             }

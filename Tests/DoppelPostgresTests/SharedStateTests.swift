@@ -162,6 +162,32 @@ struct SharedStateTests {
         await replicas.stop()
     }
 
+    @Test("An agent's tools on one replica reach the shared sessions: its forced 402 answers a client on the other, both in its explain")
+    func agentsActAcrossReplicas() async throws {
+        let replicas = try await SharedReplicas.start(2, contract: Self.tales, agents: true)
+        let (a, b) = (replicas.clients()[0], replicas.clients()[1])
+        let agent = try #require(try await MCPCalls.open(a, token: nil))
+        let forced = try await MCPCalls.call(
+            a, "force_next", JSONObject([("endpoint", "generate-story"), ("status", 402)]), id: agent.id, token: nil)
+        #expect(forced?["waiting"]?.arrayValue?.count == 1, "\(forced ?? .null)")
+        let generated = try await b.send(
+            "POST", "/api/v1/stories/generate", json: ["language": "en", "child_id": "123e4567-e89b-12d3-a456-426614174000"], session: agent.session)
+        #expect(generated.status == 402)
+        #expect(generated.json?["limit_info"] != nil)
+        // The tool's own request through replica a is the contract's answer again (the forced one is used).
+        let sent = try await MCPCalls.call(
+            a, "send_request",
+            JSONObject([
+                ("method", "POST"), ("path", "/api/v1/stories/generate"),
+                ("headers", .object(JSONObject([("Authorization", .string("Bearer \(sampleJWT)"))]))),
+                ("body", ["language": "en", "child_id": "123e4567-e89b-12d3-a456-426614174000"]),
+            ]), id: agent.id, token: nil)
+        #expect(sent?["status"]?.intValue == 404, "\(sent ?? .null)")
+        let entries = try await MCPCalls.call(a, "explain", JSONObject(), id: agent.id, token: nil)?["entries"]?.arrayValue ?? []
+        #expect(entries.map { $0["status"]?.intValue } == [402, 404], "\(entries)")
+        await replicas.stop()
+    }
+
     @Test("With a shared store a WebSocket upgrade is refused 501 (its rules would change a copy of the session); HTTP is served as ever")
     func socketsAreRefusedWithASharedStore() async throws {
         let replicas = try await SharedReplicas.start(1, contract: contractPath("realtime-demo.yaml"))
