@@ -25,7 +25,10 @@ import Testing
               - { name: unavailable, status: 503, body: { error: maintenance } }
         """
 
-    func doppel(upstream: URL, timeout: Double = 2) async throws -> DoppelTestServer {
+    /// Doppel in front of `upstream`. The forwarding tests wait as long as a
+    /// loaded machine may take (the full suite once took the in-process
+    /// upstream past 2 s); the timeout's own test passes 1 s.
+    func doppel(upstream: URL, timeout: Double = 30) async throws -> DoppelTestServer {
         var configuration = ServerConfiguration.testing
         configuration.proxy = upstream
         configuration.proxyTimeout = timeout
