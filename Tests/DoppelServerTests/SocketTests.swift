@@ -415,7 +415,8 @@ struct SocketScaleTests {
         var peak = 0
         var slowest = 0.0
         var dropped = 0
-        try await eventually(within: 30, every: .milliseconds(100)) {
+        // Within 90 s: under the full suite's load the flood once took more than 30 s to back up.
+        try await eventually(within: 90, every: .milliseconds(100)) {
             peak = max(peak, residentBytes(of: pid) ?? 0)
             let started = Date()
             #expect(try await client.send("GET", "/small", token: nil).status == 200)
