@@ -88,14 +88,21 @@ private final class LineWriter: @unchecked Sendable {
     }
 }
 
-/// Reads lines from a descriptor on a queue of its own (a blocking read
-/// never holds one of the threads Swift's tasks share).
+/// Reads lines from a descriptor on a thread of its own, one line each
+/// time `next` asks: a blocking read never holds one of the threads Swift's
+/// tasks share, nor one of Dispatch's (which other work may keep busy).
 private final class LineReader: @unchecked Sendable {
     private let descriptor: Int32
     private let maximum: Int
     private let oversized: @Sendable (Int) -> Void
-    private let queue = DispatchQueue(label: "doppel.mcp.stdin")
-    /// Read but not yet returned; touched on `queue` only.
+    /// Signalled once for each `next` waiting.
+    private let asked = DispatchSemaphore(value: 0)
+    private let lock = NSLock()
+    /// The `next` waiting for a line, and whether the input has ended (both under `lock`).
+    private var waiting: CheckedContinuation<Data?, any Error>?
+    private var finished = false
+    private var started = false
+    /// Read but not yet returned; touched by the reading thread only.
     private var pending: [UInt8] = []
     private var ended = false
 
@@ -107,8 +114,37 @@ private final class LineReader: @unchecked Sendable {
 
     /// The next non-empty line, or nil at the end of the input.
     func next() async throws -> Data? {
-        try await withCheckedThrowingContinuation { continuation in
-            queue.async { continuation.resume(with: Result { try self.readLine() }) }
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Data?, any Error>) in
+            let start: Bool? = lock.withLock {
+                if finished { return nil }
+                waiting = continuation
+                defer { started = true }
+                return !started
+            }
+            guard let start else { return continuation.resume(returning: nil) }
+            if start {
+                let thread = Thread { [self] in readLoop() }
+                thread.name = "doppel.mcp.stdin"
+                thread.start()
+            }
+            asked.signal()
+        }
+    }
+
+    /// Answers each `next` in turn; ends with the input (or a read that fails).
+    private func readLoop() {
+        while true {
+            asked.wait()
+            let result = Result { try readLine() }
+            // The end of the input (nil) or a failed read is the last answer.
+            let last = (try? result.get()) == nil
+            let continuation = lock.withLock {
+                defer { waiting = nil }
+                if last { finished = true }
+                return waiting
+            }
+            continuation?.resume(with: result)
+            if last { return }
         }
     }
 

@@ -20,7 +20,7 @@ private let systemRead = Darwin.read
 #endif
 
 /// The bounded stdio transport over pipes: lines in order, an oversized one
-/// skipped and answered with JSON-RPC's -32600, the end of the input the end.
+/// dropped and answered with JSON-RPC's -32600, the end of the input the end.
 @Suite("MCP line transport")
 struct LineTransportTests {
     /// A pipe's two ends.
@@ -41,7 +41,7 @@ struct LineTransportTests {
         }
     }
 
-    @Test("Lines arrive in order; a line over the bound is skipped and refused; the input's end ends the stream")
+    @Test("Lines arrive in order; a line over the bound is dropped and refused; the input's end ends the stream")
     func boundedLines() async throws {
         let input = Self.pipe()
         let output = Self.pipe()
