@@ -20,6 +20,7 @@ import asyncio
 import json
 import pathlib
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -61,6 +62,15 @@ def wait_for_http(port=PORT, token=None):
     raise SystemExit(f"doppel did not serve HTTP on port {port}")
 
 
+def follow_events(seen):
+    """Reads the --port server's event stream into `seen` (event names), until the process ends."""
+    answer = urllib.request.urlopen(f"http://127.0.0.1:{PORT}/__doppel/events?session={SESSION}", timeout=30)
+    for line in answer:
+        text = line.decode().strip()
+        if text.startswith("event:"):
+            seen.append(text.split(":", 1)[1].strip())
+
+
 def field(value, name, older):
     """A result's field: the SDK's current snake_case name, or its older camelCase one."""
     return getattr(value, name) if hasattr(value, name) else getattr(value, older)
@@ -90,10 +100,22 @@ async def over_stdio():
             assert any(route["id"] == "generate-story" for route in endpoints["routes"]), endpoints
             print(f"{len(tools)} tools, {len(endpoints['routes'])} endpoints")
 
+            wait_for_http()
+            seen = []
+            threading.Thread(target=follow_events, args=(seen,), daemon=True).start()
+            for _ in range(100):
+                if "ready" in seen:
+                    break
+                await asyncio.sleep(0.05)
+
             forced = structured(await session.call_tool("force_next", {"endpoint": "generate-story", "status": 402}))
             assert forced["session"] == SESSION and len(forced["waiting"]) == 1, forced
-
-            wait_for_http()
+            # The tools take the HTTP server's path: its event stream tells of the change.
+            for _ in range(100):
+                if "state" in seen:
+                    break
+                await asyncio.sleep(0.05)
+            assert "state" in seen, seen
             status, body = await asyncio.to_thread(generate_over_http)
             assert status == 402, (status, body)
             assert body["error_code"] == "MONTHLY_LIMIT_EXCEEDED" and body["limit_info"]["current_plan"] == "free", body

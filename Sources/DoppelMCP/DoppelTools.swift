@@ -53,11 +53,9 @@ package struct DoppelTools: Sendable {
     }
 
     /// A JSON answer as the result: its text, and the value itself as structured content.
-    static func result(_ value: JSON, error: Bool = false) -> CallTool.Result {
+    static func result(_ value: JSON) -> CallTool.Result {
         let structured: Value? = Value(doppel: value)
-        return CallTool.Result(
-            content: [.text(text: JSONWriter.encodePretty(value), annotations: nil, _meta: nil)], structuredContent: structured,
-            isError: error ? true : nil)
+        return CallTool.Result(content: [.text(text: JSONWriter.encodePretty(value), annotations: nil, _meta: nil)], structuredContent: structured)
     }
 
     /// An admin call: its JSON answer, or its problem as an error result.

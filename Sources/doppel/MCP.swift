@@ -39,8 +39,8 @@ struct MCPCommand: AsyncParsableCommand {
         printDiagnostics(Array(contract.warnings.prefix(Serve.warningsShown)))
         let engine = MockEngine(contract: contract, configuration: ServerConfiguration.defaults)
         let slot = EngineSlot(engine)
-        let tools = DoppelTools(host: LocalAgentHost(api: AdminAPI(slot: slot)), session: session ?? DoppelTools.newSessionID())
-        let server = await DoppelMCPServer.make(tools, version: Doppel.configuration.version)
+        let session = self.session ?? DoppelTools.newSessionID()
+        var host: any AgentHost = LocalAgentHost(api: AdminAPI(slot: slot))
         // With --port, the HTTP server listens before the agent is answered, or the command fails.
         var serving: (group: ServiceGroup, task: Task<Void, Never>)?
         if let port {
@@ -49,9 +49,11 @@ struct MCPCommand: AsyncParsableCommand {
             configuration.logFormat = .none
             let (listening, announce) = AsyncStream.makeStream(of: Result<Int, any Error>.self)
             let agents = AgentSessions(version: Doppel.configuration.version)
-            let app = buildApplication(slot: slot, configuration: configuration, recorder: nil, agents: agents) { bound in
+            let (app, serverHost) = buildServer(slot: slot, configuration: configuration, recorder: nil, agents: agents) { bound in
                 announce.yield(.success(bound))
             }
+            // The tools take the HTTP server's path, so its event stream and dashboard see their calls.
+            host = serverHost
             let group = ServiceGroup(configuration: ServiceGroupConfiguration(services: [app], logger: Logger(label: "doppel")))
             serving = (group, Task { do { try await group.run() } catch { announce.yield(.failure(error)) } })
             var outcome: Result<Int, any Error>?
@@ -62,7 +64,7 @@ struct MCPCommand: AsyncParsableCommand {
             switch outcome {
             case .success(let bound)?:
                 FileHandle.standardError.write(
-                    Data("doppel: serving \(self.contract) on http://127.0.0.1:\(bound) (session \(tools.session))\n".utf8))
+                    Data("doppel: serving \(self.contract) on http://127.0.0.1:\(bound) (session \(session))\n".utf8))
             case .failure(let error)?:
                 FileHandle.standardError.write(Data("doppel: cannot serve on 127.0.0.1:\(port): \(ListenOptions.failure(error))\n".utf8))
                 throw ExitCode(1)
@@ -70,6 +72,8 @@ struct MCPCommand: AsyncParsableCommand {
                 throw ExitCode(1)
             }
         }
+        let tools = DoppelTools(host: host, session: session)
+        let server = await DoppelMCPServer.make(tools, version: Doppel.configuration.version)
         do {
             try await server.start(transport: LineTransport())
         } catch {

@@ -38,6 +38,21 @@ package func buildApplication(
     recorder: Recorder?, shared: (any SharedState)? = nil, agents: (any AgentDoor)? = nil,
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) -> some Service {
+    buildServer(
+        slot: slot, configuration: configuration, log: log, scenarios: scenarios, recorder: recorder, shared: shared, agents: agents,
+        onServerRunning: onServerRunning
+    ).service
+}
+
+/// As `buildApplication(slot:...recorder:...)`, with the server's own path
+/// as an agent's host: `doppel mcp --port` gives it to the tools it offers
+/// over standard input, so their calls take the path of the HTTP server's
+/// (its event stream announces them, as it does those of `/__doppel/mcp`).
+package func buildServer(
+    slot: EngineSlot, configuration: ServerConfiguration, log: RequestLog? = nil, scenarios: ScenarioCatalog = ScenarioCatalog(),
+    recorder: Recorder?, shared: (any SharedState)? = nil, agents: (any AgentDoor)? = nil,
+    onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+) -> (service: some Service, host: any AgentHost) {
     var logger = Logger(label: "doppel")
     logger.logLevel = .warning
     let answerer = Answerer(
@@ -47,7 +62,7 @@ package func buildApplication(
         maxEventStreams: configuration.maxEventStreams, socketLimits: configuration.socketLimits,
         callbackAllow: (try? CallbackAllowList(configuration.callbackAllow)) ?? (try! CallbackAllowList([])),
         allowedHosts: configuration.allowedHosts, allowedOrigins: configuration.allowedOrigins, agents: agents)
-    return DoppelService(answerer: answerer, configuration: configuration, logger: logger, onServerRunning: onServerRunning)
+    return (DoppelService(answerer: answerer, configuration: configuration, logger: logger, onServerRunning: onServerRunning), answerer)
 }
 
 /// The server as a service: HummingbirdCore's server (listening, TLS,
