@@ -71,11 +71,10 @@ package actor AgentSessions: AgentDoor {
         return await Self.convert(transport.handleRequest(Self.httpRequest(request)))
     }
 
-    /// A new MCP session with its own Doppel session, room made first.
+    /// A new MCP session with its own Doppel session. Room is made and the
+    /// session kept with no suspension between, so however many open at
+    /// once, no more than `maximumSessions` are ever kept.
     private func openSession(host: any AgentHost) async -> (id: String, transport: StatelessHTTPServerTransport)? {
-        while open.count >= Self.maximumSessions, let idlest = open.min(by: { $0.value.lastUsed < $1.value.lastUsed })?.key {
-            await close(idlest)
-        }
         let tools = DoppelTools(host: host)
         let server = await DoppelMCPServer.make(tools, version: version)
         // Origin and Host are the admin API's gate's; these check what MCP itself asks of a request.
@@ -88,8 +87,13 @@ package actor AgentSessions: AgentDoor {
         } catch {
             return nil
         }
+        var closing: [Open] = []
+        while open.count >= Self.maximumSessions, let idlest = open.min(by: { $0.value.lastUsed < $1.value.lastUsed })?.key {
+            if let evicted = open.removeValue(forKey: idlest) { closing.append(evicted) }
+        }
         let id = UUID().uuidString
         open[id] = Open(server: server, transport: transport, lastUsed: .now)
+        for evicted in closing { await evicted.server.stop() }
         return (id, transport)
     }
 

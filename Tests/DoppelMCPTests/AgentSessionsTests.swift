@@ -118,4 +118,21 @@ struct AgentSessionsTests {
             #expect(await agents.count == 40)
         }
     }
+
+    @Test("At most 100 MCP sessions are kept: 130 opened at once leave 100, and the one idle longest makes room for the next")
+    func sessionsAreBounded() async throws {
+        try await Self.serving { client, agents in
+            let first = try await Self.open(client)
+            let opened = try await withThrowingTaskGroup(of: Bool.self) { group in
+                for _ in 0..<130 { group.addTask { try await MCPCalls.open(client, token: Self.token) != nil } }
+                var count = 0
+                for try await ok in group where ok { count += 1 }
+                return count
+            }
+            #expect(opened > 100)
+            #expect(await agents.count == AgentSessions.maximumSessions)
+            // The first, idle longest, was closed to make room: its client is told to initialize again.
+            #expect(try await Self.rpc(client, "tools/list", .object(JSONObject()), id: first.id).status == 404)
+        }
+    }
 }
