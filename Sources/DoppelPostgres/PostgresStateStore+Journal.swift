@@ -170,57 +170,48 @@ extension PostgresStateStore {
     }
 
     /// Evicts sessions by the in-memory rules (idle, room, state budget),
-    /// bounds the journal, and forgets replicas long gone.
+    /// bounds the journal, and forgets replicas long gone. Each eviction
+    /// deletes its rows and adds them to the namespace's count in one
+    /// statement, so `GET /__doppel/sessions` never lists the sessions left
+    /// with a count that misses the ones just evicted.
     private func sweep() async throws {
         let namespace = options.namespace
         let sessions = engine.sessions
         if let idle = sessions.idleLimit {
-            let evicted = try await count(
-                client.query(
-                    """
-                    DELETE FROM doppel_sessions WHERE namespace = \(namespace) AND id <> 'default' AND data IS NOT NULL
-                    AND last_used < now() - make_interval(secs => \(idle)) RETURNING 1
-                    """, logger: logger))
-            if evicted > 0 {
-                try await client.query(
-                    "UPDATE doppel_namespaces SET evicted_idle = evicted_idle + \(evicted) WHERE namespace = \(namespace)", logger: logger)
-            }
-        }
-        let forRoom = try await count(
-            client.query(
+            try await client.query(
                 """
+                WITH gone AS (
+                    DELETE FROM doppel_sessions WHERE namespace = \(namespace) AND id <> 'default' AND data IS NOT NULL
+                    AND last_used < now() - make_interval(secs => \(idle)) RETURNING 1)
+                UPDATE doppel_namespaces SET evicted_idle = evicted_idle + (SELECT count(*) FROM gone)
+                WHERE namespace = \(namespace) AND EXISTS (SELECT 1 FROM gone)
+                """, logger: logger)
+        }
+        try await client.query(
+            """
+            WITH gone AS (
                 DELETE FROM doppel_sessions WHERE namespace = \(namespace) AND id IN (
                     SELECT id FROM doppel_sessions WHERE namespace = \(namespace) AND id <> 'default' AND data IS NOT NULL
-                    ORDER BY last_used DESC OFFSET \(max(0, sessions.limit - 1))) RETURNING 1
-                """, logger: logger))
-        if forRoom > 0 {
-            try await client.query(
-                "UPDATE doppel_namespaces SET evicted_room = evicted_room + \(forRoom) WHERE namespace = \(namespace)", logger: logger)
-        }
-        let forState = try await count(
-            client.query(
-                """
+                    ORDER BY last_used DESC OFFSET \(max(0, sessions.limit - 1))) RETURNING 1)
+            UPDATE doppel_namespaces SET evicted_room = evicted_room + (SELECT count(*) FROM gone)
+            WHERE namespace = \(namespace) AND EXISTS (SELECT 1 FROM gone)
+            """, logger: logger)
+        try await client.query(
+            """
+            WITH gone AS (
                 DELETE FROM doppel_sessions WHERE namespace = \(namespace) AND id IN (
                     SELECT id FROM (SELECT id, sum(size) OVER (ORDER BY last_used DESC, id) AS running FROM doppel_sessions
                                     WHERE namespace = \(namespace) AND id <> 'default' AND data IS NOT NULL) AS t
-                    WHERE running > \(sessions.budget.limit)) RETURNING 1
-                """, logger: logger))
-        if forState > 0 {
-            try await client.query(
-                "UPDATE doppel_namespaces SET evicted_state = evicted_state + \(forState) WHERE namespace = \(namespace)", logger: logger)
-        }
+                    WHERE running > \(sessions.budget.limit)) RETURNING 1)
+            UPDATE doppel_namespaces SET evicted_state = evicted_state + (SELECT count(*) FROM gone)
+            WHERE namespace = \(namespace) AND EXISTS (SELECT 1 FROM gone)
+            """, logger: logger)
         try await client.query(
             """
             DELETE FROM doppel_journal WHERE namespace = \(namespace) AND seq <= (
                 SELECT seq FROM doppel_journal WHERE namespace = \(namespace) ORDER BY seq DESC OFFSET \(engine.journal.capacity) LIMIT 1)
             """, logger: logger)
         try await client.query("DELETE FROM doppel_replicas WHERE namespace = \(namespace) AND heartbeat < now() - interval '1 hour'", logger: logger)
-    }
-
-    private func count(_ rows: PostgresRowSequence) async throws -> Int {
-        var count = 0
-        for try await _ in rows { count += 1 }
-        return count
     }
 
     /// Raises the namespace's epoch and waits until every live replica has

@@ -13,22 +13,19 @@ extension PostgresStateStore {
         try await client.query("DELETE FROM doppel_sessions WHERE namespace = \(options.namespace)", logger: logger)
     }
 
-    /// The ids and scenarios of every replica's sessions, from the rows, and the namespace's evictions.
+    /// The ids and scenarios of every replica's sessions, from the rows, and
+    /// the namespace's evictions, read in one statement (one snapshot), so a
+    /// sweep between two reads cannot list a session and count it evicted.
     package func storedSessions() async throws -> StoredSessions {
-        let namespace = options.namespace
         var stored = StoredSessions()
-        for try await (id, scenario) in try await client.query(
+        for try await (id, scenario, room, idle, state) in try await client.query(
             """
-            SELECT id, scenario FROM doppel_sessions WHERE namespace = \(namespace) AND data IS NOT NULL ORDER BY id
+            SELECT s.id, s.scenario, n.evicted_room, n.evicted_idle, n.evicted_state FROM doppel_namespaces n
+            LEFT JOIN doppel_sessions s ON s.namespace = n.namespace AND s.data IS NOT NULL
+            WHERE n.namespace = \(options.namespace) ORDER BY s.id
             """, logger: logger
-        ).decode((String, String?).self) {
-            stored.sessions.append((id, scenario))
-        }
-        for try await (room, idle, state) in try await client.query(
-            """
-            SELECT evicted_room, evicted_idle, evicted_state FROM doppel_namespaces WHERE namespace = \(namespace)
-            """, logger: logger
-        ).decode((Int, Int, Int).self) {
+        ).decode((String?, String?, Int, Int, Int).self) {
+            if let id { stored.sessions.append((id, scenario)) }
             (stored.evictedForRoom, stored.evictedIdle, stored.evictedForState) = (room, idle, state)
         }
         return stored

@@ -281,17 +281,21 @@ struct SharedStateTests {
         for (index, session) in ["default", "e1", "e2", "e3", "e4", "e5"].enumerated() {
             _ = try await child(clients[index % 2], session: session)
         }
-        // Each replica sweeps every 5 s.
+        // Each replica sweeps every 5 s. Every look, before and after the
+        // sweep, lists each session or counts it as evicted, never neither.
         var ids: [String] = []
         var evicted: JSON?
+        var looks: [Int] = []
         try await eventually(within: 10, every: .milliseconds(100)) {
-            let listed = try await clients[0].send("GET", "/__doppel/sessions")
+            let listed = try await clients[looks.count % 2].send("GET", "/__doppel/sessions")
             ids = listed.json?["sessions"]?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? []
             evicted = listed.json?["evicted"]?["for_room"]
+            looks.append(ids.count + (evicted?.intValue ?? -10))
             return ids.count == 3
         }
         #expect(ids == ["default", "e4", "e5"])
         #expect(evicted == 3)
+        #expect(looks.allSatisfy { $0 == 6 }, "sessions listed + evicted, look by look: \(looks)")
         await replicas.stop()
     }
 
