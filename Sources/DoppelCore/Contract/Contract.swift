@@ -212,15 +212,20 @@ package final class Endpoint: Sendable {
     package let proxy: Bool
     /// `websocket:`: the request is a WebSocket upgrade, and this is what the socket does once open.
     package let socket: SocketDefinition?
+    /// `negotiate: false`: the chosen response goes out in its own media
+    /// type whatever `Accept` says, as for an API that picks the form from
+    /// the request's body (a chat completion's `stream: true`).
+    package let negotiates: Bool
 
     init(
         id: String, method: String, path: PathTemplate, summary: String?, auth: [String], match: [Condition],
         bindings: [(String, ValueTemplate)], pathParameters: Schema?, query: Schema?, headers: Schema?, cookies: Schema?,
         body: BodySpec?, onInvalid: ResponseDefinition?, onUnauthorized: ResponseDefinition?, responses: [ResponseDefinition],
         documented: [ResponseDefinition], location: SourceLocation, proxy: Bool = false, socket: SocketDefinition? = nil,
-        queryString: BodySpec? = nil
+        queryString: BodySpec? = nil, negotiates: Bool = true
     ) {
         self.queryString = queryString
+        self.negotiates = negotiates
         self.id = id
         self.method = method
         self.path = path

@@ -58,10 +58,17 @@ package enum StreamDefinition: Sendable {
     /// sequences, events, multipart/mixed), each written as its framing
     /// says, `interval` apart.
     case items([ValueTemplate], interval: Double, media: SequentialMedia, contentType: String)
+    /// Items of a sequential media type from one template whose value is
+    /// the list (`items: "{{ map(…) }}"`), rendered per request: at most
+    /// `maximumItems` of them.
+    case itemsOf(ValueTemplate, interval: Double, media: SequentialMedia, contentType: String)
+
+    /// The most items one `itemsOf` template may give.
+    package static let maximumItems = 10_000
 
     package var contentType: String {
         switch self {
-        case .chunks(_, _, let type), .items(_, _, _, let type): type
+        case .chunks(_, _, let type), .items(_, _, _, let type), .itemsOf(_, _, _, let type): type
         case .events: "text/event-stream"
         }
     }

@@ -145,6 +145,9 @@ extension MockEngine {
         context.roots[.errors] = .array(issues.map(\.json))
         context.roots[.problem] = Problem.validationFailed(issues).json
         context.roots[.retryAfter] = .int(60)
+        if let limit = rateLimiter.limits.first(where: { $0.covers(endpoint.id) }) {
+            context.roots[.rateLimit] = RateLimiter.value(limit, remaining: limit.limit - 1, reset: Int(limit.window.rounded(.up)))
+        }
         var data = SessionData(state: contract.state.initial)
         data.clock.set(now, real: now)
         do {

@@ -137,6 +137,7 @@ extension MockEngine {
             let chosen = try selector.select(
                 from: endpoint.responses, forced: forced, endpointBindings: bindings,
                 context: &context, data: &data, sequenceScope: endpoint.id, why: &why)
+            guard endpoint.negotiates else { return .respond(chosen, override: override, rateHeaders: rateHeaders, why: why) }
             switch Negotiation.negotiate(chosen, of: endpoint, accept: request.header("accept")) {
             case .keep: return .respond(chosen, override: override, rateHeaders: rateHeaders, why: why)
             case .use(let other):
@@ -163,6 +164,7 @@ extension MockEngine {
             throw .rateLimitKey(error)
         }
         guard let limited else { return ([], nil) }
+        context.roots[.rateLimit] = limited.value
         var rateHeaders = limited.headers
         guard let limit = limited.refusedBy else { return (rateHeaders, nil) }
         context.roots[.retryAfter] = .int(limited.retryAfter)

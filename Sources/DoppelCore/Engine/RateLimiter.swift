@@ -15,6 +15,9 @@ package struct RateLimiter: Sendable {
         package var retryAfter: Int
         /// `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` of the tightest limit.
         package var headers: [(name: String, value: String)]
+        /// The tightest limit as expressions see it, `rate_limit`:
+        /// `{name, limit, remaining, reset}` (the refusing one when refused).
+        package var value: JSON
     }
 
     /// Checks and counts a request to `endpointID` in `data`, which the
@@ -36,7 +39,9 @@ package struct RateLimiter: Sendable {
             Self.expire(&window, limit, now)
             if Self.used(window, limit) >= limit.limit {
                 let retry = Self.secondsUntilFree(window, limit, now)
-                return Decision(refusedBy: limit, retryAfter: retry, headers: Self.headers(limit, remaining: 0, reset: retry))
+                return Decision(
+                    refusedBy: limit, retryAfter: retry, headers: Self.headers(limit, remaining: 0, reset: retry),
+                    value: Self.value(limit, remaining: 0, reset: retry))
             }
             windows.append(window)
         }
@@ -55,7 +60,10 @@ package struct RateLimiter: Sendable {
                 tightest = (limit, remaining, Self.secondsUntilReset(window, limit, now))
             }
         }
-        return Decision(refusedBy: nil, retryAfter: 0, headers: Self.headers(tightest!.limit, remaining: tightest!.remaining, reset: tightest!.reset))
+        let (limit, remaining, reset) = tightest!
+        return Decision(
+            refusedBy: nil, retryAfter: 0, headers: Self.headers(limit, remaining: remaining, reset: reset),
+            value: Self.value(limit, remaining: remaining, reset: reset))
     }
 
     /// Drops what has left the window.
@@ -82,6 +90,13 @@ package struct RateLimiter: Sendable {
     static func secondsUntilReset(_ window: RateWindow, _ limit: RateLimit, _ now: Double) -> Int {
         let resetAt = limit.algorithm == .fixed ? window.start + limit.window : (window.hits.last ?? now) + limit.window
         return max(0, Int((resetAt - now).rounded(.up)))
+    }
+
+    static func value(_ limit: RateLimit, remaining: Int, reset: Int) -> JSON {
+        .object(
+            JSONObject([
+                ("name", .string(limit.name)), ("limit", .int(limit.limit)), ("remaining", .int(max(0, remaining))), ("reset", .int(reset)),
+            ]))
     }
 
     static func headers(_ limit: RateLimit, remaining: Int, reset: Int) -> [(name: String, value: String)] {

@@ -57,6 +57,19 @@ package struct ResponseRenderer: Sendable {
         return .whole(rendered)
     }
 
+    /// Each item written as its media type frames it, `interval` apart.
+    private static func parts(_ values: [JSON], interval: Double, media: SequentialMedia) throws(EvaluationError) -> [StreamPart] {
+        var parts: [StreamPart] = []
+        parts.reserveCapacity(values.count)
+        for (index, value) in values.enumerated() {
+            guard let bytes = media.write(value, last: index == values.count - 1, limit: Expression.maximumBuild) else {
+                throw .budget("an item of the response")
+            }
+            parts.append(StreamPart(delay: index == 0 ? 0 : interval, bytes: bytes))
+        }
+        return parts
+    }
+
     static func render(_ stream: StreamDefinition, in context: EvaluationContext) throws(EvaluationError) -> [StreamPart] {
         switch stream {
         case .chunks(let chunks, let interval, _):
@@ -66,15 +79,20 @@ package struct ResponseRenderer: Sendable {
             }
             return parts
         case .items(let items, let interval, let media, _):
-            var parts: [StreamPart] = []
-            parts.reserveCapacity(items.count)
-            for (index, item) in items.enumerated() {
-                guard let bytes = media.write(try item.render(in: context), last: index == items.count - 1, limit: Expression.maximumBuild) else {
-                    throw .budget("an item of the response")
-                }
-                parts.append(StreamPart(delay: index == 0 ? 0 : interval, bytes: bytes))
+            var values: [JSON] = []
+            values.reserveCapacity(items.count)
+            for item in items { values.append(try item.render(in: context)) }
+            return try parts(values, interval: interval, media: media)
+        case .itemsOf(let template, let interval, let media, _):
+            let value = try template.render(in: context)
+            guard case .array(let values) = value else {
+                throw EvaluationError("'items' must give a list, not \(value.typeName)")
             }
-            return parts
+            guard values.count <= StreamDefinition.maximumItems else {
+                throw EvaluationError(
+                    "'items' gave \(values.count) items, more than a stream sends (\(StreamDefinition.maximumItems))", exceedsBudget: true)
+            }
+            return try parts(values, interval: interval, media: media)
         case .events(let events):
             var parts: [StreamPart] = []
             for event in events {

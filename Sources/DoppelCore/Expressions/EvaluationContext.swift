@@ -45,6 +45,8 @@ package struct Roots: Sendable, ExpressibleByDictionaryLiteral {
     /// The built-in roots, one slot each.
     package enum Slot: Int, CaseIterable, Sendable {
         case request, path, query, headers, body, auth, session, client, data, clock, state, errors, retryAfter, problem
+        /// The tightest rate limit covering the endpoint, once it is counted.
+        case rateLimit
         /// A WebSocket message from the client, to the socket's `on_message` rules.
         case message
 
@@ -52,6 +54,7 @@ package struct Roots: Sendable, ExpressibleByDictionaryLiteral {
         package var name: String {
             switch self {
             case .retryAfter: "retry_after"
+            case .rateLimit: "rate_limit"
             default: String(describing: self)
             }
         }

@@ -25,7 +25,7 @@ enum Function: String, CaseIterable, Sendable {
     case lower, upper, string, int, number, matches
     case startsWith = "starts_with"
     case endsWith = "ends_with"
-    case split, join, replace, trim, base64, `if`, omit, unique, tally, flatten
+    case split, join, replace, trim, base64, `if`, omit, unique, tally, flatten, tokens
 
     /// How many arguments it takes.
     var arity: ClosedRange<Int> {
@@ -352,6 +352,9 @@ extension Evaluator {
         case .join: return .string(try list(0).map(\.interpolationText).joined(separator: try string(1)))
         case .replace: return .string(try string(0).replacingOccurrences(of: try string(1), with: try string(2)))
         case .base64: return .string(Data(try string(0).utf8).base64EncodedString())
+        case .tokens:
+            if a[0].isNull { return .array([]) }
+            return .array(TextTokens.pieces(of: try string(0)).map { .string($0) })
         default: throw EvaluationError("\(name)() is not a function of its values")
         }
     }

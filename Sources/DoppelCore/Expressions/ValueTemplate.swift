@@ -119,16 +119,7 @@ package enum TemplateParser {
         var i = 0
         while i < chars.count {
             if chars[i] == "{", i + 1 < chars.count, chars[i + 1] == "{" {
-                var j = i + 2
-                var close: Int?
-                while j + 1 < chars.count {
-                    if chars[j] == "}", chars[j + 1] == "}" {
-                        close = j
-                        break
-                    }
-                    j += 1
-                }
-                guard let close else { throw Failure(message: "'{{' without a closing '}}'", offset: i) }
+                guard let close = closing(chars, from: i + 2) else { throw Failure(message: "'{{' without a closing '}}'", offset: i) }
                 let inner = String(chars[(i + 2)..<close])
                 do {
                     let expression = try Expression.parse(inner)
@@ -148,6 +139,41 @@ package enum TemplateParser {
         }
         if !literal.isEmpty { segments.append(.text(literal)) }
         return segments
+    }
+
+    /// Where the placeholder opened before `start` closes: the first `}}`
+    /// outside the expression's own strings and braces, so an object
+    /// literal may end one (`{{ {data: {delta: w}} }}`). When that finds no
+    /// end (an unclosed quote or brace), the first `}}` at all, so the
+    /// expression's parser names what is wrong.
+    private static func closing(_ chars: [Character], from start: Int) -> Int? {
+        var depth = 0
+        var j = start
+        scan: while j < chars.count {
+            switch chars[j] {
+            case "'", "\"":
+                let quote = chars[j]
+                j += 1
+                while j < chars.count, chars[j] != quote {
+                    j += chars[j] == "\\" ? 2 : 1
+                }
+                if j >= chars.count { break scan }
+            case "{":
+                depth += 1
+            case "}":
+                if depth == 0, j + 1 < chars.count, chars[j + 1] == "}" { return j }
+                depth = max(0, depth - 1)
+            default:
+                break
+            }
+            j += 1
+        }
+        j = start
+        while j + 1 < chars.count {
+            if chars[j] == "}", chars[j + 1] == "}" { return j }
+            j += 1
+        }
+        return nil
     }
 
     /// Compiles a string value: constant, whole-value expression, or interpolation.

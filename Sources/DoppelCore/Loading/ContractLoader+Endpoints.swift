@@ -2,7 +2,7 @@ extension ContractLoader {
     static let requestBodyKeys: Set<String> = ["schema", "item_schema", "content_type", "required", "example", "description"]
     static let endpointKeys: Set<String> = [
         "request", "summary", "description", "auth", "match", "let", "path", "query", "querystring", "headers", "cookies", "body", "on_invalid",
-        "on_unauthorized", "responses", "documented", "proxy", "websocket",
+        "on_unauthorized", "responses", "documented", "proxy", "websocket", "negotiate",
     ]
     static let queryStringKeys: Set<String> = ["schema", "content_type", "required", "example", "description"]
     /// The methods a contract's endpoints may use: HTTP's, and QUERY (a safe
@@ -192,7 +192,8 @@ extension ContractLoader {
             id: id, method: method, path: path, summary: reader.string("summary", diagnostics: &diagnostics), auth: auth,
             match: match, bindings: endpointBindings, pathParameters: pathParameters, query: query, headers: headers, cookies: cookies,
             body: body, onInvalid: onInvalid, onUnauthorized: onUnauthorized, responses: responses, documented: documented,
-            location: node.location, proxy: proxy, socket: socket, queryString: queryString)
+            location: node.location, proxy: proxy, socket: socket, queryString: queryString,
+            negotiates: reader.bool("negotiate", diagnostics: &diagnostics) ?? true)
     }
 
     /// `querystring:`: the whole query string as one value, read as its

@@ -279,8 +279,14 @@ extension ContractLoader {
             if let countNode = reader["items_from_schema"] {
                 diagnostics.error("'items_from_schema' of \(context) stands for 'items'; give one or the other", at: countNode.location)
             }
+            if node.sequenceItems == nil, case .string(let text) = node.json, text.includes("{{") {
+                // One expression that gives the list, rendered per request.
+                guard let template = compileTemplate(node, roots: roots), let interval = readInterval(reader, context: context) else { return nil }
+                return .itemsOf(template, interval: interval, media: media, contentType: SequentialMedia.withBoundary(type))
+            }
             guard let list = node.sequenceItems, !list.isEmpty else {
-                diagnostics.error("'items' in \(context) must be a non-empty list", at: node.location)
+                diagnostics.error(
+                    "'items' in \(context) must be a non-empty list, or one expression that gives the list (\"{{ map(…) }}\")", at: node.location)
                 return nil
             }
             for item in list {

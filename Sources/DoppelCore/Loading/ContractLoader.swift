@@ -57,7 +57,9 @@ public struct ContractLoader: Sendable {
         "doppel", "document_mistakes", "info", "base_path", "auth", "schemas", "state", "data", "responses", "fallbacks", "rate_limits", "endpoints",
     ]
     /// Names every expression may start from.
-    static let requestRoots: Set<String> = ["request", "path", "query", "headers", "body", "auth", "session", "state", "data", "clock", "client"]
+    static let requestRoots: Set<String> = [
+        "request", "path", "query", "headers", "body", "auth", "session", "state", "data", "clock", "client", "rate_limit",
+    ]
 
     init(file: String) {
         self.file = file

@@ -21,6 +21,19 @@ import Testing
 
     @Test func unclosedPlaceholderIsAnError() {
         #expect(throws: TemplateParser.Failure.self) { try TemplateParser.compile("a {{ b") }
+        #expect(throws: TemplateParser.Failure.self) { try TemplateParser.compile("{{ 'open }}") }
+        #expect(throws: TemplateParser.Failure.self) { try TemplateParser.compile("{{ {a: 1 }}") }
+    }
+
+    /// A placeholder ends at the first `}}` outside its own strings and
+    /// braces, so object literals may end one.
+    @Test func objectLiteralsAndQuotedBracesStayInsideThePlaceholder() throws {
+        #expect(try TemplateParser.compile("{{ {data: {n: state.used}} }}").render(in: context) == ["data": ["n": 5]])
+        #expect(try TemplateParser.compile("{{ [{a: {b: 1}}] }}").render(in: context) == [["a": ["b": 1]]])
+        #expect(try TemplateParser.compile("{{ '}}' + \"{{\" }}").render(in: context) == "}}{{")
+        #expect(try TemplateParser.compile("{{ 'it\\'s }}' }}").render(in: context) == "it's }}")
+        #expect(try TemplateParser.compile("x {{ state.used }}} y").render(in: context) == "x 5} y")
+        #expect(try TemplateParser.compile("{{ state.used }}{{ state.plan }}").render(in: context) == "5free")
     }
 
     @Test func objectTemplatesKeepOrderAndAKeyOnce() throws {
