@@ -4,8 +4,9 @@ import Foundation
 import MCP
 
 extension DoppelTools {
-    /// The largest body `send_request` sends: the server's own limit on a request's body.
-    static let maximumBody = ServerConfiguration.defaults.maxBodySize
+    /// The most of an answer's body `send_request` shows (an agent reads
+    /// it twice, as text and as structured content, into its context).
+    static let shownBody = 64 << 10
 
     /// `send_request`: the request through the contract in the session, as a
     /// client's would be (journaled), and the answer in full with why it was chosen.
@@ -42,8 +43,9 @@ extension DoppelTools {
             body = JSONWriter.encode(value)
             if !headers.contains(where: { $0.name == "content-type" }) { headers.append(("content-type", "application/json")) }
         }
-        guard body.count <= Self.maximumBody else {
-            throw ToolInput.Refusal(message: "send_request: the body is \(body.count) bytes; the most a request may send is \(Self.maximumBody).")
+        // The server's own limit on a request's body (`--max-body-size`).
+        guard body.count <= host.maxBodySize else {
+            throw ToolInput.Refusal(message: "send_request: the body is \(body.count) bytes; the most a request may send is \(host.maxBodySize).")
         }
         let response = await host.send(RecordedRequest(method: method, target: target, headers: headers, body: body))
         return Self.result(.object(Self.describe(response, session: session)))
@@ -55,23 +57,20 @@ extension DoppelTools {
             ("session", .string(session)), ("status", .int(response.status)),
             ("headers", .array(response.headers.map { .object(JSONObject([("name", .string($0.name)), ("value", .string($0.value))])) })),
         ])
-        if let json = try? JSONReader.parse(response.body), !response.body.isEmpty {
+        let preview = BodyPreview(Array(response.body), limit: shownBody)
+        if !preview.truncated, !response.body.isEmpty, let json = try? JSONReader.parse(response.body) {
             object["body"] = json
-        } else if let text = String(validating: response.body, as: UTF8.self) {
+        } else if let text = preview.text {
             object["body"] = .string(text)
         } else {
-            object["body_base64"] = .string(Array(response.body).base64)
+            object["body_base64"] = .string(preview.base64 ?? "")
         }
+        object["body_bytes"] = .int(preview.bytes)
+        object["truncated"] = .bool(preview.truncated)
         object["endpoint"] = response.endpointID.map(JSON.string) ?? .null
         object["response"] = response.responseName.map(JSON.string) ?? .null
         object["reason"] = response.reason.map { .string($0.text) } ?? .null
         object["changes"] = .array(response.changes.map(JSON.string))
         return object
-    }
-}
-
-extension Array where Element == UInt8 {
-    fileprivate var base64: String {
-        Foundation.Data(self).base64EncodedString()
     }
 }

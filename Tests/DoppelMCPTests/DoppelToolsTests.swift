@@ -76,6 +76,11 @@ struct DoppelToolsTests {
         ("document too large", "lint", ["text": .string(String(repeating: "#", count: (1 << 20) + 1))], "the most a document may be"),
         ("diff of a broken version", "diff", ["old": "doppel: 1\nendpoints: {}\n", "new": "doppel: [\n"], "new-contract.yaml:"),
         ("session as a header", "send_request", ["method": "GET", "path": "/", "headers": ["Doppel-Session": "other"]], "as `session`"),
+        (
+            "body over the server's limit", "send_request",
+            ["method": "POST", "path": "/api/v1/children", "body": .string(String(repeating: "x", count: (1 << 20) + 1))],
+            "the most a request may send is 1048576"
+        ),
     ]
 
     /// What a call could change in the agent's session: its state, its
@@ -225,5 +230,45 @@ struct DoppelToolsTests {
                 ]))
         #expect(try await read("doppel://session/state")?["state"]?["plan"]?.stringValue == "premium")
         await #expect(throws: MCPError.self) { try await tools.read("doppel://nothing") }
+    }
+
+    /// An echo of the request's text body, as large as the test sends.
+    static let echo = """
+        doppel: 1
+        endpoints:
+          echo:
+            request: POST /echo
+            body: { content_type: text/plain }
+            responses: [ { content_type: text/plain, text: "{{ body }}" } ]
+        """
+
+    /// The host's own limit (`--max-body-size`), not the default.
+    struct SmallHost: AgentHost {
+        let inner: LocalAgentHost
+        var engine: MockEngine { inner.engine }
+        var maxBodySize: Int { 1024 }
+        func admin(_ request: RecordedRequest) async -> MockResponse { await inner.admin(request) }
+        func send(_ request: RecordedRequest) async -> MockResponse { await inner.send(request) }
+    }
+
+    @Test("send_request takes bodies up to the host's own limit, and shows at most 64 KiB of an answer, saying it cut it")
+    func bodiesAreBounded() async throws {
+        let api = AdminAPI(engine: MockEngine(contract: try ContractLoader.load(text: Self.echo, file: "echo.yaml")))
+        let small = DoppelTools(host: SmallHost(inner: LocalAgentHost(api: api)), session: "agent")
+        let text = ["method": Value.string("POST"), "path": "/echo", "headers": ["Content-Type": "text/plain"]]
+        let fits = Self.answer(
+            await small.call("send_request", arguments: text.merging(["body": .string(String(repeating: "a", count: 1024))]) { $1 }))
+        #expect(fits["status"] == 200 && fits["truncated"] == false && fits["body_bytes"] == 1024)
+        let refused = await small.call("send_request", arguments: text.merging(["body": .string(String(repeating: "a", count: 1025))]) { $1 })
+        #expect(refused.isError == true && Self.text(refused).contains("the most a request may send is 1024"), "\(Self.text(refused))")
+
+        let tools = DoppelTools(host: LocalAgentHost(api: api), session: "agent")
+        // 100,000 bytes of two-byte characters: the cut at 64 KiB falls inside none of them.
+        let long = String(repeating: "ж", count: 50_000)
+        let answer = Self.answer(await tools.call("send_request", arguments: text.merging(["body": .string(long)]) { $1 }))
+        #expect(answer["truncated"] == true && answer["body_bytes"] == 100_000)
+        #expect(answer["body"]?.stringValue == String(repeating: "ж", count: 32 << 10))
+        let shown = await tools.call("send_request", arguments: text.merging(["body": .string(long)]) { $1 })
+        #expect(Self.text(shown).utf8.count < 200_000, "the text form is bounded too")
     }
 }

@@ -323,16 +323,14 @@ package final class EventHub: Sendable {
             out.bytes.append(UInt8(ascii: "]"))
         }
         out.bytes.append(UInt8(ascii: "]"))
-        let cut = body.count > bodyLimit
-        let shown = cut ? Array(body.prefix(bodyLimit)) : body
-        // Text, allowing for a character the cut split (up to three bytes of it).
-        if let text = (0...(cut ? 3 : 0)).lazy.compactMap({ String(validating: shown.dropLast($0), as: UTF8.self) }).first {
+        let preview = BodyPreview(body, limit: bodyLimit)
+        if let text = preview.text {
             out.string("body", text)
         } else {
-            out.string("body_base64", Data(shown).base64EncodedString())
+            out.string("body_base64", preview.base64 ?? "")
         }
-        out.number("body_bytes", body.count)
-        out.raw("truncated", cut ? "true" : "false")
+        out.number("body_bytes", preview.bytes)
+        out.raw("truncated", preview.truncated ? "true" : "false")
     }
 }
 

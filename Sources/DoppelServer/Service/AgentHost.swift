@@ -13,6 +13,8 @@ package protocol AgentHost: Sendable {
     func admin(_ request: RecordedRequest) async -> MockResponse
     /// A request through the contract, answered in full (no delay), and journaled.
     func send(_ request: RecordedRequest) async -> MockResponse
+    /// The largest request body the host takes (`--max-body-size`).
+    var maxBodySize: Int { get }
 }
 
 /// An agent's host of its own: the admin API and its engine, in this process.
@@ -24,6 +26,7 @@ package struct LocalAgentHost: AgentHost {
     }
 
     package var engine: MockEngine { api.engine }
+    package var maxBodySize: Int { ServerConfiguration.defaults.maxBodySize }
 
     package func admin(_ request: RecordedRequest) async -> MockResponse {
         api.respond(to: api.token.map { request.adding(header: AdminAPI.tokenHeader, $0) } ?? request)

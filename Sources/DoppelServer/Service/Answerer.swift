@@ -10,7 +10,7 @@ struct Answerer: Sendable {
     let slot: EngineSlot
     let admin: AdminAPI
     let log: RequestLog
-    let maxBodySize: Int
+    package let maxBodySize: Int
     /// The longest a `no_answer` fault holds a connection, in seconds.
     let hangLimit: Double
     /// The server behind Doppel (`--proxy`), if any.
