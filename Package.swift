@@ -101,7 +101,8 @@ let package = Package(
         .target(
             // Doppel's tools for an agent over the Model Context Protocol (`doppel mcp`).
             name: "DoppelMCP",
-            dependencies: ["DoppelServer", "DoppelCore", "DoppelOpenAPI", .product(name: "MCP", package: "swift-sdk")]
+            // DoppelRunner: `run_scenario` runs a scenario's steps as `doppel run` does.
+            dependencies: ["DoppelServer", "DoppelCore", "DoppelOpenAPI", "DoppelRunner", .product(name: "MCP", package: "swift-sdk")]
         ),
         .target(
             name: "DoppelRunner",

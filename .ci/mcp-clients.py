@@ -135,6 +135,16 @@ async def over_stdio():
             linted = structured(await session.call_tool("lint", {"text": "doppel: 1\nendpoints:\n  x: { request: FETCH /x }\n"}))
             assert not linted["valid"] and linted["problems"][0]["line"] == 3, linted
             print("resources:", sorted(resources), "; lint:", linted["problems"][0]["text"])
+            scenario = ("headers: { Authorization: " + json.dumps(TOKEN) + " }\n"
+                        "overrides: [ { endpoint: list-free-stories, call: 1, response: { status: 503, body: { detail: busy } } } ]\n"
+                        "steps:\n"
+                        "  - { request: GET /api/v1/free-stories, expect: { status: 503, body: { detail: busy } } }\n"
+                        "  - { request: GET /api/v1/free-stories, expect: { status: 201 } }\n")
+            ran = structured(await session.call_tool("run_scenario", {"text": scenario, "session": "ci-scenario"}))
+            outcomes = [step["outcome"] for step in ran["steps"]]
+            assert not ran["passed"] and outcomes == ["passed", "failed"], ran
+            assert ran["steps"][1]["details"][0].startswith("status: expected 201, got 200"), ran
+            print("run_scenario:", ran["steps"][1]["details"][0])
 
             before = structured(await session.call_tool("get_state", {}))
             bad = await session.call_tool("force_next", {"endpoint": "generate-story", "status": "402", "sesion": "x"})

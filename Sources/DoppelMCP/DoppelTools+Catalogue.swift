@@ -148,6 +148,16 @@ extension DoppelTools {
             }
         },
         Entry(
+            "run_scenario",
+            "Runs a scenario's steps in the session, as `doppel run` does: the session starts over from its `given` and `overrides`, then each request goes through the contract (journaled) and is checked against its `expect`. Each step's outcome, and what differed.",
+            readOnly: false,
+            properties: [
+                property("name", "string", "A loaded scenario's name (the server's --scenarios)."),
+                property("text", "string", "A scenario file's YAML, at most 1 MiB; its `contract:` line may be left out (the served contract)."),
+                sessionProperty,
+            ]
+        ) { tools, input in try await tools.runScenario(input) },
+        Entry(
             "stop_scenario", "Starts the session over from the plain contract, with no scenario.", readOnly: false, properties: [sessionProperty]
         ) { tools, input in await tools.admin("DELETE", "/scenario", query: [("session", try tools.session(of: input))]) },
         Entry(

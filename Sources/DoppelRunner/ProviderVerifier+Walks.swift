@@ -334,7 +334,7 @@ extension ProviderVerifier.Run {
     func setUp(_ setup: Scenario, on engine: MockEngine, session: String) async throws(ProviderVerifier.CommandFailure) -> String? {
         var runner = ScenarioRunner(baseURL: verifier.baseURL, isDoppel: false)
         runner.sendsSession = true
-        runner.engine = engine
+        runner.answer = { engine.respond(to: $0) }
         let result = await runner.run(setup, session: session)
         if let failed = result.steps.firstIndex(where: { $0.outcome == .failed }) {
             let step = result.steps[failed]

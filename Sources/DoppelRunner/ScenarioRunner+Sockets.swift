@@ -24,6 +24,10 @@ extension ScenarioRunner {
     /// carries the session (on a Doppel server) and the scenario's headers.
     func runSocketStep(_ step: Step, scenario: Scenario, session: String, captured: inout [String: JSON], sockets: OpenSockets) async -> StepResult {
         let context = EvaluationContext(roots: captured, now: Date().timeIntervalSince1970)
+        if answer != nil {
+            return Self.result(
+                step, false, step.name, ["a socket step needs a server to connect to; run the scenario against a served port (doppel run --target)"])
+        }
         switch step.action {
         case .openSocket(let template, let name):
             return await openSocket(step, template, as: name, scenario: scenario, session: session, context: context, sockets: sockets)

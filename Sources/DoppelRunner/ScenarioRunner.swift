@@ -22,9 +22,10 @@ public struct ScenarioRunner: Sendable {
     /// Whether each request carries the session as `Doppel-Session` (a
     /// Doppel target's, and `verify --setup`'s, which runs in a sequence's session).
     package var sendsSession: Bool
-    /// Answers requests in process instead of over HTTP (`verify --setup`
-    /// run on the contract's engine beside the provider); nil sends them.
-    package var engine: MockEngine?
+    /// Answers requests in process instead of over HTTP, admin calls
+    /// included (`verify --setup` run on the contract's engine beside the
+    /// provider; an agent's `run_scenario`); nil sends them.
+    package var answer: (@Sendable (RecordedRequest) async -> MockResponse)?
 
     /// A runner against `baseURL`; `probe(_:adminToken:)` tells whether it is a Doppel server.
     public init(baseURL: URL, isDoppel: Bool, adminToken: String? = nil) {
@@ -305,8 +306,8 @@ public struct ScenarioRunner: Sendable {
         let path = url.percentEncodedPath.isEmpty ? "/" : url.percentEncodedPath
         let outgoing = RecordedRequest(
             method: request.method, path: path, query: url.percentEncodedQuery, headers: request.headers, body: request.body ?? [])
-        if let engine {
-            let response = engine.respond(to: outgoing)
+        if let answer {
+            let response = await answer(outgoing)
             var headers: [String: String] = [:]
             for field in response.headers { headers[field.name] = headers[field.name].map { $0 + ", " + field.value } ?? field.value }
             return HTTPAnswer(status: response.status, headers: headers, body: Data(response.body))

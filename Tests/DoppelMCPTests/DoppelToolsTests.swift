@@ -76,6 +76,9 @@ struct DoppelToolsTests {
         ("document too large", "lint", ["text": .string(String(repeating: "#", count: (1 << 20) + 1))], "the most a document may be"),
         ("diff of a broken version", "diff", ["old": "doppel: 1\nendpoints: {}\n", "new": "doppel: [\n"], "new-contract.yaml:"),
         ("session as a header", "send_request", ["method": "GET", "path": "/", "headers": ["Doppel-Session": "other"]], "as `session`"),
+        ("scenario by name and text", "run_scenario", ["name": "tales/generation-failed", "text": "steps: []"], "one of them"),
+        ("unknown scenario to run", "run_scenario", ["name": "tales/nothing"], "no scenario named 'tales/nothing'"),
+        ("scenario that does not load", "run_scenario", ["text": "steps:\n  - request: FETCH /x\n"], "agent-scenario.yaml:2:"),
         (
             "body over the server's limit", "send_request",
             ["method": "POST", "path": "/api/v1/children", "body": .string(String(repeating: "x", count: (1 << 20) + 1))],
@@ -247,6 +250,7 @@ struct DoppelToolsTests {
         let inner: LocalAgentHost
         var engine: MockEngine { inner.engine }
         var maxBodySize: Int { 1024 }
+        var scenarios: ScenarioCatalog { inner.scenarios }
         func admin(_ request: RecordedRequest) async -> MockResponse { await inner.admin(request) }
         func send(_ request: RecordedRequest) async -> MockResponse { await inner.send(request) }
     }
@@ -270,5 +274,62 @@ struct DoppelToolsTests {
         #expect(answer["body"]?.stringValue == String(repeating: "ж", count: 32 << 10))
         let shown = await tools.call("send_request", arguments: text.merging(["body": .string(long)]) { $1 })
         #expect(Self.text(shown).utf8.count < 200_000, "the text form is bounded too")
+    }
+
+    /// Tales with its scenarios loaded, as `doppel serve --scenarios scenarios` has them.
+    static func withScenarios() throws -> AdminAPI {
+        let contract = try ContractLoader.load(file: contractPath("tales.yaml"))
+        let catalog = try ScenarioCatalog.load(directory: repositoryRoot.appendingPathComponent("scenarios").path, contract: contract)
+        return AdminAPI(engine: MockEngine(contract: contract), catalog: catalog)
+    }
+
+    @Test("run_scenario runs a loaded scenario's steps in the agent's session, journaled, and says each step's outcome")
+    func runsALoadedScenario() async throws {
+        let tools = DoppelTools(host: LocalAgentHost(api: try Self.withScenarios()), session: "agent")
+        let run = Self.answer(await tools.call("run_scenario", arguments: ["name": "tales/generation-failed"]))
+        #expect(run["passed"] == true && run["failed"] == 0 && run["session"] == "agent", "\(run)")
+        #expect(run["steps"]?.arrayValue?.map { $0["outcome"]?.stringValue } == ["passed", "passed", "passed"])
+        #expect(run["steps"]?.arrayValue?[1]["summary"] == "POST /api/v1/stories/generate → 500")
+        let explained = Self.answer(await tools.call("explain", arguments: ["limit": 10]))
+        #expect(explained["entries"]?.arrayValue?.map { $0["status"]?.intValue } == [200, 500, 200], "\(explained)")
+        // Another session saw none of it.
+        let other = Self.answer(await tools.call("explain", arguments: ["session": "someone-else"]))
+        #expect(other["entries"]?.arrayValue?.isEmpty == true)
+    }
+
+    @Test("run_scenario runs a scenario given as text, without its contract line, and lists what differed")
+    func runsAScenarioGivenAsText() async throws {
+        let tools = DoppelTools(host: LocalAgentHost(api: try Self.withScenarios()), session: "agent")
+        let text = """
+            headers: { Authorization: "\(Self.token)" }
+            given: { state: { plan: premium } }
+            steps:
+              - request: GET /api/v1/free-stories
+                expect: { status: 200 }
+              - name: a wrong expectation
+                request: GET /api/v1/free-stories
+                expect: { status: 201 }
+            """
+        let run = Self.answer(await tools.call("run_scenario", arguments: ["text": .string(text)]))
+        #expect(run["passed"] == false && run["failed"] == 1, "\(run)")
+        let failed = try #require(run["steps"]?.arrayValue?.last)
+        #expect(failed["name"] == "a wrong expectation" && failed["outcome"] == "failed")
+        #expect(failed["details"]?.arrayValue?.first?.stringValue?.hasPrefix("status: expected 201, got 200") == true, "\(failed)")
+    }
+
+    @Test("A socket step of run_scenario fails saying it needs a served port; the other steps run")
+    func socketStepsNeedAServer() async throws {
+        let contract = try ContractLoader.load(file: contractPath("realtime-demo.yaml"))
+        let tools = DoppelTools(host: LocalAgentHost(api: AdminAPI(engine: MockEngine(contract: contract))), session: "agent")
+        let text = """
+            headers: { Authorization: Bearer t }
+            steps:
+              - request: GET /v1/subscriptions
+                expect: { status: 200 }
+              - socket: GET /v1/live
+            """
+        let run = Self.answer(await tools.call("run_scenario", arguments: ["text": .string(text)]))
+        #expect(run["steps"]?.arrayValue?.map { $0["outcome"]?.stringValue } == ["passed", "failed"], "\(run)")
+        #expect(run["steps"]?.arrayValue?.last?["details"]?.arrayValue?.first?.stringValue?.contains("needs a server to connect to") == true)
     }
 }

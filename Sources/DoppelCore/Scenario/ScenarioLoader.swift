@@ -89,7 +89,13 @@ public enum ScenarioLoader {
         guard let top = MappingReader(root, allowed: topKeys, context: "the scenario", diagnostics: &diagnostics) else {
             throw ContractError(diagnostics: diagnostics.diagnostics)
         }
-        guard let contractNode = top.required("contract", diagnostics: &diagnostics), let contractText = contractNode.scalarText else {
+        // A caller that gives the contract (an agent's scenario for the
+        // served one) needs no `contract:` line.
+        let contractNode = contract != nil && !top.has("contract") ? nil : top.required("contract", diagnostics: &diagnostics)
+        if let contractNode, contractNode.scalarText == nil {
+            diagnostics.error("'contract' must be the contract file's path", at: contractNode.location)
+        }
+        guard let contractText = contractNode.map({ $0.scalarText }) ?? contract?.file else {
             throw ContractError(diagnostics: diagnostics.diagnostics)
         }
         let directory = URL(fileURLWithPath: file).deletingLastPathComponent()
@@ -97,7 +103,7 @@ public enum ScenarioLoader {
         let loaded: Contract
         if let contract {
             loaded = contract
-        } else {
+        } else if let contractNode {
             do {
                 loaded = try loadContract(contractFile)
             } catch {
@@ -105,6 +111,8 @@ public enum ScenarioLoader {
                 diagnostics.error("the contract '\(contractText)' does not load\(problem)", at: contractNode.location)
                 throw ContractError(diagnostics: diagnostics.diagnostics)
             }
+        } else {
+            throw ContractError(diagnostics: diagnostics.diagnostics)
         }
         var loader = ContractLoader(file: file, referringTo: loaded)
         let name = top.string("name", diagnostics: &diagnostics) ?? URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent

@@ -15,6 +15,8 @@ package protocol AgentHost: Sendable {
     func send(_ request: RecordedRequest) async -> MockResponse
     /// The largest request body the host takes (`--max-body-size`).
     var maxBodySize: Int { get }
+    /// The scenarios loaded with the server (`--scenarios`, `--scenario`), by name.
+    var scenarios: ScenarioCatalog { get }
 }
 
 /// An agent's host of its own: the admin API and its engine, in this process.
@@ -27,6 +29,7 @@ package struct LocalAgentHost: AgentHost {
 
     package var engine: MockEngine { api.engine }
     package var maxBodySize: Int { ServerConfiguration.defaults.maxBodySize }
+    package var scenarios: ScenarioCatalog { api.catalog.withLock { $0 } }
 
     package func admin(_ request: RecordedRequest) async -> MockResponse {
         api.respond(to: api.token.map { request.adding(header: AdminAPI.tokenHeader, $0) } ?? request)
@@ -39,6 +42,7 @@ package struct LocalAgentHost: AgentHost {
 
 extension Answerer: AgentHost {
     package var engine: MockEngine { slot.current }
+    package var scenarios: ScenarioCatalog { admin.catalog.withLock { $0 } }
 
     package func admin(_ request: RecordedRequest) async -> MockResponse {
         let request = admin.token.map { request.adding(header: AdminAPI.tokenHeader, $0) } ?? request
