@@ -14,11 +14,20 @@ once: each works in a Doppel session of its own, so the 402 one forces is
 not what the other's request gets, and neither's `explain` lists the
 other's answers.
 
+A contract's own MCP server: serves contracts/mcp-todo.yaml (an `mcp:`
+section) and uses it as an agent would, in two Doppel sessions at once:
+the sixth add_task of one is the documented quota error (isError, with
+its structured content) while the other's is added; arguments that break
+the input schema and an unknown tool are JSON-RPC errors; the journal
+counts each tool call by its endpoint, `mcp.add_task`. Then the same
+server over stdio, `doppel serve --stdio`, started by the SDK.
+
 Usage: python3 .ci/mcp-clients.py DOPPEL
 """
 import asyncio
 import json
 import pathlib
+import subprocess
 import sys
 import threading
 import time
@@ -211,9 +220,81 @@ async def over_http(doppel):
         await server.wait()
 
 
+TODO_PORT = 18986
+
+
+async def todo_agent(session_id, adds):
+    """Adds `adds` tasks in a Doppel session of its own; the results, and the protocol errors it provokes."""
+    async with create_mcp_http_client(headers={"Doppel-Session": session_id}) as http:
+        async with streamable_http_client(f"http://127.0.0.1:{TODO_PORT}/mcp", http_client=http) as (read, write):
+            async with ClientSession(read, write) as session:
+                started = await session.initialize()
+                assert started.server_info.name == "doppel-todo", started
+                tools = [tool.name for tool in (await session.list_tools()).tools]
+                assert tools == ["add_task", "list_tasks", "complete_task"], tools
+                results = [await session.call_tool("add_task", {"title": f"task {n}"}) for n in range(adds)]
+                errors = []
+                for name, arguments in (("add_task", {"title": 5}), ("no_such_tool", {})):
+                    try:
+                        await session.call_tool(name, arguments)
+                        raise AssertionError(f"{name} {arguments} was answered")
+                    except Exception as error:  # the SDK's McpError
+                        errors.append(getattr(getattr(error, "error", None), "code", None))
+                listed = structured(await session.call_tool("list_tasks", {}))["tasks"]
+                return results, errors, listed
+
+
+async def contract_server(doppel):
+    server = await asyncio.create_subprocess_exec(
+        doppel, "serve", str(ROOT / "contracts/mcp-todo.yaml"), "--port", str(TODO_PORT), "--log-format", "none",
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+    try:
+        await asyncio.to_thread(wait_for_http, TODO_PORT)
+        (full, _, listed), (other, errors, other_listed) = await asyncio.gather(todo_agent("todo-a", 6), todo_agent("todo-b", 1))
+        assert [is_error(result) for result in full] == [False] * 5 + [True], full
+        quota = field(full[5], "structured_content", "structuredContent")
+        assert quota == {"error": "quota_exceeded", "limit": 5, "tasks": 5}, quota
+        assert full[5].content[0].text.startswith("Task limit reached"), full[5]
+        assert len(listed) == 5 and len(other_listed) == 1, (listed, other_listed)
+        assert not is_error(other[0]) and structured(other[0])["id"] == "t1", other
+        assert errors == [-32602, -32602], errors
+        journal = json.load(urllib.request.urlopen(f"http://127.0.0.1:{TODO_PORT}/__doppel/journal?session=todo-a", timeout=5))
+        calls = [entry for entry in journal["entries"] if entry["endpoint"] == "mcp.add_task"]
+        assert len(calls) == 7 and calls[-1]["status"] == 400, calls  # six adds and the bad arguments
+        print(f"contract MCP server: 5 tasks added and the sixth refused as documented in one session, 1 in the other; "
+              f"protocol errors {errors}; the journal counts {len(calls)} add_task calls")
+    finally:
+        server.terminate()
+        await server.wait()
+    # The same server over stdio: `doppel serve --stdio`, started by the SDK as an agent starts a tool server.
+    params = StdioServerParameters(command=doppel, args=["serve", str(ROOT / "contracts/mcp-todo.yaml"), "--port", "0", "--stdio", "--log-format", "none"])
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            started = await session.initialize()
+            assert started.server_info.name == "doppel-todo", started
+            results = [await session.call_tool("add_task", {"title": f"task {n}"}) for n in range(6)]
+            assert [is_error(result) for result in results] == [False] * 5 + [True], results
+            listed = structured(await session.call_tool("list_tasks", {}))["tasks"]
+            assert [task["id"] for task in listed] == ["t1", "t2", "t3", "t4", "t5"], listed
+    print("contract MCP server over stdio (doppel serve --stdio): the sixth add_task refused as documented")
+    # A line over --max-body-size is refused as over HTTP, and the next line is answered.
+    oversized = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                            "params": {"name": "add_task", "arguments": {"title": "x" * 2000}}})
+    ping = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+    answered = subprocess.run(
+        [doppel, "serve", str(ROOT / "contracts/mcp-todo.yaml"), "--port", "0", "--stdio", "--max-body-size", "1KiB"],
+        input=oversized + "\n" + ping + "\n", capture_output=True, text=True, timeout=60)
+    lines = [json.loads(line) for line in answered.stdout.splitlines()]
+    assert answered.returncode == 0 and len(lines) == 2, (answered.returncode, answered.stdout, answered.stderr[-500:])
+    assert lines[0]["error"]["code"] == -32600 and "1024" in lines[0]["error"]["message"], lines[0]
+    assert lines[1] == {"jsonrpc": "2.0", "id": 2, "result": {}}, lines[1]
+    print("doppel serve --stdio:", lines[0]["error"]["message"])
+
+
 async def main() -> int:
     await over_stdio()
     await over_http(sys.argv[1])
+    await contract_server(sys.argv[1])
     return 0
 
 

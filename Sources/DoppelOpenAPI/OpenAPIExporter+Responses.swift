@@ -201,15 +201,30 @@ extension OpenAPIExporter {
         case .expression: .object(JSONObject())
         case .interpolated: .object(JSONObject([("type", "string")]))
         case .array(let items):
-            .object(JSONObject([("type", "array"), ("items", items.first.map(inferredSchema) ?? .object(JSONObject()))]))
+            .object(JSONObject([("type", "array"), ("items", itemSchema(items.map(inferredSchema)))]))
         case .object(let template):
-            .object(
-                JSONObject([
-                    ("type", "object"),
-                    ("properties", .object(JSONObject(template.pairs.map { ($0.0, inferredSchema($0.1)) }))),
-                    ("required", .array(template.pairs.map { .string($0.0) })),
-                ]))
+            objectSchema(template.pairs.map { ($0.0, inferredSchema($0.1)) })
         }
+    }
+
+    /// The schema of a list's items: the one shape they share, or any of
+    /// theirs (a list written with items of several shapes, as an MCP
+    /// server's tools are).
+    static func itemSchema(_ schemas: [JSON]) -> JSON {
+        var distinct: [JSON] = []
+        for schema in schemas.prefix(16) where !distinct.contains(schema) { distinct.append(schema) }
+        switch distinct.count {
+        case 0: return .object(JSONObject())
+        case 1: return distinct[0]
+        default: return .object(JSONObject([("anyOf", .array(distinct))]))
+        }
+    }
+
+    /// An object's schema: its members, each required (OpenAPI 3.0 takes no empty `required`).
+    static func objectSchema(_ members: [(String, JSON)]) -> JSON {
+        var schema = JSONObject([("type", "object"), ("properties", .object(JSONObject(members)))])
+        if !members.isEmpty { schema["required"] = .array(members.map { .string($0.0) }) }
+        return .object(schema)
     }
 
     static func inferredSchema(_ value: JSON) -> JSON {
@@ -220,14 +235,9 @@ extension OpenAPIExporter {
         case .double: return .object(JSONObject([("type", "number")]))
         case .string: return .object(JSONObject([("type", "string")]))
         case .array(let items):
-            return .object(JSONObject([("type", "array"), ("items", items.first.map(inferredSchema) ?? .object(JSONObject()))]))
+            return .object(JSONObject([("type", "array"), ("items", itemSchema(items.map(inferredSchema)))]))
         case .object(let object):
-            return .object(
-                JSONObject([
-                    ("type", "object"),
-                    ("properties", .object(JSONObject(object.pairs.map { ($0.key, inferredSchema($0.value)) }))),
-                    ("required", .array(object.keys.map { .string($0) })),
-                ]))
+            return objectSchema(object.pairs.map { ($0.key, inferredSchema($0.value)) })
         }
     }
 

@@ -129,6 +129,12 @@ struct Serve: AsyncParsableCommand {
     )
     var watch = false
 
+    @Flag(
+        help:
+            "Also answer the contract's MCP server (its mcp: section) over standard input and output, one JSON-RPC message a line, in the default session; the log goes to standard error, and the server stops when standard input ends."
+    )
+    var stdio = false
+
     @Option(
         name: .customLong("state-store"),
         help:
@@ -273,6 +279,11 @@ struct Serve: AsyncParsableCommand {
         // Stamped before it is read: a change from then on is reloaded (`--watch`).
         let contractStamp = watch ? ContractWatcher.stamps([self.contract]) : [:]
         let contract = try loadContract()
+        let mcpPath = ContractStdio.path(of: contract)
+        if stdio, mcpPath == nil {
+            FileHandle.standardError.write(Data("doppel: --stdio answers a contract's MCP server, and \(self.contract) has no mcp: section\n".utf8))
+            throw ExitCode(1)
+        }
         let settings = try settings()
         var configuration = settings.configuration
         // glibc keeps what a burst of load freed in its per-thread arenas; an idle server hands it back.
@@ -281,16 +292,20 @@ struct Serve: AsyncParsableCommand {
         let engine = MockEngine(contract: contract, configuration: configuration)
         let catalog = try loadScenarios(for: contract, engine: engine)
         let shared = try await openStateStore(engine: engine, catalog: catalog, timeout: settings.stateStoreTimeout)
-        let log = RequestLog(format: configuration.logFormat)
+        // With --stdio, standard output carries the protocol alone.
+        let log = stdio ? RequestLog(format: configuration.logFormat, write: RequestLog.standardError) : RequestLog(format: configuration.logFormat)
         let slot = EngineSlot(engine)
         let baseline = watch ? contractStamp.merging(ContractWatcher.stamps(contract.bodyFiles)) { first, _ in first } : [:]
         let watcher = watch ? Task { [file = self.contract] in await Self.watch(file, slot: slot, log: log, since: baseline) } : nil
         defer { watcher?.cancel() }
         let agents = AgentSessions(version: Doppel.configuration.version)
-        let app = buildApplication(
+        // --stdio answers once the server runs (a shutdown asked before it would be lost).
+        let (running, markRunning) = AsyncStream.makeStream(of: Void.self)
+        let (app, host) = buildServer(
             slot: slot, configuration: configuration, log: log, scenarios: catalog, recorder: nil, shared: shared, agents: agents
         ) {
             [listen, scenario, catalog, trustNote, configuration, stateStore, stateNamespace] port in
+            defer { markRunning.finish() }
             let address = listen.urlHost
             log.line("Doppel serving \(contract.info.title) \(contract.info.version) from \(self.contract)")
             if let scenario { log.line("Every session starts from scenario \(scenario)") }
@@ -324,7 +339,17 @@ struct Serve: AsyncParsableCommand {
             // written get the grace period, then are cancelled.
             group.maximumGracefulShutdownDuration = .milliseconds(Int64(grace * 1000))
             group.maximumCancellationDuration = .seconds(2)
-            try await ServiceGroup(configuration: group).run()
+            let serving = ServiceGroup(configuration: group)
+            // --stdio: the client's lines until it closes standard input; then the server stops as on SIGTERM.
+            let answering =
+                stdio
+                ? Task { [mcpPath] in
+                    for await _ in running {}
+                    await ContractStdio.serve(host: host, path: mcpPath ?? "/mcp", session: SessionStore.defaultID)
+                    await serving.triggerGracefulShutdown()
+                } : nil
+            defer { answering?.cancel() }
+            try await serving.run()
             await shared?.shutdown()
             log.flush()
         } catch {

@@ -22,6 +22,19 @@ struct CommandLineTests {
         #expect(!result.output.contains("Listening"))
     }
 
+    /// `serve --stdio`: standard output is the protocol's alone (the
+    /// banner and log go to standard error), the server stops when standard
+    /// input ends, and a contract without an MCP server is refused.
+    @Test func serveOverStdioKeepsStandardOutputForTheProtocol() async throws {
+        let served = try await DoppelCommand.run(["serve", "contracts/mcp-todo.yaml", "--port", "0", "--stdio"])
+        #expect(served.status == 0, "\(served.errors)")
+        #expect(served.output.isEmpty, "\(served.output)")
+        #expect(served.errors.contains("Listening on http://127.0.0.1:"), "\(served.errors)")
+        let refused = try await DoppelCommand.run(["serve", "contracts/tales.yaml", "--port", "0", "--stdio"])
+        #expect(refused.status == 1)
+        #expect(refused.errors.contains("--stdio answers a contract's MCP server, and contracts/tales.yaml has no mcp: section"), "\(refused.errors)")
+    }
+
     @Test func lintReportsEveryPlantedMistakeAndExitsOne() async throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("planted-\(UUID().uuidString).yaml")
         defer { try? FileManager.default.removeItem(at: file) }

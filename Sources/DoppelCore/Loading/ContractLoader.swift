@@ -55,6 +55,7 @@ public struct ContractLoader: Sendable {
 
     static let topLevelKeys: Set<String> = [
         "doppel", "document_mistakes", "info", "base_path", "auth", "schemas", "state", "data", "responses", "fallbacks", "rate_limits", "endpoints",
+        "mcp",
     ]
     /// Names every expression may start from.
     static let requestRoots: Set<String> = [
@@ -193,9 +194,14 @@ public struct ContractLoader: Sendable {
         }
         let fallbacks = readFallbacks(top["fallbacks"])
         let defaultAuth = readAuth(top["auth"])
-        let endpoints =
+        let mcp = mcpEndpoints(top["mcp"], info: info)
+        var endpoints =
             entries.map { readEndpoints($0, basePath: basePath, defaultAuth: defaultAuth) }
-            ?? readEndpoints(top["endpoints"], basePath: basePath, defaultAuth: defaultAuth)
+            ?? (top["endpoints"] == nil && !mcp.isEmpty ? [] : readEndpoints(top["endpoints"], basePath: basePath, defaultAuth: defaultAuth))
+        if !mcp.isEmpty {
+            let made = NodeMaker(at: top["mcp"]!)
+            endpoints += readEndpoints(made.mapping(mcp.map { ($0.name, $0.node) }), basePath: basePath, defaultAuth: defaultAuth)
+        }
         let rateLimits = readRateLimits(top["rate_limits"], endpointIDs: Set(endpoints.map(\.id)))
         checkReachability(endpoints)
         checkSocketNames(endpoints)

@@ -75,9 +75,17 @@ package enum YAMLWriter {
         looksTyped(text) || !text.contains("\n") && text != text.trimmingCharacters(in: .whitespaces)
     }
 
-    /// Whether a plain YAML scalar would be read as something other than a string.
+    /// Whether a plain YAML scalar would be read as something other than a
+    /// string, by YAML 1.2 or by a YAML 1.1 reader (PyYAML, many tools):
+    /// 1.1 also reads dates (`2025-11-25`), sexagesimal numbers (`1:30`),
+    /// hexadecimal and octal (`0x1F`, `017`) and digits with underscores
+    /// (`1_000`).
     package static func looksTyped(_ text: String) -> Bool {
-        ["", "~", "null", "true", "false", "yes", "no", "on", "off"].contains(text.lowercased())
+        ["", "~", "null", "true", "false", "yes", "no", "on", "off", "y", "n", ".nan", ".inf", "-.inf", "+.inf"].contains(text.lowercased())
             || Int(text) != nil || Double(text) != nil
+            || text.range(of: yaml11Typed, options: .regularExpression) != nil
     }
+
+    private static let yaml11Typed =
+        "^([0-9]{4}-[0-9]{1,2}-[0-9]{1,2}([Tt ].*)?|[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+(\\.[0-9_]*)?|[-+]?0x[0-9a-fA-F_]+|[-+]?0[0-7_]+|[-+]?[0-9][0-9_]*(\\.[0-9_]*)?([eE][-+]?[0-9]+)?)$"
 }

@@ -47,6 +47,11 @@ public final class RequestLog: Sendable {
         FileHandle.standardOutput.write(Data(line.utf8))
     }
 
+    /// Writes a line to standard error, newline included (`doppel serve --stdio`, whose standard output is the protocol's).
+    public static let standardError: @Sendable (String) -> Void = { line in
+        FileHandle.standardError.write(Data(line.utf8))
+    }
+
     /// Queues a line as it is.
     public func line(_ text: String) {
         buffer.append(text + "\n")

@@ -47,6 +47,11 @@ struct JSONSchemaTests {
             (ContractLoader.pushKeys, "push"),
             (ContractLoader.closeKeys, "close"),
             (ContractLoader.callbackKeys, "callback"),
+            (ContractLoader.mcpKeys, "mcp"),
+            (ContractLoader.mcpToolKeys, "mcpTool"),
+            (ContractLoader.mcpResponseKeys, "mcpResponse"),
+            (ContractLoader.mcpServerKeys, "mcpServer"),
+            (ContractLoader.mcpErrorKeys, "mcpError"),
         ]
         for (loader, definition) in mappings {
             var known = Self.properties(schema, definition)
@@ -104,7 +109,7 @@ struct JSONSchemaTests {
             "topLevelKeys", "infoKeys", "authKeys", "authSchemeKeys", "stateKeys", "collectionSpecKeys", "rateLimitKeys", "endpointKeys",
             "requestBodyKeys", "queryStringKeys", "responseKeys", "referenceKeys", "sequenceKeys", "eventKeys", "delayKeys", "discriminatorKeys",
             "topKeys", "givenKeys", "overrideKeys", "stepKeys", "partKeys", "expectKeys", "socketKeys", "socketRuleKeys", "pushKeys", "closeKeys",
-            "callbackKeys",
+            "callbackKeys", "mcpKeys", "mcpServerKeys", "mcpToolKeys", "mcpResponseKeys", "mcpErrorKeys",
         ]
         #expect(named == compared, "key sets not compared with docs/schema: \(named.subtracting(compared).sorted())")
     }
