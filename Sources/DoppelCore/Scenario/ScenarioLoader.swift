@@ -15,7 +15,7 @@ public enum ScenarioLoader {
     static let topKeys: Set<String> = ["contract", "name", "description", "given", "overrides", "headers", "steps"]
     static let stepKeys: Set<String> = [
         "name", "request", "query", "headers", "json", "text", "form", "multipart", "content_type", "timeout", "expect", "capture", "clock",
-        "socket", "as", "send", "to", "receive", "closed", "from", "within", "close",
+        "socket", "as", "send", "to", "receive", "closed", "from", "within", "close", "tool", "arguments", "mcp", "params",
     ]
     /// The keys that make a step a socket step, each with the keys it may have beside it.
     static let socketStepKeys: [String: Set<String>] = [
@@ -292,6 +292,21 @@ public enum ScenarioLoader {
                 }
                 continue
             }
+            if reader.has("tool") || reader.has("mcp") {
+                guard let request = readMCPCall(reader, index: index, contract: contract, roots: captured, loader: &loader) else { continue }
+                var captures: [(String, Expression)] = []
+                for entry in reader.entries("capture", diagnostics: &loader.diagnostics) {
+                    if let expression = loader.compileExpression(entry.value, roots: captured.union(["status", "headers", "body"])) {
+                        captures.append((entry.name, expression))
+                    }
+                }
+                captured.formUnion(captures.map(\.0))
+                let name =
+                    reader.string("name", diagnostics: &loader.diagnostics)
+                    ?? reader["tool"].flatMap(\.scalarText).map { "tool \($0)" } ?? reader["mcp"]?.scalarText ?? "step \(index + 1)"
+                steps.append(Step(name: name, action: .request(request), expectation: expectation, captures: captures, location: item.location))
+                continue
+            }
             guard let request = readRequest(reader, roots: captured, loader: &loader) else {
                 if !reader.has("request") { loader.diagnostics.error("step \(index + 1) needs 'request' (or 'clock')", at: item.location) }
                 continue
@@ -325,6 +340,55 @@ public enum ScenarioLoader {
             steps.append(Step(name: name, action: .request(request), expectation: expectation, captures: captures, location: item.location))
         }
         return steps
+    }
+
+    /// An MCP step (`tool: add_task` with `arguments`, or `mcp: tools/list`
+    /// with `params`): the JSON-RPC request a client sends to the contract's
+    /// MCP server (its `mcp:` section), with the step's number as its id.
+    static func readMCPCall(
+        _ reader: MappingReader, index: Int, contract: Contract, roots: Set<String>, loader: inout ContractLoader
+    ) -> RequestTemplate? {
+        let at = (reader["tool"] ?? reader["mcp"])!.location
+        for key in ["request", "json", "text", "form", "multipart", "clock"] where reader.has(key) {
+            loader.diagnostics.error(
+                "an MCP step sends its JSON-RPC request itself; '\(key)' does not belong beside 'tool' or 'mcp'", at: reader[key]!.location)
+        }
+        guard let path = contract.endpoints.first(where: { $0.id == "mcp.initialize" })?.path.template else {
+            loader.diagnostics.error("an MCP step calls the contract's MCP server, and the contract has no 'mcp:' section", at: at)
+            return nil
+        }
+        var call: [(String, ValueTemplate)] = [("jsonrpc", .constant("2.0")), ("id", .constant(.int(index + 1)))]
+        switch (reader["tool"], reader["mcp"]) {
+        case (let tool?, nil):
+            guard let name = tool.scalarText else {
+                loader.diagnostics.error("'tool' must be a tool's name", at: tool.location)
+                return nil
+            }
+            if reader.has("params") { loader.diagnostics.error("a 'tool' step takes 'arguments', not 'params'", at: reader["params"]!.location) }
+            let arguments = reader["arguments"].flatMap { loader.compileTemplate($0, roots: roots) } ?? .constant(.object(JSONObject()))
+            call += [
+                ("method", .constant("tools/call")),
+                ("params", .object(ObjectTemplate([("name", .constant(.string(name))), ("arguments", arguments)]))),
+            ]
+        case (nil, let method?):
+            guard let name = method.scalarText else {
+                loader.diagnostics.error("'mcp' must be a JSON-RPC method, such as tools/list", at: method.location)
+                return nil
+            }
+            if reader.has("arguments") {
+                loader.diagnostics.error("an 'mcp' step takes 'params', not 'arguments'", at: reader["arguments"]!.location)
+            }
+            call.append(("method", .constant(.string(name))))
+            if let params = reader["params"].flatMap({ loader.compileTemplate($0, roots: roots) }) { call.append(("params", params)) }
+        default:
+            loader.diagnostics.error("a step calls one tool ('tool') or one method ('mcp'), not both", at: at)
+            return nil
+        }
+        let headers = loader.diagnosticsEntries(reader, "headers").compactMap { entry in
+            loader.compileTemplate(entry.value, roots: roots).map { (entry.name, $0) }
+        }
+        return RequestTemplate(
+            method: "POST", path: .constant(.string(path)), query: [], headers: headers, body: .json(.object(ObjectTemplate(call))), timeout: 30)
     }
 
     static func readRequest(_ reader: MappingReader, key: String = "request", roots: Set<String>, loader: inout ContractLoader) -> RequestTemplate? {

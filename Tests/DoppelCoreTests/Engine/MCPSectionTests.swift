@@ -119,4 +119,60 @@ import Testing
         let found = diagnostics(of: text).map { "\($0.location.line):\($0.location.column): \($0.message)" }
         #expect(found.contains { $0.hasPrefix(at + ":") }, "\(name): \(found)")
     }
+
+    @Test func scenarioStepsCallToolsAndTheirMistakesAreLinted() throws {
+        let contract = try ContractLoader.load(file: contractPath("mcp-todo.yaml"))
+        let scenario = try ScenarioLoader.load(
+            text: "steps:\n  - tool: add_task\n    arguments: { title: x }\n  - mcp: tools/list\n", file: "s.yaml", contract: contract)
+        guard case .request(let call) = scenario.steps[0].action, case .json(let body) = call.body else {
+            Issue.record("an MCP step is a request with a JSON body")
+            return
+        }
+        #expect(call.method == "POST" && call.path.constantValue == "/mcp")
+        let rendered = try body.render(in: EvaluationContext(now: 0))
+        #expect(rendered == ["jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": ["name": "add_task", "arguments": ["title": "x"]]])
+        #expect(scenario.steps.map(\.name) == ["tool add_task", "tools/list"])
+
+        func problems(_ text: String, contract: Contract) -> [String] {
+            do {
+                _ = try ScenarioLoader.load(text: text, file: "s.yaml", contract: contract)
+                return []
+            } catch {
+                return error.diagnostics.map { "\($0.location.line):\($0.location.column): \($0.message)" }
+            }
+        }
+        let tales = try ContractLoader.load(file: contractPath("tales.yaml"))
+        #expect(problems("steps:\n  - tool: add_task\n", contract: tales).contains { $0.hasPrefix("2:11:") && $0.contains("no 'mcp:' section") })
+        #expect(problems("steps:\n  - tool: add_task\n    json: {}\n", contract: contract).contains { $0.hasPrefix("3:11:") })
+        #expect(problems("steps:\n  - tool: add_task\n    params: {}\n", contract: contract).contains { $0.contains("takes 'arguments'") })
+    }
+
+    /// A tool's answer may be late or broken, as an endpoint's may.
+    @Test func toolAnswersTakeDelaysAndFaults() throws {
+        let engine = MockEngine(
+            contract: try loadContract(
+                """
+                doppel: 1
+                state: { counters: { calls: 0 } }
+                mcp:
+                  tools:
+                    search:
+                      responses:
+                        - when: state.calls == 2
+                          fault: connection_reset
+                          effects: [ "state.calls += 1" ]
+                        - delay: 250ms
+                          effects: [ "state.calls += 1" ]
+                          text: "found {{ state.calls }}"
+                """))
+        func call() -> Decision {
+            let body = JSONWriter.encode(["jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": ["name": "search", "arguments": [:]]])
+            return engine.decided(
+                RecordedRequest(method: "POST", target: "/mcp", headers: [(name: "Content-Type", value: "application/json")], body: body))
+        }
+        let first = call()
+        #expect(first.delay == 0.25 && first.delivery.kind == .whole)
+        #expect(call().response?.json?["result"]?["content"]?.arrayValue?.first?["text"] == "found 2")
+        #expect(call().delivery.kind == .fault(.connectionReset), "the third call breaks, as documented")
+    }
 }
