@@ -13,12 +13,12 @@ Usage: python3 .ci/llm-clients.py DOPPEL
 """
 import json
 import pathlib
-import subprocess
 import sys
-import time
 import urllib.request
 
 import openai
+
+from doppel_serving import serving
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PORT = 18983
@@ -43,17 +43,7 @@ def ask(chat, text, **extra):
 
 def main() -> int:
     doppel = sys.argv[1]
-    server = subprocess.Popen(
-        [doppel, "serve", str(ROOT / "contracts/llm-chat.yaml"), "--host", "127.0.0.1", "--port", str(PORT), "--log-format", "none"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(f"{BASE}/__doppel/health", timeout=2)
-                break
-            except OSError:
-                time.sleep(0.1)
-
+    with serving(doppel, ROOT / "contracts/llm-chat.yaml", PORT):
         # A completion, and the session's usage adding up.
         chat = client("completion")
         answer = ask(chat, "Hello there")
@@ -126,12 +116,6 @@ def main() -> int:
         print(f"llm-clients: the OpenAI SDK {openai.__version__} got a completion, a stream of {len(chunks)} chunks, a tool call, "
               f"RateLimitError (retry-after {retry} s), insufficient_quota, the 401 and a forced 500, session by session")
         return 0
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
 
 
 if __name__ == "__main__":

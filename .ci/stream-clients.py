@@ -9,12 +9,11 @@ and a request the document refuses must reach it as its 422 error.
 Usage: python3 .ci/stream-clients.py DOPPEL
 """
 import pathlib
-import subprocess
 import sys
-import time
-import urllib.request
 
 import openai
+
+from doppel_serving import serving
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PORT = 18981
@@ -22,16 +21,7 @@ PORT = 18981
 
 def main() -> int:
     doppel = sys.argv[1]
-    server = subprocess.Popen(
-        [doppel, "serve", str(ROOT / "Tests/Clients/chat-stream.yaml"), "--host", "127.0.0.1", "--port", str(PORT), "--log-format", "none"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{PORT}/__doppel/health", timeout=2)
-                break
-            except OSError:
-                time.sleep(0.1)
+    with serving(doppel, ROOT / "Tests/Clients/chat-stream.yaml", PORT):
         client = openai.OpenAI(base_url=f"http://127.0.0.1:{PORT}/v1", api_key="sk-test", max_retries=0, timeout=10)
         chunks = list(client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}], stream=True))
         deltas = [chunk.choices[0].delta.content for chunk in chunks]
@@ -46,12 +36,6 @@ def main() -> int:
             assert "/body/messages/0/content" in str(error.body), error.body
         print(f"stream-clients: the OpenAI SDK {openai.__version__} read {len(chunks)} chunks of an itemSchema stream and its 422")
         return 0
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
 
 
 if __name__ == "__main__":

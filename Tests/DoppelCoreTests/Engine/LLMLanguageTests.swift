@@ -88,12 +88,16 @@ import Testing
               - { status: 200, content_type: text/plain, text: plain }
         """
 
+    /// The engine's decision for a POST of `json` to /deltas.
+    static func deltas(_ json: JSON, accept: String? = nil, contract: String = streaming) throws -> Decision {
+        var headers = [(name: "Content-Type", value: "application/json")]
+        if let accept { headers.append((name: "Accept", value: accept)) }
+        return MockEngine(contract: try loadContract(contract)).decided(
+            RecordedRequest(method: "POST", target: "/deltas", headers: headers, body: JSONWriter.encode(json)))
+    }
+
     @Test func itemsFromOneExpressionAreSentOnePartEach() throws {
-        let engine = MockEngine(contract: try loadContract(Self.streaming))
-        let decision = engine.decided(
-            RecordedRequest(
-                method: "POST", target: "/deltas", headers: [(name: "Content-Type", value: "application/json")],
-                body: JSONWriter.encode(["kind": "list", "text": "Hi there"])))
+        let decision = try Self.deltas(["kind": "list", "text": "Hi there"])
         let parts = try #require(decision.delivery.parts)
         #expect(
             parts.map { String(decoding: $0.bytes, as: UTF8.self) } == [
@@ -104,11 +108,7 @@ import Testing
     }
 
     @Test func anEmptyListSendsNoItems() throws {
-        let engine = MockEngine(contract: try loadContract(Self.streaming))
-        let decision = engine.decided(
-            RecordedRequest(
-                method: "POST", target: "/deltas", headers: [(name: "Content-Type", value: "application/json")],
-                body: JSONWriter.encode(["kind": "list", "text": ""])))
+        let decision = try Self.deltas(["kind": "list", "text": ""])
         #expect(try #require(decision.delivery.parts).map { String(decoding: $0.bytes, as: UTF8.self) } == ["data: [DONE]\n\n"])
     }
 
@@ -126,21 +126,14 @@ import Testing
     /// Without `negotiate: false`, `Accept: application/json` would pick
     /// another 200 form; with it, the chosen stream goes out as it is.
     @Test func negotiateFalseSendsTheChosenFormWhateverAcceptSays() throws {
-        let headers = [(name: "Content-Type", value: "application/json"), (name: "Accept", value: "application/json")]
-        let body = JSONWriter.encode(["kind": "list", "text": "Hi"])
-        let kept = MockEngine(contract: try loadContract(Self.streaming)).decided(
-            RecordedRequest(method: "POST", target: "/deltas", headers: headers, body: body))
+        let body: JSON = ["kind": "list", "text": "Hi"]
+        let kept = try Self.deltas(body, accept: "application/json")
         #expect(kept.response?.header("content-type") == "text/event-stream")
         #expect(kept.response?.responseName == "listed")
-        let negotiating = MockEngine(contract: try loadContract(Self.streaming.replacingOccurrences(of: "    negotiate: false\n", with: "")))
-            .decided(RecordedRequest(method: "POST", target: "/deltas", headers: headers, body: body))
+        let negotiating = try Self.deltas(
+            body, accept: "application/json", contract: Self.streaming.replacingOccurrences(of: "    negotiate: false\n", with: ""))
         #expect(negotiating.response?.responseName == "whole")
-        let refused = MockEngine(contract: try loadContract(Self.streaming)).decided(
-            RecordedRequest(
-                method: "POST", target: "/deltas",
-                headers: [(name: "Content-Type", value: "application/json"), (name: "Accept", value: "image/png")],
-                body: body))
-        #expect(refused.response?.status == 200, "no 406: the chosen form is sent")
+        #expect(try Self.deltas(body, accept: "image/png").response?.status == 200, "no 406: the chosen form is sent")
     }
 
     @Test func rateLimitIsTheTightestLimitAsExpressionsSeeIt() throws {
