@@ -119,8 +119,12 @@ def run(path):
             if not up:
                 err = server.stderr.read().decode()[-300:] if server.poll() is not None else 'not up'
                 return path, 'failed', [f'not served: {err.strip()}']
-            command = case['command'].strip().replace('localhost:4010', f'127.0.0.1:{port}').replace('127.0.0.1:4010', f'127.0.0.1:{port}')
-            out = subprocess.run(command + ' -s --max-time 10', shell=True, capture_output=True, text=True, timeout=30).stdout
+            # One substitution: replacing twice in turn would turn a port
+            # that starts with 4010 (40103) into another (401033).
+            command = re.sub(r'(localhost|127\.0\.0\.1):4010\b', f'127.0.0.1:{port}', case['command'].strip())
+            sent = subprocess.run(command + ' -sS --max-time 10', shell=True, capture_output=True, text=True, timeout=30)
+            out = sent.stdout
+            if not out: return path, 'failed', [f'no answer: curl exit {sent.returncode}: {sent.stderr.strip()[:200]} ({command[:160]})']
             # a 100 Continue first, as curl prints it
             while out.startswith('HTTP/1.1 100'):
                 out = out.split('\r\n\r\n', 1)[1] if '\r\n\r\n' in out else ''
