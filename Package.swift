@@ -37,6 +37,7 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         // The Model Context Protocol (`doppel mcp`): the official Swift SDK.
         .package(url: "https://github.com/modelcontextprotocol/swift-sdk.git", from: "0.12.1"),
+        .package(url: "https://github.com/GraphQLSwift/GraphQL.git", from: "4.3.0"),
     ],
     targets: [
         .target(
@@ -50,6 +51,7 @@ let package = Package(
             name: "DoppelServer",
             dependencies: [
                 "DoppelCore",
+                "DoppelGraphQL",
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -92,6 +94,8 @@ let package = Package(
             name: "DoppelOpenAPI",
             dependencies: [
                 "DoppelCore",
+                // A contract's GraphQL schema is checked with the rest of it.
+                "DoppelGraphQL",
                 .product(name: "OpenAPIKit", package: "OpenAPIKit"),
                 .product(name: "OpenAPIKit30", package: "OpenAPIKit"),
                 .product(name: "OpenAPIKitCompat", package: "OpenAPIKit"),
@@ -103,6 +107,15 @@ let package = Package(
             name: "DoppelMCP",
             // DoppelRunner: `run_scenario` runs a scenario's steps as `doppel run` does.
             dependencies: ["DoppelServer", "DoppelCore", "DoppelOpenAPI", "DoppelRunner", .product(name: "MCP", package: "swift-sdk")]
+        ),
+        .target(
+            // A contract's `graphql:` section served: GraphQLSwift parses, validates and executes; the
+            // contract's endpoints answer the fields (through the server's own path, a `ContractCaller`).
+            name: "DoppelGraphQL",
+            dependencies: [
+                "DoppelCore", .product(name: "GraphQL", package: "GraphQL"),
+                .product(name: "OrderedCollections", package: "swift-collections"),
+            ]
         ),
         .target(
             name: "DoppelRunner",
@@ -139,6 +152,7 @@ let package = Package(
                 "DoppelOpenAPI",
                 "DoppelPostgres",
                 "DoppelMCP",
+                "DoppelGraphQL",
                 .product(name: "MCP", package: "swift-sdk"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -202,6 +216,13 @@ let package = Package(
                 // The HTTPS client of `serve --tls`.
                 .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
+        .testTarget(
+            // GraphQL over loopback, from the contract's section to the answer.
+            name: "DoppelGraphQLTests",
+            dependencies: [
+                "DoppelGraphQL", "DoppelServer", "DoppelCore", "DoppelRunner", "DoppelTestSupport", .product(name: "GraphQL", package: "GraphQL"),
             ]
         ),
         .testTarget(

@@ -1,4 +1,5 @@
 import DoppelCore
+import DoppelGraphQL
 import Foundation
 import OpenAPIKit
 import OpenAPIKit30
@@ -78,6 +79,9 @@ public enum ContractDocument {
             root: source.tree, file: file, warnings: source.diagnostics, endpoints: source.endpoints, isVendorDocument: source.isOpenAPI)
         contract.bodyFiles += source.referencedFiles
         contract.isOpenAPIDocument = source.isOpenAPI
+        // What only the GraphQL library finds: the SDL's own problems, resolvers that name no field.
+        let graphQL = GraphQLService.problems(of: contract)
+        if !graphQL.isEmpty { throw ContractError(diagnostics: contract.warnings + graphQL) }
         return contract
     }
 

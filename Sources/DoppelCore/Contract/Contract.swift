@@ -24,6 +24,8 @@ public struct Contract: Sendable {
     package let rateLimits: [RateLimit]
     /// The contract's own answers in place of Doppel's problems (`fallbacks:`).
     package var fallbacks: [Fallback: ResponseDefinition] = [:]
+    /// The GraphQL API the contract describes (`graphql:`), if any.
+    package var graphql: GraphQLDefinition?
     /// The body files the contract reads (`file:`), as absolute paths.
     package var bodyFiles: [String] = []
     /// Whether it was read from an OpenAPI document, which says nothing of

@@ -55,7 +55,7 @@ public struct ContractLoader: Sendable {
 
     static let topLevelKeys: Set<String> = [
         "doppel", "document_mistakes", "info", "base_path", "auth", "schemas", "state", "data", "responses", "fallbacks", "rate_limits", "endpoints",
-        "mcp",
+        "mcp", "graphql",
     ]
     /// Names every expression may start from.
     static let requestRoots: Set<String> = [
@@ -195,23 +195,30 @@ public struct ContractLoader: Sendable {
         let fallbacks = readFallbacks(top["fallbacks"])
         let defaultAuth = readAuth(top["auth"])
         let mcp = mcpEndpoints(top["mcp"], info: info)
+        let graphql = graphqlEndpoints(top["graphql"])
+        let sections = mcp.isEmpty && graphql.entries.isEmpty
         var endpoints =
             entries.map { readEndpoints($0, basePath: basePath, defaultAuth: defaultAuth) }
-            ?? (top["endpoints"] == nil && !mcp.isEmpty ? [] : readEndpoints(top["endpoints"], basePath: basePath, defaultAuth: defaultAuth))
-        if !mcp.isEmpty {
-            let made = NodeMaker(at: top["mcp"]!)
-            endpoints += readEndpoints(made.mapping(mcp.map { ($0.name, $0.node) }), basePath: basePath, defaultAuth: defaultAuth)
+            ?? (top["endpoints"] == nil && !sections ? [] : readEndpoints(top["endpoints"], basePath: basePath, defaultAuth: defaultAuth))
+        for (section, made) in [("mcp", mcp), ("graphql", graphql.entries)] where !made.isEmpty {
+            let maker = NodeMaker(at: top[section]!)
+            endpoints += readEndpoints(maker.mapping(made.map { ($0.name, $0.node) }), basePath: basePath, defaultAuth: defaultAuth)
         }
         let rateLimits = readRateLimits(top["rate_limits"], endpointIDs: Set(endpoints.map(\.id)))
         checkReachability(endpoints)
         checkSocketNames(endpoints)
         checkExamples()
 
-        return Contract(
+        var contract = Contract(
             file: file, info: info, basePath: basePath, schemas: schemas, authSchemes: authSchemes,
             defaultAuth: defaultAuth, state: state, data: data, responses: namedResponses, endpoints: endpoints,
             rateLimits: rateLimits, fallbacks: fallbacks, bodyFiles: bodyFiles.withLock { $0.sorted() }
         )
+        var definition = graphql.definition
+        let served = basePath + (definition?.path ?? "")
+        definition?.path = served
+        contract.graphql = definition
+        return contract
     }
 
     /// `fallbacks:`: for each of Doppel's own answers, the response to give

@@ -6,13 +6,11 @@ import DoppelCore
 /// inside `doppel serve` it is the server's own path (`Answerer`), so a
 /// call reaches a shared state store, tells the event stream, and is
 /// journaled and logged as any request.
-package protocol AgentHost: Sendable {
+package protocol AgentHost: ContractCaller {
     /// The engine answering now (for the contract's name and endpoints).
     var engine: MockEngine { get }
     /// An admin call's answer, past the gate (the host adds its token).
     func admin(_ request: RecordedRequest) async -> MockResponse
-    /// A request through the contract, answered in full (no delay), and journaled.
-    func send(_ request: RecordedRequest) async -> MockResponse
     /// The largest request body the host takes (`--max-body-size`).
     var maxBodySize: Int { get }
     /// The scenarios loaded with the server (`--scenarios`, `--scenario`), by name.
@@ -54,10 +52,15 @@ extension Answerer: AgentHost {
     }
 
     package func send(_ request: RecordedRequest) async -> MockResponse {
+        await send(request, throughDoors: true)
+    }
+
+    /// As `send(_:)`; `throughDoors` false for the GraphQL door's own calls of the contract's endpoints.
+    func send(_ request: RecordedRequest, throughDoors: Bool) async -> MockResponse {
         let started = ContinuousClock.now
         let engine = slot.current
         let decision: Decision
-        switch self.decision(for: request, refusal: nil, engine: engine) {
+        switch self.decision(for: request, refusal: nil, engine: engine, throughDoors: throughDoors) {
         case .now(let now): decision = now
         case .later(let decide): decision = await decide()
         case .events: return Problem.eventStreamNeedsServer().response()
@@ -65,6 +68,16 @@ extension Answerer: AgentHost {
         let response = decision.forwards ? await forward(request) : decision.responseInFull
         finish(decision, of: request, sent: response.status, engine: engine, started: started)
         return response
+    }
+}
+
+/// The GraphQL door's calls of the contract's endpoints (the operation's,
+/// each resolver's): the server's own path, past the door itself.
+struct DoorCalls: ContractCaller {
+    let answerer: Answerer
+
+    func send(_ request: RecordedRequest) async -> MockResponse {
+        await answerer.send(request, throughDoors: false)
     }
 }
 

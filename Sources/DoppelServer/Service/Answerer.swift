@@ -1,4 +1,5 @@
 import DoppelCore
+import DoppelGraphQL
 import Foundation
 
 /// What answers requests, independent of the connection: the engine (through
@@ -29,6 +30,8 @@ struct Answerer: Sendable {
     let allowedOrigins: [String]
     /// An agent's tools over MCP (`/__doppel/mcp`), if the server offers them.
     let agents: (any AgentDoor)?
+    /// The contract's GraphQL API (`graphql:`).
+    let graphql = GraphQLService()
 
     init(
         slot: EngineSlot, log: RequestLog, maxBodySize: Int, hangLimit: Double = ServerConfiguration.defaults.hangLimit, adminToken: String? = nil,
@@ -126,12 +129,18 @@ struct Answerer: Sendable {
 
     /// As `decide(_:refusal:engine:)`; with a shared store, the requests
     /// that need it (and admin calls) are decided later, by the store.
-    func decision(for request: RecordedRequest, refusal: Problem?, engine: MockEngine) -> Pending {
+    /// `throughDoors` false: a call the GraphQL door makes of the contract's endpoints, not asked of the door again.
+    func decision(for request: RecordedRequest, refusal: Problem?, engine: MockEngine, throughDoors: Bool = true) -> Pending {
         if refusal == nil, let stream = eventStream(request) { return stream }
         if refusal == nil, let agents, request.path == AdminAPI.prefix + "/mcp" {
             // The gate first, as for every admin call; the tools then reach the server as a client would.
             if let refused = admin.gate(request) { return .now(Decision(unjournaled: refused)) }
             return .later { [self] in Decision(unjournaled: await agents.answer(request, host: self)) }
+        }
+        if throughDoors, refusal == nil, let definition = engine.contract.graphql, request.path == definition.path {
+            // The operation and each resolver are requests of their own, through this same path (so a shared store too).
+            let caller = DoorCalls(answerer: self)
+            return .later { [graphql] in Decision(unjournaled: await graphql.answer(request, definition: definition, caller: caller)) }
         }
         guard let shared else { return .now(decide(request, refusal: refusal, engine: engine)) }
         if refusal == nil, request.header("upgrade") != nil, engine.contract.endpoints.contains(where: { $0.socket != nil }) {

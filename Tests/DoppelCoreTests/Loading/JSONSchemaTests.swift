@@ -52,6 +52,10 @@ struct JSONSchemaTests {
             (ContractLoader.mcpResponseKeys, "mcpResponse"),
             (ContractLoader.mcpServerKeys, "mcpServer"),
             (ContractLoader.mcpErrorKeys, "mcpError"),
+            (ContractLoader.graphqlKeys, "graphql"),
+            (ContractLoader.graphqlResolverKeys, "graphqlResolver"),
+            (ContractLoader.graphqlResponseKeys, "graphqlResponse"),
+            (ContractLoader.graphqlErrorKeys, "graphqlError"),
         ]
         for (loader, definition) in mappings {
             var known = Self.properties(schema, definition)
@@ -109,7 +113,8 @@ struct JSONSchemaTests {
             "topLevelKeys", "infoKeys", "authKeys", "authSchemeKeys", "stateKeys", "collectionSpecKeys", "rateLimitKeys", "endpointKeys",
             "requestBodyKeys", "queryStringKeys", "responseKeys", "referenceKeys", "sequenceKeys", "eventKeys", "delayKeys", "discriminatorKeys",
             "topKeys", "givenKeys", "overrideKeys", "stepKeys", "partKeys", "expectKeys", "socketKeys", "socketRuleKeys", "pushKeys", "closeKeys",
-            "callbackKeys", "mcpKeys", "mcpServerKeys", "mcpToolKeys", "mcpResponseKeys", "mcpErrorKeys",
+            "callbackKeys", "mcpKeys", "mcpServerKeys", "mcpToolKeys", "mcpResponseKeys", "mcpErrorKeys", "graphqlKeys", "graphqlResolverKeys",
+            "graphqlResponseKeys", "graphqlErrorKeys",
         ]
         #expect(named == compared, "key sets not compared with docs/schema: \(named.subtracting(compared).sorted())")
     }

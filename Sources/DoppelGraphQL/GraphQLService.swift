@@ -1,0 +1,301 @@
+import DoppelCore
+import GraphQL
+
+/// A contract's GraphQL API (`graphql:`), over HTTP as the GraphQL-over-HTTP
+/// specification has it: POST with a JSON body, GET for queries, answers as
+/// `application/graphql-response+json` (request errors with 400) or, for
+/// clients that accept only `application/json`, with 200.
+///
+/// A request is parsed and validated by the library (every rule it
+/// specifies), bounded (`max_depth`, `max_fields`), then put to the
+/// contract as the `graphql` endpoint (its auth and rate limits, its
+/// journal entry), then executed: each field the contract resolves is a
+/// request of its own to that field's endpoint, in the same session.
+package struct GraphQLService: Sendable {
+    /// The longest operation text taken, in bytes.
+    package static let maxQueryBytes = 100_000
+    /// Schemas already built, by SDL and resolvers (a `--watch` reload builds anew).
+    private let schemas = Locked<[String: ServedSchema]>([:])
+
+    package init() {}
+
+    /// The problems of a contract's `graphql:` section that only the library
+    /// finds (its SDL, resolvers naming no field); none without one.
+    package static func problems(of contract: Contract) -> [Diagnostic] {
+        guard let definition = contract.graphql else { return [] }
+        if case .failure(let problems) = ServedSchema.build(definition) { return problems.diagnostics }
+        return []
+    }
+
+    private func served(_ definition: GraphQLDefinition) -> Result<ServedSchema, SchemaProblems> {
+        let key = definition.resolvers.joined(separator: ",") + "\n" + definition.schema
+        if let known = schemas.withLock({ $0[key] }) { return .success(known) }
+        let built = ServedSchema.build(definition)
+        if case .success(let schema) = built {
+            // One contract's schema at a time (a reload replaces it).
+            schemas.withLock { $0 = [key: schema] }
+        }
+        return built
+    }
+
+    /// How the answer is written: the specification's media type, or plain JSON for older clients.
+    enum Form {
+        case graphQLResponse, json
+        var contentType: String {
+            self == .json ? "application/json; charset=utf-8" : "application/graphql-response+json; charset=utf-8"
+        }
+    }
+
+    package func answer(_ request: RecordedRequest, definition: GraphQLDefinition, caller: any ContractCaller) async -> MockResponse {
+        guard let form = Self.form(accepting: request.header("accept")) else {
+            return Self.failure(
+                "Accept names no form this server answers in; ask for application/graphql-response+json or application/json",
+                status: 406, form: .json)
+        }
+        let parameters: Parameters
+        switch Parameters.read(request) {
+        case .success(let read): parameters = read
+        case .failure(let refusal): return Self.failure(refusal.message, status: refusal.status, form: form, headers: refusal.headers)
+        }
+        // Request errors (the document cannot be executed) are 400 in the specification's form, 200 in plain JSON.
+        let requestError = form == .json ? 200 : 400
+        let document: Document
+        do {
+            document = try parse(source: Source(body: parameters.query, name: "GraphQL request"))
+        } catch let error as GraphQLError {
+            return Self.answer(data: nil, errors: [error], status: requestError, form: form)
+        } catch {
+            return Self.failure("the query cannot be read: \(error)", status: requestError, form: form)
+        }
+        let schema: GraphQLSchema
+        switch served(definition) {
+        case .success(let built): schema = built.schema
+        case .failure(let problems):
+            return Self.failure(
+                "the contract's GraphQL schema cannot be served: " + problems.diagnostics.map(\.description).joined(separator: "; "), status: 500,
+                form: form)
+        }
+        let invalid = validate(schema: schema, ast: document)
+        if !invalid.isEmpty { return Self.answer(data: nil, errors: invalid, status: requestError, form: form) }
+        let operation: OperationDefinition
+        switch Self.operation(in: document, named: parameters.operationName) {
+        case .success(let found): operation = found
+        case .failure(let refusal): return Self.failure(refusal.message, status: requestError, form: form)
+        }
+        if request.method == "GET", operation.operation != .query {
+            return Self.failure(
+                "a \(operation.operation.rawValue) is sent with POST; GET carries queries only", status: 405, form: form,
+                headers: [(name: "Allow", value: "POST")])
+        }
+        if operation.operation == .subscription {
+            return Self.failure("subscriptions are not answered over HTTP", status: requestError, form: form)
+        }
+        if let exceeded = OperationBounds.check(operation, in: document, definition: definition) {
+            return Self.answer(data: nil, errors: [exceeded], status: requestError, form: form)
+        }
+
+        // The operation, as the contract's `graphql` endpoint: its auth, its rate limits, its journal entry.
+        let kind = JSON.string(operation.operation.rawValue)
+        let described = JSON.object(JSONObject([("type", kind), ("name", operation.name.map { .string($0.value) } ?? .null)]))
+        let call = GraphQLCall(caller: caller, definition: definition, headers: Self.forwarded(request.headers), operation: described)
+        let opened = await caller.send(
+            call.request(
+                .object(
+                    JSONObject([
+                        ("graphql", "operation"), ("operation", described), ("variables", .object(parameters.variables)),
+                    ])), naming: "operation=" + Self.queryText(operation.operation.rawValue + (operation.name.map { " " + $0.value } ?? ""))))
+        guard opened.status == 200, opened.endpointID == "graphql", (try? JSONReader.parse(opened.body)) == ["ok": true] else {
+            // Refused as a whole (no token, a rate limit, an answer forced on the operation): that answer, as the contract has it.
+            return opened
+        }
+        var variables: [String: Map] = [:]
+        for (name, value) in parameters.variables.pairs { variables[name] = MapJSON.map(value) }
+        let result: GraphQLResult
+        do {
+            result = try await execute(
+                schema: schema, documentAST: document, rootValue: Map.dictionary([:]), context: call, variableValues: variables,
+                operationName: parameters.operationName)
+        } catch let error as GraphQLError {
+            result = GraphQLResult(errors: [error])
+        } catch {
+            result = GraphQLResult(errors: [GraphQLError(error)])
+        }
+        // A field error that reached the root (a non-null field failed) leaves the library no data: execution
+        // began, so `data` is null and the status 200. Errors without a path (variables that cannot be coerced)
+        // stopped it before it began: a request error.
+        let began = result.data != nil || result.errors.contains { !$0.path.elements.isEmpty }
+        var answer = Self.answer(data: began ? (result.data ?? .null) : nil, errors: result.errors, status: began ? 200 : requestError, form: form)
+        // The operation's own headers (a rate limit's) go out with the answer.
+        answer.headers += opened.headers.filter { !["content-type", "content-length"].contains($0.name.lowercased()) }
+        return answer
+    }
+
+    /// The form an `Accept` asks for: the specification's media type when
+    /// named, plain JSON when only it (or a wildcard) is; a missing `Accept`
+    /// is plain JSON, as the specification advises for older clients.
+    static func form(accepting accept: String?) -> Form? {
+        guard let accept, !accept.trimmingCharacters(in: .whitespaces).isEmpty else { return .json }
+        var best: (form: Form, quality: Double)?
+        for range in accept.split(separator: ",") {
+            let parts = range.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            let quality = parts.dropFirst().first { $0.hasPrefix("q=") }.flatMap { Double($0.dropFirst(2)) } ?? 1
+            guard quality > 0, let type = parts.first else { continue }
+            let form: Form? =
+                switch type {
+                case "application/graphql-response+json": .graphQLResponse
+                case "application/json", "application/*", "*/*": .json
+                default: nil
+                }
+            guard let form else { continue }
+            if best == nil || quality > best!.quality || (quality == best!.quality && form == .graphQLResponse) { best = (form, quality) }
+        }
+        return best?.form
+    }
+
+    /// The operation to run: the one named, or the only one.
+    static func operation(in document: Document, named name: String?) -> Result<OperationDefinition, FailureText> {
+        let operations = document.definitions.compactMap { $0 as? OperationDefinition }
+        if let name {
+            guard let found = operations.first(where: { $0.name?.value == name }) else {
+                return .failure(FailureText("the document has no operation named '\(name)'"))
+            }
+            return .success(found)
+        }
+        guard operations.count == 1 else {
+            return .failure(FailureText("the document has \(operations.count) operations; name the one to run (operationName)"))
+        }
+        return .success(operations[0])
+    }
+
+    struct FailureText: Error {
+        let message: String
+        init(_ message: String) { self.message = message }
+    }
+
+    /// The header fields the contract's calls carry: all but those about this request's own body and form.
+    static func forwarded(_ headers: [(name: String, value: String)]) -> [(name: String, value: String)] {
+        let own: Set<String> = ["content-type", "content-length", "transfer-encoding", "accept", "prefer", "expect", "connection", "upgrade"]
+        return headers.filter { !own.contains($0.name.lowercased()) }
+    }
+
+    /// Text for a journaled request's query: percent-encoded.
+    static func queryText(_ text: String) -> String {
+        var encoded = ""
+        for byte in text.utf8 {
+            if (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || byte == 0x5F || byte == 0x2E {
+                encoded.unicodeScalars.append(Unicode.Scalar(byte))
+            } else {
+                encoded += "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
+            }
+        }
+        return encoded
+    }
+
+    /// A GraphQL response: `errors` (each with its message, locations, path
+    /// and extensions) and `data` when execution began.
+    static func answer(data: Map?, errors: [GraphQLError], status: Int, form: Form) -> MockResponse {
+        var members: [(String, JSON)] = []
+        if !errors.isEmpty { members.append(("errors", .array(errors.map(errorJSON)))) }
+        if let data { members.append(("data", MapJSON.json(data))) }
+        return MockResponse(
+            status: status, headers: [(name: "Content-Type", value: form.contentType)], body: JSONWriter.encode(.object(JSONObject(members))))
+    }
+
+    /// A request error of Doppel's own, as a GraphQL response with no `data`.
+    static func failure(_ message: String, status: Int, form: Form, headers: [(name: String, value: String)] = []) -> MockResponse {
+        var response = answer(data: nil, errors: [GraphQLError(message: message)], status: status, form: form)
+        response.headers += headers
+        return response
+    }
+
+    static func errorJSON(_ error: GraphQLError) -> JSON {
+        var members: [(String, JSON)] = [("message", .string(error.message))]
+        if !error.locations.isEmpty {
+            members.append(
+                ("locations", .array(error.locations.map { .object(JSONObject([("line", .int($0.line)), ("column", .int($0.column))])) })))
+        }
+        if !error.path.elements.isEmpty {
+            members.append(
+                (
+                    "path",
+                    .array(error.path.elements.map { element in if case .index(let i) = element { .int(i) } else { .string(element.description) } })
+                ))
+        }
+        if !error.extensions.isEmpty {
+            members.append(("extensions", .object(JSONObject(error.extensions.sorted { $0.key < $1.key }.map { ($0.key, MapJSON.json($0.value)) }))))
+        }
+        return .object(JSONObject(members))
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
+}
+
+/// A GraphQL request's parameters, from a GET's query or a POST's JSON body.
+struct Parameters {
+    var query: String
+    var operationName: String?
+    var variables: JSONObject
+
+    struct Refusal: Error {
+        let message: String
+        let status: Int
+        var headers: [(name: String, value: String)] = []
+    }
+
+    static func read(_ request: RecordedRequest) -> Result<Parameters, Refusal> {
+        let query: JSON?
+        let operationName: JSON?
+        var variables: JSON?
+        switch request.method {
+        case "GET":
+            let items = request.queryItems
+            query = items.last { $0.0 == "query" }.map { .string($0.1) }
+            operationName = items.last { $0.0 == "operationName" }.map { .string($0.1) }
+            if let text = items.last(where: { $0.0 == "variables" })?.1, !text.isEmpty {
+                guard let parsed = try? JSONReader.parse(text) else { return .failure(Refusal(message: "'variables' is not JSON", status: 400)) }
+                variables = parsed
+            }
+        case "POST":
+            let type = request.header("content-type")?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
+            guard type == "application/json" || type == "application/graphql-response+json" else {
+                let given = type.map { "; this one is \($0)" } ?? "; this one has no Content-Type"
+                return .failure(Refusal(message: "a GraphQL POST carries its request as application/json" + given, status: 415))
+            }
+            let body: JSON
+            do {
+                body = try JSONReader.parse(request.body)
+            } catch {
+                return .failure(Refusal(message: "the body is not JSON: \(error)", status: 400))
+            }
+            guard case .object(let object) = body else { return .failure(Refusal(message: "the body must be a JSON object", status: 400)) }
+            query = object["query"]
+            operationName = object["operationName"]
+            variables = object["variables"]
+        default:
+            return .failure(
+                Refusal(message: "GraphQL is sent with POST (or GET for queries)", status: 405, headers: [(name: "Allow", value: "GET, POST")]))
+        }
+        guard case .string(let text)? = query, !text.isEmpty else {
+            return .failure(Refusal(message: "the request has no 'query' (the operation's text)", status: 400))
+        }
+        guard text.utf8.count <= GraphQLService.maxQueryBytes else {
+            return .failure(Refusal(message: "the query is \(text.utf8.count) bytes; at most \(GraphQLService.maxQueryBytes) are taken", status: 413))
+        }
+        var name: String?
+        switch operationName {
+        case nil, .null?: name = nil
+        case .string(let given)?: name = given.isEmpty ? nil : given
+        default: return .failure(Refusal(message: "'operationName' must be a string", status: 400))
+        }
+        switch variables {
+        case nil, .null?: variables = .object(JSONObject())
+        case .object?: break
+        default: return .failure(Refusal(message: "'variables' must be a JSON object", status: 400))
+        }
+        return .success(Parameters(query: text, operationName: name, variables: variables?.objectValue ?? JSONObject()))
+    }
+}

@@ -1,0 +1,132 @@
+import DoppelCore
+import DoppelOpenAPI
+import DoppelTestSupport
+import Foundation
+import Testing
+
+@testable import DoppelGraphQL
+
+/// The `graphql:` section read, and its mistakes reported where they are; the door's stages without sockets.
+@Suite("GraphQL contracts")
+struct GraphQLContractTests {
+    /// The diagnostics of a contract written in a folder of its own, with `files` beside it.
+    static func lint(_ text: String, files: [String: String] = [:]) throws -> [String] {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("graphql-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        for (name, content) in files { try content.write(to: folder.appendingPathComponent(name), atomically: true, encoding: .utf8) }
+        let file = folder.appendingPathComponent("contract.yaml")
+        try text.write(to: file, atomically: true, encoding: .utf8)
+        return ContractDocument.lint(file: file.path).map { $0.description.replacingOccurrences(of: folder.path + "/", with: "") }
+    }
+
+    @Test("The bundled contract and its schema file lint clean")
+    func bundledContractIsClean() {
+        #expect(ContractDocument.lint(file: contractPath("tales-graphql.yaml")).isEmpty)
+    }
+
+    @Test("An SDL mistake is reported at its line and column, in the schema file or in the contract")
+    func schemaMistakesArePlaced() throws {
+        let inFile = try Self.lint(
+            """
+            doppel: 1
+            graphql:
+              schema: api.graphql
+            """, files: ["api.graphql": "type Query {\n  me: Nope\n}\n"])
+        #expect(inFile.count == 1)
+        #expect(inFile.first?.hasPrefix("api.graphql:2:7: error: GraphQL schema: Unknown type \"Nope\"") == true, "\(inFile)")
+
+        let inline = try Self.lint(
+            """
+            doppel: 1
+            graphql:
+              schema: |
+                type Query {
+                  me: String
+                  oops(: Int): String
+                }
+            """)
+        #expect(inline.first?.hasPrefix("contract.yaml:6:12: error: GraphQL schema: Syntax Error: Expected Name, found :") == true, "\(inline)")
+    }
+
+    @Test("Every mistake in the section is reported with its place")
+    func sectionMistakes() throws {
+        let problems = try Self.lint(
+            """
+            doppel: 1
+            graphql:
+              path: graphql
+              schema: "type Query { me: String }"
+              colour: blue
+              max_depth: 0
+              resolvers:
+                me: { value: 1 }
+                Query.me: { value: 1, error: { message: x } }
+                Query.other: {}
+            """)
+        #expect(problems.contains { $0.hasPrefix("contract.yaml:3:9: error: 'path' of 'graphql' must be a path like /graphql") })
+        #expect(problems.contains { $0.hasPrefix("contract.yaml:5:3: error:") && $0.contains("colour") }, "\(problems)")
+
+        let more = try Self.lint(
+            """
+            doppel: 1
+            graphql:
+              schema: "type Query { me: String }"
+              max_depth: 0
+              resolvers:
+                me: { value: 1 }
+                Query.me: { value: 1, error: { message: x } }
+                Query.other: {}
+                Query.me2: { responses: [{ when: "true" }] }
+            """)
+        #expect(more.contains { $0.hasPrefix("contract.yaml:4:14: error: 'max_depth' of 'graphql' must be from 1 to 1000") }, "\(more)")
+        #expect(more.contains { $0.hasPrefix("contract.yaml:6:5: error: a resolver is named 'Type.field'") })
+        #expect(more.contains { $0.contains("has a 'value' or an 'error', not both") })
+        #expect(more.contains { $0.hasPrefix("contract.yaml:8:5: error: resolver 'Query.other' needs a 'value', an 'error' or 'responses'") })
+        #expect(more.contains { $0.contains("a response of resolver 'Query.me2' needs a 'value' or an 'error'") })
+    }
+
+    @Test("A resolver naming no field of the schema is an error that lists the fields")
+    func unknownResolver() throws {
+        let problems = try Self.lint(
+            """
+            doppel: 1
+            graphql:
+              schema: "type Query { me: String, you: Int }"
+              resolvers:
+                Query.them: { value: 1 }
+                Nothing.me: { value: 1 }
+            """)
+        #expect(problems.contains { $0.contains("resolver 'Query.them' names no field of Query; its fields are me, you") }, "\(problems)")
+        #expect(problems.contains { $0.contains("resolver 'Nothing.me' names no object type of the schema; its object types are Query") })
+    }
+
+    @Test("A schema file outside the contract's folder is refused")
+    func schemaFileStaysInFolder() throws {
+        let problems = try Self.lint(
+            """
+            doppel: 1
+            graphql:
+              schema: ../../etc/secret.graphql
+            """)
+        #expect(problems.contains { $0.contains("schema file '../../etc/secret.graphql' resolves outside the contract's folder") }, "\(problems)")
+    }
+
+    @Test(
+        "Accept picks the form",
+        arguments: [
+            (nil, GraphQLService.Form.json), ("application/graphql-response+json", .graphQLResponse), ("application/json", .json),
+            ("application/json, application/graphql-response+json", .graphQLResponse),
+            ("application/graphql-response+json;q=0.5, application/json", .json), ("*/*", .json),
+            ("application/graphql-response+json;q=0, application/json", .json),
+        ] as [(String?, GraphQLService.Form)])
+    func acceptPicksTheForm(accept: String?, form: GraphQLService.Form) {
+        #expect(GraphQLService.form(accepting: accept) == form)
+    }
+
+    @Test("Accept naming nothing this server writes gets no form (406)")
+    func unacceptable() {
+        #expect(GraphQLService.form(accepting: "text/html") == nil)
+        #expect(GraphQLService.form(accepting: "application/json;q=0") == nil)
+    }
+}

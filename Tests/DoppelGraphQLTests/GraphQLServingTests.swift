@@ -1,0 +1,242 @@
+import DoppelCore
+import DoppelRunner
+import DoppelServer
+import DoppelTestSupport
+import Foundation
+import Testing
+
+/// The bundled GraphQL contract (contracts/tales-graphql.yaml) over loopback.
+@Suite("GraphQL over loopback")
+struct GraphQLServingTests {
+    static func ask(
+        _ client: TestClient, _ query: String, variables: JSON? = nil, session: String, token: String? = "parent",
+        accept: String = "application/graphql-response+json"
+    ) async throws -> HTTPResult {
+        var body: [(String, JSON)] = [("query", .string(query))]
+        if let variables { body.append(("variables", variables)) }
+        return try await client.send(
+            "POST", "/graphql", json: .object(JSONObject(body)), token: token, session: session, headers: ["Accept": accept])
+    }
+
+    /// The first of a response's `errors`.
+    static func firstError(_ json: JSON?) -> JSON? { json?["errors"]?.arrayValue?.first }
+
+    static func withTales<T: Sendable>(_ body: (DoppelTestServer, TestClient) async throws -> T) async throws -> T {
+        try await DoppelTestServer.with(contract: contractPath("tales-graphql.yaml")) { server in
+            try await body(server, TestClient(base: server.baseURL, maxConnections: 64))
+        }
+    }
+
+    static let addChild = #"mutation { createChild(input: {name: "Mia", ageCategory: AGES_4_5}) { id name } }"#
+    static let generate = #"mutation { generateStory(input: {childId: "child_1"}) { id title } }"#
+
+    @Test("A mutation's record is read back by a query in its session, and in no other")
+    func mutationsStickPerSession() async throws {
+        try await Self.withTales { server, client in
+            let added = try await Self.ask(client, Self.addChild, session: "a")
+            #expect(added.status == 200)
+            #expect(added.header("Content-Type")?.hasPrefix("application/graphql-response+json") == true)
+            #expect(added.json == ["data": ["createChild": ["id": "child_1", "name": "Mia"]]])
+            let story = try await Self.ask(client, Self.generate, session: "a")
+            #expect(story.json?["data"]?["generateStory"]?["id"] == "story_1")
+            let read = try await Self.ask(
+                client, #"query Read($id: ID!) { story(id: $id) { title child { name stories { id } } } }"#, variables: ["id": "story_1"],
+                session: "a")
+            #expect(
+                read.json == [
+                    "data": ["story": ["title": "Mia and the Magic Garden", "child": ["name": "Mia", "stories": [["id": "story_1"]]]]]
+                ])
+            let elsewhere = try await Self.ask(client, #"{ story(id: "story_1") { id } children { id } }"#, session: "b")
+            #expect(elsewhere.json == ["data": ["story": nil, "children": []]])
+
+            // Journaled: the operation (named in the query), then each field the contract answered.
+            let journal = server.engine.journal.entries.filter { $0.session == "a" }
+            #expect(journal.map { $0.endpointID ?? "-" }.prefix(4) == ["graphql", "Mutation.createChild", "graphql", "Mutation.generateStory"])
+            #expect(journal.first?.query == "operation=mutation")
+            #expect(journal.contains { $0.query == "operation=query%20Read" })
+            #expect(journal.first { $0.endpointID == "Mutation.generateStory" }?.changes.contains("stories_used") == true)
+        }
+    }
+
+    @Test("200 parallel mutations in one session: exactly 5 stories, 195 monthly-limit errors with limit_info")
+    func parallelMutationsCountExactly() async throws {
+        try await Self.withTales { _, client in
+            #expect(try await Self.ask(client, Self.addChild, session: "p").status == 200)
+            let answers = try await withThrowingTaskGroup(of: JSON?.self) { group in
+                for _ in 0..<200 { group.addTask { try await Self.ask(client, Self.generate, session: "p").json } }
+                var all: [JSON?] = []
+                for try await answer in group { all.append(answer) }
+                return all
+            }
+            let made = answers.compactMap { $0?["data"]?["generateStory"]?["id"]?.stringValue }
+            let refused = answers.filter { Self.firstError($0)?["extensions"]?["code"] == "MONTHLY_LIMIT_EXCEEDED" }
+            #expect(Set(made) == Set((1...5).map { "story_\($0)" }))
+            #expect(made.count == 5)
+            #expect(refused.count == 195)
+            #expect(Self.firstError(refused.first ?? nil)?["extensions"]?["limit_info"]?["stories_used"] == 5)
+            #expect(Self.firstError(refused.first ?? nil)?["path"] == ["generateStory"])
+            let me = try await Self.ask(client, "{ me { subscription { storiesUsed } } }", session: "p")
+            #expect(me.json?["data"]?["me"]?["subscription"]?["storiesUsed"] == 5)
+        }
+    }
+
+    @Test("An answer forced on a field's endpoint is its next answer; one forced on the operation answers the request")
+    func forcedAnswers() async throws {
+        try await Self.withTales { _, client in
+            #expect(try await Self.ask(client, Self.addChild, session: "f").status == 200)
+            let forced = try await client.send(
+                "POST", "/__doppel/next?session=f", json: ["endpoint": "Mutation.generateStory", "status": 402], token: nil)
+            #expect(forced.status == 200)
+            let refused = try await Self.ask(client, Self.generate, session: "f")
+            #expect(Self.firstError(refused.json)?["extensions"]?["code"] == "MONTHLY_LIMIT_EXCEEDED")
+            #expect(refused.status == 200 && refused.json?["data"] == .null, "generateStory is non-null: the error reaches the root, data is null")
+            #expect(try await Self.ask(client, Self.generate, session: "f").json?["data"]?["generateStory"]?["id"] == "story_1")
+
+            #expect(
+                try await client.send("POST", "/__doppel/next?session=f", json: ["endpoint": "graphql", "status": 401], token: nil).status == 200)
+            let whole = try await Self.ask(client, "{ me { plan } }", session: "f")
+            #expect(whole.status == 401)
+            #expect(Self.firstError(whole.json)?["extensions"]?["code"] == "UNAUTHENTICATED")
+        }
+    }
+
+    @Test("Request errors: 400 in the specification's form, 200 in plain JSON; bad requests 400, 405, 406, 413, 415")
+    func requestErrors() async throws {
+        try await Self.withTales { _, client in
+            let invalid = try await Self.ask(client, "{ me { nope } }", session: "e")
+            #expect(invalid.status == 400)
+            #expect(Self.firstError(invalid.json)?["locations"] == [["line": 1, "column": 8]])
+            #expect(invalid.json?["data"] == nil)
+            #expect(try await Self.ask(client, "{ me { nope } }", session: "e", accept: "application/json").status == 200)
+            let syntax = try await Self.ask(client, "{ me { ", session: "e")
+            #expect(syntax.status == 400 && Self.firstError(syntax.json)?["message"]?.stringValue?.contains("Syntax Error") == true)
+            let variables = try await Self.ask(client, "query Q($id: ID!) { story(id: $id) { id } }", variables: ["id": ["no"]], session: "e")
+            #expect(variables.status == 400, "a variable of the wrong type")
+            let unnamed = try await Self.ask(client, "query A { me { plan } } query B { me { plan } }", session: "e")
+            #expect(unnamed.status == 400)
+
+            #expect(try await client.send("PUT", "/graphql", json: ["query": "{ me { plan } }"], session: "e").status == 405)
+            #expect(try await Self.ask(client, "{ me { plan } }", session: "e", accept: "text/html").status == 406)
+            let plain = try await client.send(
+                "POST", "/graphql", session: "e", headers: ["Content-Type": "text/plain"], body: Data("{ me { plan } }".utf8))
+            #expect(plain.status == 415)
+            let notJSON = try await client.send(
+                "POST", "/graphql", session: "e", headers: ["Content-Type": "application/json"], body: Data("{ nope".utf8))
+            #expect(notJSON.status == 400)
+            let huge = try await Self.ask(client, "{ me { plan } }" + String(repeating: " ", count: 100_001), session: "e")
+            #expect(huge.status == 413)
+            let get = try await client.send("GET", "/graphql?query=%7B%20me%20%7B%20plan%20%7D%20%7D", session: "e")
+            #expect(get.status == 200 && get.json == ["data": ["me": ["plan": "FREE"]]])
+            let mutation = "mutation { generateStory(input: {childId: \"c\"}) { id } }".addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+            let mutationByGet = try await client.send("GET", "/graphql?query=" + mutation, session: "e")
+            #expect(mutationByGet.status == 405 && mutationByGet.header("Allow") == "POST")
+            // The server kept serving.
+            #expect(try await Self.ask(client, "{ me { plan } }", session: "e").json == ["data": ["me": ["plan": "FREE"]]])
+        }
+    }
+
+    @Test("Deep, wide and fragment-multiplied operations are refused with the bound's code before anything runs")
+    func boundsHold() async throws {
+        try await Self.withTales { server, client in
+            var deep = "id"
+            for _ in 0..<10 { deep = "stories { child { \(deep) } }" }
+            let tooDeep = try await Self.ask(client, "{ children { \(deep) } }", session: "b")
+            #expect(tooDeep.status == 400 && Self.firstError(tooDeep.json)?["extensions"]?["code"] == "DEPTH_LIMIT_EXCEEDED")
+
+            let wide = "{ " + (0..<2_100).map { "a\($0): me { plan }" }.joined(separator: " ") + " }"
+            let tooWide = try await Self.ask(client, wide, session: "b")
+            #expect(tooWide.status == 400 && Self.firstError(tooWide.json)?["extensions"]?["code"] == "FIELD_LIMIT_EXCEEDED")
+
+            // Each fragment spreads the one before it ten times: some 10^12 fields when spread, measured in a moment.
+            let bomb = Self.fragmentBomb(levels: 12)
+            let started = ContinuousClock.now
+            let multiplied = try await Self.ask(client, bomb, session: "b")
+            #expect(multiplied.status == 400 && Self.firstError(multiplied.json)?["extensions"]?["code"] == "FIELD_LIMIT_EXCEEDED")
+            #expect(ContinuousClock.now - started < .seconds(20), "measured, not expanded")
+            #expect(server.engine.journal.entries.filter { $0.session == "b" }.isEmpty, "refused before the contract was asked")
+        }
+    }
+
+    @Test("Introspection's list fields nested past three levels are refused; the standard introspection query is answered")
+    func introspectionBombsAreRefused() async throws {
+        try await Self.withTales { _, client in
+            var nested = "name"
+            for _ in 0..<6 { nested = "fields { type { \(nested) } }" }
+            let bomb = try await Self.ask(client, "{ __schema { types { \(nested) } } }", session: "i")
+            #expect(bomb.status == 400 && Self.firstError(bomb.json)?["extensions"]?["code"] == "INTROSPECTION_DEPTH_EXCEEDED")
+            // Through a fragment too.
+            let spread = try await Self.ask(
+                client,
+                "{ __type(name: \"Query\") { ...F } } fragment F on __Type { fields { type { fields { type { fields { type { fields { name } } } } } } } }",
+                session: "i")
+            #expect(Self.firstError(spread.json)?["extensions"]?["code"] == "INTROSPECTION_DEPTH_EXCEEDED")
+            let standard = try await Self.ask(
+                client,
+                "{ __schema { queryType { name } types { name kind fields(includeDeprecated: true) { name args { name type { kind name ofType { kind name } } } type { kind name ofType { kind name ofType { kind name } } } } inputFields { name defaultValue type { name } } interfaces { name } possibleTypes { name } enumValues { name } } } }",
+                session: "i")
+            #expect(standard.status == 200)
+            let types = standard.json?["data"]?["__schema"]?["types"]?.arrayValue ?? []
+            let input = types.first { $0["name"] == "StoryInput" }
+            #expect(input?["inputFields"]?.arrayValue?.first { $0["name"] == "language" }?["defaultValue"] == "EN")
+        }
+    }
+
+    @Test("Variables near the body limit are read and answered, or refused whole; the server keeps serving")
+    func hugeVariables() async throws {
+        try await Self.withTales { _, client in
+            let many = JSON.array(Array(repeating: .string("dragons"), count: 90_000))
+            let big = try await Self.ask(
+                client, "mutation($i: [String!]) { createChild(input: {name: \"Mia\", ageCategory: AGES_4_5, interests: $i}) { id } }",
+                variables: ["i": many], session: "v")
+            #expect(big.status == 200)
+            #expect(big.json?["data"]?["createChild"]?["id"] == "child_1")
+            let tooBig = JSON.array(Array(repeating: .string("dragons"), count: 200_000))
+            let refused = try await Self.ask(client, "query($i: [String!]) { me { plan } }", variables: ["i": tooBig], session: "v")
+            #expect(refused.status == 413)
+            // Variables nested 5,000 deep: past the JSON reader's depth, a 400.
+            let nested = try await client.send(
+                "POST", "/graphql", session: "v", headers: ["Content-Type": "application/json"],
+                body: Data(
+                    ("{\"query\": \"{ me { plan } }\", \"variables\": {\"a\": " + String(repeating: "[", count: 5_000)
+                        + String(repeating: "]", count: 5_000) + "}}").utf8))
+            #expect(nested.status == 400)
+            #expect(try await Self.ask(client, "{ me { plan } }", session: "v").json == ["data": ["me": ["plan": "FREE"]]])
+        }
+    }
+
+    /// Fragments each spreading the previous one ten times under aliases.
+    static func fragmentBomb(levels: Int) -> String {
+        var text = "query { me { ...L\(levels) } }\nfragment L0 on Me { plan }\n"
+        for level in 1...levels {
+            text +=
+                "fragment L\(level) on Me { " + (0..<10).map { "x\($0): subscription { __typename } ...L\(level - 1)" }.joined(separator: " ")
+                + " }\n"
+        }
+        return text
+    }
+
+    @Test("Fields nothing answers get the same schema-valid values every time; an Example in a description is used")
+    func madeValuesAreDeterministic() async throws {
+        try await Self.withTales { _, client in
+            let query = "{ plans { tier displayName monthlyStories monthlyPrice } children { id } }"
+            let first = try await Self.ask(client, query, session: "m1")
+            let second = try await Self.ask(client, query, session: "m2")
+            #expect(first.json == second.json)
+            let plans = try #require(first.json?["data"]?["plans"]?.arrayValue)
+            #expect(plans.count == 2)
+            #expect(plans.allSatisfy { $0["displayName"] == "Free" && $0["monthlyStories"] == 5 })
+            #expect(plans.allSatisfy { ["FREE", "BASIC", "PREMIUM"].contains($0["tier"]?.stringValue ?? "") })
+        }
+    }
+
+    @Test("Without a token the operation is refused as a whole with the contract's 401, and nothing runs")
+    func unauthenticated() async throws {
+        try await Self.withTales { server, client in
+            let refused = try await Self.ask(client, Self.addChild, session: "u", token: nil)
+            #expect(refused.status == 401)
+            #expect(refused.header("WWW-Authenticate") == "Bearer")
+            #expect(refused.json == ["errors": [["message": "Not authenticated", "extensions": ["code": "UNAUTHENTICATED"]]]])
+            #expect(server.engine.journal.entries.filter { $0.session == "u" }.map(\.endpointID) == ["graphql"])
+        }
+    }
+}
