@@ -8,13 +8,16 @@ a query that reads it back in the same session and not in another; the
 child and monthly limits as errors with their `extensions` (the quota's
 `limit_info`); a query the server refuses by validation, and one past the
 depth bound; the 401 without a token. Plain HTTP too: GET for a query, a
-mutation refused over GET with 405, and both response media types.
+mutation refused over GET with 405, and both response media types. Then
+Schemathesis fuzzes the door against the contract's OpenAPI export.
 
 Usage: python3 .ci/graphql-clients.py DOPPEL
 """
 import json
 import pathlib
+import subprocess
 import sys
+import tempfile
 import urllib.error
 import urllib.request
 
@@ -128,6 +131,14 @@ def main() -> int:
         assert status == 400 and "data" not in body, (status, body)
         status, _, body = http("POST", "", "application/json", json.dumps({"query": "{ me { nope } }"}).encode())
         assert status == 200 and "data" not in body, (status, body)
+        # Schemathesis fuzzes the door against the contract's export (GraphQL over HTTP as OpenAPI says it):
+        # no server error, and every status, media type and body as the export documents them.
+        with tempfile.TemporaryDirectory() as folder:
+            export = pathlib.Path(folder) / "tales-graphql.json"
+            subprocess.run([doppel, "export", str(ROOT / "contracts/tales-graphql.yaml"), "-o", str(export)], check=True)
+            subprocess.run(["schemathesis", "run", str(export), "--url", f"http://127.0.0.1:{PORT}/", "-H", "Authorization: Bearer t",
+                            "--checks", "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance",
+                            "--max-examples", "50", "--seed", "1", "--no-color"], check=True, timeout=300)
     print("graphql clients: introspection, queries, mutations per session, documented errors, bounds and HTTP forms passed")
     return 0
 

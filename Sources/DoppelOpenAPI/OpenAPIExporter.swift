@@ -35,7 +35,9 @@ public enum OpenAPIExporter {
         // Endpoints of one method and path (told apart by `match`) are one
         // operation in OpenAPI: their variants merged (`merged`).
         var variants: [(path: String, method: String, endpoints: [Endpoint])] = []
-        for endpoint in contract.endpoints {
+        // A GraphQL section's endpoints are the calls its door makes, not what a client sends: its path is written as GraphQL over HTTP.
+        let graphQLIDs = Set(contract.graphql.map { ["graphql"] + $0.resolvers } ?? [])
+        for endpoint in contract.endpoints where !graphQLIDs.contains(endpoint.id) {
             // OpenAPI has no parameter for the rest of a path: `{name...}` is
             // written `{name}` (a client must then encode its slashes).
             let path = relativePath(endpoint.path.template, basePath: contract.basePath).replacingOccurrences(of: "...}", with: "}")
@@ -51,6 +53,10 @@ public enum OpenAPIExporter {
             let operations = endpoints.map { (endpoint: $0, operation: operation($0, in: contract, engine: engine)) }
             item[method] = .object(operations.count == 1 ? operations[0].operation : merged(operations))
             paths[path] = .object(item)
+        }
+        if let graphql = contract.graphql, let operation = contract.endpoint(id: "graphql") {
+            let path = relativePath(graphql.path, basePath: contract.basePath)
+            paths[path] = .object(graphQLPathItem(operation, in: contract, engine: engine))
         }
         document["paths"] = .object(paths)
 
@@ -77,6 +83,106 @@ public enum OpenAPIExporter {
     }
 
     // MARK: Operations
+
+    /// A contract's GraphQL API as OpenAPI says it: POST (and GET for
+    /// queries) of the GraphQL-over-HTTP request, answered with a GraphQL
+    /// response; the operation's auth failures and rate limits as the
+    /// contract's `graphql` endpoint documents them. The schema itself is
+    /// served by introspection, which OpenAPI has no word for.
+    static func graphQLPathItem(_ operation: Endpoint, in contract: Contract, engine: MockEngine) -> JSONObject {
+        let nullableString: JSON = ["type": ["string", "null"]]
+        let request: JSON = [
+            "type": "object", "required": ["query"],
+            "properties": ["query": ["type": "string"], "operationName": nullableString, "variables": ["type": ["object", "null"]]],
+        ]
+        let graphQLError: JSON = [
+            "type": "object", "required": ["message"],
+            "properties": [
+                "message": ["type": "string"],
+                "locations": [
+                    "type": "array",
+                    "items": ["type": "object", "properties": ["line": ["type": "integer"], "column": ["type": "integer"]]],
+                ],
+                "path": ["type": "array", "items": ["type": ["string", "integer"]]], "extensions": ["type": "object"],
+            ],
+        ]
+        let answer: JSON = [
+            "type": "object",
+            "properties": [
+                "data": ["type": ["object", "null"]], "errors": ["type": "array", "items": graphQLError], "extensions": ["type": "object"],
+            ],
+        ]
+        func content(_ example: JSON) -> JSON {
+            .object(
+                JSONObject([
+                    ("application/graphql-response+json", ["schema": answer, "example": example]),
+                    ("application/json", ["schema": answer, "example": example]),
+                ]))
+        }
+        var responses = JSONObject([
+            (
+                "200",
+                .object(
+                    JSONObject([
+                        (
+                            "description",
+                            "The operation ran: its data, and errors for the fields that failed (also request errors, for Accept: application/json)"
+                        ),
+                        ("content", content(["data": ["__typename": "Query"]])),
+                    ]))
+            ),
+            (
+                "400",
+                .object(
+                    JSONObject([
+                        ("description", "A request error (the document cannot be parsed or validated): errors and no data"),
+                        ("content", content(["errors": [["message": "Syntax Error: Unexpected <EOF>.", "locations": [["line": 1, "column": 2]]]]])),
+                    ]))
+            ),
+        ])
+        for (status, refusal) in [
+            ("406", "Accept names neither application/graphql-response+json nor application/json"),
+            ("413", "The query is over 100,000 bytes, or the body over the server's limit"),
+            ("415", "A POST not sent as application/json"),
+        ] {
+            responses[status] = .object(
+                JSONObject([("description", .string(refusal)), ("content", content(["errors": [["message": .string(refusal)]]]))]))
+        }
+        for (status, response) in self.responses(operation, in: contract, engine: engine).pairs where !status.hasPrefix("2") {
+            responses[status] = response
+        }
+        let security: JSON = .array(
+            operation.auth.compactMap { contract.authSchemes[$0] }.flatMap(securitySchemes).map { .object(JSONObject([($0.name, .array([]))])) })
+        let post = JSONObject([
+            ("operationId", "graphql"), ("summary", "A GraphQL operation (GraphQL over HTTP)"), ("security", security),
+            (
+                "requestBody",
+                [
+                    "required": true,
+                    "content": ["application/json": ["schema": request, "example": ["query": "{ __typename }"]]],
+                ]
+            ),
+            ("responses", .object(responses)),
+        ])
+        var getResponses = responses
+        getResponses["415"] = nil
+        getResponses["405"] = .object(
+            JSONObject([("description", "A mutation sent with GET"), ("content", content(["errors": [["message": "a mutation is sent with POST"]]]))])
+        )
+        let get = JSONObject([
+            ("operationId", "graphql-get"), ("summary", "A GraphQL query sent with GET"), ("security", security),
+            (
+                "parameters",
+                [
+                    ["name": "query", "in": "query", "required": true, "schema": ["type": "string"], "example": "{ __typename }"],
+                    ["name": "operationName", "in": "query", "schema": ["type": "string"]],
+                    ["name": "variables", "in": "query", "schema": ["type": "string"], "description": "the variables as JSON"],
+                ]
+            ),
+            ("responses", .object(getResponses)),
+        ])
+        return JSONObject([("get", .object(get)), ("post", .object(post))])
+    }
 
     static func operation(_ endpoint: Endpoint, in contract: Contract, engine: MockEngine) -> JSONObject {
         var operation = JSONObject()
