@@ -200,18 +200,7 @@ struct ServedSchema: Sendable {
     /// Which member of an interface or union a value is: the value's
     /// `__typename` when it names one, else the first possible type.
     @Sendable static func typeOf(_ value: any Sendable, _ info: GraphQLResolveInfo) throws -> any TypeResolveResultRepresentable {
-        let abstractType: GraphQLAbstractType? = {
-            var type: GraphQLType = info.returnType
-            while true {
-                if let list = type as? GraphQLList {
-                    type = list.ofType
-                } else if let nonNull = type as? GraphQLNonNull {
-                    type = nonNull.ofType
-                } else {
-                    return type as? GraphQLAbstractType
-                }
-            }
-        }()
+        let abstractType = getNamedType(type: info.returnType) as? GraphQLAbstractType
         let possible = abstractType.map { info.schema.getPossibleTypes(abstractType: $0) } ?? []
         if case .dictionary(let fields)? = value as? Map, case .string(let name)? = fields["__typename"] {
             if possible.contains(where: { $0.name == name }) { return name }
@@ -226,7 +215,7 @@ struct ServedSchema: Sendable {
 }
 
 /// What stops a contract's schema being served, each at its place.
-struct SchemaProblems: Error {
-    let diagnostics: [Diagnostic]
+package struct SchemaProblems: Error {
+    package let diagnostics: [Diagnostic]
     init(_ diagnostics: [Diagnostic]) { self.diagnostics = diagnostics }
 }

@@ -1,4 +1,5 @@
 import DoppelCore
+import DoppelGraphQL
 import Foundation
 
 /// `doppel diff`: what changed between two versions of a contract (Doppel
@@ -110,6 +111,16 @@ public enum ContractDiff {
                     add("endpoint-added", false, signature, "", "a new endpoint")
                 }
             }
+            compareGraphQL()
+        }
+
+        /// Two versions of a GraphQL section: their schemas compared type by type (`SchemaDiff`).
+        mutating func compareGraphQL() {
+            guard let before = old.graphql, let after = new.graphql,
+                let schemaChanges = SchemaDiff.changes(from: before.schema, to: after.schema)
+            else { return }
+            let endpoint = "POST " + OpenAPIExporter.relativePath(after.path, basePath: new.basePath)
+            for change in schemaChanges { add(change.kind, change.breaking, endpoint, change.place, change.detail) }
         }
 
         // MARK: One endpoint

@@ -113,6 +113,59 @@ struct GraphQLContractTests {
     }
 
     @Test(
+        "doppel import of SDL writes a contract that serves the same schema, text for text",
+        arguments: [
+            try! String(contentsOfFile: contractPath("tales.graphql"), encoding: .utf8), "  type Query {\n    hi: String\n  }\n",
+            "type Query { a: Int }", "\"\"\"\n  Indented inside a block string\n\"\"\"\ntype Query {\n\ta: Int\n}\n",
+        ])
+    func importedSDLServesTheSameSchema(sdl: String) throws {
+        let text = try SchemaImport.contract(fromSDL: sdl, file: "api.graphql").get()
+        let contract = try ContractLoader.load(text: text, file: "imported.yaml")
+        let read = try #require(contract.graphql?.schema)
+        #expect(read.trimmingCharacters(in: .newlines) == sdl.trimmingCharacters(in: .newlines))
+        #expect(GraphQLService.problems(of: contract).isEmpty)
+    }
+
+    @Test("doppel import of a broken schema says where, and writes nothing")
+    func importedBrokenSDL() {
+        guard case .failure(let problems) = SchemaImport.contract(fromSDL: "type Query {\n  a: Nope\n}\n", file: "api.graphql") else {
+            Issue.record("a broken schema was imported")
+            return
+        }
+        #expect(problems.diagnostics.map(\.description) == [#"api.graphql:2:6: error: GraphQL schema: Unknown type "Nope"."#])
+    }
+
+    @Test("A scenario's GraphQL step is the POST a client sends; its mistakes are reported where they are")
+    func scenarioSteps() throws {
+        let contract = try ContractLoader.load(file: contractPath("tales-graphql.yaml"))
+        let scenario = try ScenarioLoader.load(
+            text: "steps:\n  - graphql: \"query Q($id: ID!) { story(id: $id) { id } }\"\n    variables: { id: story_1 }\n    operation_name: Q\n",
+            file: "s.yaml", contract: contract)
+        guard case .request(let call) = scenario.steps[0].action, case .json(let body) = call.body else {
+            Issue.record("a GraphQL step is a request with a JSON body")
+            return
+        }
+        #expect(call.method == "POST" && call.path.constantValue == "/graphql")
+        #expect(call.headers.contains { $0.0 == "Accept" && $0.1.constantValue == "application/graphql-response+json" })
+        #expect(
+            try body.render(in: EvaluationContext(now: 0)) == [
+                "query": "query Q($id: ID!) { story(id: $id) { id } }", "operationName": "Q", "variables": ["id": "story_1"],
+            ])
+        #expect(scenario.steps.map(\.name) == ["GraphQL Q"])
+
+        let tales = try ContractLoader.load(file: contractPath("tales.yaml"))
+        #expect(
+            scenarioProblems("steps:\n  - graphql: \"{ me { plan } }\"\n", contract: tales).contains {
+                $0.hasPrefix("2:14:") && $0.contains("no 'graphql:' section")
+            })
+        #expect(scenarioProblems("steps:\n  - graphql: \"{ me { plan } }\"\n    json: {}\n", contract: contract).contains { $0.hasPrefix("3:11:") })
+        #expect(
+            scenarioProblems("steps:\n  - graphql: \"{ me { plan } }\"\n    variables: [1]\n", contract: contract).contains {
+                $0.contains("'variables' must be a mapping")
+            })
+    }
+
+    @Test(
         "Accept picks the form",
         arguments: [
             (nil, GraphQLService.Form.json), ("application/graphql-response+json", .graphQLResponse), ("application/json", .json),

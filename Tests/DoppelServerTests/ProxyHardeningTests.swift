@@ -11,7 +11,8 @@ import Testing
     func doppel(upstream: URL) async throws -> DoppelTestServer {
         var configuration = ServerConfiguration.testing
         configuration.proxy = upstream
-        configuration.proxyTimeout = 5
+        // Generous: these tests are about what comes back, and in the full suite load tests can hold the event loops for seconds.
+        configuration.proxyTimeout = 30
         let contract = try ContractLoader.load(text: ProxyTests.contract, file: "proxied.yaml")
         return try await DoppelTestServer.start(engine: MockEngine(contract: contract, configuration: configuration), configuration: configuration)
     }

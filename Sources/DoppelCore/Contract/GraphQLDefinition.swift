@@ -19,4 +19,16 @@ package struct GraphQLDefinition: Sendable {
     package let resolvers: [String]
     package let maxDepth: Int
     package let maxFields: Int
+
+    package init(
+        path: String, schema: String, schemaOrigin: SourceLocation, schemaIsFile: Bool, resolvers: [String], maxDepth: Int, maxFields: Int
+    ) {
+        self.path = path
+        self.schema = schema
+        self.schemaOrigin = schemaOrigin
+        self.schemaIsFile = schemaIsFile
+        self.resolvers = resolvers
+        self.maxDepth = maxDepth
+        self.maxFields = maxFields
+    }
 }

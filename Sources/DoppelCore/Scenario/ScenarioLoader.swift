@@ -15,7 +15,8 @@ public enum ScenarioLoader {
     static let topKeys: Set<String> = ["contract", "name", "description", "given", "overrides", "headers", "steps"]
     static let stepKeys: Set<String> = [
         "name", "request", "query", "headers", "json", "text", "form", "multipart", "content_type", "timeout", "expect", "capture", "clock",
-        "socket", "as", "send", "to", "receive", "closed", "from", "within", "close", "tool", "arguments", "mcp", "params",
+        "socket", "as", "send", "to", "receive", "closed", "from", "within", "close", "tool", "arguments", "mcp", "params", "graphql",
+        "variables", "operation_name",
     ]
     /// The keys that make a step a socket step, each with the keys it may have beside it.
     static let socketStepKeys: [String: Set<String>] = [
@@ -292,8 +293,12 @@ public enum ScenarioLoader {
                 }
                 continue
             }
-            if reader.has("tool") || reader.has("mcp") {
-                guard let request = readMCPCall(reader, index: index, contract: contract, roots: captured, loader: &loader) else { continue }
+            if reader.has("tool") || reader.has("mcp") || reader.has("graphql") {
+                let call =
+                    reader.has("graphql")
+                    ? readGraphQLCall(reader, contract: contract, roots: captured, loader: &loader)
+                    : readMCPCall(reader, index: index, contract: contract, roots: captured, loader: &loader)
+                guard let request = call else { continue }
                 var captures: [(String, Expression)] = []
                 for entry in reader.entries("capture", diagnostics: &loader.diagnostics) {
                     if let expression = loader.compileExpression(entry.value, roots: captured.union(["status", "headers", "body"])) {
@@ -303,7 +308,8 @@ public enum ScenarioLoader {
                 captured.formUnion(captures.map(\.0))
                 let name =
                     reader.string("name", diagnostics: &loader.diagnostics)
-                    ?? reader["tool"].flatMap(\.scalarText).map { "tool \($0)" } ?? reader["mcp"]?.scalarText ?? "step \(index + 1)"
+                    ?? reader["tool"].flatMap(\.scalarText).map { "tool \($0)" } ?? reader["mcp"]?.scalarText
+                    ?? reader["operation_name"]?.scalarText.map { "GraphQL \($0)" } ?? "step \(index + 1)"
                 steps.append(Step(name: name, action: .request(request), expectation: expectation, captures: captures, location: item.location))
                 continue
             }
@@ -389,6 +395,49 @@ public enum ScenarioLoader {
         }
         return RequestTemplate(
             method: "POST", path: .constant(.string(path)), query: [], headers: headers, body: .json(.object(ObjectTemplate(call))), timeout: 30)
+    }
+
+    /// A GraphQL step (`graphql:` an operation's text, with `variables` and
+    /// `operation_name`): the POST a GraphQL client sends to the contract's
+    /// GraphQL API (its `graphql:` section), asking for the GraphQL response
+    /// media type. Its answer is checked with `expect` as any request's.
+    static func readGraphQLCall(_ reader: MappingReader, contract: Contract, roots: Set<String>, loader: inout ContractLoader) -> RequestTemplate? {
+        let node = reader["graphql"]!
+        for key in ["request", "json", "text", "form", "multipart", "clock", "tool", "mcp", "arguments", "params"] where reader.has(key) {
+            loader.diagnostics.error(
+                "a GraphQL step sends its operation itself; '\(key)' does not belong beside 'graphql'", at: reader[key]!.location)
+        }
+        guard let definition = contract.graphql else {
+            loader.diagnostics.error("a GraphQL step calls the contract's GraphQL API, and the contract has no 'graphql:' section", at: node.location)
+            return nil
+        }
+        guard node.scalarText != nil, let query = loader.compileTemplate(node, roots: roots) else {
+            if node.scalarText == nil { loader.diagnostics.error("'graphql' must be an operation's text", at: node.location) }
+            return nil
+        }
+        var call: [(String, ValueTemplate)] = [("query", query)]
+        if let name = reader["operation_name"] {
+            guard let text = name.scalarText else {
+                loader.diagnostics.error("'operation_name' must be an operation's name", at: name.location)
+                return nil
+            }
+            call.append(("operationName", .constant(.string(text))))
+        }
+        if let variables = reader["variables"] {
+            if variables.mappingPairs == nil, !(variables.scalarText?.contains("{{") ?? false) {
+                loader.diagnostics.error("'variables' must be a mapping of the operation's variables", at: variables.location)
+            }
+            if let template = loader.compileTemplate(variables, roots: roots) { call.append(("variables", template)) }
+        }
+        var headers = loader.diagnosticsEntries(reader, "headers").compactMap { entry in
+            loader.compileTemplate(entry.value, roots: roots).map { (entry.name, $0) }
+        }
+        if !headers.contains(where: { $0.0.lowercased() == "accept" }) {
+            headers.append(("Accept", .constant("application/graphql-response+json")))
+        }
+        return RequestTemplate(
+            method: "POST", path: .constant(.string(definition.path)), query: [], headers: headers,
+            body: .json(.object(ObjectTemplate(call))), timeout: 30)
     }
 
     static func readRequest(_ reader: MappingReader, key: String = "request", roots: Set<String>, loader: inout ContractLoader) -> RequestTemplate? {

@@ -133,18 +133,11 @@ import Testing
         #expect(rendered == ["jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": ["name": "add_task", "arguments": ["title": "x"]]])
         #expect(scenario.steps.map(\.name) == ["tool add_task", "tools/list"])
 
-        func problems(_ text: String, contract: Contract) -> [String] {
-            do {
-                _ = try ScenarioLoader.load(text: text, file: "s.yaml", contract: contract)
-                return []
-            } catch {
-                return error.diagnostics.map { "\($0.location.line):\($0.location.column): \($0.message)" }
-            }
-        }
         let tales = try ContractLoader.load(file: contractPath("tales.yaml"))
-        #expect(problems("steps:\n  - tool: add_task\n", contract: tales).contains { $0.hasPrefix("2:11:") && $0.contains("no 'mcp:' section") })
-        #expect(problems("steps:\n  - tool: add_task\n    json: {}\n", contract: contract).contains { $0.hasPrefix("3:11:") })
-        #expect(problems("steps:\n  - tool: add_task\n    params: {}\n", contract: contract).contains { $0.contains("takes 'arguments'") })
+        #expect(
+            scenarioProblems("steps:\n  - tool: add_task\n", contract: tales).contains { $0.hasPrefix("2:11:") && $0.contains("no 'mcp:' section") })
+        #expect(scenarioProblems("steps:\n  - tool: add_task\n    json: {}\n", contract: contract).contains { $0.hasPrefix("3:11:") })
+        #expect(scenarioProblems("steps:\n  - tool: add_task\n    params: {}\n", contract: contract).contains { $0.contains("takes 'arguments'") })
     }
 
     /// A tool's answer may be late or broken, as an endpoint's may.
