@@ -1,8 +1,9 @@
 extension ContractLoader {
     static let rateLimitKeys: Set<String> = ["key", "limit", "window", "algorithm", "endpoints", "response", "description"]
 
-    /// Reads `rate_limits`: a key, a limit per window, the endpoints covered, the documented 429.
-    mutating func readRateLimits(_ node: SourceNode?, endpointIDs: Set<String>) -> [RateLimit] {
+    /// Reads `rate_limits`: a key, a limit per window, the endpoints covered
+    /// (of every one: all but `uncounted`), the documented 429.
+    mutating func readRateLimits(_ node: SourceNode?, endpointIDs: Set<String>, uncounted: Set<String> = []) -> [RateLimit] {
         guard let node else { return [] }
         var limits: [RateLimit] = []
         for entry in MappingReader.entries(of: node, context: "rate_limits", diagnostics: &diagnostics) {
@@ -50,6 +51,8 @@ extension ContractLoader {
                     responseNode, name: "\(entry.name).response", scope: Self.requestRoots.union(["retry_after"]), endpointLets: [])
             }
             guard let key, let limit, limit >= 0, let window, let algorithm, let response else { continue }
+            // A limit of every endpoint covers the requests clients send: not the calls the GraphQL door makes of its resolvers.
+            if endpoints == nil, !uncounted.isEmpty { endpoints = endpointIDs.subtracting(uncounted) }
             limits.append(
                 RateLimit(
                     name: entry.name, key: key, limit: limit, window: window.seconds, algorithm: algorithm, endpoints: endpoints, response: response))

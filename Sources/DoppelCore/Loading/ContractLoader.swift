@@ -204,7 +204,8 @@ public struct ContractLoader: Sendable {
             let maker = NodeMaker(at: top[section]!)
             endpoints += readEndpoints(maker.mapping(made.map { ($0.name, $0.node) }), basePath: basePath, defaultAuth: defaultAuth)
         }
-        let rateLimits = readRateLimits(top["rate_limits"], endpointIDs: Set(endpoints.map(\.id)))
+        let rateLimits = readRateLimits(
+            top["rate_limits"], endpointIDs: Set(endpoints.map(\.id)), uncounted: Set(graphql.definition?.resolvers ?? []))
         checkReachability(endpoints)
         checkSocketNames(endpoints)
         checkExamples()
