@@ -209,20 +209,20 @@ struct GraphQLServingTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         let file = folder.appendingPathComponent("contract.yaml")
         try """
-            doppel: 1
-            rate_limits:
-              per-session:
-                key: session
-                limit: 3
-                window: 1m
-            graphql:
-              schema: "type Query { a: Int, b: Int, c: [Int] }"
-              auth: none
-              resolvers:
-                Query.a: { value: 1 }
-                Query.b: { value: 2 }
-                Query.c: { value: [3, 4] }
-            """.write(to: file, atomically: true, encoding: .utf8)
+        doppel: 1
+        rate_limits:
+          per-session:
+            key: session
+            limit: 3
+            window: 1m
+        graphql:
+          schema: "type Query { a: Int, b: Int, c: [Int] }"
+          auth: none
+          resolvers:
+            Query.a: { value: 1 }
+            Query.b: { value: 2 }
+            Query.c: { value: [3, 4] }
+        """.write(to: file, atomically: true, encoding: .utf8)
         try await DoppelTestServer.with(contract: file.path) { server in
             let client = TestClient(base: server.baseURL)
             for _ in 0..<3 {

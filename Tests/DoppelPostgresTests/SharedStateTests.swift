@@ -57,6 +57,36 @@ struct SharedStateTests {
         }
     }
 
+    @Test("GraphQL over 2 replicas: a mutation on one is read on the other; 100 parallel mutations over both make exactly 5 stories")
+    func graphQLOverReplicas() async throws {
+        let replicas = try await SharedReplicas.start(2, contract: contractPath("tales-graphql.yaml"), timeout: 30)
+        let clients = replicas.clients()
+        func ask(_ client: TestClient, _ query: String, session: String) async throws -> JSON? {
+            try await client.send("POST", "/graphql", json: ["query": .string(query)], token: "parent", session: session).json
+        }
+        let added = try await ask(clients[0], #"mutation { createChild(input: {name: "Mia", ageCategory: AGES_4_5}) { id } }"#, session: "gq")
+        #expect(added?["data"]?["createChild"]?["id"] == "child_1")
+        let outcomes = try await withThrowingTaskGroup(of: JSON?.self) { group in
+            for index in 0..<100 {
+                group.addTask {
+                    try await ask(clients[index % 2], #"mutation { generateStory(input: {childId: "child_1"}) { id } }"#, session: "gq")
+                }
+            }
+            var all: [JSON?] = []
+            for try await outcome in group { all.append(outcome) }
+            return all
+        }
+        let made = outcomes.compactMap { $0?["data"]?["generateStory"]?["id"]?.stringValue }
+        let refused = outcomes.filter { $0?["errors"]?.arrayValue?.first?["extensions"]?["code"] == "MONTHLY_LIMIT_EXCEEDED" }
+        #expect(Set(made) == Set((1...5).map { "story_\($0)" }) && made.count == 5)
+        #expect(refused.count == 95)
+        let read = try await ask(clients[1], "{ children { name stories { id } } me { subscription { storiesUsed } } }", session: "gq")
+        #expect(read?["data"]?["children"]?.arrayValue?.first?["stories"]?.arrayValue?.count == 5)
+        #expect(read?["data"]?["me"]?["subscription"]?["storiesUsed"] == 5)
+        #expect(try await ask(clients[1], "{ children { id } }", session: "elsewhere")?["data"]?["children"] == [])
+        await replicas.stop()
+    }
+
     @Test("Bursts over many sessions at once: each session gets exactly its own 5")
     func manySessionsAreEachExact() async throws {
         let replicas = try await SharedReplicas.start(3, contract: Self.tales, timeout: 30)
