@@ -86,6 +86,27 @@ struct GraphQLContractTests {
         #expect(more.contains { $0.contains("a response of resolver 'Query.me2' needs a 'value' or an 'error'") })
     }
 
+    @Test("An endpoint of the user's with an id the section makes (its operation's or a resolver's) is an error at that endpoint")
+    func sectionIDsAreReserved() throws {
+        let problems = try Self.lint(
+            """
+            doppel: 1
+            endpoints:
+              graphql:
+                request: GET /other
+                responses: [{ status: 200 }]
+              Query.me:
+                request: GET /me
+                responses: [{ status: 200 }]
+            graphql:
+              schema: "type Query { me: String }"
+              resolvers:
+                Query.me: { value: hi }
+            """)
+        #expect(problems.contains { $0.hasPrefix("contract.yaml:4:5: error: endpoint id 'graphql' is taken by the contract's 'graphql:' section") })
+        #expect(problems.contains { $0.hasPrefix("contract.yaml:7:5: error: endpoint id 'Query.me' is taken") }, "\(problems)")
+    }
+
     @Test("A resolver naming no field of the schema is an error that lists the fields")
     func unknownResolver() throws {
         let problems = try Self.lint(

@@ -201,6 +201,13 @@ public struct ContractLoader: Sendable {
             entries.map { readEndpoints($0, basePath: basePath, defaultAuth: defaultAuth) }
             ?? (top["endpoints"] == nil && !sections ? [] : readEndpoints(top["endpoints"], basePath: basePath, defaultAuth: defaultAuth))
         for (section, made) in [("mcp", mcp), ("graphql", graphql.entries)] where !made.isEmpty {
+            // A section's endpoints are found by their ids (forced answers, verify, the door's own calls): one of the user's must not take one.
+            let taken = Set(made.map(\.name))
+            for endpoint in endpoints where taken.contains(endpoint.id) {
+                diagnostics.error(
+                    "endpoint id '\(endpoint.id)' is taken by the contract's '\(section):' section, which makes an endpoint of that id; rename this one",
+                    at: endpoint.location)
+            }
             let maker = NodeMaker(at: top[section]!)
             endpoints += readEndpoints(maker.mapping(made.map { ($0.name, $0.node) }), basePath: basePath, defaultAuth: defaultAuth)
         }
