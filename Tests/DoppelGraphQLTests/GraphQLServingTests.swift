@@ -237,6 +237,18 @@ struct GraphQLServingTests {
         }
     }
 
+    @Test("doppel verify says the GraphQL API is not verified, and sends none of the door's calls as requests")
+    func verifyLeavesTheGraphQLAPIOut() async throws {
+        try await Self.withTales { server, _ in
+            let contract = try ContractLoader.load(file: contractPath("tales-graphql.yaml"))
+            let report = await ProviderVerifier(contract: contract, target: server.baseURL).run()
+            #expect(report.checks.map(\.outcome) == [.notReached])
+            #expect(report.checks.first?.summary.contains("not verified") == true)
+            #expect(report.failed == 0)
+            #expect(server.engine.journal.entries.isEmpty)
+        }
+    }
+
     /// Fragments each spreading the previous one ten times under aliases.
     static func fragmentBomb(levels: Int) -> String {
         var text = "query { me { ...L\(levels) } }\nfragment L0 on Me { plan }\n"
