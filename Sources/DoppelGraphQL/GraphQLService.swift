@@ -103,7 +103,8 @@ package struct GraphQLService: Sendable {
                 .object(
                     JSONObject([
                         ("graphql", "operation"), ("operation", described), ("variables", .object(parameters.variables)),
-                    ])), naming: "operation=" + Self.queryText(operation.operation.rawValue + (operation.name.map { " " + $0.value } ?? ""))))
+                    ])),
+                naming: "operation=" + FormEncoding.percentEncoded(operation.operation.rawValue + (operation.name.map { " " + $0.value } ?? ""))))
         guard opened.status == 200, opened.endpointID == "graphql", (try? JSONReader.parse(opened.body)) == ["ok": true] else {
             // Refused as a whole (no token, a rate limit, an answer forced on the operation): that answer, as the contract has it.
             return opened
@@ -178,19 +179,6 @@ package struct GraphQLService: Sendable {
         return headers.filter { !own.contains($0.name.lowercased()) }
     }
 
-    /// Text for a journaled request's query: percent-encoded.
-    static func queryText(_ text: String) -> String {
-        var encoded = ""
-        for byte in text.utf8 {
-            if (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || byte == 0x5F || byte == 0x2E {
-                encoded.unicodeScalars.append(Unicode.Scalar(byte))
-            } else {
-                encoded += "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
-            }
-        }
-        return encoded
-    }
-
     /// A GraphQL response: `errors` (each with its message, locations, path
     /// and extensions) and `data` when execution began.
     static func answer(data: Map?, errors: [GraphQLError], status: Int, form: Form) -> MockResponse {
@@ -225,12 +213,6 @@ package struct GraphQLService: Sendable {
             members.append(("extensions", .object(JSONObject(error.extensions.sorted { $0.key < $1.key }.map { ($0.key, MapJSON.json($0.value)) }))))
         }
         return .object(JSONObject(members))
-    }
-}
-
-extension String {
-    fileprivate func leftPadded(to width: Int) -> String {
-        count >= width ? self : String(repeating: "0", count: width - count) + self
     }
 }
 

@@ -129,9 +129,7 @@ extension ContractLoader {
             }
             return (text, origin, false)
         }
-        let url = directory.appendingPathComponent(text).standardizedFileURL.resolvingSymlinksInPath()
-        let base = directory.resolvingSymlinksInPath().path
-        guard url.path.hasPrefix(base.hasSuffix("/") ? base : base + "/") else {
+        guard let url = fileInFolder(text) else {
             diagnostics.error("schema file '\(text)' resolves outside the contract's folder", at: node.location)
             return nil
         }
@@ -164,9 +162,8 @@ extension ContractLoader {
         for key in ["name", "when", "let", "effects", "description"] where !single || key == "description" {
             if let value = reader[key] { pairs.append((key, value)) }
         }
-        if let value = reader["value"], let error = reader["error"] {
+        if reader.has("value"), let error = reader["error"] {
             diagnostics.error("a response of resolver '\(resolver)' has a 'value' or an 'error', not both", at: error.location)
-            _ = value
             return nil
         }
         var status = 200

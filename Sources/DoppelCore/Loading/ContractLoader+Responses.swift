@@ -348,11 +348,16 @@ extension ContractLoader {
         return .empty
     }
 
-    /// A body read from a file beside the contract; paths that leave the contract's folder are refused.
-    private mutating func readBodyFile(_ path: String, at location: SourceLocation, explicitType: String?, roots: Set<String>) -> ResponseBody {
+    /// The file `path` names beside the contract, links followed; nil when it resolves outside the contract's folder.
+    func fileInFolder(_ path: String) -> URL? {
         let url = directory.appendingPathComponent(path).standardizedFileURL.resolvingSymlinksInPath()
         let base = directory.resolvingSymlinksInPath().path
-        guard url.path.hasPrefix(base.hasSuffix("/") ? base : base + "/") else {
+        return url.path.hasPrefix(base.hasSuffix("/") ? base : base + "/") ? url : nil
+    }
+
+    /// A body read from a file beside the contract; paths that leave the contract's folder are refused.
+    private mutating func readBodyFile(_ path: String, at location: SourceLocation, explicitType: String?, roots: Set<String>) -> ResponseBody {
+        guard let url = fileInFolder(path) else {
             diagnostics.error("body file '\(path)' resolves outside the contract's folder", at: location)
             return .empty
         }
