@@ -7,23 +7,28 @@ schema as the SDL file (printed schemas compared); queries; a mutation and
 a query that reads it back in the same session and not in another; the
 child and monthly limits as errors with their `extensions` (the quota's
 `limit_info`); a query the server refuses by validation, and one past the
-depth bound; the 401 without a token. Plain HTTP too: GET for a query, a
+depth bound; the 401 without a token; a subscription over WebSocket
+(graphql-transport-ws) that hears each story a mutation generates in its
+session, in order, and a query sent over the same socket. Plain HTTP too: GET for a query, a
 mutation refused over GET with 405, and both response media types. Then
 Schemathesis fuzzes the door against the contract's OpenAPI export.
 
 Usage: python3 .ci/graphql-clients.py DOPPEL
 """
+import asyncio
 import json
 import pathlib
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.error
 import urllib.request
 
 from gql import Client, gql
 from gql.transport.exceptions import TransportQueryError
 from gql.transport.requests import RequestsHTTPTransport
+from gql.transport.websockets import WebsocketsTransport
 from graphql import build_client_schema, build_schema, get_introspection_query, lexicographic_sort_schema, print_schema
 
 from doppel_serving import serving
@@ -61,6 +66,37 @@ def http(method, query, accept, body=None, token="t"):
             return answer.status, answer.headers, json.loads(answer.read())
     except urllib.error.HTTPError as error:
         return error.code, error.headers, json.loads(error.read())
+
+
+async def subscription():
+    """gql's WebSocket transport (graphql-transport-ws): stories generated over HTTP reach the subscriber, in order."""
+    headers = {"Doppel-Session": "live", "Authorization": "Bearer parent-token"}
+    socket = WebsocketsTransport(url=f"ws://127.0.0.1:{PORT}/graphql", headers=headers, subprotocols=[WebsocketsTransport.GRAPHQLWS_SUBPROTOCOL])
+    async with Client(transport=socket, fetch_schema_from_transport=True) as session:
+        def generate():
+            # Once the server has opened the subscription (its journal says so), three stories over HTTP.
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                with urllib.request.urlopen(f"http://127.0.0.1:{PORT}/__doppel/journal?session=live", timeout=10) as answer:
+                    entries = json.loads(answer.read())["entries"]
+                if any(entry.get("method") == "SEND" and entry.get("response") == "subscribe" for entry in entries):
+                    break
+                time.sleep(0.05)
+            with client("live") as http:
+                child = http.execute(gql("mutation { createChild(input: {name: \"Ivy\", ageCategory: AGES_6_7}) { id } }"))["createChild"]["id"]
+                for _ in range(3):
+                    http.execute(gql("mutation($c: ID!) { generateStory(input: {childId: $c}) { id } }"), variable_values={"c": child})
+        sender = asyncio.create_task(asyncio.to_thread(generate))
+        heard = []
+        async for event in session.subscribe(gql("subscription { storyReady { id title child { name } } }")):
+            heard.append(event["storyReady"])
+            if len(heard) == 3:
+                break
+        await sender
+        assert heard == [{"id": f"story_{n}", "title": "Ivy and the Magic Garden", "child": {"name": "Ivy"}} for n in (1, 2, 3)], heard
+        # A query over the same socket reads the session's state.
+        me = await session.execute(gql("{ me { subscription { storiesUsed } } }"))
+        assert me == {"me": {"subscription": {"storiesUsed": 3}}}, me
 
 
 def main() -> int:
@@ -121,6 +157,8 @@ def main() -> int:
         status, headers, _ = http("POST", "", "application/json", json.dumps({"query": "{ me { plan } }"}).encode(), token=None)
         assert status == 401 and headers["WWW-Authenticate"] == "Bearer", (status, headers)
 
+        asyncio.run(asyncio.wait_for(subscription(), 60))
+
         # GraphQL over HTTP: GET for a query; a mutation over GET is 405; the two media types.
         status, headers, body = http("GET", "{ me { plan } }", "application/graphql-response+json")
         assert status == 200 and body == {"data": {"me": {"plan": "FREE"}}}, (status, body)
@@ -139,7 +177,7 @@ def main() -> int:
             subprocess.run(["schemathesis", "run", str(export), "--url", f"http://127.0.0.1:{PORT}/", "-H", "Authorization: Bearer t",
                             "--checks", "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance",
                             "--max-examples", "50", "--seed", "1", "--no-color"], check=True, timeout=300)
-    print("graphql clients: introspection, queries, mutations per session, documented errors, bounds and HTTP forms passed")
+    print("graphql clients: introspection, queries, mutations per session, documented errors, a subscription, bounds and HTTP forms passed")
     return 0
 
 

@@ -100,7 +100,13 @@ enum FieldResolution {
         guard let call = context as? GraphQLCall else { return nil }
         try call.spend(info)
         let id = info.parentType.name + "." + info.fieldName
-        let parent = source as? Map
+        var parent = source as? Map
+        // A subscription's root field: the root is `{field: event}`, and the pushed event is the field's value, or its resolver's `parent`.
+        if info.operation.operation == .subscription, info.path.elements.count == 1, case .dictionary(let members)? = parent {
+            let event = members[info.fieldName] ?? .null
+            if !call.resolvers.contains(id) { return try shaped(event, as: info.returnType, info: info) }
+            parent = event
+        }
         let value: Map
         if call.resolvers.contains(id) {
             value = try await call.resolve(id, args: args, parent: parent, info: info)

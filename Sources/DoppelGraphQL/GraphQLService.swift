@@ -1,5 +1,6 @@
 import DoppelCore
 import GraphQL
+import OrderedCollections
 
 /// A contract's GraphQL API (`graphql:`), over HTTP as the GraphQL-over-HTTP
 /// specification has it: POST with a JSON body, GET for queries, answers as
@@ -23,8 +24,36 @@ package struct GraphQLService: Sendable {
     /// finds (its SDL, resolvers naming no field); none without one.
     package static func problems(of contract: Contract) -> [Diagnostic] {
         guard let definition = contract.graphql else { return [] }
-        if case .failure(let problems) = ServedSchema.build(definition) { return problems.diagnostics }
-        return []
+        let schema: ServedSchema
+        switch ServedSchema.build(definition) {
+        case .success(let built): schema = built
+        case .failure(let problems): return problems.diagnostics
+        }
+        // Every `push: {subscription: Type.field}` names a field of the schema's subscription type.
+        var pushes = contract.endpoints.flatMap { $0.documentedResponses.flatMap(\.pushes) + ($0.socket?.rules.flatMap(\.pushes) ?? []) }
+        pushes += contract.responses.values.flatMap(\.pushes)
+        var problems: [Diagnostic] = []
+        var reported: Set<String> = []
+        let type = schema.schema.subscriptionType
+        let fields = (try? type?.fields().keys.map { $0 }) ?? []
+        for push in pushes {
+            guard let named = push.subscription, reported.insert("\(push.location)").inserted else { continue }
+            let parts = named.split(separator: ".").map(String.init)
+            guard let type else {
+                problems.append(Diagnostic(at: push.location, "push names subscription '\(named)', but the GraphQL schema has no Subscription type"))
+                continue
+            }
+            guard parts[0] == type.name, fields.contains(parts[1]) else {
+                let known = fields.map { type.name + "." + $0 }
+                problems.append(
+                    Diagnostic(
+                        at: push.location,
+                        "push names subscription '\(named)', which is no field of the schema's \(type.name) type"
+                            + Suggestion.hint(for: named, in: known)))
+                continue
+            }
+        }
+        return problems
     }
 
     private func served(_ definition: GraphQLDefinition) -> Result<ServedSchema, SchemaProblems> {
@@ -59,63 +88,135 @@ package struct GraphQLService: Sendable {
         }
         // Request errors (the document cannot be executed) are 400 in the specification's form, 200 in plain JSON.
         let requestError = form == .json ? 200 : 400
-        let document: Document
-        do {
-            document = try parse(source: Source(body: parameters.query, name: "GraphQL request"))
-        } catch let error as GraphQLError {
-            return Self.answer(data: nil, errors: [error], status: requestError, form: form)
-        } catch {
-            return Self.failure("the query cannot be read: \(error)", status: requestError, form: form)
+        let prepared: Prepared
+        switch prepare(parameters, definition: definition) {
+        case .success(let ready): prepared = ready
+        case .failure(let refusal):
+            return Self.answer(data: nil, errors: refusal.errors, status: refusal.serverFault ? 500 : requestError, form: form)
         }
-        let schema: GraphQLSchema
-        switch served(definition) {
-        case .success(let built): schema = built.schema
-        case .failure(let problems):
-            return Self.failure(
-                "the contract's GraphQL schema cannot be served: " + problems.diagnostics.map(\.description).joined(separator: "; "), status: 500,
-                form: form)
-        }
-        let invalid = validate(schema: schema, ast: document)
-        if !invalid.isEmpty { return Self.answer(data: nil, errors: invalid, status: requestError, form: form) }
-        let operation: OperationDefinition
-        switch Self.operation(in: document, named: parameters.operationName) {
-        case .success(let found): operation = found
-        case .failure(let refusal): return Self.failure(refusal.message, status: requestError, form: form)
-        }
+        let operation = prepared.operation
         if request.method == "GET", operation.operation != .query {
             return Self.failure(
                 "a \(operation.operation.rawValue) is sent with POST; GET carries queries only", status: 405, form: form,
                 headers: [(name: "Allow", value: "POST")])
         }
         if operation.operation == .subscription {
-            return Self.failure("subscriptions are not answered over HTTP", status: requestError, form: form)
+            return Self.failure(
+                "subscriptions are answered over a WebSocket at this path (graphql-transport-ws), not over HTTP", status: requestError, form: form)
         }
-        if let exceeded = OperationBounds.check(operation, in: document, definition: definition) {
+        if let exceeded = OperationBounds.check(operation, in: prepared.document, definition: definition) {
             return Self.answer(data: nil, errors: [exceeded], status: requestError, form: form)
         }
-
-        // The operation, as the contract's `graphql` endpoint: its auth, its rate limits, its journal entry.
-        let kind = JSON.string(operation.operation.rawValue)
-        let described = JSON.object(JSONObject([("type", kind), ("name", operation.name.map { .string($0.value) } ?? .null)]))
-        let call = GraphQLCall(caller: caller, definition: definition, headers: Self.forwarded(request.headers), operation: described)
-        let opened = await caller.send(
-            call.request(
-                .object(
-                    JSONObject([
-                        ("graphql", "operation"), ("operation", described), ("variables", .object(parameters.variables)),
-                    ])),
-                naming: "operation=" + FormEncoding.percentEncoded(operation.operation.rawValue + (operation.name.map { " " + $0.value } ?? ""))))
-        guard opened.status == 200, opened.endpointID == "graphql", (try? JSONReader.parse(opened.body)) == ["ok": true] else {
+        let call = prepared.call(caller: caller, definition: definition, headers: Self.forwarded(request.headers))
+        let opened = await Self.open(prepared, call: call)
+        guard Self.admits(opened) else {
             // Refused as a whole (no token, a rate limit, an answer forced on the operation): that answer, as the contract has it.
             return opened
         }
+        let (result, began) = await Self.execute(prepared, call: call, root: [:])
+        var answer = Self.answer(data: began ? (result.data ?? .null) : nil, errors: result.errors, status: began ? 200 : requestError, form: form)
+        // The operation's own headers (a rate limit's) go out with the answer.
+        answer.headers += opened.headers.filter { !["content-type", "content-length"].contains($0.name.lowercased()) }
+        return answer
+    }
+
+    /// A request's document made ready to run: parsed, validated against
+    /// the schema with every rule, its operation chosen; or the request
+    /// errors that stop it (`serverFault` when the contract's schema is at fault).
+    func prepare(_ parameters: Parameters, definition: GraphQLDefinition) -> Result<Prepared, PrepareFailure> {
+        let document: Document
+        do {
+            document = try parse(source: Source(body: parameters.query, name: "GraphQL request"))
+        } catch let error as GraphQLError {
+            return .failure(PrepareFailure(errors: [error]))
+        } catch {
+            return .failure(PrepareFailure(errors: [GraphQLError(message: "the query cannot be read: \(error)")]))
+        }
+        let schema: GraphQLSchema
+        switch served(definition) {
+        case .success(let built): schema = built.schema
+        case .failure(let problems):
+            let message = "the contract's GraphQL schema cannot be served: " + problems.diagnostics.map(\.description).joined(separator: "; ")
+            return .failure(PrepareFailure(errors: [GraphQLError(message: message)], serverFault: true))
+        }
+        let invalid = validate(schema: schema, ast: document)
+        if !invalid.isEmpty { return .failure(PrepareFailure(errors: invalid)) }
+        let operation: OperationDefinition
+        switch Self.operation(in: document, named: parameters.operationName) {
+        case .success(let found): operation = found
+        case .failure(let refusal): return .failure(PrepareFailure(errors: [GraphQLError(message: refusal.message)]))
+        }
+        if operation.operation == .subscription, let problem = Self.singleRootField(operation, in: document) {
+            return .failure(PrepareFailure(errors: [problem]))
+        }
+        return .success(Prepared(schema: schema, document: document, operation: operation, parameters: parameters))
+    }
+
+    /// The specification's "Single root field" rule for subscriptions, which
+    /// the library's validation leaves out (its `SingleFieldSubscriptionsRule`
+    /// is commented out in 4.3.0): one root field, not an introspection one.
+    static func singleRootField(_ operation: OperationDefinition, in document: Document) -> GraphQLError? {
+        var fragments: [String: FragmentDefinition] = [:]
+        for case let fragment as FragmentDefinition in document.definitions { fragments[fragment.name.value] = fragment }
+        var keys: [String] = []
+        var introspection = false
+        var seen: Set<String> = []
+        func collect(_ set: SelectionSet) {
+            for selection in set.selections {
+                switch selection {
+                case let field as Field:
+                    let key = field.alias?.value ?? field.name.value
+                    if !keys.contains(key) { keys.append(key) }
+                    if field.name.value.hasPrefix("__") { introspection = true }
+                case let spread as FragmentSpread:
+                    if seen.insert(spread.name.value).inserted, let fragment = fragments[spread.name.value] { collect(fragment.selectionSet) }
+                case let inline as InlineFragment:
+                    collect(inline.selectionSet)
+                default: break
+                }
+            }
+        }
+        collect(operation.selectionSet)
+        let name = operation.name.map { "Subscription \"\($0.value)\"" } ?? "Anonymous Subscription"
+        if keys.count != 1 {
+            return GraphQLError(message: "\(name) must select only one top level field.", nodes: [operation])
+        }
+        if introspection {
+            return GraphQLError(message: "\(name) must not select an introspection top level field.", nodes: [operation])
+        }
+        return nil
+    }
+
+    /// The operation put to the contract as its `graphql` endpoint (auth,
+    /// rate limits, a journal entry naming it): `{"ok": true}` from that
+    /// endpoint lets it run; any other answer is the contract's refusal.
+    static func open(_ prepared: Prepared, call: GraphQLCall) async -> MockResponse {
+        let operation = prepared.operation
+        return await call.caller.send(
+            call.request(
+                .object(
+                    JSONObject([
+                        ("graphql", "operation"), ("operation", call.operation), ("variables", .object(prepared.parameters.variables)),
+                    ])),
+                naming: "operation=" + FormEncoding.percentEncoded(operation.operation.rawValue + (operation.name.map { " " + $0.value } ?? ""))))
+    }
+
+    /// Whether `opened` (the `graphql` endpoint's answer) lets the operation run.
+    static func admits(_ opened: MockResponse) -> Bool {
+        opened.status == 200 && opened.endpointID == "graphql" && (try? JSONReader.parse(opened.body)) == ["ok": true]
+    }
+
+    /// Runs a prepared operation from `root` (empty for a query or a
+    /// mutation, `{field: event}` for one event of a subscription); whether
+    /// execution began, so `data` is in the answer.
+    static func execute(_ prepared: Prepared, call: GraphQLCall, root: OrderedDictionary<String, Map>) async -> (GraphQLResult, began: Bool) {
         var variables: [String: Map] = [:]
-        for (name, value) in parameters.variables.pairs { variables[name] = MapJSON.map(value) }
+        for (name, value) in prepared.parameters.variables.pairs { variables[name] = MapJSON.map(value) }
         let result: GraphQLResult
         do {
-            result = try await execute(
-                schema: schema, documentAST: document, rootValue: Map.dictionary([:]), context: call, variableValues: variables,
-                operationName: parameters.operationName)
+            result = try await GraphQL.execute(
+                schema: prepared.schema, documentAST: prepared.document, rootValue: Map.dictionary(root), context: call,
+                variableValues: variables, operationName: prepared.parameters.operationName)
         } catch let error as GraphQLError {
             result = GraphQLResult(errors: [error])
         } catch {
@@ -125,10 +226,7 @@ package struct GraphQLService: Sendable {
         // began, so `data` is null and the status 200. Errors without a path (variables that cannot be coerced)
         // stopped it before it began: a request error.
         let began = result.data != nil || result.errors.contains { !$0.path.elements.isEmpty }
-        var answer = Self.answer(data: began ? (result.data ?? .null) : nil, errors: result.errors, status: began ? 200 : requestError, form: form)
-        // The operation's own headers (a rate limit's) go out with the answer.
-        answer.headers += opened.headers.filter { !["content-type", "content-length"].contains($0.name.lowercased()) }
-        return answer
+        return (result, began)
     }
 
     /// The form an `Accept` asks for: the specification's media type when
@@ -216,8 +314,36 @@ package struct GraphQLService: Sendable {
     }
 }
 
+/// A request's document, ready to run (`GraphQLService.prepare`).
+struct Prepared: @unchecked Sendable {
+    // The library's AST and schema are classes it does not mark Sendable; neither is changed once built.
+    let schema: GraphQLSchema
+    let document: Document
+    let operation: OperationDefinition
+    let parameters: Parameters
+
+    /// `{type, name}` of the operation, as the contract's calls see it (`operation`).
+    var described: JSON {
+        .object(
+            JSONObject([
+                ("type", .string(operation.operation.rawValue)), ("name", operation.name.map { .string($0.value) } ?? .null),
+            ]))
+    }
+
+    /// One run's calls of the contract (each run has its own `max_fields`).
+    func call(caller: any ContractCaller, definition: GraphQLDefinition, headers: [(name: String, value: String)]) -> GraphQLCall {
+        GraphQLCall(caller: caller, definition: definition, headers: headers, operation: described)
+    }
+}
+
+/// Why a document cannot run: its request errors.
+struct PrepareFailure: Error {
+    let errors: [GraphQLError]
+    var serverFault = false
+}
+
 /// A GraphQL request's parameters, from a GET's query or a POST's JSON body.
-struct Parameters {
+struct Parameters: Sendable {
     var query: String
     var operationName: String?
     var variables: JSONObject
@@ -231,16 +357,18 @@ struct Parameters {
     static func read(_ request: RecordedRequest) -> Result<Parameters, Refusal> {
         let query: JSON?
         let operationName: JSON?
-        var variables: JSON?
+        let variables: JSON?
         switch request.method {
         case "GET":
             let items = request.queryItems
             query = items.last { $0.0 == "query" }.map { .string($0.1) }
             operationName = items.last { $0.0 == "operationName" }.map { .string($0.1) }
+            var given: JSON?
             if let text = items.last(where: { $0.0 == "variables" })?.1, !text.isEmpty {
                 guard let parsed = try? JSONReader.parse(text) else { return .failure(Refusal(message: "'variables' is not JSON", status: 400)) }
-                variables = parsed
+                given = parsed
             }
+            variables = given
         case "POST":
             let type = request.header("content-type")?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
             guard type == "application/json" || type == "application/graphql-response+json" else {
@@ -261,6 +389,16 @@ struct Parameters {
             return .failure(
                 Refusal(message: "GraphQL is sent with POST (or GET for queries)", status: 405, headers: [(name: "Allow", value: "GET, POST")]))
         }
+        return checked(query: query, operationName: operationName, variables: variables)
+    }
+
+    /// The parameters of a `subscribe` message's payload (graphql-transport-ws), as a POST body's.
+    static func read(payload: JSONObject) -> Result<Parameters, Refusal> {
+        checked(query: payload["query"], operationName: payload["operationName"], variables: payload["variables"])
+    }
+
+    private static func checked(query: JSON?, operationName: JSON?, variables: JSON?) -> Result<Parameters, Refusal> {
+        var variables = variables
         guard case .string(let text)? = query, !text.isEmpty else {
             return .failure(Refusal(message: "the request has no 'query' (the operation's text)", status: 400))
         }

@@ -36,7 +36,7 @@ public enum OpenAPIExporter {
         // operation in OpenAPI: their variants merged (`merged`).
         var variants: [(path: String, method: String, endpoints: [Endpoint])] = []
         // A GraphQL section's endpoints are the calls its door makes, not what a client sends: its path is written as GraphQL over HTTP.
-        let graphQLIDs = Set(contract.graphql.map { ["graphql"] + $0.resolvers } ?? [])
+        let graphQLIDs = Set(contract.graphql.map { ["graphql", GraphQLDefinition.socketEndpointID] + $0.resolvers } ?? [])
         for endpoint in contract.endpoints where !graphQLIDs.contains(endpoint.id) {
             // OpenAPI has no parameter for the rest of a path: `{name...}` is
             // written `{name}` (a client must then encode its slashes).

@@ -143,7 +143,7 @@ public struct ProviderVerifier: Sendable {
 
     /// The endpoints of the contract's `graphql:` section (its operation's and its resolvers').
     var graphQLEndpointIDs: Set<String> {
-        contract.graphql.map { Set(["graphql"] + $0.resolvers) } ?? []
+        contract.graphql.map { Set(["graphql", GraphQLDefinition.socketEndpointID] + $0.resolvers) } ?? []
     }
 
     /// Runs every check, calling `progress` as each ends.

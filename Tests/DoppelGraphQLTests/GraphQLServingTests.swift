@@ -204,36 +204,34 @@ struct GraphQLServingTests {
 
     @Test("A rate limit of every endpoint counts a GraphQL request once, however many fields the contract resolves; past it, 429")
     func rateLimitsCountOperations() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("graphql-limit-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let file = folder.appendingPathComponent("contract.yaml")
-        try """
-        doppel: 1
-        rate_limits:
-          per-session:
-            key: session
-            limit: 3
-            window: 1m
-        graphql:
-          schema: "type Query { a: Int, b: Int, c: [Int] }"
-          auth: none
-          resolvers:
-            Query.a: { value: 1 }
-            Query.b: { value: 2 }
-            Query.c: { value: [3, 4] }
-        """.write(to: file, atomically: true, encoding: .utf8)
-        try await DoppelTestServer.with(contract: file.path) { server in
-            let client = TestClient(base: server.baseURL)
-            for _ in 0..<3 {
-                let answer = try await Self.ask(client, "{ a b c }", session: "r", token: nil)
-                #expect(answer.json == ["data": ["a": 1, "b": 2, "c": [3, 4]]])
-                #expect(answer.header("RateLimit-Limit") == "3")
+        let contract = """
+            doppel: 1
+            rate_limits:
+              per-session:
+                key: session
+                limit: 3
+                window: 1m
+            graphql:
+              schema: "type Query { a: Int, b: Int, c: [Int] }"
+              auth: none
+              resolvers:
+                Query.a: { value: 1 }
+                Query.b: { value: 2 }
+                Query.c: { value: [3, 4] }
+            """
+        try await withTemporaryContract(contract) { file in
+            try await DoppelTestServer.with(contract: file) { server in
+                let client = TestClient(base: server.baseURL)
+                for _ in 0..<3 {
+                    let answer = try await Self.ask(client, "{ a b c }", session: "r", token: nil)
+                    #expect(answer.json == ["data": ["a": 1, "b": 2, "c": [3, 4]]])
+                    #expect(answer.header("RateLimit-Limit") == "3")
+                }
+                let refused = try await Self.ask(client, "{ a }", session: "r", token: nil)
+                #expect(refused.status == 429)
+                #expect(refused.header("Retry-After") != nil)
+                #expect(try await Self.ask(client, "{ a }", session: "other", token: nil).status == 200, "another session's window")
             }
-            let refused = try await Self.ask(client, "{ a }", session: "r", token: nil)
-            #expect(refused.status == 429)
-            #expect(refused.header("Retry-After") != nil)
-            #expect(try await Self.ask(client, "{ a }", session: "other", token: nil).status == 200, "another session's window")
         }
     }
 

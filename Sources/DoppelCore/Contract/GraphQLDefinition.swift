@@ -6,6 +6,10 @@ package struct GraphQLDefinition: Sendable {
     package static let defaultMaxDepth = 15
     /// The most fields an operation may resolve, counting each list item's (`max_fields`).
     package static let defaultMaxFields = 2_000
+    /// The id of the WebSocket endpoint the section makes at its path, for subscriptions (`graphql-transport-ws`).
+    package static let socketEndpointID = "graphql-ws"
+    /// The subprotocol that endpoint speaks.
+    package static let socketProtocol = "graphql-transport-ws"
 
     /// Where the door answers (`path`, by default `/graphql`, under the contract's `base_path`).
     package var path: String

@@ -47,6 +47,9 @@ package struct SocketRule: Sendable {
 package struct SocketPush: Sendable {
     /// The socket endpoint whose sockets get it; nil for every socket of the session.
     package let socket: String?
+    /// The GraphQL subscription field (`Subscription.storyReady`) whose
+    /// subscribers get it as the field's value; nil for a socket's message.
+    package var subscription: String? = nil
     package let message: ValueTemplate
     /// Seconds to wait before sending it.
     package let delay: Delay?
@@ -96,13 +99,25 @@ package struct SocketOutcome: Sendable {
 /// A rendered `push`: its text and where and when it goes.
 package struct RenderedPush: Sendable, Equatable {
     package let socket: String?
+    /// The message; for a subscription, the field's value as JSON text.
     package let text: String
     package let delay: Double
+    /// The GraphQL subscription field it feeds (`Subscription.storyReady`), if any.
+    package var subscription: String? = nil
 
-    package init(socket: String?, text: String, delay: Double) {
+    package init(socket: String?, text: String, delay: Double, subscription: String? = nil) {
         self.socket = socket
         self.text = text
         self.delay = delay
+        self.subscription = subscription
+    }
+
+    /// Whether a socket of `endpointID` takes it: a subscription's value
+    /// goes to GraphQL sockets only, a message to the socket it names (or
+    /// every other socket when it names none).
+    package func isFor(endpointID: String) -> Bool {
+        if subscription != nil { return endpointID == GraphQLDefinition.socketEndpointID }
+        return socket == endpointID || (socket == nil && endpointID != GraphQLDefinition.socketEndpointID)
     }
 }
 

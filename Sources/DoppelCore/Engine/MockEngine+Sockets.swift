@@ -141,7 +141,17 @@ extension MockEngine {
     static func render(_ pushes: [SocketPush], in context: EvaluationContext) throws(EvaluationError) -> [RenderedPush] {
         var rendered: [RenderedPush] = []
         for push in pushes {
-            rendered.append(RenderedPush(socket: push.socket, text: try text(push.message, in: context), delay: push.delay?.sample() ?? 0))
+            let text: String
+            if push.subscription != nil {
+                // A subscription's value is JSON whatever its type (a string too), as the field's value.
+                guard let encoded = JSONWriter.encode(try push.message.render(in: context), limit: Expression.maximumBuild) else {
+                    throw .budget("the pushed value")
+                }
+                text = String(decoding: encoded, as: UTF8.self)
+            } else {
+                text = try Self.text(push.message, in: context)
+            }
+            rendered.append(RenderedPush(socket: push.socket, text: text, delay: push.delay?.sample() ?? 0, subscription: push.subscription))
         }
         return rendered
     }

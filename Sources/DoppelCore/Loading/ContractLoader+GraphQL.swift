@@ -15,8 +15,8 @@ import Foundation
 /// parsed and checked by the door, which owns the GraphQL library.
 extension ContractLoader {
     static let graphqlKeys: Set<String> = ["path", "schema", "auth", "resolvers", "max_depth", "max_fields"]
-    static let graphqlResolverKeys: Set<String> = ["description", "let", "value", "error", "status", "responses"]
-    static let graphqlResponseKeys: Set<String> = ["name", "when", "let", "effects", "value", "error", "status", "description"]
+    static let graphqlResolverKeys: Set<String> = ["description", "let", "value", "error", "status", "responses", "push"]
+    static let graphqlResponseKeys: Set<String> = ["name", "when", "let", "effects", "value", "error", "status", "description", "push"]
     static let graphqlErrorKeys: Set<String> = ["message", "extensions"]
 
     /// The endpoints `graphql:` stands for, as (id, node) entries of `endpoints`, and the section itself.
@@ -57,6 +57,18 @@ extension ContractLoader {
                 ])
             )
         ]
+        // Subscriptions: a WebSocket at the same path speaking graphql-transport-ws, open to anyone (browsers
+        // cannot send headers with an upgrade); each operation sent over it is the `graphql` endpoint's
+        // request, with the upgrade's headers and the `connection_init` payload's, so auth acts there.
+        entries.append(
+            (
+                GraphQLDefinition.socketEndpointID,
+                make.mapping([
+                    ("request", make.text("GET \(path)")), ("auth", make.plain("none")),
+                    ("summary", make.text("GraphQL subscriptions at \(path) (graphql-transport-ws)")),
+                    ("websocket", make.mapping([("protocols", make.sequence([make.text(GraphQLDefinition.socketProtocol)]))])),
+                ])
+            ))
         var resolvers: [String] = []
         for entry in section.entries("resolvers", diagnostics: &diagnostics) {
             let parts = entry.name.split(separator: ".", omittingEmptySubsequences: false)
@@ -159,7 +171,7 @@ extension ContractLoader {
         guard let reader = MappingReader(item, allowed: allowed, context: "a response of resolver '\(resolver)'", diagnostics: &diagnostics)
         else { return nil }
         var pairs: [(String, SourceNode)] = []
-        for key in ["name", "when", "let", "effects", "description"] where !single || key == "description" {
+        for key in ["name", "when", "let", "effects", "description", "push"] where !single || key == "description" || key == "push" {
             if let value = reader[key] { pairs.append((key, value)) }
         }
         if reader.has("value"), let error = reader["error"] {

@@ -3,7 +3,7 @@ extension ContractLoader {
     static let socketRuleKeys: Set<String> = [
         "name", "description", "when", "let", "effects", "send", "push", "close", "delay", "interval", "schema",
     ]
-    static let pushKeys: Set<String> = ["socket", "send", "delay"]
+    static let pushKeys: Set<String> = ["socket", "subscription", "send", "delay"]
     static let closeKeys: Set<String> = ["code", "reason"]
     static let callbackKeys: Set<String> = [
         "name", "url", "method", "headers", "body", "schema", "content_type", "delay", "retries", "retry_delay", "timeout", "description",
@@ -125,7 +125,22 @@ extension ContractLoader {
             guard let reader = MappingReader(item, allowed: Self.pushKeys, context: "push of \(context)", diagnostics: &diagnostics) else { continue }
             guard let send = reader.required("send", diagnostics: &diagnostics), let message = compileTemplate(send, roots: roots) else { continue }
             let socket = reader.string("socket", diagnostics: &diagnostics)
-            pushes.append(SocketPush(socket: socket, message: message, delay: readDelay(reader["delay"]), location: item.location))
+            var push = SocketPush(socket: socket, message: message, delay: readDelay(reader["delay"]), location: item.location)
+            if let field = reader.string("subscription", diagnostics: &diagnostics) {
+                let parts = field.split(separator: ".", omittingEmptySubsequences: false)
+                if socket != nil {
+                    diagnostics.error("a push goes to a 'socket' or to a GraphQL 'subscription', not both", at: reader["subscription"]!.location)
+                    continue
+                }
+                guard parts.count == 2, parts.allSatisfy({ Self.isGraphQLName($0) }) else {
+                    diagnostics.error(
+                        "'subscription' of a push names a subscription field as 'Type.field' (like 'Subscription.storyReady'), not '\(field)'",
+                        at: reader["subscription"]!.location)
+                    continue
+                }
+                push.subscription = field
+            }
+            pushes.append(push)
         }
         return pushes
     }
@@ -149,12 +164,19 @@ extension ContractLoader {
         return SocketClose(code: code, reason: reason)
     }
 
-    /// Every `push: {socket: NAME}` names a WebSocket endpoint.
+    /// Every `push: {socket: NAME}` names a WebSocket endpoint, and a
+    /// `push: {subscription: Type.field}` is made by a contract with a
+    /// `graphql:` section (whose schema the GraphQL door checks it against).
     mutating func checkSocketNames(_ endpoints: [Endpoint]) {
-        let sockets = endpoints.filter { $0.socket != nil }.map(\.id)
+        let sockets = endpoints.filter { $0.socket != nil && $0.id != GraphQLDefinition.socketEndpointID }.map(\.id)
         var pushes = endpoints.flatMap { $0.documentedResponses.flatMap(\.pushes) + ($0.socket?.rules.flatMap(\.pushes) ?? []) }
         pushes += namedResponses.values.flatMap(\.pushes)
         var reported: Set<String> = []
+        let hasGraphQL = endpoints.contains { $0.id == GraphQLDefinition.socketEndpointID }
+        for push in pushes where push.subscription != nil && !hasGraphQL && reported.insert("\(push.location)").inserted {
+            diagnostics.error(
+                "push names subscription '\(push.subscription!)', but the contract has no 'graphql:' section to subscribe to", at: push.location)
+        }
         for push in pushes {
             guard let name = push.socket, !sockets.contains(name), reported.insert("\(push.location)").inserted else { continue }
             let known = sockets.isEmpty ? " (the contract has no WebSocket endpoint)" : Suggestion.hint(for: name, in: sockets)

@@ -212,7 +212,8 @@ public struct ContractLoader: Sendable {
             endpoints += readEndpoints(maker.mapping(made.map { ($0.name, $0.node) }), basePath: basePath, defaultAuth: defaultAuth)
         }
         let rateLimits = readRateLimits(
-            top["rate_limits"], endpointIDs: Set(endpoints.map(\.id)), uncounted: Set(graphql.definition?.resolvers ?? []))
+            top["rate_limits"], endpointIDs: Set(endpoints.map(\.id)),
+            uncounted: Set(graphql.definition.map { $0.resolvers + [GraphQLDefinition.socketEndpointID] } ?? []))
         checkReachability(endpoints)
         checkSocketNames(endpoints)
         checkExamples()

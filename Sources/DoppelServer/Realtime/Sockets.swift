@@ -1,5 +1,6 @@
 import Crypto
 import DoppelCore
+import DoppelGraphQL
 import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
@@ -39,8 +40,8 @@ package final class SocketHub: Sendable {
         /// The client's address: the `default` session's places are counted per address.
         var address: String? = nil
         let loop: any EventLoop
-        /// Sends a text (called on `loop`).
-        let send: @Sendable (String, _ delay: Double, _ from: String) -> Void
+        /// Sends a pushed message (called on `loop`).
+        let send: @Sendable (RenderedPush, _ from: String) -> Void
     }
 
     private let sockets = NIOLockedValueBox([String: [ObjectIdentifier: Member]]())
@@ -101,8 +102,8 @@ package final class SocketHub: Sendable {
         let members = sockets.withLockedValue { $0[session].map { Array($0.values) } ?? [] }
         var reached = 0
         for push in pushes {
-            for member in members where push.socket == nil || push.socket == member.endpointID {
-                member.loop.execute { member.send(push.text, push.delay, from) }
+            for member in members where push.isFor(endpointID: member.endpointID) {
+                member.loop.execute { member.send(push, from) }
                 reached += 1
             }
         }
@@ -146,6 +147,11 @@ final class SocketConnection: ChannelInboundHandler, RemovableChannelHandler {
     private var closing = false
     /// Why and how the socket ended, journaled once.
     private var ended = false
+    /// A GraphQL socket's protocol (`graphql-transport-ws`); nil for a socket the contract's rules answer.
+    private var graphql: GraphQLSocketSession?
+    /// A GraphQL socket's operations waiting to run, in order, and whether one runs now.
+    private var works: [GraphQLSocketSession.Work] = []
+    private var working = false
 
     init(answerer: Answerer, opening: SocketOpening) {
         self.answerer = answerer
@@ -163,8 +169,8 @@ final class SocketConnection: ChannelInboundHandler, RemovableChannelHandler {
         let bound = NIOLoopBound(self, eventLoop: loop)
         return hub.join(
             ObjectIdentifier(self), session: opening.session,
-            member: .init(endpointID: opening.endpointID, address: opening.request.remoteAddress, loop: loop) { text, delay, from in
-                bound.value.deliverPush(text, delay: delay, from: from)
+            member: .init(endpointID: opening.endpointID, address: opening.request.remoteAddress, loop: loop) { push, from in
+                bound.value.deliverPush(push, from: from)
             })
     }
 
@@ -180,6 +186,18 @@ final class SocketConnection: ChannelInboundHandler, RemovableChannelHandler {
         guard let socket = engine.contract.endpoint(id: opening.endpointID)?.socket else {
             // A reload removed the endpoint between the 101 and now.
             close(SocketClose(code: 1001, reason: "the endpoint is gone"), by: "a reload of the contract removed \(opening.endpointID)")
+            return
+        }
+        if opening.endpointID == GraphQLDefinition.socketEndpointID, let definition = engine.contract.graphql {
+            graphql = GraphQLSocketSession(
+                service: answerer.graphql, definition: definition, caller: DoorCalls(answerer: answerer), upgrade: opening.request)
+            // graphql-transport-ws: a client that does not say `connection_init` in time is closed with 4408.
+            later(GraphQLSocketSession.initialisationTimeout, on: loop) { [self] in
+                guard graphql?.acknowledged == false else { return }
+                close(
+                    SocketClose(code: 4408, reason: "Connection initialisation timeout"),
+                    by: "no connection_init within \(Int(GraphQLSocketSession.initialisationTimeout)) s")
+            }
             return
         }
         for rule in socket.onConnect {
@@ -295,8 +313,12 @@ final class SocketConnection: ChannelInboundHandler, RemovableChannelHandler {
 
     // MARK: Rules
 
-    /// A client's message, answered by the contract's rules.
+    /// A client's message, answered by the contract's rules (or by graphql-transport-ws).
     private func answer(_ text: String) {
+        if let graphql {
+            take(graphql.receive(text))
+            return
+        }
         let started = ContinuousClock.now
         let outcome = engine.socketMessage(text, of: opening)
         let entry = engine.journalSocket(
@@ -354,11 +376,17 @@ final class SocketConnection: ChannelInboundHandler, RemovableChannelHandler {
         }
     }
 
-    /// A push from an HTTP response or another socket's rule.
-    private func deliverPush(_ text: String, delay: Double, from: String) {
+    /// A push from an HTTP response or another socket's rule (for a GraphQL socket, a subscription field's value).
+    private func deliverPush(_ push: RenderedPush, from: String) {
         guard !closing, let loop = context?.eventLoop else { return }
+        let text = push.text
+        let delay = push.delay
         let send = { [self] in
             guard !closing else { return }
+            if let graphql, let field = push.subscription {
+                take(graphql.event(field, value: text, from: from))
+                return
+            }
             let entry = engine.journalSocket(opening, method: "SEND", rule: "push", sent: [text], reason: Reason("pushed by \(from)"))
             publish(entry)
             sendText(text)
@@ -372,6 +400,51 @@ final class SocketConnection: ChannelInboundHandler, RemovableChannelHandler {
             }
         } else {
             send()
+        }
+    }
+
+    // MARK: GraphQL
+
+    /// Takes a GraphQL socket's steps, in order.
+    private func take(_ steps: [GraphQLSocketSession.Step]) {
+        for step in steps {
+            switch step {
+            case .send(let text): sendText(text)
+            case .close(let code, let reason): close(SocketClose(code: code, reason: reason), by: "graphql-transport-ws: \(reason)")
+            case .run(let work): enqueue(work)
+            case .journal(let method, let rule, let message, let sent, let reason):
+                publish(engine.journalSocket(opening, method: method, rule: rule, message: message, sent: sent, reason: Reason(reason)))
+            }
+        }
+    }
+
+    /// An operation to run once those before it have: one at a time, so a subscription's events keep their order.
+    private func enqueue(_ work: GraphQLSocketSession.Work) {
+        guard works.count < Self.maximumWaiting else {
+            publish(
+                engine.journalSocket(
+                    opening, method: "SEND", rule: "next",
+                    reason: Reason("not run: \(Self.maximumWaiting) operations and events already wait on this socket (operation \(work.id))")))
+            return
+        }
+        works.append(work)
+        runNext()
+    }
+
+    private func runNext() {
+        guard !working, !closing, !works.isEmpty, let loop = context?.eventLoop else { return }
+        working = true
+        let work = works.removeFirst()
+        let bound = NIOLoopBound(self, eventLoop: loop)
+        Task {
+            let outcome = await work.body()
+            loop.execute {
+                let socket = bound.value
+                socket.working = false
+                guard !socket.closing, let graphql = socket.graphql else { return }
+                socket.take(graphql.finished(outcome))
+                socket.runNext()
+            }
         }
     }
 

@@ -137,7 +137,10 @@ struct Answerer: Sendable {
             if let refused = admin.gate(request) { return .now(Decision(unjournaled: refused)) }
             return .later { [self] in Decision(unjournaled: await agents.answer(request, host: self)) }
         }
-        if throughDoors, refusal == nil, let definition = engine.contract.graphql, request.path == definition.path {
+        if throughDoors, refusal == nil, let definition = engine.contract.graphql, request.path == definition.path,
+            request.header("upgrade") == nil
+        {
+            // (An upgrade at the path opens the section's WebSocket for subscriptions, an endpoint of the contract.)
             // The operation and each resolver are requests of their own, through this same path (so a shared store too).
             let caller = DoorCalls(answerer: self)
             return .later { [graphql] in Decision(unjournaled: await graphql.answer(request, definition: definition, caller: caller)) }
