@@ -122,6 +122,8 @@ let package = Package(
             dependencies: [
                 "DoppelServer",
                 "DoppelCore",
+                // `doppel verify` of a contract's GraphQL API (ProviderVerifier+GraphQL.swift).
+                "DoppelGraphQL",
                 // Test servers serve OpenAPI documents as `doppel serve` does.
                 "DoppelOpenAPI",
                 // Scenario socket steps and DoppelTesting's sockets (WebSocketClient.swift).

@@ -114,7 +114,8 @@ package struct GraphQLService: Sendable {
             return opened
         }
         let (result, began) = await Self.execute(prepared, call: call, root: [:])
-        var answer = Self.answer(data: began ? (result.data ?? .null) : nil, errors: result.errors, status: began ? 200 : requestError, form: form)
+        var answer = Self.answer(
+            data: began ? (result.data ?? .null) : Map?.none, errors: result.errors, status: began ? 200 : requestError, form: form)
         // The operation's own headers (a rate limit's) go out with the answer.
         answer.headers += opened.headers.filter { !["content-type", "content-length"].contains($0.name.lowercased()) }
         return answer

@@ -149,10 +149,7 @@ public struct ProviderVerifier: Sendable {
     /// Runs every check, calling `progress` as each ends.
     public func run(progress: @Sendable (Check) -> Void = { _ in }) async -> Report {
         var run = Run(verifier: self)
-        if let graphql = contract.graphql, options.endpointIDs.isEmpty || options.endpointIDs.contains(where: graphQLEndpointIDs.contains) {
-            let check = Check(
-                endpointID: "graphql", name: "GraphQL API", outcome: .notReached,
-                summary: "the GraphQL API at \(graphql.path) is not verified: doppel verify does not check GraphQL providers yet")
+        for check in await run.graphQLChecks() {
             progress(check)
             run.checks.append(check)
         }

@@ -112,6 +112,8 @@ struct GraphQLServingTests {
             #expect(syntax.status == 400 && Self.firstError(syntax.json)?["message"]?.stringValue?.contains("Syntax Error") == true)
             let variables = try await Self.ask(client, "query Q($id: ID!) { story(id: $id) { id } }", variables: ["id": ["no"]], session: "e")
             #expect(variables.status == 400, "a variable of the wrong type")
+            // Execution never began: no `data` member at all (the library's Map is nil-literal: once it was written `"data": null`).
+            #expect(variables.json?.objectValue?.keys.contains("data") == false)
             let unnamed = try await Self.ask(client, "query A { me { plan } } query B { me { plan } }", session: "e")
             #expect(unnamed.status == 400)
 
@@ -235,15 +237,54 @@ struct GraphQLServingTests {
         }
     }
 
-    @Test("doppel verify says the GraphQL API is not verified, and sends none of the door's calls as requests")
-    func verifyLeavesTheGraphQLAPIOut() async throws {
+    @Test("doppel verify of the demo served as written passes every GraphQL check; the door's own calls are never sent as requests")
+    func verifyPassesTheContractItself() async throws {
         try await Self.withTales { server, _ in
             let contract = try ContractLoader.load(file: contractPath("tales-graphql.yaml"))
-            let report = await ProviderVerifier(contract: contract, target: server.baseURL).run()
-            #expect(report.checks.map(\.outcome) == [.notReached])
-            #expect(report.checks.first?.summary.contains("not verified") == true)
-            #expect(report.failed == 0)
-            #expect(server.engine.journal.entries.isEmpty)
+            let report = await ProviderVerifier(contract: contract, target: server.baseURL, options: .inTheSuite).run()
+            #expect(report.failed == 0, "\(report.checks.filter { $0.outcome == .failed }.map(\.summary))")
+            #expect(
+                report.checks.map { "\($0.endpointID): \($0.name)" } == [
+                    "graphql: schema by introspection", "Query.me: valid query", "Query.children: valid query",
+                    "Query.story: valid query, unknown id", "Query.stories: valid query", "Query.plans: valid query", "graphql: unknown field",
+                    "graphql: syntax error", "graphql: variable of the wrong type", "graphql: no credentials",
+                ])
+            // Only operations reached the server: every journal entry is the `graphql` endpoint's or a resolver's, none an upgrade.
+            #expect(server.engine.journal.entries.allSatisfy { $0.method == "POST" && $0.path == "/graphql" })
+        }
+    }
+
+    @Test("doppel verify of a provider that drifted from the contract fails exactly the drifted checks, saying how")
+    func verifyFindsDrift() async throws {
+        // The provider: the demo with a field gone, an unknown story an error, and no auth.
+        let original = try String(contentsOfFile: contractPath("tales-graphql.yaml"), encoding: .utf8)
+        let sdl = try String(contentsOfFile: contractPath("tales.graphql"), encoding: .utf8)
+        let drifted =
+            original
+            .replacingOccurrences(of: "  default: bearer\n", with: "  default: none\n")
+            .replacingOccurrences(
+                of: "    Query.story:\n      value: \"{{ state.stories[args.id] }}\"",
+                with: "    Query.story:\n      error: { message: no such story, extensions: { code: NOT_FOUND } }")
+        #expect(drifted != original)
+        try await withTemporaryContract(
+            drifted, files: ["tales.graphql": sdl.replacingOccurrences(of: "  monthlyLimit: Int!\n", with: "")]
+        ) { file in
+            let rewritten = try String(contentsOfFile: file, encoding: .utf8).replacingOccurrences(
+                of: "          monthlyLimit: \"{{ data.limits[state.plan].monthly_stories }}\"\n", with: "")
+            try rewritten.write(toFile: file, atomically: true, encoding: .utf8)
+            try await DoppelTestServer.with(contract: file) { server in
+                let contract = try ContractLoader.load(file: contractPath("tales-graphql.yaml"))
+                let report = await ProviderVerifier(contract: contract, target: server.baseURL, options: .inTheSuite).run()
+                let failed = report.checks.filter { $0.outcome == .failed }
+                #expect(
+                    failed.map { "\($0.endpointID): \($0.name)" } == [
+                        "graphql: schema by introspection", "Query.me: valid query", "Query.story: valid query, unknown id",
+                        "graphql: no credentials",
+                    ])
+                #expect(failed.first?.details.contains("breaking: graphql-field-removed Usage.monthlyLimit: the field is gone") == true)
+                #expect(failed.first { $0.endpointID == "Query.story" }?.summary.contains("NOT_FOUND") == true)
+                #expect(failed.last?.summary == "the contract refuses an operation without credentials with 401; the provider answered 200")
+            }
         }
     }
 

@@ -119,7 +119,7 @@ extension ContractLoader {
     }
 
     /// A GraphQL name (`[_A-Za-z][_0-9A-Za-z]*`).
-    static func isGraphQLName(_ text: some StringProtocol) -> Bool {
+    package static func isGraphQLName(_ text: some StringProtocol) -> Bool {
         guard let first = text.unicodeScalars.first, first == "_" || (first.isASCII && first.properties.isAlphabetic) else { return false }
         return text.unicodeScalars.allSatisfy { $0 == "_" || ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) }
     }
