@@ -16,8 +16,12 @@ final class GraphQLCall: Sendable {
     let operation: JSON
     private let left: Locked<Int>
 
-    init(caller: any ContractCaller, definition: GraphQLDefinition, headers: [(name: String, value: String)], operation: JSON) {
+    init(
+        caller: any ContractCaller, definition: GraphQLDefinition, headers: [(name: String, value: String)], operation: JSON,
+        preference: (header: String, endpoints: Set<String>)? = nil
+    ) {
         self.caller = caller
+        self.preference = preference
         self.definition = definition
         self.resolvers = Set(definition.resolvers)
         self.headers = headers
@@ -38,10 +42,14 @@ final class GraphQLCall: Sendable {
         }
     }
 
-    /// A request of the contract's, in the operation's session and with its credentials.
-    func request(_ body: JSON, naming query: String) -> RecordedRequest {
+    /// The request's `Prefer`, and the endpoints (the operation's, resolvers') that document what it asks for: their calls carry it.
+    let preference: (header: String, endpoints: Set<String>)?
+
+    /// A request of the contract's to endpoint `id`, in the operation's session and with its credentials.
+    func request(_ body: JSON, naming query: String, to id: String) -> RecordedRequest {
         var headers = self.headers
         headers.append((name: "content-type", value: "application/json"))
+        if let preference, preference.endpoints.contains(id) { headers.append((name: "prefer", value: preference.header)) }
         return RecordedRequest(
             method: "POST", target: definition.path + "?" + query, headers: headers, body: JSONWriter.encode(body))
     }
@@ -58,11 +66,15 @@ final class GraphQLCall: Sendable {
                     .array(info.path.elements.map { element in if case .index(let i) = element { .int(i) } else { .string(element.description) } })
                 ),
             ]))
-        let response = await caller.send(request(body, naming: "field=" + id))
+        let response = await caller.send(request(body, naming: "field=" + id, to: id))
         let answer: JSON? = try? JSONReader.parse(response.body)
         let object: JSONObject? = answer?.objectValue
         if response.endpointID == id, let object {
             if let value = object["value"] { return MapJSON.map(value) }
+            if object["skip"] == .bool(true) {
+                throw GraphQLError(
+                    message: "\(id) passed over this event", nodes: info.fieldASTs, path: info.path, extensions: [Self.skipMarker: true])
+            }
             if let error = object["error"]?.objectValue { throw Self.error(error, id: id, info: info) }
         }
         var extensions: [String: Map] = ["code": .string("HTTP_\(response.status)"), "status": Map(response.status)]
@@ -76,6 +88,9 @@ final class GraphQLCall: Sendable {
         }
         throw GraphQLError(message: message, nodes: info.fieldASTs, path: info.path, extensions: extensions)
     }
+
+    /// The extension of the error that says a subscription field's resolver answered `skip: true`: the event is not sent.
+    static let skipMarker = "doppelSkippedEvent"
 
     /// A resolver's `error:` as the field's GraphQL error.
     static func error(_ error: JSONObject, id: String, info: GraphQLResolveInfo) -> GraphQLError {

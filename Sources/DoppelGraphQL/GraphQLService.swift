@@ -53,6 +53,18 @@ package struct GraphQLService: Sendable {
                 continue
             }
         }
+        // `skip: true` passes over a subscription's event: only a subscription field's resolver may answer it.
+        for id in definition.resolvers where !id.hasPrefix((type?.name ?? "\u{0}") + ".") {
+            guard let endpoint = contract.endpoint(id: id) else { continue }
+            for response in endpoint.responses {
+                guard case .json(.constant(let body), _, _) = response.body, body["skip"] == .bool(true) else { continue }
+                problems.append(
+                    Diagnostic(
+                        at: response.location,
+                        "'skip: true' passes over a subscription's event; \(id) is not a field of the subscription type"
+                            + (type.map { " (\($0.name))" } ?? "")))
+            }
+        }
         return problems
     }
 
@@ -76,15 +88,33 @@ package struct GraphQLService: Sendable {
     }
 
     package func answer(_ request: RecordedRequest, definition: GraphQLDefinition, caller: any ContractCaller) async -> MockResponse {
+        await respond(request, definition: definition, caller: caller).response
+    }
+
+    /// The door's answer, and why it refused the request before the contract saw it (nil when the contract did).
+    package struct Served: Sendable {
+        package var response: MockResponse
+        /// The door's own refusal (a request it cannot read or run), for the journal: the contract journaled everything else.
+        package var refusal: String?
+    }
+
+    /// As `answer`, saying whether the door itself refused the request, so that the server journals the refusal.
+    ///
+    /// With `contract`, a request's `Prefer` (`code=402`, `example=monthly-limit`) goes with the calls of the
+    /// endpoints that document what it asks for (the operation's, resolvers'); one that none documents is refused.
+    package func respond(
+        _ request: RecordedRequest, definition: GraphQLDefinition, caller: any ContractCaller, contract: Contract? = nil
+    ) async -> Served {
+        func refused(_ response: MockResponse, _ why: String) -> Served { Served(response: response, refusal: why) }
         guard let form = Self.form(accepting: request.header("accept")) else {
-            return Self.failure(
-                "Accept names no form this server answers in; ask for application/graphql-response+json or application/json",
-                status: 406, form: .json)
+            let message = "Accept names no form this server answers in; ask for application/graphql-response+json or application/json"
+            return refused(Self.failure(message, status: 406, form: .json), message)
         }
         let parameters: Parameters
         switch Parameters.read(request) {
         case .success(let read): parameters = read
-        case .failure(let refusal): return Self.failure(refusal.message, status: refusal.status, form: form, headers: refusal.headers)
+        case .failure(let refusal):
+            return refused(Self.failure(refusal.message, status: refusal.status, form: form, headers: refusal.headers), refusal.message)
         }
         // Request errors (the document cannot be executed) are 400 in the specification's form, 200 in plain JSON.
         let requestError = form == .json ? 200 : 400
@@ -92,33 +122,49 @@ package struct GraphQLService: Sendable {
         switch prepare(parameters, definition: definition) {
         case .success(let ready): prepared = ready
         case .failure(let refusal):
-            return Self.answer(data: nil, errors: refusal.errors, status: refusal.serverFault ? 500 : requestError, form: form)
+            let why =
+                (refusal.errors.first?.message.split(separator: "\n").first.map(String.init) ?? "the operation cannot run")
+                + (refusal.errors.count > 1 ? " (and \(refusal.errors.count - 1) more)" : "")
+            return refused(Self.answer(data: nil, errors: refusal.errors, status: refusal.serverFault ? 500 : requestError, form: form), why)
         }
         let operation = prepared.operation
         if request.method == "GET", operation.operation != .query {
-            return Self.failure(
-                "a \(operation.operation.rawValue) is sent with POST; GET carries queries only", status: 405, form: form,
-                headers: [(name: "Allow", value: "POST")])
+            let message = "a \(operation.operation.rawValue) is sent with POST; GET carries queries only"
+            return refused(Self.failure(message, status: 405, form: form, headers: [(name: "Allow", value: "POST")]), message)
         }
         if operation.operation == .subscription {
-            return Self.failure(
-                "subscriptions are answered over a WebSocket at this path (graphql-transport-ws), not over HTTP", status: requestError, form: form)
+            let message = "subscriptions are answered over a WebSocket at this path (graphql-transport-ws), not over HTTP"
+            return refused(Self.failure(message, status: requestError, form: form), message)
         }
         if let exceeded = OperationBounds.check(operation, in: prepared.document, definition: definition) {
-            return Self.answer(data: nil, errors: [exceeded], status: requestError, form: form)
+            return refused(Self.answer(data: nil, errors: [exceeded], status: requestError, form: form), exceeded.message)
         }
-        let call = prepared.call(caller: caller, definition: definition, headers: Self.forwarded(request.headers))
+        var preferring: (header: String, endpoints: Set<String>)?
+        if let contract, let header = request.header("prefer"), let preference = Preference(header: header) {
+            let endpoints = (["graphql"] + definition.resolvers).filter { id in
+                contract.endpoint(id: id).map { preference.response(in: contract.documentedResponses(of: $0)) != nil } ?? false
+            }
+            guard !endpoints.isEmpty else {
+                let message =
+                    "Prefer: \(preference.description) names a response neither the operation nor any resolver documents"
+                return refused(Self.failure(message, status: 400, form: form), message)
+            }
+            preferring = (header, Set(endpoints))
+        }
+        let call = prepared.call(caller: caller, definition: definition, headers: Self.forwarded(request.headers), preference: preferring)
         let opened = await Self.open(prepared, call: call)
         guard Self.admits(opened) else {
             // Refused as a whole (no token, a rate limit, an answer forced on the operation): that answer, as the contract has it.
-            return opened
+            return Served(response: opened)
         }
         let (result, began) = await Self.execute(prepared, call: call, root: [:])
         var answer = Self.answer(
             data: began ? (result.data ?? .null) : Map?.none, errors: result.errors, status: began ? 200 : requestError, form: form)
         // The operation's own headers (a rate limit's) go out with the answer.
         answer.headers += opened.headers.filter { !["content-type", "content-length"].contains($0.name.lowercased()) }
-        return answer
+        // Admitted, but it could not begin (its variables cannot be coerced): a request error of the door's.
+        let why = began ? nil : result.errors.first.map { $0.message.split(separator: "\n").first.map(String.init) ?? $0.message }
+        return Served(response: answer, refusal: why)
     }
 
     /// A request's document made ready to run: parsed, validated against
@@ -199,7 +245,8 @@ package struct GraphQLService: Sendable {
                     JSONObject([
                         ("graphql", "operation"), ("operation", call.operation), ("variables", .object(prepared.parameters.variables)),
                     ])),
-                naming: "operation=" + FormEncoding.percentEncoded(operation.operation.rawValue + (operation.name.map { " " + $0.value } ?? ""))))
+                naming: "operation=" + FormEncoding.percentEncoded(operation.operation.rawValue + (operation.name.map { " " + $0.value } ?? "")),
+                to: "graphql"))
     }
 
     /// Whether `opened` (the `graphql` endpoint's answer) lets the operation run.
@@ -332,8 +379,11 @@ struct Prepared: @unchecked Sendable {
     }
 
     /// One run's calls of the contract (each run has its own `max_fields`).
-    func call(caller: any ContractCaller, definition: GraphQLDefinition, headers: [(name: String, value: String)]) -> GraphQLCall {
-        GraphQLCall(caller: caller, definition: definition, headers: headers, operation: described)
+    func call(
+        caller: any ContractCaller, definition: GraphQLDefinition, headers: [(name: String, value: String)],
+        preference: (header: String, endpoints: Set<String>)? = nil
+    ) -> GraphQLCall {
+        GraphQLCall(caller: caller, definition: definition, headers: headers, operation: described, preference: preference)
     }
 }
 

@@ -135,7 +135,11 @@ package final class GraphQLSocketSession {
                     Work(id: id) {
                         let (result, began) = await GraphQLService.execute(subscription.prepared, call: call, root: [subscription.fieldName: value])
                         var outcome = Outcome(id: id, ends: false, rule: "next", reason: "\(field) pushed by \(from)")
-                        if began {
+                        if result.errors.contains(where: { $0.extensions[GraphQLCall.skipMarker] != nil }) {
+                            // The field's resolver answered `skip: true`: this subscriber does not hear of the event.
+                            outcome.rule = "skip"
+                            outcome.reason = "\(field) pushed by \(from); its resolver passed over it for this subscriber"
+                        } else if began {
                             outcome.messages = [Self.message("next", id: id, payload: Self.result(result))]
                         } else {
                             // The event could not be run (its variables no longer hold): the subscription ends with its errors.

@@ -100,9 +100,36 @@ struct GraphQLServingTests {
         }
     }
 
+    @Test("Prefer picks a documented answer of the resolvers that document it, or of the operation; one nobody documents is 400")
+    func preferPicksAnswers() async throws {
+        try await Self.withTales { server, client in
+            #expect(try await Self.ask(client, Self.addChild, session: "p").status == 200)
+            let forced = try await client.send(
+                "POST", "/graphql", json: ["query": .string(Self.generate)], token: "parent", session: "p",
+                headers: ["Prefer": "example=monthly-limit"])
+            #expect(Self.firstError(forced.json)?["extensions"]?["code"] == "MONTHLY_LIMIT_EXCEEDED")
+            #expect(Self.firstError(forced.json)?["extensions"]?["limit_info"]?["stories_used"] == 0)
+            #expect(server.engine.journal.entries.last { $0.endpointID == "Mutation.generateStory" }?.why?.text.contains("Prefer") == true)
+            // Resolvers that do not document it answer as the contract has them: the child is still there.
+            let both = try await client.send(
+                "POST", "/graphql", json: ["query": "{ children { id } }"], token: "parent", session: "p",
+                headers: ["Prefer": "example=monthly-limit"])
+            #expect(both.json == ["data": ["children": [["id": "child_1"]]]])
+            // The operation's own documented answer (the auth scheme's failure) answers the whole request.
+            let refused = try await client.send(
+                "POST", "/graphql", json: ["query": "{ me { plan } }"], token: "parent", session: "p", headers: ["Prefer": "code=401"])
+            #expect(refused.status == 401)
+            #expect(Self.firstError(refused.json)?["extensions"]?["code"] == "UNAUTHENTICATED")
+            let unknown = try await client.send(
+                "POST", "/graphql", json: ["query": "{ me { plan } }"], token: "parent", session: "p", headers: ["Prefer": "code=418"])
+            #expect(unknown.status == 400)
+            #expect(Self.firstError(unknown.json)?["message"] == "Prefer: code=418 names a response neither the operation nor any resolver documents")
+        }
+    }
+
     @Test("Request errors: 400 in the specification's form, 200 in plain JSON; bad requests 400, 405, 406, 413, 415")
     func requestErrors() async throws {
-        try await Self.withTales { _, client in
+        try await Self.withTales { server, client in
             let invalid = try await Self.ask(client, "{ me { nope } }", session: "e")
             #expect(invalid.status == 400)
             #expect(Self.firstError(invalid.json)?["locations"] == [["line": 1, "column": 8]])
@@ -134,6 +161,13 @@ struct GraphQLServingTests {
             #expect(mutationByGet.status == 405 && mutationByGet.header("Allow") == "POST")
             // The server kept serving.
             #expect(try await Self.ask(client, "{ me { plan } }", session: "e").json == ["data": ["me": ["plan": "FREE"]]])
+
+            // Each refusal is journaled under the operation's endpoint with why (and sent status), though the contract never saw it.
+            let refusals = server.engine.journal.entries.filter { $0.session == "e" && $0.endpointID == "graphql" && $0.status != 200 }
+            #expect(refusals.first?.status == 400)
+            #expect(refusals.first?.why?.text.contains("Cannot query field \"nope\" on type \"Me\"") == true, "\(refusals.map(\.why))")
+            #expect(refusals.map(\.status) == [400, 400, 400, 400, 405, 406, 415, 400, 413, 405])
+            #expect(refusals.contains { $0.why?.text.contains("a mutation is sent with POST") == true && $0.method == "GET" })
         }
     }
 
@@ -153,7 +187,11 @@ struct GraphQLServingTests {
             let bomb = Self.fragmentBomb(levels: 12)
             let multiplied = try await Self.ask(client, bomb, session: "b")
             #expect(multiplied.status == 400 && Self.firstError(multiplied.json)?["extensions"]?["code"] == "FIELD_LIMIT_EXCEEDED")
-            #expect(server.engine.journal.entries.filter { $0.session == "b" }.isEmpty, "refused before the contract was asked")
+            // Refused before the contract was asked: no resolver ran, and the journal has the three refusals with their bound.
+            let journaled = server.engine.journal.entries.filter { $0.session == "b" }
+            #expect(journaled.map { "\($0.endpointID ?? "-") \($0.status)" } == ["graphql 400", "graphql 400", "graphql 400"])
+            #expect(journaled.first?.why?.text.contains("(max_depth)") == true)
+            #expect(journaled.last?.why?.text.contains("3222222222221 fields") == true)
         }
     }
 

@@ -60,12 +60,14 @@ struct GraphQLSubscriptionTests {
             try await mine.initialise()
             try await theirs.initialise()
             try await mine.subscribe("1", Self.storyReady)
+            // Following another child: its resolver passes over these stories (`skip: true`).
+            try await mine.subscribe("other", #"subscription { storyReady(childId: "child_2") { id } }"#)
             try await theirs.subscribe("1", Self.storyReady)
             // The subscription is open once the operation has passed the contract (journaled as the `graphql` endpoint's request).
             #expect(await eventually(within: 30) { server.engine.journal.entries.filter { $0.query == "operation=subscription%20Ready" }.count == 2 })
             #expect(
                 await eventually(within: 30) {
-                    server.engine.journal.entries.filter { $0.responseName == "subscribe" && $0.method == "SEND" }.count == 2
+                    server.engine.journal.entries.filter { $0.responseName == "subscribe" && $0.method == "SEND" }.count == 3
                 })
 
             #expect(try await GraphQLServingTests.ask(client, GraphQLServingTests.addChild, session: "a").status == 200)
@@ -82,6 +84,10 @@ struct GraphQLSubscriptionTests {
                         ],
                     ])
             }
+            // One passed over for the subscriber of child_2, per story (its runs come after the first subscriber's).
+            #expect(
+                await eventually(within: 30) { server.engine.journal.entries.filter { $0.session == "a" && $0.responseName == "skip" }.count == 3 })
+            #expect(server.engine.journal.entries.filter { $0.endpointID == "Subscription.storyReady" }.count == 6)
             // The other session's subscriber: its next message is the answer to its own ping, nothing pushed before it.
             try await theirs.send(["type": "ping"])
             #expect(await theirs.next() == ["type": "pong"])
@@ -282,5 +288,33 @@ struct GraphQLSubscriptionTests {
                   - push: [ { subscription: Subscription.ticked, socket: live, send: 1 } ]
             """)
         #expect(both.contains { $0.contains("a push goes to a 'socket' or to a GraphQL 'subscription', not both") })
+        let skips = try GraphQLContractTests.lint(
+            """
+            doppel: 1
+            graphql:
+              schema: "type Query { a: Int } type Subscription { ticked: Int }"
+              resolvers:
+                Subscription.ticked:
+                  responses:
+                    - skip: false
+                    - skip: true
+                      value: 1
+            """)
+        #expect(skips.filter { $0.contains("is written 'skip: true', without a 'value' or an 'error'") }.count == 2, "\(skips)")
+        // (The schema's own checks run once the section reads clean.)
+        let misplaced = try GraphQLContractTests.lint(
+            """
+            doppel: 1
+            graphql:
+              schema: "type Query { a: Int } type Subscription { ticked: Int }"
+              resolvers:
+                Query.a:
+                  responses:
+                    - skip: true
+            """)
+        #expect(
+            misplaced == [
+                "contract.yaml:7:11: error: 'skip: true' passes over a subscription's event; Query.a is not a field of the subscription type (Subscription)"
+            ])
     }
 }

@@ -82,8 +82,8 @@ extension MockEngine {
                 return .problem(Problem.unknownPreference(preference, endpointID: endpoint.id, documented: documented), rateHeaders: rateHeaders)
             }
             return try respond(
-                preferred, answering, rateHeaders: rateHeaders, why: "the request's `Prefer: \(preference.description)`", context: &context,
-                data: &data)
+                preferred, answering, rateHeaders: rateHeaders, why: "the request's `Prefer: \(preference.description)`", bindingEndpoint: true,
+                context: &context, data: &data)
         }
         if let override, let response = override.response {
             if forcedNext != nil { data.takeForced(endpointID: endpoint.id) }
@@ -92,7 +92,7 @@ extension MockEngine {
                 ? "forced as this call's answer through the admin API (POST /__doppel/next)"
                 : "scenario '\(data.scenario?.name ?? "")' overrides \(override.call.map { "call \($0)" } ?? "every call")"
             return try respond(
-                response, answering, rateHeaders: rateHeaders, why: why, bindingEndpoint: forcedNext != nil, context: &context, data: &data)
+                response, answering, rateHeaders: rateHeaders, why: why, bindingEndpoint: true, context: &context, data: &data)
         }
         var why: String?
         if let override, forcedNext == nil {
@@ -121,7 +121,7 @@ extension MockEngine {
             var why = Reason(given)
             var bindings = forced == nil || bindingEndpoint ? endpoint.bindings : []
             if bindingEndpoint {
-                // A forced answer renders as the contract's own would (its `let`s
+                // A forced, preferred or scenario-given answer renders as the contract's own would (its `let`s
                 // bound), unless they cannot be bound in this request, which
                 // changes nothing (bindings are evaluated before any effect).
                 var trial = context

@@ -184,6 +184,19 @@ public final class MockEngine: Sendable {
         return Decision(answer.delivery, delay: answer.delay, effects: answer.effects, entry: entry)
     }
 
+    /// A decision for an answer a door made without the engine (the GraphQL
+    /// door's refusal of a request it cannot read or run), journaled under
+    /// `endpointID` with `reason`, at the session's time.
+    package func decision(journaling response: MockResponse, of request: RecordedRequest, endpointID: String, reason: String) -> Decision {
+        let id = request.sessionID
+        let valid = SessionStore.isValid(id: id)
+        let entry = Decision.Entry(
+            time: valid ? sessions.session(id).now(real: clock()) : clock(), session: valid ? id : Journal.invalidSession,
+            method: request.method, path: request.path, query: request.query, endpointID: endpointID, responseName: nil,
+            reason: Reason(reason), changes: [])
+        return Decision(.whole(response), entry: entry)
+    }
+
     /// What stages 1 to 6 make of a request: its delivery, delay and
     /// effects; the decision but for its journal entry.
     struct Answer {

@@ -16,7 +16,9 @@ import Foundation
 extension ContractLoader {
     static let graphqlKeys: Set<String> = ["path", "schema", "auth", "resolvers", "max_depth", "max_fields"]
     static let graphqlResolverKeys: Set<String> = ["description", "let", "value", "error", "status", "responses", "push"]
-    static let graphqlResponseKeys: Set<String> = ["name", "when", "let", "effects", "value", "error", "status", "description", "push"]
+    static let graphqlResponseKeys: Set<String> = [
+        "name", "when", "let", "effects", "value", "error", "status", "description", "push", "skip",
+    ]
     static let graphqlErrorKeys: Set<String> = ["message", "extensions"]
 
     /// The endpoints `graphql:` stands for, as (id, node) entries of `endpoints`, and the section itself.
@@ -179,7 +181,16 @@ extension ContractLoader {
             return nil
         }
         var status = 200
-        if let error = reader["error"] {
+        if let skip = reader.bool("skip", diagnostics: &diagnostics) {
+            // A subscription field's resolver passes over an event (DoppelGraphQL checks it is one).
+            guard skip, !reader.has("value"), !reader.has("error") else {
+                diagnostics.error(
+                    "'skip' of a response of resolver '\(resolver)' is written 'skip: true', without a 'value' or an 'error'",
+                    at: reader["skip"]!.location)
+                return nil
+            }
+            pairs.append(("body", NodeMaker(at: item).mapping([("skip", make.plain("true"))])))
+        } else if let error = reader["error"] {
             status = 400
             guard
                 let errorReader = MappingReader(
@@ -190,7 +201,7 @@ extension ContractLoader {
         } else if let value = reader["value"] {
             pairs.append(("body", make.mapping([("value", value)])))
         } else {
-            diagnostics.error("a response of resolver '\(resolver)' needs a 'value' or an 'error'", at: item.location)
+            diagnostics.error("a response of resolver '\(resolver)' needs a 'value', an 'error' or 'skip: true'", at: item.location)
             return nil
         }
         if let given = reader.int("status", diagnostics: &diagnostics) {
@@ -201,6 +212,7 @@ extension ContractLoader {
             status = given
         }
         pairs.append(("status", make.plain(String(status))))
-        return make.mapping(pairs)
+        // Placed where the response is written, so what is said of it later (by the schema's checks) points there.
+        return NodeMaker(at: item).mapping(pairs)
     }
 }

@@ -143,7 +143,12 @@ struct Answerer: Sendable {
             // (An upgrade at the path opens the section's WebSocket for subscriptions, an endpoint of the contract.)
             // The operation and each resolver are requests of their own, through this same path (so a shared store too).
             let caller = DoorCalls(answerer: self)
-            return .later { [graphql] in Decision(unjournaled: await graphql.answer(request, definition: definition, caller: caller)) }
+            return .later { [graphql] in
+                let served = await graphql.respond(request, definition: definition, caller: caller, contract: engine.contract)
+                // The contract journaled what it answered; what the door refused before, it journals here (`graphql`, with why).
+                guard let refusal = served.refusal else { return Decision(unjournaled: served.response) }
+                return engine.decision(journaling: served.response, of: request, endpointID: "graphql", reason: refusal)
+            }
         }
         guard let shared else { return .now(decide(request, refusal: refusal, engine: engine)) }
         if refusal == nil, request.header("upgrade") != nil, engine.contract.endpoints.contains(where: { $0.socket != nil }) {
