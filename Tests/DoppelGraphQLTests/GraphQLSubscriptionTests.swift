@@ -195,7 +195,7 @@ struct GraphQLSubscriptionTests {
         }
     }
 
-    @Test("200 parallel mutations push 200 events: each reaches the subscriber once; sequential ones arrive in order")
+    @Test("200 parallel mutations push 200 events: each reaches the subscriber once; sequential ones arrive in order; an HTTP endpoint's push too")
     func everyPushArrivesOnce() async throws {
         let contract = """
             doppel: 1
@@ -218,6 +218,16 @@ struct GraphQLSubscriptionTests {
                         - subscription: Subscription.ticked
                           send: { n: "{{ state.ticks }}" }
                 Tick.double: { value: "{{ parent.n * 2 }}" }
+            endpoints:
+              # An HTTP endpoint feeds the subscription too.
+              bell:
+                request: POST /bell
+                auth: none
+                responses:
+                  - status: 204
+                    push:
+                      - subscription: Subscription.ticked
+                        send: { n: 1000 }
             """
         try await withTemporaryContract(contract) { file in
             try await DoppelTestServer.with(contract: file) { server in
@@ -244,6 +254,8 @@ struct GraphQLSubscriptionTests {
                 var ordered: [Int] = []
                 for _ in 0..<20 { ordered.append(await socket.next()?["payload"]?["data"]?["ticked"]?["n"]?.intValue ?? 0) }
                 #expect(ordered == Array(201...220))
+                #expect(try await client.send("POST", "/bell", token: nil, session: "t").status == 204)
+                #expect(await socket.next() == ["id": "t", "type": "next", "payload": ["data": ["ticked": ["n": 1000, "double": 2000]]]])
                 await socket.client.close()
             }
         }
