@@ -11,13 +11,10 @@ import Testing
 struct GraphQLContractTests {
     /// The diagnostics of a contract written in a folder of its own, with `files` beside it.
     static func lint(_ text: String, files: [String: String] = [:]) throws -> [String] {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("graphql-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        for (name, content) in files { try content.write(to: folder.appendingPathComponent(name), atomically: true, encoding: .utf8) }
-        let file = folder.appendingPathComponent("contract.yaml")
-        try text.write(to: file, atomically: true, encoding: .utf8)
-        return ContractDocument.lint(file: file.path).map { $0.description.replacingOccurrences(of: folder.path + "/", with: "") }
+        try withTemporaryContract(text, files: files) { file in
+            let folder = String(file.dropLast("contract.yaml".count))
+            return ContractDocument.lint(file: file).map { $0.description.replacingOccurrences(of: folder, with: "") }
+        }
     }
 
     @Test("The bundled contract and its schema file lint clean")

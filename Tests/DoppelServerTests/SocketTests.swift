@@ -35,12 +35,9 @@ struct SocketTests {
         _ text: String, configuration: ServerConfiguration = .testing,
         _ body: @Sendable (DoppelTestServer) async throws -> T
     ) async throws -> T {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sockets-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let file = folder.appendingPathComponent("contract.yaml")
-        try text.write(to: file, atomically: true, encoding: .utf8)
-        return try await DoppelTestServer.with(contract: file.path, configuration: configuration, body)
+        try await withTemporaryContract(text) { file in
+            try await DoppelTestServer.with(contract: file, configuration: configuration, body)
+        }
     }
 
     @Test("The demo's socket: refused without a token, welcomed, answered, told of a story a POST asked for, closed with 4000")
