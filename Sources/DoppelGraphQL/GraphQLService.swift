@@ -53,6 +53,19 @@ package struct GraphQLService: Sendable {
                 continue
             }
         }
+        // A subscription field's resolver runs for each event: a push of its own to a subscription would feed it forever.
+        if let type {
+            for id in definition.resolvers where id.hasPrefix(type.name + ".") {
+                for response in contract.endpoint(id: id)?.responses ?? [] {
+                    for push in response.pushes where push.subscription != nil {
+                        problems.append(
+                            Diagnostic(
+                                at: push.location,
+                                "\(id) runs for each event of its subscription; its push to '\(push.subscription!)' would make events without end"))
+                    }
+                }
+            }
+        }
         // `skip: true` passes over a subscription's event: only a subscription field's resolver may answer it.
         for id in definition.resolvers where !id.hasPrefix((type?.name ?? "\u{0}") + ".") {
             guard let endpoint = contract.endpoint(id: id) else { continue }

@@ -313,6 +313,20 @@ struct GraphQLSubscriptionTests {
                       value: 1
             """)
         #expect(skips.filter { $0.contains("is written 'skip: true', without a 'value' or an 'error'") }.count == 2, "\(skips)")
+        let loop = try GraphQLContractTests.lint(
+            """
+            doppel: 1
+            graphql:
+              schema: "type Query { a: Int } type Subscription { ticked: Int }"
+              resolvers:
+                Subscription.ticked:
+                  value: 1
+                  push: [ { subscription: Subscription.ticked, send: 2 } ]
+            """)
+        #expect(
+            loop == [
+                "contract.yaml:7:15: error: Subscription.ticked runs for each event of its subscription; its push to 'Subscription.ticked' would make events without end"
+            ])
         // (The schema's own checks run once the section reads clean.)
         let misplaced = try GraphQLContractTests.lint(
             """
