@@ -195,6 +195,39 @@ struct GraphQLSubscriptionTests {
         }
     }
 
+    @Test("A quiet subscriber is asked for a pong at half the idle time: one that answers stays open, one that does not is closed 1001")
+    func quietSubscribersArePinged() async throws {
+        var configuration = ServerConfiguration.testing
+        // (10 s: the full suite can hold a test up for seconds; the 5 s a client has to answer a ping is that margin.)
+        configuration.socketIdleTimeout = 10
+        try await DoppelTestServer.with(contract: contractPath("tales-graphql.yaml"), configuration: configuration) { server in
+            let answering = try await Socket.open(server, session: "quiet")
+            let silent = try await Socket.open(server, session: "quiet")
+            for socket in [answering, silent] {
+                try await socket.initialise()
+                try await socket.subscribe("1", Self.storyReady)
+            }
+            // Over more than two idle times, the answering client gets pings and answers each; it is never closed.
+            var pings = 0
+            let until = ContinuousClock.now + .seconds(22)
+            while ContinuousClock.now < until {
+                guard let message = await answering.next(within: 1) else { continue }
+                #expect(message == ["type": "ping"], "\(message)")
+                if message == ["type": "ping"] {
+                    pings += 1
+                    try await answering.send(["type": "pong"])
+                }
+            }
+            #expect(pings >= 2)
+            try await answering.send(["type": "ping"])
+            #expect(await answering.next() == ["type": "pong"], "still open")
+            // The silent one was pinged, then closed as idle.
+            #expect(await silent.next() == ["type": "ping"])
+            #expect(await silent.next()?["close"] == 1001)
+            await answering.client.close()
+        }
+    }
+
     @Test("200 parallel mutations push 200 events: each reaches the subscriber once; sequential ones arrive in order; an HTTP endpoint's push too")
     func everyPushArrivesOnce() async throws {
         let contract = """

@@ -316,7 +316,13 @@ final class SocketConnection: ChannelInboundHandler, RemovableChannelHandler {
     /// A client's message, answered by the contract's rules (or by graphql-transport-ws).
     private func answer(_ text: String) {
         if let graphql {
+            let acknowledged = graphql.acknowledged
             take(graphql.receive(text))
+            // Acknowledged now: the idle watch becomes the ping and pong of graphql-transport-ws.
+            if !acknowledged, graphql.acknowledged, !closing {
+                idleTimer?.cancel()
+                watchIdle()
+            }
             return
         }
         let started = ContinuousClock.now
@@ -525,6 +531,10 @@ final class SocketConnection: ChannelInboundHandler, RemovableChannelHandler {
     private func watchIdle() {
         guard let loop = context?.eventLoop else { return }
         let idle = hub.limits.idle
+        if graphql?.acknowledged == true {
+            watchGraphQLIdle(on: loop, idle: idle)
+            return
+        }
         let due = lastFrame + Self.amount(idle)
         idleTimer = loop.assumeIsolated().scheduleTask(deadline: due) { [self] in
             if NIODeadline.now() >= lastFrame + Self.amount(idle) {
@@ -534,6 +544,31 @@ final class SocketConnection: ChannelInboundHandler, RemovableChannelHandler {
             } else {
                 watchIdle()
             }
+        }
+    }
+
+    /// When the server last asked a GraphQL client for a `pong`.
+    private var pinged: NIODeadline?
+
+    /// A GraphQL socket waiting for events may be quiet for long: once it
+    /// has been quiet half the idle time the server sends graphql-transport-ws's
+    /// `ping`, which clients answer with `pong`; one that does not answer
+    /// within another half is closed as idle (1001).
+    private func watchGraphQLIdle(on loop: any EventLoop, idle: Double) {
+        let half = Self.amount(idle / 2)
+        idleTimer = loop.assumeIsolated().scheduleTask(in: half) { [self] in
+            let now = NIODeadline.now()
+            if let pinged, pinged > lastFrame, now >= pinged + half {
+                close(
+                    SocketClose(code: 1001, reason: "idle for \(Int(idle)) s"),
+                    by: "no frame from the client for \(Int(idle)) s, nor a pong to the server's ping (--socket-idle-timeout)")
+                return
+            }
+            if now >= lastFrame + half, pinged.map({ $0 <= lastFrame }) ?? true {
+                pinged = now
+                sendText(#"{"type":"ping"}"#)
+            }
+            watchGraphQLIdle(on: loop, idle: idle)
         }
     }
 
