@@ -115,6 +115,8 @@ let package = Package(
             dependencies: [
                 "DoppelCore", .product(name: "GraphQL", package: "GraphQL"),
                 .product(name: "OrderedCollections", package: "swift-collections"),
+                // SHA-256 of automatic persisted queries (PersistedQueries.swift).
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .target(

@@ -17,6 +17,8 @@ package struct GraphQLService: Sendable {
     package static let maxQueryBytes = 100_000
     /// Schemas already built, by SDL and resolvers (a `--watch` reload builds anew).
     private let schemas = Locked<[String: ServedSchema]>([:])
+    /// Queries clients sent with their hash (automatic persisted queries).
+    private let persisted = PersistedQueries()
 
     package init() {}
 
@@ -123,7 +125,7 @@ package struct GraphQLService: Sendable {
             let message = "Accept names no form this server answers in; ask for application/graphql-response+json or application/json"
             return refused(Self.failure(message, status: 406, form: .json), message)
         }
-        let parameters: Parameters
+        var parameters: Parameters
         switch Parameters.read(request) {
         case .success(let read): parameters = read
         case .failure(let refusal):
@@ -131,6 +133,23 @@ package struct GraphQLService: Sendable {
         }
         // Request errors (the document cannot be executed) are 400 in the specification's form, 200 in plain JSON.
         let requestError = form == .json ? 200 : 400
+        if let hash = parameters.persistedHash {
+            if parameters.query.isEmpty {
+                guard let known = persisted.query(for: hash) else {
+                    // The client sends the query with its hash next.
+                    let notFound = GraphQLError(message: "PersistedQueryNotFound", extensions: ["code": "PERSISTED_QUERY_NOT_FOUND"])
+                    return refused(
+                        Self.answer(data: nil, errors: [notFound], status: requestError, form: form),
+                        "persisted query \(hash) is not known yet (the client sends it with its query next)")
+                }
+                parameters.query = known
+            } else if PersistedQueries.hash(parameters.query) != hash {
+                let message = "provided sha does not match query"
+                return refused(Self.failure(message, status: 400, form: form), "persisted query \(hash): \(message)")
+            } else {
+                persisted.keep(parameters.query, hash: hash)
+            }
+        }
         let prepared: Prepared
         switch prepare(parameters, definition: definition) {
         case .success(let ready): prepared = ready
@@ -408,9 +427,12 @@ struct PrepareFailure: Error {
 
 /// A GraphQL request's parameters, from a GET's query or a POST's JSON body.
 struct Parameters: Sendable {
+    /// The operation's text; empty when a persisted query's hash stands for it.
     var query: String
     var operationName: String?
     var variables: JSONObject
+    /// `extensions.persistedQuery.sha256Hash` (automatic persisted queries), if given.
+    var persistedHash: String?
 
     struct Refusal: Error {
         let message: String
@@ -422,17 +444,20 @@ struct Parameters: Sendable {
         let query: JSON?
         let operationName: JSON?
         let variables: JSON?
+        let extensions: JSON?
         switch request.method {
         case "GET":
             let items = request.queryItems
             query = items.last { $0.0 == "query" }.map { .string($0.1) }
             operationName = items.last { $0.0 == "operationName" }.map { .string($0.1) }
-            var given: JSON?
-            if let text = items.last(where: { $0.0 == "variables" })?.1, !text.isEmpty {
-                guard let parsed = try? JSONReader.parse(text) else { return .failure(Refusal(message: "'variables' is not JSON", status: 400)) }
-                given = parsed
+            var given: [String: JSON] = [:]
+            for name in ["variables", "extensions"] {
+                guard let text = items.last(where: { $0.0 == name })?.1, !text.isEmpty else { continue }
+                guard let parsed = try? JSONReader.parse(text) else { return .failure(Refusal(message: "'\(name)' is not JSON", status: 400)) }
+                given[name] = parsed
             }
-            variables = given
+            variables = given["variables"]
+            extensions = given["extensions"]
         case "POST":
             let type = request.header("content-type")?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
             guard type == "application/json" || type == "application/graphql-response+json" else {
@@ -449,11 +474,12 @@ struct Parameters: Sendable {
             query = object["query"]
             operationName = object["operationName"]
             variables = object["variables"]
+            extensions = object["extensions"]
         default:
             return .failure(
                 Refusal(message: "GraphQL is sent with POST (or GET for queries)", status: 405, headers: [(name: "Allow", value: "GET, POST")]))
         }
-        return checked(query: query, operationName: operationName, variables: variables)
+        return checked(query: query, operationName: operationName, variables: variables, extensions: extensions)
     }
 
     /// The parameters of a `subscribe` message's payload (graphql-transport-ws), as a POST body's.
@@ -461,10 +487,27 @@ struct Parameters: Sendable {
         checked(query: payload["query"], operationName: payload["operationName"], variables: payload["variables"])
     }
 
-    private static func checked(query: JSON?, operationName: JSON?, variables: JSON?) -> Result<Parameters, Refusal> {
+    private static func checked(query: JSON?, operationName: JSON?, variables: JSON?, extensions: JSON? = nil) -> Result<Parameters, Refusal> {
         var variables = variables
-        guard case .string(let text)? = query, !text.isEmpty else {
-            return .failure(Refusal(message: "the request has no 'query' (the operation's text)", status: 400))
+        var hash: String?
+        if let persisted = extensions?["persistedQuery"] {
+            guard persisted["version"] == 1 else {
+                return .failure(Refusal(message: "Unsupported persisted query version; version 1 is spoken", status: 400))
+            }
+            guard let given = persisted["sha256Hash"]?.stringValue, given.count == 64, given.allSatisfy({ $0.isHexDigit && !$0.isUppercase })
+            else {
+                return .failure(Refusal(message: "'persistedQuery.sha256Hash' must be a SHA-256 in lowercase hex", status: 400))
+            }
+            hash = given
+        }
+        let text: String
+        switch query {
+        case .string(let given)? where !given.isEmpty: text = given
+        case nil, .null?, .string?:
+            guard hash != nil else { return .failure(Refusal(message: "the request has no 'query' (the operation's text)", status: 400)) }
+            text = ""
+        default:
+            return .failure(Refusal(message: "'query' must be a string", status: 400))
         }
         guard text.utf8.count <= GraphQLService.maxQueryBytes else {
             return .failure(Refusal(message: "the query is \(text.utf8.count) bytes; at most \(GraphQLService.maxQueryBytes) are taken", status: 413))
@@ -480,6 +523,6 @@ struct Parameters: Sendable {
         case .object?: break
         default: return .failure(Refusal(message: "'variables' must be a JSON object", status: 400))
         }
-        return .success(Parameters(query: text, operationName: name, variables: variables?.objectValue ?? JSONObject()))
+        return .success(Parameters(query: text, operationName: name, variables: variables?.objectValue ?? JSONObject(), persistedHash: hash))
     }
 }

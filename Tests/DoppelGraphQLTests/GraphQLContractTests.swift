@@ -17,6 +17,20 @@ struct GraphQLContractTests {
         }
     }
 
+    @Test("Persisted queries are bounded in count and bytes; the least recently used give way")
+    func persistedQueriesAreBounded() {
+        let kept = PersistedQueries()
+        for n in 0...PersistedQueries.maximumCount { kept.keep("{ a\(n) }", hash: "h\(n)") }
+        #expect(kept.query(for: "h0") == nil, "the oldest gave way to the 1,001st")
+        #expect(kept.query(for: "h1") == "{ a1 }")
+        // Past the byte bound, the least recently used give way until the rest fit: every small one (h1, used
+        // just now, after the others), then the oldest big ones. 8 MiB hold 83 queries of 100,000 bytes.
+        let big = String(repeating: "x", count: 100_000)
+        for n in 0..<90 { kept.keep(big, hash: "big\(n)") }
+        #expect(kept.query(for: "h1") == nil)
+        #expect((0..<90).filter { kept.query(for: "big\($0)") != nil } == Array(7..<90))
+    }
+
     @Test("The bundled contract and its schema file lint clean")
     func bundledContractIsClean() {
         #expect(ContractDocument.lint(file: contractPath("tales-graphql.yaml")).isEmpty)

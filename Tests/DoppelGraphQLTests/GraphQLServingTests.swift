@@ -5,6 +5,8 @@ import DoppelTestSupport
 import Foundation
 import Testing
 
+@testable import DoppelGraphQL
+
 /// The bundled GraphQL contract (contracts/tales-graphql.yaml) over loopback.
 @Suite("GraphQL over loopback")
 struct GraphQLServingTests {
@@ -124,6 +126,38 @@ struct GraphQLServingTests {
                 "POST", "/graphql", json: ["query": "{ me { plan } }"], token: "parent", session: "p", headers: ["Prefer": "code=418"])
             #expect(unknown.status == 400)
             #expect(Self.firstError(unknown.json)?["message"] == "Prefer: code=418 names a response neither the operation nor any resolver documents")
+        }
+    }
+
+    @Test("Automatic persisted queries: an unknown hash is PersistedQueryNotFound; sent with its query it is kept, and the hash alone then runs it")
+    func persistedQueries() async throws {
+        try await Self.withTales { server, client in
+            let query = "query Plan { me { plan } }"
+            let hash = PersistedQueries.hash(query)
+            #expect(hash == "e7974232e49b3a16af998997169536cabf303279f7ed061f7ff67d2eb7c9caf8", "as Python's hashlib has it")
+            let extensions: JSON = ["persistedQuery": ["version": 1, "sha256Hash": .string(hash)]]
+            let unknown = try await client.send("POST", "/graphql", json: ["extensions": extensions], token: "parent", session: "apq")
+            #expect(unknown.status == 200)
+            #expect(Self.firstError(unknown.json) == ["message": "PersistedQueryNotFound", "extensions": ["code": "PERSISTED_QUERY_NOT_FOUND"]])
+            let sent = try await client.send(
+                "POST", "/graphql", json: ["query": .string(query), "extensions": extensions], token: "parent", session: "apq")
+            #expect(sent.json == ["data": ["me": ["plan": "FREE"]]])
+            // The hash alone now runs it, by GET too (as Apollo's clients send it, for a CDN to cache).
+            let encoded = String(decoding: JSONWriter.encode(extensions), as: UTF8.self).addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+            let byHash = try await client.send("GET", "/graphql?operationName=Plan&extensions=" + encoded, token: "parent", session: "apq")
+            #expect(byHash.json == ["data": ["me": ["plan": "FREE"]]])
+            // A hash that is not the query's, and another version, are refused.
+            let mismatched = try await client.send(
+                "POST", "/graphql", json: ["query": "{ me { plan } }", "extensions": extensions], token: "parent", session: "apq")
+            #expect(mismatched.status == 400 && Self.firstError(mismatched.json)?["message"] == "provided sha does not match query")
+            let version = try await client.send(
+                "POST", "/graphql", json: ["extensions": ["persistedQuery": ["version": 2, "sha256Hash": .string(hash)]]], token: "parent",
+                session: "apq")
+            #expect(version.status == 400)
+            #expect(
+                server.engine.journal.entries.contains {
+                    $0.session == "apq" && $0.why?.text.contains("is not known yet") == true
+                })
         }
     }
 
