@@ -142,7 +142,7 @@ package struct GraphQLProbe: Sendable {
             var parts: [String] = []
             for (name, field) in (try? object.fields()) ?? [:] where budget > 0 {
                 guard !field.args.values.contains(where: { $0.type is GraphQLNonNull && $0.defaultValue == nil }) else { continue }
-                let named = Self.named(field.type)
+                let named = getNamedType(type: field.type)
                 let isLeaf = named is GraphQLScalarType || named is GraphQLEnumType
                 guard isLeaf || depth + 1 < maximumDepth else { continue }
                 budget -= 1
@@ -167,12 +167,6 @@ package struct GraphQLProbe: Sendable {
     static func shown(_ value: JSON) -> String {
         let text = String(decoding: JSONWriter.encode(value), as: UTF8.self)
         return text.count > 80 ? String(text.prefix(77)) + "..." : text
-    }
-
-    static func named(_ type: GraphQLType) -> GraphQLType {
-        if let nonNull = type as? GraphQLNonNull { return named(nonNull.ofType) }
-        if let list = type as? GraphQLList { return named(list.ofType) }
-        return type
     }
 
     // MARK: Answers

@@ -32,8 +32,7 @@ package struct GraphQLService: Sendable {
         case .failure(let problems): return problems.diagnostics
         }
         // Every `push: {subscription: Type.field}` names a field of the schema's subscription type.
-        var pushes = contract.endpoints.flatMap { $0.documentedResponses.flatMap(\.pushes) + ($0.socket?.rules.flatMap(\.pushes) ?? []) }
-        pushes += contract.responses.values.flatMap(\.pushes)
+        let pushes = SocketPush.all(in: contract.endpoints, responses: contract.responses.values)
         var problems: [Diagnostic] = []
         var reported: Set<String> = []
         let type = schema.schema.subscriptionType
@@ -235,18 +234,30 @@ package struct GraphQLService: Sendable {
     /// the library's validation leaves out (its `SingleFieldSubscriptionsRule`
     /// is commented out in 4.3.0): one root field, not an introspection one.
     static func singleRootField(_ operation: OperationDefinition, in document: Document) -> GraphQLError? {
+        let fields = rootFields(of: operation, in: document)
+        let keys = Set(fields.map { $0.alias?.value ?? $0.name.value })
+        let introspection = fields.contains { $0.name.value.hasPrefix("__") }
+        let name = operation.name.map { "Subscription \"\($0.value)\"" } ?? "Anonymous Subscription"
+        if keys.count != 1 {
+            return GraphQLError(message: "\(name) must select only one top level field.", nodes: [operation])
+        }
+        if introspection {
+            return GraphQLError(message: "\(name) must not select an introspection top level field.", nodes: [operation])
+        }
+        return nil
+    }
+
+    /// The fields an operation selects at its root, in order, its fragments spread (each once).
+    static func rootFields(of operation: OperationDefinition, in document: Document) -> [Field] {
         var fragments: [String: FragmentDefinition] = [:]
         for case let fragment as FragmentDefinition in document.definitions { fragments[fragment.name.value] = fragment }
-        var keys: [String] = []
-        var introspection = false
+        var fields: [Field] = []
         var seen: Set<String> = []
         func collect(_ set: SelectionSet) {
             for selection in set.selections {
                 switch selection {
                 case let field as Field:
-                    let key = field.alias?.value ?? field.name.value
-                    if !keys.contains(key) { keys.append(key) }
-                    if field.name.value.hasPrefix("__") { introspection = true }
+                    fields.append(field)
                 case let spread as FragmentSpread:
                     if seen.insert(spread.name.value).inserted, let fragment = fragments[spread.name.value] { collect(fragment.selectionSet) }
                 case let inline as InlineFragment:
@@ -256,14 +267,7 @@ package struct GraphQLService: Sendable {
             }
         }
         collect(operation.selectionSet)
-        let name = operation.name.map { "Subscription \"\($0.value)\"" } ?? "Anonymous Subscription"
-        if keys.count != 1 {
-            return GraphQLError(message: "\(name) must select only one top level field.", nodes: [operation])
-        }
-        if introspection {
-            return GraphQLError(message: "\(name) must not select an introspection top level field.", nodes: [operation])
-        }
-        return nil
+        return fields
     }
 
     /// The operation put to the contract as its `graphql` endpoint (auth,
@@ -332,23 +336,18 @@ package struct GraphQLService: Sendable {
     }
 
     /// The operation to run: the one named, or the only one.
-    static func operation(in document: Document, named name: String?) -> Result<OperationDefinition, FailureText> {
+    static func operation(in document: Document, named name: String?) -> Result<OperationDefinition, FailureReason> {
         let operations = document.definitions.compactMap { $0 as? OperationDefinition }
         if let name {
             guard let found = operations.first(where: { $0.name?.value == name }) else {
-                return .failure(FailureText("the document has no operation named '\(name)'"))
+                return .failure(FailureReason("the document has no operation named '\(name)'"))
             }
             return .success(found)
         }
         guard operations.count == 1 else {
-            return .failure(FailureText("the document has \(operations.count) operations; name the one to run (operationName)"))
+            return .failure(FailureReason("the document has \(operations.count) operations; name the one to run (operationName)"))
         }
         return .success(operations[0])
-    }
-
-    struct FailureText: Error {
-        let message: String
-        init(_ message: String) { self.message = message }
     }
 
     /// The header fields the contract's calls carry: all but those about this request's own body and form.

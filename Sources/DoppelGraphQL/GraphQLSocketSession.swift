@@ -119,7 +119,7 @@ package final class GraphQLSocketSession {
                     reason: known ? "the client ended operation \(id)" : "operation \(id) was not running; nothing to end")
             ]
         default:
-            return refuse(text, rule: "invalid", "Invalid message received: unknown type '\(Self.clipped(type))'")
+            return refuse(text, rule: "invalid", "Invalid message received: unknown type '\(Journal.clip(type, to: 64))'")
         }
     }
 
@@ -183,7 +183,9 @@ package final class GraphQLSocketSession {
         guard case .object(let payload)? = message["payload"] else {
             return refuse(text, rule: "subscribe", "Invalid message received: subscribe needs a 'payload' object")
         }
-        guard subscribers[id] == nil else { return refuse(text, rule: "subscribe", code: 4409, "Subscriber for \(Self.clipped(id)) already exists") }
+        guard subscribers[id] == nil else {
+            return refuse(text, rule: "subscribe", code: 4409, "Subscriber for \(Journal.clip(id, to: 64)) already exists")
+        }
         let received = Step.journal(method: "RECEIVE", rule: "subscribe", message: text, sent: [], reason: "operation \(id) is run")
         guard subscribers.count < Self.maximumOperations else {
             let refusal = Self.message(
@@ -244,7 +246,8 @@ package final class GraphQLSocketSession {
         let operation = prepared.operation
         if operation.operation == .subscription {
             let schema = prepared.schema
-            let fieldName = rootFieldName(prepared) ?? ""
+            // The one root field it selects (validated already), by its name in the schema.
+            let fieldName = GraphQLService.rootFields(of: operation, in: prepared.document).first?.name.value ?? ""
             let type = schema.subscriptionType?.name ?? "Subscription"
             var outcome = Outcome(id: id, ends: false, rule: "subscribe", reason: "subscribed to \(type).\(fieldName)")
             outcome.subscription = Subscription(prepared: prepared, field: type + "." + fieldName, fieldName: fieldName)
@@ -255,24 +258,6 @@ package final class GraphQLSocketSession {
         return Outcome(
             id: id, messages: [message("next", id: id, payload: Self.result(result)), message("complete", id: id)], rule: "next",
             reason: "the \(operation.operation.rawValue) ran")
-    }
-
-    /// The one root field a subscription selects (validated already), by its name in the schema.
-    private static func rootFieldName(_ prepared: Prepared) -> String? {
-        var fragments: [String: FragmentDefinition] = [:]
-        for case let fragment as FragmentDefinition in prepared.document.definitions { fragments[fragment.name.value] = fragment }
-        func first(_ set: SelectionSet) -> String? {
-            for selection in set.selections {
-                switch selection {
-                case let field as Field: return field.name.value
-                case let spread as FragmentSpread: if let found = fragments[spread.name.value].flatMap({ first($0.selectionSet) }) { return found }
-                case let inline as InlineFragment: if let found = first(inline.selectionSet) { return found }
-                default: break
-                }
-            }
-            return nil
-        }
-        return first(prepared.operation.selectionSet)
     }
 
     /// The contract's refusal of an operation (no token, a rate limit) as a
@@ -329,17 +314,7 @@ package final class GraphQLSocketSession {
     }
 
     private func refuse(_ text: String, rule: String, code: Int = 4400, _ reason: String) -> [Step] {
-        [.journal(method: "RECEIVE", rule: rule, message: text, sent: [], reason: reason), .close(code: code, reason: Self.clipped(reason, to: 123))]
-    }
-
-    static func clipped(_ text: String, to bytes: Int = 64) -> String {
-        guard text.utf8.count > bytes else { return text }
-        var clipped = ""
-        for character in text {
-            guard clipped.utf8.count + character.utf8.count <= bytes - 3 else { break }
-            clipped.append(character)
-        }
-        return clipped + "..."
+        [.journal(method: "RECEIVE", rule: rule, message: text, sent: [], reason: reason), .close(code: code, reason: Journal.clip(reason, to: 123))]
     }
 
     static func message(_ type: String, id: String, payload: JSON? = nil) -> String {

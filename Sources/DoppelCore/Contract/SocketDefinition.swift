@@ -56,6 +56,14 @@ package struct SocketPush: Sendable {
     package let location: SourceLocation
 }
 
+extension SocketPush {
+    /// Every push a contract makes: its endpoints' responses' and socket rules', and its named responses'.
+    package static func all(in endpoints: [Endpoint], responses: some Sequence<ResponseDefinition>) -> [SocketPush] {
+        endpoints.flatMap { $0.documentedResponses.flatMap(\.pushes) + ($0.socket?.rules.flatMap(\.pushes) ?? []) }
+            + responses.flatMap(\.pushes)
+    }
+}
+
 /// A close frame: its code and reason.
 package struct SocketClose: Sendable, Equatable {
     /// 1000 (normal), 1001 (going away), 1008 (policy), 1011 (server error), or 3000–4999 for an API's own.

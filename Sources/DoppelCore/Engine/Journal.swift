@@ -146,7 +146,7 @@ public final class Journal: Sendable {
             status: status, endpointID: endpointID, responseName: responseName, durationMicros: durationMicros, proxied: proxied,
             why: reason, changes: changes)
         if let message { entry.message = Self.clip(message) }
-        if !sent.isEmpty { entry.sent = sent.prefix(Self.maximumSent).map(Self.clip) }
+        if !sent.isEmpty { entry.sent = sent.prefix(Self.maximumSent).map { Self.clip($0) } }
         let outcome = Tally.Outcome(endpointID: endpointID, status: status)
         let size = Self.textBytes(of: entry)
         var displaced: Entry?
@@ -188,9 +188,9 @@ public final class Journal: Sendable {
     package static let maximumSent = 16
 
     /// `text` cut to `maximumMessage` bytes (at a character), marked where cut.
-    static func clip(_ text: String) -> String {
-        guard text.utf8.count > maximumMessage else { return text }
-        var end = text.utf8.index(text.utf8.startIndex, offsetBy: maximumMessage - 3)
+    package static func clip(_ text: String, to bytes: Int = maximumMessage) -> String {
+        guard text.utf8.count > bytes else { return text }
+        var end = text.utf8.index(text.utf8.startIndex, offsetBy: bytes - 3)
         while end > text.startIndex, !text.unicodeScalars.indices.contains(end) { end = text.utf8.index(before: end) }
         return String(text[..<end]) + "…"
     }

@@ -130,9 +130,10 @@ extension MockEngine {
     }
 
     /// A message's text: a string as it is, anything else as its JSON text.
-    static func text(_ template: ValueTemplate, in context: EvaluationContext) throws(EvaluationError) -> String {
+    /// `asJSON`: a string too is written as JSON (a subscription field's value).
+    static func text(_ template: ValueTemplate, in context: EvaluationContext, asJSON: Bool = false) throws(EvaluationError) -> String {
         let value = try template.render(in: context)
-        if case .string(let text) = value { return text }
+        if !asJSON, case .string(let text) = value { return text }
         guard let encoded = JSONWriter.encode(value, limit: Expression.maximumBuild) else { throw .budget("the message") }
         return String(decoding: encoded, as: UTF8.self)
     }
@@ -141,16 +142,8 @@ extension MockEngine {
     static func render(_ pushes: [SocketPush], in context: EvaluationContext) throws(EvaluationError) -> [RenderedPush] {
         var rendered: [RenderedPush] = []
         for push in pushes {
-            let text: String
-            if push.subscription != nil {
-                // A subscription's value is JSON whatever its type (a string too), as the field's value.
-                guard let encoded = JSONWriter.encode(try push.message.render(in: context), limit: Expression.maximumBuild) else {
-                    throw .budget("the pushed value")
-                }
-                text = String(decoding: encoded, as: UTF8.self)
-            } else {
-                text = try Self.text(push.message, in: context)
-            }
+            // A subscription's value is JSON whatever its type (a string too), as the field's value.
+            let text = try Self.text(push.message, in: context, asJSON: push.subscription != nil)
             rendered.append(RenderedPush(socket: push.socket, text: text, delay: push.delay?.sample() ?? 0, subscription: push.subscription))
         }
         return rendered
@@ -214,7 +207,7 @@ extension MockEngine {
             endpointID: target, responseName: method == "CLOSE" ? nil : rule, durationMicros: durationMicros,
             why: outcome?.reason ?? reason, changes: outcome?.changes ?? [])
         if let message { entry.message = Journal.clip(message) }
-        entry.sent = (sent.isEmpty ? outcome?.messages ?? [] : sent).prefix(Journal.maximumSent).map(Journal.clip)
+        entry.sent = (sent.isEmpty ? outcome?.messages ?? [] : sent).prefix(Journal.maximumSent).map { Journal.clip($0) }
         return entry
     }
 
@@ -234,7 +227,7 @@ extension MockEngine {
         var entry = Journal.Entry(
             sequence: sequence, time: now, session: session, method: "CALLBACK", path: url, query: nil, status: status,
             endpointID: target, responseName: callback.name, durationMicros: durationMicros, why: why)
-        entry.message = text.map(Journal.clip)
+        entry.message = text.map { Journal.clip($0) }
         return entry
     }
 }

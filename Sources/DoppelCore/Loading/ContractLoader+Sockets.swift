@@ -169,8 +169,7 @@ extension ContractLoader {
     /// `graphql:` section (whose schema the GraphQL door checks it against).
     mutating func checkSocketNames(_ endpoints: [Endpoint]) {
         let sockets = endpoints.filter { $0.socket != nil && $0.id != GraphQLDefinition.socketEndpointID }.map(\.id)
-        var pushes = endpoints.flatMap { $0.documentedResponses.flatMap(\.pushes) + ($0.socket?.rules.flatMap(\.pushes) ?? []) }
-        pushes += namedResponses.values.flatMap(\.pushes)
+        let pushes = SocketPush.all(in: endpoints, responses: namedResponses.values)
         var reported: Set<String> = []
         let hasGraphQL = endpoints.contains { $0.id == GraphQLDefinition.socketEndpointID }
         for push in pushes where push.subscription != nil && !hasGraphQL && reported.insert("\(push.location)").inserted {
