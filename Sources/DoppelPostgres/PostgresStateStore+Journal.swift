@@ -9,13 +9,15 @@ import PostgresNIO
 extension PostgresStateStore {
     // MARK: Journal
 
-    package func append(_ decision: Decision, status: Int, durationMicros: Int) {
-        guard let entry = decision.entry else { return }
+    package func append(_ decision: Decision, status: Int, durationMicros: Int, engine: MockEngine) -> Int? {
+        guard let entry = decision.entry else { return nil }
         let row = Row(
             time: entry.time, session: entry.session, method: entry.method, path: entry.path, query: entry.query, status: status,
             endpointID: entry.endpointID, responseName: entry.responseName, durationMicros: durationMicros, proxied: decision.forwards,
             reason: entry.reason, changes: entry.changes, completed: engine.realNow)
         buffer.withLock { $0.add(row) }
+        // Numbered by the database when the buffer is written.
+        return nil
     }
 
     /// `text` as PostgreSQL's `text` can hold it: U+0000, which it refuses

@@ -2,7 +2,7 @@ import DoppelCore
 import PostgresNIO
 
 /// The storage verbs the admin API's calls are answered with
-/// (`SharedState`): the journal read and cleared, the sessions listed and
+/// (`StateStore`): the journal read and cleared, the sessions listed and
 /// removed, and the store's health.
 extension PostgresStateStore {
     package func clearJournal() async throws {

@@ -31,7 +31,7 @@ import PostgresNIO
 /// - The store could not be used in time (unreachable, stopped, too slow):
 ///   a 503 `state-store-unavailable` with `Retry-After`, and nothing of the
 ///   request kept; the client's pool reconnects by itself.
-package final class PostgresStateStore: SharedState, Sendable {
+package final class PostgresStateStore: StateStore, Sendable {
     /// What `doppel serve --state-store …` sets.
     package struct Options: Sendable {
         /// `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|prefer|require]`.

@@ -85,7 +85,7 @@ struct AnswerDoorTests {
         let answerer = Answerer(slot: EngineSlot(engine), log: RequestLog(format: .none), maxBodySize: 1 << 20, hangLimit: 5)
         let door = RecordingDoor(answerer: answerer, journal: engine.journal)
         let request = RecordedRequest(method: kind.method, target: kind.path)
-        let decision = answerer.decide(request, refusal: nil, engine: engine)
+        let decision = try answerer.decidedNow(request, engine: engine)
         door.proceed(DoorExchange(request: request, decision: decision, engine: engine, started: .now, isHead: kind.method == "HEAD"))
         if let pending = door.pending { await pending() }
         #expect(door.calls == kind.calls)
@@ -100,7 +100,7 @@ struct AnswerDoorTests {
         let answerer = Answerer(slot: EngineSlot(engine), log: RequestLog(format: .none), maxBodySize: 1 << 20)
         let door = RecordingDoor(answerer: answerer, journal: engine.journal)
         let request = RecordedRequest(method: "GET", target: "/broken")
-        let decision = answerer.decide(request, refusal: nil, engine: engine)
+        let decision = try answerer.decidedNow(request, engine: engine)
         // The renderer breaks the body; nothing is left for the door to break.
         guard case .whole(let response) = decision.delivery else {
             Issue.record("expected a whole answer, got \(decision.delivery)")
@@ -112,4 +112,16 @@ struct AnswerDoorTests {
         #expect(door.calls == ["whole 200"])
         #expect(door.journaledBeforeLastBytes == 1)
     }
+}
+
+extension Answerer {
+    /// The decision for `request`, which memory gives at once.
+    func decidedNow(_ request: RecordedRequest, engine: MockEngine) throws -> Decision {
+        guard case .now(let decision) = decision(for: request, refusal: nil, engine: engine) else {
+            throw DecidedLater()
+        }
+        return decision
+    }
+
+    struct DecidedLater: Error {}
 }

@@ -18,8 +18,9 @@ struct Answerer: Sendable {
     let upstream: Upstream?
     /// Keeps what the upstream answered (`doppel record`), if anything does.
     let recorder: Recorder?
-    /// Sessions and journal shared by replicas (`--state-store`), if any.
-    let shared: (any SharedState)?
+    /// Where sessions and the journal live: the engine's own, in memory, or
+    /// a store shared by replicas (`--state-store`).
+    let store: any StateStore
     /// The live feed of answers and admin changes (`GET /__doppel/events`).
     let events: EventHub
     /// The open WebSockets, by session.
@@ -36,7 +37,7 @@ struct Answerer: Sendable {
     init(
         slot: EngineSlot, log: RequestLog, maxBodySize: Int, hangLimit: Double = ServerConfiguration.defaults.hangLimit, adminToken: String? = nil,
         scenarios: ScenarioCatalog = ScenarioCatalog(), proxy: URL? = nil, proxyTimeout: Double = 30, recorder: Recorder? = nil,
-        shared: (any SharedState)? = nil, maxEventStreams: Int = 1_000, socketLimits: SocketHub.Limits = SocketHub.Limits(),
+        shared: (any StateStore)? = nil, maxEventStreams: Int = 1_000, socketLimits: SocketHub.Limits = SocketHub.Limits(),
         callbackAllow: CallbackAllowList = .loopback, allowedHosts: [String] = [], allowedOrigins: [String] = [],
         agents: (any AgentDoor)? = nil
     ) {
@@ -46,7 +47,7 @@ struct Answerer: Sendable {
         self.sockets = SocketHub(limits: socketLimits)
         self.callbacks = CallbackSender(allowed: callbackAllow)
         self.events = EventHub(maximumReaders: maxEventStreams)
-        self.shared = shared
+        self.store = shared ?? MemoryState(slot: slot)
         self.recorder = recorder
         self.upstream = proxy.map { Upstream(base: $0, timeout: proxyTimeout) }
         var admin = AdminAPI(slot: slot, token: adminToken, catalog: scenarios, log: log)
@@ -57,19 +58,6 @@ struct Answerer: Sendable {
         self.log = log
         self.maxBodySize = maxBodySize
         self.hangLimit = hangLimit
-    }
-
-    /// The decision for a request read whole: the admin API's answer (not
-    /// journaled) for a path under `/__doppel`, else the engine's; a request
-    /// the transport refused (`refusal`) gets the engine's answer to the problem.
-    func decide(_ request: RecordedRequest, refusal: Problem?, engine: MockEngine) -> Decision {
-        if let refusal { return engine.decide(request, refusing: refusal) }
-        if AdminAPI.handles(request.path) { return Decision(unjournaled: announced(admin.respond(to: request), for: request)) }
-        // Names are lowercase already: one pass, no allocation, on every request.
-        if request.headers.contains(where: { $0.name == "upgrade" }), let origin = request.header("origin"), !permits(origin: origin, of: request) {
-            return engine.decide(request, refusing: .socketOriginRefused(origin))
-        }
-        return engine.decide(request)
     }
 
     /// Whether a page of `origin` may open a socket: it is this server's
@@ -127,8 +115,11 @@ struct Answerer: Sendable {
         return response
     }
 
-    /// As `decide(_:refusal:engine:)`; with a shared store, the requests
-    /// that need it (and admin calls) are decided later, by the store.
+    /// The decision for a request read whole: the admin API's answer (not
+    /// journaled) for a path under `/__doppel`, else the engine's, in the
+    /// request's session (`StateStore.decide`): now in memory, later when a
+    /// shared store answers. A request the transport refused (`refusal`)
+    /// gets the engine's answer to the problem.
     /// `throughDoors` false: a call the GraphQL door makes of the contract's endpoints, not asked of the door again.
     func decision(for request: RecordedRequest, refusal: Problem?, engine: MockEngine, throughDoors: Bool = true) -> Pending {
         if refusal == nil, let stream = eventStream(request) { return stream }
@@ -150,22 +141,28 @@ struct Answerer: Sendable {
                 return engine.decision(journaling: served.response, of: request, endpointID: "graphql", reason: refusal)
             }
         }
-        guard let shared else { return .now(decide(request, refusal: refusal, engine: engine)) }
-        if refusal == nil, request.header("upgrade") != nil, engine.contract.endpoints.contains(where: { $0.socket != nil }) {
-            // A socket's rules would change a copy of its session; refused before the store is touched.
-            return .now(Decision(unjournaled: Problem.socketsNeedLocalState().response()))
-        }
         if refusal == nil, AdminAPI.handles(request.path) {
-            let admin = self.admin
-            // Refusals, the token and the dashboard's files are answered here, before the store is touched.
+            // Refusals, the token and the dashboard's files are answered here, before any state is read.
             if let refused = admin.gate(request) { return .now(Decision(unjournaled: refused)) }
-            return .later { [self] in Decision(unjournaled: announced(await shared.admin(request, api: admin), for: request)) }
+            switch store.admin(request, api: admin) {
+            case .now(let response): return .now(Decision(unjournaled: announced(response, for: request)))
+            case .later(let answer): return .later { [self] in Decision(unjournaled: announced(await answer(), for: request)) }
+            }
         }
-        let needed =
-            refusal.map { engine.contract.fallback(for: $0) != nil && SessionStore.isValid(id: request.sessionID) }
-            ?? shared.needsStore(request, engine: engine)
-        guard needed else { return .now(decide(request, refusal: refusal, engine: engine)) }
-        return .later { await shared.decide(request, refusal: refusal, engine: engine) }
+        // Names are lowercase already: one pass, no allocation, on every request.
+        if refusal == nil, request.headers.contains(where: { $0.name == "upgrade" }) {
+            if !store.isLocal, engine.contract.endpoints.contains(where: { $0.socket != nil }) {
+                // A socket's rules would change a copy of its session; refused before the store is touched.
+                return .now(Decision(unjournaled: Problem.socketsNeedLocalState().response()))
+            }
+            if let origin = request.header("origin"), !permits(origin: origin, of: request) {
+                return .now(engine.decide(request, refusing: .socketOriginRefused(origin)))
+            }
+        }
+        switch store.decide(request, refusal: refusal, engine: engine) {
+        case .now(let decision): return .now(decision)
+        case .later(let decide): return .later(decide)
+        }
     }
 
     /// The upstream's answer to a forwarded request, or Doppel's 502/504
@@ -184,12 +181,7 @@ struct Answerer: Sendable {
     /// and its request log line.
     func finish(_ decision: Decision, of request: RecordedRequest, sent status: Int, engine: MockEngine, started: ContinuousClock.Instant) {
         let micros = (ContinuousClock.now - started).wholeMicroseconds
-        var sequence: Int?
-        if let shared {
-            shared.append(decision, status: status, durationMicros: micros)
-        } else {
-            sequence = engine.complete(decision, status: status, durationMicros: micros)
-        }
+        let sequence = store.append(decision, status: status, durationMicros: micros, engine: engine)
         // Built only while someone follows the events.
         if events.isObserved, events.wants(session: decision.entry?.session),
             let event = EventHub.answer(decision, of: request, sent: status, sequence: sequence, durationMicros: micros)

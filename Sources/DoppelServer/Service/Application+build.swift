@@ -35,7 +35,7 @@ public func buildApplication(
 /// forwarded to the upstream (`doppel record`).
 package func buildApplication(
     slot: EngineSlot, configuration: ServerConfiguration, log: RequestLog? = nil, scenarios: ScenarioCatalog = ScenarioCatalog(),
-    recorder: Recorder?, shared: (any SharedState)? = nil, agents: (any AgentDoor)? = nil,
+    recorder: Recorder?, shared: (any StateStore)? = nil, agents: (any AgentDoor)? = nil,
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) -> some Service {
     buildServer(
@@ -50,7 +50,7 @@ package func buildApplication(
 /// (its event stream announces them, as it does those of `/__doppel/mcp`).
 package func buildServer(
     slot: EngineSlot, configuration: ServerConfiguration, log: RequestLog? = nil, scenarios: ScenarioCatalog = ScenarioCatalog(),
-    recorder: Recorder?, shared: (any SharedState)? = nil, agents: (any AgentDoor)? = nil,
+    recorder: Recorder?, shared: (any StateStore)? = nil, agents: (any AgentDoor)? = nil,
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) -> (service: some Service, host: any AgentHost) {
     var logger = Logger(label: "doppel")

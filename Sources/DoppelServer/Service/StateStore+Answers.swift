@@ -1,53 +1,55 @@
 import DoppelCore
 
-/// What requests and admin calls do with a shared store's verbs, written
-/// once for every store: a request is decided in its session's
-/// transaction by the same engine code as in memory; an admin call is
-/// answered by the same `AdminAPI` code, around the rows it reads.
-extension SharedState {
-    /// Decides `request` in its shared session (locked, decided in and
-    /// written back as one transaction), or a 503 `state-store-unavailable`
-    /// within `timeout`. A session id no store may hold is refused without
-    /// touching the store (it may be any size: it never becomes a row).
-    func decide(_ request: RecordedRequest, refusal: Problem?, engine: MockEngine) async -> Decision {
+/// What requests and admin calls do with a store's verbs, written once for
+/// every store: a request is decided in its session's transaction by the
+/// engine's one `decide(_:refusing:in:)`, at once in memory and once the
+/// store answers in a shared one; an admin call is answered by the same
+/// `AdminAPI` code, on the engine's own sessions in memory and around the
+/// rows a shared store reads.
+extension StateStore {
+    /// Decides `request` in its session, or (a shared store out of reach)
+    /// a 503 `state-store-unavailable` within `timeout`. A session id no
+    /// store may hold is refused without touching the store (it may be any
+    /// size: it never becomes a row).
+    func decide(_ request: RecordedRequest, refusal: Problem?, engine: MockEngine) -> StoreAnswer<Decision> {
         let id = request.sessionID
-        guard SessionStore.isValid(id: id) else { return engine.decide(request, refusing: refusal, in: nil) }
-        do {
-            return try await Deadline.run(timeout) {
-                try await self.transact(session: id) { stored in
-                    let session = Session(id: id, data: stored ?? Self.newSession(id, engine: engine))
-                    return (engine.decide(request, refusing: refusal, in: session), session.current)
+        guard SessionStore.isValid(id: id) else { return .now(engine.decide(request, refusing: refusal, in: nil)) }
+        // A refusal reads its session only for the contract's fallback; other requests as the store says.
+        let needed = refusal.map { engine.contract.fallback(for: $0) != nil } ?? needsStore(request, engine: engine)
+        guard needed else { return .now(engine.decide(request, refusing: refusal)) }
+        switch transact(session: id, engine: engine, { session in engine.decide(request, refusing: refusal, in: session) }) {
+        case .now(let decision):
+            return .now(decision)
+        case .later(let transaction):
+            return .later {
+                do {
+                    return try await Deadline.run(timeout) { try await transaction() }
+                } catch {
+                    let problem = Problem.stateStoreUnavailable(failed(error, request: true), retryAfter: retryAfter)
+                    return engine.decide(request, refusing: problem, in: Session(id: id, data: SessionData(state: engine.contract.state.initial)))
                 }
             }
-        } catch {
-            let problem = Problem.stateStoreUnavailable(failed(error, request: true), retryAfter: retryAfter)
-            return engine.decide(request, refusing: problem, in: Session(id: id, data: SessionData(state: engine.contract.state.initial)))
         }
     }
 
     /// The seconds a client is told to wait after a 503.
     private var retryAfter: Int { max(1, Int(timeout.rounded(.up))) }
 
-    /// A session as a new one starts: the contract's initial state, then the `--scenario` if any.
-    private static func newSession(_ id: String, engine: MockEngine) -> SessionData {
-        let session = Session(id: id, data: SessionData(state: engine.contract.state.initial))
-        if let scenario = engine.sessions.defaultScenario {
-            session.restart(initial: engine.contract.state.initial, scenario: scenario, real: engine.realNow)
-        }
-        return session.current
-    }
-
-    /// An admin call on the shared sessions and journal: every call answers
-    /// as it does in memory. A call on one session locks that session, as a
-    /// request does; calls on the journal read it after a barrier, so they
-    /// count what every replica answered; calls that change overrides end
-    /// with a barrier, so no replica answers from an override set older
+    /// An admin call, its token checked: in memory, on the engine's own
+    /// sessions and journal, at once. In a shared store every call answers
+    /// as it does in memory: a call on one session locks that session, as
+    /// a request does; calls on the journal read it after a barrier, so
+    /// they count what every replica answered; calls that change overrides
+    /// end with a barrier, so no replica answers from an override set older
     /// than the change.
-    func admin(_ request: RecordedRequest, api: AdminAPI) async -> MockResponse {
-        do {
-            return try await Deadline.run(timeout * 3) { try await self.answer(request, api: api) }
-        } catch {
-            return Problem.stateStoreUnavailable(failed(error, request: false), retryAfter: retryAfter).response()
+    func admin(_ request: RecordedRequest, api: AdminAPI) -> StoreAnswer<MockResponse> {
+        if isLocal { return .now(api.respond(to: request)) }
+        return .later {
+            do {
+                return try await Deadline.run(timeout * 3) { try await self.answer(request, api: api) }
+            } catch {
+                return Problem.stateStoreUnavailable(failed(error, request: false), retryAfter: retryAfter).response()
+            }
         }
     }
 
@@ -124,4 +126,11 @@ extension SharedState {
         object["state_store"] = .object(details)
         return AdminAPI.json(reachable ? 200 : 503, .object(object))
     }
+}
+
+/// An answer now (memory), or once a shared store has answered: its
+/// failure, a 503 within the store's timeout, is an answer too.
+enum StoreAnswer<T: Sendable>: Sendable {
+    case now(T)
+    case later(@Sendable () async -> T)
 }

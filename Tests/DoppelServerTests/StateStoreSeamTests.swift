@@ -5,12 +5,12 @@ import Testing
 @testable import DoppelServer
 
 /// What requests and admin calls do with a shared store is written once
-/// over `SharedState`'s storage verbs, so any store that implements them
+/// over `StateStore`'s storage verbs, so any store that implements them
 /// serves sessions exactly. Here a store of a dictionary behind one lock
 /// (no database, no socket) stands in for PostgreSQL, and the server's
 /// code decides requests and answers admin calls through it.
 @Suite("The shared store's seam: storage verbs only")
-struct SharedStateSeamTests {
+struct StateStoreSeamTests {
     static let contract = """
         doppel: 1
         info: { title: Seam, version: "1" }
@@ -29,7 +29,7 @@ struct SharedStateSeamTests {
         """
 
     /// Sessions and journal in memory, each verb as a database would give it.
-    final class DictionaryStore: SharedState {
+    final class DictionaryStore: StateStore {
         /// Generous by default: these tests count outcomes, and a busy machine running the whole suite
         /// may hold 200 transactions' turns for many seconds (a 503 there would be the deadline's, not the seam's).
         let timeout: Double
@@ -65,9 +65,10 @@ struct SharedStateSeamTests {
             }
         }
 
-        func append(_ decision: Decision, status: Int, durationMicros: Int) {
-            guard let entry = decision.entry else { return }
+        func append(_ decision: Decision, status: Int, durationMicros: Int, engine: MockEngine) -> Int? {
+            guard let entry = decision.entry else { return nil }
             entries.withLock { $0.append((entry, status)) }
+            return nil
         }
 
         func barrier() async throws { barriers.withLock { $0 += 1 } }
