@@ -84,41 +84,52 @@ public enum OpenAPIExporter {
 
     // MARK: Operations
 
+    /// The body of a GraphQL-over-HTTP POST.
+    static let graphQLRequestSchema: JSON = [
+        "type": "object", "required": ["query"],
+        "properties": ["query": ["type": "string"], "operationName": ["type": ["string", "null"]], "variables": ["type": ["object", "null"]]],
+    ]
+
+    /// A GraphQL response: data, errors and extensions.
+    static let graphQLAnswerSchema: JSON = [
+        "type": "object",
+        "properties": [
+            "data": ["type": ["object", "null"]],
+            "errors": [
+                "type": "array",
+                "items": [
+                    "type": "object", "required": ["message"],
+                    "properties": [
+                        "message": ["type": "string"],
+                        "locations": [
+                            "type": "array",
+                            "items": ["type": "object", "properties": ["line": ["type": "integer"], "column": ["type": "integer"]]],
+                        ],
+                        "path": ["type": "array", "items": ["type": ["string", "integer"]]], "extensions": ["type": "object"],
+                    ],
+                ],
+            ],
+            "extensions": ["type": "object"],
+        ],
+    ]
+
+    /// A GraphQL answer's content, in both forms a client may accept, with `example`.
+    static func graphQLContent(_ example: JSON) -> JSON {
+        .object(
+            JSONObject([
+                ("application/graphql-response+json", ["schema": graphQLAnswerSchema, "example": example]),
+                ("application/json", ["schema": graphQLAnswerSchema, "example": example]),
+            ]))
+    }
+
     /// A contract's GraphQL API as OpenAPI says it: POST (and GET for
     /// queries) of the GraphQL-over-HTTP request, answered with a GraphQL
     /// response; the operation's auth failures and rate limits as the
     /// contract's `graphql` endpoint documents them. The schema itself is
     /// served by introspection, which OpenAPI has no word for.
     static func graphQLPathItem(_ operation: Endpoint, in contract: Contract, engine: MockEngine) -> JSONObject {
-        let nullableString: JSON = ["type": ["string", "null"]]
-        let request: JSON = [
-            "type": "object", "required": ["query"],
-            "properties": ["query": ["type": "string"], "operationName": nullableString, "variables": ["type": ["object", "null"]]],
-        ]
-        let graphQLError: JSON = [
-            "type": "object", "required": ["message"],
-            "properties": [
-                "message": ["type": "string"],
-                "locations": [
-                    "type": "array",
-                    "items": ["type": "object", "properties": ["line": ["type": "integer"], "column": ["type": "integer"]]],
-                ],
-                "path": ["type": "array", "items": ["type": ["string", "integer"]]], "extensions": ["type": "object"],
-            ],
-        ]
-        let answer: JSON = [
-            "type": "object",
-            "properties": [
-                "data": ["type": ["object", "null"]], "errors": ["type": "array", "items": graphQLError], "extensions": ["type": "object"],
-            ],
-        ]
-        func content(_ example: JSON) -> JSON {
-            .object(
-                JSONObject([
-                    ("application/graphql-response+json", ["schema": answer, "example": example]),
-                    ("application/json", ["schema": answer, "example": example]),
-                ]))
-        }
+        let request = graphQLRequestSchema
+        let content = graphQLContent
         var responses = JSONObject([
             (
                 "200",

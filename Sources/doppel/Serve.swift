@@ -275,6 +275,20 @@ struct Serve: AsyncParsableCommand {
     /// The most of a document's warnings `serve` prints when it starts.
     static let warningsShown = 100
 
+    /// Warns when the admin API is open to others: served beyond loopback without `--admin-token`.
+    func warnIfUnguarded(_ configuration: ServerConfiguration) {
+        if adminToken == nil, !configuration.bindsLoopbackOnly {
+            FileHandle.standardError.write(
+                Data(
+                    """
+                    doppel: warning: serving on \(listen.host) without --admin-token: anyone who can reach this address can \
+                    read and change every session's state through /__doppel/; set --admin-token to guard it (the admin API \
+                    answers requests addressed by IP address or localhost; name others with --allow-host)
+
+                    """.utf8))
+        }
+    }
+
     func run() async throws {
         // Stamped before it is read: a change from then on is reloaded (`--watch`).
         let contractStamp = watch ? ContractWatcher.stamps([self.contract]) : [:]
@@ -320,16 +334,7 @@ struct Serve: AsyncParsableCommand {
                 "Listening on \(scheme)://\(address):\(port) (dashboard: \(scheme)://\(address):\(port)/__doppel/ui/, admin API: \(scheme)://\(address):\(port)/__doppel/health)"
             )
         }
-        if adminToken == nil, !configuration.bindsLoopbackOnly {
-            FileHandle.standardError.write(
-                Data(
-                    """
-                    doppel: warning: serving on \(listen.host) without --admin-token: anyone who can reach this address can \
-                    read and change every session's state through /__doppel/; set --admin-token to guard it (the admin API \
-                    answers requests addressed by IP address or localhost; name others with --allow-host)
-
-                    """.utf8))
-        }
+        warnIfUnguarded(configuration)
         ProcessLimits.raiseOpenFileLimit()
         let grace = settings.shutdownGrace
         ShutdownSignals.exitOnSecondSignal { log.flush(timeout: 0.5) }

@@ -73,44 +73,7 @@ extension ContractLoader {
             ))
         var resolvers: [String] = []
         for entry in section.entries("resolvers", diagnostics: &diagnostics) {
-            let parts = entry.name.split(separator: ".", omittingEmptySubsequences: false)
-            guard parts.count == 2, parts.allSatisfy({ Self.isGraphQLName($0) }) else {
-                diagnostics.error("a resolver is named 'Type.field' (like 'Query.story'), not '\(entry.name)'", at: entry.keyNode.location)
-                continue
-            }
-            guard
-                let reader = MappingReader(
-                    entry.value, allowed: Self.graphqlResolverKeys, context: "resolver '\(entry.name)'", diagnostics: &diagnostics)
-            else { continue }
-            var answers: [SourceNode] = []
-            if let list = reader["responses"] {
-                if reader.has("value") || reader.has("error") {
-                    diagnostics.error("resolver '\(entry.name)' has 'responses', so its 'value' or 'error' belongs in one of them", at: list.location)
-                }
-                guard let items = list.sequenceItems, !items.isEmpty else {
-                    diagnostics.error("'responses' of resolver '\(entry.name)' must be a list of responses", at: list.location)
-                    continue
-                }
-                for item in items {
-                    if let answer = graphqlResponse(item, resolver: entry.name, make: make) { answers.append(answer) }
-                }
-            } else if reader.has("value") || reader.has("error") {
-                if let answer = graphqlResponse(entry.value, resolver: entry.name, make: make, single: true) { answers.append(answer) }
-            } else {
-                diagnostics.error("resolver '\(entry.name)' needs a 'value', an 'error' or 'responses'", at: entry.keyNode.location)
-                continue
-            }
-            var pairs: [(String, SourceNode)] = [
-                ("summary", make.text(reader.string("description", diagnostics: &diagnostics) ?? "GraphQL field \(entry.name)")),
-                ("match", make.plain("body.graphql == '\(entry.name)'")),
-            ]
-            // `args`, `parent` and `operation` first, so that the resolver's own `let`s may use them.
-            var lets: [(String, SourceNode)] = [
-                ("args", make.plain("body.args ?? {}")), ("parent", make.plain("body.parent")), ("operation", make.plain("body.operation")),
-            ]
-            if let own = reader["let"]?.mappingPairs { lets += own.compactMap { pair in pair.key.scalarText.map { ($0, pair.value) } } }
-            pairs.append(("let", make.mapping(lets)))
-            pairs.append(("responses", make.sequence(answers)))
+            guard let pairs = graphqlResolver(entry, make: make) else { continue }
             entries.append((entry.name, endpoint(pairs)))
             resolvers.append(entry.name)
         }
@@ -118,6 +81,49 @@ extension ContractLoader {
             path: path, schema: schema.text, schemaOrigin: schema.origin, schemaIsFile: schema.isFile, resolvers: resolvers,
             maxDepth: limits.depth, maxFields: limits.fields)
         return (entries, definition)
+    }
+
+    /// A resolver (`Type.field`) of the section: the pairs of its endpoint, or nil (its problems reported).
+    mutating func graphqlResolver(_ entry: (name: String, keyNode: SourceNode, value: SourceNode), make: NodeMaker) -> [(String, SourceNode)]? {
+        let parts = entry.name.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 2, parts.allSatisfy({ Self.isGraphQLName($0) }) else {
+            diagnostics.error("a resolver is named 'Type.field' (like 'Query.story'), not '\(entry.name)'", at: entry.keyNode.location)
+            return nil
+        }
+        guard
+            let reader = MappingReader(
+                entry.value, allowed: Self.graphqlResolverKeys, context: "resolver '\(entry.name)'", diagnostics: &diagnostics)
+        else { return nil }
+        var answers: [SourceNode] = []
+        if let list = reader["responses"] {
+            if reader.has("value") || reader.has("error") {
+                diagnostics.error("resolver '\(entry.name)' has 'responses', so its 'value' or 'error' belongs in one of them", at: list.location)
+            }
+            guard let items = list.sequenceItems, !items.isEmpty else {
+                diagnostics.error("'responses' of resolver '\(entry.name)' must be a list of responses", at: list.location)
+                return nil
+            }
+            for item in items {
+                if let answer = graphqlResponse(item, resolver: entry.name, make: make) { answers.append(answer) }
+            }
+        } else if reader.has("value") || reader.has("error") {
+            if let answer = graphqlResponse(entry.value, resolver: entry.name, make: make, single: true) { answers.append(answer) }
+        } else {
+            diagnostics.error("resolver '\(entry.name)' needs a 'value', an 'error' or 'responses'", at: entry.keyNode.location)
+            return nil
+        }
+        var pairs: [(String, SourceNode)] = [
+            ("summary", make.text(reader.string("description", diagnostics: &diagnostics) ?? "GraphQL field \(entry.name)")),
+            ("match", make.plain("body.graphql == '\(entry.name)'")),
+        ]
+        // `args`, `parent` and `operation` first, so that the resolver's own `let`s may use them.
+        var lets: [(String, SourceNode)] = [
+            ("args", make.plain("body.args ?? {}")), ("parent", make.plain("body.parent")), ("operation", make.plain("body.operation")),
+        ]
+        if let own = reader["let"]?.mappingPairs { lets += own.compactMap { pair in pair.key.scalarText.map { ($0, pair.value) } } }
+        pairs.append(("let", make.mapping(lets)))
+        pairs.append(("responses", make.sequence(answers)))
+        return pairs
     }
 
     /// A GraphQL name (`[_A-Za-z][_0-9A-Za-z]*`).

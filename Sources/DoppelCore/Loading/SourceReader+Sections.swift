@@ -51,35 +51,8 @@ extension SourceReader {
     static func readInSections(_ bytes: UnsafeBufferPointer<UInt8>, file: String, split: SectionSplit) -> SourceNode? {
         guard let sections = plan(bytes, split: split), !sections.isEmpty else { return nil }
 
-        // The rest of the file: each section's body as as many empty lines.
-        var skeleton: [UInt8] = []
-        skeleton.reserveCapacity(bytes.count - sections.reduce(0) { $0 + $1.bodyEnd - $1.bodyStart } + 4096)
-        var copied = 0
-        for section in sections {
-            skeleton.append(contentsOf: bytes[copied..<section.bodyStart])
-            let lines = newlines(in: bytes, section.bodyStart..<section.bodyEnd)
-            skeleton.append(contentsOf: repeatElement(newline, count: lines))
-            copied = section.bodyEnd
-        }
-        skeleton.append(contentsOf: bytes[copied...])
-
-        // The pieces: runs of whole entries of about the same size.
-        struct Piece {
-            let section: Int
-            let start: Int
-            let end: Int
-            let line: Int
-        }
-        var pieces: [Piece] = []
-        for (index, section) in sections.enumerated() {
-            let target = max(1, (section.bodyEnd - section.bodyStart) / split.pieces)
-            var start = (offset: section.bodyStart, line: section.keyLine + 1)
-            for entry in section.entries.dropFirst() where entry.offset - start.offset >= target {
-                pieces.append(Piece(section: index, start: start.offset, end: entry.offset, line: start.line))
-                start = entry
-            }
-            pieces.append(Piece(section: index, start: start.offset, end: section.bodyEnd, line: start.line))
-        }
+        let skeleton = skeleton(of: bytes, without: sections)
+        let pieces = pieces(of: sections, split: split)
 
         // Read: the skeleton is task 0, each piece a task of its own.
         struct Read {
@@ -148,6 +121,44 @@ extension SourceReader {
             top[slot].value = SourceNode(kind: .mapping(pairsBySection[index]), fileID: first.fileID, line: first.line, column: first.column)
         }
         return SourceNode(kind: .mapping(top), fileID: skeletonRoot.fileID, line: skeletonRoot.line, column: skeletonRoot.column)
+    }
+
+    /// The rest of the file: each section's body as as many empty lines.
+    private static func skeleton(of bytes: UnsafeBufferPointer<UInt8>, without sections: [Section]) -> [UInt8] {
+        var skeleton: [UInt8] = []
+        skeleton.reserveCapacity(bytes.count - sections.reduce(0) { $0 + $1.bodyEnd - $1.bodyStart } + 4096)
+        var copied = 0
+        for section in sections {
+            skeleton.append(contentsOf: bytes[copied..<section.bodyStart])
+            let lines = newlines(in: bytes, section.bodyStart..<section.bodyEnd)
+            skeleton.append(contentsOf: repeatElement(newline, count: lines))
+            copied = section.bodyEnd
+        }
+        skeleton.append(contentsOf: bytes[copied...])
+        return skeleton
+    }
+
+    /// A run of whole entries of one section, read as a task of its own.
+    private struct Piece {
+        let section: Int
+        let start: Int
+        let end: Int
+        let line: Int
+    }
+
+    /// The pieces: runs of whole entries of about the same size.
+    private static func pieces(of sections: [Section], split: SectionSplit) -> [Piece] {
+        var pieces: [Piece] = []
+        for (index, section) in sections.enumerated() {
+            let target = max(1, (section.bodyEnd - section.bodyStart) / split.pieces)
+            var start = (offset: section.bodyStart, line: section.keyLine + 1)
+            for entry in section.entries.dropFirst() where entry.offset - start.offset >= target {
+                pieces.append(Piece(section: index, start: start.offset, end: entry.offset, line: start.line))
+                start = entry
+            }
+            pieces.append(Piece(section: index, start: start.offset, end: section.bodyEnd, line: start.line))
+        }
+        return pieces
     }
 
     private static let newline = UInt8(ascii: "\n")

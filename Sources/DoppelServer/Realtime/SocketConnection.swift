@@ -6,117 +6,6 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOWebSocket
 
-/// The server's open WebSockets, by session: where an HTTP response's
-/// `push` finds the sockets it goes to, and the per-session bound.
-///
-/// Each socket lives on its connection's event loop; the hub only hands
-/// texts to that loop. Hummingbird's WebSocket router (hummingbird-websocket)
-/// upgrades connections of Hummingbird's own HTTP channel, which Doppel's
-/// connections (`DoppelHTTP1Channel`, `HTTPDoor`) are not, so the upgrade is
-/// answered by `HTTPDoor` and the frames are read and written by NIO's
-/// WebSocket codec (NIOWebSocket, what hummingbird-websocket builds on).
-package final class SocketHub: Sendable {
-    /// The bounds of sockets (`docs/limits.md`).
-    package struct Limits: Sendable {
-        /// Sockets one session may have open (`--max-sockets-per-session`).
-        package var perSession = 16
-        /// Seconds a socket may go without a frame from the client (`--socket-idle-timeout`).
-        package var idle = 300.0
-        /// The largest message a client may send, in bytes, its fragments together (`--max-socket-message`).
-        package var message = 64 << 10
-        /// Messages a client may send a second, on average; a burst of as many is allowed.
-        package var rate = 100.0
-        /// The most bytes of messages waiting for a client that does not read; past it the socket is dropped.
-        package var outbound = 1 << 20
-
-        package init() {}
-    }
-
-    package let limits: Limits
-
-    /// One open socket, as the hub knows it.
-    struct Member: Sendable {
-        let endpointID: String
-        /// The client's address: the `default` session's places are counted per address.
-        var address: String? = nil
-        let loop: any EventLoop
-        /// Sends a pushed message (called on `loop`).
-        let send: @Sendable (RenderedPush, _ from: String) -> Void
-    }
-
-    private let sockets = NIOLockedValueBox([String: [ObjectIdentifier: Member]]())
-    private let total = NIOLockedValueBox(0)
-    private let droppedCount = NIOLockedValueBox(0)
-
-    /// Sockets dropped because their client read nothing while `Limits.outbound` bytes waited.
-    package var dropped: Int { droppedCount.withLockedValue { $0 } }
-
-    func noteDropped() {
-        droppedCount.withLockedValue { $0 += 1 }
-    }
-
-    package init(limits: Limits = Limits()) {
-        self.limits = limits
-    }
-
-    /// Adds a socket of `session`; false when the session has as many as
-    /// allowed. Clients that name no session all share `default`, so there
-    /// the bound is per client address: one client holding its places
-    /// leaves every other client theirs.
-    func join(_ id: ObjectIdentifier, session: String, member: Member) -> Bool {
-        let joined = sockets.withLockedValue { sockets in
-            let open =
-                sockets[session].map { members in
-                    session == SessionStore.defaultID ? members.values.lazy.filter { $0.address == member.address }.count : members.count
-                } ?? 0
-            guard open < limits.perSession else { return false }
-            sockets[session, default: [:]][id] = member
-            return true
-        }
-        if joined { total.withLockedValue { $0 += 1 } }
-        return joined
-    }
-
-    func leave(_ id: ObjectIdentifier, session: String) {
-        let left = sockets.withLockedValue { sockets -> Bool in
-            guard sockets[session]?.removeValue(forKey: id) != nil else { return false }
-            if sockets[session]?.isEmpty == true { sockets[session] = nil }
-            return true
-        }
-        if left { total.withLockedValue { $0 -= 1 } }
-    }
-
-    /// Sockets open now.
-    package var count: Int { total.withLockedValue { $0 } }
-
-    /// Whether `session` has an open socket.
-    func hasSockets(in session: String) -> Bool {
-        sockets.withLockedValue { $0[session] != nil }
-    }
-
-    /// Hands pushed messages to the session's sockets (of one endpoint, or
-    /// all); returns how many sockets got each.
-    @discardableResult
-    func push(_ pushes: [RenderedPush], session: String, from: String) -> Int {
-        guard !pushes.isEmpty else { return 0 }
-        let members = sockets.withLockedValue { $0[session].map { Array($0.values) } ?? [] }
-        var reached = 0
-        for push in pushes {
-            for member in members where push.isFor(endpointID: member.endpointID) {
-                member.loop.execute { member.send(push, from) }
-                reached += 1
-            }
-        }
-        return reached
-    }
-
-    /// `Sec-WebSocket-Accept` for a `Sec-WebSocket-Key` (RFC 6455 section 4.2.2).
-    static func accept(key: String) -> String {
-        let digest = Insecure.SHA1.hash(data: Array((key.trimmingCharacters(in: .whitespaces) + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").utf8))
-        return Data(digest).base64EncodedString()
-    }
-}
-
 /// One open WebSocket: reads the client's frames (joined by NIO's
 /// aggregator, within the size bound), answers them by the contract's
 /// rules, runs its scheduled rules, takes pushes, and keeps the bounds:
@@ -128,14 +17,14 @@ final class SocketConnection: ChannelInboundHandler, RemovableChannelHandler {
     typealias OutboundOut = WebSocketFrame
 
     private let answerer: Answerer
-    private let opening: SocketOpening
+    let opening: SocketOpening
     private let hub: SocketHub
-    private var context: ChannelHandlerContext?
+    var context: ChannelHandlerContext?
     /// The next run of each `every` rule.
     private var timers: [Scheduled<Void>?] = []
     /// Sends waiting for their delay (on_connect rules, delayed answers and pushes), by number; each leaves when it runs.
-    private var scheduled: [Int: Scheduled<Void>] = [:]
-    private var nextScheduled = 0
+    var scheduled: [Int: Scheduled<Void>] = [:]
+    var nextScheduled = 0
     private var idleTimer: Scheduled<Void>?
     private var lastFrame = NIODeadline.now()
     /// The token bucket of the message rate.
@@ -144,14 +33,14 @@ final class SocketConnection: ChannelInboundHandler, RemovableChannelHandler {
     /// Bytes written and not yet taken by the client's side of the connection.
     private var pendingBytes = 0
     /// A close frame was sent (or the connection dropped): nothing more is sent or answered.
-    private var closing = false
+    var closing = false
     /// Why and how the socket ended, journaled once.
     private var ended = false
     /// A GraphQL socket's protocol (`graphql-transport-ws`); nil for a socket the contract's rules answer.
-    private var graphql: GraphQLSocketSession?
+    var graphql: GraphQLSocketSession?
     /// A GraphQL socket's operations waiting to run, in order, and whether one runs now.
-    private var works: [GraphQLSocketSession.Work] = []
-    private var working = false
+    var works: [GraphQLSocketSession.Work] = []
+    var working = false
 
     init(answerer: Answerer, opening: SocketOpening) {
         self.answerer = answerer
@@ -161,7 +50,7 @@ final class SocketConnection: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     /// The engine now: a reloaded contract's rules apply to open sockets from their next message.
-    private var engine: MockEngine { answerer.slot.versioned.engine }
+    var engine: MockEngine { answerer.slot.versioned.engine }
 
     /// Takes a place among the session's sockets before the upgrade is
     /// answered; false when the session has as many as allowed.
@@ -409,73 +298,9 @@ final class SocketConnection: ChannelInboundHandler, RemovableChannelHandler {
         }
     }
 
-    // MARK: GraphQL
-
-    /// Takes a GraphQL socket's steps, in order.
-    private func take(_ steps: [GraphQLSocketSession.Step]) {
-        for step in steps {
-            switch step {
-            case .send(let text): sendText(text)
-            case .close(let code, let reason): close(SocketClose(code: code, reason: reason), by: "graphql-transport-ws: \(reason)")
-            case .run(let work): enqueue(work)
-            case .journal(let method, let rule, let message, let sent, let reason):
-                publish(engine.journalSocket(opening, method: method, rule: rule, message: message, sent: sent, reason: Reason(reason)))
-            }
-        }
-    }
-
-    /// An operation to run once those before it have: one at a time, so a subscription's events keep their order.
-    private func enqueue(_ work: GraphQLSocketSession.Work) {
-        guard works.count < Self.maximumWaiting else {
-            publish(
-                engine.journalSocket(
-                    opening, method: "SEND", rule: "next",
-                    reason: Reason("not run: \(Self.maximumWaiting) operations and events already wait on this socket (operation \(work.id))")))
-            return
-        }
-        works.append(work)
-        runNext()
-    }
-
-    private func runNext() {
-        guard !working, !closing, !works.isEmpty, let loop = context?.eventLoop else { return }
-        working = true
-        let work = works.removeFirst()
-        let bound = NIOLoopBound(self, eventLoop: loop)
-        Task {
-            let outcome = await work.body()
-            loop.execute {
-                let socket = bound.value
-                socket.working = false
-                guard !socket.closing, let graphql = socket.graphql else { return }
-                socket.take(graphql.finished(outcome))
-                socket.runNext()
-            }
-        }
-    }
-
-    /// The most sends one socket keeps waiting for their delay (delayed
-    /// answers, pushes and `on_connect` rules together); past it a delayed
-    /// send is not kept (journaled).
-    static let maximumWaiting = 1_000
-
-    /// Runs `body` after `seconds`, kept until then so the socket's end
-    /// cancels it; false (nothing kept) when `maximumWaiting` sends wait already.
-    @discardableResult
-    private func later(_ seconds: Double, on loop: any EventLoop, _ body: @escaping () -> Void) -> Bool {
-        guard scheduled.count < Self.maximumWaiting else { return false }
-        let id = nextScheduled
-        nextScheduled += 1
-        scheduled[id] = loop.assumeIsolated().scheduleTask(in: Self.amount(seconds)) { [self] in
-            scheduled[id] = nil
-            body()
-        }
-        return true
-    }
-
     // MARK: Writing
 
-    private func sendText(_ text: String) {
+    func sendText(_ text: String) {
         guard !closing, let context else { return }
         var buffer = context.channel.allocator.buffer(capacity: text.utf8.count)
         buffer.writeString(text)
@@ -500,7 +325,7 @@ final class SocketConnection: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     /// Sends a close frame and ends the connection (the client's close frame is not waited for).
-    private func close(_ close: SocketClose, by cause: String) {
+    func close(_ close: SocketClose, by cause: String) {
         guard !closing, let context else { return }
         closing = true
         stop()
@@ -589,7 +414,7 @@ final class SocketConnection: ChannelInboundHandler, RemovableChannelHandler {
         publish(engine.journalSocket(opening, method: "CLOSE", rule: nil, status: code, reason: Reason(reason)))
     }
 
-    private func publish(_ entry: Journal.Entry) {
+    func publish(_ entry: Journal.Entry) {
         let events = answerer.events
         if events.isObserved, events.wants(session: opening.session) {
             events.publish("socket", session: opening.session, data: entry.json)
