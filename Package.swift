@@ -120,6 +120,13 @@ let package = Package(
             ]
         ),
         .target(
+            // gRPC's messages: `.proto` files read, and protobuf's binary format converted to and
+            // from its JSON mapping by a codec driven by them (swift-protobuf has no dynamic
+            // messages and no `.proto` parser). Plain Swift over DoppelCore: no dependency of its own.
+            name: "DoppelProtobuf",
+            dependencies: ["DoppelCore"]
+        ),
+        .target(
             name: "DoppelRunner",
             dependencies: [
                 "DoppelServer",
@@ -228,6 +235,12 @@ let package = Package(
             dependencies: [
                 "DoppelGraphQL", "DoppelServer", "DoppelCore", "DoppelRunner", "DoppelTestSupport", .product(name: "GraphQL", package: "GraphQL"),
             ]
+        ),
+        .testTarget(
+            // The .proto reader and the codec, held to Python's protobuf (grpcio-tools) by recorded cases.
+            name: "DoppelProtobufTests",
+            dependencies: ["DoppelProtobuf", "DoppelCore"],
+            resources: [.copy("Cases")]
         ),
         .testTarget(
             // The MCP tools, called without a transport.
