@@ -20,6 +20,7 @@ extension ProtoCodec {
         guard depth < Self.maximumDepth else {
             throw Failure(message: "\(pointer.isEmpty ? "/" : pointer): nested more than \(Self.maximumDepth) deep")
         }
+        let json = WellKnownTypes.special.contains(message.name) ? try fieldsJSON(json, message, pointer: pointer, depth: depth) : json
         guard case .object(let object) = json else {
             throw Failure(message: "\(pointer.isEmpty ? "/" : pointer): \(message.name) is written as a JSON object")
         }
@@ -34,7 +35,8 @@ extension ProtoCodec {
         }
         var chosen: [Int: String] = [:]
         for field in message.fields.sorted(by: { $0.number < $1.number }) {
-            guard let (key, value) = byField[field.number], value != .null else { continue }
+            // null leaves a field out, but for a Value, where it is the null value.
+            guard let (key, value) = byField[field.number], value != .null || field.kind == .message("google.protobuf.Value") else { continue }
             let here = "\(pointer)/\(key)"
             if let oneof = field.oneof {
                 if let other = chosen[oneof] {
@@ -43,6 +45,57 @@ extension ProtoCodec {
                 chosen[oneof] = key
             }
             try encodeField(field, value, pointer: here, depth: depth, into: &out)
+        }
+    }
+
+    /// A well-known type's JSON as its fields' object.
+    private func fieldsJSON(_ json: JSON, _ message: ProtoMessage, pointer: String, depth: Int) throws(Failure) -> JSON {
+        let at = pointer.isEmpty ? "/" : pointer
+        switch message.name {
+        case "google.protobuf.Timestamp":
+            guard case .string(let text) = json, let (seconds, nanos) = WellKnownTypes.parseTimestamp(text) else {
+                throw Failure(message: "\(at): a Timestamp is RFC 3339 text from 0001 to 9999, such as 1972-01-01T10:00:20.021Z")
+            }
+            return .object(JSONObject([("seconds", .string(String(seconds))), ("nanos", .int(nanos))]))
+        case "google.protobuf.Duration":
+            guard case .string(let text) = json, let (seconds, nanos) = WellKnownTypes.parseDuration(text) else {
+                throw Failure(message: "\(at): a Duration is seconds with an s, such as 1.5s or -0.000001s")
+            }
+            return .object(JSONObject([("seconds", .string(String(seconds))), ("nanos", .int(nanos))]))
+        case "google.protobuf.Struct":
+            guard case .object = json else { throw Failure(message: "\(at): a Struct is a JSON object") }
+            return .object(JSONObject([("fields", json)]))
+        case "google.protobuf.ListValue":
+            guard case .array = json else { throw Failure(message: "\(at): a ListValue is a JSON array") }
+            return .object(JSONObject([("values", json)]))
+        case "google.protobuf.Value":
+            switch json {
+            case .null: return .object(JSONObject([("nullValue", .string("NULL_VALUE"))]))
+            case .int, .double: return .object(JSONObject([("numberValue", json)]))
+            case .string: return .object(JSONObject([("stringValue", json)]))
+            case .bool: return .object(JSONObject([("boolValue", json)]))
+            case .object: return .object(JSONObject([("structValue", json)]))
+            case .array: return .object(JSONObject([("listValue", json)]))
+            }
+        case "google.protobuf.FieldMask":
+            guard case .string(let text) = json else {
+                throw Failure(message: "\(at): a FieldMask is one string of paths, such as user.displayName,photo")
+            }
+            return .object(JSONObject([("paths", .array(WellKnownTypes.maskPaths(text).map(JSON.string)))]))
+        case "google.protobuf.Any":
+            guard case .object(var members) = json else { throw Failure(message: "\(at): an Any is a JSON object with @type") }
+            if members.count == 0 { return .object(JSONObject()) }
+            guard let url = members["@type"]?.stringValue, let typeName = url.split(separator: "/").last.map(String.init),
+                let inner = schema.messages[typeName]
+            else { throw Failure(message: "\(at)/@type: an Any names its type (type.googleapis.com/NAME) of a message the schema has") }
+            members["@type"] = nil
+            let value = WellKnownTypes.special.contains(inner.name) ? members["value"] ?? .null : .object(members)
+            var bytes: [UInt8] = []
+            try encodeMessage(value, inner, pointer: pointer, depth: depth + 1, into: &bytes)
+            return .object(JSONObject([("typeUrl", .string(url)), ("value", .string(Data(bytes).base64EncodedString()))]))
+        default:
+            // A wrapper: its value.
+            return .object(JSONObject([("value", json)]))
         }
     }
 

@@ -33,8 +33,15 @@ package struct ProtoCodec: Sendable {
     package func decode(_ bytes: [UInt8], as name: String) throws(Failure) -> JSON {
         guard let message = schema.message(name) else { throw Failure(message: "no message \(name) in the schema") }
         return try bytes.withUnsafeBufferPointer { (buffer) throws(Failure) -> JSON in
-            .object(try decodeMessage(buffer[...], message, depth: 0))
+            try decodeValue(buffer[...], message, depth: 0)
         }
+    }
+
+    /// A message as JSON: its fields' object, or a well-known type's own JSON.
+    func decodeValue(_ bytes: Slice<UnsafeBufferPointer<UInt8>>, _ message: ProtoMessage, depth: Int) throws(Failure) -> JSON {
+        let object = try decodeMessage(bytes, message, depth: depth)
+        guard WellKnownTypes.special.contains(message.name) else { return .object(object) }
+        return try wellKnownJSON(object, message, depth: depth)
     }
 
     private func decodeMessage(_ bytes: Slice<UnsafeBufferPointer<UInt8>>, _ message: ProtoMessage, depth: Int) throws(Failure) -> JSONObject {
@@ -66,7 +73,7 @@ package struct ProtoCodec: Sendable {
                 let body = try reader.lengthDelimited()
                 guard let type = schema.messages[typeName] else { throw Failure(message: "no message \(typeName) in the schema") }
                 if field.cardinality == .repeated {
-                    values[number, default: []].append(.object(try decodeMessage(body, type, depth: depth + 1)))
+                    values[number, default: []].append(try decodeValue(body, type, depth: depth + 1))
                 } else {
                     // A singular message seen again is merged into the first: parsing the bytes one after the other does that.
                     nested[number, default: []] += body
@@ -82,10 +89,9 @@ package struct ProtoCodec: Sendable {
         for field in message.fields.sorted(by: { $0.number < $1.number }) {
             if let oneof = field.oneof, oneofChoice[oneof] != field.number { continue }
             if let body = nested[field.number], case .message(let typeName) = field.kind, let type = schema.messages[typeName] {
-                object[field.jsonName] = .object(
-                    try body.withUnsafeBufferPointer { (buffer) throws(Failure) -> JSONObject in
-                        try decodeMessage(buffer[...], type, depth: depth + 1)
-                    })
+                object[field.jsonName] = try body.withUnsafeBufferPointer { (buffer) throws(Failure) -> JSON in
+                    try decodeValue(buffer[...], type, depth: depth + 1)
+                }
                 continue
             }
             guard let found = values[field.number] else { continue }
@@ -98,6 +104,46 @@ package struct ProtoCodec: Sendable {
             }
         }
         return object
+    }
+
+    /// A well-known type's JSON, from its fields' object.
+    private func wellKnownJSON(_ object: JSONObject, _ message: ProtoMessage, depth: Int) throws(Failure) -> JSON {
+        func wide(_ key: String) -> Int64 { object[key]?.stringValue.flatMap { Int64($0) } ?? 0 }
+        func int(_ key: String) -> Int { if case .int(let value)? = object[key] { value } else { 0 } }
+        switch message.name {
+        case "google.protobuf.Timestamp": return .string(try WellKnownTypes.timestampText(seconds: wide("seconds"), nanos: int("nanos")))
+        case "google.protobuf.Duration": return .string(try WellKnownTypes.durationText(seconds: wide("seconds"), nanos: int("nanos")))
+        case "google.protobuf.Struct": return object["fields"] ?? .object(JSONObject())
+        case "google.protobuf.ListValue": return object["values"] ?? .array([])
+        case "google.protobuf.FieldMask":
+            guard case .array(let paths)? = object["paths"] else { return .string("") }
+            return .string(WellKnownTypes.maskText(paths.compactMap(\.stringValue)))
+        case "google.protobuf.Value":
+            if object["nullValue"] != nil { return .null }
+            for key in ["numberValue", "stringValue", "boolValue", "structValue", "listValue"] {
+                if let value = object[key] { return value }
+            }
+            return .null
+        case "google.protobuf.Any":
+            guard let url = object["typeUrl"]?.stringValue, !url.isEmpty else { return .object(JSONObject()) }
+            let typeName = String(url.split(separator: "/").last ?? "")
+            guard let inner = schema.messages[typeName] else { throw Failure(message: "an Any holds \(url), a type the schema does not have") }
+            let bytes = (object["value"]?.stringValue).flatMap { Data(base64Encoded: $0) } ?? Data()
+            let value = try [UInt8](bytes).withUnsafeBufferPointer { (buffer) throws(Failure) -> JSON in
+                try decodeValue(buffer[...], inner, depth: depth + 1)
+            }
+            var result = JSONObject([("@type", .string(url))])
+            if WellKnownTypes.special.contains(inner.name) {
+                result["value"] = value
+            } else if case .object(let members) = value {
+                for (key, member) in members.pairs { result[key] = member }
+            }
+            return .object(result)
+        default:
+            // A wrapper: its value, or the value's default.
+            guard let field = message.field(number: 1) else { return .null }
+            return object["value"] ?? defaultJSON(field)
+        }
     }
 
     /// A map's entries (each `{key, value}` as decoded) as one JSON object, keys as strings.

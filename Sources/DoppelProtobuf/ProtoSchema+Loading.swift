@@ -33,7 +33,13 @@ extension ProtoSchema {
                 continue
             }
             if path.hasPrefix("google/protobuf/"), !FileManager.default.fileExists(atPath: url.path) {
-                problems.error("'\(path)' (a well-known type) is not read yet; declare the messages you use in a file of your own", at: place)
+                // A well-known type's file, the folder having no copy of its own.
+                guard let text = WellKnownTypes.files[path] else {
+                    problems.error("'\(path)' is not a well-known type's file, and the folder has no copy of it", at: place)
+                    continue
+                }
+                refused.remove(path)
+                texts[path] = text
                 continue
             }
             guard let attributes = try? FileManager.default.attributesOfItem(atPath: url.path),

@@ -112,13 +112,13 @@ struct ProtoSchemaTests {
         #expect(chain.diagnostics.contains { $0.message == "more than \(ProtoSchema.maximumFiles) .proto files are imported" })
 
         try write("big.proto", "// " + String(repeating: "x", count: ProtoSchema.maximumFileSize))
-        try write("imports-big.proto", "import \"big.proto\";\nimport \"google/protobuf/timestamp.proto\";\nimport \"sub/none.proto\";")
+        try write("imports-big.proto", "import \"big.proto\";\nimport \"google/protobuf/nope.proto\";\nimport \"sub/none.proto\";")
         let big = ProtoSchema.load(file: "imports-big.proto", folder: folder)
         #expect(big.schema == nil)
         #expect(
             big.diagnostics.map(\.description).sorted() == [
                 "imports-big.proto:1:8: error: 'big.proto' is over \(ProtoSchema.maximumFileSize) bytes",
-                "imports-big.proto:2:8: error: 'google/protobuf/timestamp.proto' (a well-known type) is not read yet; declare the messages you use in a file of your own",
+                "imports-big.proto:2:8: error: 'google/protobuf/nope.proto' is not a well-known type's file, and the folder has no copy of it",
                 "imports-big.proto:3:8: error: cannot read 'sub/none.proto'",
             ])
     }
@@ -150,6 +150,36 @@ struct ProtoCodecRefusalTests {
         } throws: { error in
             "\(error)".hasPrefix(expected) || "\(error)".contains(expected)
         }
+    }
+
+    @Test(
+        "Well-known types' JSON that is not theirs is refused",
+        arguments: [
+            (#"{"at": "1972-01-01 10:00:20Z"}"#, "/at: a Timestamp is RFC 3339 text from 0001 to 9999"),
+            (#"{"at": "10000-01-01T00:00:00Z"}"#, "/at: a Timestamp is RFC 3339 text"),
+            (#"{"at": "2024-02-30T00:00:00Z"}"#, "/at: a Timestamp is RFC 3339 text"),
+            (#"{"at": "2024-01-01T00:00:00.1234567891Z"}"#, "/at: a Timestamp is RFC 3339 text"),
+            (#"{"took": "5"}"#, "/took: a Duration is seconds with an s"),
+            (#"{"took": "315576000001s"}"#, "/took: a Duration is seconds with an s"),
+            (#"{"extra": {"@type": "type.googleapis.com/nope.Nothing"}}"#, "/extra/@type: an Any names its type"),
+            (#"{"mask": ["a"]}"#, "/mask: a FieldMask is one string of paths"),
+            (#"{"meta": [1]}"#, "/meta: a Struct is a JSON object"),
+            (#"{"count": "x"}"#, "/count/value: \"x\" is not a whole number"),
+        ])
+    func refusesWellKnownJSON(_ text: String, _ expected: String) throws {
+        let json = try JSONReader.parse(Array(text.utf8))
+        #expect {
+            try Self.codec.encode(json, as: "doppel.codec.Known")
+        } throws: { error in
+            "\(error)".hasPrefix(expected)
+        }
+    }
+
+    @Test func timestampsWithOffsetsAndDurationsRoundTrip() throws {
+        let json = try JSONReader.parse(Array(#"{"at": "1972-01-01T11:30:20.5+01:30", "took": "-0.000001s", "anything": [1, {"a": null}]}"#.utf8))
+        let back = try Self.codec.decode(try Self.codec.encode(json, as: "doppel.codec.Known"), as: "doppel.codec.Known")
+        #expect(back["at"] == "1972-01-01T10:00:20.500Z" && back["took"] == "-0.000001s")
+        #expect(ProtoCodecTests.same(back["anything"]!, [1, ["a": nil]]))
     }
 
     @Test func acceptedForms() throws {

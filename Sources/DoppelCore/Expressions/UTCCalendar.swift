@@ -7,7 +7,7 @@ package enum UTCCalendar {
     }
 
     /// Days from 1970-01-01 to a civil date (Howard Hinnant's algorithm).
-    static func days(year: Int, month: Int, day: Int) -> Int {
+    package static func days(year: Int, month: Int, day: Int) -> Int {
         let y = month <= 2 ? year - 1 : year
         let era = (y >= 0 ? y : y - 399) / 400
         let yoe = y - era * 400
@@ -17,7 +17,7 @@ package enum UTCCalendar {
         return era * 146097 + doe - 719468
     }
 
-    static func civil(days z0: Int) -> (year: Int, month: Int, day: Int) {
+    package static func civil(days z0: Int) -> (year: Int, month: Int, day: Int) {
         let z = z0 + 719468
         let era = (z >= 0 ? z : z - 146096) / 146097
         let doe = z - era * 146097
@@ -144,7 +144,7 @@ package enum UTCCalendar {
     }
 
     /// Days in a month of the proleptic Gregorian calendar (February 29 in leap years).
-    static func daysInMonth(_ month: Int, of year: Int) -> Int {
+    package static func daysInMonth(_ month: Int, of year: Int) -> Int {
         switch month {
         case 2: (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
         case 4, 6, 9, 11: 30

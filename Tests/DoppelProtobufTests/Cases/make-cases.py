@@ -15,7 +15,8 @@ from google.protobuf.message import DecodeError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = tempfile.mkdtemp()
-if protoc.main(["protoc", f"-I{HERE}", f"--python_out={OUT}", "codec.proto", "shared.proto"]) != 0:
+PROTOS = os.path.join(os.path.dirname(protoc.__file__), "_proto")
+if protoc.main(["protoc", f"-I{HERE}", f"-I{PROTOS}", f"--python_out={OUT}", "codec.proto", "shared.proto"]) != 0:
     sys.exit("protoc failed")
 sys.path.insert(0, OUT)
 codec = importlib.import_module("codec_pb2")
@@ -49,6 +50,47 @@ messages = [
     ("optional zero", E(maybe=0)),
     ("imported and renamed", E(label=shared.Label(text="l", colour=shared.GREEN), renamed="x")),
     ("defaults left out", E(scalars=S(), mood=E.MOOD_UNSPECIFIED, renamed="")),
+]
+
+from google.protobuf import timestamp_pb2, duration_pb2, wrappers_pb2, struct_pb2, field_mask_pb2, any_pb2, empty_pb2
+K = codec.Known
+
+
+def timestamp(seconds, nanos=0):
+    return timestamp_pb2.Timestamp(seconds=seconds, nanos=nanos)
+
+
+def value(v):
+    out = struct_pb2.Value()
+    out.update({"v": v}) if False else None
+    s = struct_pb2.Struct()
+    s.update({"v": v})
+    return s.fields["v"]
+
+
+meta = struct_pb2.Struct()
+meta.update({"name": "Ann", "age": 7, "tags": ["a", 1, True, None], "nested": {"deep": {"x": 1.5}}, "none": None})
+listed = struct_pb2.ListValue()
+listed.extend([1, "two", False, None, {"k": "v"}, [3]])
+extra = any_pb2.Any()
+extra.Pack(shared.Label(text="packed", colour=shared.RED))
+extra_time = any_pb2.Any()
+extra_time.Pack(timestamp(1, 5))
+messages += [
+    ("timestamps", K(at=timestamp(63072000, 21000000), times=[timestamp(0), timestamp(-62135596800), timestamp(253402300799, 999999999),
+                                                             timestamp(-1, 1000), timestamp(1700000000, 123456000)])),
+    ("durations", K(took=duration_pb2.Duration(seconds=-1, nanos=-500000000))),
+    ("a long duration", K(took=duration_pb2.Duration(seconds=315576000000, nanos=1))),
+    ("wrappers", K(count=wrappers_pb2.Int32Value(value=0), note=wrappers_pb2.StringValue(value="n"), flag=wrappers_pb2.BoolValue(value=True),
+                   ratio=wrappers_pb2.DoubleValue(value=0.25), big=wrappers_pb2.Int64Value(value=-5), blob=wrappers_pb2.BytesValue(value=b"\x00\xff"),
+                   huge=wrappers_pb2.UInt64Value(value=2**64 - 1), small=wrappers_pb2.FloatValue(value=1.5),
+                   unsigned=wrappers_pb2.UInt32Value(value=7))),
+    ("struct, value and list", K(meta=meta, anything=value("text"), list=listed, values={"n": value(None), "b": value(False), "o": value({})})),
+    ("a null value", K(anything=value(None))),
+    ("a field mask", K(mask=field_mask_pb2.FieldMask(paths=["user.display_name", "photo", "a_b_c"]))),
+    ("an any of a message", K(extra=extra)),
+    ("an any of a well-known type", K(extra=extra_time)),
+    ("empty", K(nothing=empty_pb2.Empty())),
 ]
 
 cases = []
@@ -114,7 +156,7 @@ for name, message, data in refused:
     else:
         sys.exit(f"Python read {name!r}; it is not a refusal")
 
-text = json.dumps(cases, indent=1, ensure_ascii=False, sort_keys=False) + "\n"
+text = json.dumps(cases, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
 path = os.path.join(HERE, "cases.json")
 if "--check" in sys.argv:
     with open(path) as f:
