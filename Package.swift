@@ -158,6 +158,8 @@ let package = Package(
             name: "doppel",
             dependencies: [
                 "DoppelServer",
+                // `doppel diff` of two .proto files.
+                "DoppelProtobuf",
                 "DoppelCore",
                 "DoppelRunner",
                 "DoppelOpenAPI",

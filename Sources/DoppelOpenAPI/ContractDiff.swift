@@ -33,6 +33,10 @@ public enum ContractDiff {
         /// What changed, in words.
         public let detail: String
 
+        package init(kind: String, breaking: Bool, endpoint: String, place: String, detail: String) {
+            (self.kind, self.breaking, self.endpoint, self.place, self.detail) = (kind, breaking, endpoint, place, detail)
+        }
+
         /// The change as JSON, for `--format json`.
         public var json: JSON {
             .object(

@@ -1,6 +1,7 @@
 import ArgumentParser
 import DoppelCore
 import DoppelOpenAPI
+import DoppelProtobuf
 import Foundation
 
 struct Diff: ParsableCommand {
@@ -11,7 +12,9 @@ struct Diff: ParsableCommand {
             fields, a request field newly required, a narrowed type, enum or range, a response enum with new values, a \
             changed auth scheme are breaking; additions a client can ignore are compatible. WebSocket rules, close codes, pushes and \
             callbacks are compared too. With --journal, each breaking change says which calls a journal (or a saved \
-            event stream) observed it breaks. Exits 1 when any change is breaking. See docs/verify.md.
+            event stream) observed it breaks. OLD and NEW may instead be two versions of a gRPC API's .proto file: a removed \
+            service, method, message, field or enum value, a renumbered or renamed field, a changed type or streaming is \
+            breaking. Exits 1 when any change is breaking. See docs/verify.md.
             """
     )
 
@@ -35,6 +38,7 @@ struct Diff: ParsableCommand {
     var journal: String?
 
     func run() throws {
+        if old.hasSuffix(".proto") || new.hasSuffix(".proto") { return try runProto() }
         let before: Contract
         let after: Contract
         do {
@@ -57,6 +61,39 @@ struct Diff: ParsableCommand {
         }
         switch format {
         case .json: printJSON(changes, exposures: exposures, breaking: breaking, observed: observed)
+        case .markdown: printMarkdown(changes, exposures: exposures, summary: summary)
+        case .text: printText(changes, exposures: exposures, summary: summary)
+        }
+        if breaking > 0 { throw ExitCode(1) }
+    }
+
+    /// `doppel diff OLD.proto NEW.proto`: the changes of a gRPC API's messages and services, printed as a contract's are.
+    func runProto() throws {
+        guard old.hasSuffix(".proto"), new.hasSuffix(".proto") else {
+            FileHandle.standardError.write(Data("doppel diff: a .proto file is compared with another .proto file\n".utf8))
+            throw ExitCode(2)
+        }
+        guard journal == nil else {
+            FileHandle.standardError.write(Data("doppel diff: --journal compares contracts, not .proto files\n".utf8))
+            throw ExitCode(2)
+        }
+        func load(_ path: String) throws -> ProtoSchema {
+            let url = URL(fileURLWithPath: path)
+            let (schema, diagnostics) = ProtoSchema.load(file: url.lastPathComponent, folder: url.deletingLastPathComponent())
+            guard let schema else {
+                printDiagnostics(diagnostics)
+                throw ExitCode(1)
+            }
+            return schema
+        }
+        let changes = ProtoDiff.changes(from: try load(old), to: try load(new)).map {
+            ContractDiff.Change(kind: $0.kind, breaking: $0.breaking, endpoint: $0.subject, place: $0.place, detail: $0.detail)
+        }
+        let breaking = changes.filter(\.breaking).count
+        let summary = changes.isEmpty ? "no changes" : "\(breaking) breaking, \(changes.count - breaking) compatible"
+        let exposures: [ContractDiff.Exposure?] = changes.map { _ in nil }
+        switch format {
+        case .json: printJSON(changes, exposures: exposures, breaking: breaking, observed: nil)
         case .markdown: printMarkdown(changes, exposures: exposures, summary: summary)
         case .text: printText(changes, exposures: exposures, summary: summary)
         }

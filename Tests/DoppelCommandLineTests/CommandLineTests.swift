@@ -280,3 +280,36 @@ extension CommandLineTests {
                 "--session-prefix must be"))
     }
 }
+
+extension CommandLineTests {
+    @Test("doppel diff of two .proto files: the changes, breaking first, and exit 1")
+    func diffOfProtoFiles() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("proto-diff-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let old = folder.appendingPathComponent("old.proto")
+        let new = folder.appendingPathComponent("new.proto")
+        try #"syntax = "proto3"; package t; service S { rpc A (M) returns (M); } message M { string id = 1; }"#
+            .write(to: old, atomically: true, encoding: .utf8)
+        try #"syntax = "proto3"; package t; service S { rpc A (M) returns (stream M); rpc B (M) returns (M); } message M { string id = 2; }"#
+            .write(to: new, atomically: true, encoding: .utf8)
+        let result = try await DoppelCommand.run(["diff", old.path, new.path])
+        #expect(result.status == 1)
+        #expect(
+            result.output.split(separator: "\n") == [
+                "BREAKING   /t.S/A  its responses were one message, now a stream  [method-streaming-changed]",
+                "BREAKING   t.M  field id (1): is now number 2: old clients' bytes mean something else  [field-renumbered]",
+                "compatible /t.S/B  method B was added  [method-added]",
+                "2 breaking, 1 compatible",
+            ])
+        let same = try await DoppelCommand.run(["diff", old.path, old.path])
+        #expect(same.status == 0 && same.output == "no changes\n")
+        let broken = folder.appendingPathComponent("broken.proto")
+        try "message M { int32 a = 0; }".write(to: broken, atomically: true, encoding: .utf8)
+        let refused = try await DoppelCommand.run(["diff", old.path, broken.path])
+        #expect(refused.status == 1)
+        #expect(refused.errors.contains("\(broken.lastPathComponent):1:23: error: field number 0 is outside 1 to 536870911"))
+        let mixed = try await DoppelCommand.run(["diff", old.path, "contracts/tales.yaml"])
+        #expect(mixed.status == 2 && mixed.errors.contains("a .proto file is compared with another .proto file"))
+    }
+}
