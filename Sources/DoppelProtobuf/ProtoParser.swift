@@ -1,9 +1,10 @@
 import DoppelCore
 
-/// Reads `.proto` files (proto3, and proto2's messages without groups or
-/// extensions) into a `ProtoSchema`, reporting every problem at its line
-/// and column. Options other than `packed` and `json_name` are read and
-/// left: they do not change what a message is on the wire or in JSON.
+/// Reads `.proto` files (proto3, and proto2's messages without groups) into
+/// a `ProtoSchema`, reporting every problem at its line and column. Options
+/// other than `packed` and `json_name`, and `extend` blocks (custom options,
+/// proto2's extensions), are read and left: they do not change what a
+/// message is on the wire or in JSON.
 struct ProtoParser {
     private struct Token: Equatable {
         enum Kind: Equatable { case identifier, integer, float, string, symbol, end }
@@ -66,7 +67,7 @@ struct ProtoParser {
                 case "message": try message(in: package, depth: 0)
                 case "enum": try enumeration(in: package)
                 case "service": try service()
-                case "extend": throw fail("extensions ('extend') are not read here", at: keyword)
+                case "extend": try skipExtension()
                 default: throw fail("expected a declaration (message, enum, service, import, package, option), found '\(keyword.text)'", at: keyword)
                 }
             }
@@ -90,7 +91,7 @@ struct ProtoParser {
             case "message": try message(in: name, depth: depth + 1)
             case "enum": try enumeration(in: name)
             case "option", "reserved", "extensions": try skipStatement()
-            case "extend": throw fail("extensions ('extend') are not read here", at: word)
+            case "extend": try skipExtension()
             case "oneof":
                 let oneofName = try identifier("a oneof name")
                 oneofs.append(oneofName.text)
@@ -283,13 +284,7 @@ struct ProtoParser {
     private mutating func constant() throws -> Token {
         if accept("{") {
             // An aggregate option value: skipped whole.
-            var depth = 1
-            while depth > 0 {
-                if at(.end) { throw fail("an option's value is not closed with '}'", at: peek) }
-                if peek.text == "{" { depth += 1 }
-                if peek.text == "}" { depth -= 1 }
-                position += 1
-            }
+            try skipBlock("an option's value is not closed with '}'")
             return Token(kind: .string, text: "", line: 0, column: 0)
         }
         _ = accept("-") || accept("+")
@@ -297,18 +292,32 @@ struct ProtoParser {
         return next()
     }
 
+    /// `extend Options { ... }`: custom options (`google/api/annotations.proto`'s `http`) and proto2's
+    /// extensions, read past. An option's value never changes a message on the wire, and an
+    /// extension's field is read as an unknown one: skipped.
+    private mutating func skipExtension() throws {
+        _ = try fullIdentifier()
+        try expect("{")
+        try skipBlock("an 'extend' block is not closed with '}'")
+    }
+
+    /// The rest of a `{` block already opened, whatever it holds, up to its matching `}`.
+    private mutating func skipBlock(_ unclosed: String) throws {
+        var depth = 1
+        while depth > 0 {
+            if at(.end) { throw fail(unclosed, at: peek) }
+            if peek.text == "{" { depth += 1 }
+            if peek.text == "}" { depth -= 1 }
+            position += 1
+        }
+    }
+
     /// An option, `reserved` or `extensions` statement, up to its `;`.
     private mutating func skipStatement() throws {
         while !accept(";") {
             if at(.end) || peek.text == "}" { throw fail("expected ';'", at: peek) }
             if accept("{") {
-                var depth = 1
-                while depth > 0 {
-                    if at(.end) { throw fail("expected '}'", at: peek) }
-                    if peek.text == "{" { depth += 1 }
-                    if peek.text == "}" { depth -= 1 }
-                    position += 1
-                }
+                try skipBlock("expected '}'")
                 continue
             }
             position += 1

@@ -78,8 +78,14 @@ struct Diff: ParsableCommand {
             throw ExitCode(2)
         }
         func load(_ path: String) throws -> ProtoSchema {
+            // As protoc's default `-I.`: a relative path's imports are found from the current folder, and
+            // another file's from its own folder.
+            let relative = !path.hasPrefix("/") && !path.split(separator: "/").contains("..")
             let url = URL(fileURLWithPath: path)
-            let (schema, diagnostics) = ProtoSchema.load(file: url.lastPathComponent, folder: url.deletingLastPathComponent())
+            let (schema, diagnostics) =
+                relative
+                ? ProtoSchema.load(file: path, folder: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
+                : ProtoSchema.load(file: url.lastPathComponent, folder: url.deletingLastPathComponent())
             guard let schema else {
                 printDiagnostics(diagnostics)
                 throw ExitCode(1)

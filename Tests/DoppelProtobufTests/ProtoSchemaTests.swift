@@ -206,3 +206,42 @@ struct ProtoCodecRefusalTests {
         #expect(throws: ProtoCodec.Failure.self) { try Self.codec.encode(json, as: "doppel.codec.Everything.Child") }
     }
 }
+
+@Suite("The .proto reader against protoc")
+struct ProtoSchemaAgainstProtocTests {
+    /// Every message of the cases' files as read here is as protoc compiled it (`Cases/schema.json`):
+    /// each field's name, number, JSON name, type, repetition, presence and oneof.
+    @Test func everyMessageIsAsProtocReadsIt() throws {
+        let text = try String(contentsOf: ProtoCodecTests.folder.appendingPathComponent("schema.json"), encoding: .utf8)
+        guard case .object(let expected) = try JSONReader.parse(Array(text.utf8)) else { throw Mismatch() }
+        let schema = ProtoCodecTests.codec.schema
+        let ours = schema.messages.filter { !$0.key.hasPrefix("google.protobuf.") }
+        #expect(Set(ours.keys) == Set(expected.pairs.map(\.key)))
+        for (name, description) in expected.pairs {
+            let message = try #require(schema.messages[name], "\(name)")
+            #expect(message.isMapEntry == (description["map_entry"] == true), "\(name)")
+            guard case .array(let fields)? = description["fields"] else { throw Mismatch() }
+            #expect(message.fields.count == fields.count, "\(name)")
+            for field in fields {
+                guard case .int(let number)? = field["number"], let read = message.field(number: number) else {
+                    Issue.record("\(name): no field \(field["name"] ?? .null)")
+                    continue
+                }
+                let type: String
+                switch read.kind {
+                case .scalar(let scalar): type = scalar.rawValue
+                case .message(let full), .enumeration(let full): type = full
+                }
+                let oneof = read.oneof.map { JSON.string(message.oneofs[$0]) } ?? .null
+                #expect(
+                    [.string(read.name), .string(read.jsonName), .string(type), .bool(read.cardinality == .repeated)]
+                        == [field["name"], field["json"], field["type"], field["repeated"]], "\(name).\(read.name)")
+                // Presence, as protoc has it: a repeated field has none.
+                #expect((read.cardinality == .explicit) == (field["presence"] == true), "\(name).\(read.name)")
+                #expect(oneof == field["oneof"], "\(name).\(read.name)")
+            }
+        }
+    }
+
+    struct Mismatch: Error {}
+}
