@@ -118,9 +118,9 @@ def length(number, body):
     return tag(number, 2) + varint(len(body)) + body
 
 read_cases = [
-    ("unknown fields are skipped", "doppel.codec.Everything",
+    ("unknown fields are read past", "doppel.codec.Everything",
      tag(99, 0) + varint(5) + length(100, b"xyz") + tag(101, 5) + b"\x01\x02\x03\x04" + tag(102, 1) + b"\x00" * 8 + length(5, b"t")),
-    ("a field of another wire type is skipped", "doppel.codec.Everything", tag(2, 2) + varint(1) + b"\x01" + tag(2, 0) + varint(1)),
+    ("a field of another wire type is read past", "doppel.codec.Everything", tag(2, 2) + varint(1) + b"\x01" + tag(2, 0) + varint(1)),
     ("unpacked repeated numbers", "doppel.codec.Everything", tag(4, 0) + varint(3) + tag(4, 0) + varint(4)),
     ("packed where declared unpacked", "doppel.codec.Everything.Child", length(2, varint(1) + varint(2))),
     ("a message seen twice is merged", "doppel.codec.Everything",
