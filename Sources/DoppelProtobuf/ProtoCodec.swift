@@ -283,19 +283,17 @@ struct WireReader {
         }
     }
 
-    mutating func fixed32() throws(ProtoCodec.Failure) -> UInt32 {
-        guard bytes.endIndex - index >= 4 else { throw ProtoCodec.Failure(message: "a 32-bit value is cut short") }
-        var value: UInt32 = 0
-        for offset in 0..<4 { value |= UInt32(bytes[index + offset]) << (8 * offset) }
-        index += 4
-        return value
-    }
+    mutating func fixed32() throws(ProtoCodec.Failure) -> UInt32 { try little(UInt32.self) }
 
-    mutating func fixed64() throws(ProtoCodec.Failure) -> UInt64 {
-        guard bytes.endIndex - index >= 8 else { throw ProtoCodec.Failure(message: "a 64-bit value is cut short") }
-        var value: UInt64 = 0
-        for offset in 0..<8 { value |= UInt64(bytes[index + offset]) << (8 * offset) }
-        index += 8
+    mutating func fixed64() throws(ProtoCodec.Failure) -> UInt64 { try little(UInt64.self) }
+
+    /// A little-endian value of `T`'s width.
+    private mutating func little<T: FixedWidthInteger & UnsignedInteger>(_: T.Type) throws(ProtoCodec.Failure) -> T {
+        let width = T.bitWidth / 8
+        guard bytes.endIndex - index >= width else { throw ProtoCodec.Failure(message: "a \(T.bitWidth)-bit value is cut short") }
+        var value: T = 0
+        for offset in 0..<width { value |= T(bytes[index + offset]) << (8 * offset) }
+        index += width
         return value
     }
 

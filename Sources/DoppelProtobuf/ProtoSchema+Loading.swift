@@ -12,16 +12,16 @@ extension ProtoSchema {
     /// `$ref` that does), bounded in count and size. Every problem of every
     /// file is in `diagnostics`; the schema is nil when there is an error.
     package static func load(file: String, folder: URL) -> (schema: ProtoSchema?, diagnostics: [Diagnostic]) {
-        var texts: [String: String] = [:]
+        var parsed: [String: ProtoParser] = [:]
         var problems = DiagnosticCollector()
         // Imports refused here (outside the folder, too large, unreadable), each reported once.
         var refused = Set<String>()
         var waiting: [(path: String, from: SourceLocation?)] = [(file, nil)]
         while let (path, from) = waiting.popLast() {
-            guard texts[path] == nil, !refused.contains(path) else { continue }
+            guard parsed[path] == nil, !refused.contains(path) else { continue }
             refused.insert(path)
             let place = from ?? SourceLocation(file: path, line: 1, column: 1)
-            guard texts.count < maximumFiles else {
+            guard parsed.count < maximumFiles else {
                 problems.error("more than \(maximumFiles) .proto files are imported", at: place)
                 break
             }
@@ -39,7 +39,7 @@ extension ProtoSchema {
                     continue
                 }
                 refused.remove(path)
-                texts[path] = text
+                parsed[path] = parse(path, text)
                 continue
             }
             guard let attributes = try? FileManager.default.attributesOfItem(atPath: url.path),
@@ -62,31 +62,34 @@ extension ProtoSchema {
                 continue
             }
             refused.remove(path)
-            texts[path] = text
-            var parser = ProtoParser(file: path, text: text)
-            parser.parse()
+            let parser = parse(path, text)
+            parsed[path] = parser
             waiting += parser.imports.map { ($0.path, $0.location) }
         }
-        let (schema, diagnostics) = read(texts, refused: refused)
+        let (schema, diagnostics) = build(parsed, refused: refused)
         return (problems.hasErrors ? nil : schema, problems.diagnostics + diagnostics)
     }
 
     /// Reads `.proto` texts by file name (imports name the others) into one schema.
     package static func read(_ texts: [String: String]) -> (schema: ProtoSchema?, diagnostics: [Diagnostic]) {
-        read(texts, refused: [])
+        build(Dictionary(uniqueKeysWithValues: texts.map { ($0.key, parse($0.key, $0.value)) }), refused: [])
     }
 
-    /// As `read(_:)`; imports of `refused` files were reported already.
-    private static func read(_ texts: [String: String], refused: Set<String>) -> (schema: ProtoSchema?, diagnostics: [Diagnostic]) {
+    private static func parse(_ file: String, _ text: String) -> ProtoParser {
+        var parser = ProtoParser(file: file, text: text)
+        parser.parse()
+        return parser
+    }
+
+    /// One schema of the files read, by name; imports of `refused` files were reported already.
+    private static func build(_ parsed: [String: ProtoParser], refused: Set<String>) -> (schema: ProtoSchema?, diagnostics: [Diagnostic]) {
         var schema = ProtoSchema()
         var diagnostics = DiagnosticCollector()
         var scopes: [String: String] = [:]
         var problems: [Diagnostic] = []
-        for (file, text) in texts.sorted(by: { $0.key < $1.key }) {
-            var parser = ProtoParser(file: file, text: text)
-            parser.parse()
+        for (_, parser) in parsed.sorted(by: { $0.key < $1.key }) {
             problems += parser.diagnostics.diagnostics
-            for imported in parser.imports where texts[imported.path] == nil && !refused.contains(imported.path) {
+            for imported in parser.imports where parsed[imported.path] == nil && !refused.contains(imported.path) {
                 diagnostics.error("'\(imported.path)' is not among the files read", at: imported.location)
             }
             for message in parser.messages {

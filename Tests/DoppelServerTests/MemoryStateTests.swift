@@ -60,6 +60,16 @@ struct MemoryStateTests {
         let absent = try await store.transact(session: "m3") { data in (data == nil, nil) }
         #expect(absent)
         #expect(engine.sessions.existing("m3") == nil)
+        // Data for a session not held starts it, in the engine's store.
+        let written = try await store.transact(session: "m4") { data -> (Bool, SessionData?) in
+            var started = SessionData(state: JSONObject([("used", .int(4))]))
+            started.clock.freeze(true, real: 2_000)
+            return (data == nil, started)
+        }
+        #expect(written)
+        #expect(engine.sessions.existing("m4")?.current.state["used"] == 4)
+        #expect(engine.respond(to: Self.use("m4")).status == 200)
+        #expect(engine.sessions.existing("m4")?.current.state["used"] == 5)
         _ = try await store.transact(session: "m2") { _ in ((), nil) }
         #expect(engine.sessions.existing("m2") == nil)
         // The next request starts the session over.

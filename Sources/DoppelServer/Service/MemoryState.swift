@@ -25,7 +25,8 @@ struct MemoryState: StateStore {
         let sessions = slot.current.sessions
         guard let session = sessions.existing(id) else {
             let (result, data) = try body(nil)
-            if let data { sessions.adopt(id, data: data) }
+            // A new session is made by the store, as a request's is: counted against its limit and state budget.
+            if let data { sessions.session(id).transact { $0 = data } }
             return result
         }
         var removed = false
