@@ -38,6 +38,8 @@ let package = Package(
         // The Model Context Protocol (`doppel mcp`): the official Swift SDK.
         .package(url: "https://github.com/modelcontextprotocol/swift-sdk.git", from: "0.12.1"),
         .package(url: "https://github.com/GraphQLSwift/GraphQL.git", from: "4.3.0"),
+        // HTTP/2 for gRPC, on the server's own port (Transport/PrefaceSniffer.swift, GRPCDoor.swift).
+        .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
     ],
     targets: [
         .target(
@@ -52,7 +54,11 @@ let package = Package(
             dependencies: [
                 "DoppelCore",
                 "DoppelGraphQL",
+                // gRPC's messages, converted by the contract's .proto.
+                "DoppelProtobuf",
                 .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -94,8 +100,8 @@ let package = Package(
             name: "DoppelOpenAPI",
             dependencies: [
                 "DoppelCore",
-                // A contract's GraphQL schema is checked with the rest of it.
-                "DoppelGraphQL",
+                // A contract's GraphQL schema and gRPC .proto are checked with the rest of it.
+                "DoppelGraphQL", "DoppelProtobuf",
                 .product(name: "OpenAPIKit", package: "OpenAPIKit"),
                 .product(name: "OpenAPIKit30", package: "OpenAPIKit"),
                 .product(name: "OpenAPIKitCompat", package: "OpenAPIKit"),
@@ -206,6 +212,9 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HTTPTypes", package: "swift-http-types"),
                 // Clients of the HTTPS tests.
                 .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                // gRPC calls written as HTTP/2 frames into an embedded channel, their messages encoded by the .proto.
+                "DoppelProtobuf", .product(name: "NIOHTTP2", package: "swift-nio-http2"), .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
             ],
             // Read by path from the repository, not as a bundle resource.
             exclude: ["Fixtures"]

@@ -1,5 +1,6 @@
 import DoppelCore
 import DoppelGraphQL
+import DoppelProtobuf
 import Foundation
 import OpenAPIKit
 import OpenAPIKit30
@@ -82,6 +83,10 @@ public enum ContractDocument {
         // What only the GraphQL library finds: the SDL's own problems, resolvers that name no field.
         let graphQL = GraphQLService.problems(of: contract)
         if !graphQL.isEmpty { throw ContractError(diagnostics: contract.warnings + graphQL) }
+        // What only reading the `.proto` finds: its own problems, methods it does not declare.
+        let grpc = GRPCCatalog.problems(of: contract)
+        if grpc.contains(where: { $0.severity == .error }) { throw ContractError(diagnostics: contract.warnings + grpc) }
+        contract.warnings += grpc
         return contract
     }
 

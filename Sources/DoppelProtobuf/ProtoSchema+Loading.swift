@@ -11,12 +11,13 @@ extension ProtoSchema {
     /// `folder` and inside it (an import that leaves it is refused, as a
     /// `$ref` that does), bounded in count and size. Every problem of every
     /// file is in `diagnostics`; the schema is nil when there is an error.
-    package static func load(file: String, folder: URL) -> (schema: ProtoSchema?, diagnostics: [Diagnostic]) {
+    /// `builtIn`: files of `WellKnownTypes` read beside it (gRPC's `google/rpc/…`), unless the folder has its own.
+    package static func load(file: String, folder: URL, builtIn: [String] = []) -> (schema: ProtoSchema?, diagnostics: [Diagnostic]) {
         var parsed: [String: ProtoParser] = [:]
         var problems = DiagnosticCollector()
         // Imports refused here (outside the folder, too large, unreadable), each reported once.
         var refused = Set<String>()
-        var waiting: [(path: String, from: SourceLocation?)] = [(file, nil)]
+        var waiting: [(path: String, from: SourceLocation?)] = builtIn.map { ($0, nil) } + [(file, nil)]
         while let (path, from) = waiting.popLast() {
             guard parsed[path] == nil, !refused.contains(path) else { continue }
             refused.insert(path)
@@ -32,14 +33,16 @@ extension ProtoSchema {
                 problems.error("'\(path)' is outside the contract's folder", at: place)
                 continue
             }
-            if path.hasPrefix("google/protobuf/"), !FileManager.default.fileExists(atPath: url.path) {
+            if path.hasPrefix("google/protobuf/") || path.hasPrefix("google/rpc/"), !FileManager.default.fileExists(atPath: url.path) {
                 // A well-known type's file, the folder having no copy of its own.
                 guard let text = WellKnownTypes.files[path] else {
                     problems.error("'\(path)' is not a well-known type's file, and the folder has no copy of it", at: place)
                     continue
                 }
                 refused.remove(path)
-                parsed[path] = parse(path, text)
+                let parser = parse(path, text)
+                parsed[path] = parser
+                waiting += parser.imports.map { ($0.path, $0.location) }
                 continue
             }
             guard let attributes = try? FileManager.default.attributesOfItem(atPath: url.path),

@@ -35,7 +35,43 @@ enum WellKnownTypes {
         enum NullValue { NULL_VALUE = 0; }
         message ListValue { repeated Value values = 1; }
         """,
+        // gRPC's rich errors: the status a call ends with, sent in `grpc-status-details-bin`, and its standard details.
+        "google/rpc/status.proto": """
+        syntax = "proto3"; package google.rpc; import "google/protobuf/any.proto";
+        message Status { int32 code = 1; string message = 2; repeated google.protobuf.Any details = 3; }
+        """,
+        "google/rpc/error_details.proto": """
+        syntax = "proto3"; package google.rpc; import "google/protobuf/duration.proto";
+        message ErrorInfo { string reason = 1; string domain = 2; map<string, string> metadata = 3; }
+        message RetryInfo { google.protobuf.Duration retry_delay = 1; }
+        message DebugInfo { repeated string stack_entries = 1; string detail = 2; }
+        message QuotaFailure {
+          message Violation {
+            string subject = 1; string description = 2; string api_service = 3; string quota_metric = 4; string quota_id = 5;
+            map<string, string> quota_dimensions = 6; int64 quota_value = 7; optional int64 future_quota_value = 8;
+          }
+          repeated Violation violations = 1;
+        }
+        message PreconditionFailure {
+          message Violation { string type = 1; string subject = 2; string description = 3; }
+          repeated Violation violations = 1;
+        }
+        message BadRequest {
+          message FieldViolation { string field = 1; string description = 2; string reason = 3; LocalizedMessage localized_message = 4; }
+          repeated FieldViolation field_violations = 1;
+        }
+        message RequestInfo { string request_id = 1; string serving_data = 2; }
+        message ResourceInfo { string resource_type = 1; string resource_name = 2; string owner = 3; string description = 4; }
+        message Help {
+          message Link { string description = 1; string url = 2; }
+          repeated Link links = 1;
+        }
+        message LocalizedMessage { string locale = 1; string message = 2; }
+        """,
     ]
+
+    /// The files every gRPC service's schema reads beside its own: `google.rpc.Status` and its details.
+    static let rpcFiles = ["google/rpc/status.proto", "google/rpc/error_details.proto"]
 
     static let wrappers: Set<String> = [
         "google.protobuf.DoubleValue", "google.protobuf.FloatValue", "google.protobuf.Int64Value", "google.protobuf.UInt64Value",

@@ -1,5 +1,6 @@
 import DoppelCore
 import Foundation
+import NIOCore
 import Testing
 
 @testable import DoppelServer
@@ -20,6 +21,7 @@ struct AnswerDoorTests {
         /// The journal's entries when the answer's last bytes were asked for.
         var journaledBeforeLastBytes: Int?
         var pending: (() async -> Void)?
+        var loop: (any EventLoop)? { nil }
 
         init(answerer: Answerer, journal: Journal) {
             self.answerer = answerer

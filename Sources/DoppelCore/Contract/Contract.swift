@@ -26,6 +26,8 @@ public struct Contract: Sendable {
     package var fallbacks: [Fallback: ResponseDefinition] = [:]
     /// The GraphQL API the contract describes (`graphql:`), if any.
     package var graphql: GraphQLDefinition?
+    /// The gRPC services the contract answers (`grpc:`), if any.
+    package var grpc: GRPCDefinition?
     /// The body files the contract reads (`file:`), as absolute paths.
     package var bodyFiles: [String] = []
     /// Whether it was read from an OpenAPI document, which says nothing of

@@ -55,7 +55,7 @@ public struct ContractLoader: Sendable {
 
     static let topLevelKeys: Set<String> = [
         "doppel", "document_mistakes", "info", "base_path", "auth", "schemas", "state", "data", "responses", "fallbacks", "rate_limits", "endpoints",
-        "mcp", "graphql",
+        "mcp", "graphql", "grpc",
     ]
     /// Names every expression may start from.
     static let requestRoots: Set<String> = [
@@ -196,21 +196,14 @@ public struct ContractLoader: Sendable {
         let defaultAuth = readAuth(top["auth"])
         let mcp = mcpEndpoints(top["mcp"], info: info)
         let graphql = graphqlEndpoints(top["graphql"])
-        let sections = mcp.isEmpty && graphql.entries.isEmpty
+        let grpc = grpcEndpoints(top["grpc"])
+        let sections = mcp.isEmpty && graphql.entries.isEmpty && grpc.entries.isEmpty && top["grpc"] == nil
         var endpoints =
             entries.map { readEndpoints($0, basePath: basePath, defaultAuth: defaultAuth) }
             ?? (top["endpoints"] == nil && !sections ? [] : readEndpoints(top["endpoints"], basePath: basePath, defaultAuth: defaultAuth))
-        for (section, made) in [("mcp", mcp), ("graphql", graphql.entries)] where !made.isEmpty {
-            // A section's endpoints are found by their ids (forced answers, verify, the door's own calls): one of the user's must not take one.
-            let taken = Set(made.map(\.name))
-            for endpoint in endpoints where taken.contains(endpoint.id) {
-                diagnostics.error(
-                    "endpoint id '\(endpoint.id)' is taken by the contract's '\(section):' section, which makes an endpoint of that id; rename this one",
-                    at: endpoint.location)
-            }
-            let maker = NodeMaker(at: top[section]!)
-            endpoints += readEndpoints(maker.mapping(made.map { ($0.name, $0.node) }), basePath: basePath, defaultAuth: defaultAuth)
-        }
+        endpoints += sectionEndpoints(
+            [("mcp", mcp), ("graphql", graphql.entries), ("grpc", grpc.entries)], top: top, taken: endpoints, basePath: basePath,
+            defaultAuth: defaultAuth)
         let rateLimits = readRateLimits(
             top["rate_limits"], endpointIDs: Set(endpoints.map(\.id)),
             uncounted: Set(graphql.definition.map { $0.resolvers + [GraphQLDefinition.socketEndpointID] } ?? []))
@@ -227,7 +220,28 @@ public struct ContractLoader: Sendable {
         let served = basePath + (definition?.path ?? "")
         definition?.path = served
         contract.graphql = definition
+        contract.grpc = grpc.definition
         return contract
+    }
+
+    /// The endpoints the contract's sections (`mcp:`, `graphql:`, `grpc:`) were rewritten into, read as the user's are.
+    private mutating func sectionEndpoints(
+        _ sections: [(String, [(name: String, node: SourceNode)])], top: MappingReader, taken users: [Endpoint], basePath: String,
+        defaultAuth: [String]
+    ) -> [Endpoint] {
+        var endpoints: [Endpoint] = []
+        for (section, made) in sections where !made.isEmpty {
+            // A section's endpoints are found by their ids (forced answers, verify, the door's own calls): one of the user's must not take one.
+            let taken = Set(made.map(\.name))
+            for endpoint in users where taken.contains(endpoint.id) {
+                diagnostics.error(
+                    "endpoint id '\(endpoint.id)' is taken by the contract's '\(section):' section, which makes an endpoint of that id; rename this one",
+                    at: endpoint.location)
+            }
+            let maker = NodeMaker(at: top[section]!)
+            endpoints += readEndpoints(maker.mapping(made.map { ($0.name, $0.node) }), basePath: basePath, defaultAuth: defaultAuth)
+        }
+        return endpoints
     }
 
     /// `fallbacks:`: for each of Doppel's own answers, the response to give

@@ -85,10 +85,14 @@ struct DoppelService: Service {
         let running: @Sendable (any Channel) async -> Void = { [configuration, onServerRunning] channel in
             await onServerRunning(channel.localAddress?.port ?? configuration.port)
         }
-        // HTTPS: TLS in front of the same channel. (HTTP/2 is Hummingbird's own
-        // channel, which would bypass Doppel's limits and its one door.)
+        // HTTPS: TLS in front of the same channel. (Hummingbird's own HTTP/2
+        // channel would bypass Doppel's limits and its one door.) A contract
+        // that serves gRPC offers `h2` by ALPN, which gRPC's clients ask for;
+        // others offer HTTP/1.1 alone, so browsers and curl keep to it.
+        var tls = configuration.tls
+        if answerer.slot.versioned.engine.contract.grpc != nil { tls?.applicationProtocols = ["h2", "http/1.1"] }
         let server =
-            try configuration.tls.map { try TLSChannel(channel, tlsConfiguration: $0) }.map {
+            try tls.map { try TLSChannel(channel, tlsConfiguration: $0) }.map {
                 $0.server(
                     configuration: serverConfiguration, onServerRunning: running, eventLoopGroup: MultiThreadedEventLoopGroup.singleton,
                     logger: logger)

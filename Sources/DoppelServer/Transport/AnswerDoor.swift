@@ -1,4 +1,5 @@
 import DoppelCore
+import NIOCore
 
 /// One request and its decision, on their way out of a door.
 struct DoorExchange {
@@ -29,8 +30,10 @@ protocol AnswerDoor: AnyObject {
     /// connection is ending; a graceful shutdown or the client leaving ends
     /// the wait early.
     func wait(_ seconds: Double, then: @escaping () -> Void)
-    /// Runs `operation` away from the door, then `then` with its result back on it.
+    /// Runs `operation` away from the door, then `then` with its result back on it
+    /// (by default on `loop`, the door's event loop, kept while the door lives).
     func whenDone<Result: Sendable>(_ operation: @escaping @Sendable () async -> Result, then: @escaping (Result) -> Void)
+    var loop: (any EventLoop)? { get }
     /// An answer starts to take time: requests that arrive meanwhile wait for it.
     func beginAnswering()
     /// The whole answer, its body left out when `omitBody`: the answer's last bytes.
@@ -49,9 +52,19 @@ protocol AnswerDoor: AnyObject {
     /// A `101` that opens a WebSocket (`SocketOpening`): the door hands the
     /// connection to the socket, or answers why it cannot.
     func upgrade(_ exchange: DoorExchange, answered response: MockResponse, opening: SocketOpening)
+    /// The status an answer decided as `decided` is journaled with: the
+    /// door's own when it ended the exchange itself (a gRPC call's deadline).
+    func statusSent(_ decided: Int) -> Int
 }
 
 extension AnswerDoor {
+    func statusSent(_ decided: Int) -> Int { decided }
+
+    func whenDone<Result: Sendable>(_ operation: @escaping @Sendable () async -> Result, then: @escaping (Result) -> Void) {
+        guard let loop else { return }
+        loop.makeFutureWithTask(operation).assumeIsolated().whenSuccess(then)
+    }
+
     /// A decided answer: delivered after its delay, or now.
     func proceed(_ exchange: DoorExchange) {
         let delay = exchange.decision.delay
@@ -133,6 +146,6 @@ extension AnswerDoor {
 
     /// Completes the exchange's journal entry and log line with the status sent.
     func finish(_ exchange: DoorExchange, status: Int) {
-        answerer.finish(exchange.decision, of: exchange.request, sent: status, engine: exchange.engine, started: exchange.started)
+        answerer.finish(exchange.decision, of: exchange.request, sent: statusSent(status), engine: exchange.engine, started: exchange.started)
     }
 }

@@ -2,8 +2,11 @@ import HummingbirdCore
 import Logging
 import NIOCore
 import NIOHTTP1
+import NIOHTTP2
 
-/// Doppel's HTTP/1 child channel: NIO's request decoder between the
+/// Doppel's child channel. A connection that opens with HTTP/2's preface
+/// (`PrefaceSniffer`) is HTTP/2, whose streams are gRPC calls
+/// (`configureHTTP2`); any other is HTTP/1: NIO's request decoder between the
 /// connection guard's two handlers (`ConnectionGuard`), then `HTTPDoor`,
 /// which answers every request and writes every answer as bytes. No
 /// response encoder and no async hand-off: one path from bytes in to bytes
@@ -29,15 +32,65 @@ struct DoppelHTTP1Channel: ServerChildChannel {
             decoderLimits.maxHeaderFieldCount = 256
             let state = ConnectionGuard.State(limits: limits)
             let sync = channel.pipeline.syncOperations
-            try sync.addHandler(ConnectionGuard.ByteWatcher(state: state))
-            try sync.addHandler(
-                ByteToMessageHandler(
-                    HTTPRequestDecoder(
-                        leftOverBytesStrategy: .dropBytes, informationalResponseStrategy: .drop,
-                        limitConfiguration: decoderLimits)))
-            try sync.addHandler(ConnectionGuard.RequestWatcher(state: state))
-            try sync.addHandler(HTTPDoor(answerer: answerer, connection: state))
+            let watcher = ConnectionGuard.ByteWatcher(state: state)
+            try sync.addHandler(watcher)
+            let sniffer = PrefaceSniffer(
+                http1: { [answerer] sync, _ in
+                    try sync.addHandler(
+                        ByteToMessageHandler(
+                            HTTPRequestDecoder(
+                                leftOverBytesStrategy: .dropBytes, informationalResponseStrategy: .drop,
+                                limitConfiguration: decoderLimits)))
+                    try sync.addHandler(ConnectionGuard.RequestWatcher(state: state))
+                    try sync.addHandler(HTTPDoor(answerer: answerer, connection: state))
+                },
+                http2: { [answerer, limits, maxHeaderSize] context in
+                    // HTTP/2 keeps its own deadlines (the connection manager's idle one) and frames.
+                    context.pipeline.syncOperations.removeHandler(watcher, promise: nil)
+                    try Self.configureHTTP2(context.channel, answerer: answerer, idle: limits.idle, maxHeaderSize: maxHeaderSize)
+                })
+            try sync.addHandler(sniffer)
             return Connection(channel: channel)
+        }
+    }
+
+    /// The most streams one HTTP/2 connection may have open at once (its `SETTINGS_MAX_CONCURRENT_STREAMS`).
+    static let maxConcurrentStreams = 100
+
+    /// An HTTP/2 connection: NIO's HTTP/2 handler, each stream a child
+    /// channel answered by a `HTTP2StreamDoor`, and NIO's connection manager, which
+    /// closes the connection after `idle` seconds without a stream and sends
+    /// `GOAWAY` on a graceful shutdown.
+    static func configureHTTP2(_ channel: any Channel, answerer: Answerer, idle: Double, maxHeaderSize: Int) throws {
+        let manager = NIOHTTP2ServerConnectionManagementHandler(
+            eventLoop: channel.eventLoop,
+            configuration: .init(maxIdleTime: .nanoseconds(Int64(idle * 1e9)), maxAge: nil, maxGraceTime: nil, keepalive: nil))
+        var connection = NIOHTTP2Handler.ConnectionConfiguration()
+        connection.initialSettings = [
+            HTTP2Setting(parameter: .maxConcurrentStreams, value: maxConcurrentStreams),
+            HTTP2Setting(parameter: .maxHeaderListSize, value: maxHeaderSize),
+        ]
+        let sync = channel.pipeline.syncOperations
+        _ = try sync.configureHTTP2Pipeline(
+            mode: .server, connectionConfiguration: connection, streamConfiguration: .init(),
+            streamDelegate: manager.http2StreamDelegate, position: .last
+        ) { stream in
+            stream.eventLoop.makeCompletedFuture {
+                try stream.pipeline.syncOperations.addHandler(HTTP2StreamDoor(answerer: answerer, idle: idle))
+            }
+        }
+        try sync.addHandler(manager)
+        try sync.addHandler(ClosingOnError())
+    }
+
+    /// NIO's HTTP/2 handler sends `GOAWAY` for a connection error (a
+    /// malformed frame, a header block past the limit) and leaves the
+    /// connection open: it is closed here, so its streams end at once.
+    final class ClosingOnError: ChannelInboundHandler {
+        typealias InboundIn = HTTP2Frame
+
+        func errorCaught(context: ChannelHandlerContext, error: any Error) {
+            context.close(promise: nil)
         }
     }
 

@@ -98,9 +98,4 @@ extension HTTPDoor: AnswerDoor {
         task.cancel()
         then()
     }
-
-    func whenDone<Result: Sendable>(_ operation: @escaping @Sendable () async -> Result, then: @escaping (Result) -> Void) {
-        guard let loop else { return }
-        loop.makeFutureWithTask(operation).assumeIsolated().whenSuccess(then)
-    }
 }

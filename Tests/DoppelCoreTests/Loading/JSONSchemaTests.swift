@@ -56,6 +56,9 @@ struct JSONSchemaTests {
             (ContractLoader.graphqlResolverKeys, "graphqlResolver"),
             (ContractLoader.graphqlResponseKeys, "graphqlResponse"),
             (ContractLoader.graphqlErrorKeys, "graphqlError"),
+            (ContractLoader.grpcKeys, "grpc"),
+            (ContractLoader.grpcMethodKeys, "grpcMethod"),
+            (ContractLoader.grpcResponseKeys, "grpcResponse"),
         ]
         for (loader, definition) in mappings {
             var known = Self.properties(schema, definition)
@@ -114,7 +117,7 @@ struct JSONSchemaTests {
             "requestBodyKeys", "queryStringKeys", "responseKeys", "referenceKeys", "sequenceKeys", "eventKeys", "delayKeys", "discriminatorKeys",
             "topKeys", "givenKeys", "overrideKeys", "stepKeys", "partKeys", "expectKeys", "socketKeys", "socketRuleKeys", "pushKeys", "closeKeys",
             "callbackKeys", "mcpKeys", "mcpServerKeys", "mcpToolKeys", "mcpResponseKeys", "mcpErrorKeys", "graphqlKeys", "graphqlResolverKeys",
-            "graphqlResponseKeys", "graphqlErrorKeys",
+            "graphqlResponseKeys", "graphqlErrorKeys", "grpcKeys", "grpcMethodKeys", "grpcResponseKeys",
         ]
         #expect(named == compared, "key sets not compared with docs/schema: \(named.subtracting(compared).sorted())")
     }

@@ -1,0 +1,85 @@
+import DoppelCore
+import Foundation
+
+/// A contract's gRPC services as the door serves them: the `.proto` file
+/// read (with gRPC's own `google.rpc` messages beside it), each method the
+/// contract answers found in it, and the codec that converts their
+/// messages between protobuf and the JSON the contract is written in.
+package struct GRPCCatalog: Sendable {
+    /// A method the door can call: its kind and its messages' types.
+    package struct Method: Sendable {
+        package let path: String
+        package let input: String
+        package let output: String
+        package let clientStreaming: Bool
+        package let serverStreaming: Bool
+    }
+
+    package let codec: ProtoCodec
+    /// By path, `/SERVICE/METHOD`: every method of every service the file declares, answered or not.
+    package let methods: [String: Method]
+    /// Every service the files declare, by full name.
+    package let services: [String]
+
+    /// The catalogue of a contract's `grpc:` section, or every problem found
+    /// reading its `.proto` file and matching the section's methods to it.
+    package static func load(_ definition: GRPCDefinition) -> (catalog: GRPCCatalog?, diagnostics: [Diagnostic]) {
+        let folder = URL(fileURLWithPath: definition.folder, isDirectory: true)
+        let folderPath = folder.standardizedFileURL.path
+        // Reported at the contract's line, with the contract's own name for the file.
+        let (schema, found) = ProtoSchema.load(file: definition.proto, folder: folder, builtIn: WellKnownTypes.rpcFiles)
+        var diagnostics = found.map { diagnostic in
+            var moved = diagnostic
+            if diagnostic.location.file == definition.proto, diagnostic.location.line == 1, diagnostic.location.column == 1,
+                diagnostic.message.contains("'\(definition.proto)'")
+            {
+                moved.location = definition.protoLocation
+            } else if !diagnostic.location.file.hasPrefix("/"), !diagnostic.location.file.hasPrefix("google/") {
+                moved.location.file = relative(diagnostic.location.file, folder: folderPath, contract: definition.protoLocation.file)
+            }
+            return moved
+        }
+        guard let schema else { return (nil, diagnostics) }
+        var methods: [String: Method] = [:]
+        for service in schema.services {
+            for method in service.methods {
+                let path = "/\(service.name)/\(method.name)"
+                methods[path] = Method(
+                    path: path, input: method.input, output: method.output, clientStreaming: method.clientStreaming,
+                    serverStreaming: method.serverStreaming)
+            }
+        }
+        var collector = DiagnosticCollector()
+        let services = Set(schema.services.map(\.name))
+        for method in definition.methods where methods["/" + method.path] == nil {
+            if services.contains(method.service) {
+                collector.error("service '\(method.service)' in \(definition.proto) has no method '\(method.name)'", at: method.location)
+            } else {
+                collector.error("\(definition.proto) declares no service '\(method.service)'", at: method.location)
+            }
+        }
+        diagnostics += collector.diagnostics
+        guard !collector.hasErrors else { return (nil, diagnostics) }
+        return (GRPCCatalog(codec: ProtoCodec(schema: schema), methods: methods, services: services.sorted()), diagnostics)
+    }
+
+    /// The problems of a contract's `grpc:` section that only reading its `.proto` finds (none without one).
+    package static func problems(of contract: Contract) -> [Diagnostic] {
+        guard let definition = contract.grpc else { return [] }
+        return load(definition).diagnostics
+    }
+
+    /// A file of the folder named as the contract is (relative when it was).
+    private static func relative(_ file: String, folder: String, contract: String) -> String {
+        let contractFolder = contract.contains("/") ? String(contract[...contract.lastIndex(of: "/")!]) : ""
+        return contractFolder + file
+    }
+
+    // MARK: Statuses
+
+    /// `grpc-status-details-bin`'s bytes: the answer's `google.rpc.Status`
+    /// (its code, message and details, each an `Any` with its `@type`).
+    package func statusDetails(_ status: JSON) throws(ProtoCodec.Failure) -> [UInt8] {
+        try codec.encode(status, as: "google.rpc.Status")
+    }
+}
