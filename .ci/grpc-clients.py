@@ -6,7 +6,10 @@ demo's .proto, each case in its own Doppel session: five stories and then
 RESOURCE_EXHAUSTED with its google.rpc.QuotaFailure and ErrorInfo read by
 `grpcio-status`; INVALID_ARGUMENT with a BadRequest; UNAUTHENTICATED
 without a token; a server stream, a client stream and a bidirectional one;
-initial metadata; 200 parallel calls in one session that count exactly 5
+initial metadata; the services listed by `grpcio-reflection`'s client
+and every message built from the descriptors reflection sends, compared
+with protoc's, and a call made from them; the health service
+(`grpcio-health-checking`); 200 parallel calls in one session that count exactly 5
 OK and 195 RESOURCE_EXHAUSTED, and the journal holding all 200; the same
 over TLS (ALPN h2) beside HTTP/1.1 on the same port.
 
@@ -39,7 +42,11 @@ import h2.events
 import h2.frame_buffer
 import hyperframe.frame
 import h2.settings
+from google.protobuf import message_factory
+from google.protobuf.descriptor_pool import DescriptorPool
 from google.rpc import error_details_pb2
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
 from grpc_status import rpc_status
 
 from doppel_serving import serving
@@ -129,6 +136,48 @@ def the_demo(pb, rpc, channel):
     lines = [pb.StoryLine(speaker="kid", text=text) for text in ["a dragon", "flew", "home"]]
     told = [line.text for line in stub.TellTogether(iter(lines), metadata=metadata("streams"), timeout=10)]
     check(told == ["And then a dragon...", "And then flew...", "And then home..."], f"a bidirectional stream: {told}")
+
+
+def reflection_and_health(pb, channel):
+    """The services listed by grpcio-reflection's client, every message of the demo built from the
+    descriptors reflection sends and compared with protoc's (grpcio-tools'), a call made knowing no
+    .proto, and the health service."""
+    database = ProtoReflectionDescriptorDatabase(channel)
+    services = sorted(database.get_services())
+    check(services == ["grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection",
+                       "tales.v1.Tales"], f"services listed by reflection: {services}")
+    pool = DescriptorPool(database)
+    def shape(message):
+        return [(f.name, f.number, f.type, f.is_repeated, f.has_presence, f.message_type.full_name if f.message_type else None,
+                 f.enum_type.full_name if f.enum_type else None, f.json_name) for f in message.fields]
+    # The demo's messages, and google.rpc's (nested messages, a map, a proto3 `optional`) as googleapis-common-protos has them.
+    expected = list(pb.DESCRIPTOR.message_types_by_name.values()) + [
+        error_details_pb2.QuotaFailure.DESCRIPTOR, error_details_pb2.QuotaFailure.Violation.DESCRIPTOR,
+        error_details_pb2.ErrorInfo.DESCRIPTOR, error_details_pb2.BadRequest.FieldViolation.DESCRIPTOR,
+        error_details_pb2.RetryInfo.DESCRIPTOR]
+    differing = [message.full_name for message in expected if shape(pool.FindMessageTypeByName(message.full_name)) != shape(message)]
+    check(not differing and len(expected) == 13, f"every message reflected as protoc describes it: {differing or '13 alike'}")
+    service = pool.FindServiceByName("tales.v1.Tales")
+    methods = [(m.name, m.input_type.full_name, m.output_type.full_name) for m in service.methods]
+    protoc = [(m.name, m.input_type.full_name, m.output_type.full_name) for m in pb.DESCRIPTOR.services_by_name["Tales"].methods]
+    check(methods == protoc, f"the service's methods as protoc describes them: {len(methods)}")
+    generate = service.methods_by_name["GenerateStory"]
+    request, response = message_factory.GetMessageClass(generate.input_type), message_factory.GetMessageClass(generate.output_type)
+    call = channel.unary_unary("/tales.v1.Tales/GenerateStory", request_serializer=request.SerializeToString,
+                               response_deserializer=response.FromString)
+    story = call(request(child_name="Zoe"), metadata=metadata("reflected"), timeout=10)
+    check(story.title == "Zoe and the Magic Garden", f"a call made from reflected descriptors: {story.title}")
+    health = health_pb2_grpc.HealthStub(channel)
+    served = [health.Check(health_pb2.HealthCheckRequest(service=name), timeout=10).status for name in ["", "tales.v1.Tales"]]
+    check(served == [health_pb2.HealthCheckResponse.SERVING] * 2, f"health: {served}")
+    try:
+        health.Check(health_pb2.HealthCheckRequest(service="tales.v1.Nope"), timeout=10)
+        check(False, "an unknown service's health")
+    except grpc.RpcError as error:
+        check(error.code() == grpc.StatusCode.NOT_FOUND, f"an unknown service's health: {error.code()}")
+    watch = health.Watch(health_pb2.HealthCheckRequest(service="tales.v1.Tales"), timeout=10)
+    check(next(watch).status == health_pb2.HealthCheckResponse.SERVING, "health watched")
+    watch.cancel()
 
 
 def two_hundred_in_parallel(pb, rpc, channel, port):
@@ -320,6 +369,7 @@ def main():
         with serving(doppel, ROOT / "contracts/tales-grpc.yaml", PORT):
             channel = grpc.insecure_channel(f"127.0.0.1:{PORT}")
             the_demo(pb, rpc, channel)
+            reflection_and_health(pb, channel)
             two_hundred_in_parallel(pb, rpc, channel, PORT)
         over_tls(pb, rpc, doppel)
         bounds(pb, rpc, bounds_pb, bounds_rpc, doppel)

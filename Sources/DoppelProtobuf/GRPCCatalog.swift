@@ -20,6 +20,8 @@ package struct GRPCCatalog: Sendable {
     package let methods: [String: Method]
     /// Every service the files declare, by full name.
     package let services: [String]
+    /// The file that declares each symbol (for reflection).
+    let symbols: [String: String]
 
     /// The catalogue of a contract's `grpc:` section, or every problem found
     /// reading its `.proto` file and matching the section's methods to it.
@@ -27,7 +29,7 @@ package struct GRPCCatalog: Sendable {
         let folder = URL(fileURLWithPath: definition.folder, isDirectory: true)
         let folderPath = folder.standardizedFileURL.path
         // Reported at the contract's line, with the contract's own name for the file.
-        let (schema, found) = ProtoSchema.load(file: definition.proto, folder: folder, builtIn: WellKnownTypes.rpcFiles)
+        let (schema, found) = ProtoSchema.load(file: definition.proto, folder: folder, builtIn: WellKnownTypes.grpcFiles)
         var diagnostics = found.map { diagnostic in
             var moved = diagnostic
             if diagnostic.location.file == definition.proto, diagnostic.location.line == 1, diagnostic.location.column == 1,
@@ -60,7 +62,9 @@ package struct GRPCCatalog: Sendable {
         }
         diagnostics += collector.diagnostics
         guard !collector.hasErrors else { return (nil, diagnostics) }
-        return (GRPCCatalog(codec: ProtoCodec(schema: schema), methods: methods, services: services.sorted()), diagnostics)
+        let catalog = GRPCCatalog(
+            codec: ProtoCodec(schema: schema), methods: methods, services: services.sorted(), symbols: symbols(of: schema))
+        return (catalog, diagnostics)
     }
 
     /// The problems of a contract's `grpc:` section that only reading its `.proto` finds (none without one).

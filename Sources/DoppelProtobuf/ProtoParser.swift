@@ -21,8 +21,8 @@ struct ProtoParser {
     private var tokens: [Token] = []
     private var position = 0
     private(set) var diagnostics = DiagnosticCollector()
-    private var syntax = "proto2"
-    private var package = ""
+    private(set) var syntax = "proto2"
+    private(set) var package = ""
     private(set) var imports: [(path: String, location: SourceLocation)] = []
     private(set) var messages: [ProtoMessage] = []
     private(set) var enums: [ProtoEnum] = []

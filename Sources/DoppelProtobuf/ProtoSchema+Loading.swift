@@ -33,9 +33,11 @@ extension ProtoSchema {
                 problems.error("'\(path)' is outside the contract's folder", at: place)
                 continue
             }
-            if path.hasPrefix("google/protobuf/") || path.hasPrefix("google/rpc/"), !FileManager.default.fileExists(atPath: url.path) {
-                // A well-known type's file, the folder having no copy of its own.
-                guard let text = WellKnownTypes.files[path] else {
+            if path.hasPrefix("google/protobuf/") || path.hasPrefix("google/rpc/") || path.hasPrefix("grpc/"),
+                !FileManager.default.fileExists(atPath: url.path)
+            {
+                // A well-known type's file (or gRPC's own), the folder having no copy of its own.
+                guard let text = WellKnownTypes.files[path] ?? WellKnownTypes.grpcServiceFiles[path] else {
                     problems.error("'\(path)' is not a well-known type's file, and the folder has no copy of it", at: place)
                     continue
                 }
@@ -90,7 +92,7 @@ extension ProtoSchema {
         var diagnostics = DiagnosticCollector()
         var scopes: [String: String] = [:]
         var problems: [Diagnostic] = []
-        for (_, parser) in parsed.sorted(by: { $0.key < $1.key }) {
+        for (name, parser) in parsed.sorted(by: { $0.key < $1.key }) {
             problems += parser.diagnostics.diagnostics
             for imported in parser.imports where parsed[imported.path] == nil && !refused.contains(imported.path) {
                 diagnostics.error("'\(imported.path)' is not among the files read", at: imported.location)
@@ -104,6 +106,9 @@ extension ProtoSchema {
             for enumeration in parser.enums { schema.enums[enumeration.name] = enumeration }
             schema.services += parser.services
             scopes.merge(parser.scopes) { first, _ in first }
+            schema.files[name] = ProtoFile(
+                name: name, package: parser.package, syntax: parser.syntax, dependencies: parser.imports.map(\.path),
+                messages: parser.messages.map(\.name), enums: parser.enums.map(\.name), services: parser.services.map(\.name))
         }
         schema.resolve(scopes: scopes, diagnostics: &diagnostics)
         let all = problems + diagnostics.diagnostics

@@ -14,6 +14,8 @@ package struct ProtoSchema: Sendable {
     package internal(set) var enums: [String: ProtoEnum] = [:]
     /// Services by fully qualified name, in the order the files declare them.
     package internal(set) var services: [ProtoService] = []
+    /// The files read, by name: what each declares (server reflection serves them as descriptors).
+    package internal(set) var files: [String: ProtoFile] = [:]
 
     package init() {}
 
@@ -21,6 +23,18 @@ package struct ProtoSchema: Sendable {
     package func message(_ name: String) -> ProtoMessage? {
         messages[name.hasPrefix(".") ? String(name.dropFirst()) : name]
     }
+}
+
+/// One `.proto` file: its package, syntax and imports, and the fully
+/// qualified names of what it declares, nested ones included, in order.
+package struct ProtoFile: Sendable {
+    package let name: String
+    package let package: String
+    package let syntax: String
+    package let dependencies: [String]
+    package let messages: [String]
+    package let enums: [String]
+    package let services: [String]
 }
 
 /// A message type.

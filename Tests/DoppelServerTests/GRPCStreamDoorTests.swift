@@ -250,6 +250,41 @@ struct GRPCStreamDoorTests {
         #expect(try JSONReader.parse(Array(body.readableBytesView))["status"] == "ok")
     }
 
+    @Test func reflectionAnswersEachRequestAsItComesAndHealthIsServing() throws {
+        let server = try Server()
+        let reflection = try Stream(answerer: server.answerer)
+        let headers: HPACKHeaders = [
+            ":method": "POST", ":path": "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo", ":scheme": "http",
+            ":authority": "127.0.0.1", "content-type": "application/grpc",
+        ]
+        try reflection.channel.writeInbound(HTTP2Frame.FramePayload.headers(.init(headers: headers)))
+        func ask(_ request: JSON) throws -> JSON {
+            let bytes = Server.framed(try server.catalog.codec.encode(request, as: "grpc.reflection.v1.ServerReflectionRequest"))
+            let buffer = reflection.channel.allocator.buffer(bytes: bytes)
+            try reflection.channel.writeInbound(HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(buffer))))
+            let answer = try #require(try reflection.written().messages.last)
+            return try server.catalog.codec.decode(answer, as: "grpc.reflection.v1.ServerReflectionResponse")
+        }
+        // The stream stays open: each answer comes before the client's next request.
+        let listed = try ask(["listServices": ""])["listServicesResponse"]?["service"]?.arrayValue?.compactMap { $0["name"]?.stringValue }
+        #expect(
+            listed == ["grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection", "tales.v1.Tales"])
+        let files = try ask(["fileContainingSymbol": "tales.v1.Tales.GenerateStory"])["fileDescriptorResponse"]?["fileDescriptorProto"]?.arrayValue
+        // The demo's file, and the timestamp's it imports.
+        #expect(files?.count == 2)
+        #expect(try ask(["fileContainingSymbol": "tales.v1.Nope"])["errorResponse"]?["errorCode"] == 5)
+        try reflection.channel.writeInbound(HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(ByteBuffer()), endStream: true)))
+        #expect(try reflection.written().headers.last?.first(name: "grpc-status") == "0")
+
+        let known = try server.call("/grpc.health.v1.Health/Check", [["service": "tales.v1.Tales"]], type: "grpc.health.v1.HealthCheckRequest")
+        let status = try server.catalog.codec.decode(try #require(try known.written().messages.first), as: "grpc.health.v1.HealthCheckResponse")
+        #expect(status == ["status": "SERVING"])
+        let unknown = try server.call("/grpc.health.v1.Health/Check", [["service": "nope"]], type: "grpc.health.v1.HealthCheckRequest")
+        #expect(try unknown.written().headers.last?.first(name: "grpc-status") == "5")
+        // Doppel's own services are not the contract's: nothing is journaled.
+        #expect(server.engine.journal.entries.isEmpty)
+    }
+
     @Test(arguments: [("100m", 0.1), ("2S", 2.0), ("1M", 60.0), ("1H", 3600.0), ("5u", 5e-6), ("7n", 7e-9)])
     func timeoutsAreReadInEveryUnit(_ text: String, _ seconds: Double) {
         #expect(HTTP2StreamDoor.seconds(ofTimeout: text) == seconds)

@@ -71,6 +71,8 @@ struct DoppelHTTP1Channel: ServerChildChannel {
             HTTP2Setting(parameter: .maxHeaderListSize, value: maxHeaderSize),
         ]
         let sync = channel.pipeline.syncOperations
+        let watcher = GoAwayWatcher()
+        try sync.addHandler(watcher)
         _ = try sync.configureHTTP2Pipeline(
             mode: .server, connectionConfiguration: connection, streamConfiguration: .init(),
             streamDelegate: manager.http2StreamDelegate, position: .last
@@ -80,17 +82,40 @@ struct DoppelHTTP1Channel: ServerChildChannel {
             }
         }
         try sync.addHandler(manager)
-        try sync.addHandler(ClosingOnError())
+        try sync.addHandler(ClosingOnError(watcher: watcher))
     }
 
     /// NIO's HTTP/2 handler sends `GOAWAY` for a connection error (a
     /// malformed frame, a header block past the limit) and leaves the
-    /// connection open: it is closed here, so its streams end at once.
+    /// connection open: after an error, once a `GOAWAY` went out, it is
+    /// closed here, so its streams end at once. (A stream's error, which
+    /// NIO reports the same way, resets that stream alone and is let be;
+    /// so is a frame that reaches a stream already closed.)
     final class ClosingOnError: ChannelInboundHandler {
         typealias InboundIn = HTTP2Frame
+        let watcher: GoAwayWatcher
+
+        init(watcher: GoAwayWatcher) { self.watcher = watcher }
 
         func errorCaught(context: ChannelHandlerContext, error: any Error) {
-            context.close(promise: nil)
+            // A frame on a stream both sides closed (a client's RST_STREAM crossing the call's trailers,
+            // which NIO calls a connection error): the GOAWAY stands, the calls in flight finish.
+            if error is NIOHTTP2Errors.NoSuchStream { return }
+            if watcher.sent { context.close(promise: nil) }
+        }
+    }
+
+    /// Sees the connection's bytes as NIO's HTTP/2 handler writes them, one
+    /// frame a write, and notes a `GOAWAY` (frame type 7).
+    final class GoAwayWatcher: ChannelOutboundHandler {
+        typealias OutboundIn = ByteBuffer
+        typealias OutboundOut = ByteBuffer
+        var sent = false
+
+        func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+            let bytes = unwrapOutboundIn(data)
+            if bytes.readableBytes >= 9, bytes.getInteger(at: bytes.readerIndex + 3, as: UInt8.self) == 7 { sent = true }
+            context.write(data, promise: promise)
         }
     }
 

@@ -46,6 +46,8 @@ final class HTTP2StreamDoor: ChannelInboundHandler {
         var headers: [(name: String, value: String)]
         /// A plain HTTP request's method and query; nil for a gRPC call.
         var plain: (method: String, query: String?)? = nil
+        /// A service Doppel answers itself (reflection, health), not the contract.
+        var own: GRPCCatalog.OwnService? = nil
     }
 
     enum Phase {
@@ -184,7 +186,8 @@ final class HTTP2StreamDoor: ChannelInboundHandler {
                 deadlinePassed()
             }
         }
-        let call = Call(path: path, method: method, catalog: catalog, engine: engine, headers: forwarded)
+        var call = Call(path: path, method: method, catalog: catalog, engine: engine, headers: forwarded)
+        call.own = GRPCCatalog.ownService(path)
         phase = .reading(call)
         // A method the `.proto` does not declare is answered at once, its messages unread.
         if method == nil { answer(call, refusal: nil) }
@@ -212,7 +215,13 @@ final class HTTP2StreamDoor: ChannelInboundHandler {
             incoming = buffer.readableBytes == 0 ? nil : buffer
             messageBytes += length
             do {
-                messages.append(try catalog.codec.decode(bytes, as: method.input))
+                let message = try catalog.codec.decode(bytes, as: method.input)
+                if call.own == .reflection {
+                    // Each request answered as it comes: a reflection client waits for one before it sends the next.
+                    answerOwn(call, catalog.reflect(message), as: method.output)
+                    continue
+                }
+                messages.append(message)
             } catch {
                 answer(call, refusal: .malformedRequest("The message is not a valid \(method.input): \(error.message)"))
                 return
@@ -231,7 +240,9 @@ final class HTTP2StreamDoor: ChannelInboundHandler {
     /// The client's half is over: the call is answered.
     func endOfCall() {
         guard case .reading(let call) = phase else { return }
-        if call.plain != nil {
+        if let own = call.own, let method = call.method, let catalog = call.catalog {
+            endOwn(own, call, method: method, catalog: catalog)
+        } else if call.plain != nil {
             answer(call, refusal: nil)
         } else if let incoming, incoming.readableBytes > 0 {
             answer(call, refusal: .malformedRequest("The call ended inside a message (\(incoming.readableBytes) bytes of it)"))
@@ -299,6 +310,33 @@ final class HTTP2StreamDoor: ChannelInboundHandler {
             forwarded.append(("host", authority))
         }
         phase = .reading(Call(path: path, method: nil, catalog: nil, engine: engine, headers: forwarded, plain: (method, query)))
+    }
+
+    /// One message of a service of Doppel's own, sent now (not journaled: as admin calls, they are not the contract's).
+    func answerOwn(_ call: Call, _ message: JSON, as type: String) {
+        guard let bytes = encode(message, as: type, call) else { return }
+        writeHeaders(of: nil)
+        writeMessage(bytes)
+    }
+
+    /// The client's half of a call to a service of Doppel's own is over.
+    func endOwn(_ own: GRPCCatalog.OwnService, _ call: Call, method: GRPCCatalog.Method, catalog: GRPCCatalog) {
+        phase = .answering(call)
+        let request = messages.first ?? .object(JSONObject())
+        messages = []
+        switch own {
+        case .reflection:
+            writeTrailers(0, message: "", details: nil)
+        case .healthCheck:
+            guard let status = catalog.health(request) else {
+                return answerStatus(5, message: "Unknown service \(request["service"]?.stringValue ?? "")")
+            }
+            answerOwn(call, status, as: method.output)
+            writeTrailers(0, message: "", details: nil)
+        case .healthWatch:
+            // The status, and the stream held open: it never changes while the server runs.
+            answerOwn(call, catalog.health(request) ?? ["status": "SERVICE_UNKNOWN"], as: method.output)
+        }
     }
 
     /// `grpc-timeout`'s value in seconds: up to 8 digits and a unit (H, M, S, m, u, n).
