@@ -67,10 +67,38 @@ package struct GRPCCatalog: Sendable {
         return (catalog, diagnostics)
     }
 
-    /// The problems of a contract's `grpc:` section that only reading its `.proto` finds (none without one).
+    /// The problems of a contract's `grpc:` section that only reading its
+    /// `.proto` finds (none without one): the file's own, the methods it
+    /// does not declare, and answers written without templates that its
+    /// messages cannot hold (a field the reply's message lacks, a detail of
+    /// an unknown `@type`), which would otherwise end a call `INTERNAL`.
     package static func problems(of contract: Contract) -> [Diagnostic] {
         guard let definition = contract.grpc else { return [] }
-        return load(definition).diagnostics
+        let (catalog, found) = load(definition)
+        guard let catalog else { return found }
+        var problems = DiagnosticCollector()
+        for method in definition.methods {
+            guard let endpoint = contract.endpoints.first(where: { $0.id == method.path }),
+                let output = catalog.methods["/" + method.path]?.output
+            else { continue }
+            for response in endpoint.responses {
+                // Only answers with nothing to render are known before a call.
+                guard case .json(_, let encoded?, _) = response.body, let value = try? JSONReader.parse(encoded) else { continue }
+                // An unnamed response is named after its endpoint and place (`SERVICE/METHOD[0]`).
+                let named = response.name.hasPrefix(method.path) ? "a response" : "response '\(response.name)'"
+                do {
+                    if response.status == 200 {
+                        _ = try catalog.codec.encode(value, as: output)
+                    } else {
+                        _ = try catalog.statusDetails(value)
+                    }
+                } catch {
+                    let what = response.status == 200 ? "reply is not a \(output)" : "details are not google.rpc.Status details"
+                    problems.error("the \(what) (\(named) of \(method.path)): \(error.message)", at: response.location)
+                }
+            }
+        }
+        return found + problems.diagnostics
     }
 
     /// A file of the folder named as the contract is (relative when it was).

@@ -61,9 +61,13 @@ public final class WebSocketClient: Sendable {
 
     /// Opens a socket at `url` (`ws`, `wss`, `http` or `https`) with `headers`;
     /// a refusal is returned too (`handshake.status` is then not 101).
+    /// `first`: text messages sent the moment the 101 is read, from the
+    /// connection's event loop (a protocol's opening message, such as
+    /// graphql-transport-ws's `connection_init`, which a server awaits for a
+    /// bounded time however busy the caller's tasks are).
     public static func connect(
         to url: URL, headers: [(name: String, value: String)] = [], timeout: Double = 10,
-        maxMessage: Int = 16 << 20
+        maxMessage: Int = 16 << 20, first: [String] = []
     ) async throws -> WebSocketClient {
         guard let scheme = url.scheme?.lowercased(), ["ws", "wss", "http", "https"].contains(scheme), let host = url.host else {
             throw Failure(description: "not a WebSocket URL: \(url.absoluteString)")
@@ -78,7 +82,7 @@ public final class WebSocketClient: Sendable {
         for (name, value) in headers { request += "\(name): \(value)\r\n" }
         request += "\r\n"
         let inbox = Inbox()
-        let answer = HandshakeReader(inbox: inbox, maxMessage: maxMessage)
+        let answer = HandshakeReader(inbox: inbox, maxMessage: maxMessage, first: first)
         let tls = try secure ? NIOSSLContext(configuration: .makeClientConfiguration()) : nil
         let bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .connectTimeout(.milliseconds(Int64(min(timeout, 30) * 1000)))
@@ -244,11 +248,13 @@ public final class WebSocketClient: Sendable {
         typealias InboundIn = ByteBuffer
         private let inbox: Inbox
         private let maxMessage: Int
+        private let first: [String]
         private let buffered = NIOLockedValueBox(ByteBuffer())
 
-        init(inbox: Inbox, maxMessage: Int) {
+        init(inbox: Inbox, maxMessage: Int, first: [String]) {
             self.inbox = inbox
             self.maxMessage = maxMessage
+            self.first = first
         }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -285,6 +291,10 @@ public final class WebSocketClient: Sendable {
                     try sync.addHandler(WebSocketFrameEncoder(), position: .last)
                     try sync.addHandler(ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: maxMessage)), position: .last)
                     try sync.addHandler(reader, position: .last)
+                    for text in first {
+                        let frame = WebSocketFrame(fin: true, opcode: .text, maskKey: .random(), data: ByteBuffer(string: text))
+                        context.channel.writeAndFlush(frame, promise: nil)
+                    }
                     // Frames that came with the 101, into the decoder before this handler goes.
                     if !rest.isEmpty { context.fireChannelRead(NIOAny(ByteBuffer(bytes: rest))) }
                     sync.removeHandler(context: context, promise: nil)

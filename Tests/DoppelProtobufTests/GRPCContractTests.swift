@@ -104,6 +104,20 @@ struct GRPCContractTests {
             label: "a missing .proto", section: "proto: gone.proto\nservices:\n  demo.v1.Demo:\n    Get:\n      responses: [{}]",
             problem: "contract.yaml:3:10: error: cannot read 'gone.proto'"),
         .init(
+            label: "a reply with a field its message lacks",
+            section:
+                "proto: demo.proto\nservices:\n  demo.v1.Demo:\n    Get:\n      responses:\n        - name: wrong\n          reply: { txet: hi }",
+            problem:
+                "contract.yaml:8:13: error: the reply is not a demo.v1.Answer (response 'wrong' of demo.v1.Demo/Get): /txet: demo.v1.Answer has no field txet (it has text, count)"
+        ),
+        .init(
+            label: "a detail of an unknown type",
+            section:
+                "proto: demo.proto\nservices:\n  demo.v1.Demo:\n    Get:\n      responses:\n        - status: INTERNAL\n          details: [{ '@type': type.googleapis.com/nope.Nope }]",
+            problem:
+                "contract.yaml:8:13: error: the details are not google.rpc.Status details (a response of demo.v1.Demo/Get): /details/0/@type: an Any names its type (type.googleapis.com/NAME) of a message the schema has"
+        ),
+        .init(
             label: "no responses", section: "proto: demo.proto\nservices:\n  demo.v1.Demo:\n    Get: {}",
             problem: "contract.yaml:6:12: error: method 'demo.v1.Demo/Get' needs 'responses'"),
     ]

@@ -177,6 +177,7 @@ extension ContractLoader {
             }
             pairs.append(("body", at.mapping(status)))
         }
-        return make.mapping(pairs)
+        // At the user's response, where its problems are reported.
+        return at.mapping(pairs)
     }
 }

@@ -4,9 +4,9 @@ import NIOCore
 import NIOHTTP1
 import NIOHTTP2
 
-/// Doppel's child channel. A connection that opens with HTTP/2's preface
-/// (`PrefaceSniffer`) is HTTP/2, whose streams are gRPC calls
-/// (`configureHTTP2`); any other is HTTP/1: NIO's request decoder between the
+/// Doppel's child channel. When the contract serves gRPC, a connection that
+/// opens with HTTP/2's preface (`PrefaceSniffer`) is HTTP/2, whose streams
+/// are gRPC calls (`configureHTTP2`); any other is HTTP/1: NIO's request decoder between the
 /// connection guard's two handlers (`ConnectionGuard`), then `HTTPDoor`,
 /// which answers every request and writes every answer as bytes. No
 /// response encoder and no async hand-off: one path from bytes in to bytes
@@ -34,16 +34,23 @@ struct DoppelHTTP1Channel: ServerChildChannel {
             let sync = channel.pipeline.syncOperations
             let watcher = ConnectionGuard.ByteWatcher(state: state)
             try sync.addHandler(watcher)
+            let http1 = { [answerer] (sync: ChannelPipeline.SynchronousOperations) throws in
+                try sync.addHandler(
+                    ByteToMessageHandler(
+                        HTTPRequestDecoder(
+                            leftOverBytesStrategy: .dropBytes, informationalResponseStrategy: .drop, limitConfiguration: decoderLimits)))
+                try sync.addHandler(ConnectionGuard.RequestWatcher(state: state))
+                try sync.addHandler(HTTPDoor(answerer: answerer, connection: state))
+            }
+            // A contract without gRPC is served over HTTP/1 alone, its pipeline made at once; one with
+            // gRPC waits for the connection's first bytes to tell HTTP/2 from HTTP/1 (read per
+            // connection, so a reload that adds or removes the section holds for the connections after it).
+            guard answerer.slot.versioned.engine.contract.grpc != nil else {
+                try http1(sync)
+                return Connection(channel: channel)
+            }
             let sniffer = PrefaceSniffer(
-                http1: { [answerer] sync, _ in
-                    try sync.addHandler(
-                        ByteToMessageHandler(
-                            HTTPRequestDecoder(
-                                leftOverBytesStrategy: .dropBytes, informationalResponseStrategy: .drop,
-                                limitConfiguration: decoderLimits)))
-                    try sync.addHandler(ConnectionGuard.RequestWatcher(state: state))
-                    try sync.addHandler(HTTPDoor(answerer: answerer, connection: state))
-                },
+                http1: { sync, _ in try http1(sync) },
                 http2: { [answerer, limits, maxHeaderSize] context in
                     // HTTP/2 keeps its own deadlines (the connection manager's idle one) and frames.
                     context.pipeline.syncOperations.removeHandler(watcher, promise: nil)
