@@ -417,8 +417,9 @@ struct SocketScaleTests {
         var peak = 0
         var slowest = 0.0
         var dropped = 0
-        // Within 90 s: under the full suite's load the flood once took more than 30 s to back up.
-        try await eventually(within: 90, every: .milliseconds(100)) {
+        // Within 180 s: under the full suite's load the flood has taken more than 30 s to back up, and
+        // once (a clean-clone CI run, the debug server ticking its 1,000 sockets beside the suite) over 90 s.
+        try await eventually(within: 180, every: .milliseconds(100)) {
             peak = max(peak, residentBytes(of: pid) ?? 0)
             let started = Date()
             #expect(try await client.send("GET", "/small", token: nil).status == 200)
