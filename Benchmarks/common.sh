@@ -1,6 +1,7 @@
-# What the load benchmarks share (sourced by run.sh and shared-state.sh):
-# the release build, a work folder nginx can read, the processes to stop
-# on exit, and waiting for a server's first answer.
+# What the load benchmarks share (sourced by run.sh, grpc.sh and
+# shared-state.sh): the release build, a work folder nginx can read, the
+# processes to stop on exit, waiting for a server's first answer, and
+# nginx's configuration for serving the same bytes.
 
 # DOPPEL=path measures that binary (an older build beside today's, run
 # alternately); otherwise the release build, whose output is shown only
@@ -22,4 +23,23 @@ trap cleanup EXIT
 wait_for() {  # wait_for URL
     for _ in $(seq 1 200); do curl -s -o /dev/null "$1" && return 0; sleep 0.025; done
     echo "no answer from $1" >&2; exit 1
+}
+
+# nginx_serving PORT CONTENT-TYPE [LISTEN-OPTIONS] [HTTP-DIRECTIVES]: writes
+# $WORK/nginx.conf for nginx serving $WORK/www on PORT. `error_page 405
+# =200` makes it answer a POST to a static file with the file, as it
+# answers the GET, so Doppel and nginx take the same request.
+nginx_serving() {
+    cat > "$WORK/nginx.conf" <<NGINX
+worker_processes 2;
+pid $WORK/nginx.pid;
+error_log $WORK/nginx.err;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    default_type $2;
+    ${4:-}
+    server { listen 127.0.0.1:$1 ${3:-}; root $WORK/www; error_page 405 =200 \$uri; }
+}
+NGINX
 }

@@ -37,18 +37,7 @@ mkdir -p "$WORK/www/tales.v1.Tales"
 curl -s --http2-prior-knowledge --data-binary @"$WORK/request.bin" -H 'content-type: application/grpc' -H 'te: trailers' \
     -H 'authorization: Bearer t' -H 'doppel-session: bench' -o "$WORK/www/tales.v1.Tales/GetUsage" \
     "http://127.0.0.1:$PORT/tales.v1.Tales/GetUsage"
-cat > "$WORK/nginx.conf" <<NGINX
-worker_processes 2;
-pid $WORK/nginx.pid;
-error_log $WORK/nginx.err;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    keepalive_requests 100000000;
-    default_type application/grpc;
-    server { listen 127.0.0.1:$NGINX_PORT http2; root $WORK/www; error_page 405 =200 \$uri; }
-}
-NGINX
+nginx_serving "$NGINX_PORT" application/grpc http2 "keepalive_requests 100000000;"
 nginx -c "$WORK/nginx.conf"
 
 python3 Benchmarks/grpc-peer.py "$PEER_PORT" "$WORK" & PIDS+=($!)

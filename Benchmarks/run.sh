@@ -40,17 +40,7 @@ wait_for "$FIXED/fixed"
 # the same wrk command line and script: `error_page 405 =200` makes nginx
 # answer a POST to a static file with the file, as it answers the GET.
 mkdir -p "$WORK/www"
-cat > "$WORK/nginx.conf" <<NGINX
-worker_processes 2;
-pid $WORK/nginx.pid;
-error_log $WORK/nginx.err;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    default_type application/json;
-    server { listen 127.0.0.1:$NGINX_PORT; root $WORK/www; error_page 405 =200 \$uri; }
-}
-NGINX
+nginx_serving "$NGINX_PORT" application/json
 
 TOKEN='Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIzZjJiOGMxZS03ZDRhLTRlNTktOWIxYy0yYTZmMGU4ZDRjNzEiLCJyb2xlIjoiYXV0aGVudGljYXRlZCJ9.c2lnbmF0dXJl'
 # Sessions for the stateful endpoint: premium, so every generate succeeds

@@ -29,14 +29,13 @@ package struct GRPCCatalog: Sendable {
         let folder = URL(fileURLWithPath: definition.folder, isDirectory: true)
         let folderPath = folder.standardizedFileURL.path
         // Reported at the contract's line, with the contract's own name for the file.
-        let (schema, found) = ProtoSchema.load(file: definition.proto, folder: folder, builtIn: WellKnownTypes.grpcFiles)
+        let (schema, found) = ProtoSchema.load(
+            file: definition.proto, folder: folder, builtIn: WellKnownTypes.grpcFiles, from: definition.protoLocation)
         var diagnostics = found.map { diagnostic in
             var moved = diagnostic
-            if diagnostic.location.file == definition.proto, diagnostic.location.line == 1, diagnostic.location.column == 1,
-                diagnostic.message.contains("'\(definition.proto)'")
+            if diagnostic.location != definition.protoLocation, !diagnostic.location.file.hasPrefix("/"),
+                !diagnostic.location.file.hasPrefix("google/")
             {
-                moved.location = definition.protoLocation
-            } else if !diagnostic.location.file.hasPrefix("/"), !diagnostic.location.file.hasPrefix("google/") {
                 moved.location.file = relative(diagnostic.location.file, folder: folderPath, contract: definition.protoLocation.file)
             }
             return moved

@@ -12,12 +12,15 @@ extension ProtoSchema {
     /// `$ref` that does), bounded in count and size. Every problem of every
     /// file is in `diagnostics`; the schema is nil when there is an error.
     /// `builtIn`: files of `WellKnownTypes` read beside it (gRPC's `google/rpc/…`), unless the folder has its own.
-    package static func load(file: String, folder: URL, builtIn: [String] = []) -> (schema: ProtoSchema?, diagnostics: [Diagnostic]) {
+    /// `from`: where the file is named (a contract's `proto:`), where problems reading the file itself are reported.
+    package static func load(
+        file: String, folder: URL, builtIn: [String] = [], from: SourceLocation? = nil
+    ) -> (schema: ProtoSchema?, diagnostics: [Diagnostic]) {
         var parsed: [String: ProtoParser] = [:]
         var problems = DiagnosticCollector()
         // Imports refused here (outside the folder, too large, unreadable), each reported once.
         var refused = Set<String>()
-        var waiting: [(path: String, from: SourceLocation?)] = builtIn.map { ($0, nil) } + [(file, nil)]
+        var waiting: [(path: String, from: SourceLocation?)] = builtIn.map { ($0, nil) } + [(file, from)]
         while let (path, from) = waiting.popLast() {
             guard parsed[path] == nil, !refused.contains(path) else { continue }
             refused.insert(path)
@@ -33,14 +36,10 @@ extension ProtoSchema {
                 problems.error("'\(path)' is outside the contract's folder", at: place)
                 continue
             }
-            if path.hasPrefix("google/protobuf/") || path.hasPrefix("google/rpc/") || path.hasPrefix("grpc/"),
+            // A well-known type's file (or gRPC's own), the folder having no copy of its own.
+            if let text = WellKnownTypes.files[path] ?? WellKnownTypes.grpcServiceFiles[path],
                 !FileManager.default.fileExists(atPath: url.path)
             {
-                // A well-known type's file (or gRPC's own), the folder having no copy of its own.
-                guard let text = WellKnownTypes.files[path] ?? WellKnownTypes.grpcServiceFiles[path] else {
-                    problems.error("'\(path)' is not a well-known type's file, and the folder has no copy of it", at: place)
-                    continue
-                }
                 refused.remove(path)
                 let parser = parse(path, text)
                 parsed[path] = parser
@@ -50,7 +49,12 @@ extension ProtoSchema {
             guard let attributes = try? FileManager.default.attributesOfItem(atPath: url.path),
                 let size = (attributes[FileAttributeKey.size] as? NSNumber)?.intValue
             else {
-                problems.error("cannot read '\(path)'", at: place)
+                if !FileManager.default.fileExists(atPath: url.path) {
+                    let builtIn = path.hasPrefix("google/") || path.hasPrefix("grpc/") ? ", nor is it a well-known type's file" : ""
+                    problems.error("there is no '\(path)' in the contract's folder\(builtIn)", at: place)
+                } else {
+                    problems.error("cannot read '\(path)'", at: place)
+                }
                 continue
             }
             // Measured before it is read: a file past the bound is never held.

@@ -102,7 +102,7 @@ struct GRPCContractTests {
             problem: "contract.yaml:6:7: error: demo.proto declares no service 'demo.v1.Other'"),
         .init(
             label: "a missing .proto", section: "proto: gone.proto\nservices:\n  demo.v1.Demo:\n    Get:\n      responses: [{}]",
-            problem: "contract.yaml:3:10: error: cannot read 'gone.proto'"),
+            problem: "contract.yaml:3:10: error: there is no 'gone.proto' in the contract's folder"),
         .init(
             label: "a reply with a field its message lacks",
             section:

@@ -112,14 +112,17 @@ struct ProtoSchemaTests {
         #expect(chain.diagnostics.contains { $0.message == "more than \(ProtoSchema.maximumFiles) .proto files are imported" })
 
         try write("big.proto", "// " + String(repeating: "x", count: ProtoSchema.maximumFileSize))
-        try write("imports-big.proto", "import \"big.proto\";\nimport \"google/protobuf/nope.proto\";\nimport \"sub/none.proto\";")
+        try write(
+            "imports-big.proto",
+            "import \"big.proto\";\nimport \"google/protobuf/nope.proto\";\nimport \"sub/none.proto\";\nimport \"grpc/mine/own.proto\";")
         let big = ProtoSchema.load(file: "imports-big.proto", folder: folder)
         #expect(big.schema == nil)
         #expect(
             big.diagnostics.map(\.description).sorted() == [
                 "imports-big.proto:1:8: error: 'big.proto' is over \(ProtoSchema.maximumFileSize) bytes",
-                "imports-big.proto:2:8: error: 'google/protobuf/nope.proto' is not a well-known type's file, and the folder has no copy of it",
-                "imports-big.proto:3:8: error: cannot read 'sub/none.proto'",
+                "imports-big.proto:2:8: error: there is no 'google/protobuf/nope.proto' in the contract's folder, nor is it a well-known type's file",
+                "imports-big.proto:3:8: error: there is no 'sub/none.proto' in the contract's folder",
+                "imports-big.proto:4:8: error: there is no 'grpc/mine/own.proto' in the contract's folder, nor is it a well-known type's file",
             ])
     }
 }

@@ -197,6 +197,23 @@ struct GRPCStreamDoorTests {
         #expect(told == ["And then a dragon...", "And then came..."])
     }
 
+    @Test func theCatalogueIsReadWithEachEngineTheSlotIsGiven() throws {
+        let server = try Server()
+        #expect(server.answerer.slot.servesGRPC)
+        // A reload to a contract without gRPC: calls are UNIMPLEMENTED, and new connections are HTTP/1's.
+        server.answerer.slot.replace(with: MockEngine(contract: try ContractLoader.load(file: contractPath("tales.yaml"))))
+        #expect(!server.answerer.slot.servesGRPC)
+        let valid = Server.framed(try server.catalog.codec.encode(Self.request, as: "tales.v1.GenerateStoryRequest"))
+        let refused = try server.call(Self.generate, raw: valid).written()
+        #expect(refused.headers.last?.first(name: "grpc-status") == "12")
+        // And back: the `.proto` read again, off the call's path.
+        server.answerer.slot.replace(with: server.engine)
+        #expect(server.answerer.slot.servesGRPC)
+        #expect(server.answerer.slot.versioned.grpc?.methods[Self.generate] != nil)
+        let answered = try server.call(Self.generate, raw: valid).written()
+        #expect(answered.headers.last?.first(name: "grpc-status") == "0")
+    }
+
     @Test func aDeadlineEndsADelayedAnswerAndItIsStillJournaled() throws {
         let contract = """
             doppel: 1

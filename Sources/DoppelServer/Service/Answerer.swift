@@ -14,8 +14,6 @@ struct Answerer: Sendable {
     package let maxBodySize: Int
     /// The longest a `no_answer` fault holds a connection, in seconds.
     let hangLimit: Double
-    /// The contract's gRPC services, read once per reload.
-    let grpc = GRPCServices()
     /// The server behind Doppel (`--proxy`), if any.
     let upstream: Upstream?
     /// Keeps what the upstream answered (`doppel record`), if anything does.

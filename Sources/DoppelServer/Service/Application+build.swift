@@ -90,7 +90,7 @@ struct DoppelService: Service {
         // that serves gRPC offers `h2` by ALPN, which gRPC's clients ask for;
         // others offer HTTP/1.1 alone, so browsers and curl keep to it.
         var tls = configuration.tls
-        if answerer.slot.versioned.engine.contract.grpc != nil { tls?.applicationProtocols = ["h2", "http/1.1"] }
+        if answerer.slot.servesGRPC { tls?.applicationProtocols = ["h2", "http/1.1"] }
         let server =
             try tls.map { try TLSChannel(channel, tlsConfiguration: $0) }.map {
                 $0.server(

@@ -45,7 +45,7 @@ struct DoppelHTTP1Channel: ServerChildChannel {
             // A contract without gRPC is served over HTTP/1 alone, its pipeline made at once; one with
             // gRPC waits for the connection's first bytes to tell HTTP/2 from HTTP/1 (read per
             // connection, so a reload that adds or removes the section holds for the connections after it).
-            guard answerer.slot.versioned.engine.contract.grpc != nil else {
+            guard answerer.slot.servesGRPC else {
                 try http1(sync)
                 return Connection(channel: channel)
             }

@@ -17,10 +17,10 @@ extension HTTP2StreamDoor: AnswerDoor {
         return nil
     }
 
-    /// An answer's gRPC status, message and details.
-    func status(of response: MockResponse) -> (code: Int, message: String, details: JSON?) {
+    /// An answer's gRPC status, message and details; `body` is its body, parsed by the caller (nil when it is not JSON).
+    func status(of response: MockResponse, body parsed: JSON?) -> (code: Int, message: String, details: JSON?) {
         let given = response.headers.first { $0.name.lowercased() == "grpc-status" }.flatMap { Int($0.value) }
-        let body = (try? JSONReader.parse(response.body))?.objectValue
+        let body = parsed?.objectValue
         guard let code = given else {
             let code = GRPCDefinition.code(forHTTP: response.status)
             let message = body?["detail"]?.stringValue ?? body?["title"]?.stringValue ?? (code == 0 ? "" : "HTTP status \(response.status)")
@@ -34,19 +34,15 @@ extension HTTP2StreamDoor: AnswerDoor {
     func writeWhole(_ response: MockResponse, omitBody: Bool) {
         guard let call, !ended else { return }
         if call.plain != nil { return writePlainHead(response, body: response.body, omitBody: omitBody, endStream: true) }
-        let status = status(of: response)
+        // The body is read once: for the status's message and details, or as the reply.
+        let parsed = response.body.isEmpty ? JSON.object(JSONObject()) : try? JSONReader.parse(response.body)
+        let status = status(of: response, body: parsed)
         guard status.code == 0 else { return answerStatus(status.code, message: status.message, details: status.details, of: response) }
         guard let method = call.method else {
             return answerStatus(12, message: "\(call.path.dropFirst()) is not a gRPC method of the contract")
         }
-        let reply: JSON
-        if response.body.isEmpty {
-            reply = .object(JSONObject())
-        } else {
-            guard let parsed = try? JSONReader.parse(response.body) else {
-                return answerStatus(13, message: "The contract's answer is not JSON, so not a \(method.output)")
-            }
-            reply = parsed
+        guard let reply = parsed else {
+            return answerStatus(13, message: "The contract's answer is not JSON, so not a \(method.output)")
         }
         guard let bytes = encode(reply, as: method.output, call) else { return }
         writeHeaders(of: response)
@@ -57,7 +53,7 @@ extension HTTP2StreamDoor: AnswerDoor {
     func writeHead(ofStream response: MockResponse, bodyFollows: Bool) {
         guard let call, !ended else { return }
         if call.plain != nil { return writePlainHead(response, body: nil, endStream: !bodyFollows) }
-        let status = status(of: response)
+        let status = status(of: response, body: try? JSONReader.parse(response.body))
         guard status.code == 0, call.method != nil else {
             return answerStatus(status.code == 0 ? 12 : status.code, message: status.message, details: status.details, of: response)
         }

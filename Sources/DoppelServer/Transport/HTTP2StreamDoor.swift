@@ -157,7 +157,8 @@ final class HTTP2StreamDoor: ChannelInboundHandler {
     func open(_ headers: HPACKHeaders, context: ChannelHandlerContext) {
         phase = .over
         started = .now
-        let (version, engine) = answerer.slot.versioned
+        let served = answerer.slot.versioned
+        let engine = served.engine
         let isGRPC = headers.first(name: "content-type")?.lowercased().hasPrefix("application/grpc") == true
         guard isGRPC else { return openPlain(headers, engine: engine) }
         guard headers.first(name: ":method") == "POST" else {
@@ -165,7 +166,7 @@ final class HTTP2StreamDoor: ChannelInboundHandler {
             return
         }
         let path = headers.first(name: ":path") ?? ""
-        guard let catalog = answerer.grpc.catalog(version: version, engine: engine) else {
+        guard let catalog = served.grpc else {
             answerStatus(12, message: "The contract describes no gRPC service (its 'grpc:' section)")
             return
         }

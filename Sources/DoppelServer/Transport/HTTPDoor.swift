@@ -71,7 +71,7 @@ final class HTTPDoor: ChannelDuplexHandler, RemovableChannelHandler {
     /// The client closed its half of the connection.
     var inputClosed = false
     /// The engine this connection last answered with, and the slot's version it came from.
-    var engine: (version: Int, engine: MockEngine)?
+    var engine: EngineSlot.Served?
     var remoteAddress: String??
     /// This server's port on the connection, read with `remoteAddress`.
     var localPort: Int?
