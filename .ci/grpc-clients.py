@@ -136,6 +136,26 @@ def the_demo(pb, rpc, channel):
     lines = [pb.StoryLine(speaker="kid", text=text) for text in ["a dragon", "flew", "home"]]
     told = [line.text for line in stub.TellTogether(iter(lines), metadata=metadata("streams"), timeout=10)]
     check(told == ["And then a dragon...", "And then flew...", "And then home..."], f"a bidirectional stream: {told}")
+    the_journal_of_streams()
+
+
+def the_journal_of_streams():
+    """Every message of the streams above is in the journal, with its reason, counted apart from the calls."""
+    journal = json.load(urllib.request.urlopen(
+        f"http://127.0.0.1:{PORT}/__doppel/journal?session=streams&limit=1000", timeout=10))
+    entries = sorted(journal["entries"], key=lambda entry: entry["sequence"])
+    def under(endpoint):
+        return [entry for entry in entries if entry["endpoint"] == endpoint]
+    taken = [json.loads(entry["message"])["text"] for entry in under("tales.v1.Tales/TellTogether.received")]
+    check(taken == ["a dragon", "flew", "home"], f"the bidirectional stream's messages taken, journaled: {taken}")
+    sent = [json.loads(entry["sent"][0])["text"] for entry in under("tales.v1.Tales/TellTogether.told-back")]
+    check(sent == ["And then a dragon...", "And then flew...", "And then home..."], f"and those sent: {sent}")
+    reasons = [entry["reason"] for entry in under("tales.v1.Tales/ListStories.stories")]
+    check(reasons == ["message 1 of response 'stories'", "message 2 of response 'stories'"], f"the server stream's: {reasons}")
+    drafts = under("tales.v1.Tales/UploadDrafts.received")
+    check(len(drafts) == 28 and drafts[0]["method"] == "RECEIVE", f"the client streams' 4 + 24 drafts: {len(drafts)}")
+    calls = [entry["status"] for entry in under("tales.v1.Tales/UploadDrafts")]
+    check(calls == [200, 400], f"and their two calls, each one entry: {calls}")
 
 
 def reflection_and_health(pb, channel):

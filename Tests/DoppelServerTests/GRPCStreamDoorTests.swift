@@ -181,6 +181,15 @@ struct GRPCStreamDoorTests {
         let ids = try written.messages.map { try server.catalog.codec.decode($0, as: "tales.v1.Story")["id"] }
         #expect(ids == ["story_1", "story_2", "story_3"])
         #expect(written.headers.last?.first(name: "grpc-status") == "0")
+        // Each message sent is journaled under the response that sent it, before the call's own entry.
+        let entries = server.engine.journal.entries.suffix(4)
+        #expect(entries.map(\.method) == ["SEND", "SEND", "SEND", "POST"])
+        #expect(entries.prefix(3).map(\.endpointID) == Array(repeating: "tales.v1.Tales/ListStories.stories", count: 3))
+        #expect(entries.prefix(3).compactMap { $0.sent.first.flatMap { try? JSONReader.parse(Array($0.utf8))["id"] } } == ids)
+        #expect(entries.first?.reason == "message 1 of response 'stories'")
+        #expect(entries.last?.endpointID == "tales.v1.Tales/ListStories")
+        // Counted apart from the calls: verify and coverage see one call.
+        #expect(server.engine.journal.tally.count { $0.endpointID == "tales.v1.Tales/ListStories" } == 1)
     }
 
     @Test func aClientStreamIsOneListAndABidirectionalOneIsToldBack() throws {
@@ -189,12 +198,23 @@ struct GRPCStreamDoorTests {
         let upload = try server.call("/tales.v1.Tales/UploadDrafts", drafts, type: "tales.v1.Draft").written()
         let summary = try server.catalog.codec.decode(try #require(upload.messages.first), as: "tales.v1.UploadSummary")
         #expect(summary == ["drafts": 2, "characters": "8", "titles": ["a", "b"]])
+        // Each message taken is journaled as it arrives, then the call (a unary answer: no SEND).
+        let received = server.engine.journal.entries.suffix(3)
+        #expect(received.map(\.method) == ["RECEIVE", "RECEIVE", "POST"])
+        #expect(received.first?.endpointID == "tales.v1.Tales/UploadDrafts.received")
+        #expect(received.first?.message == #"{"title":"a","text":"xyz"}"#)
+        #expect(received.dropFirst().first?.reason == "message 2 of the client's stream")
 
         let lines: [JSON] = [["speaker": "kid", "text": "a dragon"], ["text": "came"]]
         let stream = try server.call("/tales.v1.Tales/TellTogether", lines, type: "tales.v1.StoryLine")
         stream.loop.advanceTime(by: .milliseconds(50))
         let told = try stream.written().messages.map { try server.catalog.codec.decode($0, as: "tales.v1.StoryLine")["text"] }
         #expect(told == ["And then a dragon...", "And then came..."])
+        // Both ways journaled, every message with its reason: two taken, two sent, then the call.
+        let journaled = server.engine.journal.entries.suffix(5)
+        #expect(journaled.map(\.method) == ["RECEIVE", "RECEIVE", "SEND", "SEND", "POST"])
+        #expect(journaled.map(\.endpointID).dropLast().map { $0?.split(separator: ".").last } == ["received", "received", "told-back", "told-back"])
+        #expect(journaled.last?.responseName == "told-back")
     }
 
     @Test func theCatalogueIsReadWithEachEngineTheSlotIsGiven() throws {

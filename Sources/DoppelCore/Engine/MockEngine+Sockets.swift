@@ -195,19 +195,31 @@ extension MockEngine {
         _ opening: SocketOpening, method: String, rule: String?, status: Int = 101, outcome: SocketOutcome? = nil,
         message: String? = nil, sent: [String] = [], reason: Reason? = nil, durationMicros: Int = 0
     ) -> Journal.Entry {
-        let now = sessions.session(opening.session).now(real: clock())
-        let target = method == "CLOSE" ? opening.endpointID : "\(opening.endpointID).\(rule ?? "on_unmatched")"
+        journalMessage(
+            session: opening.session, method: method, path: opening.path,
+            target: method == "CLOSE" ? opening.endpointID : "\(opening.endpointID).\(rule ?? "on_unmatched")",
+            responseName: method == "CLOSE" ? nil : rule, status: status, message: message,
+            sent: sent.isEmpty ? outcome?.messages ?? [] : sent, reason: outcome?.reason ?? reason, changes: outcome?.changes ?? [],
+            durationMicros: durationMicros)
+    }
+
+    /// Journals one message of a socket or a gRPC stream (`RECEIVE`, `SEND`,
+    /// `CLOSE`): `message` the one taken, `sent` those sent, counted under
+    /// `target` (never the endpoint's own id, so calls are counted apart from their messages).
+    @discardableResult
+    package func journalMessage(
+        session: String, method: String, path: String, target: String, responseName: String?, status: Int, message: String? = nil,
+        sent: [String] = [], reason: Reason?, changes: [String] = [], durationMicros: Int = 0
+    ) -> Journal.Entry {
+        let now = sessions.session(session).now(real: clock())
         let sequence = journal.record(
-            time: now, session: opening.session, method: method, path: opening.path, query: nil, status: status,
-            endpointID: target, responseName: method == "CLOSE" ? nil : rule, durationMicros: durationMicros,
-            reason: outcome?.reason ?? reason, changes: outcome?.changes ?? [], message: message,
-            sent: sent.isEmpty ? outcome?.messages ?? [] : sent)
+            time: now, session: session, method: method, path: path, query: nil, status: status, endpointID: target,
+            responseName: responseName, durationMicros: durationMicros, reason: reason, changes: changes, message: message, sent: sent)
         var entry = Journal.Entry(
-            sequence: sequence, time: now, session: opening.session, method: method, path: opening.path, query: nil, status: status,
-            endpointID: target, responseName: method == "CLOSE" ? nil : rule, durationMicros: durationMicros,
-            why: outcome?.reason ?? reason, changes: outcome?.changes ?? [])
+            sequence: sequence, time: now, session: session, method: method, path: path, query: nil, status: status, endpointID: target,
+            responseName: responseName, durationMicros: durationMicros, why: reason, changes: changes)
         if let message { entry.message = Journal.clip(message) }
-        entry.sent = (sent.isEmpty ? outcome?.messages ?? [] : sent).prefix(Journal.maximumSent).map { Journal.clip($0) }
+        entry.sent = sent.prefix(Journal.maximumSent).map { Journal.clip($0) }
         return entry
     }
 

@@ -176,6 +176,7 @@ function dispatch(block) {
       break;
     case "request":
     case "socket":
+    case "stream":
     case "callback":
       addEntry(value);
       break;
@@ -312,7 +313,7 @@ function showDetail(entry, tr) {
     facts([["Why", entry.reason || "—"], ["Endpoint", entry.endpoint || "none matched"], ["Response", entry.response || "—"],
       ["Session", entry.session], ["Time", entry.time], ["Took", (entry.duration_us / 1000).toFixed(1) + " ms"],
       ["State changed", entry.changes && entry.changes.length ? entry.changes.join(", ") : "nothing"]]),
-    // A WebSocket's or a callback's entry carries its messages instead of a request and response.
+    // A WebSocket's, a gRPC stream's or a callback's entry carries its messages instead of a request and response.
     "message" in entry
       ? el("div", { class: "columns" }, texts(entry.method === "CALLBACK" ? "Body sent" : "Message taken", entry.message == null ? [] : [entry.message]),
         texts("Messages sent", entry.sent || []))

@@ -47,7 +47,18 @@ extension HTTP2StreamDoor: AnswerDoor {
         guard let bytes = encode(reply, as: method.output, call) else { return }
         writeHeaders(of: response)
         writeMessage(bytes)
+        if method.serverStreaming { journalSent(reply, call) }
         writeTrailers(0, message: "", details: nil)
+    }
+
+    /// A message of a streaming call's answer, journaled once it is written (`SEND` under `SERVICE/METHOD.RESPONSE`).
+    func journalSent(_ message: JSON, _ call: Call) {
+        guard let endpoint = call.streamEndpoint else { return }
+        sentMessages += 1
+        let response = streamResponse ?? "on_unmatched"
+        journalMessage(
+            call, method: "SEND", target: endpoint + "." + response, response: streamResponse, message: nil, sent: [message],
+            reason: "message \(sentMessages) of response '\(response)'")
     }
 
     func writeHead(ofStream response: MockResponse, bodyFollows: Bool) {
@@ -72,6 +83,7 @@ extension HTTP2StreamDoor: AnswerDoor {
             }
             guard let encoded = encode(message, as: method.output, call) else { return }
             writeMessage(encoded)
+            journalSent(message, call)
         }
     }
 

@@ -48,6 +48,10 @@ final class HTTP2StreamDoor: ChannelInboundHandler {
         var plain: (method: String, query: String?)? = nil
         /// A service Doppel answers itself (reflection, health), not the contract.
         var own: GRPCCatalog.OwnService? = nil
+        /// The session the call is in.
+        var session: String { headers.first { $0.name == MockEngine.sessionHeader }?.value ?? SessionStore.defaultID }
+        /// A streaming method's endpoint, whose messages are journaled one by one; nil for any other call.
+        var streamEndpoint: String? = nil
     }
 
     enum Phase {
@@ -82,6 +86,10 @@ final class HTTP2StreamDoor: ChannelInboundHandler {
     var unsent = 0
     /// The call's deadline passed before its answer was sent: journaled as 504 (`DEADLINE_EXCEEDED`).
     var deadlineHit = false
+
+    /// The response a streaming call is answered by, for its messages' journal entries; and how many it sent.
+    var streamResponse: String?
+    var sentMessages = 0
 
     /// The delivery's next step, held while the client has not taken what was written, and the timer that gives up on it.
     var stalled: (then: () -> Void, timer: Scheduled<Void>)?
@@ -189,6 +197,10 @@ final class HTTP2StreamDoor: ChannelInboundHandler {
         }
         var call = Call(path: path, method: method, catalog: catalog, engine: engine, headers: forwarded)
         call.own = GRPCCatalog.ownService(path)
+        if let method, method.clientStreaming || method.serverStreaming, call.own == nil {
+            let id = String(path.dropFirst())
+            call.streamEndpoint = engine.contract.endpoints.contains { $0.id == id } ? id : nil
+        }
         phase = .reading(call)
         // A method the `.proto` does not declare is answered at once, its messages unread.
         if method == nil { answer(call, refusal: nil) }
@@ -234,6 +246,11 @@ final class HTTP2StreamDoor: ChannelInboundHandler {
                     : Problem.malformedRequest("\(call.path.dropFirst()) takes one message; the call sent more")
                 answer(call, refusal: refusal)
                 return
+            }
+            if method.clientStreaming, let endpoint = call.streamEndpoint {
+                journalMessage(
+                    call, method: "RECEIVE", target: endpoint + ".received", response: nil, message: messages.last,
+                    reason: "message \(messages.count) of the client's stream")
             }
         }
     }
@@ -282,9 +299,11 @@ final class HTTP2StreamDoor: ChannelInboundHandler {
         let isHead = call.plain?.method == "HEAD"
         switch answerer.decision(for: request, refusal: refusal, engine: call.engine) {
         case .now(let decision):
+            streamResponse = decision.entry?.responseName
             proceed(DoorExchange(request: request, decision: decision, engine: call.engine, started: started, isHead: isHead))
         case .later(let pending):
             whenDone(pending) { [self] decision in
+                streamResponse = decision.entry?.responseName
                 proceed(DoorExchange(request: request, decision: decision, engine: call.engine, started: started, isHead: isHead))
             }
         case .events:
@@ -364,5 +383,21 @@ final class HTTP2StreamDoor: ChannelInboundHandler {
         deadlineHit = true
         answerStatus(4, message: "Deadline Exceeded")
         hurry()
+    }
+
+    /// One message of a streaming call journaled (`RECEIVE` under `SERVICE/METHOD.received`,
+    /// `SEND` under `SERVICE/METHOD.RESPONSE`), and published to the dashboard and the log.
+    func journalMessage(_ call: Call, method: String, target: String, response: String?, message: JSON?, sent: [JSON] = [], reason: String) {
+        let entry = call.engine.journalMessage(
+            session: call.session, method: method, path: call.engine.contract.basePath + call.path, target: target,
+            responseName: response, status: 200, message: message.map(JSONWriter.encodeString), sent: sent.map(JSONWriter.encodeString),
+            reason: Reason(reason))
+        let events = answerer.events
+        if events.isObserved, events.wants(session: entry.session) {
+            events.publish("stream", session: entry.session, data: entry.json)
+        }
+        answerer.log.request(
+            method: entry.method, path: entry.path, status: entry.status, endpointID: entry.endpointID, session: entry.session,
+            durationMicros: 0)
     }
 }
