@@ -141,6 +141,10 @@ let package = Package(
                 "DoppelGraphQL",
                 // Test servers serve OpenAPI documents as `doppel serve` does.
                 "DoppelOpenAPI",
+                // Scenario gRPC steps: calls by the contract's `.proto` over HTTP/2 (GRPCClient.swift).
+                "DoppelProtobuf",
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 // Scenario socket steps and DoppelTesting's sockets (WebSocketClient.swift).
                 .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),

@@ -11,7 +11,10 @@ and every message built from the descriptors reflection sends, compared
 with protoc's, and a call made from them; the health service
 (`grpcio-health-checking`); 200 parallel calls in one session that count exactly 5
 OK and 195 RESOURCE_EXHAUSTED, and the journal holding all 200; the same
-over TLS (ALPN h2) beside HTTP/1.1 on the same port.
+over TLS (ALPN h2) beside HTTP/1.1 on the same port. Then `doppel run
+--target` with the bundled gRPC scenario against a grpcio server written
+here (passes), and against a copy that takes calls without a token (fails
+that step, saying why).
 
 Then the bounds, on Tests/Clients/grpc/bounds.yaml: a deadline that passes
 before a delayed answer (DEADLINE_EXCEEDED), a method the contract does
@@ -382,6 +385,50 @@ def bounds(pb, rpc, bounds_pb, bounds_rpc, doppel):
         check(health["status"] == "ok", "health after the bounds")
 
 
+def a_provider_nobody_here_wrote(pb, rpc, doppel):
+    """`doppel run --target` with the bundled gRPC scenario against a grpcio server, and against a drifted copy."""
+    from google.protobuf import any_pb2
+    from google.rpc import code_pb2, status_pb2
+
+    class Tales(rpc.TalesServicer):
+        def __init__(self, checks_token):
+            self.checks_token = checks_token
+
+        def GenerateStory(self, request, context):
+            token = dict(context.invocation_metadata()).get("authorization", "")
+            if self.checks_token and not token.startswith("Bearer "):
+                context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or invalid credentials")
+            if not request.child_name:
+                violation = error_details_pb2.BadRequest(
+                    field_violations=[error_details_pb2.BadRequest.FieldViolation(field="child_name", description="required")])
+                detail = any_pb2.Any()
+                detail.Pack(violation)
+                context.abort_with_status(rpc_status.to_status(status_pb2.Status(
+                    code=code_pb2.INVALID_ARGUMENT, message="child_name is required", details=[detail])))
+            return pb.Story(id="s1", title=f"{request.child_name} and the Magic Garden")
+
+    from concurrent import futures
+    for checks_token, passes in [(True, True), (False, False)]:
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        rpc.add_TalesServicer_to_server(Tales(checks_token), server)
+        port = server.add_insecure_port("127.0.0.1:0")
+        server.start()
+        try:
+            run = subprocess.run(
+                [doppel, "run", "--target", f"http://127.0.0.1:{port}", str(ROOT / "scenarios/tales-grpc/unauthenticated.yaml")],
+                capture_output=True, text=True, timeout=60)
+        finally:
+            server.stop(None)
+        if passes:
+            held = run.returncode == 0 and "2 passed, 0 failed" in run.stdout
+            check(held, "doppel run --target a grpcio provider: the gRPC scenario passes")
+        else:
+            held = run.returncode == 1 and "status: expected UNAUTHENTICATED (16), got OK (0)" in run.stdout
+            check(held, "and a provider that takes calls without a token fails that step, saying why")
+        if not held:
+            print(run.stdout + run.stderr)
+
+
 def main():
     doppel = sys.argv[1]
     with tempfile.TemporaryDirectory() as folder:
@@ -392,6 +439,7 @@ def main():
             reflection_and_health(pb, channel)
             two_hundred_in_parallel(pb, rpc, channel, PORT)
         over_tls(pb, rpc, doppel)
+        a_provider_nobody_here_wrote(pb, rpc, doppel)
         bounds(pb, rpc, bounds_pb, bounds_rpc, doppel)
     if failures:
         print(f"{len(failures)} failed: {failures}", file=sys.stderr)

@@ -40,7 +40,7 @@ extension ScenarioRunner {
             if let socket = await sockets.get(name) { await socket.close(code: code) }
             await sockets.set(name, nil)
             return Self.result(step, true, "close \(name) (\(code))")
-        case .request, .clock:
+        case .request, .clock, .grpc:
             return Self.result(step, false, step.name, ["not a socket step"])
         }
     }

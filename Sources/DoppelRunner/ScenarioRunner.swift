@@ -1,4 +1,5 @@
 import DoppelCore
+import DoppelProtobuf
 import DoppelServer
 import Foundation
 import NIOCore
@@ -104,6 +105,7 @@ public struct ScenarioRunner: Sendable {
         }
         var captured: [String: JSON] = [:]
         let sockets = OpenSockets()
+        var catalogs: [String: GRPCCatalog] = [:]
         for step in scenario.steps {
             let started = ContinuousClock.now
             var result: StepResult
@@ -112,6 +114,8 @@ public struct ScenarioRunner: Sendable {
                 result = await runSocketStep(step, scenario: scenario, session: session, captured: &captured, sockets: sockets)
             case .request, .clock:
                 result = await run(step, scenario: scenario, session: session, captured: &captured)
+            case .grpc(let call):
+                result = await runGRPCStep(step, call, scenario: scenario, session: session, captured: &captured, catalogs: &catalogs)
             }
             let elapsed = ContinuousClock.now - started
             result = StepResult(
@@ -138,8 +142,9 @@ public struct ScenarioRunner: Sendable {
             return StepResult(
                 name: step.name, outcome: ok ? .passed : .failed, summary: "clock → \(response?.json?["now"]?.interpolationText ?? "?")",
                 details: ok ? [] : ["the clock change was refused: \(response?.json?["detail"]?.interpolationText ?? "no answer")"], seconds: 0)
-        case .openSocket, .send, .receive, .closeSocket:
-            return StepResult(name: step.name, outcome: .failed, summary: step.name, details: ["a socket step outside the socket runner"], seconds: 0)
+        case .openSocket, .send, .receive, .closeSocket, .grpc:
+            return StepResult(
+                name: step.name, outcome: .failed, summary: step.name, details: ["a socket or gRPC step outside its runner"], seconds: 0)
         case .request(let template):
             let context = EvaluationContext(roots: captured, now: Date().timeIntervalSince1970)
             let request: OutgoingRequest

@@ -147,6 +147,10 @@ package struct Step: Sendable {
         case receive(SocketExpectation, socket: String)
         /// Closes a socket with a code (`close:`).
         case closeSocket(String, code: Int)
+        /// A gRPC call (`grpc: SERVICE/METHOD`) over HTTP/2, its expectation's
+        /// status a gRPC status and its body the reply (a stream's list of
+        /// them, or an error's `google.rpc.Status`).
+        case grpc(GRPCCallTemplate)
     }
 
     /// What the step is called in reports: its `name`, or its request line.
@@ -193,6 +197,21 @@ package struct RequestTemplate: Sendable {
     package let headers: [(String, ValueTemplate)]
     package let body: Body
     /// Seconds to wait for an answer.
+    package let timeout: Double
+}
+
+/// A gRPC call a step makes: its messages in the JSON mapping, encoded by the contract's `.proto` when sent.
+package struct GRPCCallTemplate: Sendable {
+    /// `SERVICE/METHOD`.
+    package let method: String
+    /// The contract's `grpc:` section, whose `.proto` the messages are encoded by.
+    package let definition: GRPCDefinition
+    /// One message (`message`), or a template whose value is the list of them (`messages`, a client stream).
+    package let message: ValueTemplate?
+    package let messages: ValueTemplate?
+    /// Metadata sent (names lower-cased), after the scenario's headers.
+    package let metadata: [(String, ValueTemplate)]
+    /// Seconds the whole call may take.
     package let timeout: Double
 }
 

@@ -16,7 +16,7 @@ public enum ScenarioLoader {
     static let stepKeys: Set<String> = [
         "name", "request", "query", "headers", "json", "text", "form", "multipart", "content_type", "timeout", "expect", "capture", "clock",
         "socket", "as", "send", "to", "receive", "closed", "from", "within", "close", "tool", "arguments", "mcp", "params", "graphql",
-        "variables", "operation_name",
+        "variables", "operation_name", "grpc", "message", "messages", "metadata",
     ]
     /// The keys that make a step a socket step, each with the keys it may have beside it.
     static let socketStepKeys: [String: Set<String>] = [
@@ -272,6 +272,13 @@ public enum ScenarioLoader {
         for (index, item) in items.enumerated() {
             guard let reader = MappingReader(item, allowed: stepKeys, context: "step \(index + 1)", diagnostics: &loader.diagnostics) else {
                 continue
+            }
+            if reader.has("grpc") {
+                if let step = readGRPCStep(reader, index: index, contract: contract, captured: &captured, loader: &loader) { steps.append(step) }
+                continue
+            }
+            for key in ["message", "messages", "metadata"] where reader.has(key) {
+                loader.diagnostics.error("'\(key)' belongs to a gRPC step ('grpc: SERVICE/METHOD')", at: reader[key]!.location)
             }
             if let kind = socketStepKeys.keys.sorted().first(where: { reader.has($0) }) {
                 if let step = readSocketStep(kind, reader, index: index, router: router, sockets: &sockets, captured: &captured, loader: &loader) {

@@ -84,9 +84,11 @@ struct JSONSchemaTests {
             (ScenarioLoader.overrideKeys, "override"),
             (ScenarioLoader.stepKeys, "step"),
             (ScenarioLoader.partKeys, "part"),
-            (ScenarioLoader.expectKeys, "expect"),
+            // One `expect` in the schema, for an HTTP step's and a gRPC step's (`metadata` for `headers`).
+            (ScenarioLoader.expectKeys.union(ScenarioLoader.grpcExpectKeys), "expect"),
             (ClockChange.keys, "clock"),
         ]
+        #expect(ScenarioLoader.grpcStepKeys.isSubset(of: ScenarioLoader.stepKeys), "the schema's steps hold a gRPC step's keys")
         for (loader, definition) in mappings {
             let known = Self.properties(schema, definition)
             #expect(
@@ -117,7 +119,7 @@ struct JSONSchemaTests {
             "requestBodyKeys", "queryStringKeys", "responseKeys", "referenceKeys", "sequenceKeys", "eventKeys", "delayKeys", "discriminatorKeys",
             "topKeys", "givenKeys", "overrideKeys", "stepKeys", "partKeys", "expectKeys", "socketKeys", "socketRuleKeys", "pushKeys", "closeKeys",
             "callbackKeys", "mcpKeys", "mcpServerKeys", "mcpToolKeys", "mcpResponseKeys", "mcpErrorKeys", "graphqlKeys", "graphqlResolverKeys",
-            "graphqlResponseKeys", "graphqlErrorKeys", "grpcKeys", "grpcMethodKeys", "grpcResponseKeys",
+            "graphqlResponseKeys", "graphqlErrorKeys", "grpcKeys", "grpcMethodKeys", "grpcResponseKeys", "grpcStepKeys", "grpcExpectKeys",
         ]
         #expect(named == compared, "key sets not compared with docs/schema: \(named.subtracting(compared).sorted())")
     }
