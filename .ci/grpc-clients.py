@@ -13,8 +13,9 @@ with protoc's, and a call made from them; the health service
 OK and 195 RESOURCE_EXHAUSTED, and the journal holding all 200; the same
 over TLS (ALPN h2) beside HTTP/1.1 on the same port. Then `doppel run
 --target` with the bundled gRPC scenario against a grpcio server written
-here (passes), and against a copy that takes calls without a token (fails
-that step, saying why).
+here (passes), and `doppel verify` of its GenerateStory (passes, the
+quota's RESOURCE_EXHAUSTED reached in lockstep); against a copy that takes
+calls without a token, both fail, saying why.
 
 Then the bounds, on Tests/Clients/grpc/bounds.yaml: a deadline that passes
 before a delayed answer (DEADLINE_EXCEEDED), a method the contract does
@@ -386,47 +387,89 @@ def bounds(pb, rpc, bounds_pb, bounds_rpc, doppel):
 
 
 def a_provider_nobody_here_wrote(pb, rpc, doppel):
-    """`doppel run --target` with the bundled gRPC scenario against a grpcio server, and against a drifted copy."""
-    from google.protobuf import any_pb2
+    """`doppel run --target` and `doppel verify` against a grpcio server written here, and against a drifted copy.
+
+    The provider keeps the tale API's GenerateStory: a bearer token, a child's
+    name (INVALID_ARGUMENT with a BadRequest), five stories a month per
+    session (the `doppel-session` metadata, so verify's sequences each start
+    fresh), then RESOURCE_EXHAUSTED with a QuotaFailure and an ErrorInfo. The
+    drifted copy takes calls without a token.
+    """
+    from concurrent import futures
+    from google.protobuf import any_pb2, timestamp_pb2
     from google.rpc import code_pb2, status_pb2
+
+    def packed(*messages):
+        details = []
+        for message in messages:
+            detail = any_pb2.Any()
+            detail.Pack(message)
+            details.append(detail)
+        return details
 
     class Tales(rpc.TalesServicer):
         def __init__(self, checks_token):
             self.checks_token = checks_token
+            self.used = {}
 
         def GenerateStory(self, request, context):
-            token = dict(context.invocation_metadata()).get("authorization", "")
-            if self.checks_token and not token.startswith("Bearer "):
+            metadata = dict(context.invocation_metadata())
+            if self.checks_token and not metadata.get("authorization", "").startswith("Bearer "):
                 context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or invalid credentials")
             if not request.child_name:
-                violation = error_details_pb2.BadRequest(
-                    field_violations=[error_details_pb2.BadRequest.FieldViolation(field="child_name", description="required")])
-                detail = any_pb2.Any()
-                detail.Pack(violation)
+                violation = error_details_pb2.BadRequest.FieldViolation(field="child_name", description="A story needs a child's name")
                 context.abort_with_status(rpc_status.to_status(status_pb2.Status(
-                    code=code_pb2.INVALID_ARGUMENT, message="child_name is required", details=[detail])))
-            return pb.Story(id="s1", title=f"{request.child_name} and the Magic Garden")
+                    code=code_pb2.INVALID_ARGUMENT, message="child_name is required",
+                    details=packed(error_details_pb2.BadRequest(field_violations=[violation])))))
+            session = metadata.get("doppel-session", "")
+            used = self.used.get(session, 0)
+            if used >= 5:
+                quota = error_details_pb2.QuotaFailure(violations=[error_details_pb2.QuotaFailure.Violation(
+                    subject="plan:free", description="5 of 5 monthly stories used")])
+                info = error_details_pb2.ErrorInfo(
+                    reason="MONTHLY_LIMIT_EXCEEDED", domain="tales.example.com", metadata={"reset_date": "2026-12-01T00:00:00Z"})
+                context.abort_with_status(rpc_status.to_status(status_pb2.Status(
+                    code=code_pb2.RESOURCE_EXHAUSTED, message=f"Monthly story limit exceeded. You have used {used}/5 stories this month.",
+                    details=packed(quota, info))))
+            self.used[session] = used + 1
+            created = timestamp_pb2.Timestamp()
+            created.GetCurrentTime()
+            return pb.Story(id=f"story_{used + 1}", title=f"{request.child_name} and the Magic Garden",
+                            content=f"Once upon a time there was a child named {request.child_name}...",
+                            language=request.language or pb.EN, created_at=created)
 
-    from concurrent import futures
-    for checks_token, passes in [(True, True), (False, False)]:
+    def serve(checks_token):
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
         rpc.add_TalesServicer_to_server(Tales(checks_token), server)
         port = server.add_insecure_port("127.0.0.1:0")
         server.start()
+        return server, f"http://127.0.0.1:{port}"
+
+    def doppel_says(*arguments):
+        return subprocess.run([doppel, *arguments], capture_output=True, text=True, timeout=120)
+
+    for checks_token in [True, False]:
+        server, target = serve(checks_token)
         try:
-            run = subprocess.run(
-                [doppel, "run", "--target", f"http://127.0.0.1:{port}", str(ROOT / "scenarios/tales-grpc/unauthenticated.yaml")],
-                capture_output=True, text=True, timeout=60)
+            run = doppel_says("run", "--target", target, str(ROOT / "scenarios/tales-grpc/unauthenticated.yaml"))
+            verify = doppel_says("verify", str(ROOT / "contracts/tales-grpc.yaml"), "--target", target, "--token", "t",
+                                 "--endpoint", "tales.v1.Tales/GenerateStory")
         finally:
             server.stop(None)
-        if passes:
+        if checks_token:
             held = run.returncode == 0 and "2 passed, 0 failed" in run.stdout
             check(held, "doppel run --target a grpcio provider: the gRPC scenario passes")
+            verified = verify.returncode == 0 and "RESOURCE_EXHAUSTED" not in verify.stdout and "429 (6 steps)" in verify.stdout
+            check(verified, "doppel verify of the grpcio provider: every check passes, the quota's 429 reached in lockstep")
         else:
             held = run.returncode == 1 and "status: expected UNAUTHENTICATED (16), got OK (0)" in run.stdout
             check(held, "and a provider that takes calls without a token fails that step, saying why")
+            verified = verify.returncode == 1 and "FAIL tales.v1.Tales/GenerateStory: no credentials: expected 401" in verify.stdout
+            check(verified, "and doppel verify fails its no-credentials check")
         if not held:
             print(run.stdout + run.stderr)
+        if not verified:
+            print(verify.stdout + verify.stderr)
 
 
 def main():

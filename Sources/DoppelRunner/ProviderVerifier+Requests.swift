@@ -49,11 +49,17 @@ extension ProviderVerifier.Run {
         } else {
             headers.append((name: "Doppel-Session", value: side.session ?? "doppel-verify"))
         }
+        // A gRPC method's message, made from the `.proto`, is the request's JSON body (as the HTTP/2 door makes it).
+        let grpcBody = grpcSampleBody(for: endpoint.id)
+        if grpcBody != nil {
+            headers.removeAll { $0.name.lowercased() == "content-type" }
+            headers.append((name: "Content-Type", value: "application/json"))
+        }
         // The template has the base path already.
         return RecordedRequest(
             method: sample.method, path: path,
             query: query.isEmpty ? nil : query.joined(separator: "&"), headers: headers,
-            body: Self.withCreatedIDs(sample.body, side.ids))
+            body: Self.withCreatedIDs(grpcBody ?? sample.body, side.ids))
     }
 
     /// A JSON body whose members name records the run created (`child_id`

@@ -7,7 +7,10 @@ extension ProviderVerifier.Run {
     // MARK: Sending
 
     func oracleAnswer(_ request: RecordedRequest) -> MockResponse {
-        oracle.respond(to: request)
+        let response = oracle.respond(to: request)
+        // A gRPC method's answer as a gRPC client reads it (Doppel's own problems become a google.rpc.Status).
+        guard let id = response.endpointID, let (method, catalog) = grpcMethod(of: id) else { return response }
+        return Self.asGRPC(response, method: method, catalog: catalog)
     }
 
     /// Remembers what an answer issued: a token, the id of a record a POST created.
@@ -59,6 +62,8 @@ extension ProviderVerifier.Run {
             let answer: ScenarioRunner.HTTPAnswer
             if contract.endpoint(id: check.endpointID)?.socket != nil {
                 answer = try await upgrade(outgoing)
+            } else if grpcMethod(of: check.endpointID) != nil {
+                answer = try await grpcCall(request, endpointID: check.endpointID)
             } else {
                 answer = try await ScenarioRunner(baseURL: verifier.baseURL, isDoppel: false).send(outgoing)
             }

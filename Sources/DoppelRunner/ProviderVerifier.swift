@@ -1,4 +1,5 @@
 import DoppelCore
+import DoppelProtobuf
 import DoppelServer
 import Foundation
 
@@ -257,6 +258,10 @@ public struct ProviderVerifier: Sendable {
         var lastSent: Date?
         var stopped: String?
         var random: SplitMix64
+        /// The contract's gRPC catalogue (its `.proto` read), when it has a `grpc:` section that reads.
+        let grpc: GRPCCatalog?
+        /// Each gRPC method's sample message as a request body, by endpoint id (made once).
+        let grpcSamples: [String: [UInt8]]
 
         /// What one side of the run was given.
         struct Side {
@@ -275,6 +280,9 @@ public struct ProviderVerifier: Sendable {
             self.laterOracle = MockEngine(
                 contract: verifier.contract, journalCapacity: 10, clock: { Date().timeIntervalSince1970 + 40 * 86_400 + 61 })
             self.random = SplitMix64(seed: verifier.options.seed)
+            let grpc = verifier.contract.grpc.flatMap { GRPCCatalog.load($0).catalog }
+            self.grpc = grpc
+            self.grpcSamples = Self.grpcSamples(grpc)
         }
 
         var contract: Contract { verifier.contract }
