@@ -162,7 +162,8 @@ let package = Package(
             // Testing and Foundation's URLSession, which the `doppel` binary
             // (on DoppelRunner) does not.
             name: "DoppelTesting",
-            dependencies: ["DoppelRunner", "DoppelServer", "DoppelCore", "DoppelOpenAPI"]
+            // DoppelProtobuf: a session's gRPC calls (DoppelSession+GRPC.swift).
+            dependencies: ["DoppelRunner", "DoppelServer", "DoppelCore", "DoppelOpenAPI", "DoppelProtobuf"]
         ),
         .executableTarget(
             name: "doppel",

@@ -114,7 +114,7 @@ extension ScenarioRunner {
     /// An answer's gRPC status, and its body as a step sees it: the reply
     /// (a server stream's list), or the error's `google.rpc.Status`; with
     /// what could not be read.
-    static func read(_ answer: GRPCClient.Answer, method: GRPCCatalog.Method?, catalog: GRPCCatalog) -> (Int, JSON, [String]) {
+    package static func read(_ answer: GRPCClient.Answer, method: GRPCCatalog.Method?, catalog: GRPCCatalog) -> (Int, JSON, [String]) {
         var problems: [String] = []
         let code: Int
         if let given = answer.field("grpc-status").flatMap({ Int($0) }) {
@@ -162,7 +162,7 @@ extension ScenarioRunner {
     }
 
     /// A status by its name and number, like `RESOURCE_EXHAUSTED (8)`.
-    static func statusName(_ code: Int) -> String {
+    package static func statusName(_ code: Int) -> String {
         GRPCDefinition.codes.first { $0.code == code }.map { "\($0.name) (\(code))" } ?? "status \(code)"
     }
 }
