@@ -65,11 +65,7 @@ extension ScenarioRunner {
         let seen = HTTPAnswer(status: code, headers: headers, body: Data(JSONWriter.encode(body)))
         differences += Self.differences(expectation, seen, context: context)
         let roots = captured.merging(["status": .int(code), "headers": seen.headersJSON, "body": body]) { $1 }
-        for (name, expression) in step.captures {
-            let value = (try? expression.evaluate(in: EvaluationContext(roots: roots, now: context.now))) ?? .null
-            if value.isNull { differences.append("capture \(name): \(expression.source) is null") }
-            captured[name] = value
-        }
+        differences += Self.capture(step.captures, roots: roots, now: context.now, into: &captured)
         return StepResult(
             name: step.name, outcome: differences.isEmpty ? .passed : .failed, summary: "\(line) → \(Self.statusName(code))",
             details: differences, seconds: 0)

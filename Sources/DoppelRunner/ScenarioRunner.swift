@@ -169,15 +169,24 @@ public struct ScenarioRunner: Sendable {
             let roots: [String: JSON] = captured.merging(["status": .int(answer.status), "headers": answer.headersJSON, "body": answer.bodyJSON]) {
                 $1
             }
-            for (name, expression) in step.captures {
-                let value = (try? expression.evaluate(in: EvaluationContext(roots: roots, now: context.now))) ?? .null
-                if value.isNull { differences.append("capture \(name): \(expression.source) is null") }
-                captured[name] = value
-            }
+            differences += Self.capture(step.captures, roots: roots, now: context.now, into: &captured)
             return StepResult(
                 name: step.name, outcome: differences.isEmpty ? .passed : .failed, summary: "\(line) → \(answer.status)",
                 details: differences, seconds: 0)
         }
+    }
+
+    /// A step's captures evaluated over its answer's `roots`, kept in `captured`; each that is null, as a difference.
+    static func capture(
+        _ captures: [(String, DoppelCore.Expression)], roots: [String: JSON], now: Double, into captured: inout [String: JSON]
+    ) -> [String] {
+        var nulls: [String] = []
+        for (name, expression) in captures {
+            let value = (try? expression.evaluate(in: EvaluationContext(roots: roots, now: now))) ?? .null
+            if value.isNull { nulls.append("capture \(name): \(expression.source) is null") }
+            captured[name] = value
+        }
+        return nulls
     }
 
     /// What a response did not meet.

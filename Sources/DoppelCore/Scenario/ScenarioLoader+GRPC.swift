@@ -46,21 +46,8 @@ extension ScenarioLoader {
         let metadata = loader.diagnosticsEntries(reader, "metadata").compactMap { entry in
             loader.compileTemplate(entry.value, roots: captured).map { (entry.name.lowercased(), $0) }
         }
-        var timeout = 30.0
-        if let timeoutNode = reader["timeout"] {
-            if let duration = timeoutNode.scalarText.flatMap(CalendarDuration.parse), duration.months == 0, duration.seconds > 0 {
-                timeout = duration.seconds
-            } else {
-                loader.diagnostics.error("'timeout' must be a duration like 5s", at: timeoutNode.location)
-            }
-        }
-        var captures: [(String, Expression)] = []
-        for entry in reader.entries("capture", diagnostics: &loader.diagnostics) {
-            if let expression = loader.compileExpression(entry.value, roots: captured.union(["status", "headers", "body"])) {
-                captures.append((entry.name, expression))
-            }
-        }
-        captured.formUnion(captures.map(\.0))
+        let timeout = readTimeout(reader, loader: &loader)
+        let captures = readCaptures(reader, captured: &captured, loader: &loader)
         let call = GRPCCallTemplate(
             method: method, definition: definition, message: message, messages: messages, metadata: metadata, timeout: timeout)
         return Step(
@@ -86,22 +73,9 @@ extension ScenarioLoader {
                     at: status.location)
             }
         }
-        for entry in reader.entries("metadata", diagnostics: &loader.diagnostics) {
-            // A value is text: `x-stories-left: 4` expects "4".
-            var value = entry.value
-            if case .scalar(let text, plain: true) = value.kind, !value.json.isNull, value.json.stringValue == nil {
-                value = SourceNode(kind: .scalar(text, plain: false), location: value.location, contentOffset: value.contentOffset)
-            }
-            if let template = loader.compileTemplate(value, roots: roots) { expectation.headers.append((entry.name.lowercased(), template)) }
-        }
-        if let bodyNode = reader["body"] {
-            expectation.body = loader.compileTemplate(bodyNode, roots: roots)
-            checkMatchers(bodyNode, loader: &loader)
-        }
-        expectation.transportError = reader.bool("error", diagnostics: &loader.diagnostics) ?? false
-        if expectation.transportError, expectation.status != nil || expectation.body != nil {
-            loader.diagnostics.error("a step that expects a transport error cannot expect a status or body", at: node.location)
-        }
+        readExpected(reader, headers: "metadata", into: &expectation, roots: roots, loader: &loader)
+        // Metadata names are lower-case on the wire.
+        expectation.headers = expectation.headers.map { ($0.0.lowercased(), $0.1) }
         return expectation
     }
 }

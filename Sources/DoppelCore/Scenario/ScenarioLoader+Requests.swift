@@ -133,14 +133,7 @@ extension ScenarioLoader {
             if partsNode.sequenceItems == nil { loader.diagnostics.error("'multipart' must be a list of parts", at: partsNode.location) }
             body = .multipart(parts)
         }
-        var timeout = 30.0
-        if let timeoutNode = reader["timeout"] {
-            if let duration = timeoutNode.scalarText.flatMap(CalendarDuration.parse), duration.months == 0, duration.seconds > 0 {
-                timeout = duration.seconds
-            } else {
-                loader.diagnostics.error("'timeout' must be a duration like 5s", at: timeoutNode.location)
-            }
-        }
+        let timeout = readTimeout(reader, loader: &loader)
         return RequestTemplate(
             method: parts[0].uppercased(), path: path, query: pairs("query"), headers: pairs("headers"), body: body, timeout: timeout)
     }

@@ -306,13 +306,7 @@ public enum ScenarioLoader {
                     ? readGraphQLCall(reader, contract: contract, roots: captured, loader: &loader)
                     : readMCPCall(reader, index: index, contract: contract, roots: captured, loader: &loader)
                 guard let request = call else { continue }
-                var captures: [(String, Expression)] = []
-                for entry in reader.entries("capture", diagnostics: &loader.diagnostics) {
-                    if let expression = loader.compileExpression(entry.value, roots: captured.union(["status", "headers", "body"])) {
-                        captures.append((entry.name, expression))
-                    }
-                }
-                captured.formUnion(captures.map(\.0))
+                let captures = readCaptures(reader, captured: &captured, loader: &loader)
                 let name =
                     reader.string("name", diagnostics: &loader.diagnostics)
                     ?? reader["tool"].flatMap(\.scalarText).map { "tool \($0)" } ?? reader["mcp"]?.scalarText
@@ -342,17 +336,31 @@ public enum ScenarioLoader {
                     loader.diagnostics.error("no endpoint of the contract serves \(request.method) \(target)\(hint)", at: requestNode.location)
                 }
             }
-            var captures: [(String, Expression)] = []
-            for entry in reader.entries("capture", diagnostics: &loader.diagnostics) {
-                if let expression = loader.compileExpression(entry.value, roots: captured.union(["status", "headers", "body"])) {
-                    captures.append((entry.name, expression))
-                }
-            }
-            captured.formUnion(captures.map(\.0))
+            let captures = readCaptures(reader, captured: &captured, loader: &loader)
             let name = reader.string("name", diagnostics: &loader.diagnostics) ?? reader["request"]?.scalarText ?? "step \(index + 1)"
             steps.append(Step(name: name, action: .request(request), expectation: expectation, captures: captures, location: item.location))
         }
         return steps
+    }
+
+    /// A request step's `capture`: expressions over its `status`, `headers` and `body`, named for the steps after it.
+    static func readCaptures(_ reader: MappingReader, captured: inout Set<String>, loader: inout ContractLoader) -> [(String, Expression)] {
+        var captures: [(String, Expression)] = []
+        for entry in reader.entries("capture", diagnostics: &loader.diagnostics) {
+            if let expression = loader.compileExpression(entry.value, roots: captured.union(["status", "headers", "body"])) {
+                captures.append((entry.name, expression))
+            }
+        }
+        captured.formUnion(captures.map(\.0))
+        return captures
+    }
+
+    /// A step's `timeout`: a duration, default 30 s.
+    static func readTimeout(_ reader: MappingReader, loader: inout ContractLoader) -> Double {
+        guard let node = reader["timeout"] else { return 30 }
+        if let duration = node.scalarText.flatMap(CalendarDuration.parse), duration.months == 0, duration.seconds > 0 { return duration.seconds }
+        loader.diagnostics.error("'timeout' must be a duration like 5s", at: node.location)
+        return 30
     }
 
     static func readExpectation(_ node: SourceNode?, roots: Set<String>, loader: inout ContractLoader) -> Expectation {
@@ -367,7 +375,15 @@ public enum ScenarioLoader {
                 loader.diagnostics.error("status must be an HTTP status code from 100 to 599", at: reader["status"]!.location)
             }
         }
-        for entry in reader.entries("headers", diagnostics: &loader.diagnostics) {
+        readExpected(reader, headers: "headers", into: &expectation, roots: roots, loader: &loader)
+        return expectation
+    }
+
+    /// What an `expect` says besides its status: header (or metadata) values, a body with its matchers, a transport error.
+    static func readExpected(
+        _ reader: MappingReader, headers key: String, into expectation: inout Expectation, roots: Set<String>, loader: inout ContractLoader
+    ) {
+        for entry in reader.entries(key, diagnostics: &loader.diagnostics) {
             // A header's value is text: `RateLimit-Remaining: 9` expects "9".
             var value = entry.value
             if case .scalar(let text, plain: true) = value.kind, !value.json.isNull, value.json.stringValue == nil {
@@ -381,12 +397,10 @@ public enum ScenarioLoader {
         }
         expectation.transportError = reader.bool("error", diagnostics: &loader.diagnostics) ?? false
         if expectation.transportError, expectation.status != nil || expectation.body != nil {
-            loader.diagnostics.error("a step that expects a transport error cannot expect a status or body", at: node.location)
+            loader.diagnostics.error("a step that expects a transport error cannot expect a status or body", at: reader.node.location)
         }
-        return expectation
     }
 
-    /// Reports `$`-keys that are not matchers, and bad regular expressions.
     static func checkMatchers(_ node: SourceNode, loader: inout ContractLoader) {
         switch node.kind {
         case .mapping(let pairs):
