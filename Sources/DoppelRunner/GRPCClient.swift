@@ -1,4 +1,5 @@
 import DoppelCore
+import DoppelProtobuf
 import Foundation
 import NIOCore
 import NIOHPACK
@@ -33,6 +34,27 @@ package enum GRPCClient {
         package func field(_ name: String) -> String? {
             (trailers + headers).first { $0.name == name }?.value
         }
+
+        /// Headers and trailers by name, a repeated one's values joined with `, `.
+        package var metadata: [String: String] {
+            var joined: [String: String] = [:]
+            for field in headers + trailers { joined[field.name] = joined[field.name].map { $0 + ", " + field.value } ?? field.value }
+            return joined
+        }
+    }
+
+    /// Each of `messages` (JSON) encoded as `type` by `catalog`; a failure
+    /// names the message (`message 2 is not a tales.v1.Draft: ...`).
+    package static func encode(_ messages: [JSON], as type: String, catalog: GRPCCatalog) throws(Failure) -> [[UInt8]] {
+        var encoded: [[UInt8]] = []
+        for (index, message) in messages.enumerated() {
+            do {
+                encoded.append(try catalog.codec.encode(message, as: type))
+            } catch {
+                throw Failure(description: "message \(index + 1) is not a \(type): \(error.message)")
+            }
+        }
+        return encoded
     }
 
     /// Why a call got no complete answer, in words.

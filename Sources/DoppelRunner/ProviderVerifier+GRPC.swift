@@ -73,22 +73,14 @@ extension ProviderVerifier.Run {
         }
         let body = request.body.isEmpty ? JSON.object(JSONObject()) : try JSONReader.parse(request.body)
         let given = method.clientStreaming ? (body.arrayValue ?? [body]) : [body]
-        var messages: [[UInt8]] = []
-        for message in given {
-            do {
-                messages.append(try catalog.codec.encode(message, as: method.input))
-            } catch {
-                throw ScenarioRunner.TargetFailure(description: "the request's message is not a \(method.input): \(error.message)")
-            }
-        }
+        let messages = try GRPCClient.encode(given, as: method.input, catalog: catalog)
         let skipped: Set<String> = ["host", "content-type", "content-length", "accept"]
         let metadata = request.headers.filter { !skipped.contains($0.name.lowercased()) }.map { (name: $0.name.lowercased(), value: $0.value) }
         let answer = try await GRPCClient.call(
             verifier.baseURL, path: "/" + endpointID, metadata: metadata, messages: messages, timeout: options.timeout)
         let (code, json, problems) = ScenarioRunner.read(answer, method: method, catalog: catalog)
         if let problem = problems.first { throw ScenarioRunner.TargetFailure(description: problem) }
-        var headers: [String: String] = [:]
-        for field in answer.headers + answer.trailers { headers[field.name] = headers[field.name].map { $0 + ", " + field.value } ?? field.value }
+        var headers = answer.metadata
         let status = GRPCDefinition.codes.first { $0.code == code }?.http ?? 500
         if code == 0, method.serverStreaming, case .array(let replies) = json {
             headers["content-type"] = "application/jsonl"

@@ -60,9 +60,7 @@ extension ScenarioRunner {
         if expectation.transportError { differences.append("expected the call to fail in transport, got \(Self.statusName(code))") }
         expectation.status = nil
         expectation.transportError = false
-        var headers: [String: String] = [:]
-        for field in answer.headers + answer.trailers { headers[field.name] = headers[field.name].map { $0 + ", " + field.value } ?? field.value }
-        let seen = HTTPAnswer(status: code, headers: headers, body: Data(JSONWriter.encode(body)))
+        let seen = HTTPAnswer(status: code, headers: answer.metadata, body: Data(JSONWriter.encode(body)))
         differences += Self.differences(expectation, seen, context: context)
         let roots = captured.merging(["status": .int(code), "headers": seen.headersJSON, "body": body]) { $1 }
         differences += Self.capture(step.captures, roots: roots, now: context.now, into: &captured)
@@ -86,12 +84,11 @@ extension ScenarioRunner {
             } else {
                 given = method == nil ? [] : [try call.message?.render(in: context) ?? .object(JSONObject())]
             }
-            for (index, message) in given.enumerated() {
-                guard let method else { break }
-                do {
-                    messages.append(try catalog.codec.encode(message, as: method.input))
+            if let method {
+                do throws(GRPCClient.Failure) {
+                    messages = try GRPCClient.encode(given, as: method.input, catalog: catalog)
                 } catch {
-                    return .failure(.init(description: "message \(index + 1) is not a \(method.input): \(error.message)"))
+                    return .failure(error)
                 }
             }
             func set(_ name: String, _ value: String) {

@@ -40,23 +40,19 @@ extension DoppelSession {
             throw TestServerError(message: "the contract's .proto cannot be read: \(diagnostics.first.map(\.description) ?? "")")
         }
         guard let found = catalog.methods["/" + method] else { throw TestServerError(message: "\(definition.proto) declares no method \(method)") }
-        var encoded: [[UInt8]] = []
-        for (index, each) in (messages ?? [message]).enumerated() {
-            do {
-                encoded.append(try catalog.codec.encode(each, as: found.input))
-            } catch {
-                throw TestServerError(message: "message \(index + 1) is not a \(found.input): \(error.message)")
-            }
+        let encoded: [[UInt8]]
+        do throws(GRPCClient.Failure) {
+            encoded = try GRPCClient.encode(messages ?? [message], as: found.input, catalog: catalog)
+        } catch {
+            throw TestServerError(message: error.description)
         }
         let sent =
             [(name: MockEngine.sessionHeader, value: id)] + metadata.sorted { $0.key < $1.key }.map { (name: $0.key.lowercased(), value: $0.value) }
         let answer = try await GRPCClient.call(server.baseURL, path: "/" + method, metadata: sent, messages: encoded, timeout: timeout)
         let (status, body, problems) = ScenarioRunner.read(answer, method: found, catalog: catalog)
         if let problem = problems.first { throw TestServerError(message: "\(method): \(problem)") }
-        var fields: [String: String] = [:]
-        for field in answer.headers + answer.trailers { fields[field.name] = fields[field.name].map { $0 + ", " + field.value } ?? field.value }
         return GRPCResponse(
             status: status, statusName: GRPCDefinition.codes.first { $0.code == status }?.name ?? "\(status)",
-            message: answer.field("grpc-message").map { $0.removingPercentEncoding ?? $0 } ?? "", metadata: fields, body: body)
+            message: answer.field("grpc-message").map { $0.removingPercentEncoding ?? $0 } ?? "", metadata: answer.metadata, body: body)
     }
 }

@@ -25,10 +25,11 @@ public final class EngineSlot: Sendable {
             self.grpc = engine.contract.grpc.flatMap { GRPCCatalog.load($0).catalog }
         }
 
-        init(version: Int, engine: MockEngine, grpc: GRPCCatalog?) {
+        /// The same engine and catalogue under another version.
+        init(_ served: Served, version: Int) {
             self.version = version
-            self.engine = engine
-            self.grpc = grpc
+            self.engine = served.engine
+            self.grpc = served.grpc
         }
     }
 
@@ -60,7 +61,7 @@ public final class EngineSlot: Sendable {
         // The catalogue is read before the lock is taken; the version is the slot's.
         let read = Served(version: 0, engine: replacement)
         engine.withLock { slot in
-            slot = Served(version: slot.version + 1, engine: replacement, grpc: read.grpc)
+            slot = Served(read, version: slot.version + 1)
             grpcServed.store(read.grpc != nil, ordering: .releasing)
             latest.store(slot.version, ordering: .releasing)
         }
