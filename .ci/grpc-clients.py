@@ -6,6 +6,9 @@ demo's .proto, each case in its own Doppel session: five stories and then
 RESOURCE_EXHAUSTED with its google.rpc.QuotaFailure and ErrorInfo read by
 `grpcio-status`; INVALID_ARGUMENT with a BadRequest; UNAUTHENTICATED
 without a token; a server stream, a client stream and a bidirectional one;
+a bidirectional call answered by its rules line by line (each answer read
+before the next line is sent) and ended by a rule; a server stream held
+open that gets each story generated in its session, pushed;
 initial metadata; the services listed by `grpcio-reflection`'s client
 and every message built from the descriptors reflection sends, compared
 with protoc's, and a call made from them; the health service
@@ -139,8 +142,108 @@ def the_demo(pb, rpc, channel):
         check(error.code() == grpc.StatusCode.FAILED_PRECONDITION, f"24 drafts: {error.code()}")
     lines = [pb.StoryLine(speaker="kid", text=text) for text in ["a dragon", "flew", "home"]]
     told = [line.text for line in stub.TellTogether(iter(lines), metadata=metadata("streams"), timeout=10)]
-    check(told == ["And then a dragon...", "And then flew...", "And then home..."], f"a bidirectional stream: {told}")
+    check(told == ["Once upon a time...", "And then a dragon...", "And then flew...", "And then home...",
+                   "To be continued (3 lines told so far)."], f"a bidirectional stream, answered by its rules: {told}")
     the_journal_of_streams()
+    both_ways_at_once(pb, stub)
+    a_watch_of_pushes(pb, stub)
+
+
+def both_ways_at_once(pb, stub):
+    """A bidirectional call answered by its rules line by line: each answer read before the next line is sent."""
+    import queue
+    outgoing = queue.Queue()
+    def lines():
+        while (line := outgoing.get()) is not None:
+            yield line
+    call = stub.TellTogether(lines(), metadata=metadata("duplex"), timeout=10)
+    check(next(call).text == "Once upon a time...", "the stream's on_connect line, before the client says anything")
+    for text in ["a fox", "a hen"]:
+        outgoing.put(pb.StoryLine(speaker="kid", text=text))
+        answer = next(call).text
+        check(answer == f"And then {text}...", f"each line answered before the next is sent: {answer}")
+    outgoing.put(pb.StoryLine(text="The End"))
+    rest = [line.text for line in call]
+    outgoing.put(None)
+    check(rest == ["And they lived happily ever after."], f"a rule's end: OK ends the call, the client's half still open: {rest}")
+    check(call.code() == grpc.StatusCode.OK, f"with OK: {call.code()}")
+
+
+def a_watch_of_pushes(pb, stub):
+    """A server stream held open: each story GenerateStory makes in its session is pushed to it, none of another's."""
+    import threading
+    watched = {"watch": [], "other": []}
+    calls = {session: stub.WatchStories(pb.WatchStoriesRequest(), metadata=metadata(session), timeout=20) for session in watched}
+    def read(session):
+        try:
+            for story in calls[session]:
+                watched[session].append(story.title)
+        except grpc.RpcError as error:
+            watched[session].append(error.code())
+    readers = [threading.Thread(target=read, args=(session,)) for session in watched]
+    for reader in readers:
+        reader.start()
+    # Both calls are open (their headers came) before the stories are made.
+    for session in watched:
+        calls[session].initial_metadata()
+    for name in ["Ann", "Bo", "Cy"]:
+        stub.GenerateStory(pb.GenerateStoryRequest(child_name=name), metadata=metadata("watch"), timeout=10)
+    deadline = time.time() + 10
+    while len(watched["watch"]) < 3 and time.time() < deadline:
+        time.sleep(0.02)
+    for call in calls.values():
+        call.cancel()
+    for reader in readers:
+        reader.join(10)
+    titles = [title for title in watched["watch"] if isinstance(title, str)]
+    check(titles == ["Ann and the Magic Garden", "Bo and the Magic Garden", "Cy and the Magic Garden"],
+          f"a watch gets each story of its session, pushed in order: {titles}")
+    check(watched["other"] == [grpc.StatusCode.CANCELLED], f"and a watch of another session none: {watched['other']}")
+    journal = json.load(urllib.request.urlopen(
+        f"http://127.0.0.1:{PORT}/__doppel/journal?session=watch&limit=100", timeout=10))
+    entries = sorted(journal["entries"], key=lambda entry: entry["sequence"])
+    pushed = [entry["reason"] for entry in entries if entry["endpoint"] == "tales.v1.Tales/WatchStories.push"]
+    ended = [entry["status"] for entry in entries if entry["endpoint"] == "tales.v1.Tales/WatchStories"]
+    check(pushed == ["pushed by generated"] * 3 and ended == [499], f"journaled: each push, then the call cancelled (499): {pushed} {ended}")
+    many_watches_and_parallel_calls(pb, stub)
+
+
+def many_watches_and_parallel_calls(pb, stub):
+    """8 watches of one session while 200 GenerateStory calls of it run in parallel: each watch gets the 5 stories made, once each."""
+    import threading
+    calls = [stub.WatchStories(pb.WatchStoriesRequest(), metadata=metadata("crowd"), timeout=30) for _ in range(8)]
+    seen = [[] for _ in calls]
+    def read(index):
+        try:
+            for story in calls[index]:
+                seen[index].append(story.id)
+        except grpc.RpcError:
+            pass
+    readers = [threading.Thread(target=read, args=(index,)) for index in range(len(calls))]
+    for reader in readers:
+        reader.start()
+    for call in calls:
+        call.initial_metadata()
+    def generate(_):
+        try:
+            stub.GenerateStory(pb.GenerateStoryRequest(child_name="Kim"), metadata=metadata("crowd"), timeout=20)
+            return "OK"
+        except grpc.RpcError as error:
+            return error.code().name
+    with concurrent.futures.ThreadPoolExecutor(max_workers=32) as pool:
+        outcomes = list(pool.map(generate, range(200)))
+    deadline = time.time() + 10
+    while any(len(ids) < 5 for ids in seen) and time.time() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.2)
+    for call in calls:
+        call.cancel()
+    for reader in readers:
+        reader.join(10)
+    counted = {outcome: outcomes.count(outcome) for outcome in set(outcomes)}
+    expected = [f"story_{n}" for n in range(1, 6)]
+    check(counted == {"OK": 5, "RESOURCE_EXHAUSTED": 195} and all(sorted(ids) == expected for ids in seen),
+          f"8 watches while 200 calls run in parallel: {counted}, each watch got {[len(ids) for ids in seen]} stories, once each")
 
 
 def the_journal_of_streams():
@@ -150,10 +253,12 @@ def the_journal_of_streams():
     entries = sorted(journal["entries"], key=lambda entry: entry["sequence"])
     def under(endpoint):
         return [entry for entry in entries if entry["endpoint"] == endpoint]
-    taken = [json.loads(entry["message"])["text"] for entry in under("tales.v1.Tales/TellTogether.received")]
-    check(taken == ["a dragon", "flew", "home"], f"the bidirectional stream's messages taken, journaled: {taken}")
-    sent = [json.loads(entry["sent"][0])["text"] for entry in under("tales.v1.Tales/TellTogether.told-back")]
-    check(sent == ["And then a dragon...", "And then flew...", "And then home..."], f"and those sent: {sent}")
+    told = under("tales.v1.Tales/TellTogether.told-back")
+    taken = [json.loads(entry["message"])["text"] for entry in told]
+    check(taken == ["a dragon", "flew", "home"] and {entry["method"] for entry in told} == {"RECEIVE"},
+          f"the bidirectional stream's messages taken, each journaled under the rule that took it: {taken}")
+    sent = [json.loads(entry["sent"][0])["text"] for entry in told]
+    check(sent == ["And then a dragon...", "And then flew...", "And then home..."], f"with what it sent back: {sent}")
     reasons = [entry["reason"] for entry in under("tales.v1.Tales/ListStories.stories")]
     check(reasons == ["message 1 of response 'stories'", "message 2 of response 'stories'"], f"the server stream's: {reasons}")
     drafts = under("tales.v1.Tales/UploadDrafts.received")
@@ -180,7 +285,7 @@ def reflection_and_health(pb, channel):
         error_details_pb2.ErrorInfo.DESCRIPTOR, error_details_pb2.BadRequest.FieldViolation.DESCRIPTOR,
         error_details_pb2.RetryInfo.DESCRIPTOR]
     differing = [message.full_name for message in expected if shape(pool.FindMessageTypeByName(message.full_name)) != shape(message)]
-    check(not differing and len(expected) == 13, f"every message reflected as protoc describes it: {differing or '13 alike'}")
+    check(not differing and len(expected) == 14, f"every message reflected as protoc describes it: {differing or '14 alike'}")
     service = pool.FindServiceByName("tales.v1.Tales")
     methods = [(m.name, m.input_type.full_name, m.output_type.full_name) for m in service.methods]
     protoc = [(m.name, m.input_type.full_name, m.output_type.full_name) for m in pb.DESCRIPTOR.services_by_name["Tales"].methods]

@@ -97,7 +97,54 @@ package struct GRPCCatalog: Sendable {
                 }
             }
         }
+        for method in definition.methods {
+            guard let stream = definition.streams[method.path], let kind = catalog.methods["/" + method.path] else { continue }
+            catalog.streamProblems(stream, of: kind, at: method, into: &problems)
+        }
         return found + problems.diagnostics
+    }
+
+    /// A method's `stream:` rules against what the `.proto` says of it: a
+    /// unary method has no stream; only a client's stream has messages to
+    /// answer and an end to wait for; messages and details written without
+    /// templates must fit the method's reply type and `google.rpc.Status`.
+    private func streamProblems(
+        _ stream: SocketDefinition, of method: Method, at named: GRPCDefinition.Method, into problems: inout DiagnosticCollector
+    ) {
+        guard method.clientStreaming || method.serverStreaming else {
+            problems.error(
+                "'stream' belongs to a streaming method; \(named.path) takes one message and answers one (its 'responses' answer it)",
+                at: named.location)
+            return
+        }
+        if !method.clientStreaming {
+            let taken = [("on_message", stream.onMessage), ("on_end", stream.onEnd), ("on_unmatched", stream.onUnmatched.map { [$0] } ?? [])]
+            for (key, rules) in taken where !rules.isEmpty {
+                problems.error(
+                    "'\(key)' answers a client's stream, and \(named.path)'s client sends one message (its responses see it as 'body')",
+                    at: rules[0].definition.location)
+            }
+        }
+        for rule in stream.rules {
+            for message in rule.messages {
+                guard let value = message.constantValue else { continue }
+                do {
+                    _ = try codec.encode(value, as: method.output)
+                } catch {
+                    problems.error(
+                        "rule '\(rule.name)' sends a message that is not a \(method.output): \(error.message)", at: rule.definition.location)
+                }
+            }
+            if let end = rule.end, let details = end.details?.constantValue {
+                do {
+                    _ = try statusDetails(.object(JSONObject([("code", .int(end.code)), ("message", .string("")), ("details", details)])))
+                } catch {
+                    problems.error(
+                        "the details rule '\(rule.name)' ends with are not google.rpc.Status details: \(error.message)",
+                        at: rule.definition.location)
+                }
+            }
+        }
     }
 
     /// A file of the folder named as the contract is (relative when it was).

@@ -68,8 +68,15 @@ package enum GRPCClient {
     /// Calls `path` (`/SERVICE/METHOD`) at `target` with `messages` (each a
     /// message's encoded bytes, framed here) and `metadata`; the client's
     /// half ends after the last. `timeout` bounds the whole call, connection included.
+    ///
+    /// `untilOpened`: a stream held open by its rules (a method's `stream:`)
+    /// is checked by its opening. The answer is whole once the server's
+    /// headers come (the stream opened: `grpc-status` 0 is read into its
+    /// trailers) or its trailers alone (refused), and the stream is then
+    /// cancelled; a client stream's messages are not sent, nor its half ended.
     package static func call(
-        _ target: URL, path: String, metadata: [(name: String, value: String)], messages: [[UInt8]], timeout: Double
+        _ target: URL, path: String, metadata: [(name: String, value: String)], messages: [[UInt8]], timeout: Double,
+        untilOpened: Bool = false
     ) async throws -> Answer {
         guard let scheme = target.scheme?.lowercased(), scheme == "http" || scheme == "https", let host = target.host, !host.isEmpty else {
             throw Failure(description: "not an http or https URL: \(target.absoluteString)")
@@ -123,13 +130,19 @@ package enum GRPCClient {
             do {
                 let multiplexer = try channel.pipeline.syncOperations.handler(type: NIOHTTP2Handler.self).syncMultiplexer()
                 return multiplexer.createStreamChannel { stream in
-                    stream.eventLoop.makeCompletedFuture { try stream.pipeline.syncOperations.addHandler(CallReader(answer: answer)) }
+                    stream.eventLoop.makeCompletedFuture {
+                        try stream.pipeline.syncOperations.addHandler(CallReader(answer: answer, untilOpened: untilOpened))
+                    }
                 }
             } catch {
                 return channel.eventLoop.makeFailedFuture(error)
             }
         }
         opened.whenSuccess { stream in
+            if untilOpened, messages.isEmpty {
+                // A client stream's opening: its headers alone, its half left open.
+                return stream.writeAndFlush(HTTP2Frame.FramePayload.headers(.init(headers: sent)), promise: nil)
+            }
             stream.write(HTTP2Frame.FramePayload.headers(.init(headers: sent)), promise: nil)
             let body = stream.allocator.buffer(bytes: framed)
             stream.writeAndFlush(HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(body), endStream: true)), promise: nil)
@@ -143,12 +156,14 @@ package enum GRPCClient {
         typealias InboundIn = HTTP2Frame.FramePayload
 
         let answer: EventLoopPromise<Answer>
+        let untilOpened: Bool
         var read = Answer()
         var sawHeaders = false
         var data = ByteBuffer()
 
-        init(answer: EventLoopPromise<Answer>) {
+        init(answer: EventLoopPromise<Answer>, untilOpened: Bool = false) {
             self.answer = answer
+            self.untilOpened = untilOpened
         }
 
         func channelRead(context: ChannelHandlerContext, data frame: NIOAny) {
@@ -159,6 +174,13 @@ package enum GRPCClient {
                     sawHeaders = true
                     read.httpStatus = block.headers.first(name: ":status").flatMap { Int($0) } ?? 0
                     if block.endStream { read.trailers = fields } else { read.headers = fields }
+                    if untilOpened, !block.endStream {
+                        // Opened: what it sends next is its rules', not the opening's.
+                        read.trailers = [("grpc-status", "0")]
+                        answer.succeed(read)
+                        context.close(promise: nil)
+                        return
+                    }
                 } else {
                     read.trailers = fields
                 }

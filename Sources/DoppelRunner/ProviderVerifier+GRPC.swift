@@ -39,8 +39,11 @@ extension ProviderVerifier.Run {
     /// details the same way; and one that carries no `grpc-status`
     /// (Doppel's own problem: a missing token's 401) the status of its HTTP
     /// status, with the problem's `detail` as its message, as the HTTP/2 door sends it.
-    static func asGRPC(_ response: MockResponse, method: GRPCCatalog.Method, catalog: GRPCCatalog) -> MockResponse {
+    /// `opensOnly`: the method's stream is answered by rules, and an `OK` is its opening alone, read as `{}`.
+    static func asGRPC(_ response: MockResponse, method: GRPCCatalog.Method, catalog: GRPCCatalog, opensOnly: Bool = false) -> MockResponse {
         var converted = response
+        // An opening's answer is the contract's as it is (`{}`): the messages are its rules', after it.
+        if opensOnly, response.status == 200 { return converted }
         func canonical(_ json: JSON, as type: String) -> JSON {
             (try? catalog.codec.encode(json, as: type)).flatMap { try? catalog.codec.decode($0, as: type) } ?? json
         }
@@ -72,16 +75,22 @@ extension ProviderVerifier.Run {
             throw ScenarioRunner.TargetFailure(description: "the contract's .proto cannot be read, or declares no method \(endpointID)")
         }
         let body = request.body.isEmpty ? JSON.object(JSONObject()) : try JSONReader.parse(request.body)
-        let given = method.clientStreaming ? (body.arrayValue ?? [body]) : [body]
+        // A stream answered by rules is verified by its opening, as a WebSocket by its upgrade: a client stream's by its headers alone.
+        let opensOnly = contract.grpc?.streams[endpointID] != nil
+        let given = method.clientStreaming ? (opensOnly ? [] : body.arrayValue ?? [body]) : [body]
         let messages = try GRPCClient.encode(given, as: method.input, catalog: catalog)
         let skipped: Set<String> = ["host", "content-type", "content-length", "accept"]
         let metadata = request.headers.filter { !skipped.contains($0.name.lowercased()) }.map { (name: $0.name.lowercased(), value: $0.value) }
         let answer = try await GRPCClient.call(
-            verifier.baseURL, path: "/" + endpointID, metadata: metadata, messages: messages, timeout: options.timeout)
+            verifier.baseURL, path: "/" + endpointID, metadata: metadata, messages: messages, timeout: options.timeout, untilOpened: opensOnly)
         let (code, json, problems) = ScenarioRunner.read(answer, method: method, catalog: catalog)
         if let problem = problems.first { throw ScenarioRunner.TargetFailure(description: problem) }
         var headers = answer.metadata
         let status = GRPCDefinition.codes.first { $0.code == code }?.http ?? 500
+        if code == 0, opensOnly {
+            headers["content-type"] = "application/json"
+            return ScenarioRunner.HTTPAnswer(status: status, headers: headers, body: Data("{}".utf8))
+        }
         if code == 0, method.serverStreaming, case .array(let replies) = json {
             headers["content-type"] = "application/jsonl"
             return ScenarioRunner.HTTPAnswer(

@@ -10,7 +10,7 @@ extension ProviderVerifier.Run {
         let response = oracle.respond(to: request)
         // A gRPC method's answer as a gRPC client reads it (Doppel's own problems become a google.rpc.Status).
         guard let id = response.endpointID, let (method, catalog) = grpcMethod(of: id) else { return response }
-        return Self.asGRPC(response, method: method, catalog: catalog)
+        return Self.asGRPC(response, method: method, catalog: catalog, opensOnly: contract.grpc?.streams[id] != nil)
     }
 
     /// Remembers what an answer issued: a token, the id of a record a POST created.

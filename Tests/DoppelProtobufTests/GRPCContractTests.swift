@@ -15,6 +15,7 @@ struct GRPCContractTests {
         service Demo {
           rpc Get(Ask) returns (Answer);
           rpc Watch(Ask) returns (stream Answer);
+          rpc Talk(stream Ask) returns (stream Answer);
         }
         message Ask { string text = 1; }
         message Answer { string text = 1; int32 count = 2; }
@@ -45,7 +46,7 @@ struct GRPCContractTests {
         #expect(
             contract.endpoints.map(\.id) == [
                 "tales.v1.Tales/GenerateStory", "tales.v1.Tales/GetUsage", "tales.v1.Tales/ListStories", "tales.v1.Tales/UploadDrafts",
-                "tales.v1.Tales/TellTogether",
+                "tales.v1.Tales/TellTogether", "tales.v1.Tales/WatchStories",
             ])
         let generate = try #require(contract.endpoints.first)
         #expect(generate.method == "POST")
@@ -116,6 +117,52 @@ struct GRPCContractTests {
                 "proto: demo.proto\nservices:\n  demo.v1.Demo:\n    Get:\n      responses:\n        - status: INTERNAL\n          details: [{ '@type': type.googleapis.com/nope.Nope }]",
             problem:
                 "contract.yaml:8:13: error: the details are not google.rpc.Status details (a response of demo.v1.Demo/Get): /details/0/@type: an Any names its type (type.googleapis.com/NAME) of a message the schema has"
+        ),
+        .init(
+            label: "a reply from a method with rules",
+            section: "proto: demo.proto\nservices:\n  demo.v1.Demo:\n    Talk:\n      stream: {}\n      responses:\n        - reply: {}",
+            problem:
+                "contract.yaml:9:20: error: method 'demo.v1.Demo/Talk' sends its messages by the rules of its 'stream:' (on_connect, on_message, ...); its responses only open or refuse the call, so they have no 'reply'"
+        ),
+        .init(
+            label: "a socket's close in a stream's rule",
+            section:
+                "proto: demo.proto\nservices:\n  demo.v1.Demo:\n    Talk:\n      stream:\n        on_message:\n          - close: { code: 1000 }",
+            problem: "contract.yaml:9:15: error: unknown key 'close' in rule on_message[0] of stream of method 'demo.v1.Demo/Talk'"),
+        .init(
+            label: "an end with an unknown status",
+            section: "proto: demo.proto\nservices:\n  demo.v1.Demo:\n    Talk:\n      stream:\n        on_message:\n          - end: NOPE",
+            problem: "contract.yaml:9:20: error: 'status' of an end must be a gRPC status's name (like RESOURCE_EXHAUSTED) or number, not 'NOPE'"),
+        .init(
+            label: "an OK end with a message",
+            section:
+                "proto: demo.proto\nservices:\n  demo.v1.Demo:\n    Talk:\n      stream:\n        on_message:\n          - end: { message: bye }",
+            problem: "contract.yaml:9:31: error: 'message' belongs to an end whose 'status' is an error, not OK"),
+        .init(
+            label: "a stream on a unary method",
+            section: "proto: demo.proto\nservices:\n  demo.v1.Demo:\n    Get:\n      stream: {}",
+            problem:
+                "contract.yaml:6:7: error: 'stream' belongs to a streaming method; demo.v1.Demo/Get takes one message and answers one (its 'responses' answer it)"
+        ),
+        .init(
+            label: "on_message for a client of one message",
+            section: "proto: demo.proto\nservices:\n  demo.v1.Demo:\n    Watch:\n      stream:\n        on_message:\n          - send: { text: hi }",
+            problem:
+                "contract.yaml:9:15: error: 'on_message' answers a client's stream, and demo.v1.Demo/Watch's client sends one message (its responses see it as 'body')"
+        ),
+        .init(
+            label: "a rule's message that is not the reply",
+            section:
+                "proto: demo.proto\nservices:\n  demo.v1.Demo:\n    Talk:\n      stream:\n        on_connect:\n          - name: hello\n            send: { txet: hi }",
+            problem:
+                "contract.yaml:9:15: error: rule 'hello' sends a message that is not a demo.v1.Answer: /txet: demo.v1.Answer has no field txet (it has text, count)"
+        ),
+        .init(
+            label: "a push to a stream no method has",
+            section:
+                "proto: demo.proto\nservices:\n  demo.v1.Demo:\n    Get:\n      responses:\n        - push: { stream: demo.v1.Demo/Tlak, send: {} }\n    Talk:\n      stream: {}",
+            problem:
+                "contract.yaml:8:19: error: push names 'demo.v1.Demo/Tlak', which is neither a WebSocket endpoint nor a gRPC method with 'stream:' rules (did you mean 'demo.v1.Demo/Talk'?)"
         ),
         .init(
             label: "no responses", section: "proto: demo.proto\nservices:\n  demo.v1.Demo:\n    Get: {}",

@@ -43,7 +43,7 @@ struct GRPCVerifyTests {
             #expect(report.failed == 0, "\(failed)")
             // The quota reached in lockstep: five stories, then RESOURCE_EXHAUSTED (429) with its QuotaFailure's shape.
             #expect(report.checks.contains { $0.outcome == .passed && $0.name.contains("tales.v1.Tales/GenerateStory 429 (6 steps)") })
-            #expect(report.checks.filter { $0.name == "no credentials" }.count == 5)
+            #expect(report.checks.filter { $0.name == "no credentials" }.count == 6)
             // Each call went over HTTP/2 as gRPC: the server journaled them under their methods, not as HTTP/1 JSON.
             #expect(server.engine.journal.entries.contains { $0.endpointID == "tales.v1.Tales/ListStories" && $0.status == 200 })
         }
@@ -55,6 +55,7 @@ struct GRPCVerifyTests {
         let to: String
         let check: String
         let says: String
+        var endpoint = "tales.v1.Tales/GenerateStory"
         var testDescription: String { name }
     }
 
@@ -68,6 +69,11 @@ struct GRPCVerifyTests {
         Bug(
             name: "calls taken without a token", from: "grpc:\n  proto: tales.proto\n", to: "grpc:\n  proto: tales.proto\n  auth: none\n",
             check: "no credentials", says: "expected 401"),
+        // A stream answered by rules is checked by its opening, as a WebSocket by its upgrade.
+        Bug(
+            name: "a watch refused", from: "      WatchStories:\n        stream:",
+            to: "      WatchStories:\n        responses: [{ status: UNAVAILABLE }]\n        stream:", check: "valid request",
+            says: "the target failed (503) where the contract answers 200", endpoint: "tales.v1.Tales/WatchStories"),
     ]
 
     @Test(arguments: bugs)
@@ -75,7 +81,7 @@ struct GRPCVerifyTests {
         let contract = try ContractDocument.load(file: Self.contract)
         try await Self.servingPlanted(from: bug.from, to: bug.to) { server in
             let report = await ProviderVerifier(
-                contract: contract, target: server.baseURL, options: Self.options(["tales.v1.Tales/GenerateStory"])
+                contract: contract, target: server.baseURL, options: Self.options([bug.endpoint])
             ).run()
             let lines = report.checks.filter { $0.outcome == .failed && $0.name.contains(bug.check) }.flatMap(VerifyReport.lines)
                 .joined(separator: "\n")

@@ -192,7 +192,7 @@ struct GRPCStreamDoorTests {
         #expect(server.engine.journal.tally.count { $0.endpointID == "tales.v1.Tales/ListStories" } == 1)
     }
 
-    @Test func aClientStreamIsOneListAndABidirectionalOneIsToldBack() throws {
+    @Test func aClientStreamIsOneList() throws {
         let server = try Server()
         let drafts: [JSON] = [["title": "a", "text": "xyz"], ["title": "b", "text": "hello"]]
         let upload = try server.call("/tales.v1.Tales/UploadDrafts", drafts, type: "tales.v1.Draft").written()
@@ -204,17 +204,35 @@ struct GRPCStreamDoorTests {
         #expect(received.first?.endpointID == "tales.v1.Tales/UploadDrafts.received")
         #expect(received.first?.message == #"{"title":"a","text":"xyz"}"#)
         #expect(received.dropFirst().first?.reason == "message 2 of the client's stream")
+    }
 
-        let lines: [JSON] = [["speaker": "kid", "text": "a dragon"], ["text": "came"]]
-        let stream = try server.call("/tales.v1.Tales/TellTogether", lines, type: "tales.v1.StoryLine")
-        stream.loop.advanceTime(by: .milliseconds(50))
-        let told = try stream.written().messages.map { try server.catalog.codec.decode($0, as: "tales.v1.StoryLine")["text"] }
-        #expect(told == ["And then a dragon...", "And then came..."])
-        // Both ways journaled, every message with its reason: two taken, two sent, then the call.
-        let journaled = server.engine.journal.entries.suffix(5)
-        #expect(journaled.map(\.method) == ["RECEIVE", "RECEIVE", "SEND", "SEND", "POST"])
-        #expect(journaled.map(\.endpointID).dropLast().map { $0?.split(separator: ".").last } == ["received", "received", "told-back", "told-back"])
-        #expect(journaled.last?.responseName == "told-back")
+    @Test func aBidirectionalStreamWithoutRulesIsAnsweredAfterTheClientsLastMessage() throws {
+        let contract = """
+            doppel: 1
+            grpc:
+              proto: chat.proto
+              services:
+                chat.Chat:
+                  Talk:
+                    responses:
+                      - name: told-back
+                        replies: "{{ map(body, line => {text: 'And then ' + line.text + '...'}) }}"
+                        interval: 5ms
+            """
+        try withTemporaryContract(contract, files: ["chat.proto": GRPCStreamRulesTests.proto]) { file in
+            let server = try Server(contract: file)
+            let lines: [JSON] = [["text": "a dragon"], ["text": "came"]]
+            let stream = try server.call("/chat.Chat/Talk", lines, type: "chat.Line")
+            stream.loop.advanceTime(by: .milliseconds(50))
+            let told = try stream.written().messages.map { try server.catalog.codec.decode($0, as: "chat.Line")["text"] }
+            #expect(told == ["And then a dragon...", "And then came..."])
+            // Both ways journaled, every message with its reason: two taken, two sent, then the call.
+            let journaled = server.engine.journal.entries.suffix(5)
+            #expect(journaled.map(\.method) == ["RECEIVE", "RECEIVE", "SEND", "SEND", "POST"])
+            #expect(
+                journaled.map(\.endpointID).dropLast().map { $0?.split(separator: ".").last } == ["received", "received", "told-back", "told-back"])
+            #expect(journaled.last?.responseName == "told-back")
+        }
     }
 
     @Test func theCatalogueIsReadWithEachEngineTheSlotIsGiven() throws {

@@ -25,6 +25,8 @@ package struct GRPCDefinition: Sendable {
     /// The contract's folder, which every `.proto` file it reads must be inside.
     package let folder: String
     package let methods: [Method]
+    /// The rules of the methods that answer each message as it comes (`stream:`), by `SERVICE/METHOD`.
+    package var streams: [String: SocketDefinition] = [:]
 
     package init(proto: String, protoLocation: SourceLocation, folder: String, methods: [Method]) {
         self.proto = proto

@@ -18,9 +18,11 @@ package struct SocketDefinition: Sendable {
     package var onUnmatched: SocketRule?
     /// Subprotocols the endpoint speaks (`Sec-WebSocket-Protocol`), in order of preference; empty for none.
     package var protocols: [String] = []
+    /// A gRPC stream's rules for the end of the client's half (`on_end`): the first whose `when` holds runs.
+    package var onEnd: [SocketRule] = []
 
     /// Every rule, for coverage and lookups by name.
-    package var rules: [SocketRule] { onConnect + every + onMessage + (onUnmatched.map { [$0] } ?? []) }
+    package var rules: [SocketRule] { onConnect + every + onMessage + (onUnmatched.map { [$0] } ?? []) + onEnd }
 }
 
 /// One rule of a socket: when it runs, what it changes, what it sends.
@@ -34,6 +36,8 @@ package struct SocketRule: Sendable {
     package let pushes: [SocketPush]
     /// Closes the socket after the messages.
     package let close: SocketClose?
+    /// Ends a gRPC stream after the messages, with this status.
+    package var end: StreamEnd? = nil
     /// A message must keep this schema (read as JSON) for the rule to take it (`on_message` only).
     package let schema: Schema?
     /// Seconds between runs (`every` only).
@@ -64,6 +68,30 @@ extension SocketPush {
     }
 }
 
+/// How a rule ends a gRPC stream (`end:`): its status, message and
+/// `google.rpc.Status` details, as an error response's.
+package struct StreamEnd: Sendable {
+    /// The gRPC status code (0 for `OK`).
+    package let code: Int
+    package let message: ValueTemplate?
+    /// A list of messages, each with its `@type`.
+    package let details: ValueTemplate?
+
+    package init(code: Int, message: ValueTemplate?, details: ValueTemplate?) {
+        self.code = code
+        self.message = message
+        self.details = details
+    }
+}
+
+/// A rendered `end:`: the stream's status, its message and details.
+package struct RenderedEnd: Sendable {
+    package let code: Int
+    package let message: String
+    /// The whole `google.rpc.Status` (code, message, details) when it has details; nil otherwise.
+    package let status: JSON?
+}
+
 /// A close frame: its code and reason.
 package struct SocketClose: Sendable, Equatable {
     /// 1000 (normal), 1001 (going away), 1008 (policy), 1011 (server error), or 3000–4999 for an API's own.
@@ -92,6 +120,8 @@ package struct SocketOutcome: Sendable {
     /// Messages for the session's sockets.
     package var pushes: [RenderedPush] = []
     package var close: SocketClose?
+    /// How a gRPC stream ends after the messages.
+    package var end: RenderedEnd?
     /// Seconds before the messages are sent.
     package var delay: Double = 0
     /// Why the rule was chosen (or why none was).

@@ -50,7 +50,7 @@ extension MockEngine {
     /// whose schema the message keeps and whose `when` holds, else
     /// `on_unmatched`; an outcome without a rule when none takes it.
     package func socketMessage(_ text: String, of opening: SocketOpening) -> SocketOutcome {
-        guard let socket = contract.endpoint(id: opening.endpointID)?.socket else { return SocketOutcome(rule: nil) }
+        guard let socket = rules(of: opening.endpointID) else { return SocketOutcome(rule: nil) }
         // A text that is JSON is seen as its value, any other as a string.
         let message = (try? JSONReader.parse(Array(text.utf8))) ?? .string(text)
         let validator = SchemaValidator(registry: contract.schemas)
@@ -70,6 +70,18 @@ extension MockEngine {
         var outcome = SocketOutcome(rule: nil)
         outcome.reason = Reason("no on_message rule took the message (\(socket.onMessage.count) checked\(schemaNote)); nothing sent")
         return outcome
+    }
+
+    /// The rules of a WebSocket endpoint, or of a gRPC method's stream (`stream:`), by its id.
+    package func rules(of endpointID: String) -> SocketDefinition? {
+        contract.endpoint(id: endpointID)?.socket ?? contract.grpc?.streams[endpointID]
+    }
+
+    /// The client ended its half of a gRPC stream: the first `on_end` rule
+    /// whose `when` holds, run; nil when none does (the door ends the call `OK`).
+    package func streamEnded(of opening: SocketOpening) -> SocketOutcome? {
+        guard let rules = rules(of: opening.endpointID)?.onEnd else { return nil }
+        return run(rules, of: opening, message: nil, text: nil)
     }
 
     /// The first of `rules` whose `when` holds, its effects applied, its
@@ -115,6 +127,13 @@ extension MockEngine {
                     throw .rendering(error, response: rule.name)
                 }
                 outcome.close = rule.close
+                if let end = rule.end {
+                    do throws(EvaluationError) {
+                        outcome.end = try Self.render(end, in: context)
+                    } catch {
+                        throw .rendering(error, response: rule.name)
+                    }
+                }
                 outcome.delay = rule.definition.delay?.sample() ?? 0
                 outcome.reason = why
                 outcome.changes = data.changedPaths
@@ -125,6 +144,7 @@ extension MockEngine {
             let problem = error.problem(endpointID: opening.endpointID)
             outcome.reason = Reason(problem.detail)
             outcome.close = SocketClose(code: 1011, reason: "the contract's rule failed; see the journal")
+            outcome.end = RenderedEnd(code: 13, message: "The contract's rule failed: \(problem.detail)", status: nil)
             return outcome
         }
     }
@@ -136,6 +156,19 @@ extension MockEngine {
         if !asJSON, case .string(let text) = value { return text }
         guard let encoded = JSONWriter.encode(value, limit: Expression.maximumBuild) else { throw .budget("the message") }
         return String(decoding: encoded, as: UTF8.self)
+    }
+
+    /// A stream's `end:` rendered: its message, and its details as a whole `google.rpc.Status`.
+    static func render(_ end: StreamEnd, in context: EvaluationContext) throws(EvaluationError) -> RenderedEnd {
+        var message = ""
+        if let template = end.message { message = try template.render(in: context).interpolationText }
+        var details: JSON?
+        if let template = end.details { details = try template.render(in: context) }
+        guard let details, details.arrayValue?.isEmpty == false else {
+            return RenderedEnd(code: end.code, message: message, status: nil)
+        }
+        let status = JSONObject([("code", .int(end.code)), ("message", .string(message)), ("details", details)])
+        return RenderedEnd(code: end.code, message: message, status: .object(status))
     }
 
     /// `push` items rendered, each with its delay drawn.

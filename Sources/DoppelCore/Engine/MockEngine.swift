@@ -342,14 +342,16 @@ public final class MockEngine: Sendable {
                     answer = Answer(.whole(problem.response(endpointID: endpoint.id).adding(rateHeaders)))
                 case .respond(let chosen, let override, let rateHeaders, let why):
                     // The socket's rules see what the upgrade saw, the state read anew by each.
-                    let opening =
-                        endpoint.socket == nil
-                        ? nil
-                        : {
-                            SocketOpening(
-                                endpointID: endpoint.id, session: session.id, path: request.path,
-                                roots: $0, request: request)
-                        }
+                    // A WebSocket opens with a 101; a gRPC stream with rules, with its OK (200).
+                    let opens = endpoint.socket != nil ? 101 : contract.grpc?.streams[endpoint.id] != nil ? 200 : nil
+                    let opening = opens.map { status in
+                        (
+                            status,
+                            { (roots: Roots) in
+                                SocketOpening(endpointID: endpoint.id, session: session.id, path: request.path, roots: roots, request: request)
+                            }
+                        )
+                    }
                     answer = try render(
                         chosen, in: &context, override: override, adding: rateHeaders, endpointID: endpoint.id, why: why, opening: opening)
                 }
@@ -372,7 +374,7 @@ public final class MockEngine: Sendable {
     private func render(
         _ chosen: ResponseDefinition, in context: inout EvaluationContext, override: Override?,
         adding extra: [(name: String, value: String)], endpointID: String?, why: Reason,
-        opening: ((Roots) -> SocketOpening)? = nil
+        opening: (status: Int, make: (Roots) -> SocketOpening)? = nil
     ) throws(Failure) -> Answer {
         defer { context.roots[.state] = nil }
         do {
@@ -385,10 +387,10 @@ public final class MockEngine: Sendable {
             }
             answer.delay = (override?.delay ?? definition.delay ?? defaultDelay)?.sample() ?? 0
             var socket: SocketOpening?
-            if definition.status == 101, let opening {
+            if let opening, definition.status == opening.status {
                 var roots = context.roots
                 roots[.state] = nil
-                socket = opening(roots)
+                socket = opening.make(roots)
             }
             if socket != nil || !definition.pushes.isEmpty || !definition.callbacks.isEmpty {
                 answer.effects = Decision.Effects(

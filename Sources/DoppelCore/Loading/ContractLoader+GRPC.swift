@@ -18,10 +18,10 @@
 /// `grpc-status-details-bin`.
 extension ContractLoader {
     static let grpcKeys: Set<String> = ["proto", "auth", "services"]
-    static let grpcMethodKeys: Set<String> = ["description", "let", "responses"]
+    static let grpcMethodKeys: Set<String> = ["description", "let", "responses", "stream"]
     static let grpcResponseKeys: Set<String> = [
         "name", "when", "let", "effects", "delay", "fault", "description", "status", "message", "details", "reply", "replies", "interval",
-        "metadata",
+        "metadata", "push",
     ]
 
     /// The endpoints `grpc:` stands for, as (id, node) entries of `endpoints`, and the section itself.
@@ -42,6 +42,7 @@ extension ContractLoader {
         let make = NodeMaker(at: node)
         var entries: [(name: String, node: SourceNode)] = []
         var methods: [GRPCDefinition.Method] = []
+        var streams: [String: SocketDefinition] = [:]
         var named = 0
         for service in section.entries("services", diagnostics: &diagnostics) {
             named += 1
@@ -57,7 +58,8 @@ extension ContractLoader {
                     continue
                 }
                 let path = service.name + "/" + method.name
-                guard let pairs = grpcMethod(method, path: path, make: make) else { continue }
+                guard let (pairs, stream) = grpcMethod(method, path: path, make: make) else { continue }
+                streams[path] = stream
                 let auth = section["auth"].map { [("auth", $0)] } ?? []
                 entries.append((path, make.mapping([("request", make.text("POST /\(path)"))] + auth + pairs)))
                 methods.append(.init(service: service.name, name: method.name, location: method.keyNode.location))
@@ -66,7 +68,8 @@ extension ContractLoader {
         if named == 0, section["services"] != nil {
             diagnostics.error("'services' of 'grpc' names no service to answer", at: section["services"]!.location)
         }
-        let definition = GRPCDefinition(proto: proto, protoLocation: protoNode.location, folder: directory.path, methods: methods)
+        var definition = GRPCDefinition(proto: proto, protoLocation: protoNode.location, folder: directory.path, methods: methods)
+        definition.streams = streams
         return (entries, definition)
     }
 
@@ -76,36 +79,51 @@ extension ContractLoader {
         return !parts.isEmpty && parts.allSatisfy { isGraphQLName($0) }
     }
 
-    /// A method: the pairs of its endpoint, or nil (its problems reported).
+    /// A method: the pairs of its endpoint and its stream's rules, or nil (its problems reported).
     private mutating func grpcMethod(
         _ method: (name: String, keyNode: SourceNode, value: SourceNode), path: String, make: NodeMaker
-    ) -> [(String, SourceNode)]? {
+    ) -> ([(String, SourceNode)], SocketDefinition?)? {
         guard let reader = MappingReader(method.value, allowed: Self.grpcMethodKeys, context: "method '\(path)'", diagnostics: &diagnostics)
         else { return nil }
-        guard let list = reader.required("responses", diagnostics: &diagnostics) else { return nil }
+        // A stream's rules see the method's `let`s, as a socket's see its endpoint's.
+        let lets = reader["let"]?.mappingPairs?.compactMap { $0.key.scalarText } ?? []
+        let stream = reader["stream"].flatMap { readSocket($0, endpointID: path, endpointLets: lets, grpc: true) }
+        if reader.has("stream"), stream == nil { return nil }
+        // A method with rules opens its stream with an OK answer unless its responses say otherwise.
+        guard
+            let list = stream == nil
+                ? reader.required("responses", diagnostics: &diagnostics)
+                : reader["responses"] ?? NodeMaker(at: method.value).sequence([NodeMaker(at: method.value).mapping([])])
+        else { return nil }
         guard let items = list.sequenceItems, !items.isEmpty else {
             diagnostics.error("'responses' of method '\(path)' must be a list of responses", at: list.location)
             return nil
         }
-        let answers = items.compactMap { grpcResponse($0, method: path, make: make) }
+        let answers = items.compactMap { grpcResponse($0, method: path, make: make, opensStream: stream != nil) }
         guard answers.count == items.count else { return nil }
         var pairs: [(String, SourceNode)] = [
             ("summary", make.text(reader.string("description", diagnostics: &diagnostics) ?? "gRPC method \(path)"))
         ]
         if let lets = reader["let"] { pairs.append(("let", lets)) }
         pairs.append(("responses", make.sequence(answers)))
-        return pairs
+        return (pairs, stream)
     }
 
     /// One of a method's responses, as an endpoint's: its `when`, `let`,
     /// `effects`, `delay` and `fault` as written; its status, metadata and
     /// messages put where the door reads them.
-    private mutating func grpcResponse(_ item: SourceNode, method: String, make: NodeMaker) -> SourceNode? {
+    private mutating func grpcResponse(_ item: SourceNode, method: String, make: NodeMaker, opensStream: Bool) -> SourceNode? {
         guard let reader = MappingReader(item, allowed: Self.grpcResponseKeys, context: "a response of method '\(method)'", diagnostics: &diagnostics)
         else { return nil }
+        if opensStream, let key = ["reply", "replies", "interval"].first(where: { reader.has($0) }) {
+            diagnostics.error(
+                "method '\(method)' sends its messages by the rules of its 'stream:' (on_connect, on_message, ...); its responses only open or refuse the call, so they have no '\(key)'",
+                at: reader[key]!.location)
+            return nil
+        }
         let at = NodeMaker(at: item)
         var pairs: [(String, SourceNode)] = []
-        for key in ["name", "when", "let", "effects", "delay", "fault", "description"] {
+        for key in ["name", "when", "let", "effects", "delay", "fault", "description", "push"] {
             if let value = reader[key] { pairs.append((key, value)) }
         }
         var code = (name: "OK", code: 0, http: 200)
@@ -122,19 +140,8 @@ extension ContractLoader {
         pairs.append(("status", at.plain(String(code.http))))
         var headers: [(String, SourceNode)] = [("grpc-status", at.text(String(code.code)))]
         if let metadata = reader["metadata"] {
-            for pair in metadata.mappingPairs ?? [] {
-                guard let name = pair.key.scalarText?.lowercased(), HTTPToken.isValid(name), !name.hasPrefix("grpc-"), !name.hasPrefix(":") else {
-                    diagnostics.error(
-                        "a metadata key is a lower-case header name not starting with 'grpc-', not '\(pair.key.scalarText ?? "")'",
-                        at: pair.key.location)
-                    return nil
-                }
-                headers.append((name, pair.value))
-            }
-            if metadata.mappingPairs == nil {
-                diagnostics.error("'metadata' of a gRPC response must be a mapping of names to values", at: metadata.location)
-                return nil
-            }
+            guard let entries = grpcMetadata(metadata) else { return nil }
+            headers += entries
         }
         pairs.append(("headers", at.mapping(headers)))
         let messages = ["reply", "replies"].filter { reader.has($0) }
@@ -179,5 +186,23 @@ extension ContractLoader {
         }
         // At the user's response, where its problems are reported.
         return at.mapping(pairs)
+    }
+
+    /// A response's `metadata`: its entries as headers, or nil (its problem reported).
+    private mutating func grpcMetadata(_ metadata: SourceNode) -> [(String, SourceNode)]? {
+        guard let pairs = metadata.mappingPairs else {
+            diagnostics.error("'metadata' of a gRPC response must be a mapping of names to values", at: metadata.location)
+            return nil
+        }
+        var headers: [(String, SourceNode)] = []
+        for pair in pairs {
+            guard let name = pair.key.scalarText?.lowercased(), HTTPToken.isValid(name), !name.hasPrefix("grpc-"), !name.hasPrefix(":") else {
+                diagnostics.error(
+                    "a metadata key is a lower-case header name not starting with 'grpc-', not '\(pair.key.scalarText ?? "")'", at: pair.key.location)
+                return nil
+            }
+            headers.append((name, pair.value))
+        }
+        return headers
     }
 }

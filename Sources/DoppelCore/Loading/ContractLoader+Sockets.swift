@@ -1,9 +1,12 @@
 extension ContractLoader {
     static let socketKeys: Set<String> = ["on_connect", "every", "on_message", "on_unmatched", "protocols", "description"]
+    /// A gRPC method's `stream:`: a socket's rules without subprotocols, with `on_end`.
+    static let streamKeys: Set<String> = ["on_connect", "every", "on_message", "on_unmatched", "on_end", "description"]
     static let socketRuleKeys: Set<String> = [
         "name", "description", "when", "let", "effects", "send", "push", "close", "delay", "interval", "schema",
     ]
-    static let pushKeys: Set<String> = ["socket", "subscription", "send", "delay"]
+    static let pushKeys: Set<String> = ["socket", "stream", "subscription", "send", "delay"]
+    static let endKeys: Set<String> = ["status", "message", "details"]
     static let closeKeys: Set<String> = ["code", "reason"]
     static let callbackKeys: Set<String> = [
         "name", "url", "method", "headers", "body", "schema", "content_type", "delay", "retries", "retry_delay", "timeout", "description",
@@ -15,7 +18,7 @@ extension ContractLoader {
 
     /// Where a rule runs, which decides the keys it may have.
     enum SocketTrigger {
-        case connect, every, message, unmatched
+        case connect, every, message, unmatched, end
 
         var key: String {
             switch self {
@@ -23,14 +26,18 @@ extension ContractLoader {
             case .every: "every"
             case .message: "on_message"
             case .unmatched: "on_unmatched"
+            case .end: "on_end"
             }
         }
     }
 
-    /// `websocket:` of an endpoint.
-    mutating func readSocket(_ node: SourceNode, endpointID id: String, endpointLets: [String]) -> SocketDefinition? {
-        let context = "websocket of endpoint '\(id)'"
-        guard let reader = MappingReader(node, allowed: Self.socketKeys, context: context, diagnostics: &diagnostics) else { return nil }
+    /// `websocket:` of an endpoint, or (`grpc`) `stream:` of a gRPC method,
+    /// whose rules send messages of the method's reply type and may `end`
+    /// the call rather than `close` a socket.
+    mutating func readSocket(_ node: SourceNode, endpointID id: String, endpointLets: [String], grpc: Bool = false) -> SocketDefinition? {
+        let context = grpc ? "stream of method '\(id)'" : "websocket of endpoint '\(id)'"
+        let keys = grpc ? Self.streamKeys : Self.socketKeys
+        guard let reader = MappingReader(node, allowed: keys, context: context, diagnostics: &diagnostics) else { return nil }
         func rules(_ trigger: SocketTrigger) -> [SocketRule] {
             guard let list = reader[trigger.key] else { return [] }
             guard let items = list.sequenceItems else {
@@ -38,17 +45,18 @@ extension ContractLoader {
                 return []
             }
             return items.enumerated().compactMap { index, item in
-                readSocketRule(item, name: "\(trigger.key)[\(index)]", trigger: trigger, endpointLets: endpointLets, context: context)
+                readSocketRule(item, name: "\(trigger.key)[\(index)]", trigger: trigger, endpointLets: endpointLets, context: context, grpc: grpc)
             }
         }
         let onConnect = rules(.connect)
         let every = rules(.every)
         let onMessage = rules(.message)
         let onUnmatched = reader["on_unmatched"].flatMap {
-            readSocketRule($0, name: "on_unmatched", trigger: .unmatched, endpointLets: endpointLets, context: context)
+            readSocketRule($0, name: "on_unmatched", trigger: .unmatched, endpointLets: endpointLets, context: context, grpc: grpc)
         }
+        let onEnd = rules(.end)
         var seen: Set<String> = []
-        for rule in onConnect + every + onMessage + (onUnmatched.map { [$0] } ?? []) where !seen.insert(rule.name).inserted {
+        for rule in onConnect + every + onMessage + (onUnmatched.map { [$0] } ?? []) + onEnd where !seen.insert(rule.name).inserted {
             diagnostics.error(
                 "two rules of \(context) are named '\(rule.name)'; the journal and verify tell rules apart by name", at: rule.definition.location)
         }
@@ -64,15 +72,20 @@ extension ContractLoader {
         }
         var socket = SocketDefinition(onConnect: onConnect, every: every, onMessage: onMessage, onUnmatched: onUnmatched)
         socket.protocols = protocols
+        socket.onEnd = onEnd
         return socket
     }
 
     private mutating func readSocketRule(
-        _ node: SourceNode, name: String, trigger: SocketTrigger, endpointLets: [String], context: String
+        _ node: SourceNode, name: String, trigger: SocketTrigger, endpointLets: [String], context: String, grpc: Bool
     ) -> SocketRule? {
         var allowed = Self.socketRuleKeys
         if trigger != .every { allowed.remove("interval") }
         if trigger != .message { allowed.remove("schema") }
+        if grpc {
+            allowed.remove("close")
+            allowed.insert("end")
+        }
         let ruleContext = "rule \(name) of \(context)"
         guard let reader = MappingReader(node, allowed: allowed, context: ruleContext, diagnostics: &diagnostics) else { return nil }
         var scope = Self.requestRoots.union(endpointLets)
@@ -93,6 +106,7 @@ extension ContractLoader {
         }
         let pushes = reader["push"].map { readPushes($0, roots: renderRoots, context: ruleContext) } ?? []
         let close = reader["close"].flatMap { readClose($0, context: ruleContext) }
+        let end = reader["end"].flatMap { readEnd($0, roots: renderRoots, context: ruleContext) }
         var interval: Double?
         if trigger == .every {
             if let node = reader.required("interval", diagnostics: &diagnostics) {
@@ -105,17 +119,57 @@ extension ContractLoader {
         }
         let schema = reader["schema"].flatMap { readSchema($0, context: "schema of \(ruleContext)") }
         let ownName = readName(reader, default: name, context: ruleContext)
-        if messages.isEmpty, pushes.isEmpty, close == nil, effects.isEmpty {
-            diagnostics.warning("\(ruleContext) sends nothing, changes nothing and closes nothing", at: node.location)
+        if messages.isEmpty, pushes.isEmpty, effects.isEmpty, node["close"] == nil, node["end"] == nil {
+            diagnostics.warning("\(ruleContext) sends nothing, changes nothing and \(grpc ? "ends" : "closes") nothing", at: node.location)
         }
         var definition = ResponseDefinition(
             name: ownName, when: when, status: 101, headers: [], body: .empty, bindings: bindings,
             effects: effects, location: node.location)
         definition.delay = readDelay(reader["delay"])
         definition.description = reader.string("description", diagnostics: &diagnostics)
-        return SocketRule(
+        var rule = SocketRule(
             definition: definition, messages: messages, pushes: pushes, close: close, schema: schema,
             interval: trigger == .every ? interval ?? 1 : nil)
+        rule.end = end
+        return rule
+    }
+
+    /// `end:` of a gRPC stream's rule: a status by name or number (`end: OK`),
+    /// or a mapping with its `status`, `message` and `details` as an error response's.
+    private mutating func readEnd(_ node: SourceNode, roots: Set<String>, context: String) -> StreamEnd? {
+        let reader: MappingReader?
+        let statusNode: SourceNode?
+        if node.scalarText != nil {
+            reader = nil
+            statusNode = node
+        } else {
+            guard let mapping = MappingReader(node, allowed: Self.endKeys, context: "end of \(context)", diagnostics: &diagnostics) else {
+                return nil
+            }
+            reader = mapping
+            statusNode = mapping["status"]
+        }
+        var code = 0
+        if let statusNode {
+            let text = statusNode.scalarText ?? ""
+            guard let known = GRPCDefinition.codes.first(where: { $0.name == text || String($0.code) == text }) else {
+                diagnostics.error(
+                    "'status' of an end must be a gRPC status's name (like RESOURCE_EXHAUSTED) or number, not '\(text)'", at: statusNode.location)
+                return nil
+            }
+            code = known.code
+        }
+        if code == 0, let extra = ["message", "details"].first(where: { reader?.has($0) == true }) {
+            diagnostics.error("'\(extra)' belongs to an end whose 'status' is an error, not OK", at: reader![extra]!.location)
+            return nil
+        }
+        if let details = reader?["details"], details.sequenceItems == nil {
+            diagnostics.error("'details' of an end must be a list of messages, each with its '@type'", at: details.location)
+            return nil
+        }
+        return StreamEnd(
+            code: code, message: reader?["message"].flatMap { compileTemplate($0, roots: roots) },
+            details: reader?["details"].flatMap { compileTemplate($0, roots: roots) })
     }
 
     /// `push:` of a response or a socket rule: messages for the session's open sockets.
@@ -124,7 +178,12 @@ extension ContractLoader {
         for item in node.sequenceItems ?? [node] {
             guard let reader = MappingReader(item, allowed: Self.pushKeys, context: "push of \(context)", diagnostics: &diagnostics) else { continue }
             guard let send = reader.required("send", diagnostics: &diagnostics), let message = compileTemplate(send, roots: roots) else { continue }
-            let socket = reader.string("socket", diagnostics: &diagnostics)
+            if reader.has("socket"), reader.has("stream") {
+                diagnostics.error(
+                    "a push goes to a WebSocket endpoint ('socket') or to a gRPC method's streams ('stream'), not both", at: item.location)
+                continue
+            }
+            let socket = reader.string("socket", diagnostics: &diagnostics) ?? reader.string("stream", diagnostics: &diagnostics)
             var push = SocketPush(socket: socket, message: message, delay: readDelay(reader["delay"]), location: item.location)
             if let field = reader.string("subscription", diagnostics: &diagnostics) {
                 let parts = field.split(separator: ".", omittingEmptySubsequences: false)
@@ -164,12 +223,14 @@ extension ContractLoader {
         return SocketClose(code: code, reason: reason)
     }
 
-    /// Every `push: {socket: NAME}` names a WebSocket endpoint, and a
+    /// Every `push: {socket: NAME}` names a WebSocket endpoint (or a gRPC
+    /// method with `stream:` rules, `streams`), and a
     /// `push: {subscription: Type.field}` is made by a contract with a
     /// `graphql:` section (whose schema the GraphQL door checks it against).
-    mutating func checkSocketNames(_ endpoints: [Endpoint]) {
-        let sockets = endpoints.filter { $0.socket != nil && $0.id != GraphQLDefinition.socketEndpointID }.map(\.id)
-        let pushes = SocketPush.all(in: endpoints, responses: namedResponses.values)
+    mutating func checkSocketNames(_ endpoints: [Endpoint], streams: [String: SocketDefinition]) {
+        let sockets = endpoints.filter { $0.socket != nil && $0.id != GraphQLDefinition.socketEndpointID }.map(\.id) + streams.keys.sorted()
+        let pushes =
+            SocketPush.all(in: endpoints, responses: namedResponses.values) + streams.keys.sorted().flatMap { streams[$0]!.rules.flatMap(\.pushes) }
         var reported: Set<String> = []
         let hasGraphQL = endpoints.contains { $0.id == GraphQLDefinition.socketEndpointID }
         for push in pushes where push.subscription != nil && !hasGraphQL && reported.insert("\(push.location)").inserted {
@@ -179,7 +240,8 @@ extension ContractLoader {
         for push in pushes {
             guard let name = push.socket, !sockets.contains(name), reported.insert("\(push.location)").inserted else { continue }
             let known = sockets.isEmpty ? " (the contract has no WebSocket endpoint)" : Suggestion.hint(for: name, in: sockets)
-            diagnostics.error("push names socket '\(name)', which is not a WebSocket endpoint\(known)", at: push.location)
+            diagnostics.error(
+                "push names '\(name)', which is neither a WebSocket endpoint nor a gRPC method with 'stream:' rules\(known)", at: push.location)
         }
     }
 

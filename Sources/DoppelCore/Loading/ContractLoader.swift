@@ -208,7 +208,7 @@ public struct ContractLoader: Sendable {
             top["rate_limits"], endpointIDs: Set(endpoints.map(\.id)),
             uncounted: Set(graphql.definition.map { $0.resolvers + [GraphQLDefinition.socketEndpointID] } ?? []))
         checkReachability(endpoints)
-        checkSocketNames(endpoints)
+        checkSocketNames(endpoints, streams: grpc.definition?.streams ?? [:])
         checkExamples()
 
         var contract = Contract(

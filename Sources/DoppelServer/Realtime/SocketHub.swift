@@ -38,6 +38,8 @@ package final class SocketHub: Sendable {
         /// The client's address: the `default` session's places are counted per address.
         var address: String? = nil
         let loop: any EventLoop
+        /// Takes only pushes that name its endpoint (a gRPC stream: its messages must be its method's).
+        var namedOnly = false
         /// Sends a pushed message (called on `loop`).
         let send: @Sendable (RenderedPush, _ from: String) -> Void
     }
@@ -100,7 +102,8 @@ package final class SocketHub: Sendable {
         let members = sockets.withLockedValue { $0[session].map { Array($0.values) } ?? [] }
         var reached = 0
         for push in pushes {
-            for member in members where push.isFor(endpointID: member.endpointID) {
+            for member in members
+            where member.namedOnly ? push.socket == member.endpointID && push.subscription == nil : push.isFor(endpointID: member.endpointID) {
                 member.loop.execute { member.send(push, from) }
                 reached += 1
             }

@@ -13,8 +13,10 @@ import NIOHTTP2
 extension HTTP2StreamDoor: AnswerDoor {
     /// The call being answered; nil once it is over.
     var call: Call? {
-        if case .answering(let call) = phase { return call }
-        return nil
+        switch phase {
+        case .answering(let call), .conversing(let call): call
+        default: nil
+        }
     }
 
     /// An answer's gRPC status, message and details; `body` is its body, parsed by the caller (nil when it is not JSON).
@@ -122,6 +124,11 @@ extension HTTP2StreamDoor: AnswerDoor {
     }
 
     func upgrade(_ exchange: DoorExchange, answered response: MockResponse, opening: SocketOpening) {
+        if call?.rules == true {
+            // A client that left while its stream was being opened.
+            guard !ended else { return finish(exchange, status: 499) }
+            return converse(exchange, answered: response, opening: opening)
+        }
         finish(exchange, status: 501)
         if call?.plain != nil {
             refuseHTTP(501, "WebSockets are opened over HTTP/1.1; connect without HTTP/2 to open one")
@@ -189,9 +196,7 @@ extension HTTP2StreamDoor: AnswerDoor {
         headersSent = true
         trailers.add(name: "grpc-status", value: String(code))
         if !message.isEmpty { trailers.add(name: "grpc-message", value: Self.percentEncoded(message)) }
-        if let details, case .answering(let call) = phase,
-            let bytes = try? call.catalog?.statusDetails(details)
-        {
+        if let details, let call, let bytes = try? call.catalog?.statusDetails(details) {
             trailers.add(name: "grpc-status-details-bin", value: Data(bytes).base64EncodedString())
         }
         context.writeAndFlush(wrapOutboundOut(.headers(.init(headers: trailers, endStream: true))), promise: nil)

@@ -52,6 +52,8 @@ final class HTTP2StreamDoor: ChannelInboundHandler {
         var session: String { headers.first { $0.name == MockEngine.sessionHeader }?.value ?? SessionStore.defaultID }
         /// A streaming method's endpoint, whose messages are journaled one by one; nil for any other call.
         var streamEndpoint: String? = nil
+        /// The method answers each message by its `stream:` rules (`HTTP2StreamDoor+Rules.swift`).
+        var rules = false
     }
 
     enum Phase {
@@ -59,8 +61,10 @@ final class HTTP2StreamDoor: ChannelInboundHandler {
         case opening
         /// Reading the call's messages.
         case reading(Call)
-        /// Answering (or answered): what arrives now is dropped.
+        /// Answering (or answered): what arrives now is dropped (kept for a stream with rules, until it opens).
         case answering(Call)
+        /// A stream with rules, open: each message answered as it arrives.
+        case conversing(Call)
         /// Refused before its method was known, or over.
         case over
     }
@@ -86,6 +90,10 @@ final class HTTP2StreamDoor: ChannelInboundHandler {
     var unsent = 0
     /// The call's deadline passed before its answer was sent: journaled as 504 (`DEADLINE_EXCEEDED`).
     var deadlineHit = false
+
+    /// A stream with rules, while it is open; and whether its client ended its half before it opened.
+    var conversation: Conversation?
+    var clientFinished = false
 
     /// The response a streaming call is answered by, for its messages' journal entries; and how many it sent.
     var streamResponse: String?
@@ -118,11 +126,29 @@ final class HTTP2StreamDoor: ChannelInboundHandler {
             case .reading:
                 // Trailers from the client end its half.
                 if headers.endStream { endOfCall() }
-            case .answering, .over:
+            case .conversing:
+                if headers.endStream { clientEnded() }
+            case .answering:
+                if headers.endStream { clientFinished = true }
+            case .over:
                 break
             }
         case .data(let frame):
-            guard case .reading(let call) = phase else { return }
+            let call: Call
+            switch phase {
+            case .reading(let reading), .conversing(let reading):
+                call = reading
+            case .answering(let opening) where opening.rules && !ended:
+                // A stream with rules being opened: what arrives waits for it (within the body's bound).
+                if case .byteBuffer(var bytes) = frame.data {
+                    guard (incoming?.readableBytes ?? 0) + bytes.readableBytes <= answerer.maxBodySize else { return reset(.enhanceYourCalm) }
+                    if incoming == nil { incoming = bytes } else { incoming!.writeBuffer(&bytes) }
+                }
+                if frame.endStream { clientFinished = true }
+                return
+            default:
+                return
+            }
             if case .byteBuffer(var bytes) = frame.data {
                 if call.plain != nil, (incoming?.readableBytes ?? 0) + bytes.readableBytes > answerer.maxBodySize {
                     // Answered 413 at once; the rest of the body is dropped.
@@ -132,7 +158,9 @@ final class HTTP2StreamDoor: ChannelInboundHandler {
                 if incoming == nil { incoming = bytes } else { incoming!.writeBuffer(&bytes) }
                 if call.plain == nil { readMessages(call) }
             }
-            if frame.endStream, case .reading = phase { endOfCall() }
+            if frame.endStream {
+                if case .reading = phase { endOfCall() } else if case .conversing = phase { clientEnded() }
+            }
         case .rstStream:
             clientLeft()
         default:
@@ -143,6 +171,14 @@ final class HTTP2StreamDoor: ChannelInboundHandler {
     func channelInactive(context: ChannelHandlerContext) {
         clientLeft()
         context.fireChannelInactive()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        // A graceful shutdown: an open stream with rules is ended, as a WebSocket is closed (1001); any other call finishes.
+        if event is ChannelShouldQuiesceEvent, conversation != nil {
+            endStream(14, message: "The server is shutting down", status: nil)
+        }
+        context.fireUserInboundEventTriggered(event)
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
@@ -156,6 +192,7 @@ final class HTTP2StreamDoor: ChannelInboundHandler {
     func clientLeft() {
         ended = true
         deadline?.cancel()
+        streamOver(status: 499, because: "the client cancelled the call, or its connection ended")
         hurry()
     }
 
@@ -200,27 +237,36 @@ final class HTTP2StreamDoor: ChannelInboundHandler {
         if let method, method.clientStreaming || method.serverStreaming, call.own == nil {
             let id = String(path.dropFirst())
             call.streamEndpoint = engine.contract.endpoints.contains { $0.id == id } ? id : nil
+            call.rules = call.streamEndpoint != nil && Self.hasRules(path, engine: engine)
+            guard !call.rules || answerer.store.isLocal else {
+                // Its rules would change a copy of the session, as a WebSocket's would.
+                return answerStatus(12, message: "\(id) answers by its stream's rules, which need the server's own state (not --state-store)")
+            }
         }
         phase = .reading(call)
-        // A method the `.proto` does not declare is answered at once, its messages unread.
-        if method == nil { answer(call, refusal: nil) }
+        // A method the `.proto` does not declare is answered at once, its messages unread;
+        // a client stream with rules is opened at once, before its messages.
+        if method == nil || call.rules && method?.clientStreaming == true { answer(call, refusal: nil) }
     }
 
     /// Each whole length-prefixed message that has arrived, decoded.
     func readMessages(_ call: Call) {
         guard let method = call.method, let catalog = call.catalog else { return }
+        // An open stream with rules bounds each message, not the call's sum: it may go on for long.
+        var conversing = false
+        if case .conversing = phase { conversing = true }
         while var buffer = incoming, buffer.readableBytes >= 5 {
             let compressed = buffer.getInteger(at: buffer.readerIndex, as: UInt8.self)!
             let length = Int(buffer.getInteger(at: buffer.readerIndex + 1, as: UInt32.self)!)
             guard compressed == 0 else {
-                answer(call, refusal: .malformedRequest("A message is marked compressed, and the call named no grpc-encoding"))
+                refuse(call, .malformedRequest("A message is marked compressed, and the call named no grpc-encoding"))
                 return
             }
-            guard length <= answerer.maxBodySize, messageBytes + length <= answerer.maxBodySize else {
+            let counted = conversing ? length : messageBytes + length
+            guard length <= answerer.maxBodySize, counted <= answerer.maxBodySize else {
                 incoming = nil
-                answerStatus(
-                    8, message: "Received message larger than max (\(messageBytes + length) vs. \(answerer.maxBodySize)): see --max-body-size")
-                return
+                let message = "Received message larger than max (\(counted) vs. \(answerer.maxBodySize)): see --max-body-size"
+                return conversing ? endStream(8, message: message, status: nil) : answerStatus(8, message: message)
             }
             guard buffer.readableBytes >= 5 + length else { return }
             buffer.moveReaderIndex(forwardBy: 5)
@@ -229,6 +275,10 @@ final class HTTP2StreamDoor: ChannelInboundHandler {
             messageBytes += length
             do {
                 let message = try catalog.codec.decode(bytes, as: method.input)
+                if conversing {
+                    take(message)
+                    continue
+                }
                 if call.own == .reflection {
                     // Each request answered as it comes: a reflection client waits for one before it sends the next.
                     answerOwn(call, catalog.reflect(message), as: method.output)
@@ -236,7 +286,7 @@ final class HTTP2StreamDoor: ChannelInboundHandler {
                 }
                 messages.append(message)
             } catch {
-                answer(call, refusal: .malformedRequest("The message is not a valid \(method.input): \(error.message)"))
+                refuse(call, .malformedRequest("The message is not a valid \(method.input): \(error.message)"))
                 return
             }
             guard messages.count <= (method.clientStreaming ? Self.maximumMessages : 1) else {
@@ -252,6 +302,16 @@ final class HTTP2StreamDoor: ChannelInboundHandler {
                     call, method: "RECEIVE", target: endpoint + ".received", response: nil, message: messages.last,
                     reason: "message \(messages.count) of the client's stream")
             }
+        }
+    }
+
+    /// A call that sent what it may not: answered with the problem, or (an open stream with rules) ended `INVALID_ARGUMENT`.
+    func refuse(_ call: Call, _ problem: Problem) {
+        if case .conversing = phase {
+            incoming = nil
+            endStream(3, message: problem.detail, status: nil)
+        } else {
+            answer(call, refusal: problem)
         }
     }
 
@@ -381,6 +441,7 @@ final class HTTP2StreamDoor: ChannelInboundHandler {
         deadline = nil
         guard !ended else { return }
         deadlineHit = true
+        if conversation != nil { return endStream(4, message: "Deadline Exceeded", status: nil) }
         answerStatus(4, message: "Deadline Exceeded")
         hurry()
     }

@@ -153,7 +153,7 @@ import Testing
             ("request: GET /plain\n    responses: [ { status: 101 } ]", "status 101 switches to a WebSocket"),
             (
                 "request: GET /plain\n    responses: [ { push: [ { socket: nowhere, send: x } ] } ]",
-                "push names socket 'nowhere', which is not a WebSocket endpoint"
+                "push names 'nowhere', which is neither a WebSocket endpoint nor a gRPC method with 'stream:' rules"
             ),
             ("request: GET /plain\n    responses: [ { callbacks: [ { url: 'ftp://x/y' } ] } ]", "a callback's url must be an http or https URL"),
             (

@@ -59,6 +59,9 @@ struct JSONSchemaTests {
             (ContractLoader.grpcKeys, "grpc"),
             (ContractLoader.grpcMethodKeys, "grpcMethod"),
             (ContractLoader.grpcResponseKeys, "grpcResponse"),
+            (ContractLoader.streamKeys, "grpcStream"),
+            (ContractLoader.socketRuleKeys.subtracting(["close"]).union(["end"]), "grpcStreamRule"),
+            (ContractLoader.endKeys, "grpcEnd"),
         ]
         for (loader, definition) in mappings {
             var known = Self.properties(schema, definition)
@@ -118,6 +121,7 @@ struct JSONSchemaTests {
             "topLevelKeys", "infoKeys", "authKeys", "authSchemeKeys", "stateKeys", "collectionSpecKeys", "rateLimitKeys", "endpointKeys",
             "requestBodyKeys", "queryStringKeys", "responseKeys", "referenceKeys", "sequenceKeys", "eventKeys", "delayKeys", "discriminatorKeys",
             "topKeys", "givenKeys", "overrideKeys", "stepKeys", "partKeys", "expectKeys", "socketKeys", "socketRuleKeys", "pushKeys", "closeKeys",
+            "streamKeys", "endKeys",
             "callbackKeys", "mcpKeys", "mcpServerKeys", "mcpToolKeys", "mcpResponseKeys", "mcpErrorKeys", "graphqlKeys", "graphqlResolverKeys",
             "graphqlResponseKeys", "graphqlErrorKeys", "grpcKeys", "grpcMethodKeys", "grpcResponseKeys", "grpcStepKeys", "grpcExpectKeys",
         ]
