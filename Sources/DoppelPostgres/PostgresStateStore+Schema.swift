@@ -114,7 +114,11 @@ extension PostgresStateStore {
         // the order of the answers.
         [
             "ALTER TABLE doppel_journal ADD COLUMN reason text, ADD COLUMN changes text[] NOT NULL DEFAULT '{}', ADD COLUMN completed double precision NOT NULL DEFAULT 0"
-        ]
+        ],
+        // 3: each session's version, raised by every write, so a request can
+        // read its session, decide, and write only if no other wrote between
+        // (two round trips, no transaction held open: PostgresStateStore+Optimistic.swift).
+        ["ALTER TABLE doppel_sessions ADD COLUMN version bigint NOT NULL DEFAULT 0"],
     ]
 
     /// What makes two contracts the same for a namespace: the contract file's bytes (FNV-1a, 64 bits).

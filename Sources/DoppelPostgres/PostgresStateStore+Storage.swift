@@ -70,6 +70,7 @@ extension PostgresStateStore {
             ("kind", "postgres"), ("url", .string(Self.redacted(options.url))), ("namespace", .string(options.namespace)),
             ("replica", .string(replica)), ("reachable", .bool(reachable)), ("last_error", state.lastError.map(JSON.string) ?? .null),
             ("requests_refused", .int(state.failedRequests)), ("journal_buffered", .int(buffered.0)), ("journal_dropped", .int(buffered.1)),
+            ("sessions_written_unlocked", .int(state.unlockedWrites)), ("sessions_written_locked", .int(state.lockedWrites)),
         ])
         return (reachable, details)
     }

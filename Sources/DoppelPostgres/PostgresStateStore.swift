@@ -54,7 +54,7 @@ package final class PostgresStateStore: StateStore, Sendable {
     }
 
     /// The schema version this build writes; a newer database is refused.
-    package static let schemaVersion = 2
+    package static let schemaVersion = 3
     /// Journal entries waiting to be written, at most, and the most text
     /// (paths and queries) they may hold, as the in-memory journal's; more
     /// are dropped and counted.
@@ -92,6 +92,9 @@ package final class PostgresStateStore: StateStore, Sendable {
         /// The last error the store gave, for health.
         var lastError: String?
         var failedRequests = 0
+        /// Sessions written after a plain read (two round trips), and under the row's lock after losing to another write.
+        var unlockedWrites = 0
+        var lockedWrites = 0
     }
 
     struct JournalBuffer {
@@ -310,8 +313,18 @@ package final class PostgresStateStore: StateStore, Sendable {
     package func transact<T: Sendable>(
         session id: String, _ body: @escaping @Sendable (SessionData?) throws -> (T, SessionData?)
     ) async throws -> T {
-        try await client.withTransaction(logger: logger) { connection in
+        let started = ContinuousClock.now
+        // Two round trips while no other request of the session writes between them; else the row's lock.
+        for _ in 0..<Self.optimisticAttempts {
+            if let result = try await optimistically(session: id, started: started, body) {
+                status.withLock { $0.unlockedWrites += 1 }
+                return result
+            }
+        }
+        status.withLock { $0.lockedWrites += 1 }
+        return try await client.withTransaction(logger: logger) { connection in
             let (result, data) = try body(try await self.lockedSession(id, on: connection))
+            try self.checkTimeLeft(since: started)
             if let data {
                 try await self.write(data, of: id, on: connection)
             } else {
@@ -320,6 +333,15 @@ package final class PostgresStateStore: StateStore, Sendable {
             }
             return result
         }
+    }
+
+    /// Decodes a stored session.
+    func decoded(_ bytes: ByteBuffer) throws -> SessionData {
+        try SessionData(
+            decoding: Array(bytes.readableBytesView),
+            forced: { endpoint, name, status in
+                self.engine.contract.forcibleResponse(endpointID: endpoint, name: name, status: status)
+            }, scenario: { name, text in self.scenario(named: name, inline: text) })
     }
 
     /// The session's row, locked until the transaction ends; nil when the
@@ -335,11 +357,7 @@ package final class PostgresStateStore: StateStore, Sendable {
             }
             if let found {
                 guard let bytes = found else { return nil }
-                return try SessionData(
-                    decoding: Array(bytes.readableBytesView),
-                    forced: { endpoint, name, status in
-                        self.engine.contract.forcibleResponse(endpointID: endpoint, name: name, status: status)
-                    }, scenario: { name, text in self.scenario(named: name, inline: text) })
+                return try decoded(bytes)
             }
             if attempt == 0 {
                 try await connection.query(
@@ -356,7 +374,7 @@ package final class PostgresStateStore: StateStore, Sendable {
         try await connection.query(
             """
             UPDATE doppel_sessions SET data = \(bytes), size = \(data.stateSize), scenario = \(Self.storable(data.scenario?.name)),
-                has_overrides = \(overrides), last_used = now()
+                has_overrides = \(overrides), last_used = now(), version = version + 1
             WHERE namespace = \(options.namespace) AND id = \(id)
             """, logger: logger)
     }

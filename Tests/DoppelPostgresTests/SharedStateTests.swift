@@ -57,6 +57,42 @@ struct SharedStateTests {
         }
     }
 
+    @Test("A session written by one request at a time is read and written without a lock; a burst on one session takes the lock and stays exact")
+    func writesTakeTheLockOnlyWhenTheyCollide() async throws {
+        let replicas = try await SharedReplicas.start(2, contract: Self.tales, timeout: 30)
+        let clients = replicas.clients()
+        /// Sessions written over both replicas: after a plain read (two round trips), and under the row's lock.
+        func writes() async throws -> (unlocked: Int, locked: Int) {
+            var total = (unlocked: 0, locked: 0)
+            for client in clients {
+                let store = try await client.send("GET", "/__doppel/health").json?["state_store"]
+                total.unlocked += try #require(store?["sessions_written_unlocked"]?.intValue)
+                total.locked += try #require(store?["sessions_written_locked"]?.intValue)
+            }
+            return total
+        }
+        let before = try await writes()
+        let calm = try await child(clients[0], session: "calm")
+        var statuses: [Int] = []
+        for index in 0..<7 {
+            statuses.append(
+                try await clients[index % 2].send(
+                    "POST", "/api/v1/stories/generate", json: ["language": "en", "child_id": .string(calm)], session: "calm"
+                ).status)
+        }
+        #expect(statuses == [200, 200, 200, 200, 200, 402, 402])
+        let calmWrites = try await writes()
+        #expect(calmWrites.unlocked - before.unlocked == 8, "the child and 7 generates, one at a time, alternating replicas")
+        #expect(calmWrites.locked == before.locked)
+        let busy = try await child(clients[0], session: "busy")
+        let tally = try await generates(clients, count: 100, session: "busy", child: busy)
+        #expect(tally == [200: 5, 402: 95])
+        let busyWrites = try await writes()
+        #expect(busyWrites.locked > calmWrites.locked, "requests that lost to another write took the lock")
+        #expect(busyWrites.unlocked + busyWrites.locked - calmWrites.unlocked - calmWrites.locked == 101)
+        await replicas.stop()
+    }
+
     @Test("GraphQL over 2 replicas: a mutation on one is read on the other; 100 parallel mutations over both make exactly 5 stories")
     func graphQLOverReplicas() async throws {
         let replicas = try await SharedReplicas.start(2, contract: contractPath("tales-graphql.yaml"), timeout: 30)

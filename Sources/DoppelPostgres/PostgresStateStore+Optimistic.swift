@@ -1,0 +1,91 @@
+import DoppelCore
+import Foundation
+import PostgresNIO
+
+/// A request's session in two round trips: its row read (no lock, no
+/// transaction), the request decided on the copy, and the copy written back
+/// only if the row's version is still the one read (`UPDATE … WHERE version
+/// = v`, one statement, committed by itself). Another request of the session
+/// that wrote in between makes the write touch no row: the request is
+/// decided again on the row as it is now. After `optimisticAttempts` such
+/// losses (a burst on one session) it takes the row's lock instead
+/// (`SELECT … FOR UPDATE` in a transaction: four round trips, never lost).
+///
+/// Either way the outcomes are those of some order of the requests, one at
+/// a time: a write is kept only over the state it was decided on. Every
+/// writer raises the version (this path, the locked one, and the sweep's
+/// deletes, which remove the row).
+extension PostgresStateStore {
+    /// Tries before the lock: a second loss means the session is busy, and the lock's queue is fairer than retries.
+    static let optimisticAttempts = 2
+
+    /// Why a request was not written: too little of its time was left to be
+    /// sure the write ends before its caller stops waiting.
+    struct TooLate: Error, CustomStringConvertible {
+        let seconds: Double
+        var description: String { "no answer within \(seconds.formatted()) s (the request's write was not sent, so nothing of it was kept)" }
+    }
+
+    /// The result of `body` when its write was kept; nil when another write came between the read and it.
+    func optimistically<T: Sendable>(
+        session id: String, started: ContinuousClock.Instant, _ body: @Sendable (SessionData?) throws -> (T, SessionData?)
+    ) async throws -> T? {
+        let namespace = options.namespace
+        var row: (data: ByteBuffer?, version: Int64)?
+        for try await (data, version) in try await client.query(
+            "SELECT data, version FROM doppel_sessions WHERE namespace = \(namespace) AND id = \(id)", logger: logger
+        ).decode((ByteBuffer?, Int64).self) {
+            row = (data, version)
+        }
+        let stored = try row?.data.map { try decoded($0) }
+        let (result, data) = try body(stored)
+        try checkTimeLeft(since: started)
+        let written: PostgresRowSequence
+        switch (row?.version, data) {
+        case (nil, nil):
+            // Nothing stored, nothing to keep.
+            return result
+        case (nil, let data?):
+            written = try await client.query(
+                """
+                INSERT INTO doppel_sessions (namespace, id, data, size, scenario, has_overrides, last_used, version)
+                VALUES (\(namespace), \(id), \(Self.bytes(data)), \(data.stateSize), \(Self.storable(data.scenario?.name)),
+                    \(Self.hasOverrides(data)), now(), 1)
+                ON CONFLICT DO NOTHING RETURNING 1
+                """, logger: logger)
+        case (let version?, nil):
+            written = try await client.query(
+                "DELETE FROM doppel_sessions WHERE namespace = \(namespace) AND id = \(id) AND version = \(version) RETURNING 1", logger: logger)
+        case (let version?, let data?):
+            written = try await client.query(
+                """
+                UPDATE doppel_sessions SET data = \(Self.bytes(data)), size = \(data.stateSize), scenario = \(Self.storable(data.scenario?.name)),
+                    has_overrides = \(Self.hasOverrides(data)), last_used = now(), version = version + 1
+                WHERE namespace = \(namespace) AND id = \(id) AND version = \(version) RETURNING 1
+                """, logger: logger)
+        }
+        var kept = false
+        for try await _ in written.decode(Int.self) { kept = true }
+        return kept ? result : nil
+    }
+
+    /// A write is sent only while the statement timeout and a margin are
+    /// left of the request's time: the database then ends it (committed or
+    /// rolled back) before the caller's deadline, so a 503 is a request
+    /// that kept nothing (docs/shared-state.md).
+    func checkTimeLeft(since started: ContinuousClock.Instant) throws {
+        let elapsed = (ContinuousClock.now - started) / .seconds(1)
+        // The statement timeout is half the request's; the margin a tenth more.
+        guard elapsed <= options.timeout * 0.4 else { throw TooLate(seconds: options.timeout) }
+    }
+
+    static func bytes(_ data: SessionData) -> ByteBuffer {
+        var bytes = ByteBuffer()
+        bytes.writeBytes(data.encoded())
+        return bytes
+    }
+
+    static func hasOverrides(_ data: SessionData) -> Bool {
+        !(data.scenario?.overrides.isEmpty ?? true) || !data.forced.isEmpty
+    }
+}
