@@ -44,8 +44,8 @@ http {
     access_log off;
     upstream memory { server 127.0.0.1:$MEMORY_PORT; keepalive 64; }
     upstream shared { server 127.0.0.1:$REPLICA_A; server 127.0.0.1:$REPLICA_B; keepalive 64; }
-    server { listen 127.0.0.1:$LB_MEMORY; location / { proxy_pass http://memory; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_set_header Host $http_host; } }
-    server { listen 127.0.0.1:$LB_SHARED; location / { proxy_pass http://shared; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_set_header Host $http_host; } }
+    server { listen 127.0.0.1:$LB_MEMORY; location / { proxy_pass http://memory; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_set_header Host \$http_host; } }
+    server { listen 127.0.0.1:$LB_SHARED; location / { proxy_pass http://shared; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_set_header Host \$http_host; } }
 }
 NGINX
 nginx -c "$WORK/nginx.conf"
