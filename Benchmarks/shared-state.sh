@@ -103,8 +103,21 @@ row() {  # row LABEL PATH ARGS_A ARGS_B
     printf '  %-46s %10s %9s %10s %9s %7.2f\n' "$label" "$ra" "$pa" "$rb" "$pb" "$(echo "$rb / $ra" | bc -l)"
 }
 row "GET /api/v1/free-stories (no state)" "/api/v1/free-stories?language=en" "" ""
-row "POST /api/v1/stories/generate, 32 sessions" "/api/v1/stories/generate" "-s $WORK/memory-32.lua" "-s $WORK/shared-32.lua"
-row "POST /api/v1/stories/generate, one session" "/api/v1/stories/generate" "-s $WORK/memory-1.lua" "-s $WORK/shared-1.lua"
+# Sessions the replicas wrote after a plain read and under the row's lock, together (a build without the counts: 0 0).
+writes() {
+    for port in "$REPLICA_A" "$REPLICA_B"; do curl -s "http://127.0.0.1:$port/__doppel/health"; echo; done | python3 -c '
+import json, sys
+stores = [json.loads(line).get("state_store", {}) for line in sys.stdin if line.strip()]
+print(sum(s.get("sessions_written_unlocked", 0) for s in stores), sum(s.get("sessions_written_locked", 0) for s in stores))'
+}
+stateful() {  # stateful LABEL MEMORY-SCRIPT SHARED-SCRIPT: the row, and how the replicas wrote its sessions
+    read -r unlocked locked < <(writes)
+    row "$1" "/api/v1/stories/generate" "-s $WORK/$2.lua" "-s $WORK/$3.lua"
+    read -r unlocked2 locked2 < <(writes)
+    printf '  %-46s sessions written without a lock %d, under the lock %d\n' "" $((unlocked2 - unlocked)) $((locked2 - locked))
+}
+stateful "POST /api/v1/stories/generate, 32 sessions" memory-32 shared-32
+stateful "POST /api/v1/stories/generate, one session" memory-1 shared-1
 rss() { awk '/VmRSS/ { printf "%.1f MB", $2 / 1024 }' "/proc/$1/status"; }
 # PostgreSQL's processes share their buffers: summed as proportional set size (each shared page counted once).
 postgres_pss=$(for pid in $(pgrep -u postgres); do awk '/^Pss:/ { print $2 }' "/proc/$pid/smaps_rollup" 2>/dev/null; done | awk '{ s += $1 } END { printf "%.1f MB", s / 1024 }')

@@ -20,6 +20,17 @@ extension PostgresStateStore {
         return nil
     }
 
+    /// A message of a stream or a callback's attempt, written to the shared journal with the answers.
+    package func keep(_ entry: Journal.Entry) {
+        var row = Row(
+            time: entry.time, session: entry.session, method: entry.method, path: entry.path, query: entry.query, status: entry.status,
+            endpointID: entry.endpointID, responseName: entry.responseName, durationMicros: entry.durationMicros, proxied: false,
+            reason: entry.why, changes: entry.changes, completed: engine.realNow)
+        row.message = entry.message
+        row.sent = entry.sent.isEmpty ? "" : JSONWriter.encodeString(.array(entry.sent.map(JSON.string)))
+        buffer.withLock { $0.add(row) }
+    }
+
     /// `text` as PostgreSQL's `text` can hold it: U+0000, which it refuses
     /// (an `invalid byte sequence` that would fail the whole statement),
     /// becomes U+FFFD. Every client-given text Doppel writes goes through
@@ -91,15 +102,17 @@ extension PostgresStateStore {
         try await client.query(
             """
             INSERT INTO doppel_journal (namespace, time, session, method, path, query, status, endpoint, response, duration_us, proxied,
-                                        reason, changes, completed)
+                                        reason, changes, completed, message, sent)
             SELECT \(options.namespace), t, s, m, p, NULLIF(q, ''), st, NULLIF(e, ''), NULLIF(r, ''), d, x, NULLIF(w, ''),
-                   CASE WHEN c = '' THEN '{}'::text[] ELSE string_to_array(c, E'\\n') END, a
+                   CASE WHEN c = '' THEN '{}'::text[] ELSE string_to_array(c, E'\\n') END, a, CASE WHEN g THEN msg END, sn
             FROM unnest(\(rows.map(\.time))::float8[], \(rows.map { Self.storable($0.session) })::text[], \(rows.map { Self.storable($0.method) })::text[],
                         \(rows.map { Self.storable($0.path) })::text[], \(rows.map { Self.storable($0.query ?? "") })::text[], \(rows.map(\.status))::int8[],
                         \(rows.map { Self.storable($0.endpointID ?? "") })::text[], \(rows.map { Self.storable($0.responseName ?? "") })::text[],
                         \(rows.map(\.durationMicros))::int8[], \(rows.map(\.proxied))::bool[], \(rows.map { Self.storable($0.reason?.text ?? "") })::text[],
-                        \(rows.map { Self.storable($0.changes.joined(separator: "\n")) })::text[], \(rows.map(\.completed))::float8[])
-                 AS j(t, s, m, p, q, st, e, r, d, x, w, c, a)
+                        \(rows.map { Self.storable($0.changes.joined(separator: "\n")) })::text[], \(rows.map(\.completed))::float8[],
+                        \(rows.map { $0.message != nil })::bool[], \(rows.map { Self.storable($0.message ?? "") })::text[],
+                        \(rows.map { Self.storable($0.sent) })::text[])
+                 AS j(t, s, m, p, q, st, e, r, d, x, w, c, a, g, msg, sn)
             """, logger: logger)
     }
 

@@ -7,17 +7,36 @@ import PostgresNIO
 /// only if the row's version is still the one read (`UPDATE … WHERE version
 /// = v`, one statement, committed by itself). Another request of the session
 /// that wrote in between makes the write touch no row: the request is
-/// decided again on the row as it is now. After `optimisticAttempts` such
-/// losses (a burst on one session) it takes the row's lock instead
-/// (`SELECT … FOR UPDATE` in a transaction: four round trips, never lost).
+/// taken again under the row's lock (`SELECT … FOR UPDATE` in a
+/// transaction: four round trips, never lost), and so is every request of
+/// that session this replica takes for the next `contendedFor` seconds: a
+/// busy session queues on its lock rather than losing write after write.
 ///
 /// Either way the outcomes are those of some order of the requests, one at
 /// a time: a write is kept only over the state it was decided on. Every
 /// writer raises the version (this path, the locked one, and the sweep's
 /// deletes, which remove the row).
 extension PostgresStateStore {
-    /// Tries before the lock: a second loss means the session is busy, and the lock's queue is fairer than retries.
-    static let optimisticAttempts = 2
+    /// Seconds a session that lost a write takes the lock at once, and the most sessions remembered so.
+    static let contendedFor = 1.0
+    static let maximumContended = 4_096
+
+    func isContended(_ id: String) -> Bool {
+        guard let lost = contended.withLock({ $0[id] }) else { return false }
+        return SessionStore.uptime() - lost < Self.contendedFor
+    }
+
+    func noteContended(_ id: String) {
+        let now = SessionStore.uptime()
+        contended.withLock { sessions in
+            if sessions.count >= Self.maximumContended {
+                sessions = sessions.filter { now - $0.value < Self.contendedFor }
+                // Still full of busy sessions: the oldest memories go; those sessions only try once more without the lock.
+                if sessions.count >= Self.maximumContended { sessions.removeAll(keepingCapacity: true) }
+            }
+            sessions[id] = now
+        }
+    }
 
     /// Why a request was not written: too little of its time was left to be
     /// sure the write ends before its caller stops waiting.

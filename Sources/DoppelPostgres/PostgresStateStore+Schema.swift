@@ -119,6 +119,8 @@ extension PostgresStateStore {
         // read its session, decide, and write only if no other wrote between
         // (two round trips, no transaction held open: PostgresStateStore+Optimistic.swift).
         ["ALTER TABLE doppel_sessions ADD COLUMN version bigint NOT NULL DEFAULT 0"],
+        // 4: the message an entry took and those it sent (a stream's message, a callback's body), as the in-memory journal keeps them.
+        ["ALTER TABLE doppel_journal ADD COLUMN message text, ADD COLUMN sent text NOT NULL DEFAULT ''"],
     ]
 
     /// What makes two contracts the same for a namespace: the contract file's bytes (FNV-1a, 64 bits).

@@ -38,17 +38,19 @@ extension PostgresStateStore {
         let journal = Journal(capacity: capacity)
         let rows = try await client.query(
             """
-            SELECT seq, time, session, method, path, query, status, endpoint, response, duration_us, proxied, reason, changes FROM (
+            SELECT seq, time, session, method, path, query, status, endpoint, response, duration_us, proxied, reason, changes, message, sent FROM (
                 SELECT * FROM doppel_journal WHERE namespace = \(options.namespace) ORDER BY seq DESC LIMIT \(capacity)) AS newest
             ORDER BY completed, seq
             """, logger: logger)
-        for try await (seq, time, session, method, path, query, status, endpoint, response, duration, proxied, reason, changes) in rows.decode(
-            (Int, Double, String, String, String, String?, Int, String?, String?, Int, Bool, String?, [String]).self)
+        for try await (seq, time, session, method, path, query, status, endpoint, response, duration, proxied, reason, changes, message, sent)
+            in rows.decode((Int, Double, String, String, String, String?, Int, String?, String?, Int, Bool, String?, [String], String?, String).self)
         {
+            let sentList = sent.isEmpty ? [] : ((try? JSONReader.parse(Array(sent.utf8)))?.arrayValue ?? []).compactMap(\.stringValue)
             journal.record(
                 time: time, session: session, method: method, path: path, query: query, status: status, endpointID: endpoint,
-                responseName: response, durationMicros: duration, proxied: proxied, sequence: seq, reason: reason.map { Reason($0) }, changes: changes
-            )
+                responseName: response, durationMicros: duration, proxied: proxied, sequence: seq, reason: reason.map { Reason($0) },
+                changes: changes,
+                message: message, sent: sentList)
         }
         return journal
     }

@@ -54,7 +54,7 @@ package final class PostgresStateStore: StateStore, Sendable {
     }
 
     /// The schema version this build writes; a newer database is refused.
-    package static let schemaVersion = 3
+    package static let schemaVersion = 4
     /// Journal entries waiting to be written, at most, and the most text
     /// (paths and queries) they may hold, as the in-memory journal's; more
     /// are dropped and counted.
@@ -80,6 +80,8 @@ package final class PostgresStateStore: StateStore, Sendable {
     let status = Locked(Status())
     let buffer = Locked(JournalBuffer())
     private let inline = Locked([String: ActiveScenario]())
+    /// Sessions whose write lost to another lately (by id, when), which take the lock at once for a while.
+    let contended = Locked([String: Double]())
     private let tasks = Locked([Task<Void, Never>]())
 
     struct Status {
@@ -120,7 +122,13 @@ package final class PostgresStateStore: StateStore, Sendable {
         let reason: Reason?, changes: [String]
         /// When the answer was completed, in real time (seconds since 1970).
         var completed: Double = 0
-        var textBytes: Int { path.utf8.count + (query?.utf8.count ?? 0) + (reason?.heldBytes ?? 0) + changes.reduce(0) { $0 + $1.utf8.count } }
+        /// The message the entry took, and those it sent (a JSON list; empty for none).
+        var message: String? = nil
+        var sent = ""
+        var textBytes: Int {
+            path.utf8.count + (query?.utf8.count ?? 0) + (reason?.heldBytes ?? 0) + changes.reduce(0) { $0 + $1.utf8.count }
+                + (message?.utf8.count ?? 0) + sent.utf8.count
+        }
     }
 
     private init(client: PostgresClient, options: Options, engine: MockEngine, catalog: ScenarioCatalog, logger: Logger) {
@@ -315,11 +323,12 @@ package final class PostgresStateStore: StateStore, Sendable {
     ) async throws -> T {
         let started = ContinuousClock.now
         // Two round trips while no other request of the session writes between them; else the row's lock.
-        for _ in 0..<Self.optimisticAttempts {
+        if !isContended(id) {
             if let result = try await optimistically(session: id, started: started, body) {
                 status.withLock { $0.unlockedWrites += 1 }
                 return result
             }
+            noteContended(id)
         }
         status.withLock { $0.lockedWrites += 1 }
         return try await client.withTransaction(logger: logger) { connection in

@@ -44,6 +44,11 @@ package protocol StateStore: Sendable {
     /// later (a shared store writes its entries off the answer's path).
     func append(_ decision: Decision, status: Int, durationMicros: Int, engine: MockEngine) -> Int?
 
+    /// Keeps an entry the engine journaled beside the answers (a stream's
+    /// message, a callback's attempt) where the store's journal is read:
+    /// nothing more in memory, where the engine's journal is the store's.
+    func keep(_ entry: Journal.Entry)
+
     /// Returns once every live replica has written its journal and read the
     /// sessions' overrides since it was called.
     func barrier() async throws
@@ -77,6 +82,8 @@ package enum Stored<T: Sendable>: Sendable {
 
 extension StateStore {
     package var isLocal: Bool { false }
+
+    package func keep(_ entry: Journal.Entry) {}
 
     /// A store outside the process: the session's row is read and locked,
     /// `body` runs on a copy (a new session for a row not stored yet: the

@@ -206,7 +206,8 @@ struct Answerer: Sendable {
             callbacks.send(
                 effects.callbacks, endpointID: entry.endpointID, session: entry.session, depth: depth,
                 engine: { slot.versioned.engine },
-                publish: { entry in
+                publish: { [store] entry in
+                    store.keep(entry)
                     if events.isObserved, events.wants(session: entry.session) {
                         events.publish("callback", session: entry.session, data: entry.json)
                     }
