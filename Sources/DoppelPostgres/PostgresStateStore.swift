@@ -377,13 +377,10 @@ package final class PostgresStateStore: StateStore, Sendable {
     }
 
     func write(_ data: SessionData, of id: String, on connection: PostgresConnection) async throws {
-        var bytes = ByteBuffer()
-        bytes.writeBytes(data.encoded())
-        let overrides = !(data.scenario?.overrides.isEmpty ?? true) || !data.forced.isEmpty
         try await connection.query(
             """
-            UPDATE doppel_sessions SET data = \(bytes), size = \(data.stateSize), scenario = \(Self.storable(data.scenario?.name)),
-                has_overrides = \(overrides), last_used = now(), version = version + 1
+            UPDATE doppel_sessions SET data = \(Self.bytes(data)), size = \(data.stateSize), scenario = \(Self.storable(data.scenario?.name)),
+                has_overrides = \(Self.hasOverrides(data)), last_used = now(), version = version + 1
             WHERE namespace = \(options.namespace) AND id = \(id)
             """, logger: logger)
     }

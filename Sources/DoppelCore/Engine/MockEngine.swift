@@ -367,8 +367,9 @@ public final class MockEngine: Sendable {
     /// Stage 6, at the end of the request's transaction: a chosen response
     /// rendered, with `extra` headers it does not set itself, `why` it was
     /// chosen, its (or the override's) delay and fault, its pushes and
-    /// callbacks, and for a `101` the socket `opening` makes of what the
-    /// upgrade saw. A template that fails throws, so the transaction keeps
+    /// callbacks, and for the status `opening` opens with (a WebSocket's
+    /// `101`, a gRPC stream with rules' `200`) the socket or stream it makes
+    /// of what the request saw. A template that fails throws, so the transaction keeps
     /// none of the request's changes. The context lets go of the state it
     /// read, so the next write to the session's state does not copy it.
     private func render(

@@ -28,15 +28,20 @@ package protocol StateStore: Sendable {
     /// Runs `body` on session `id` of `engine`'s contract: at once in
     /// memory, on the session the engine's store holds (each read and
     /// change `body` makes through `Session.transact` holds its lock), or
-    /// later in a shared store, on a copy of its row locked against every
-    /// replica until the copy is written back (throwing if it cannot
-    /// commit). `body` runs once.
+    /// later in a shared store, on a copy of its row, written back only over
+    /// the row it was made from (throwing if it cannot commit). In memory
+    /// `body` runs once; in a shared store it may run again on a fresh copy
+    /// when another write came first, so it changes nothing but the session
+    /// it is given.
     func transact<T: Sendable>(session id: String, engine: MockEngine, _ body: @escaping @Sendable (Session) -> T) -> Stored<T>
 
     /// Runs `body` on the stored data of session `id` (nil: none is
-    /// stored), with the session locked against every replica until the
-    /// data `body` returns is written back (nil: the session is removed).
-    /// `body` runs once; a store that cannot commit throws.
+    /// stored); the data it returns is written back (nil: the session is
+    /// removed) only over the data it was given, so every replica sees the
+    /// writes in one order. `body` may run again when another write came
+    /// first (PostgreSQL's store reads without a lock, then takes it), so it
+    /// changes nothing but its copy; its last run's result is returned. A
+    /// store that cannot commit throws.
     func transact<T: Sendable>(session id: String, _ body: @escaping @Sendable (SessionData?) throws -> (T, SessionData?)) async throws -> T
 
     /// Keeps a delivered answer's journal entry, decided by `engine`: its

@@ -27,9 +27,8 @@ final class SocketConnection: ChannelInboundHandler, RemovableChannelHandler {
     var nextScheduled = 0
     private var idleTimer: Scheduled<Void>?
     private var lastFrame = NIODeadline.now()
-    /// The token bucket of the message rate.
-    private var tokens: Double
-    private var refilled = NIODeadline.now()
+    /// The client's message rate.
+    private var rate: MessageRate
     /// Bytes written and not yet taken by the client's side of the connection.
     private var pendingBytes = 0
     /// A close frame was sent (or the connection dropped): nothing more is sent or answered.
@@ -46,7 +45,7 @@ final class SocketConnection: ChannelInboundHandler, RemovableChannelHandler {
         self.answerer = answerer
         self.opening = opening
         self.hub = answerer.sockets
-        self.tokens = answerer.sockets.limits.rate
+        self.rate = MessageRate(rate: answerer.sockets.limits.rate)
     }
 
     /// The engine now: a reloaded contract's rules apply to open sockets from their next message.
@@ -344,13 +343,7 @@ final class SocketConnection: ChannelInboundHandler, RemovableChannelHandler {
     // MARK: Bounds and bookkeeping
 
     private func take() -> Bool {
-        let now = NIODeadline.now()
-        let limits = hub.limits
-        tokens = min(limits.rate, tokens + Double((now - refilled).nanoseconds) / 1e9 * limits.rate)
-        refilled = now
-        guard tokens >= 1 else { return false }
-        tokens -= 1
-        return true
+        rate.take(rate: hub.limits.rate)
     }
 
     private func watchIdle() {
@@ -415,13 +408,7 @@ final class SocketConnection: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func publish(_ entry: Journal.Entry) {
-        let events = answerer.events
-        if events.isObserved, events.wants(session: opening.session) {
-            events.publish("socket", session: opening.session, data: entry.json)
-        }
-        answerer.log.request(
-            method: entry.method, path: entry.path, status: entry.status, endpointID: entry.endpointID,
-            session: entry.session, durationMicros: entry.durationMicros)
+        answerer.publish(entry, as: "socket")
     }
 
     static func amount(_ seconds: Double) -> TimeAmount {

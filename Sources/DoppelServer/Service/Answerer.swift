@@ -198,23 +198,27 @@ struct Answerer: Sendable {
         }
         if !effects.callbacks.isEmpty {
             let slot = self.slot
-            let events = self.events
-            let log = self.log
             // A request Doppel sent as a callback says how deep in a chain of them it is.
             // (A depth below 0 is a client's, and counts as 0: a chain cannot be lengthened by sending one.)
             let depth = max(0, request.header(CallbackSender.depthHeader).flatMap { Int($0.trimmingCharacters(in: .whitespaces)) } ?? 0)
             callbacks.send(
                 effects.callbacks, endpointID: entry.endpointID, session: entry.session, depth: depth,
                 engine: { slot.versioned.engine },
-                publish: { [store] entry in
-                    store.keep(entry)
-                    if events.isObserved, events.wants(session: entry.session) {
-                        events.publish("callback", session: entry.session, data: entry.json)
-                    }
-                    log.request(
-                        method: entry.method, path: entry.path, status: entry.status, endpointID: entry.endpointID, session: entry.session,
-                        durationMicros: entry.durationMicros)
-                })
+                publish: { [self] entry in publish(entry, as: "callback") })
         }
+    }
+
+    /// An entry the engine journaled beside the answers (a socket's or a
+    /// stream's message, a callback's attempt): kept where the store's
+    /// journal is read, published as an `event` of that kind to the
+    /// dashboard and `/__doppel/events`, and logged.
+    func publish(_ entry: Journal.Entry, as event: String) {
+        store.keep(entry)
+        if events.isObserved, events.wants(session: entry.session) {
+            events.publish(event, session: entry.session, data: entry.json)
+        }
+        log.request(
+            method: entry.method, path: entry.path, status: entry.status, endpointID: entry.endpointID, session: entry.session,
+            durationMicros: entry.durationMicros)
     }
 }

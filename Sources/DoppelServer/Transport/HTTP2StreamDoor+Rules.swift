@@ -28,9 +28,8 @@ extension HTTP2StreamDoor {
         /// Sends waiting for their delay, by number; each leaves when it runs.
         var scheduled: [Int: Scheduled<Void>] = [:]
         var nextScheduled = 0
-        /// The token bucket of the client's message rate.
-        var tokens: Double
-        var refilled = NIODeadline.now()
+        /// The client's message rate.
+        var rate: MessageRate
         /// The client ended its half, and the call ends once nothing waits to be sent.
         var endWhenIdle = false
     }
@@ -54,7 +53,7 @@ extension HTTP2StreamDoor {
                 8, message: "Session '\(opening.session)' has \(hub.limits.perSession) sockets and streams open (--max-sockets-per-session)")
         }
         phase = .conversing(call)
-        conversation = Conversation(opening: opening, exchange: exchange, method: method, tokens: hub.limits.rate)
+        conversation = Conversation(opening: opening, exchange: exchange, method: method, rate: MessageRate(rate: hub.limits.rate))
         writeHeaders(of: response)
         channelContext?.flush()
         guard let rules = call.engine.rules(of: opening.endpointID) else { return endStream(0, message: "", status: nil) }
@@ -73,14 +72,10 @@ extension HTTP2StreamDoor {
     /// A message of the client's stream, answered by the rules.
     func take(_ message: JSON) {
         guard var conversation, let call, !ended else { return }
-        let limits = answerer.sockets.limits
-        let now = NIODeadline.now()
-        conversation.tokens = min(limits.rate, conversation.tokens + Double((now - conversation.refilled).nanoseconds) / 1e9 * limits.rate)
-        conversation.refilled = now
-        guard conversation.tokens >= 1 else {
-            return endStream(8, message: "More than \(Int(limits.rate)) messages a second", status: nil)
+        let rate = answerer.sockets.limits.rate
+        guard conversation.rate.take(rate: rate) else {
+            return endStream(8, message: "More than \(Int(rate)) messages a second", status: nil)
         }
-        conversation.tokens -= 1
         self.conversation = conversation
         let started = ContinuousClock.now
         let text = JSONWriter.encodeString(message)
@@ -243,14 +238,8 @@ extension HTTP2StreamDoor {
         finish(conversation.exchange, status: status)
     }
 
-    /// Publishes a message's journal entry to the dashboard, the events and the log.
+    /// A stream message's journal entry, published as a `stream` event and logged.
     func publish(_ entry: Journal.Entry) {
-        let events = answerer.events
-        if events.isObserved, events.wants(session: entry.session) {
-            events.publish("stream", session: entry.session, data: entry.json)
-        }
-        answerer.log.request(
-            method: entry.method, path: entry.path, status: entry.status, endpointID: entry.endpointID, session: entry.session,
-            durationMicros: entry.durationMicros)
+        answerer.publish(entry, as: "stream")
     }
 }

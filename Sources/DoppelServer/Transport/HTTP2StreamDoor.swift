@@ -453,13 +453,6 @@ final class HTTP2StreamDoor: ChannelInboundHandler {
             session: call.session, method: method, path: call.engine.contract.basePath + call.path, target: target,
             responseName: response, status: 200, message: message.map(JSONWriter.encodeString), sent: sent.map(JSONWriter.encodeString),
             reason: Reason(reason))
-        answerer.store.keep(entry)
-        let events = answerer.events
-        if events.isObserved, events.wants(session: entry.session) {
-            events.publish("stream", session: entry.session, data: entry.json)
-        }
-        answerer.log.request(
-            method: entry.method, path: entry.path, status: entry.status, endpointID: entry.endpointID, session: entry.session,
-            durationMicros: 0)
+        publish(entry)
     }
 }
