@@ -44,7 +44,7 @@ struct CallbackTests {
     /// Waits until `condition` holds (or 10 s pass).
     static func eventually(_ condition: () -> Bool) async throws {
         // Generous: what it waits for is not a timing promise, and a loaded suite may take long to reach it.
-        await DoppelTestSupport.eventually(within: 30, every: .milliseconds(50)) { condition() }
+        await DoppelTestSupport.eventually(within: 120, every: .milliseconds(50)) { condition() }
     }
 
     @Test("An OpenAPI document's callback, served as it is, calls the receiver with a body valid against the callback's schema")
