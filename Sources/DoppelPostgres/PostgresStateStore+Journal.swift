@@ -129,7 +129,10 @@ extension PostgresStateStore {
                 status.withLock { $0.lastPoll = SessionStore.uptime() }
                 if SessionStore.uptime() - lastSweep > 5 {
                     lastSweep = SessionStore.uptime()
-                    try await Deadline.run(max(2, options.timeout)) { try await self.sweep() }
+                    try await Deadline.run(max(2, options.timeout)) {
+                        try await self.sweep()
+                        try await self.sweepPushes()
+                    }
                 }
             } catch {
                 status.withLock { $0.lastError = Self.describe(error) }
@@ -176,12 +179,24 @@ extension PostgresStateStore {
     }
 
     /// Says this replica is alive, having acknowledged `epoch`.
+    /// It says too whether it follows events, and learns whether another does.
     private func heartbeat(acked epoch: Int64) async throws {
-        try await client.query(
+        let follows = link.withLock { $0?.followsEvents() } ?? false
+        let live = "\(Self.liveFor) seconds"
+        var others = 0
+        for try await count in try await client.query(
             """
-            INSERT INTO doppel_replicas (namespace, replica, heartbeat, acked) VALUES (\(options.namespace), \(replica), now(), \(epoch))
-            ON CONFLICT (namespace, replica) DO UPDATE SET heartbeat = now(), acked = EXCLUDED.acked
-            """, logger: logger)
+            WITH beat AS (
+                INSERT INTO doppel_replicas (namespace, replica, heartbeat, acked, follows)
+                VALUES (\(options.namespace), \(replica), now(), \(epoch), \(follows))
+                ON CONFLICT (namespace, replica) DO UPDATE SET heartbeat = now(), acked = EXCLUDED.acked, follows = EXCLUDED.follows)
+            SELECT count(*)::bigint FROM doppel_replicas WHERE namespace = \(options.namespace) AND replica <> \(replica) AND follows
+                AND heartbeat > now() - \(live)::interval
+            """, logger: logger
+        ).decode(Int.self) {
+            others = count
+        }
+        status.withLock { $0.othersFollow = others > 0 }
     }
 
     /// Evicts sessions by the in-memory rules (idle, room, state budget),

@@ -121,6 +121,12 @@ extension PostgresStateStore {
         ["ALTER TABLE doppel_sessions ADD COLUMN version bigint NOT NULL DEFAULT 0"],
         // 4: the message an entry took and those it sent (a stream's message, a callback's body), as the in-memory journal keeps them.
         ["ALTER TABLE doppel_journal ADD COLUMN message text, ADD COLUMN sent text NOT NULL DEFAULT ''"],
+        // 5: messages between replicas too large for a notification's payload (PostgresStateStore+Pushes.swift),
+        // and whether each replica follows events (the others then send it theirs).
+        [
+            "CREATE TABLE doppel_pushes (id bigserial PRIMARY KEY, payload text NOT NULL, at timestamptz NOT NULL DEFAULT now())",
+            "ALTER TABLE doppel_replicas ADD COLUMN follows boolean NOT NULL DEFAULT false",
+        ],
     ]
 
     /// What makes two contracts the same for a namespace: the contract file's bytes (FNV-1a, 64 bits).

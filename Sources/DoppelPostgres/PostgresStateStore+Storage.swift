@@ -73,6 +73,14 @@ extension PostgresStateStore {
             ("replica", .string(replica)), ("reachable", .bool(reachable)), ("last_error", state.lastError.map(JSON.string) ?? .null),
             ("requests_refused", .int(state.failedRequests)), ("journal_buffered", .int(buffered.0)), ("journal_dropped", .int(buffered.1)),
             ("sessions_written_unlocked", .int(state.unlockedWrites)), ("sessions_written_locked", .int(state.lockedWrites)),
+            (
+                "replica_messages",
+                .object(
+                    JSONObject([
+                        ("listening", .bool(state.listening)), ("sent", .int(state.messagesSent)), ("received", .int(state.messagesReceived)),
+                        ("lost", .int(state.messagesLost)),
+                    ]))
+            ),
         ])
         return (reachable, details)
     }

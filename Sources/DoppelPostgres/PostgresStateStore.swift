@@ -54,7 +54,7 @@ package final class PostgresStateStore: StateStore, Sendable {
     }
 
     /// The schema version this build writes; a newer database is refused.
-    package static let schemaVersion = 4
+    package static let schemaVersion = 5
     /// Journal entries waiting to be written, at most, and the most text
     /// (paths and queries) they may hold, as the in-memory journal's; more
     /// are dropped and counted.
@@ -83,6 +83,10 @@ package final class PostgresStateStore: StateStore, Sendable {
     /// Sessions whose write lost to another lately (by id, when), which take the lock at once for a while.
     let contended = Locked([String: Double]())
     private let tasks = Locked([Task<Void, Never>]())
+    /// Push batches on their way to the other replicas, in the order they were made (`PostgresStateStore+Pushes.swift`).
+    let outgoing = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingOldest(PostgresStateStore.maximumPushesWaiting))
+    /// Where the other replicas' messages are handed (the server's sockets and event readers), and whether this replica follows events.
+    let link = Locked<(deliver: @Sendable (ReplicaMessage) -> Void, followsEvents: @Sendable () -> Bool)?>(nil)
 
     struct Status {
         /// Sessions with an active scenario that overrides something: their requests all go to the database.
@@ -97,6 +101,14 @@ package final class PostgresStateStore: StateStore, Sendable {
         /// Sessions written after a plain read (two round trips), and under the row's lock after losing to another write.
         var unlockedWrites = 0
         var lockedWrites = 0
+        /// Messages (push batches, events) sent to the other replicas, taken from them, and lost (the database out of reach, or too many waiting).
+        var messagesSent = 0
+        var messagesReceived = 0
+        var messagesLost = 0
+        /// Whether this replica listens for the others' pushes now.
+        var listening = false
+        /// Whether another live replica follows events (its heartbeat says so).
+        var othersFollow = false
     }
 
     struct JournalBuffer {
@@ -175,7 +187,11 @@ package final class PostgresStateStore: StateStore, Sendable {
             store.stop()
             throw OpeningError(description: "cannot use the state store \(Self.redacted(options.url)): \(Self.describe(error))")
         }
-        store.tasks.withLock { $0.append(Task { await store.poll() }) }
+        store.tasks.withLock {
+            $0.append(Task { await store.poll() })
+            $0.append(Task { await store.sendPushes() })
+            $0.append(Task { await store.listenForPushes() })
+        }
         return store
     }
 

@@ -68,4 +68,58 @@ extension SharedStateTests {
             await replicas.stop()
         }
     }
+
+    @Test("A callback fires once, from the replica that answered: 20 requests over two replicas make 20 calls to the receiver, each journaled")
+    func callbacksFireOnce() async throws {
+        let receiver = """
+            doppel: 1
+            state:
+              counters: { hits: 0 }
+            endpoints:
+              hook:
+                request: POST /hook
+                auth: none
+                responses: [ { status: 204, effects: [ state.hits += 1 ] } ]
+              hits:
+                request: GET /hits
+                auth: none
+                responses: [ { body: { hits: "{{ state.hits }}" } } ]
+            """
+        try await withTemporaryContract(receiver) { receiverFile in
+            try await DoppelTestServer.with(contract: receiverFile) { hooks in
+                let contract = """
+                    doppel: 1
+                    endpoints:
+                      ping:
+                        request: POST /ping
+                        auth: none
+                        responses:
+                          - status: 202
+                            callbacks:
+                              - name: notify
+                                url: http://127.0.0.1:\(hooks.port)/hook
+                                headers: { Doppel-Session: counted }
+                                body: { ping: true }
+                    """
+                try await withTemporaryContract(contract) { file in
+                    let replicas = try await SharedReplicas.start(2, contract: file, timeout: 30)
+                    let clients = replicas.clients()
+                    for index in 0..<20 {
+                        #expect(try await clients[index % 2].send("POST", "/ping", token: nil, session: "once").status == 202)
+                    }
+                    let counter = TestClient(base: hooks.baseURL)
+                    func hits() async throws -> Int? {
+                        try await counter.send("GET", "/hits", token: nil, session: "counted").json?["hits"]?.intValue
+                    }
+                    #expect(try await eventually(within: 30) { try await hits() == 20 })
+                    try await Task.sleep(for: .milliseconds(500))
+                    #expect(try await hits() == 20, "no callback is sent twice")
+                    let journal = try await clients[1].send("GET", "/__doppel/journal?session=once&endpoint=ping.notify&limit=100")
+                    let attempts = journal.json?["entries"]?.arrayValue ?? []
+                    #expect(attempts.count == 20 && attempts.allSatisfy { $0["status"] == 204 }, "\(attempts.map { $0["status"] ?? .null })")
+                    await replicas.stop()
+                }
+            }
+        }
+    }
 }

@@ -254,18 +254,6 @@ struct SharedStateTests {
         await replicas.stop()
     }
 
-    @Test("With a shared store a WebSocket upgrade is refused 501 (its rules would change a copy of the session); HTTP is served as ever")
-    func socketsAreRefusedWithASharedStore() async throws {
-        let replicas = try await SharedReplicas.start(1, contract: contractPath("realtime-demo.yaml"))
-        let port = replicas.replicas[0].port
-        let socket = try await WebSocketClient.connect(
-            to: URL(string: "ws://127.0.0.1:\(port)/v1/live")!, headers: [("Authorization", "Bearer a"), ("Doppel-Session", "ws")])
-        #expect(socket.handshake.status == 501)
-        #expect(String(decoding: socket.handshake.body, as: UTF8.self).contains("websockets-need-local-state"))
-        #expect(try await replicas.clients()[0].send("GET", "/v1/subscription", token: "a", session: "ws").status == 200)
-        await replicas.stop()
-    }
-
     @Test("An answer forced through one replica is the next answer of another, even of an endpoint that reads no state; either's journal says why")
     func forcedAnswersActAcrossReplicas() async throws {
         let replicas = try await SharedReplicas.start(2, contract: Self.tales)

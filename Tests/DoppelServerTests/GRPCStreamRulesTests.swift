@@ -270,21 +270,4 @@ struct GRPCStreamRulesTests {
         #expect(server.answerer.sockets.count == limit + 1)
         #expect(open.count == limit)
     }
-
-    @Test func aSharedStoreRefusesAStreamWithRules() throws {
-        let engine = MockEngine(contract: try ContractLoader.load(file: contractPath("tales-grpc.yaml")))
-        let answerer = Answerer(
-            slot: EngineSlot(engine), log: RequestLog(format: .none), maxBodySize: 1 << 20, hangLimit: 5,
-            shared: StateStoreSeamTests.DictionaryStore())
-        let stream = try Stream(answerer: answerer)
-        let headers: HPACKHeaders = [
-            ":method": "POST", ":path": Self.tell, ":scheme": "http", ":authority": "127.0.0.1", "content-type": "application/grpc",
-            "authorization": "Bearer t",
-        ]
-        try stream.channel.writeInbound(HTTP2Frame.FramePayload.headers(.init(headers: headers)))
-        let trailers = try #require(try stream.written().headers.last)
-        #expect(trailers.first(name: "grpc-status") == "12")
-        #expect(trailers.first(name: "grpc-message")?.removingPercentEncoding?.contains("--state-store") == true)
-        #expect(answerer.sockets.count == 0)
-    }
 }

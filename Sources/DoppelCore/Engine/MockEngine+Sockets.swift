@@ -42,14 +42,15 @@ extension MockEngine {
 
     /// Runs a scheduled rule of an open socket (`on_connect`, `every`);
     /// nil when its `when` does not hold (nothing is sent or changed).
-    package func runSocketRule(_ rule: SocketRule, of opening: SocketOpening) -> SocketOutcome? {
-        run([rule], of: opening, message: nil, text: nil)
+    /// `session`: the socket's session as a store gives it (`StateStore.transact`); nil: the engine's own.
+    package func runSocketRule(_ rule: SocketRule, of opening: SocketOpening, in session: Session? = nil) -> SocketOutcome? {
+        run([rule], of: opening, message: nil, text: nil, in: session)
     }
 
     /// Answers a message from the client with the first `on_message` rule
     /// whose schema the message keeps and whose `when` holds, else
     /// `on_unmatched`; an outcome without a rule when none takes it.
-    package func socketMessage(_ text: String, of opening: SocketOpening) -> SocketOutcome {
+    package func socketMessage(_ text: String, of opening: SocketOpening, in session: Session? = nil) -> SocketOutcome {
         guard let socket = rules(of: opening.endpointID) else { return SocketOutcome(rule: nil) }
         // A text that is JSON is seen as its value, any other as a string.
         let message = (try? JSONReader.parse(Array(text.utf8))) ?? .string(text)
@@ -61,9 +62,9 @@ extension MockEngine {
             refusedBySchema += 1
             return false
         }
-        if let outcome = run(candidates, of: opening, message: message, text: text) { return outcome }
+        if let outcome = run(candidates, of: opening, message: message, text: text, in: session) { return outcome }
         let schemaNote = refusedBySchema > 0 ? ", \(refusedBySchema) of them refused it by schema" : ""
-        if let unmatched = socket.onUnmatched, var outcome = run([unmatched], of: opening, message: message, text: text) {
+        if let unmatched = socket.onUnmatched, var outcome = run([unmatched], of: opening, message: message, text: text, in: session) {
             outcome.reason = Reason("no on_message rule took the message (\(socket.onMessage.count) checked\(schemaNote)); on_unmatched")
             return outcome
         }
@@ -79,18 +80,18 @@ extension MockEngine {
 
     /// The client ended its half of a gRPC stream: the first `on_end` rule
     /// whose `when` holds, run; nil when none does (the door ends the call `OK`).
-    package func streamEnded(of opening: SocketOpening) -> SocketOutcome? {
+    package func streamEnded(of opening: SocketOpening, in session: Session? = nil) -> SocketOutcome? {
         guard let rules = rules(of: opening.endpointID)?.onEnd else { return nil }
-        return run(rules, of: opening, message: nil, text: nil)
+        return run(rules, of: opening, message: nil, text: nil, in: session)
     }
 
     /// The first of `rules` whose `when` holds, its effects applied, its
     /// messages rendered; nil when none holds. A rule that fails (a broken
     /// template, state past its bound) changes nothing and closes the
     /// socket with 1011, its reason saying why.
-    private func run(_ rules: [SocketRule], of opening: SocketOpening, message: JSON?, text: String?) -> SocketOutcome? {
+    private func run(_ rules: [SocketRule], of opening: SocketOpening, message: JSON?, text: String?, in given: Session?) -> SocketOutcome? {
         guard !rules.isEmpty else { return nil }
-        let session = sessions.session(opening.session)
+        let session = given ?? sessions.session(opening.session)
         let real = clock()
         var context = EvaluationContext(roots: opening.roots, now: real, request: opening.request)
         if let message { context.roots[.message] = message }

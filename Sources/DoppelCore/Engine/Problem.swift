@@ -104,15 +104,6 @@ public struct Problem: Sendable, Error {
             headers: [(name: "Retry-After", value: "1")])
     }
 
-    /// 501: WebSockets with a shared state store, which does not carry them yet.
-    package static func socketsNeedLocalState() -> Problem {
-        Problem(
-            status: 501, type: urn("websockets-need-local-state"), title: "WebSockets need local state",
-            detail:
-                "This server keeps its sessions in a shared state store (--state-store), and its WebSockets would act on a copy of the session; serve WebSockets without --state-store."
-        )
-    }
-
     /// 400: the body claims to be JSON and is not.
     package static func malformedJSON(_ message: String) -> Problem {
         Problem(status: 400, type: urn("malformed-json"), title: "Malformed JSON", detail: "The request body is not valid JSON: \(message).")

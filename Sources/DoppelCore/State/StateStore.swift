@@ -76,6 +76,27 @@ package protocol StateStore: Sendable {
 
     /// Whether this replica reaches the store now, and what health says of it.
     func health() -> (reachable: Bool, details: JSONObject)
+
+    /// Hands `message`, made on this replica, to the other replicas (in
+    /// memory there are none: nothing is done).
+    func broadcast(_ message: ReplicaMessage)
+
+    /// Where the messages other replicas broadcast arrive (each once, in the
+    /// order its replica made them), and whether this replica follows
+    /// events now (a dashboard or `/__doppel/events` is open on it).
+    func receive(_ deliver: @escaping @Sendable (ReplicaMessage) -> Void, followsEvents: @escaping @Sendable () -> Bool)
+
+    /// Whether another replica follows events: this replica's answers are
+    /// then broadcast as events (known within one poll of the store).
+    var othersFollowEvents: Bool { get }
+}
+
+/// What one replica tells the others.
+package enum ReplicaMessage: Sendable, Equatable {
+    /// Messages pushed to `session`'s sockets, by an answer or a rule (`from`).
+    case pushes([RenderedPush], session: String, from: String)
+    /// An event of `/__doppel/events` (`request`, `socket`, `state`...), for `session` (nil: for every reader), its data JSON text.
+    case event(String, session: String?, json: [UInt8])
 }
 
 /// What a store gives back: now, when it holds what is asked in this
@@ -89,6 +110,12 @@ extension StateStore {
     package var isLocal: Bool { false }
 
     package func keep(_ entry: Journal.Entry) {}
+
+    package func broadcast(_ message: ReplicaMessage) {}
+
+    package func receive(_ deliver: @escaping @Sendable (ReplicaMessage) -> Void, followsEvents: @escaping @Sendable () -> Bool) {}
+
+    package var othersFollowEvents: Bool { false }
 
     /// A store outside the process: the session's row is read and locked,
     /// `body` runs on a copy (a new session for a row not stored yet: the

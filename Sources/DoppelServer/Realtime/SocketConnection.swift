@@ -40,6 +40,8 @@ final class SocketConnection: ChannelInboundHandler, RemovableChannelHandler {
     /// A GraphQL socket's operations waiting to run, in order, and whether one runs now.
     var works: [GraphQLSocketSession.Work] = []
     var working = false
+    /// The socket's rules, run in its session one at a time.
+    private let rules = RuleQueue()
 
     init(answerer: Answerer, opening: SocketOpening) {
         self.answerer = answerer
@@ -214,23 +216,53 @@ final class SocketConnection: ChannelInboundHandler, RemovableChannelHandler {
             return
         }
         let started = ContinuousClock.now
-        let outcome = engine.socketMessage(text, of: opening)
-        let entry = engine.journalSocket(
-            opening, method: "RECEIVE", rule: outcome.rule, outcome: outcome, message: text,
-            durationMicros: (ContinuousClock.now - started).wholeMicroseconds)
-        publish(entry)
-        perform(outcome)
+        let (engine, opening) = (self.engine, self.opening)
+        decide(
+            { session in engine.socketMessage(text, of: opening, in: session) },
+            then: { [self] outcome in
+                let outcome = outcome ?? SocketOutcome(rule: nil)
+                let entry = engine.journalSocket(
+                    opening, method: "RECEIVE", rule: outcome.rule, outcome: outcome, message: text,
+                    durationMicros: (ContinuousClock.now - started).wholeMicroseconds)
+                publish(entry)
+                perform(outcome)
+            })
     }
 
     /// A scheduled rule: sent only if its `when` holds.
     private func run(_ rule: SocketRule, scheduled: Bool) {
-        guard !closing, let outcome = engine.runSocketRule(rule, of: opening) else { return }
-        let entry = engine.journalSocket(opening, method: "SEND", rule: outcome.rule, outcome: outcome)
-        publish(entry)
-        // Its own delay was waited already (on_connect); `every` has none.
-        var now = outcome
-        now.delay = 0
-        perform(now)
+        guard !closing else { return }
+        let (engine, opening) = (self.engine, self.opening)
+        decide(
+            { session in engine.runSocketRule(rule, of: opening, in: session) },
+            then: { [self] outcome in
+                guard var outcome else { return }
+                // A shared store committed the rule while the socket closed: its change and pushes stand, its messages are not sent.
+                if closing { outcome.reason = Reason("the rule ran; its messages were not sent: the socket closed while the state store answered") }
+                let entry = engine.journalSocket(opening, method: "SEND", rule: outcome.rule, outcome: outcome)
+                publish(entry)
+                // Its own delay was waited already (on_connect); `every` has none.
+                var now = outcome
+                now.delay = 0
+                perform(now)
+            })
+    }
+
+    /// Runs a rule in the socket's session through the store (`RuleQueue`).
+    /// A store out of reach, or falling `maximumWaiting` rules behind,
+    /// closes the socket 1013 (try again later).
+    private func decide(_ rule: @escaping @Sendable (Session) -> SocketOutcome?, then done: @escaping (SocketOutcome?) -> Void) {
+        guard let loop = context?.eventLoop else { return }
+        rules.run(rule, session: opening.session, store: answerer.store, engine: engine, loop: loop, then: done) { [self] trouble in
+            switch trouble {
+            case .failed(let why):
+                close(SocketClose(code: 1013, reason: "the state store is out of reach"), by: "the state store failed: \(why)")
+            case .behind(let count):
+                close(
+                    SocketClose(code: 1013, reason: "the state store falls behind; try again later"),
+                    by: "\(count) of the socket's messages and rules already wait for the state store")
+            }
+        }
     }
 
     /// An `every` rule, run each `interval` from the last run until the
@@ -252,7 +284,7 @@ final class SocketConnection: ChannelInboundHandler, RemovableChannelHandler {
 
     /// What a rule decided: its messages (after its delay), its pushes, its close.
     private func perform(_ outcome: SocketOutcome) {
-        if !outcome.pushes.isEmpty { hub.push(outcome.pushes, session: opening.session, from: opening.endpointID + "." + (outcome.rule ?? "")) }
+        answerer.push(outcome.pushes, session: opening.session, from: opening.endpointID + "." + (outcome.rule ?? ""))
         guard !outcome.messages.isEmpty || outcome.close != nil else { return }
         let send = { [self] in
             for message in outcome.messages { sendText(message) }
@@ -398,6 +430,7 @@ final class SocketConnection: ChannelInboundHandler, RemovableChannelHandler {
         scheduled = [:]
         idleTimer?.cancel()
         idleTimer = nil
+        rules.clear()
         hub.leave(ObjectIdentifier(self), session: opening.session)
     }
 

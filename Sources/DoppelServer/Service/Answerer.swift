@@ -48,6 +48,14 @@ struct Answerer: Sendable {
         self.callbacks = CallbackSender(allowed: callbackAllow)
         self.events = EventHub(maximumReaders: maxEventStreams)
         self.store = shared ?? MemoryState(slot: slot)
+        // Pushes other replicas made reach the sockets held here; their events, the readers here.
+        store.receive(
+            { [sockets, events] message in
+                switch message {
+                case .pushes(let pushes, let session, let from): sockets.push(pushes, session: session, from: from)
+                case .event(let event, let session, let json): events.publish(event, session: session, json: json)
+                }
+            }, followsEvents: { [events] in events.isObserved })
         self.recorder = recorder
         self.upstream = proxy.map { Upstream(base: $0, timeout: proxyTimeout) }
         var admin = AdminAPI(slot: slot, token: adminToken, catalog: scenarios, log: log)
@@ -103,15 +111,12 @@ struct Answerer: Sendable {
             }
         }
         // Calls that change no session's state, clock or scenario, nor the journal, are not events.
-        guard events.isObserved, (200..<300).contains(response.status), let call = AdminCall.of(request), call.changes else { return response }
+        guard events.isObserved || store.othersFollowEvents, (200..<300).contains(response.status), let call = AdminCall.of(request), call.changes
+        else { return response }
         let everyone = call.reach == .journal || (call.reach == .sessionOrEvery && admin.namesNoSession(request))
         let session: String? = everyone ? nil : admin.namedSession(request)
-        events.publish(
-            call.reach == .journal ? "journal" : "state", session: session,
-            data: .object(
-                JSONObject([
-                    ("session", session.map(JSON.string) ?? .null), ("call", .string("\(request.method) \(request.path)")),
-                ])))
+        let data = JSONObject([("session", session.map(JSON.string) ?? .null), ("call", .string("\(request.method) \(request.path)"))])
+        announce(call.reach == .journal ? "journal" : "state", session: session, json: JSONWriter.encode(.object(data)))
         return response
     }
 
@@ -151,10 +156,6 @@ struct Answerer: Sendable {
         }
         // Names are lowercase already: one pass, no allocation, on every request.
         if refusal == nil, request.headers.contains(where: { $0.name == "upgrade" }) {
-            if !store.isLocal, engine.contract.endpoints.contains(where: { $0.socket != nil }) {
-                // A socket's rules would change a copy of its session; refused before the store is touched.
-                return .now(Decision(unjournaled: Problem.socketsNeedLocalState().response()))
-            }
             if let origin = request.header("origin"), !permits(origin: origin, of: request) {
                 return .now(engine.decide(request, refusing: .socketOriginRefused(origin)))
             }
@@ -183,19 +184,17 @@ struct Answerer: Sendable {
         let micros = (ContinuousClock.now - started).wholeMicroseconds
         let sequence = store.append(decision, status: status, durationMicros: micros, engine: engine)
         // Built only while someone follows the events.
-        if events.isObserved, events.wants(session: decision.entry?.session),
+        if events.wants(session: decision.entry?.session) || store.othersFollowEvents,
             let event = EventHub.answer(decision, of: request, sent: status, sequence: sequence, durationMicros: micros)
         {
-            events.publish("request", session: event.session, json: event.json)
+            announce("request", session: event.session, json: event.json)
         }
         log.request(
             method: request.method, path: request.path, status: status, endpointID: decision.entry?.endpointID,
             session: request.sessionID, durationMicros: micros)
         guard let effects = decision.effects, let entry = decision.entry else { return }
         // Messages for the session's open sockets, once the answer that sends them is out.
-        if !effects.pushes.isEmpty {
-            sockets.push(effects.pushes, session: entry.session, from: entry.responseName ?? entry.endpointID ?? "a response")
-        }
+        push(effects.pushes, session: entry.session, from: entry.responseName ?? entry.endpointID ?? "a response")
         if !effects.callbacks.isEmpty {
             let slot = self.slot
             // A request Doppel sent as a callback says how deep in a chain of them it is.
@@ -208,14 +207,30 @@ struct Answerer: Sendable {
         }
     }
 
+    /// An event for `/__doppel/events` and the dashboard: to the readers
+    /// here, and through a shared store to the other replicas' while any
+    /// follows.
+    func announce(_ event: String, session: String?, json: [UInt8]) {
+        if events.isObserved { events.publish(event, session: session, json: json) }
+        if store.othersFollowEvents { store.broadcast(.event(event, session: session, json: json)) }
+    }
+
+    /// Hands pushed messages to the session's sockets: those held here at
+    /// once, and through a shared store those the other replicas hold.
+    func push(_ pushes: [RenderedPush], session: String, from: String) {
+        guard !pushes.isEmpty else { return }
+        sockets.push(pushes, session: session, from: from)
+        store.broadcast(.pushes(pushes, session: session, from: from))
+    }
+
     /// An entry the engine journaled beside the answers (a socket's or a
     /// stream's message, a callback's attempt): kept where the store's
     /// journal is read, published as an `event` of that kind to the
     /// dashboard and `/__doppel/events`, and logged.
     func publish(_ entry: Journal.Entry, as event: String) {
         store.keep(entry)
-        if events.isObserved, events.wants(session: entry.session) {
-            events.publish(event, session: entry.session, data: entry.json)
+        if events.wants(session: entry.session) || store.othersFollowEvents {
+            announce(event, session: entry.session, json: JSONWriter.encode(entry.json))
         }
         log.request(
             method: entry.method, path: entry.path, status: entry.status, endpointID: entry.endpointID, session: entry.session,

@@ -32,6 +32,8 @@ extension HTTP2StreamDoor {
         var rate: MessageRate
         /// The client ended its half, and the call ends once nothing waits to be sent.
         var endWhenIdle = false
+        /// The stream's rules, run in its session one at a time.
+        let rules = RuleQueue()
     }
 
     /// Whether a method's calls are answered by its `stream:` rules.
@@ -79,13 +81,17 @@ extension HTTP2StreamDoor {
         self.conversation = conversation
         let started = ContinuousClock.now
         let text = JSONWriter.encodeString(message)
-        let engine = answerer.slot.versioned.engine
-        let outcome = engine.socketMessage(text, of: conversation.opening)
-        publish(
-            engine.journalSocket(
-                conversation.opening, method: "RECEIVE", rule: outcome.rule, status: 200, outcome: outcome, message: text,
-                durationMicros: (ContinuousClock.now - started).wholeMicroseconds))
-        perform(outcome, call)
+        let (engine, opening) = (answerer.slot.versioned.engine, conversation.opening)
+        decide(
+            { session in engine.socketMessage(text, of: opening, in: session) },
+            then: { [self] outcome in
+                let outcome = outcome ?? SocketOutcome(rule: nil)
+                publish(
+                    engine.journalSocket(
+                        opening, method: "RECEIVE", rule: outcome.rule, status: 200, outcome: outcome, message: text,
+                        durationMicros: (ContinuousClock.now - started).wholeMicroseconds))
+                perform(outcome, call)
+            })
     }
 
     /// The client ended its half: a client stream's `on_end` rule runs, and
@@ -94,18 +100,46 @@ extension HTTP2StreamDoor {
     /// one message: the stream stays open for its rules and pushes.
     func clientEnded() {
         guard let conversation, let call, !ended, conversation.method.clientStreaming else { return }
-        let engine = answerer.slot.versioned.engine
+        let (engine, opening) = (answerer.slot.versioned.engine, conversation.opening)
         self.conversation?.endWhenIdle = true
-        if let outcome = engine.streamEnded(of: conversation.opening) {
-            publish(engine.journalSocket(conversation.opening, method: "SEND", rule: outcome.rule, status: 200, outcome: outcome))
-            perform(outcome, call)
-        }
-        endIfIdle()
+        guard engine.rules(of: opening.endpointID)?.onEnd.isEmpty == false else { return endIfIdle() }
+        decide(
+            { session in engine.streamEnded(of: opening, in: session) },
+            then: { [self] outcome in
+                guard let outcome else { return }
+                publish(engine.journalSocket(opening, method: "SEND", rule: outcome.rule, status: 200, outcome: outcome))
+                perform(outcome, call)
+            })
     }
 
-    /// Ends a call whose client is done once no delayed send waits.
+    /// Runs a rule in the stream's session through the store (`RuleQueue`),
+    /// then ends a call whose client is done if nothing more waits. A store
+    /// out of reach, or falling behind, ends the call `UNAVAILABLE`.
+    func decide(_ rule: @escaping @Sendable (Session) -> SocketOutcome?, then done: @escaping (SocketOutcome?) -> Void) {
+        guard let conversation, let loop else { return }
+        conversation.rules.run(
+            rule, session: conversation.opening.session, store: answerer.store, engine: answerer.slot.versioned.engine, loop: loop,
+            then: { [self, opening = conversation.opening] outcome in
+                // After the stream's end too: a shared store committed the rule, so it is journaled and its pushes go;
+                // its messages find no stream (`perform` sends nothing once the conversation is over).
+                if self.conversation == nil, let outcome {
+                    answerer.push(outcome.pushes, session: opening.session, from: opening.endpointID + "." + (outcome.rule ?? ""))
+                }
+                done(outcome)
+                endIfIdle()
+            },
+            trouble: { [self] trouble in
+                switch trouble {
+                case .failed(let why): endStream(14, message: "The state store is out of reach: \(why)", status: nil)
+                case .behind(let count):
+                    endStream(14, message: "\(count) of the stream's messages and rules already wait for the state store", status: nil)
+                }
+            })
+    }
+
+    /// Ends a call whose client is done once no rule or delayed send waits.
     func endIfIdle() {
-        guard let conversation, conversation.endWhenIdle, conversation.scheduled.isEmpty else { return }
+        guard let conversation, conversation.endWhenIdle, conversation.scheduled.isEmpty, conversation.rules.isIdle else { return }
         endStream(0, message: "", status: nil)
     }
 
@@ -113,7 +147,7 @@ extension HTTP2StreamDoor {
     func perform(_ outcome: SocketOutcome, _ call: Call) {
         guard let opening = conversation?.opening else { return }
         if !outcome.pushes.isEmpty {
-            answerer.sockets.push(outcome.pushes, session: opening.session, from: opening.endpointID + "." + (outcome.rule ?? ""))
+            answerer.push(outcome.pushes, session: opening.session, from: opening.endpointID + "." + (outcome.rule ?? ""))
         }
         guard !outcome.messages.isEmpty || outcome.end != nil else { return }
         let sendNow = { [self] in
@@ -168,12 +202,16 @@ extension HTTP2StreamDoor {
     /// A scheduled rule (`on_connect`, `every`): sent only if its `when` holds.
     func runScheduled(_ rule: SocketRule) {
         guard let conversation, let call, !ended else { return }
-        let engine = answerer.slot.versioned.engine
-        guard var outcome = engine.runSocketRule(rule, of: conversation.opening) else { return }
-        publish(engine.journalSocket(conversation.opening, method: "SEND", rule: outcome.rule, status: 200, outcome: outcome))
-        // Its own delay was waited already.
-        outcome.delay = 0
-        perform(outcome, call)
+        let (engine, opening) = (answerer.slot.versioned.engine, conversation.opening)
+        decide(
+            { session in engine.runSocketRule(rule, of: opening, in: session) },
+            then: { [self] outcome in
+                guard var outcome else { return }
+                publish(engine.journalSocket(opening, method: "SEND", rule: outcome.rule, status: 200, outcome: outcome))
+                // Its own delay was waited already.
+                outcome.delay = 0
+                perform(outcome, call)
+            })
     }
 
     /// An `every` rule, run each `interval` until the stream ends; found by
@@ -224,6 +262,7 @@ extension HTTP2StreamDoor {
     func streamOver(status: Int, because cause: String?) {
         guard let conversation else { return }
         self.conversation = nil
+        conversation.rules.clear()
         for timer in conversation.timers { timer?.cancel() }
         for task in conversation.scheduled.values { task.cancel() }
         answerer.sockets.leave(ObjectIdentifier(self), session: conversation.opening.session)

@@ -238,10 +238,6 @@ final class HTTP2StreamDoor: ChannelInboundHandler {
             let id = String(path.dropFirst())
             call.streamEndpoint = engine.contract.endpoints.contains { $0.id == id } ? id : nil
             call.rules = call.streamEndpoint != nil && Self.hasRules(path, engine: engine)
-            guard !call.rules || answerer.store.isLocal else {
-                // Its rules would change a copy of the session, as a WebSocket's would.
-                return answerStatus(12, message: "\(id) answers by its stream's rules, which need the server's own state (not --state-store)")
-            }
         }
         phase = .reading(call)
         // A method the `.proto` does not declare is answered at once, its messages unread;
