@@ -68,6 +68,17 @@ extension SharedStateTests {
               - body: { ticks: "{{ state.ticks }}", used: "{{ state.used }}", beats: "{{ state.beats }}" }
         """
 
+    /// Two replicas of `counting`, each listening for the other's messages, stopped after `body`.
+    func withCountingReplicas(_ body: (SharedReplicas, [TestClient]) async throws -> Void) async throws {
+        try await withTemporaryContract(Self.counting) { file in
+            let replicas = try await SharedReplicas.start(2, contract: file, timeout: 30)
+            let clients = replicas.clients()
+            try await listening(clients)
+            try await body(replicas, clients)
+            await replicas.stop()
+        }
+    }
+
     /// Waits until every replica listens for the others' messages (health's `replica_messages.listening`).
     func listening(_ clients: [TestClient]) async throws {
         for client in clients {
@@ -97,10 +108,7 @@ extension SharedStateTests {
 
     @Test("1,000 pushes made by requests to one replica reach a socket on the other, and one on the same, each in order and once")
     func pushesCrossReplicas() async throws {
-        try await withTemporaryContract(Self.counting) { file in
-            let replicas = try await SharedReplicas.start(2, contract: file, timeout: 30)
-            let clients = replicas.clients()
-            try await listening(clients)
+        try await withCountingReplicas { replicas, clients in
             let far = try await open(replicas.replicas[1], "/live", session: "pushes")
             let near = try await open(replicas.replicas[0], "/live", session: "pushes")
             let other = try await open(replicas.replicas[1], "/live", session: "another")
@@ -122,15 +130,12 @@ extension SharedStateTests {
             #expect(health?["received"]?.intValue == 1_000, "\(health ?? .null)")
             #expect(health?["lost"]?.intValue == 0)
             for socket in [far, near, other] { await socket.close() }
-            await replicas.stop()
         }
     }
 
     @Test("8 sockets on each replica and 200 HTTP requests over both take from one limit of 50: exactly 50 taken, every other refused")
     func socketsAndRequestsCountExactly() async throws {
-        try await withTemporaryContract(Self.counting) { file in
-            let replicas = try await SharedReplicas.start(2, contract: file, timeout: 30)
-            let clients = replicas.clients()
+        try await withCountingReplicas { replicas, clients in
             var sockets: [WebSocketClient] = []
             for index in 0..<16 { sockets.append(try await open(replicas.replicas[index % 2], "/live", session: "limit")) }
             let (taken, refused, statuses) = try await withThrowingTaskGroup(of: (Int, Int, [Int]).self) { group in
@@ -164,15 +169,12 @@ extension SharedStateTests {
             let received = (journal.json?["entries"]?.arrayValue ?? []).filter { $0["method"] == "RECEIVE" }
             #expect(received.count == 160)
             for socket in sockets { await socket.close() }
-            await replicas.stop()
         }
     }
 
     @Test("An `every` rule runs once per tick for each socket, on the replica that holds it, in the shared session")
     func everyRulesRunOncePerSocket() async throws {
-        try await withTemporaryContract(Self.counting) { file in
-            let replicas = try await SharedReplicas.start(2, contract: file, timeout: 30)
-            let clients = replicas.clients()
+        try await withCountingReplicas { replicas, clients in
             let first = try await open(replicas.replicas[0], "/beating", session: "beats")
             let second = try await open(replicas.replicas[1], "/beating", session: "beats")
             async let firstTexts = texts(first, count: 10)
@@ -190,7 +192,6 @@ extension SharedStateTests {
             let journal = try await clients[0].send("GET", "/__doppel/journal?session=beats&limit=1000")
             let sent = (journal.json?["entries"]?.arrayValue ?? []).filter { $0["method"] == "SEND" }
             #expect(counted >= 20 && counted == sent.count, "the counter is \(counted); \(sent.count) beats journaled")
-            await replicas.stop()
         }
     }
 
@@ -314,10 +315,7 @@ extension SharedStateTests {
 
     @Test("/__doppel/events on one replica carries the answers, socket messages and admin changes of the other, once another follows them")
     func eventsCrossReplicas() async throws {
-        try await withTemporaryContract(Self.counting) { file in
-            let replicas = try await SharedReplicas.start(2, contract: file, timeout: 30)
-            let clients = replicas.clients()
-            try await listening(clients)
+        try await withCountingReplicas { replicas, clients in
             let port = replicas.replicas[1].port
             let reader = try await RawSocket.run { () -> RawSocket in
                 let socket = try RawSocket(port: port)
@@ -339,7 +337,6 @@ extension SharedStateTests {
             #expect(seen.contains("event: socket\n") && seen.contains(#""method":"RECEIVE""#), "\(seen)")
             #expect(seen.contains("event: state\n"))
             await socket.close()
-            await replicas.stop()
         }
     }
 }
