@@ -125,8 +125,7 @@ extension PostgresStateStore {
         var lastSweep = SessionStore.uptime()
         while !Task.isCancelled {
             do {
-                try await Deadline.run(max(0.5, options.timeout)) { try await self.pollOnce() }
-                status.withLock { $0.lastPoll = SessionStore.uptime() }
+                try await pollTimed()
                 if SessionStore.uptime() - lastSweep > 5 {
                     lastSweep = SessionStore.uptime()
                     try await Deadline.run(max(2, options.timeout)) {
@@ -139,6 +138,14 @@ extension PostgresStateStore {
             }
             try? await Task.sleep(for: .seconds(Self.pollInterval))
         }
+    }
+
+    /// One poll, bounded in time. What it learned is as fresh as the poll's
+    /// start, when it read the epoch: `lastPoll` is that moment, not its end.
+    func pollTimed() async throws {
+        let started = SessionStore.uptime()
+        try await Deadline.run(max(0.5, options.timeout)) { try await self.pollOnce() }
+        status.withLock { $0.lastPoll = started }
     }
 
     private func pollOnce() async throws {

@@ -91,8 +91,8 @@ package final class PostgresStateStore: StateStore, Sendable {
     struct Status {
         /// Sessions with an active scenario that overrides something: their requests all go to the database.
         var overridden: Set<String> = []
-        /// The epoch last acknowledged.
-        var epoch: Int64 = 0
+        /// The epoch last acknowledged (none yet: the first poll reads the override set whatever the epoch).
+        var epoch: Int64 = -1
         /// Monotonic seconds of the last poll that reached the database.
         var lastPoll: Double?
         /// The last error the store gave, for health.
@@ -187,6 +187,10 @@ package final class PostgresStateStore: StateStore, Sendable {
             store.stop()
             throw OpeningError(description: "cannot use the state store \(Self.redacted(options.url)): \(Self.describe(error))")
         }
+        // One poll before serving: the replica is in the list of live replicas (so every barrier
+        // waits for it) and knows the override set before it answers anything from that knowledge.
+        // (Should it fail, the replica trusts no knowledge and asks the store until a poll passes.)
+        try? await store.pollTimed()
         store.tasks.withLock {
             $0.append(Task { await store.poll() })
             $0.append(Task { await store.sendPushes() })
