@@ -23,8 +23,9 @@ extension PostgresStateStore {
     /// `NOTIFY`'s payload is at most 8,000 bytes: a larger batch waits in
     /// `doppel_pushes`, and its notification names its row.
     static let maximumInlinePush = 7_900
-    /// Batches waiting to be sent; past it a batch is lost and counted (health's `replica_messages.lost`).
+    /// Batches waiting to be sent, and their bytes; past either a batch is lost and counted (health's `replica_messages.lost`).
     static let maximumPushesWaiting = 10_000
+    package static let maximumMessageBytesWaiting = 64 << 20
     /// How long a large batch's row is kept for the replicas to read it.
     static let pushesKeptFor = 60
 
@@ -39,8 +40,22 @@ extension PostgresStateStore {
                 ("event", .string(event)), ("session", session.map(JSON.string) ?? .null), ("json", .string(String(decoding: json, as: UTF8.self))),
             ]
         }
-        if case .dropped = outgoing.continuation.yield(JSONWriter.encodeString(.object(JSONObject(fields)))) {
-            status.withLock { $0.messagesLost += 1 }
+        let payload = JSONWriter.encodeString(.object(JSONObject(fields)))
+        let size = payload.utf8.count
+        let room = status.withLock { status in
+            guard status.messageBytesWaiting + size <= options.messageBytesWaiting else {
+                status.messagesLost += 1
+                return false
+            }
+            status.messageBytesWaiting += size
+            return true
+        }
+        guard room else { return }
+        if case .dropped = outgoing.continuation.yield(payload) {
+            status.withLock {
+                $0.messageBytesWaiting -= size
+                $0.messagesLost += 1
+            }
         }
     }
 
@@ -55,9 +70,13 @@ extension PostgresStateStore {
         for await payload in outgoing.stream {
             do {
                 try await Deadline.run(max(1, options.timeout)) { try await self.notify(payload) }
-                status.withLock { $0.messagesSent += 1 }
+                status.withLock {
+                    $0.messageBytesWaiting -= payload.utf8.count
+                    $0.messagesSent += 1
+                }
             } catch {
                 status.withLock {
+                    $0.messageBytesWaiting -= payload.utf8.count
                     $0.messagesLost += 1
                     $0.lastError = "a push could not be sent to the other replicas: \(Self.describe(error))"
                 }
@@ -74,7 +93,7 @@ extension PostgresStateStore {
         try await client.query(
             """
             WITH kept AS (INSERT INTO doppel_pushes (payload) VALUES (\(payload)) RETURNING id)
-            SELECT pg_notify(\(Self.pushChannel), json_build_object('row', id, 'namespace', \(options.namespace)::text)::text) FROM kept
+            SELECT pg_notify(\(Self.pushChannel), json_build_object('row', id, 'namespace', \(options.namespace)::text, 'replica', \(replica)::text)::text) FROM kept
             """, logger: logger)
     }
 
@@ -100,7 +119,9 @@ extension PostgresStateStore {
     }
 
     private func received(_ payload: String) async {
-        guard var batch = try? JSONReader.parse(Array(payload.utf8)), batch["namespace"]?.stringValue == options.namespace else { return }
+        guard var batch = try? JSONReader.parse(Array(payload.utf8)), batch["namespace"]?.stringValue == options.namespace,
+            batch["replica"]?.stringValue != replica
+        else { return }
         if let row = batch["row"]?.intValue {
             var text: String?
             do {
@@ -110,10 +131,17 @@ extension PostgresStateStore {
                     text = found
                 }
             } catch {
+                status.withLock {
+                    $0.messagesLost += 1
+                    $0.lastError = "a large batch of pushes could not be read: \(Self.describe(error))"
+                }
+                return
+            }
+            // Gone (swept after `pushesKeptFor`, read that late) or unreadable: lost, and counted.
+            guard let text, let read = try? JSONReader.parse(Array(text.utf8)) else {
                 status.withLock { $0.messagesLost += 1 }
                 return
             }
-            guard let text, let read = try? JSONReader.parse(Array(text.utf8)) else { return }
             batch = read
         }
         guard batch["replica"]?.stringValue != replica, let deliver = link.withLock({ $0?.deliver }) else { return }

@@ -78,7 +78,7 @@ extension PostgresStateStore {
                 .object(
                     JSONObject([
                         ("listening", .bool(state.listening)), ("sent", .int(state.messagesSent)), ("received", .int(state.messagesReceived)),
-                        ("lost", .int(state.messagesLost)),
+                        ("lost", .int(state.messagesLost)), ("waiting_bytes", .int(state.messageBytesWaiting)),
                     ]))
             ),
         ])

@@ -42,6 +42,8 @@ package final class PostgresStateStore: StateStore, Sendable {
         package var timeout: Double = 2
         /// The most connections this replica opens.
         package var connections = 20
+        /// The most bytes of messages (pushes, events) waiting to go to the other replicas; past it a message is lost and counted.
+        package var messageBytesWaiting = PostgresStateStore.maximumMessageBytesWaiting
 
         package init(url: String) {
             self.url = url
@@ -105,6 +107,8 @@ package final class PostgresStateStore: StateStore, Sendable {
         var messagesSent = 0
         var messagesReceived = 0
         var messagesLost = 0
+        /// Bytes of messages waiting in `outgoing`, within `Options.messageBytesWaiting`.
+        var messageBytesWaiting = 0
         /// Whether this replica listens for the others' pushes now.
         var listening = false
         /// Whether another live replica follows events (its heartbeat says so).

@@ -92,7 +92,8 @@ struct SharedReplicas {
     /// `count` replicas of `contract` in a namespace of their own (a new one per call).
     static func start(
         _ count: Int, contract file: String, namespace: String = "t-\(UUID().uuidString.prefix(8))",
-        timeout: Double = 2, scenario: String? = nil, sessionLimit: Int? = nil, url: String? = nil, agents: Bool = false
+        timeout: Double = 2, scenario: String? = nil, sessionLimit: Int? = nil, url: String? = nil, agents: Bool = false,
+        messageBytesWaiting: Int = PostgresStateStore.maximumMessageBytesWaiting
     ) async throws -> SharedReplicas {
         var replicas: [Replica] = []
         for _ in 0..<count {
@@ -110,6 +111,7 @@ struct SharedReplicas {
             options.namespace = namespace
             options.timeout = timeout
             options.connections = 8
+            options.messageBytesWaiting = messageBytesWaiting
             let store = try await PostgresStateStore.open(options, engine: engine, catalog: catalog)
             let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
             let app = buildApplication(

@@ -1,4 +1,5 @@
 import DoppelCore
+import DoppelPostgres
 import DoppelProtobuf
 import DoppelRunner
 import DoppelTestSupport
@@ -61,6 +62,14 @@ extension SharedStateTests {
                 body: { used: "{{ state.used }}" }
               - status: 402
                 body: { error: limit_reached }
+          shout:
+            request: POST /shout
+            auth: none
+            responses:
+              - status: 204
+                push:
+                  - socket: live
+                    send: { said: "{{ body.text }}" }
           counts:
             request: GET /counts
             auth: none
@@ -69,9 +78,11 @@ extension SharedStateTests {
         """
 
     /// Two replicas of `counting`, each listening for the other's messages, stopped after `body`.
-    func withCountingReplicas(_ body: (SharedReplicas, [TestClient]) async throws -> Void) async throws {
+    func withCountingReplicas(
+        messageBytesWaiting: Int = PostgresStateStore.maximumMessageBytesWaiting, _ body: (SharedReplicas, [TestClient]) async throws -> Void
+    ) async throws {
         try await withTemporaryContract(Self.counting) { file in
-            let replicas = try await SharedReplicas.start(2, contract: file, timeout: 30)
+            let replicas = try await SharedReplicas.start(2, contract: file, timeout: 30, messageBytesWaiting: messageBytesWaiting)
             let clients = replicas.clients()
             try await listening(clients)
             try await body(replicas, clients)
@@ -130,6 +141,41 @@ extension SharedStateTests {
             #expect(health?["received"]?.intValue == 1_000, "\(health ?? .null)")
             #expect(health?["lost"]?.intValue == 0)
             for socket in [far, near, other] { await socket.close() }
+        }
+    }
+
+    @Test(
+        "A batch past NOTIFY's 8,000 bytes crosses through doppel_pushes; one past the bytes that may wait is lost and counted, and the next arrives")
+    func largeBatchesCross() async throws {
+        try await withCountingReplicas(messageBytesWaiting: 50_000) { replicas, clients in
+            let far = try await open(replicas.replicas[1], "/live", session: "large")
+            let near = try await open(replicas.replicas[0], "/live", session: "large")
+            func shout(_ text: String) async throws {
+                let answer = try await clients[0].send("POST", "/shout", json: ["text": .string(text)], token: nil, session: "large")
+                #expect(answer.status == 204)
+            }
+            let large = String(repeating: "a", count: 20_000)
+            let tooLarge = String(repeating: "b", count: 60_000)
+            try await shout(large)
+            try await shout(tooLarge)
+            try await shout("small")
+            let said = { (text: String) in #"{"said":"\#(text)"}"# }
+            let farGot = await texts(far, count: 2)
+            #expect(farGot == [said(large), said("small")], "the one past the bytes that may wait does not cross: \(farGot.map { $0.prefix(40) })")
+            #expect(await far.receive(within: 0.5) == nil)
+            // The replica that holds a socket hands it every push, whatever crosses.
+            let nearGot = await texts(near, count: 3)
+            #expect(nearGot == [said(large), said(tooLarge), said("small")], "\(nearGot.map { $0.prefix(40) })")
+            // (The sender counts a batch sent once the database answered it, which may be after the other replica heard it.)
+            var sender: JSON?
+            let counted = try await eventually(within: 10) {
+                sender = try await clients[0].send("GET", "/__doppel/health").json?["state_store"]?["replica_messages"]
+                return sender?["sent"]?.intValue == 2
+            }
+            #expect(counted && sender?["lost"]?.intValue == 1 && sender?["waiting_bytes"]?.intValue == 0, "\(sender ?? .null)")
+            let receiver = try await clients[1].send("GET", "/__doppel/health").json?["state_store"]?["replica_messages"]
+            #expect(receiver?["received"]?.intValue == 2 && receiver?["lost"]?.intValue == 0, "\(receiver ?? .null)")
+            for socket in [far, near] { await socket.close() }
         }
     }
 

@@ -98,7 +98,8 @@ struct HardeningRoundThreeTests {
               on_message:
                 - name: later
                   when: message == 'later'
-                  delay: 60s
+                  # Longer than a loaded machine may take to read the test's 1,200 messages, so none is sent and frees its place.
+                  delay: 30m
                   send: { late: true }
           ticks: { request: GET /ticks, auth: none, responses: [ { body: { ticks: "{{ state.ticks }}" } } ] }
         """
