@@ -11,13 +11,24 @@
 # /api/v1/free-stories?language=en and `generate` POST
 # /api/v1/stories/generate (in a premium session) of contracts/tales.yaml.
 # Run builds alternately, several times: single runs vary by a few percent.
+#
+# STORE=1 serves with `--state-store` on the throwaway PostgreSQL of
+# .ci/postgres.sh (a namespace of its own per run) and reports the CPU time
+# of doppel and of PostgreSQL's processes per request (user and system time
+# from /proc, in clock ticks: use N of a few thousand). With `generate`,
+# each request is one session's read and write, none contending.
 set -euo pipefail
 BIN=$1; PORT=$2; N=${N:-20000}; KIND=${3:-fixed}
 cd "$(dirname "$0")/.."
 command -v perf >/dev/null || { echo "cpu-per-request: needs perf (Debian's linux-perf)" >&2; exit 1; }
 W=$(mktemp -d)
 if [ "$KIND" = fixed ]; then CONTRACT=Benchmarks/fixed.yaml; else CONTRACT=contracts/tales.yaml; fi
-"$BIN" serve "$CONTRACT" --port $PORT --log-format none > $W/log 2>&1 &
+STORE_ARGS=()
+if [ -n "${STORE:-}" ]; then
+  bash .ci/postgres.sh setup >/dev/null
+  STORE_ARGS=(--state-store "$(bash .ci/postgres.sh url)" --state-namespace "cpu-$$-$RANDOM")
+fi
+"$BIN" serve "$CONTRACT" --port $PORT --log-format none "${STORE_ARGS[@]}" > $W/log 2>&1 &
 P=$!
 for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$PORT/__doppel/health" >/dev/null && break; sleep 0.1; done
 TOKEN='Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIzZjJiOGMxZS03ZDRhLTRlNTktOWIxYy0yYTZmMGU4ZDRjNzEiLCJyb2xlIjoiYXV0aGVudGljYXRlZCJ9.c2lnbmF0dXJl'
@@ -49,6 +60,17 @@ for i in range(n):
 PY
 }
 client 2000
+if [ -n "${STORE:-}" ]; then
+  ticks() { for pid in "$@"; do awk '{ print $14 + $15 }' "/proc/$pid/stat" 2>/dev/null; done | awk '{ s += $1 } END { print s + 0 }'; }
+  doppel_before=$(ticks $P); postgres_before=$(ticks $(pgrep -u postgres))
+  client "$N"
+  doppel=$(( ($(ticks $P) - doppel_before) * 1000000000 / $(getconf CLK_TCK) / N ))
+  postgres=$(( ($(ticks $(pgrep -u postgres)) - postgres_before) * 1000000000 / $(getconf CLK_TCK) / N ))
+  kill $P; wait $P 2>/dev/null || true
+  echo "$(basename $BIN) $KIND with --state-store: $doppel ns of doppel's CPU and $postgres ns of PostgreSQL's per request"
+  rm -rf $W
+  exit 0
+fi
 perf stat -x, -e task-clock -p $P -o $W/perf -- sleep 30 &
 PS=$!
 sleep 0.3

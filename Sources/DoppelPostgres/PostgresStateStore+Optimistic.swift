@@ -51,40 +51,36 @@ extension PostgresStateStore {
     ) async throws -> T? {
         let namespace = options.namespace
         var row: (data: ByteBuffer?, version: Int64)?
-        for try await (data, version) in try await client.query(
-            "SELECT data, version FROM doppel_sessions WHERE namespace = \(namespace) AND id = \(id)", logger: logger
-        ).decode((ByteBuffer?, Int64).self) {
+        for try await (data, version) in try await client.execute(ReadSession(namespace: namespace, id: id), logger: logger) {
             row = (data, version)
         }
         let stored = try row?.data.map { try decoded($0) }
         let (result, data) = try body(stored)
         try checkTimeLeft(since: started)
-        let written: PostgresRowSequence
+        var kept = false
         switch (row?.version, data) {
         case (nil, nil):
             // Nothing stored, nothing to keep.
             return result
         case (nil, let data?):
-            written = try await client.query(
+            let written = try await client.query(
                 """
                 INSERT INTO doppel_sessions (namespace, id, data, size, scenario, has_overrides, last_used, version)
                 VALUES (\(namespace), \(id), \(Self.bytes(data)), \(data.stateSize), \(Self.storable(data.scenario?.name)),
                     \(Self.hasOverrides(data)), now(), 1)
                 ON CONFLICT DO NOTHING RETURNING 1
                 """, logger: logger)
+            for try await _ in written.decode(Int.self) { kept = true }
         case (let version?, nil):
-            written = try await client.query(
+            let written = try await client.query(
                 "DELETE FROM doppel_sessions WHERE namespace = \(namespace) AND id = \(id) AND version = \(version) RETURNING 1", logger: logger)
+            for try await _ in written.decode(Int.self) { kept = true }
         case (let version?, let data?):
-            written = try await client.query(
-                """
-                UPDATE doppel_sessions SET data = \(Self.bytes(data)), size = \(data.stateSize), scenario = \(Self.storable(data.scenario?.name)),
-                    has_overrides = \(Self.hasOverrides(data)), last_used = now(), version = version + 1
-                WHERE namespace = \(namespace) AND id = \(id) AND version = \(version) RETURNING 1
-                """, logger: logger)
+            let write = WriteSession(
+                data: Self.bytes(data), size: data.stateSize, scenario: Self.storable(data.scenario?.name), hasOverrides: Self.hasOverrides(data),
+                namespace: namespace, id: id, version: version)
+            for try await _ in try await client.execute(write, logger: logger) { kept = true }
         }
-        var kept = false
-        for try await _ in written.decode(Int.self) { kept = true }
         return kept ? result : nil
     }
 
