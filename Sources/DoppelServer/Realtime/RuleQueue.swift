@@ -14,7 +14,8 @@ final class RuleQueue {
     }
 
     private var running = false
-    private var waiting: [() -> Void] = []
+    /// The rules waiting their turn, oldest first (a ring: taken from the front, each in O(1)).
+    private var waiting = CircularBuffer<() -> Void>()
 
     /// Whether no rule runs or waits.
     var isIdle: Bool { !running && waiting.isEmpty }
@@ -54,7 +55,7 @@ final class RuleQueue {
 
     /// Forgets the rules waiting (the socket or stream ended).
     func clear() {
-        waiting = []
+        waiting.removeAll()
     }
 
     private func next() {
