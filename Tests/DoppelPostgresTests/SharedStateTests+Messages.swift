@@ -57,10 +57,10 @@ extension SharedStateTests {
             #expect(try await clients[0].send("POST", "/ping", token: nil, session: "hooks").status == 202)
             // Each attempt fails (nothing listens on port 9) and is journaled with status 0; read through the other replica.
             var attempts: [JSON] = []
-            for _ in 0..<100 where attempts.count < 2 {
-                try await Task.sleep(for: .milliseconds(50))
+            _ = try await eventually(within: 30) {
                 let journal = try await clients[1].send("GET", "/__doppel/journal?session=hooks&endpoint=ping.notify", token: nil)
                 attempts = journal.json?["entries"]?.arrayValue ?? []
+                return attempts.count >= 2
             }
             #expect(attempts.map { $0["method"] } == ["CALLBACK", "CALLBACK"])
             #expect(attempts.map { $0["status"] } == [0, 0])
