@@ -20,7 +20,8 @@
 set -euo pipefail
 BIN=$1; PORT=$2; N=${N:-20000}; KIND=${3:-fixed}
 cd "$(dirname "$0")/.."
-command -v perf >/dev/null || { echo "cpu-per-request: needs perf (Debian's linux-perf)" >&2; exit 1; }
+# (STORE=1 reads /proc and needs no perf.)
+[ -n "${STORE:-}" ] || command -v perf >/dev/null || { echo "cpu-per-request: needs perf (Debian's linux-perf)" >&2; exit 1; }
 W=$(mktemp -d)
 if [ "$KIND" = fixed ]; then CONTRACT=Benchmarks/fixed.yaml; else CONTRACT=contracts/tales.yaml; fi
 STORE_ARGS=()
