@@ -116,7 +116,7 @@ extension CommandLineTests {
         // The file the link points to is edited; the link itself is not touched.
         try Self.watchedContract(version: "two").write(to: real, atomically: true, encoding: .utf8)
         var version: JSON?
-        try await eventually(within: 10, every: .milliseconds(50)) {
+        try await eventually(within: 60, every: .milliseconds(50)) {
             version = try await client.send("POST", "/hit", token: nil).json?["version"]
             return version == "two"
         }

@@ -168,7 +168,7 @@ extension SharedStateTests {
             #expect(nearGot == [said(large), said(tooLarge), said("small")], "\(nearGot.map { $0.prefix(40) })")
             // (The sender counts a batch sent once the database answered it, which may be after the other replica heard it.)
             var sender: JSON?
-            let counted = try await eventually(within: 10) {
+            let counted = try await eventually(within: 60) {
                 sender = try await clients[0].send("GET", "/__doppel/health").json?["state_store"]?["replica_messages"]
                 return sender?["sent"]?.intValue == 2
             }
@@ -342,7 +342,7 @@ extension SharedStateTests {
                 replicas.replicas[1].base, path: "/tales.v1.Tales/WatchStories", metadata: metadata + [(name: "grpc-timeout", value: "4S")],
                 messages: try GRPCClient.encode([[:]], as: "tales.v1.WatchStoriesRequest", catalog: catalog), timeout: 20)
         }
-        let opened = try await eventually(within: 10) {
+        let opened = try await eventually(within: 60) {
             try await clients[1].send("GET", "/__doppel/health").json?["sockets"]?["open"]?.intValue == 1
         }
         #expect(opened)
@@ -370,7 +370,7 @@ extension SharedStateTests {
                 return socket
             }
             // The first replica learns from the second's heartbeat that it follows events, within a poll.
-            let told = try await eventually(within: 10) {
+            let told = try await eventually(within: 60) {
                 _ = try await clients[0].send("POST", "/tick", token: nil, session: "watched")
                 return try await RawSocket.run { reader.receive(timeout: 0.3) { $0.contains(#""path":"/tick""#) }.text.contains(#""path":"/tick""#) }
             }

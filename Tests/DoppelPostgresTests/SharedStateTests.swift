@@ -340,7 +340,7 @@ struct SharedStateTests {
         var ids: [String] = []
         var evicted: JSON?
         var looks: [Int] = []
-        try await eventually(within: 10, every: .milliseconds(100)) {
+        try await eventually(within: 60, every: .milliseconds(100)) {
             let listed = try await clients[looks.count % 2].send("GET", "/__doppel/sessions")
             ids = listed.json?["sessions"]?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? []
             evicted = listed.json?["evicted"]?["for_room"]

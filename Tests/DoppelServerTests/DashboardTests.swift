@@ -240,9 +240,9 @@ struct DashboardStageTests {
         let eventLoop: any EventLoop = MultiThreadedEventLoopGroup.singleton.next()
         let frames = Locked<[String]>([])
         func take(_ frames: [ByteBuffer]) { self.frames.withLock { $0 += frames.map { String(buffer: EventHub.unchunked($0)) } } }
-        /// Waits (at most 5 s) until `count` events have arrived: the hub hands them over in batches, 10 ms after the first.
+        /// Waits (at most 60 s: the full suite can hold a test task that long) until `count` events have arrived: the hub hands them over in batches, 10 ms after the first.
         func settled(_ count: Int) async throws {
-            await eventually(within: 5, every: .milliseconds(10)) { frames.withLock { $0.count } >= count }
+            await eventually(within: 60, every: .milliseconds(10)) { frames.withLock { $0.count } >= count }
         }
     }
 

