@@ -6,7 +6,8 @@ the page asks for the token and loads without console errors; a request
 made after it opened shows within a second, with why it got its answer;
 each control changes what the next request gets (force a 402, advance the
 clock a month, reset the session); the keyboard reaches the journal; light
-and dark mode are readable. With --screenshot PATH it saves the page with
+and dark mode are readable; an MCP server's tool calls and an LLM API's
+completions (the bundled agent contracts) are rows with why. With --screenshot PATH it saves the page with
 its traffic (docs/dashboard.png). Bounded in time (--timeout).
 
     python3 .ci/dashboard-test.py --doppel .build/debug/doppel
@@ -322,6 +323,54 @@ def main():
         finally:
             realtime.terminate()
             realtime.wait(timeout=10)
+
+        # An agent's calls are rows too: an MCP server's tool calls (contracts/mcp-todo.yaml) and an LLM API's
+        # completions (contracts/llm-chat.yaml), each with its endpoint and why it got its answer.
+        def post(base_url, path, body, session, headers=()):
+            request = urllib.request.Request(base_url + path, method="POST", data=json.dumps(body).encode(),
+                                             headers={"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+                                                      "Doppel-Session": session, **dict(headers)})
+            try:
+                with urllib.request.urlopen(request, timeout=10) as response:
+                    return response.status, json.loads(response.read())
+            except urllib.error.HTTPError as error:
+                return error.code, json.loads(error.read() or b"null")
+
+        def journal_row(session, endpoint, status):
+            xpath = f"//tbody[@id='journal-rows']/tr[td[3][text()='{session}'] and td[5][text()='{status}'] and td[6][text()='{endpoint}']]"
+            return driver.find_elements(By.XPATH, xpath)
+
+        for contract, offset, calls, rows in [
+            ("contracts/mcp-todo.yaml", 3,
+             [("/mcp", {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": "add_task", "arguments": {"title": f"t{n}"}}}, ())
+              for n in range(6)] + [("/mcp", {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "add_task", "arguments": {"title": 5}}}, ())],
+             [("mcp.add_task", 200, "len(state.tasks) >= data.task_limit"), ("mcp.add_task", 400, "expected string, got integer")]),
+            ("contracts/llm-chat.yaml", 4,
+             [("/v1/chat/completions", {"model": "doppel-chat-1", "messages": [{"role": "user", "content": "Hello"}]}, ()),
+              ("/v1/chat/completions", {"model": "doppel-chat-1", "messages": [{"role": "user", "content": "Hello"}]},
+               (("Authorization", "Bearer sk-test"),))],
+             [("chat-completions", 401, "no credential was sent"), ("chat-completions", 200, "")])]:
+            agent_port = args.port + offset
+            agent_server = subprocess.Popen([args.doppel, "serve", contract, "--port", str(agent_port), "--log-format", "none"], cwd=ROOT)
+            try:
+                agent_base = f"http://127.0.0.1:{agent_port}"
+                wait_for(lambda: healthy_at(agent_base), 20, f"{contract} did not start")
+                driver.get(agent_base + "/__doppel/ui/")
+                wait_for(lambda: driver.find_element(By.ID, "live").text == "live", 5, f"{contract}: the event stream did not go live")
+                answers = [post(agent_base, path, body, "ui-agent", headers)[0] for path, body, headers in calls]
+                for endpoint, status, why in rows:
+                    def titles():
+                        try:
+                            return [row.find_element(By.CLASS_NAME, "why").get_attribute("title") for row in journal_row("ui-agent", endpoint, status)]
+                        except StaleElementReferenceException:
+                            return []
+                    found = wait_for(lambda: [title for title in titles() if why in title], 2,
+                                     f"{contract}: no {endpoint} row with {status} saying {why!r} (answers {answers}; rows say {titles()})")
+                    print(f"   {endpoint} {status}: {found[0]}", flush=True)
+            finally:
+                agent_server.terminate()
+                agent_server.wait(timeout=10)
+        ok("Agents: an MCP tool's calls (the quota's error result, refused arguments) and an LLM API's completions show as rows with why")
 
         errors = console_errors()
         assert not errors, f"console errors: {errors}"
