@@ -86,21 +86,21 @@ LUA
 script "$MEMORY" memory-32 32; script "$SHARED" shared-32 32
 script "$MEMORY" memory-1 1; script "$SHARED" shared-1 1
 
-load() {  # load URL [wrk args...] -> "requests/s p99 non-2xx"
+load() {  # load URL [wrk args...] -> "requests/s p99 non-2xx requests"
     local url=$1; shift
     wrk -t2 -c"$CONNECTIONS" -d"$DURATION" --latency "$@" "$url" \
-        | awk '/Requests\/sec/ { rps = $2 } / 99%/ { p99 = $2 } /Non-2xx/ { bad = $4 } END { print rps, p99, bad + 0 }'
+        | awk '/Requests\/sec/ { rps = $2 } / 99%/ { p99 = $2 } /Non-2xx/ { bad = $4 } / requests in / { n = $1 } END { print rps, p99, bad + 0, n }'
 }
 echo "Through nginx ($DURATION each, $CONNECTIONS connections, 2 wrk threads): two replicas on PostgreSQL (B) against one in-memory server (A)"
-printf '  %-46s %10s %9s %10s %9s %7s\n' request "A req/s" "A p99" "B req/s" "B p99" "B/A"
+printf '  %-58s %10s %9s %10s %9s %7s\n' request "A req/s" "A p99" "B req/s" "B p99" "B/A"
 row() {  # row LABEL PATH ARGS_A ARGS_B
     local label=$1 path=$2 a_args=$3 b_args=$4
     # shellcheck disable=SC2086
-    read -r ra pa bad_a <<<"$(load "$MEMORY$path" $a_args)"
+    read -r ra pa bad_a LAST_A_REQUESTS <<<"$(load "$MEMORY$path" $a_args)"
     # shellcheck disable=SC2086
-    read -r rb pb bad_b <<<"$(load "$SHARED$path" $b_args)"
+    read -r rb pb bad_b LAST_B_REQUESTS <<<"$(load "$SHARED$path" $b_args)"
     if [ "$bad_a" != 0 ] || [ "$bad_b" != 0 ]; then echo "  ($label: $bad_a and $bad_b answers were not 2xx)" >&2; exit 1; fi
-    printf '  %-46s %10s %9s %10s %9s %7.2f\n' "$label" "$ra" "$pa" "$rb" "$pb" "$(echo "$rb / $ra" | bc -l)"
+    printf '  %-58s %10s %9s %10s %9s %7.2f\n' "$label" "$ra" "$pa" "$rb" "$pb" "$(echo "$rb / $ra" | bc -l)"
 }
 row "GET /api/v1/free-stories (no state)" "/api/v1/free-stories?language=en" "" ""
 # Sessions the replicas wrote after a plain read and under the row's lock, together (a build without the counts: 0 0).
@@ -114,10 +114,27 @@ stateful() {  # stateful LABEL MEMORY-SCRIPT SHARED-SCRIPT: the row, and how the
     read -r unlocked locked < <(writes)
     row "$1" "/api/v1/stories/generate" "-s $WORK/$2.lua" "-s $WORK/$3.lua"
     read -r unlocked2 locked2 < <(writes)
-    printf '  %-46s sessions written without a lock %d, under the lock %d\n' "" $((unlocked2 - unlocked)) $((locked2 - locked))
+    printf '  %-58s sessions written without a lock %d, under the lock %d\n' "" $((unlocked2 - unlocked)) $((locked2 - locked))
 }
 stateful "POST /api/v1/stories/generate, 32 sessions" memory-32 shared-32
 stateful "POST /api/v1/stories/generate, one session" memory-1 shared-1
+# The same 32 sessions with an events reader (what the dashboard opens) on the in-memory server and on
+# replica A: A's reader gets B's answers too, sent between the replicas (docs/shared-state.md, "Events").
+READERS=()
+for target in "memory:$MEMORY_PORT" "replica:$REPLICA_A"; do
+    name=${target%%:*}
+    # Counted as they come (not kept: the in-memory server sends tens of thousands).
+    { curl -sN "http://127.0.0.1:${target#*:}/__doppel/events" & echo $! >"$WORK/reader-$name.pid"; wait; } \
+        | grep -c '^event: request' >"$WORK/events-$name.txt" & READERS+=($!)
+done
+sleep 1  # the replicas learn from A's heartbeat that a reader is open
+PIDS+=("$(cat "$WORK/reader-memory.pid")" "$(cat "$WORK/reader-replica.pid")")
+stateful "POST /api/v1/stories/generate, 32 sessions, events read" memory-32 shared-32
+sleep 1
+kill "$(cat "$WORK/reader-memory.pid")" "$(cat "$WORK/reader-replica.pid")" 2>/dev/null || true
+wait "${READERS[@]}" || true  # grep -c ends once its reader has
+printf '  %-58s events read: from the in-memory server %d of its %d answers; from replica A %d of the %d both replicas gave\n' "" \
+    "$(cat "$WORK/events-memory.txt")" "$LAST_A_REQUESTS" "$(cat "$WORK/events-replica.txt")" "$LAST_B_REQUESTS"
 rss() { awk '/VmRSS/ { printf "%.1f MB", $2 / 1024 }' "/proc/$1/status"; }
 # PostgreSQL's processes share their buffers: summed as proportional set size (each shared page counted once).
 postgres_pss=$(for pid in $(pgrep -u postgres); do awk '/^Pss:/ { print $2 }' "/proc/$pid/smaps_rollup" 2>/dev/null; done | awk '{ s += $1 } END { printf "%.1f MB", s / 1024 }')
