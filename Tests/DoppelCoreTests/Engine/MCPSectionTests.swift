@@ -111,7 +111,15 @@ import Testing
         ("text and content", "    t:\n      responses:\n        - { text: a, content: [] }\n", "7:11"),
         ("no responses", "    t:\n      description: d\n", "5:5"),
         ("bad when", "    t:\n      responses:\n        - { when: nope > 1, text: a }\n", "7:19"),
+        ("is_error not a boolean", "    t:\n      responses:\n        - { text: a, is_error: maybe }\n", "7:32"),
     ]
+
+    @Test func isErrorIsABooleanOrAnExpression() {
+        for value in ["true", "false", "\"{{ len(arguments) > 1 }}\""] {
+            let text = "doppel: 1\nmcp:\n  path: /mcp\n  tools:\n    t:\n      responses:\n        - { text: a, is_error: \(value) }\n"
+            #expect(diagnostics(of: text).isEmpty, "is_error: \(value): \(diagnostics(of: text).map(\.message))")
+        }
+    }
 
     @Test(arguments: lintCases)
     func lintPlacesEveryProblemAtItsLine(name: String, tools: String, at: String) {
