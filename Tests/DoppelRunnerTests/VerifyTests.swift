@@ -331,11 +331,15 @@ struct VerifyTests {
         let events = folder.appendingPathComponent("events.txt")
         try await DoppelTestServer.with(contract: old) { server in
             let client = TestClient(base: server.baseURL)
-            // The event stream, read while the clients work: a raw socket, ended once the last request's event came.
+            // The event stream, read while the clients work: a raw socket, read until the last request's event came.
             let port = try #require(server.baseURL.port)
-            async let streamed = RawHTTP.exchange(port: port, Array("GET /__doppel/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8), timeout: 4)
+            let stream = try await RawSocket.run { () -> RawSocket in
+                let socket = try RawSocket(port: port)
+                socket.send("GET /__doppel/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                return socket
+            }
             // The stream is open (the hub counts its reader) before the clients start.
-            try await eventually(within: 3) {
+            try await eventually(within: 60) {
                 try await client.send("GET", "/__doppel/health", token: nil).json?["event_streams"]?["open"]?.intValue == 1
             }
             for name in ["alice", "bob", "carol", "dave", "erin"] {
@@ -348,8 +352,12 @@ struct VerifyTests {
                 json: ["language": "en", "child_id": .string(child), "hero_id": "987fcdeb-51a2-43f7-b123-9876543210ab"], session: "carol")
             let answer = try await client.send("GET", "/__doppel/journal?limit=10000", token: nil)
             try answer.body.write(to: journal)
+            // Carol's second request (her generate) is the last: read until its event, however loaded the machine.
+            let streamed = try await RawSocket.run {
+                stream.receive(timeout: 120) { $0.components(separatedBy: #""session":"carol""#).count > 2 }.text
+            }
             // Saved as `curl -N` saves it: the body, its chunks joined.
-            let reply = Array(try await streamed.utf8)
+            let reply = Array(streamed.utf8)
             let crlf = Array("\r\n".utf8)
             var at = try #require(reply.firstRange(of: crlf + crlf)).upperBound
             var joined: [UInt8] = []

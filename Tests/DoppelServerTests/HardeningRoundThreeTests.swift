@@ -302,7 +302,7 @@ struct HardeningRoundThreeTests {
             """
         try without.write(toFile: file, atomically: true, encoding: .utf8)
         slot.replace(with: MockEngine(contract: try ContractLoader.load(file: file), carryingOn: slot.current))
-        #expect(await SocketTests.closeCode(socket, within: 10) == 1001)
+        #expect(await SocketTests.closeCode(socket, within: 60) == 1001)
         try await Task.sleep(for: .milliseconds(300))
         let state = try #require(slot.current.sessions.existing("r")?.current.state)
         #expect(state["ticks"] == nil && state["other"] == 0, "\(JSONWriter.encodeString(.object(state)))")
@@ -405,6 +405,8 @@ struct HardeningRoundThreeTests {
     final class HostileSocketServer: @unchecked Sendable {
         let port: Int
         private let listener: ListeningSocket
+        /// Whether the client has closed the connection, after all frames were sent.
+        let clientClosed = Locked(false)
 
         init(frames: [UInt8]) throws {
             let (listener, port) = try ListeningSocket.loopback(backlog: 4)
@@ -433,6 +435,7 @@ struct HardeningRoundThreeTests {
                 sendAll(client, Array(head.utf8) + frames)
                 // Held until the client closes it.
                 while receiveSome(client, into: &buffer) > 0 {}
+                self.clientClosed.withLock { $0 = true }
             }.start()
         }
 
@@ -468,7 +471,8 @@ struct HardeningRoundThreeTests {
         let flooding = try HostileSocketServer(frames: flood)
         defer { flooding.stop() }
         let second = try await WebSocketClient.connect(to: URL(string: "ws://127.0.0.1:\(flooding.port)/")!)
-        try await Task.sleep(for: .milliseconds(500))
+        // Read once the client has cut the flood off (reading sooner, while it still arrives, would make room).
+        #expect(await eventually(within: 60, every: .milliseconds(50)) { flooding.clientClosed.withLock { $0 } })
         var read = 0
         while await second.receive(within: 2) != nil { read += 1 }
         #expect(read == WebSocketClient.Inbox.maximumQueued, "\(read) messages were kept")

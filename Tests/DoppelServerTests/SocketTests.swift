@@ -25,7 +25,7 @@ struct SocketTests {
     }
 
     /// The next text message, parsed as JSON.
-    static func next(_ socket: WebSocketClient, within seconds: Double = 10) async -> JSON? {
+    static func next(_ socket: WebSocketClient, within seconds: Double = 60) async -> JSON? {
         guard case .text(let text)? = await socket.receive(within: seconds) else { return nil }
         return try? JSONReader.parse(Array(text.utf8))
     }
@@ -84,7 +84,7 @@ struct SocketTests {
 
             try await socket.send(#"{"type":"bye"}"#)
             #expect(await Self.next(socket) == ["type": "goodbye"])
-            #expect(await socket.receive(within: 5) == .close(code: 4000, reason: "client said bye"))
+            #expect(await socket.receive(within: 60) == .close(code: 4000, reason: "client said bye"))
 
             // Journaled both ways, verifiable, covered.
             let journal = server.engine.journal.entries.filter { $0.session == "d1" }
@@ -207,7 +207,7 @@ struct SocketTests {
             #expect(await Self.next(socket) == ["tick": true])
             try await socket.send("broken")
             var closed: WebSocketClient.Message?
-            while let message = await socket.receive(within: 5) {
+            while let message = await socket.receive(within: 60) {
                 if case .close = message {
                     closed = message
                     break
@@ -220,7 +220,7 @@ struct SocketTests {
             let binary = try await Self.open(server, "/feed", session: "t2", token: nil)
             try await binary.send(opcode: .binary, data: [1, 2, 3])
             var last: WebSocketClient.Message?
-            while let message = await binary.receive(within: 5) {
+            while let message = await binary.receive(within: 60) {
                 last = message
                 if case .close = message { break }
             }
@@ -254,7 +254,7 @@ struct SocketTests {
             #expect(try await TestClient(base: server.baseURL).send("POST", "/bump", token: nil, session: "c").status == 204)
             for socket in sockets {
                 var bumped = false
-                while let message = await socket.receive(within: 5) {
+                while let message = await socket.receive(within: 60) {
                     if message == .text(#"{"bumped":true}"#) {
                         bumped = true
                         break
@@ -315,7 +315,7 @@ struct SocketTests {
     }
 
     /// Reads until the server's close frame; its code.
-    static func closeCode(_ socket: WebSocketClient, within seconds: Double = 5) async -> Int? {
+    static func closeCode(_ socket: WebSocketClient, within seconds: Double = 60) async -> Int? {
         let deadline = ContinuousClock.now + .seconds(seconds)
         while ContinuousClock.now < deadline, let message = await socket.receive(within: seconds) {
             if case .close(let code, _) = message { return code }

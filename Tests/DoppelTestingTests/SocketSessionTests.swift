@@ -34,7 +34,7 @@ struct SocketSessionTests {
     /// The next text message that is not the contract's heartbeat (sent every 15 s, so a slow run may see one
     /// between the two messages it waits for), as an app would read its socket.
     static func next(_ socket: WebSocketClient) async -> String? {
-        while case .text(let text)? = await socket.receive(within: 10) {
+        while case .text(let text)? = await socket.receive(within: 60) {
             if !text.contains(#""type":"heartbeat""#) { return text }
         }
         return nil
