@@ -17,9 +17,8 @@ package enum Deadline {
         return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             outcome.withLock { $0 = continuation }
             let work = Locked<Task<Void, Never>?>(nil)
-            let timer = Task {
-                try? await Task.sleep(for: .seconds(seconds))
-                guard !Task.isCancelled, let waiting = outcome.withLock({ $0.take() }) else { return }
+            let timer = DeadlineTimer.shared.schedule(after: seconds) {
+                guard let waiting = outcome.withLock({ $0.take() }) else { return }
                 work.withLock { $0 }?.cancel()
                 waiting.resume(throwing: Exceeded(seconds: seconds))
             }
@@ -27,7 +26,7 @@ package enum Deadline {
                 $0 = Task {
                     let result: Result<T, any Error>
                     do { result = .success(try await body()) } catch { result = .failure(error) }
-                    timer.cancel()
+                    DeadlineTimer.shared.cancel(timer)
                     outcome.withLock { $0.take() }?.resume(with: result)
                 }
             }
