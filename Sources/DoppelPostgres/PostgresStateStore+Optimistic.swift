@@ -49,9 +49,19 @@ extension PostgresStateStore {
     func optimistically<T: Sendable>(
         session id: String, started: ContinuousClock.Instant, _ body: @Sendable (SessionData?) throws -> (T, SessionData?)
     ) async throws -> T? {
+        // One connection from the pool for both statements: a lease costs the pool's bookkeeping and a task hop.
+        try await client.withConnection { connection in
+            try await optimistically(session: id, started: started, on: connection, body)
+        }
+    }
+
+    private func optimistically<T: Sendable>(
+        session id: String, started: ContinuousClock.Instant, on connection: PostgresConnection,
+        _ body: @Sendable (SessionData?) throws -> (T, SessionData?)
+    ) async throws -> T? {
         let namespace = options.namespace
         var row: (data: ByteBuffer?, version: Int64)?
-        for try await (data, version) in try await client.execute(ReadSession(namespace: namespace, id: id), logger: logger) {
+        for try await (data, version) in try await connection.execute(ReadSession(namespace: namespace, id: id), logger: logger) {
             row = (data, version)
         }
         let stored = try row?.data.map { try decoded($0) }
@@ -63,7 +73,7 @@ extension PostgresStateStore {
             // Nothing stored, nothing to keep.
             return result
         case (nil, let data?):
-            let written = try await client.query(
+            let written = try await connection.query(
                 """
                 INSERT INTO doppel_sessions (namespace, id, data, size, scenario, has_overrides, last_used, version)
                 VALUES (\(namespace), \(id), \(Self.bytes(data)), \(data.stateSize), \(Self.storable(data.scenario?.name)),
@@ -72,14 +82,14 @@ extension PostgresStateStore {
                 """, logger: logger)
             for try await _ in written.decode(Int.self) { kept = true }
         case (let version?, nil):
-            let written = try await client.query(
+            let written = try await connection.query(
                 "DELETE FROM doppel_sessions WHERE namespace = \(namespace) AND id = \(id) AND version = \(version) RETURNING 1", logger: logger)
             for try await _ in written.decode(Int.self) { kept = true }
         case (let version?, let data?):
             let write = WriteSession(
                 data: Self.bytes(data), size: data.stateSize, scenario: Self.storable(data.scenario?.name), hasOverrides: Self.hasOverrides(data),
                 namespace: namespace, id: id, version: version)
-            for try await _ in try await client.execute(write, logger: logger) { kept = true }
+            for try await _ in try await connection.execute(write, logger: logger) { kept = true }
         }
         return kept ? result : nil
     }
