@@ -130,11 +130,24 @@ done
 sleep 1  # the replicas learn from A's heartbeat that a reader is open
 PIDS+=("$(cat "$WORK/reader-memory.pid")" "$(cat "$WORK/reader-replica.pid")")
 stateful "POST /api/v1/stories/generate, 32 sessions, events read" memory-32 shared-32
-sleep 1
+# B's events reach A one notification at a time: wait (at most 30 s) until A has received all B sent.
+settled() {
+    python3 - "$REPLICA_A" "$REPLICA_B" <<'PY'
+import json, sys, urllib.request
+a, b = (json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/__doppel/health", timeout=5))["state_store"]["replica_messages"] for port in sys.argv[1:])
+sys.exit(0 if b["waiting_bytes"] == 0 and a["received"] >= b["sent"] else 1)
+PY
+}
+for _ in $(seq 1 60); do settled && break; sleep 0.5; done
+sleep 0.5
 kill "$(cat "$WORK/reader-memory.pid")" "$(cat "$WORK/reader-replica.pid")" 2>/dev/null || true
 wait "${READERS[@]}" || true  # grep -c ends once its reader has
 printf '  %-58s events read: from the in-memory server %d of its %d answers; from replica A %d of the %d both replicas gave\n' "" \
     "$(cat "$WORK/events-memory.txt")" "$LAST_A_REQUESTS" "$(cat "$WORK/events-replica.txt")" "$LAST_B_REQUESTS"
+for port in "$REPLICA_A" "$REPLICA_B"; do
+    printf '  %-58s replica on %d: messages %s\n' "" "$port" \
+        "$(curl -s "http://127.0.0.1:$port/__doppel/health" | python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["state_store"]["replica_messages"]))')"
+done
 rss() { awk '/VmRSS/ { printf "%.1f MB", $2 / 1024 }' "/proc/$1/status"; }
 # PostgreSQL's processes share their buffers: summed as proportional set size (each shared page counted once).
 postgres_pss=$(for pid in $(pgrep -u postgres); do awk '/^Pss:/ { print $2 }' "/proc/$pid/smaps_rollup" 2>/dev/null; done | awk '{ s += $1 } END { printf "%.1f MB", s / 1024 }')
