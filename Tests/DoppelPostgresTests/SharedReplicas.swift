@@ -89,12 +89,10 @@ struct SharedReplicas {
     let replicas: [Replica]
     let namespace: String
 
-    /// `count` replicas of `contract` in a namespace of their own (a new one per call). Their store's
-    /// timeout is 30 s unless a test asks for less: the deadlines' timer keeps time on a thread of its
-    /// own, and the full suite can hold these in-process replicas' tasks for many seconds.
+    /// `count` replicas of `contract` in a namespace of their own (a new one per call).
     static func start(
         _ count: Int, contract file: String, namespace: String = "t-\(UUID().uuidString.prefix(8))",
-        timeout: Double = 30, scenario: String? = nil, sessionLimit: Int? = nil, url: String? = nil, agents: Bool = false,
+        timeout: Double = 2, scenario: String? = nil, sessionLimit: Int? = nil, url: String? = nil, agents: Bool = false,
         messageBytesWaiting: Int = PostgresStateStore.maximumMessageBytesWaiting
     ) async throws -> SharedReplicas {
         var replicas: [Replica] = []

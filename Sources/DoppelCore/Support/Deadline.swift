@@ -17,8 +17,9 @@ package enum Deadline {
         return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             outcome.withLock { $0 = continuation }
             let work = Locked<Task<Void, Never>?>(nil)
-            let timer = DeadlineTimer.shared.schedule(after: seconds) {
-                guard let waiting = outcome.withLock({ $0.take() }) else { return }
+            let timer = Task {
+                try? await Task.sleep(for: .seconds(seconds))
+                guard !Task.isCancelled, let waiting = outcome.withLock({ $0.take() }) else { return }
                 work.withLock { $0 }?.cancel()
                 waiting.resume(throwing: Exceeded(seconds: seconds))
             }
@@ -26,7 +27,7 @@ package enum Deadline {
                 $0 = Task {
                     let result: Result<T, any Error>
                     do { result = .success(try await body()) } catch { result = .failure(error) }
-                    DeadlineTimer.shared.cancel(timer)
+                    timer.cancel()
                     outcome.withLock { $0.take() }?.resume(with: result)
                 }
             }
