@@ -282,10 +282,11 @@ package final class PostgresStateStore: StateStore, Sendable {
         direct.options.additionalStartupParameters = configuration.options.additionalStartupParameters
         let probing = direct
         do {
-            let connection = try await Deadline.run(max(2, options.timeout * 2)) {
-                try await PostgresConnection.connect(configuration: probing, id: 0, logger: logger)
+            // Closed inside the bounded work, so a connection that comes after the deadline is closed too, never dropped open.
+            try await Deadline.run(max(2, options.timeout * 2)) {
+                let connection = try await PostgresConnection.connect(configuration: probing, id: 0, logger: logger)
+                try? await connection.close()
             }
-            try? await connection.close()
         } catch is Deadline.Exceeded {
             throw OpeningError(
                 description:
