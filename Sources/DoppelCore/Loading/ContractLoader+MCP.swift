@@ -181,15 +181,15 @@ extension ContractLoader {
             return nil
         }
         if let structured = reader["structured"] { result.append(("structuredContent", structured)) }
-        if let isError = reader["is_error"] {
-            // A boolean, or a placeholder that makes one: any other text would reach the client as a string.
-            let isTemplate = isError.scalarText.map { $0.contains("{{") } ?? false
-            if case .bool = isError.json {
-            } else if !isTemplate {
-                diagnostics.error("'is_error' of a response of tool '\(tool)' must be true, false or a {{ }} expression", at: isError.location)
-            }
+        let isError = reader["is_error"]
+        switch isError?.json {
+        // A boolean, or a placeholder that makes one: any other text would reach the client as a string.
+        case nil, .bool?: break
+        case .string(let text)? where text.includes("{{"): break
+        default:
+            diagnostics.error("'is_error' of a response of tool '\(tool)' must be true, false or a {{ }} expression", at: isError!.location)
         }
-        result.append(("isError", reader["is_error"] ?? make.plain("false")))
+        result.append(("isError", isError ?? make.plain("false")))
         pairs.append(("body", rpc.answer(make.mapping(result))))
         return make.mapping(pairs)
     }
