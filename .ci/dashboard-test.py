@@ -37,8 +37,8 @@ JWT = ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIzZjJiOGMxZS03ZDRhLTRlNTk
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def call(base, method, path, body=None, session=None, token=None):
-    headers = {"Content-Type": "application/json"} if body is not None else {}
+def call(base, method, path, body=None, session=None, token=None, headers=()):
+    headers = {**({"Content-Type": "application/json"} if body is not None else {}), **dict(headers)}
     if session:
         headers["Doppel-Session"] = session
     if token:
@@ -326,16 +326,6 @@ def main():
 
         # An agent's calls are rows too: an MCP server's tool calls (contracts/mcp-todo.yaml) and an LLM API's
         # completions (contracts/llm-chat.yaml), each with its endpoint and why it got its answer.
-        def post(base_url, path, body, session, headers=()):
-            request = urllib.request.Request(base_url + path, method="POST", data=json.dumps(body).encode(),
-                                             headers={"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-                                                      "Doppel-Session": session, **dict(headers)})
-            try:
-                with urllib.request.urlopen(request, timeout=10) as response:
-                    return response.status, json.loads(response.read())
-            except urllib.error.HTTPError as error:
-                return error.code, json.loads(error.read() or b"null")
-
         def journal_row(session, endpoint, status):
             xpath = f"//tbody[@id='journal-rows']/tr[td[3][text()='{session}'] and td[5][text()='{status}'] and td[6][text()='{endpoint}']]"
             return driver.find_elements(By.XPATH, xpath)
@@ -357,7 +347,8 @@ def main():
                 wait_for(lambda: healthy_at(agent_base), 20, f"{contract} did not start")
                 driver.get(agent_base + "/__doppel/ui/")
                 wait_for(lambda: driver.find_element(By.ID, "live").text == "live", 5, f"{contract}: the event stream did not go live")
-                answers = [post(agent_base, path, body, "ui-agent", headers)[0] for path, body, headers in calls]
+                answers = [call(agent_base, "POST", path, body, session="ui-agent", headers=(("Accept", "application/json, text/event-stream"),) + headers)[0]
+                           for path, body, headers in calls]
                 for endpoint, status, why in rows:
                     def titles():
                         try:
