@@ -86,7 +86,9 @@ package final class PostgresStateStore: StateStore, Sendable {
     let contended = Locked([String: Double]())
     private let tasks = Locked([Task<Void, Never>]())
     /// Push batches on their way to the other replicas, in the order they were made (`PostgresStateStore+Pushes.swift`).
-    let outgoing = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingOldest(PostgresStateStore.maximumPushesWaiting))
+    let outgoing = AsyncStream.makeStream(of: Outgoing.self, bufferingPolicy: .bufferingOldest(PostgresStateStore.maximumPushesWaiting))
+    /// This replica's own push batches until they are delivered to its sockets, in the order every replica delivers them.
+    let own = Locked(OwnPushes())
     /// Where the other replicas' messages are handed (the server's sockets and event readers), and whether this replica follows events.
     let link = Locked<(deliver: @Sendable (ReplicaMessage) -> Void, followsEvents: @Sendable () -> Bool)?>(nil)
 

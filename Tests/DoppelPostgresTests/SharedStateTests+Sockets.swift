@@ -144,6 +144,66 @@ extension SharedStateTests {
         }
     }
 
+    @Test("Pushes made through both replicas at once reach a socket on each in one order, the same for both, each once")
+    func pushesThroughBothReplicasInOneOrder() async throws {
+        try await withCountingReplicas { replicas, clients in
+            let sockets = [
+                try await open(replicas.replicas[0], "/live", session: "both"), try await open(replicas.replicas[1], "/live", session: "both"),
+            ]
+            let count = 400
+            async let firstTexts = texts(sockets[0], count: count)
+            async let secondTexts = texts(sockets[1], count: count)
+            // Eight requests at a time, alternating replicas: pairs made within a round trip of each other on two replicas.
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                for worker in 0..<8 {
+                    group.addTask {
+                        for index in stride(from: worker, to: count, by: 8) {
+                            let answer = try await clients[index % 2].send(
+                                "POST", "/shout", json: ["text": .string("\(index)")], token: nil, session: "both")
+                            #expect(answer.status == 204)
+                        }
+                        return worker
+                    }
+                }
+                for try await _ in group {}
+            }
+            let (first, second) = await (firstTexts, secondTexts)
+            let expected = Set((0..<count).map { #"{"said":"\#($0)"}"# })
+            #expect(
+                first.count == count && Set(first) == expected, "the socket on the first replica got \(first.count), \(Set(first).count) distinct")
+            #expect(second.count == count && Set(second) == expected, "the socket on the second got \(second.count), \(Set(second).count) distinct")
+            let differing = zip(first, second).enumerated().first { $0.element.0 != $0.element.1 }
+            #expect(differing == nil, "the two sockets' orders differ first at \(differing.map { "\($0.offset): \($0.element)" } ?? "")")
+            for socket in sockets { #expect(await socket.receive(within: 0.5) == nil) }
+            for client in clients {
+                let health = try await client.send("GET", "/__doppel/health").json?["state_store"]?["replica_messages"]
+                #expect(health?["lost"]?.intValue == 0, "\(health ?? .null)")
+            }
+            for socket in sockets { await socket.close() }
+        }
+    }
+
+    @Test("Pushes made one after another through alternating replicas reach a socket on each in the order they were made")
+    func pushesThroughAlternatingReplicasInOrder() async throws {
+        try await withCountingReplicas { replicas, clients in
+            let sockets = [
+                try await open(replicas.replicas[0], "/live", session: "turns"), try await open(replicas.replicas[1], "/live", session: "turns"),
+            ]
+            let count = 300
+            async let firstTexts = texts(sockets[0], count: count)
+            async let secondTexts = texts(sockets[1], count: count)
+            for tick in 1...count {
+                let answer = try await clients[tick % 2].send("POST", "/tick", token: nil, session: "turns")
+                #expect(answer.status == 200 && answer.json?["ticks"]?.intValue == tick)
+            }
+            let expected = (1...count).map { #"{"tick":\#($0)}"# }
+            let (first, second) = await (firstTexts, secondTexts)
+            #expect(first == expected, "the socket on the first replica got \(first.count): \(first.prefix(4)) …")
+            #expect(second == expected, "the socket on the second got \(second.count): \(second.prefix(4)) …")
+            for socket in sockets { await socket.close() }
+        }
+    }
+
     @Test(
         "A batch past NOTIFY's 8,000 bytes crosses through doppel_pushes; one past the bytes that may wait is lost and counted, and the next arrives")
     func largeBatchesCross() async throws {

@@ -78,11 +78,16 @@ package protocol StateStore: Sendable {
     func health() -> (reachable: Bool, details: JSONObject)
 
     /// Hands `message`, made on this replica, to the other replicas (in
-    /// memory there are none: nothing is done).
-    func broadcast(_ message: ReplicaMessage)
+    /// memory there are none: nothing is done). True when the store also
+    /// hands it to this replica's own `receive` link, in the one order
+    /// every replica delivers in (a shared store's pushes): the caller
+    /// then does not deliver it here itself.
+    @discardableResult
+    func broadcast(_ message: ReplicaMessage) -> Bool
 
     /// Where the messages other replicas broadcast arrive (each once, in the
-    /// order its replica made them), and whether this replica follows
+    /// order its replica made them; a shared store's pushes, this
+    /// replica's own among them, in one order for every replica), and whether this replica follows
     /// events now (a dashboard or `/__doppel/events` is open on it).
     func receive(_ deliver: @escaping @Sendable (ReplicaMessage) -> Void, followsEvents: @escaping @Sendable () -> Bool)
 
@@ -111,7 +116,8 @@ extension StateStore {
 
     package func keep(_ entry: Journal.Entry) {}
 
-    package func broadcast(_ message: ReplicaMessage) {}
+    @discardableResult
+    package func broadcast(_ message: ReplicaMessage) -> Bool { false }
 
     package func receive(_ deliver: @escaping @Sendable (ReplicaMessage) -> Void, followsEvents: @escaping @Sendable () -> Bool) {}
 

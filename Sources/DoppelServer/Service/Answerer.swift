@@ -48,7 +48,7 @@ struct Answerer: Sendable {
         self.callbacks = CallbackSender(allowed: callbackAllow)
         self.events = EventHub(maximumReaders: maxEventStreams)
         self.store = shared ?? MemoryState(slot: slot)
-        // Pushes other replicas made reach the sockets held here; their events, the readers here.
+        // Pushes (a shared store's, this replica's own among them) reach the sockets held here; the other replicas' events, the readers here.
         store.receive(
             { [sockets, events] message in
                 switch message {
@@ -215,12 +215,12 @@ struct Answerer: Sendable {
         if store.othersFollowEvents { store.broadcast(.event(event, session: session, json: json)) }
     }
 
-    /// Hands pushed messages to the session's sockets: those held here at
-    /// once, and through a shared store those the other replicas hold.
+    /// Hands pushed messages to the session's sockets: in memory to those
+    /// held here, at once; through a shared store to every replica's, this
+    /// one's included, in the one order the store gives them all.
     func push(_ pushes: [RenderedPush], session: String, from: String) {
         guard !pushes.isEmpty else { return }
-        sockets.push(pushes, session: session, from: from)
-        store.broadcast(.pushes(pushes, session: session, from: from))
+        if !store.broadcast(.pushes(pushes, session: session, from: from)) { sockets.push(pushes, session: session, from: from) }
     }
 
     /// An entry the engine journaled beside the answers (a socket's or a
