@@ -84,6 +84,8 @@ package final class PostgresStateStore: StateStore, Sendable {
     private let inline = Locked([String: ActiveScenario]())
     /// Sessions whose write lost to another lately (by id, when), which take the lock at once for a while.
     let contended = Locked([String: Double]())
+    /// Sessions with a batch running on this replica, and the transactions waiting for the next (`PostgresStateStore+Batches.swift`).
+    let queues = Locked([String: [Job]]())
     private let tasks = Locked([Task<Void, Never>]())
     /// Push batches on their way to the other replicas, in the order they were made (`PostgresStateStore+Pushes.swift`).
     let outgoing = AsyncStream.makeStream(of: Outgoing.self, bufferingPolicy: .bufferingOldest(PostgresStateStore.maximumPushesWaiting))
@@ -105,6 +107,8 @@ package final class PostgresStateStore: StateStore, Sendable {
         /// Sessions written after a plain read (two round trips), and under the row's lock after losing to another write.
         var unlockedWrites = 0
         var lockedWrites = 0
+        /// Transactions decided in one batch with others of their session (`PostgresStateStore+Batches.swift`).
+        var batchedTransactions = 0
         /// Messages (push batches, events) sent to the other replicas, taken from them, and lost (the database out of reach, or too many waiting).
         var messagesSent = 0
         var messagesReceived = 0
@@ -348,7 +352,13 @@ package final class PostgresStateStore: StateStore, Sendable {
     package func transact<T: Sendable>(
         session id: String, _ body: @escaping @Sendable (SessionData?) throws -> (T, SessionData?)
     ) async throws -> T {
-        let started = ContinuousClock.now
+        try await batched(session: id, body)
+    }
+
+    /// One transaction on session `id`'s row, for a batch that started waiting at `started`.
+    func transactOnce<T: Sendable>(
+        session id: String, started: ContinuousClock.Instant, _ body: @escaping @Sendable (SessionData?) throws -> (T, SessionData?)
+    ) async throws -> T {
         // Two round trips while no other request of the session writes between them; else the row's lock.
         if !isContended(id) {
             if let result = try await optimistically(session: id, started: started, body) {

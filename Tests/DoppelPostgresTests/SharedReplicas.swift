@@ -43,12 +43,7 @@ enum TestDatabase {
     /// column of the last one's rows, as text.
     @discardableResult
     static func sql(_ statements: [String], url: String) async throws -> [String] {
-        let components = try #require(URLComponents(string: url))
-        let configuration = PostgresClient.Configuration(
-            host: components.host ?? "127.0.0.1", port: components.port ?? 5432,
-            username: components.user ?? "doppel", password: components.password,
-            database: String(components.path.dropFirst()), tls: .disable)
-        let client = PostgresClient(configuration: configuration)
+        let client = PostgresClient(configuration: try configuration(url))
         let running = Task { await client.run() }
         defer { running.cancel() }
         var rows: [String] = []
@@ -63,6 +58,44 @@ enum TestDatabase {
             }
         }
         return rows
+    }
+
+    /// A row of `doppel_sessions` locked (`SELECT … FOR UPDATE`) in a transaction held open until `release()`.
+    struct HeldRow {
+        let release: @Sendable () async throws -> Void
+    }
+
+    static func holdRow(namespace: String, session: String, url: String) async throws -> HeldRow {
+        let client = PostgresClient(configuration: try configuration(url))
+        let running = Task { await client.run() }
+        let (locked, lockedSignal) = AsyncStream.makeStream(of: Void.self)
+        let (released, releasedSignal) = AsyncStream.makeStream(of: Void.self)
+        let holding = Task {
+            defer { running.cancel() }
+            try await client.withTransaction(logger: Logger(label: "held")) { connection in
+                try await connection.query(
+                    "SELECT 1 FROM doppel_sessions WHERE namespace = \(namespace) AND id = \(session) FOR UPDATE", logger: Logger(label: "held"))
+                lockedSignal.yield()
+                for await _ in released { break }
+            }
+        }
+        var iterator = locked.makeAsyncIterator()
+        guard await iterator.next() != nil else {
+            try await holding.value
+            throw TestServerError(message: "the row was not locked")
+        }
+        return HeldRow {
+            releasedSignal.yield()
+            try await holding.value
+        }
+    }
+
+    static func configuration(_ url: String) throws -> PostgresClient.Configuration {
+        let components = try #require(URLComponents(string: url))
+        return PostgresClient.Configuration(
+            host: components.host ?? "127.0.0.1", port: components.port ?? 5432,
+            username: components.user ?? "doppel", password: components.password,
+            database: String(components.path.dropFirst()), tls: .disable)
     }
 
     /// Runs the control script with `verb` (`stop`, `start`). Through
