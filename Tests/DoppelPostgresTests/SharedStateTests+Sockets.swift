@@ -107,6 +107,13 @@ extension SharedStateTests {
         return socket
     }
 
+    /// A socket on `/live` of `session` on each replica.
+    func openOnEach(_ replicas: SharedReplicas, session: String) async throws -> [WebSocketClient] {
+        var sockets: [WebSocketClient] = []
+        for replica in replicas.replicas { sockets.append(try await open(replica, "/live", session: session)) }
+        return sockets
+    }
+
     /// The texts `socket` receives until `count` arrived or `seconds` pass without one.
     func texts(_ socket: WebSocketClient, count: Int, within seconds: Double = 10) async -> [String] {
         var texts: [String] = []
@@ -147,9 +154,7 @@ extension SharedStateTests {
     @Test("Pushes made through both replicas at once reach a socket on each in one order, the same for both, each once")
     func pushesThroughBothReplicasInOneOrder() async throws {
         try await withCountingReplicas { replicas, clients in
-            let sockets = [
-                try await open(replicas.replicas[0], "/live", session: "both"), try await open(replicas.replicas[1], "/live", session: "both"),
-            ]
+            let sockets = try await openOnEach(replicas, session: "both")
             let count = 400
             async let firstTexts = texts(sockets[0], count: count)
             async let secondTexts = texts(sockets[1], count: count)
@@ -186,9 +191,7 @@ extension SharedStateTests {
     @Test("Pushes made one after another through alternating replicas reach a socket on each in the order they were made")
     func pushesThroughAlternatingReplicasInOrder() async throws {
         try await withCountingReplicas { replicas, clients in
-            let sockets = [
-                try await open(replicas.replicas[0], "/live", session: "turns"), try await open(replicas.replicas[1], "/live", session: "turns"),
-            ]
+            let sockets = try await openOnEach(replicas, session: "turns")
             let count = 300
             async let firstTexts = texts(sockets[0], count: count)
             async let secondTexts = texts(sockets[1], count: count)
