@@ -27,6 +27,8 @@ public struct ScenarioRunner: Sendable {
     /// included (`verify --setup` run on the contract's engine beside the
     /// provider; an agent's `run_scenario`); nil sends them.
     package var answer: (@Sendable (RecordedRequest) async -> MockResponse)?
+    /// Seconds an admin call (a scenario's setup, the clock, a reset) may take (the test suite, on a loaded machine, gives more).
+    package var adminTimeout: Double = 10
 
     /// A runner against `baseURL`; `probe(_:adminToken:)` tells whether it is a Doppel server.
     public init(baseURL: URL, isDoppel: Bool, adminToken: String? = nil) {
@@ -376,8 +378,9 @@ public struct ScenarioRunner: Sendable {
         seconds == seconds.rounded() ? "\(Int(seconds))s" : "\(seconds)s"
     }
 
-    func admin(_ method: String, _ path: String, body: JSON?, timeout: Double = 10) async throws -> HTTPAnswer {
-        var request = OutgoingRequest(method: method, url: baseURL.absoluteString.trimmingTrailingSlash + "/__doppel" + path, timeout: timeout)
+    func admin(_ method: String, _ path: String, body: JSON?, timeout: Double? = nil) async throws -> HTTPAnswer {
+        var request = OutgoingRequest(
+            method: method, url: baseURL.absoluteString.trimmingTrailingSlash + "/__doppel" + path, timeout: timeout ?? adminTimeout)
         if let adminToken { request.setHeader("Doppel-Admin-Token", adminToken) }
         if let body {
             request.setHeader("Content-Type", "application/json")

@@ -20,7 +20,10 @@ struct ScenarioTests {
         #expect(!scenario.steps.isEmpty)
         try await DoppelTestServer.with(contract: scenario.contractFile) { server in
             await untilAnswering(server.baseURL)
-            let result = await ScenarioRunner(baseURL: server.baseURL, isDoppel: true).run(scenario, session: "scenario")
+            var runner = ScenarioRunner(baseURL: server.baseURL, isDoppel: true)
+            // The suite's load can hold an in-process server's admin answer for more than the usual 10 s.
+            runner.adminTimeout = 60
+            let result = await runner.run(scenario, session: "scenario")
             for step in result.steps where step.outcome != .passed {
                 Issue.record("\(file) › \(step.name): \(step.summary)\n\(step.details.joined(separator: "\n"))")
             }
@@ -58,7 +61,9 @@ struct ScenarioTests {
                 """, file: folder.appendingPathComponent("follow.yaml").path, contract: contract)
         let server = try await DoppelTestServer.start(engine: MockEngine(contract: contract))
         await untilAnswering(server.baseURL)
-        let answered = await ScenarioRunner(baseURL: server.baseURL, isDoppel: true).run(scenario, session: "redirects")
+        var runner = ScenarioRunner(baseURL: server.baseURL, isDoppel: true)
+        runner.adminTimeout = 60
+        let answered = await runner.run(scenario, session: "redirects")
         let closedPort = server.port
         await server.stop()
         #expect(answered.steps.map(\.outcome) == [.passed, .passed], "\(answered.steps.map(\.details))")
