@@ -19,21 +19,12 @@ extension PostgresStateStore {
     static let maximumBatch = 64
 
     /// One transaction waiting in its session's queue, its result's type erased.
-    final class Job: Sendable {
+    struct Job: Sendable {
         let started: ContinuousClock.Instant
         /// Runs the transaction's body on `data`: the data to write after it, or nil when the body threw (it changed nothing).
         let run: @Sendable (SessionData?) -> SessionData??
         /// Hands the caller its result (nil: its body's last run's) or the batch's error; called once.
         let finish: @Sendable ((any Error)?) -> Void
-
-        init(
-            started: ContinuousClock.Instant, run: @escaping @Sendable (SessionData?) -> SessionData??,
-            finish: @escaping @Sendable ((any Error)?) -> Void
-        ) {
-            self.started = started
-            self.run = run
-            self.finish = finish
-        }
     }
 
     /// A batch whose every body threw: nothing is written.
@@ -63,7 +54,7 @@ extension PostgresStateStore {
         if idle {
             let failure = Locked<(any Error)?>(nil)
             // (Its caller bounds it in time, as it did before batches.)
-            await write([Job(started: started, run: run) { error in failure.withLock { $0 = error } }], of: id, waited: false)
+            await runBatch([Job(started: started, run: run) { error in failure.withLock { $0 = error } }], of: id, waited: false)
             handOver(id)
             if let error = failure.withLock({ $0 }) { throw error }
             return try result.withLock { $0! }.get()
@@ -105,7 +96,7 @@ extension PostgresStateStore {
         var jobs = first
         while !jobs.isEmpty {
             for start in stride(from: 0, to: jobs.count, by: Self.maximumBatch) {
-                await write(Array(jobs[start..<min(jobs.count, start + Self.maximumBatch)]), of: id, waited: true)
+                await runBatch(Array(jobs[start..<min(jobs.count, start + Self.maximumBatch)]), of: id, waited: true)
             }
             jobs = next(id)
         }
@@ -117,7 +108,7 @@ extension PostgresStateStore {
     /// their time is left (`TooLate`, nothing of them kept), and the batch
     /// is bounded by the store's timeout (no caller's deadline bounds it);
     /// the write is sent only while the oldest left has time enough.
-    private func write(_ jobs: [Job], of id: String, waited: Bool) async {
+    private func runBatch(_ jobs: [Job], of id: String, waited: Bool) async {
         var ready: [Job] = []
         for job in jobs {
             do {

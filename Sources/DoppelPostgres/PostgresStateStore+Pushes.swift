@@ -90,7 +90,16 @@ extension PostgresStateStore {
     /// This replica's own batch `echo` will not come back: delivered here now, after those made before it.
     private func settle(_ echo: Int?) {
         guard let echo else { return }
-        own.withLock { $0.ready(upTo: echo, only: true, deliver: link.withLock { $0?.deliver }) }
+        deliverOwn(upTo: echo, only: true)
+    }
+
+    /// Delivers this replica's own batches up to `echo` (only that one, when `only`, once those before it are) to its sockets.
+    private func deliverOwn(upTo echo: Int, only: Bool, listening: Bool? = nil) {
+        let deliver = link.withLock { $0?.deliver }
+        own.withLock {
+            if let listening { $0.listening = listening }
+            $0.ready(upTo: echo, only: only, deliver: deliver)
+        }
     }
 
     package func receive(_ deliver: @escaping @Sendable (ReplicaMessage) -> Void, followsEvents: @escaping @Sendable () -> Bool) {
@@ -154,10 +163,7 @@ extension PostgresStateStore {
             }
             status.withLock { $0.listening = false }
             // What this replica sent and has not heard back will not come back on a new connection: delivered here now.
-            own.withLock {
-                $0.listening = false
-                $0.ready(upTo: .max, only: false, deliver: link.withLock { $0?.deliver })
-            }
+            deliverOwn(upTo: .max, only: false, listening: false)
             try? await Task.sleep(for: .milliseconds(500))
         }
     }
@@ -166,9 +172,7 @@ extension PostgresStateStore {
         guard var batch = try? JSONReader.parse(Array(payload.utf8)), batch["namespace"]?.stringValue == options.namespace else { return }
         if batch["replica"]?.stringValue == replica {
             // One of this replica's own batches, back in the order every replica gets it (a large one's row need not be read).
-            if let echo = batch["echo"]?.intValue {
-                own.withLock { $0.ready(upTo: echo, only: false, deliver: link.withLock { $0?.deliver }) }
-            }
+            if let echo = batch["echo"]?.intValue { deliverOwn(upTo: echo, only: false) }
             return
         }
         if let row = batch["row"]?.intValue {
