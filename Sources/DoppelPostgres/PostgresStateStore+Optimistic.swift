@@ -5,18 +5,25 @@ import PostgresNIO
 /// A request's session in two round trips: its row read (no lock, no
 /// transaction), the request decided on the copy, and the copy written back
 /// only if the row's version is still the one read (`UPDATE … WHERE version
-/// = v`, one statement, committed by itself). Another request of the session
-/// that wrote in between makes the write touch no row: the request is
-/// taken again under the row's lock (`SELECT … FOR UPDATE` in a
-/// transaction: four round trips, never lost), and so is every request of
-/// that session this replica takes for the next `contendedFor` seconds: a
-/// busy session queues on its lock rather than losing write after write.
+/// = v`, one statement, committed by itself). When another write of the
+/// session came in between, the same statement returns the row as it is
+/// now, and the request is decided again on it and written over that
+/// version: one more round trip, with no lock held and none waited for.
+/// After `maximumUnlockedWrites` lost writes the request is taken under the
+/// row's lock (`SELECT … FOR UPDATE` in a transaction: four round trips,
+/// never lost), and so is every request of that session this replica takes
+/// for the next `contendedFor` seconds: a session too busy for its writes
+/// to land queues on its lock rather than losing write after write.
 ///
 /// Either way the outcomes are those of some order of the requests, one at
 /// a time: a write is kept only over the state it was decided on. Every
 /// writer raises the version (this path, the locked one, and the sweep's
 /// deletes, which remove the row).
 extension PostgresStateStore {
+    /// The most writes one request tries without the row's lock: the first,
+    /// and each again over the row its lost write saw.
+    static let maximumUnlockedWrites = 3
+
     /// Seconds a session that lost a write takes the lock at once, and the most sessions remembered so.
     static let contendedFor = 1.0
     static let maximumContended = 4_096
@@ -60,38 +67,56 @@ extension PostgresStateStore {
         _ body: @Sendable (SessionData?) throws -> (T, SessionData?)
     ) async throws -> T? {
         let namespace = options.namespace
+        var row = try await readRow(of: id, on: connection)
+        for _ in 0..<Self.maximumUnlockedWrites {
+            let stored = try row?.data.map { try decoded($0) }
+            let (result, data) = try body(stored)
+            try checkTimeLeft(since: started)
+            var kept = false
+            switch (row?.version, data) {
+            case (nil, nil):
+                // Nothing stored, nothing to keep.
+                return result
+            case (nil, let data?):
+                let written = try await connection.query(
+                    """
+                    INSERT INTO doppel_sessions (namespace, id, data, size, scenario, has_overrides, last_used, version)
+                    VALUES (\(namespace), \(id), \(Self.bytes(data)), \(data.stateSize), \(Self.storable(data.scenario?.name)),
+                        \(Self.hasOverrides(data)), now(), 1)
+                    ON CONFLICT DO NOTHING RETURNING 1
+                    """, logger: logger)
+                for try await _ in written.decode(Int.self) { kept = true }
+                return kept ? result : nil
+            case (let version?, nil):
+                let written = try await connection.query(
+                    "DELETE FROM doppel_sessions WHERE namespace = \(namespace) AND id = \(id) AND version = \(version) RETURNING 1",
+                    logger: logger)
+                for try await _ in written.decode(Int.self) { kept = true }
+                return kept ? result : nil
+            case (let version?, let data?):
+                let write = WriteSession(
+                    data: Self.bytes(data), size: data.stateSize, scenario: Self.storable(data.scenario?.name),
+                    hasOverrides: Self.hasOverrides(data), namespace: namespace, id: id, version: version)
+                var seen: (written: Bool, data: ByteBuffer?, version: Int64)?
+                for try await answer in try await connection.execute(write, logger: logger) { seen = answer }
+                // Removed since it was read: the lock's path makes it again.
+                guard let seen else { return nil }
+                if seen.written { return result }
+                status.withLock { $0.lostWrites += 1 }
+                // Decided again on the row as the write saw it; read again when that is the row already read.
+                row = seen.version > version ? (seen.data, seen.version) : try await readRow(of: id, on: connection)
+            }
+        }
+        return nil
+    }
+
+    /// Session `id`'s row as stored and its version; nil when there is none.
+    private func readRow(of id: String, on connection: PostgresConnection) async throws -> (data: ByteBuffer?, version: Int64)? {
         var row: (data: ByteBuffer?, version: Int64)?
-        for try await (data, version) in try await connection.execute(ReadSession(namespace: namespace, id: id), logger: logger) {
+        for try await (data, version) in try await connection.execute(ReadSession(namespace: options.namespace, id: id), logger: logger) {
             row = (data, version)
         }
-        let stored = try row?.data.map { try decoded($0) }
-        let (result, data) = try body(stored)
-        try checkTimeLeft(since: started)
-        var kept = false
-        switch (row?.version, data) {
-        case (nil, nil):
-            // Nothing stored, nothing to keep.
-            return result
-        case (nil, let data?):
-            let written = try await connection.query(
-                """
-                INSERT INTO doppel_sessions (namespace, id, data, size, scenario, has_overrides, last_used, version)
-                VALUES (\(namespace), \(id), \(Self.bytes(data)), \(data.stateSize), \(Self.storable(data.scenario?.name)),
-                    \(Self.hasOverrides(data)), now(), 1)
-                ON CONFLICT DO NOTHING RETURNING 1
-                """, logger: logger)
-            for try await _ in written.decode(Int.self) { kept = true }
-        case (let version?, nil):
-            let written = try await connection.query(
-                "DELETE FROM doppel_sessions WHERE namespace = \(namespace) AND id = \(id) AND version = \(version) RETURNING 1", logger: logger)
-            for try await _ in written.decode(Int.self) { kept = true }
-        case (let version?, let data?):
-            let write = WriteSession(
-                data: Self.bytes(data), size: data.stateSize, scenario: Self.storable(data.scenario?.name), hasOverrides: Self.hasOverrides(data),
-                namespace: namespace, id: id, version: version)
-            for try await _ in try await connection.execute(write, logger: logger) { kept = true }
-        }
-        return kept ? result : nil
+        return row
     }
 
     /// A write is sent only while the statement timeout and a margin are

@@ -28,14 +28,30 @@ extension PostgresStateStore {
         }
     }
 
-    /// A session written over the version it was read at; a row comes back when it was.
+    /// A session written over the version it was read at, in one statement
+    /// that says what came of it: `(true, nil, version)` when it was
+    /// written; `(false, data, version)`, the row as the statement saw it,
+    /// when another write of the session came between the read and this one
+    /// (no row when the session was removed). A lost write so costs one
+    /// round trip to try again on, not a read and the row's lock.
+    ///
+    /// All parts of the statement see one snapshot: when the other write
+    /// was still uncommitted as it began (the update waited for it, then
+    /// found the version changed), the row seen is the one read before, and
+    /// the caller reads it again.
     struct WriteSession: PostgresPreparedStatement {
-        static let name = "doppel_write_session"
+        static let name = "doppel_write_or_read_session"
         static let sql = """
-            UPDATE doppel_sessions SET data = $1, size = $2, scenario = $3, has_overrides = $4, last_used = now(), version = version + 1
-            WHERE namespace = $5 AND id = $6 AND version = $7 RETURNING 1
+            WITH written AS (
+                UPDATE doppel_sessions SET data = $1, size = $2, scenario = $3, has_overrides = $4, last_used = now(), version = version + 1
+                WHERE namespace = $5 AND id = $6 AND version = $7 RETURNING version
+            )
+            SELECT true, NULL::bytea, version FROM written
+            UNION ALL
+            SELECT false, data, version FROM doppel_sessions
+            WHERE namespace = $5 AND id = $6 AND NOT EXISTS (SELECT FROM written)
             """
-        typealias Row = Int
+        typealias Row = (Bool, ByteBuffer?, Int64)
 
         let data: ByteBuffer
         let size: Int
@@ -58,7 +74,7 @@ extension PostgresStateStore {
         }
 
         func decodeRow(_ row: PostgresRow) throws -> Row {
-            try row.decode(Int.self)
+            try row.decode(Row.self)
         }
     }
 }

@@ -73,6 +73,7 @@ extension PostgresStateStore {
             ("replica", .string(replica)), ("reachable", .bool(reachable)), ("last_error", state.lastError.map(JSON.string) ?? .null),
             ("requests_refused", .int(state.failedRequests)), ("journal_buffered", .int(buffered.0)), ("journal_dropped", .int(buffered.1)),
             ("sessions_written_unlocked", .int(state.unlockedWrites)), ("sessions_written_locked", .int(state.lockedWrites)),
+            ("writes_lost", .int(state.lostWrites)),
             ("transactions_batched", .int(state.batchedTransactions)),
             ("transactions_waiting", .int(queues.withLock { $0.values.reduce(0) { $0 + $1.count } })),
             (

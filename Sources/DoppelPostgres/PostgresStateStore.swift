@@ -104,9 +104,12 @@ package final class PostgresStateStore: StateStore, Sendable {
         /// The last error the store gave, for health.
         var lastError: String?
         var failedRequests = 0
-        /// Sessions written after a plain read (two round trips), and under the row's lock after losing to another write.
+        /// Sessions written after a plain read (two round trips, and one more for each write lost and tried again),
+        /// and under the row's lock after losing to other writes.
         var unlockedWrites = 0
         var lockedWrites = 0
+        /// Unlocked writes that found another write of their session between their read and them.
+        var lostWrites = 0
         /// Transactions decided in one batch with others of their session (`PostgresStateStore+Batches.swift`).
         var batchedTransactions = 0
         /// Messages (push batches, events) sent to the other replicas, taken from them, and lost (the database out of reach, or too many waiting).

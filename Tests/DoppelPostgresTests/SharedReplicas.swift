@@ -60,12 +60,13 @@ enum TestDatabase {
         return rows
     }
 
-    /// A row of `doppel_sessions` locked (`SELECT … FOR UPDATE`) in a transaction held open until `release()`.
+    /// A row of `doppel_sessions` locked (`SELECT … FOR UPDATE`, then changed by `change` when given) in a transaction
+    /// held open until `release()`, which commits it.
     struct HeldRow {
         let release: @Sendable () async throws -> Void
     }
 
-    static func holdRow(namespace: String, session: String, url: String) async throws -> HeldRow {
+    static func holdRow(namespace: String, session: String, url: String, changing change: String? = nil) async throws -> HeldRow {
         let client = PostgresClient(configuration: try configuration(url))
         let running = Task { await client.run() }
         let (locked, lockedSignal) = AsyncStream.makeStream(of: Void.self)
@@ -75,6 +76,7 @@ enum TestDatabase {
             try await client.withTransaction(logger: Logger(label: "held")) { connection in
                 try await connection.query(
                     "SELECT 1 FROM doppel_sessions WHERE namespace = \(namespace) AND id = \(session) FOR UPDATE", logger: Logger(label: "held"))
+                if let change { try await connection.query(PostgresQuery(unsafeSQL: change), logger: Logger(label: "held")) }
                 lockedSignal.yield()
                 for await _ in released { break }
             }

@@ -57,7 +57,9 @@ struct SharedStateTests {
         }
     }
 
-    @Test("A session written by one request at a time is read and written without a lock; a burst on one session takes the lock and stays exact")
+    @Test(
+        "A session written by one request at a time is read and written without a lock; a burst on one session stays exact, at most one write a request"
+    )
     func writesTakeTheLockOnlyWhenTheyCollide() async throws {
         let replicas = try await SharedReplicas.start(2, contract: Self.tales, timeout: 30)
         let clients = replicas.clients()
@@ -117,6 +119,49 @@ struct SharedStateTests {
         #expect(delta("sessions_written_locked") == 0)
         #expect(delta("transactions_batched") == 19)
         #expect(after["transactions_waiting"]?.intValue == 0)
+        await replicas.stop()
+    }
+
+    @Test("A write that lost to another write of its session is decided again on the row that write left, and written without the lock")
+    func aLostWriteIsDecidedAgainOnTheRowAsItIs() async throws {
+        let replicas = try await SharedReplicas.start(2, contract: Self.tales, timeout: 120)
+        let clients = replicas.clients()
+        let url = try #require(TestDatabase.url)
+        let child = try await child(clients[0], session: "lost")
+        func generate() async throws -> Int {
+            try await clients[0].send("POST", "/api/v1/stories/generate", json: ["language": "en", "child_id": .string(child)], session: "lost")
+                .status
+        }
+        func store() async throws -> JSON? { try await clients[0].send("GET", "/__doppel/health").json?["state_store"] }
+        let row = "namespace = '\(replicas.namespace)' AND id = 'lost'"
+        #expect(try await generate() == 200)
+        // The session after one generate, kept to write back from outside: another writer's state, one story behind.
+        let oneStory = try #require(try await TestDatabase.sql(["SELECT encode(data, 'hex') FROM doppel_sessions WHERE \(row)"], url: url).first)
+        #expect(try await generate() == 200)
+        let before = try #require(try await store())
+        // Another writer changes the row and holds it uncommitted: the replica reads two stories, decides a third, and its write waits.
+        let held = try await TestDatabase.holdRow(
+            namespace: replicas.namespace, session: "lost", url: url,
+            changing: "UPDATE doppel_sessions SET data = decode('\(oneStory)', 'hex'), version = version + 1 WHERE \(row)")
+        async let third = generate()
+        let waiting = try await eventually(within: 60) {
+            let blocked = try await TestDatabase.sql(
+                ["SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%WITH written AS%'"], url: url)
+            return blocked == ["1"]
+        }
+        #expect(waiting, "the replica's write waits for the other writer's lock")
+        // Committed: the replica's write finds another version, reads the row again (one story) and writes two over it.
+        try await held.release()
+        #expect(try await third == 200)
+        let after = try #require(try await store())
+        func delta(_ key: String) -> Int? { after[key].flatMap(\.intValue).flatMap { now in before[key]?.intValue.map { now - $0 } } }
+        #expect(delta("writes_lost") == 1, "\(after)")
+        #expect(delta("sessions_written_unlocked") == 1)
+        #expect(delta("sessions_written_locked") == 0)
+        // Two stories kept, not three: three more are generated before the limit of 5.
+        var statuses: [Int] = []
+        for _ in 0..<4 { statuses.append(try await generate()) }
+        #expect(statuses == [200, 200, 200, 402])
         await replicas.stop()
     }
 
