@@ -63,13 +63,15 @@ enum TestDatabase {
     /// A row of `doppel_sessions` locked (`SELECT … FOR UPDATE`, then changed by `change` when given) in a transaction
     /// held open until `release()`, which commits it.
     struct HeldRow {
+        /// The backend holding it: `pg_blocking_pids` names it for a statement that waits for the row.
+        let holder: Int
         let release: @Sendable () async throws -> Void
     }
 
     static func holdRow(namespace: String, session: String, url: String, changing change: String? = nil) async throws -> HeldRow {
         let client = PostgresClient(configuration: try configuration(url))
         let running = Task { await client.run() }
-        let (locked, lockedSignal) = AsyncStream.makeStream(of: Void.self)
+        let (locked, lockedSignal) = AsyncStream.makeStream(of: Int.self)
         let (released, releasedSignal) = AsyncStream.makeStream(of: Void.self)
         let holding = Task {
             defer { running.cancel() }
@@ -77,16 +79,20 @@ enum TestDatabase {
                 try await connection.query(
                     "SELECT 1 FROM doppel_sessions WHERE namespace = \(namespace) AND id = \(session) FOR UPDATE", logger: Logger(label: "held"))
                 if let change { try await connection.query(PostgresQuery(unsafeSQL: change), logger: Logger(label: "held")) }
-                lockedSignal.yield()
+                var holder = 0
+                for try await pid in try await connection.query("SELECT pg_backend_pid()", logger: Logger(label: "held")).decode(Int.self) {
+                    holder = pid
+                }
+                lockedSignal.yield(holder)
                 for await _ in released { break }
             }
         }
         var iterator = locked.makeAsyncIterator()
-        guard await iterator.next() != nil else {
+        guard let holder = await iterator.next() else {
             try await holding.value
             throw TestServerError(message: "the row was not locked")
         }
-        return HeldRow {
+        return HeldRow(holder: holder) {
             releasedSignal.yield()
             try await holding.value
         }

@@ -146,7 +146,8 @@ struct SharedStateTests {
         async let third = generate()
         let waiting = try await eventually(within: 60) {
             let blocked = try await TestDatabase.sql(
-                ["SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%WITH written AS%'"], url: url)
+                ["SELECT count(*) FROM pg_stat_activity WHERE \(held.holder) = ANY(pg_blocking_pids(pid)) AND query LIKE '%WITH written AS%'"],
+                url: url)
             return blocked == ["1"]
         }
         #expect(waiting, "the replica's write waits for the other writer's lock")
