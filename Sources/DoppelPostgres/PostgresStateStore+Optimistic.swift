@@ -8,7 +8,7 @@ import PostgresNIO
 /// = v`, one statement, committed by itself). When another write of the
 /// session came in between, the same statement returns the row as it is
 /// now, and the request is decided again on it and written over that
-/// version: one more round trip, with no lock held and none waited for.
+/// version: one more round trip, with no transaction held open.
 /// After `maximumUnlockedWrites` lost writes the request is taken under the
 /// row's lock (`SELECT … FOR UPDATE` in a transaction: four round trips,
 /// never lost), and so is every request of that session this replica takes
