@@ -53,9 +53,25 @@ extension PostgresStateStore {
         }
         if idle {
             let failure = Locked<(any Error)?>(nil)
-            // (Its caller bounds it in time, as it did before batches.)
-            await runBatch([Job(started: started, run: run) { error in failure.withLock { $0 = error } }], of: id, waited: false)
-            handOver(id)
+            // Its caller bounds it in time, as it did before batches: at its deadline the caller is cancelled and stops
+            // waiting for it. The waiting requests are then handed on at once, not after this batch: a database call
+            // that does not end when cancelled (one seen across a database restart) would otherwise hold the session's
+            // queue for good. Two batches of a session may then run at once; their writes are still each kept only over
+            // the version they were decided on.
+            let handed = Locked(false)
+            let handOverOnce: @Sendable () -> Void = {
+                let first = handed.withLock { done in
+                    defer { done = true }
+                    return !done
+                }
+                if first { self.handOver(id) }
+            }
+            await withTaskCancellationHandler {
+                await runBatch([Job(started: started, run: run) { error in failure.withLock { $0 = error } }], of: id, waited: false)
+            } onCancel: {
+                handOverOnce()
+            }
+            handOverOnce()
             if let error = failure.withLock({ $0 }) { throw error }
             return try result.withLock { $0! }.get()
         }

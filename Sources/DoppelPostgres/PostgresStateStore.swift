@@ -86,6 +86,8 @@ package final class PostgresStateStore: StateStore, Sendable {
     let contended = Locked([String: Double]())
     /// Sessions with a batch running on this replica, and the transactions waiting for the next (`PostgresStateStore+Batches.swift`).
     let queues = Locked([String: [Job]]())
+    /// Awaited before each transaction, for tests: a database call that does not end when its caller gives up.
+    package let stallForTesting = Locked<(@Sendable () async -> Void)?>(nil)
     private let tasks = Locked([Task<Void, Never>]())
     /// Push batches on their way to the other replicas, in the order they were made (`PostgresStateStore+Pushes.swift`).
     let outgoing = AsyncStream.makeStream(of: Outgoing.self, bufferingPolicy: .bufferingOldest(PostgresStateStore.maximumPushesWaiting))
@@ -362,6 +364,7 @@ package final class PostgresStateStore: StateStore, Sendable {
     func transactOnce<T: Sendable>(
         session id: String, started: ContinuousClock.Instant, _ body: @escaping @Sendable (SessionData?) throws -> (T, SessionData?)
     ) async throws -> T {
+        if let stall = stallForTesting.withLock({ $0 }) { await stall() }
         // Two round trips while no other request of the session writes between them; else the row's lock.
         if !isContended(id) {
             if let result = try await optimistically(session: id, started: started, body) {

@@ -166,6 +166,39 @@ struct SharedStateTests {
         await replicas.stop()
     }
 
+    @Test("A request whose database call does not end when its caller gives up does not hold up its session's next requests")
+    func aStuckTransactionDoesNotHoldItsSession() async throws {
+        let replicas = try await SharedReplicas.start(1, contract: Self.tales, timeout: 1)
+        let client = replicas.clients()[0]
+        let child = try await child(client, session: "stuck")
+        func generate() async throws -> Int {
+            try await client.send("POST", "/api/v1/stories/generate", json: ["language": "en", "child_id": .string(child)], session: "stuck")
+                .status
+        }
+        // The next transaction waits until released, whether cancelled or not (as a database call seen across a restart did).
+        let waiting = Locked<CheckedContinuation<Void, Never>?>(nil)
+        let stalled = Locked(false)
+        replicas.replicas[0].store.stallForTesting.withLock {
+            $0 = {
+                let first = stalled.withLock { done in
+                    defer { done = true }
+                    return !done
+                }
+                if first { await withCheckedContinuation { continuation in waiting.withLock { $0 = continuation } } }
+            }
+        }
+        #expect(try await generate() == 503, "its caller gave up after the store's timeout")
+        // The stuck batch holds nothing: the session's next request is decided at once.
+        #expect(try await generate() == 200)
+        #expect(try await generate() == 200)
+        // Released, the stuck request finds its time gone and keeps nothing: 5 stories in all, 2 of them made.
+        waiting.withLock { $0.take() }?.resume()
+        var statuses: [Int] = []
+        for _ in 0..<4 { statuses.append(try await generate()) }
+        #expect(statuses == [200, 200, 200, 402])
+        await replicas.stop()
+    }
+
     @Test("GraphQL over 2 replicas: a mutation on one is read on the other; 100 parallel mutations over both make exactly 5 stories")
     func graphQLOverReplicas() async throws {
         let replicas = try await SharedReplicas.start(2, contract: contractPath("tales-graphql.yaml"), timeout: 30)
