@@ -162,12 +162,7 @@ struct ServedSchema: Sendable {
     /// input value, failing the introspection query clients such as `gql`
     /// send (`inputFields(includeDeprecated: true) { isDeprecated }`).
     static func introspectInputDefaults(of schema: GraphQLSchema) {
-        guard
-            introspectionMended.withLock({ mended in
-                defer { mended = true }
-                return !mended
-            })
-        else { return }
+        guard introspectionMended.setFirst() else { return }
         guard let inputValue = schema.getType(name: "__InputValue") as? GraphQLObjectType, var fields = try? inputValue.fields(),
             let original = fields["defaultValue"]
         else { return }

@@ -59,13 +59,7 @@ extension PostgresStateStore {
             // queue for good. Two batches of a session may then run at once; their writes are still each kept only over
             // the version they were decided on.
             let handed = Locked(false)
-            let handOverOnce: @Sendable () -> Void = {
-                let first = handed.withLock { done in
-                    defer { done = true }
-                    return !done
-                }
-                if first { self.handOver(id) }
-            }
+            let handOverOnce: @Sendable () -> Void = { if handed.setFirst() { self.handOver(id) } }
             await withTaskCancellationHandler {
                 await runBatch([Job(started: started, run: run) { error in failure.withLock { $0 = error } }], of: id, waited: false)
             } onCancel: {

@@ -44,6 +44,8 @@ package final class PostgresStateStore: StateStore, Sendable {
         package var connections = 20
         /// The most bytes of messages (pushes, events) waiting to go to the other replicas; past it a message is lost and counted.
         package var messageBytesWaiting = PostgresStateStore.maximumMessageBytesWaiting
+        /// Awaited before each transaction, for tests: a database call that does not end when its caller gives up.
+        package var beforeTransaction: (@Sendable () async -> Void)?
 
         package init(url: String) {
             self.url = url
@@ -86,8 +88,6 @@ package final class PostgresStateStore: StateStore, Sendable {
     let contended = Locked([String: Double]())
     /// Sessions with a batch running on this replica, and the transactions waiting for the next (`PostgresStateStore+Batches.swift`).
     let queues = Locked([String: [Job]]())
-    /// Awaited before each transaction, for tests: a database call that does not end when its caller gives up.
-    package let stallForTesting = Locked<(@Sendable () async -> Void)?>(nil)
     private let tasks = Locked([Task<Void, Never>]())
     /// Push batches on their way to the other replicas, in the order they were made (`PostgresStateStore+Pushes.swift`).
     let outgoing = AsyncStream.makeStream(of: Outgoing.self, bufferingPolicy: .bufferingOldest(PostgresStateStore.maximumPushesWaiting))
@@ -364,7 +364,7 @@ package final class PostgresStateStore: StateStore, Sendable {
     func transactOnce<T: Sendable>(
         session id: String, started: ContinuousClock.Instant, _ body: @escaping @Sendable (SessionData?) throws -> (T, SessionData?)
     ) async throws -> T {
-        if let stall = stallForTesting.withLock({ $0 }) { await stall() }
+        if let stall = options.beforeTransaction { await stall() }
         // Two round trips while no other request of the session writes between them; else the row's lock.
         if !isContended(id) {
             if let result = try await optimistically(session: id, started: started, body) {

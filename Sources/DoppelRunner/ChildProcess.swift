@@ -224,11 +224,7 @@ package final class ChildProcess: @unchecked Sendable {
         await withCheckedContinuation { (continuation: CheckedContinuation<Ending?, Never>) in
             let answered = Locked(false)
             let answer = { @Sendable (ending: Ending?) in
-                let first = answered.withLock { already in
-                    defer { already = true }
-                    return !already
-                }
-                if first { continuation.resume(returning: ending) }
+                if answered.setFirst() { continuation.resume(returning: ending) }
             }
             Thread.detachNewThread { answer(self.waitUntilExit()) }
             DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { answer(nil) }

@@ -134,7 +134,7 @@ struct SharedReplicas {
     static func start(
         _ count: Int, contract file: String, namespace: String = "t-\(UUID().uuidString.prefix(8))",
         timeout: Double = 2, scenario: String? = nil, sessionLimit: Int? = nil, url: String? = nil, agents: Bool = false,
-        messageBytesWaiting: Int = PostgresStateStore.maximumMessageBytesWaiting
+        messageBytesWaiting: Int = PostgresStateStore.maximumMessageBytesWaiting, beforeTransaction: (@Sendable () async -> Void)? = nil
     ) async throws -> SharedReplicas {
         var replicas: [Replica] = []
         for _ in 0..<count {
@@ -153,6 +153,7 @@ struct SharedReplicas {
             options.timeout = timeout
             options.connections = 8
             options.messageBytesWaiting = messageBytesWaiting
+            options.beforeTransaction = beforeTransaction
             let store = try await PostgresStateStore.open(options, engine: engine, catalog: catalog)
             let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
             let app = buildApplication(

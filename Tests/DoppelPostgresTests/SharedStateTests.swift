@@ -25,20 +25,28 @@ struct SharedStateTests {
         return try #require(made.json?["id"]?.stringValue)
     }
 
+    /// One generate for `child` in `session`; its status.
+    func generate(_ client: TestClient, session: String, child: String) async throws -> Int {
+        try await client.send("POST", "/api/v1/stories/generate", json: ["language": "en", "child_id": .string(child)], session: session).status
+    }
+
     /// `count` generates spread over the clients in turn, all at once; statuses counted.
     func generates(_ clients: [TestClient], count: Int, session: String, child: String) async throws -> [Int: Int] {
         try await withThrowingTaskGroup(of: Int.self) { group in
             for index in 0..<count {
                 let client = clients[index % clients.count]
-                group.addTask {
-                    try await client.send("POST", "/api/v1/stories/generate", json: ["language": "en", "child_id": .string(child)], session: session)
-                        .status
-                }
+                group.addTask { try await generate(client, session: session, child: child) }
             }
             var tally: [Int: Int] = [:]
             for try await status in group { tally[status, default: 0] += 1 }
             return tally
         }
+    }
+
+    /// How much health's `key` grew from `before` to `after` (nil when either lacks it).
+    func delta(_ key: String, from before: JSON, to after: JSON) -> Int? {
+        guard let now = after[key]?.intValue, let then = before[key]?.intValue else { return nil }
+        return now - then
     }
 
     @Test("200 parallel generates over 2 and 3 replicas in one session: exactly 5 × 200 and 195 × 402, 20 runs")
@@ -77,10 +85,7 @@ struct SharedStateTests {
         let calm = try await child(clients[0], session: "calm")
         var statuses: [Int] = []
         for index in 0..<7 {
-            statuses.append(
-                try await clients[index % 2].send(
-                    "POST", "/api/v1/stories/generate", json: ["language": "en", "child_id": .string(calm)], session: "calm"
-                ).status)
+            statuses.append(try await generate(clients[index % 2], session: "calm", child: calm))
         }
         #expect(statuses == [200, 200, 200, 200, 200, 402, 402])
         let calmWrites = try await writes()
@@ -114,10 +119,9 @@ struct SharedStateTests {
         try await held.release()
         #expect(try await tally == [200: 5, 402: 15])
         let after = try #require(try await store(clients[0]))
-        func delta(_ key: String) -> Int? { after[key].flatMap(\.intValue).flatMap { now in before[key]?.intValue.map { now - $0 } } }
-        #expect(delta("sessions_written_unlocked") == 2, "the first request's write, then one for the 19: \(after)")
-        #expect(delta("sessions_written_locked") == 0)
-        #expect(delta("transactions_batched") == 19)
+        #expect(delta("sessions_written_unlocked", from: before, to: after) == 2, "the first request's write, then one for the 19: \(after)")
+        #expect(delta("sessions_written_locked", from: before, to: after) == 0)
+        #expect(delta("transactions_batched", from: before, to: after) == 19)
         #expect(after["transactions_waiting"]?.intValue == 0)
         await replicas.stop()
     }
@@ -128,10 +132,7 @@ struct SharedStateTests {
         let clients = replicas.clients()
         let url = try #require(TestDatabase.url)
         let child = try await child(clients[0], session: "lost")
-        func generate() async throws -> Int {
-            try await clients[0].send("POST", "/api/v1/stories/generate", json: ["language": "en", "child_id": .string(child)], session: "lost")
-                .status
-        }
+        func generate() async throws -> Int { try await self.generate(clients[0], session: "lost", child: child) }
         func store() async throws -> JSON? { try await clients[0].send("GET", "/__doppel/health").json?["state_store"] }
         let row = "namespace = '\(replicas.namespace)' AND id = 'lost'"
         #expect(try await generate() == 200)
@@ -155,10 +156,9 @@ struct SharedStateTests {
         try await held.release()
         #expect(try await third == 200)
         let after = try #require(try await store())
-        func delta(_ key: String) -> Int? { after[key].flatMap(\.intValue).flatMap { now in before[key]?.intValue.map { now - $0 } } }
-        #expect(delta("writes_lost") == 1, "\(after)")
-        #expect(delta("sessions_written_unlocked") == 1)
-        #expect(delta("sessions_written_locked") == 0)
+        #expect(delta("writes_lost", from: before, to: after) == 1, "\(after)")
+        #expect(delta("sessions_written_unlocked", from: before, to: after) == 1)
+        #expect(delta("sessions_written_locked", from: before, to: after) == 0)
         // Two stories kept, not three: three more are generated before the limit of 5.
         var statuses: [Int] = []
         for _ in 0..<4 { statuses.append(try await generate()) }
@@ -168,25 +168,20 @@ struct SharedStateTests {
 
     @Test("A request whose database call does not end when its caller gives up does not hold up its session's next requests")
     func aStuckTransactionDoesNotHoldItsSession() async throws {
-        let replicas = try await SharedReplicas.start(1, contract: Self.tales, timeout: 1)
+        // Once armed, the next transaction waits until released, whether cancelled or not (as a database call seen across a restart did).
+        let armed = Locked(false)
+        let waiting = Locked<CheckedContinuation<Void, Never>?>(nil)
+        let replicas = try await SharedReplicas.start(1, contract: Self.tales, timeout: 1) {
+            let stall = armed.withLock { armed in
+                defer { armed = false }
+                return armed
+            }
+            if stall { await withCheckedContinuation { continuation in waiting.withLock { $0 = continuation } } }
+        }
         let client = replicas.clients()[0]
         let child = try await child(client, session: "stuck")
-        func generate() async throws -> Int {
-            try await client.send("POST", "/api/v1/stories/generate", json: ["language": "en", "child_id": .string(child)], session: "stuck")
-                .status
-        }
-        // The next transaction waits until released, whether cancelled or not (as a database call seen across a restart did).
-        let waiting = Locked<CheckedContinuation<Void, Never>?>(nil)
-        let stalled = Locked(false)
-        replicas.replicas[0].store.stallForTesting.withLock {
-            $0 = {
-                let first = stalled.withLock { done in
-                    defer { done = true }
-                    return !done
-                }
-                if first { await withCheckedContinuation { continuation in waiting.withLock { $0 = continuation } } }
-            }
-        }
+        func generate() async throws -> Int { try await self.generate(client, session: "stuck", child: child) }
+        armed.withLock { $0 = true }
         #expect(try await generate() == 503, "its caller gave up after the store's timeout")
         // The stuck batch holds nothing: the session's next request is decided at once.
         #expect(try await generate() == 200)
@@ -304,7 +299,7 @@ struct SharedStateTests {
         #expect(instants[1].timeIntervalSinceNow > 30 * 86_400)
         // A month later the count starts again, whichever replica answers.
         #expect(
-            try await b.send("POST", "/api/v1/stories/generate", json: ["language": "en", "child_id": .string(child)], session: "clock").status == 200
+            try await generate(b, session: "clock", child: child) == 200
         )
         // Each replica's journal entries, read through the other at once.
         let verified = try await a.send(
@@ -375,7 +370,7 @@ struct SharedStateTests {
         #expect(try await b.send("GET", "/api/v1/subscription/plans", session: "fx").status == 401)
         #expect(try await a.send("GET", "/api/v1/subscription/plans", session: "fx").status == 200, "used once, over both replicas")
         #expect(
-            try await a.send("POST", "/api/v1/stories/generate", json: ["language": "en", "child_id": .string(child)], session: "fx").status == 200)
+            try await generate(a, session: "fx", child: child) == 200)
         let journal = try await a.send("GET", "/__doppel/journal?session=fx&endpoint=generate-story")
         let entries = journal.json?["entries"]?.arrayValue ?? []
         #expect(entries.map { $0["status"] } == [402, 200])
@@ -421,14 +416,14 @@ struct SharedStateTests {
         let child = try await child(a, session: "st")
         // One story through b (it sets the month the count belongs to), read through a.
         #expect(
-            try await b.send("POST", "/api/v1/stories/generate", json: ["language": "en", "child_id": .string(child)], session: "st").status == 200)
+            try await generate(b, session: "st", child: child) == 200)
         var state = try #require(try await a.send("GET", "/__doppel/state?session=st").json?["state"]?.objectValue)
         #expect(state["stories_used"] == 1)
         state["stories_used"] = 5
         #expect(try await a.send("PUT", "/__doppel/state?session=st", json: ["state": .object(state)]).status == 200)
         #expect(try await b.send("GET", "/__doppel/state?session=st").json?["state"]?["stories_used"] == 5)
         #expect(
-            try await b.send("POST", "/api/v1/stories/generate", json: ["language": "en", "child_id": .string(child)], session: "st").status == 402)
+            try await generate(b, session: "st", child: child) == 402)
         let listed = try await b.send("GET", "/__doppel/sessions")
         #expect(listed.json?["sessions"]?.arrayValue?.compactMap { $0["id"]?.stringValue } == ["st"])
         await replicas.stop()

@@ -55,3 +55,14 @@ package final class Locked<Value> {
 }
 
 extension Locked: @unchecked Sendable where Value: Sendable {}
+
+extension Locked where Value == Bool {
+    /// Sets the flag; true for the one caller that found it unset (a thing
+    /// done once whichever of several paths reaches it first).
+    package func setFirst() -> Bool {
+        withLock { isSet in
+            defer { isSet = true }
+            return !isSet
+        }
+    }
+}
