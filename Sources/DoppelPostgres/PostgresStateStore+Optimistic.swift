@@ -18,8 +18,16 @@ import PostgresNIO
 /// Either way the outcomes are those of some order of the requests, one at
 /// a time: a write is kept only over the state it was decided on. Every
 /// writer raises the version (this path, the locked one, and the sweep's
-/// deletes, which remove the row).
+/// deletes, which remove the row). A row is made with the database's clock
+/// in microseconds as its version (`firstVersion`), so a session removed
+/// and made again goes on above every version it had: a write decided on
+/// the removed session's row cannot land on the new one's.
 extension PostgresStateStore {
+    /// A new row's version: the database's clock in microseconds, above
+    /// every version of an earlier row of the session unless that row was
+    /// written more than once a microsecond since it was made.
+    static let firstVersion = "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint"
+
     /// The most writes one request tries without the row's lock: the first,
     /// and each again over the row its lost write saw.
     static let maximumUnlockedWrites = 3
@@ -82,7 +90,7 @@ extension PostgresStateStore {
                     """
                     INSERT INTO doppel_sessions (namespace, id, data, size, scenario, has_overrides, last_used, version)
                     VALUES (\(namespace), \(id), \(Self.bytes(data)), \(data.stateSize), \(Self.storable(data.scenario?.name)),
-                        \(Self.hasOverrides(data)), now(), 1)
+                        \(Self.hasOverrides(data)), now(), \(unescaped: Self.firstVersion))
                     ON CONFLICT DO NOTHING RETURNING 1
                     """, logger: logger)
                 for try await _ in written.decode(Int.self) { kept = true }

@@ -413,7 +413,8 @@ package final class PostgresStateStore: StateStore, Sendable {
             }
             if attempt == 0 {
                 try await connection.query(
-                    "INSERT INTO doppel_sessions (namespace, id) VALUES (\(namespace), \(id)) ON CONFLICT DO NOTHING", logger: logger)
+                    "INSERT INTO doppel_sessions (namespace, id, version) VALUES (\(namespace), \(id), \(unescaped: Self.firstVersion)) ON CONFLICT DO NOTHING",
+                    logger: logger)
             }
         }
         return nil

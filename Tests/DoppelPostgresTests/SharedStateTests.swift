@@ -166,6 +166,30 @@ struct SharedStateTests {
         await replicas.stop()
     }
 
+    @Test("A session removed and made again goes on above every version it had: a write decided on the removed row cannot land on the new one")
+    func aSessionMadeAgainGoesOnAboveItsVersions() async throws {
+        let replicas = try await SharedReplicas.start(2, contract: Self.tales, timeout: 30)
+        let clients = replicas.clients()
+        let url = try #require(TestDatabase.url)
+        func version() async throws -> Int64? {
+            try await TestDatabase.sql(
+                ["SELECT version FROM doppel_sessions WHERE namespace = '\(replicas.namespace)' AND id = 'again'"], url: url
+            ).first.flatMap { Int64($0) }
+        }
+        let child = try await child(clients[0], session: "again")
+        for _ in 0..<3 { #expect(try await generate(clients[1], session: "again", child: child) == 200) }
+        let old = try #require(try await version())
+        #expect(try await clients[1].send("POST", "/__doppel/reset?session=again").status == 200)
+        #expect(try await version() == nil, "the row is removed")
+        // Made again, through the other replica: its first version is above the removed row's last.
+        let again = try await self.child(clients[0], session: "again")
+        let new = try #require(try await version())
+        #expect(new > old, "\(new) after \(old)")
+        #expect(try await generate(clients[1], session: "again", child: again) == 200)
+        #expect(try await version() == new + 1)
+        await replicas.stop()
+    }
+
     @Test("A request whose database call does not end when its caller gives up does not hold up its session's next requests")
     func aStuckTransactionDoesNotHoldItsSession() async throws {
         // Once armed, the next transaction waits until released, whether cancelled or not (as a database call seen across a restart did).
