@@ -130,11 +130,14 @@ struct SharedReplicas {
     let replicas: [Replica]
     let namespace: String
 
-    /// `count` replicas of `contract` in a namespace of their own (a new one per call).
+    /// `count` replicas of `contract` in a namespace of their own (a new one per call). The store's timeout is a generous 10 s
+    /// unless a test is about it: a request's write is sent only within 0.4 of it, and a machine busy with other work was
+    /// seen taking more than 2 s × 0.4 to make a session's first row.
     static func start(
         _ count: Int, contract file: String, namespace: String = "t-\(UUID().uuidString.prefix(8))",
-        timeout: Double = 2, scenario: String? = nil, sessionLimit: Int? = nil, url: String? = nil, agents: Bool = false,
-        messageBytesWaiting: Int = PostgresStateStore.maximumMessageBytesWaiting, beforeTransaction: (@Sendable () async -> Void)? = nil
+        timeout: Double = 10, scenario: String? = nil, sessionLimit: Int? = nil, url: String? = nil, agents: Bool = false,
+        messageBytesWaiting: Int = PostgresStateStore.maximumMessageBytesWaiting, connections: Int = 8,
+        beforeTransaction: (@Sendable () async -> Void)? = nil
     ) async throws -> SharedReplicas {
         var replicas: [Replica] = []
         for _ in 0..<count {
@@ -151,7 +154,7 @@ struct SharedReplicas {
             var options = PostgresStateStore.Options(url: url ?? TestDatabase.url!)
             options.namespace = namespace
             options.timeout = timeout
-            options.connections = 8
+            options.connections = connections
             options.messageBytesWaiting = messageBytesWaiting
             options.beforeTransaction = beforeTransaction
             let store = try await PostgresStateStore.open(options, engine: engine, catalog: catalog)

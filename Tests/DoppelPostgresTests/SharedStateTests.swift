@@ -556,6 +556,55 @@ struct SharedStateTests {
         #expect(used.json?["limits"]?["stories_used"] == 5)
         await replicas.stop()
     }
+    @Test(
+        "The database restarted five times under load: the replica serves again after each, its pool's connections not lost, and every 200 is kept"
+    )
+    func theDatabaseRestartedAgainAndAgain() async throws {
+        try #require(TestDatabase.control != nil, "set DOPPEL_TEST_POSTGRES_CTL (.ci/run does)")
+        // Two connections: a connection the pool lost on a restart (a call that never ends) would leave it none by the second.
+        let replicas = try await SharedReplicas.start(1, contract: Self.tales, timeout: 1, connections: 2)
+        let client = replicas.clients(maxConnections: 8)[0]
+        let upgrade = "/api/v1/subscription/purchase?plan_tier=premium&billing_cycle=monthly&payment_method=card"
+        #expect(try await client.send("POST", upgrade, session: "again").status == 200, "premium: every generate is a 200 and counted")
+        let child = try await child(client, session: "again")
+        let statuses = Locked([Int: Int]())
+        func count(_ status: Int) -> Int { statuses.withLock { $0[status] ?? 0 } }
+        let running = Locked(true)
+        let load = Task {
+            await withTaskGroup(of: Void.self) { group in
+                for _ in 0..<4 {
+                    group.addTask {
+                        while running.withLock({ $0 }) {
+                            guard let status = try? await self.generate(client, session: "again", child: child) else { continue }
+                            statuses.withLock { $0[status, default: 0] += 1 }
+                        }
+                    }
+                }
+            }
+        }
+        for restart in 0..<5 {
+            let refused = count(503)
+            try TestDatabase.run("stop")
+            #expect(try await eventually(within: 10) { count(503) > refused }, "restart \(restart): no 503 while the database was stopped")
+            try TestDatabase.run("start")
+            let served = count(200)
+            let serving = try await eventually(within: 20, every: .milliseconds(100)) { count(200) >= served + 10 }
+            #expect(serving, "restart \(restart): not serving 20 s after the database started: \(statuses.withLock { $0 })")
+        }
+        running.withLock { $0 = false }
+        await load.value
+        // One at a time after the last restart: each decided at once, on a connection of the pool's two.
+        for _ in 0..<10 { #expect(try await generate(client, session: "again", child: child) == 200) }
+        let tally = statuses.withLock { $0 }
+        #expect(Set(tally.keys).isSubset(of: [200, 503]), "\(tally)")
+        let subscription = try await client.send("GET", "/api/v1/users/subscription", session: "again")
+        let used = try #require(subscription.json?["limits"]?["stories_used"]?.intValue)
+        // Every 200 kept; a 503 may have been kept as well (its write committed as the database stopped), nothing more.
+        let served = count(200) + 10
+        #expect(used >= served && used <= served + count(503), "\(used) stories used after \(tally) and 10 more")
+        await replicas.stop()
+    }
+
     @Test("A NUL in a path, a JSON key and a state key is journaled and stored: the replica's journal, heartbeat and namespace are kept")
     func nulCharactersAreStorable() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("nul-\(UUID().uuidString)")
@@ -625,7 +674,7 @@ struct SharedStateTests {
         for (url, words) in cases {
             let started = ContinuousClock.now
             await #expect {
-                _ = try await SharedReplicas.start(1, contract: Self.tales, url: url)
+                _ = try await SharedReplicas.start(1, contract: Self.tales, timeout: 2, url: url)
             } throws: { error in
                 "\(error)".contains(words)
             }
