@@ -256,6 +256,12 @@ package final class PostgresStateStore: StateStore, Sendable {
             host: host, port: url.port ?? 5432, username: user, password: url.password,
             database: database.isEmpty ? nil : database, tls: tls)
         configuration.options.maximumConnections = options.connections
+        // Every connection opened at once and kept, with no keep-alive query: the pool then schedules no timer when
+        // a connection goes back to it (an idle timeout for one above the minimum, a keep-alive for every one, each a
+        // task group with a sleeping task, cancelled at the next lease), about a fifth of a replica's CPU per stateful
+        // request (Benchmarks/README.md). A connection the database closes is replaced by the pool all the same.
+        configuration.options.minimumConnections = options.connections
+        configuration.options.keepAliveBehavior = nil
         configuration.options.connectTimeout = .milliseconds(Int64(options.timeout * 1000))
         // The server ends a lock wait or a statement at half the timeout, so
         // a transaction that got its lock has the other half to write and
