@@ -40,7 +40,7 @@ package final class PostgresStateStore: StateStore, Sendable {
         package var namespace = "default"
         /// The longest a request may wait for the store before its 503.
         package var timeout: Double = 2
-        /// The most connections this replica opens.
+        /// The connections this replica opens as it starts and keeps (at most, while the database refuses some).
         package var connections = 20
         /// The most bytes of messages (pushes, events) waiting to go to the other replicas; past it a message is lost and counted.
         package var messageBytesWaiting = PostgresStateStore.maximumMessageBytesWaiting
