@@ -95,6 +95,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                // The queue of reads and writes waiting for a round (PostgresStateStore+Rounds.swift).
+                .product(name: "DequeModule", package: "swift-collections"),
             ]
         ),
         .target(

@@ -60,22 +60,14 @@ extension PostgresStateStore {
         var description: String { "no answer within \(seconds.formatted()) s (the request's write was not sent, so nothing of it was kept)" }
     }
 
-    /// The result of `body` when its write was kept; nil when another write came between the read and it.
+    /// The result of `body` when its write was kept; nil when another write
+    /// came between the read and it. The read and the common write (over a
+    /// row read) go in rounds with other sessions' (`+Rounds.swift`).
     func optimistically<T: Sendable>(
         session id: String, started: ContinuousClock.Instant, _ body: @Sendable (SessionData?) throws -> (T, SessionData?)
     ) async throws -> T? {
-        // One connection from the pool for both statements: a lease costs the pool's bookkeeping and a task hop.
-        try await client.withConnection { connection in
-            try await optimistically(session: id, started: started, on: connection, body)
-        }
-    }
-
-    private func optimistically<T: Sendable>(
-        session id: String, started: ContinuousClock.Instant, on connection: PostgresConnection,
-        _ body: @Sendable (SessionData?) throws -> (T, SessionData?)
-    ) async throws -> T? {
         let namespace = options.namespace
-        var row = try await readRow(of: id, on: connection)
+        var row = try await reads.run(id, key: id, started: started)
         for _ in 0..<Self.maximumUnlockedWrites {
             let stored = try row?.data.map { try decoded($0) }
             let (result, data) = try body(stored)
@@ -86,7 +78,7 @@ extension PostgresStateStore {
                 // Nothing stored, nothing to keep.
                 return result
             case (nil, let data?):
-                let written = try await connection.query(
+                let written = try await client.query(
                     """
                     INSERT INTO doppel_sessions (namespace, id, data, size, scenario, has_overrides, last_used, version)
                     VALUES (\(namespace), \(id), \(Self.bytes(data)), \(data.stateSize), \(Self.storable(data.scenario?.name)),
@@ -96,35 +88,34 @@ extension PostgresStateStore {
                 for try await _ in written.decode(Int.self) { kept = true }
                 return kept ? result : nil
             case (let version?, nil):
-                let written = try await connection.query(
+                let written = try await client.query(
                     "DELETE FROM doppel_sessions WHERE namespace = \(namespace) AND id = \(id) AND version = \(version) RETURNING 1",
                     logger: logger)
                 for try await _ in written.decode(Int.self) { kept = true }
                 return kept ? result : nil
             case (let version?, let data?):
-                let write = WriteSession(
-                    data: Self.bytes(data), size: data.stateSize, scenario: Self.storable(data.scenario?.name),
-                    hasOverrides: Self.hasOverrides(data), namespace: namespace, id: id, version: version)
-                var seen: (written: Bool, data: ByteBuffer?, version: Int64)?
-                for try await answer in try await connection.execute(write, logger: logger) { seen = answer }
-                // Removed since it was read: the lock's path makes it again.
-                guard let seen else { return nil }
-                if seen.written { return result }
-                status.withLock { $0.lostWrites += 1 }
-                // Decided again on the row as the write saw it; read again when that is the row already read.
-                row = seen.version > version ? (seen.data, seen.version) : try await readRow(of: id, on: connection)
+                let write = RowWrite(
+                    id: id, version: version, data: Self.bytes(data), size: data.stateSize, scenario: Self.storable(data.scenario?.name),
+                    hasOverrides: Self.hasOverrides(data))
+                var outcome = try await writes.run(write, key: id, started: started)
+                if outcome == .skipped {
+                    // Held by another transaction: written alone, waiting for the row.
+                    outcome = try await client.withConnection { try await Self.writeRow(write, namespace: namespace, on: $0, logger: self.logger) }
+                }
+                switch outcome {
+                case .written:
+                    return result
+                case .removed, .skipped:
+                    // Removed since it was read: the lock's path makes it again.
+                    return nil
+                case .lost(let data, let seen):
+                    status.withLock { $0.lostWrites += 1 }
+                    // Decided again on the row as the write saw it; read again when that is the row already read.
+                    row = seen > version ? (data, seen) : try await reads.run(id, key: id, started: started)
+                }
             }
         }
         return nil
-    }
-
-    /// Session `id`'s row as stored and its version; nil when there is none.
-    private func readRow(of id: String, on connection: PostgresConnection) async throws -> (data: ByteBuffer?, version: Int64)? {
-        var row: (data: ByteBuffer?, version: Int64)?
-        for try await (data, version) in try await connection.execute(ReadSession(namespace: options.namespace, id: id), logger: logger) {
-            row = (data, version)
-        }
-        return row
     }
 
     /// A write is sent only while the statement timeout and a margin are
@@ -132,9 +123,13 @@ extension PostgresStateStore {
     /// rolled back) before the caller's deadline, so a 503 is a request
     /// that kept nothing (docs/shared-state.md).
     func checkTimeLeft(since started: ContinuousClock.Instant) throws {
+        try Self.checkTimeLeft(since: started, timeout: options.timeout)
+    }
+
+    static func checkTimeLeft(since started: ContinuousClock.Instant, timeout: Double) throws {
         let elapsed = (ContinuousClock.now - started) / .seconds(1)
         // The statement timeout is half the request's; the margin a tenth more.
-        guard elapsed <= options.timeout * 0.4 else { throw TooLate(seconds: options.timeout) }
+        guard elapsed <= timeout * 0.4 else { throw TooLate(seconds: timeout) }
     }
 
     static func bytes(_ data: SessionData) -> ByteBuffer {

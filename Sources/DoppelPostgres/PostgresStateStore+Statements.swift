@@ -2,38 +2,18 @@ import DoppelCore
 import PostgresNIO
 
 /// The statements every stateful request runs, prepared once per
-/// connection: the database then parses and plans each once, not on every
-/// request (`Benchmarks/README.md`, "Shared state: prepared statements").
-/// The rarer ones (a session's first write, its removal, the locked path)
-/// stay plain queries.
+/// connection and planned once for all parameters (the store's connections
+/// set `plan_cache_mode`): the database then parses and plans each once,
+/// not on every request (`Benchmarks/README.md`, "Shared state: prepared
+/// statements"). The rarer ones (a session's first write, its removal, the
+/// locked path) stay plain queries.
 extension PostgresStateStore {
-    /// A session's row as stored and its version, read without a lock.
-    struct ReadSession: PostgresPreparedStatement {
-        static let name = "doppel_read_session"
-        static let sql = "SELECT data, version FROM doppel_sessions WHERE namespace = $1 AND id = $2"
-        typealias Row = (ByteBuffer?, Int64)
-
-        let namespace: String
-        let id: String
-
-        func makeBindings() -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 2)
-            bindings.append(namespace)
-            bindings.append(id)
-            return bindings
-        }
-
-        func decodeRow(_ row: PostgresRow) throws -> Row {
-            try row.decode(Row.self)
-        }
-    }
-
-    /// A session written over the version it was read at, in one statement
-    /// that says what came of it: `(true, nil, version)` when it was
-    /// written; `(false, data, version)`, the row as the statement saw it,
-    /// when another write of the session came between the read and this one
-    /// (no row when the session was removed). A lost write so costs one
-    /// round trip to try again on, not a read and the row's lock.
+    /// A session written over the version it was read at, alone: when a
+    /// round's statement found its row held by another transaction, this
+    /// one waits for the row. It says what came of it: `(true, nil,
+    /// version)` when it was written; `(false, data, version)`, the row as
+    /// the statement saw it, when another write of the session came between
+    /// the read and this one (no row when the session was removed).
     ///
     /// All parts of the statement see one snapshot: when the other write
     /// was still uncommitted as it began (the update waited for it, then
@@ -70,6 +50,87 @@ extension PostgresStateStore {
             bindings.append(namespace)
             bindings.append(id)
             bindings.append(version)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row {
+            try row.decode(Row.self)
+        }
+    }
+
+    /// Sessions' rows as stored and their versions, read without a lock, for a round of reads (`PostgresStateStore+Rounds.swift`).
+    struct ReadSessions: PostgresPreparedStatement {
+        static let name = "doppel_read_sessions"
+        static let sql = "SELECT id, data, version FROM doppel_sessions WHERE namespace = $1 AND id = ANY($2::text[])"
+        typealias Row = (String, ByteBuffer?, Int64)
+
+        let namespace: String
+        let ids: [String]
+
+        func makeBindings() -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 2)
+            bindings.append(namespace)
+            bindings.append(ids)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row {
+            try row.decode(Row.self)
+        }
+    }
+
+    /// Sessions written over the versions they were read at, for a round
+    /// of writes (`PostgresStateStore+Rounds.swift`), each answered as
+    /// `WriteOutcome`: 0 written; 1 lost, with the row as it is now; 2
+    /// removed; 3 held by another transaction, so left alone.
+    ///
+    /// The rows are locked first, without waiting (`FOR UPDATE SKIP
+    /// LOCKED`): the statement never waits for a lock, so it can be in no
+    /// cycle of waits, and the update touches only the rows it locked. A
+    /// row locked so is the row as last committed (READ COMMITTED takes
+    /// the newest version), so a lost write's row is the one it lost to.
+    /// A row changed after the statement's snapshot is found again by the
+    /// update in its newest version, which this statement holds.
+    struct WriteSessions: PostgresPreparedStatement {
+        static let name = "doppel_write_sessions"
+        static let sql = """
+            WITH input AS (
+                SELECT * FROM unnest($2::text[], $3::int8[], $4::bytea[], $5::int8[], $6::text[], $7::bool[], $8::bool[])
+                    AS i(id, version, data, size, scenario, named, has_overrides)
+            ),
+            locked AS (
+                SELECT id, data, version FROM doppel_sessions WHERE namespace = $1 AND id = ANY($2::text[]) FOR UPDATE SKIP LOCKED
+            ),
+            written AS (
+                UPDATE doppel_sessions s SET data = i.data, size = i.size, scenario = CASE WHEN i.named THEN i.scenario END,
+                    has_overrides = i.has_overrides, last_used = now(), version = s.version + 1
+                FROM input i JOIN locked l ON l.id = i.id AND l.version = i.version
+                WHERE s.namespace = $1 AND s.id = i.id
+                RETURNING s.id
+            )
+            SELECT i.id,
+                CASE WHEN w.id IS NOT NULL THEN 0
+                    WHEN l.id IS NOT NULL THEN 1
+                    WHEN EXISTS (SELECT FROM doppel_sessions p WHERE p.namespace = $1 AND p.id = i.id) THEN 3
+                    ELSE 2 END::int8,
+                CASE WHEN w.id IS NULL THEN l.data END, l.version
+            FROM input i LEFT JOIN locked l ON l.id = i.id LEFT JOIN written w ON w.id = i.id
+            """
+        typealias Row = (String, Int, ByteBuffer?, Int64?)
+
+        let namespace: String
+        let writes: [RowWrite]
+
+        func makeBindings() -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 8)
+            bindings.append(namespace)
+            bindings.append(writes.map(\.id))
+            bindings.append(writes.map(\.version))
+            bindings.append(writes.map(\.data))
+            bindings.append(writes.map(\.size))
+            bindings.append(writes.map { $0.scenario ?? "" })
+            bindings.append(writes.map { $0.scenario != nil })
+            bindings.append(writes.map(\.hasOverrides))
             return bindings
         }
 

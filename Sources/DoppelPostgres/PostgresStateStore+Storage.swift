@@ -76,6 +76,9 @@ extension PostgresStateStore {
             ("writes_lost", .int(state.lostWrites)),
             ("transactions_batched", .int(state.batchedTransactions)),
             ("transactions_waiting", .int(queues.withLock { $0.values.reduce(0) { $0 + $1.count } })),
+            ("statements_shared", .int(reads.counts.shared + writes.counts.shared)),
+            ("sessions_in_shared_statements", .int(reads.counts.sharedItems + writes.counts.sharedItems)),
+            ("statements_waiting", .int(reads.counts.waiting + writes.counts.waiting)),
             (
                 "replica_messages",
                 .object(

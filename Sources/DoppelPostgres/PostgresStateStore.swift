@@ -88,6 +88,9 @@ package final class PostgresStateStore: StateStore, Sendable {
     let contended = Locked([String: Double]())
     /// Sessions with a batch running on this replica, and the transactions waiting for the next (`PostgresStateStore+Batches.swift`).
     let queues = Locked([String: [Job]]())
+    /// Rows read, and rows written over the version read, in rounds of many sessions (`PostgresStateStore+Rounds.swift`).
+    let reads: SessionRounds<String, (data: ByteBuffer?, version: Int64)?>
+    let writes: SessionRounds<RowWrite, WriteOutcome>
     private let tasks = Locked([Task<Void, Never>]())
     /// Push batches on their way to the other replicas, in the order they were made (`PostgresStateStore+Pushes.swift`).
     let outgoing = AsyncStream.makeStream(of: Outgoing.self, bufferingPolicy: .bufferingOldest(PostgresStateStore.maximumPushesWaiting))
@@ -168,6 +171,15 @@ package final class PostgresStateStore: StateStore, Sendable {
         for override in engine.sessions.defaultScenario?.overrides ?? [] { overridden.insert(override.endpointID) }
         self.use = SessionUse(contract: engine.contract, overridden: overridden)
         self.logger = logger
+        let (namespace, timeout) = (options.namespace, options.timeout)
+        let admit: @Sendable (ContinuousClock.Instant) throws -> Void = { try Self.checkTimeLeft(since: $0, timeout: timeout) }
+        self.reads = SessionRounds(
+            lanes: Self.roundLanes, maximum: Self.maximumRound, timeout: timeout, admit: admit,
+            send: { ids in try await Self.readRows(ids, client: client, namespace: namespace, logger: logger) })
+        self.writes = SessionRounds(
+            lanes: Self.roundLanes, maximum: Self.maximumRound, maximumWeight: Self.maximumRoundBytes, weight: { $0.data.readableBytes },
+            timeout: timeout, admit: admit,
+            send: { writes in try await Self.writeRows(writes, client: client, namespace: namespace, logger: logger) })
     }
 
     /// Connects, creates or migrates the schema, and claims the namespace
@@ -272,6 +284,10 @@ package final class PostgresStateStore: StateStore, Sendable {
             ("statement_timeout", millis), ("lock_timeout", millis),
             ("idle_in_transaction_session_timeout", String(Int(max(5, options.timeout * 2) * 1000))),
             ("application_name", "doppel"),
+            // Every statement planned once for all its parameters, not again on each run: the statements of a round
+            // (`+Rounds.swift`) would otherwise be planned anew every time (PostgreSQL keeps planning a statement with an
+            // array parameter for its values), which took three times as long as running them. (PostgreSQL 12 or later.)
+            ("plan_cache_mode", "force_generic_plan"),
         ]
         return configuration
     }

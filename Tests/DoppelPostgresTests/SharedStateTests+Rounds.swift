@@ -1,0 +1,120 @@
+import DoppelCore
+import DoppelTestSupport
+import Foundation
+import PostgresNIO
+import Testing
+
+@testable import DoppelPostgres
+
+/// The statements of a round (`PostgresStateStore+Rounds.swift`) on a real
+/// database: a round's write and a write alone agree, and a round never
+/// waits for a row another transaction holds.
+extension SharedStateTests {
+    @Test(
+        "A round's write and a write alone agree on each row: written over its version, lost to a newer one, removed; a held row is left out, not waited for"
+    )
+    func aRoundAndAWriteAloneAgree() async throws {
+        // A store timeout of 120 s: a statement that waited for the held row would wait 60 s for it, and fail.
+        let replicas = try await SharedReplicas.start(1, contract: Self.tales, timeout: 120)
+        let store = replicas.replicas[0].store
+        let url = try #require(TestDatabase.url)
+        let namespace = replicas.namespace
+        func bytes(_ text: String) -> ByteBuffer { ByteBuffer(string: text) }
+        /// Rows as given (data "old"), and no row for every other id of the test.
+        func rows(_ rows: [(id: String, version: Int64)]) async throws {
+            try await TestDatabase.sql(
+                ["DELETE FROM doppel_sessions WHERE namespace = '\(namespace)'"]
+                    + rows.map {
+                        "INSERT INTO doppel_sessions (namespace, id, data, version) VALUES ('\(namespace)', '\($0.id)', 'old'::bytea, \($0.version))"
+                    }, url: url)
+        }
+        func row(_ id: String) async throws -> String? {
+            try await TestDatabase.sql(
+                [
+                    "SELECT convert_from(data, 'UTF8') || ' ' || version || ' ' || coalesce(scenario, '-') || ' ' || size FROM doppel_sessions WHERE namespace = '\(namespace)' AND id = '\(id)'"
+                ], url: url
+            ).first
+        }
+        func write(_ id: String, over version: Int64, scenario: String? = nil) -> PostgresStateStore.RowWrite {
+            PostgresStateStore.RowWrite(id: id, version: version, data: bytes("new"), size: 3, scenario: scenario, hasOverrides: false)
+        }
+        func together(_ writes: [PostgresStateStore.RowWrite]) async throws -> [PostgresStateStore.WriteOutcome] {
+            try await PostgresStateStore.writeRows(writes, client: store.client, namespace: namespace, logger: store.logger)
+        }
+        func alone(_ write: PostgresStateStore.RowWrite) async throws -> PostgresStateStore.WriteOutcome {
+            try await store.client.withConnection { connection in
+                try await PostgresStateStore.writeRow(write, namespace: namespace, on: connection, logger: store.logger)
+            }
+        }
+
+        // Together: one statement for four sessions, one of them held by another transaction.
+        try await rows([("w", 10), ("l", 20), ("h", 30)])
+        let held = try await TestDatabase.holdRow(namespace: namespace, session: "h", url: url)
+        let outcomes = try await together([write("w", over: 10, scenario: "trial"), write("l", over: 19), write("r", over: 5), write("h", over: 30)])
+        #expect(outcomes == [.written, .lost(bytes("old"), 20), .removed, .skipped])
+        #expect(try await row("w") == "new 11 trial 3")
+        #expect(try await row("l") == "old 20 - 0")
+        #expect(try await row("r") == nil)
+        try await held.release()
+        #expect(try await row("h") == "old 30 - 0", "the held row as its holder left it")
+
+        // Read back together, in the order asked, none for a session with no row.
+        let read = try await PostgresStateStore.readRows(["l", "r", "w"], client: store.client, namespace: namespace, logger: store.logger)
+        #expect(read.map { $0?.version } == [20, nil, 11])
+        #expect(read.map { $0?.data } == [bytes("old"), nil, bytes("new")])
+
+        // Each alone, as a round of one and through the statement that waits: the same outcome and the same row after.
+        let cases: [(PostgresStateStore.RowWrite, PostgresStateStore.WriteOutcome, String?)] = [
+            (write("w", over: 10, scenario: "trial"), .written, "new 11 trial 3"), (write("l", over: 19), .lost(bytes("old"), 20), "old 20 - 0"),
+            (write("r", over: 5), .removed, nil),
+        ]
+        for (write, expected, after) in cases {
+            try await rows([("w", 10), ("l", 20)])
+            #expect(try await together([write]) == [expected], "\(write.id) in a round of one")
+            #expect(try await row(write.id) == after)
+            try await rows([("w", 10), ("l", 20)])
+            #expect(try await alone(write) == expected, "\(write.id) alone")
+            #expect(try await row(write.id) == after)
+        }
+        await replicas.stop()
+    }
+
+    @Test("A session whose row another transaction holds holds up no other session's requests on the replica: 30 answered while it waits")
+    func aHeldRowHoldsUpNoOtherSession() async throws {
+        let replicas = try await SharedReplicas.start(1, contract: Self.tales, timeout: 120)
+        let client = replicas.clients()[0]
+        let url = try #require(TestDatabase.url)
+        let sessions = (0..<10).map { "free-\($0)" }
+        var made: [String: String] = [:]
+        for session in sessions + ["held"] { made[session] = try await child(client, session: session) }
+        let children = made
+        func blocked(_ statement: String) async throws -> [String] {
+            try await TestDatabase.sql(
+                [
+                    "SELECT count(*) FROM pg_stat_activity WHERE cardinality(pg_blocking_pids(pid)) > 0 AND query LIKE '\(statement)%' AND application_name = 'doppel'"
+                ], url: url)
+        }
+        let held = try await TestDatabase.holdRow(namespace: replicas.namespace, session: "held", url: url)
+        async let heldGenerate = generate(client, session: "held", child: children["held"]!)
+        // Its round left the row out; the request writes it alone and waits for it (60 s at most: half the store's timeout).
+        #expect(try await eventually(within: 30) { try await blocked("WITH written AS") == ["1"] }, "the held session's write waits")
+        // Meanwhile, 3 generates in each of 10 other sessions, all at once: every one answered, well within the held one's wait.
+        let tally = try await Deadline.run(30) {
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                for index in 0..<30 {
+                    let session = sessions[index % sessions.count]
+                    group.addTask { try await generate(client, session: session, child: children[session]!) }
+                }
+                var tally: [Int: Int] = [:]
+                for try await status in group { tally[status, default: 0] += 1 }
+                return tally
+            }
+        }
+        #expect(tally == [200: 30])
+        #expect(try await blocked("WITH input AS") == ["0"], "no round waits for a lock")
+        #expect(try await blocked("WITH written AS") == ["1"], "the held session's write still waits")
+        try await held.release()
+        #expect(try await heldGenerate == 200)
+        await replicas.stop()
+    }
+}
