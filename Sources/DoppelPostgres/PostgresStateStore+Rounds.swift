@@ -219,13 +219,20 @@ extension PostgresStateStore {
         case skipped
     }
 
-    /// Session rows as stored and their versions, in one statement.
+    /// Session rows as stored and their versions, in one statement (`ReadSession` for one).
     static func readRows(
         _ ids: [String], client: PostgresClient, namespace: String, logger: Logger
     ) async throws -> [(
         data: ByteBuffer?, version: Int64
     )?] {
         try await client.withConnection { connection in
+            if ids.count == 1 {
+                var row: (data: ByteBuffer?, version: Int64)?
+                for try await (data, version) in try await connection.execute(ReadSession(namespace: namespace, id: ids[0]), logger: logger) {
+                    row = (data, version)
+                }
+                return [row]
+            }
             var found: [String: (data: ByteBuffer?, version: Int64)] = [:]
             for try await (id, data, version) in try await connection.execute(ReadSessions(namespace: namespace, ids: ids), logger: logger) {
                 found[id] = (data, version)
@@ -234,24 +241,40 @@ extension PostgresStateStore {
         }
     }
 
-    /// Rows written over their versions, in one statement that waits for no lock (a row held elsewhere is `.skipped`).
+    /// Rows written over their versions, in one statement that waits for no
+    /// lock (a row held elsewhere is `.skipped`): `WriteSessions`, or
+    /// `WriteHeldSession` for one.
     static func writeRows(_ writes: [RowWrite], client: PostgresClient, namespace: String, logger: Logger) async throws -> [WriteOutcome] {
         try await client.withConnection { connection in
+            if writes.count == 1 {
+                var outcome: WriteOutcome?
+                for try await (code, data, version) in try await connection.execute(
+                    WriteHeldSession(write: writes[0], namespace: namespace), logger: logger)
+                {
+                    outcome = Self.outcome(code, data, version)
+                }
+                return [try outcome ?? { throw MismatchedRound(sent: 1, answered: 0) }()]
+            }
             var outcomes: [String: WriteOutcome] = [:]
             for try await (id, outcome, data, version) in try await connection.execute(
                 WriteSessions(namespace: namespace, writes: writes), logger: logger)
             {
-                switch outcome {
-                case 0: outcomes[id] = .written
-                case 1: outcomes[id] = .lost(data, version ?? 0)
-                case 2: outcomes[id] = .removed
-                default: outcomes[id] = .skipped
-                }
+                outcomes[id] = Self.outcome(outcome, data, version)
             }
             return try writes.map { write in
                 guard let outcome = outcomes[write.id] else { throw MismatchedRound(sent: writes.count, answered: outcomes.count) }
                 return outcome
             }
+        }
+    }
+
+    /// A write's outcome as `WriteSessions` and `WriteHeldSession` say it.
+    static func outcome(_ code: Int, _ data: ByteBuffer?, _ version: Int64?) -> WriteOutcome {
+        switch code {
+        case 0: .written
+        case 1: .lost(data, version ?? 0)
+        case 2: .removed
+        default: .skipped
         }
     }
 

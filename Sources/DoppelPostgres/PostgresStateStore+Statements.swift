@@ -58,6 +58,73 @@ extension PostgresStateStore {
         }
     }
 
+    /// A session's row as stored and its version, read without a lock: a round of reads of one session.
+    struct ReadSession: PostgresPreparedStatement {
+        static let name = "doppel_read_session"
+        static let sql = "SELECT data, version FROM doppel_sessions WHERE namespace = $1 AND id = $2"
+        typealias Row = (ByteBuffer?, Int64)
+
+        let namespace: String
+        let id: String
+
+        func makeBindings() -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 2)
+            bindings.append(namespace)
+            bindings.append(id)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row {
+            try row.decode(Row.self)
+        }
+    }
+
+    /// A round of writes of one session: `WriteSessions` for one row,
+    /// without its arrays (`WriteSessions` with arrays of one cost the
+    /// database more than the write it replaced: Benchmarks/README.md).
+    /// One row, as `WriteSessions` answers: the outcome (0 written, 1 lost,
+    /// 2 removed, 3 held elsewhere), the row as it is now when lost, and its
+    /// version. The row is locked without waiting, and updated only when
+    /// this statement holds it.
+    struct WriteHeldSession: PostgresPreparedStatement {
+        static let name = "doppel_write_session_unless_held"
+        static let sql = """
+            WITH locked AS (
+                SELECT data, version FROM doppel_sessions WHERE namespace = $5 AND id = $6 FOR UPDATE SKIP LOCKED
+            ),
+            written AS (
+                UPDATE doppel_sessions SET data = $1, size = $2, scenario = $3, has_overrides = $4, last_used = now(), version = version + 1
+                WHERE namespace = $5 AND id = $6 AND version = $7 AND EXISTS (SELECT FROM locked WHERE locked.version = $7)
+                RETURNING version
+            )
+            SELECT CASE WHEN EXISTS (SELECT FROM written) THEN 0
+                    WHEN EXISTS (SELECT FROM locked) THEN 1
+                    WHEN EXISTS (SELECT FROM doppel_sessions WHERE namespace = $5 AND id = $6) THEN 3
+                    ELSE 2 END::int8,
+                (SELECT data FROM locked WHERE NOT EXISTS (SELECT FROM written)), (SELECT version FROM locked)
+            """
+        typealias Row = (Int, ByteBuffer?, Int64?)
+
+        let write: RowWrite
+        let namespace: String
+
+        func makeBindings() -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 7)
+            bindings.append(write.data)
+            bindings.append(write.size)
+            bindings.append(write.scenario)
+            bindings.append(write.hasOverrides)
+            bindings.append(namespace)
+            bindings.append(write.id)
+            bindings.append(write.version)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row {
+            try row.decode(Row.self)
+        }
+    }
+
     /// Sessions' rows as stored and their versions, read without a lock, for a round of reads (`PostgresStateStore+Rounds.swift`).
     struct ReadSessions: PostgresPreparedStatement {
         static let name = "doppel_read_sessions"

@@ -76,6 +76,12 @@ extension SharedStateTests {
             #expect(try await alone(write) == expected, "\(write.id) alone")
             #expect(try await row(write.id) == after)
         }
+        // A round of one leaves a held row out as well, without waiting for it.
+        try await rows([("h", 30)])
+        let heldAlone = try await TestDatabase.holdRow(namespace: namespace, session: "h", url: url)
+        #expect(try await together([write("h", over: 30)]) == [.skipped])
+        try await heldAlone.release()
+        #expect(try await row("h") == "old 30 - 0")
         await replicas.stop()
     }
 
