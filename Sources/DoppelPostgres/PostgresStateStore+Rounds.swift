@@ -280,9 +280,7 @@ extension PostgresStateStore {
 
     /// One row written alone (`WriteSession`), waiting for its lock when another transaction holds it.
     static func writeRow(_ write: RowWrite, namespace: String, on connection: PostgresConnection, logger: Logger) async throws -> WriteOutcome {
-        let statement = WriteSession(
-            data: write.data, size: write.size, scenario: write.scenario, hasOverrides: write.hasOverrides,
-            namespace: namespace, id: write.id, version: write.version)
+        let statement = WriteSession(write: write, namespace: namespace)
         var seen: (written: Bool, data: ByteBuffer?, version: Int64)?
         for try await answer in try await connection.execute(statement, logger: logger) { seen = answer }
         guard let seen else { return .removed }

@@ -33,29 +33,39 @@ extension PostgresStateStore {
             """
         typealias Row = (Bool, ByteBuffer?, Int64)
 
-        let data: ByteBuffer
-        let size: Int
-        let scenario: String?
-        let hasOverrides: Bool
+        let write: RowWrite
         let namespace: String
-        let id: String
-        let version: Int64
 
         func makeBindings() -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 7)
-            bindings.append(data)
-            bindings.append(size)
-            bindings.append(scenario)
-            bindings.append(hasOverrides)
-            bindings.append(namespace)
-            bindings.append(id)
-            bindings.append(version)
-            return bindings
+            PostgresStateStore.bindings(of: write, namespace: namespace)
         }
 
         func decodeRow(_ row: PostgresRow) throws -> Row {
             try row.decode(Row.self)
         }
+    }
+
+    /// The parameters of `ReadSession` and `ReadSessions`: the namespace, and the id or ids.
+    static func bindings(_ namespace: String, _ ids: some PostgresNonThrowingEncodable) -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 2)
+        bindings.append(namespace)
+        bindings.append(ids)
+        return bindings
+    }
+
+    /// The parameters of `WriteSession` and `WriteHeldSession`: the row's
+    /// data, size, scenario and overrides ($1–$4), then its namespace, id
+    /// and the version it was read at ($5–$7).
+    static func bindings(of write: RowWrite, namespace: String) -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 7)
+        bindings.append(write.data)
+        bindings.append(write.size)
+        bindings.append(write.scenario)
+        bindings.append(write.hasOverrides)
+        bindings.append(namespace)
+        bindings.append(write.id)
+        bindings.append(write.version)
+        return bindings
     }
 
     /// A session's row as stored and its version, read without a lock: a round of reads of one session.
@@ -68,10 +78,7 @@ extension PostgresStateStore {
         let id: String
 
         func makeBindings() -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 2)
-            bindings.append(namespace)
-            bindings.append(id)
-            return bindings
+            PostgresStateStore.bindings(namespace, id)
         }
 
         func decodeRow(_ row: PostgresRow) throws -> Row {
@@ -109,15 +116,7 @@ extension PostgresStateStore {
         let namespace: String
 
         func makeBindings() -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 7)
-            bindings.append(write.data)
-            bindings.append(write.size)
-            bindings.append(write.scenario)
-            bindings.append(write.hasOverrides)
-            bindings.append(namespace)
-            bindings.append(write.id)
-            bindings.append(write.version)
-            return bindings
+            PostgresStateStore.bindings(of: write, namespace: namespace)
         }
 
         func decodeRow(_ row: PostgresRow) throws -> Row {
@@ -135,10 +134,7 @@ extension PostgresStateStore {
         let ids: [String]
 
         func makeBindings() -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 2)
-            bindings.append(namespace)
-            bindings.append(ids)
-            return bindings
+            PostgresStateStore.bindings(namespace, ids)
         }
 
         func decodeRow(_ row: PostgresRow) throws -> Row {

@@ -10,28 +10,6 @@ import Testing
 /// next. (Stage tests: no database; a round is a closure that records it.)
 @Suite("Rounds of sessions' statements")
 struct SessionRoundsTests {
-    /// Opened once; everything waiting on it goes on. Waiting ignores cancellation, as a database call that does not end would.
-    final class Gate: Sendable {
-        private let state = Locked<(open: Bool, waiting: [CheckedContinuation<Void, Never>])>((false, []))
-        func wait() async {
-            await withCheckedContinuation { continuation in
-                let open = state.withLock { state in
-                    if !state.open { state.waiting.append(continuation) }
-                    return state.open
-                }
-                if open { continuation.resume() }
-            }
-        }
-        func open() {
-            let waiting = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-                state.open = true
-                defer { state.waiting = [] }
-                return state.waiting
-            }
-            for continuation in waiting { continuation.resume() }
-        }
-    }
-
     /// The rounds sent, in order; the first waits at `gate` (when given) until it opens.
     final class Sent: Sendable {
         let rounds = Locked<[[Int]]>([])
@@ -60,6 +38,13 @@ struct SessionRoundsTests {
             })
     }
 
+    /// Starts item 0 (key `key`), and returns once its round is on its way.
+    static func lead(_ rounds: SessionRounds<Int, Int>, sent: Sent, key: String = "first") async -> Task<Int, any Error> {
+        let first = Task { try await rounds.run(0, key: key, started: .now) }
+        await eventually(within: 30) { sent.all.count == 1 }
+        return first
+    }
+
     /// Starts `items` (key and item) one after another, each once the one before waits; their outcomes by item.
     static func queue(
         _ items: [(key: String, item: Int)], on rounds: SessionRounds<Int, Int>, started: ContinuousClock.Instant = .now
@@ -77,8 +62,7 @@ struct SessionRoundsTests {
     func waitingItemsGoTogether() async throws {
         let (sent, gate) = (Sent(), Gate())
         let rounds = Self.rounds(sent: sent, gate: gate)
-        let first = Task { try await rounds.run(0, key: "s0", started: .now) }
-        #expect(await eventually(within: 30) { sent.all.count == 1 })
+        let first = await Self.lead(rounds, sent: sent, key: "s0")
         let waiting = await Self.queue((1...10).map { ("s\($0)", $0) }, on: rounds)
         #expect(rounds.counts.waiting == 10)
         gate.open()
@@ -92,8 +76,7 @@ struct SessionRoundsTests {
     func oneItemOfAKeyARound() async throws {
         let (sent, gate) = (Sent(), Gate())
         let rounds = Self.rounds(sent: sent, gate: gate)
-        let first = Task { try await rounds.run(0, key: "a", started: .now) }
-        #expect(await eventually(within: 30) { sent.all.count == 1 })
+        let first = await Self.lead(rounds, sent: sent, key: "a")
         let waiting = await Self.queue([("a", 1), ("b", 2), ("a", 3), ("b", 4), ("a", 5)], on: rounds)
         gate.open()
         _ = try await first.value
@@ -105,8 +88,7 @@ struct SessionRoundsTests {
     func roundsAreBounded() async throws {
         let (sent, gate) = (Sent(), Gate())
         let rounds = Self.rounds(maximum: 64, sent: sent, gate: gate)
-        let first = Task { try await rounds.run(0, key: "first", started: .now) }
-        #expect(await eventually(within: 30) { sent.all.count == 1 })
+        let first = await Self.lead(rounds, sent: sent)
         let waiting = await Self.queue((1...70).map { ("s\($0)", $0) }, on: rounds)
         gate.open()
         _ = try await first.value
@@ -117,8 +99,7 @@ struct SessionRoundsTests {
         // in the next round, so nothing is passed over for good); 95 fits only alone.
         let (weighed, heavyGate) = (Sent(), Gate())
         let heavy = Self.rounds(maximumWeight: 90, sent: weighed, gate: heavyGate)
-        let lead = Task { try await heavy.run(0, key: "first", started: .now) }
-        #expect(await eventually(within: 30) { weighed.all.count == 1 })
+        let lead = await Self.lead(heavy, sent: weighed)
         let queued = await Self.queue([("a", 40), ("b", 140), ("c", 240), ("d", 95), ("e", 10)], on: heavy)
         heavyGate.open()
         _ = try await lead.value
@@ -135,8 +116,7 @@ struct SessionRoundsTests {
                 if items.contains(99) { throw Failed() }
                 return items.map { $0 * 10 }
             })
-        let first = Task { try await rounds.run(0, key: "s", started: .now) }
-        #expect(await eventually(within: 30) { sent.all.count == 1 })
+        let first = await Self.lead(rounds, sent: sent, key: "s")
         // Two of key "s": the second waits for the round after the failing one.
         let waiting = await Self.queue([("s", 99), ("t", 1), ("s", 2)], on: rounds)
         gate.open()
@@ -155,8 +135,7 @@ struct SessionRoundsTests {
             admit: { started in
                 if ContinuousClock.now - started > .seconds(50) { throw Refused() }
             })
-        let first = Task { try await rounds.run(0, key: "first", started: .now) }
-        #expect(await eventually(within: 30) { sent.all.count == 1 })
+        let first = await Self.lead(rounds, sent: sent)
         let late = Task { try await rounds.run(1, key: "late", started: .now - .seconds(100)) }
         #expect(await eventually(within: 30) { rounds.counts.waiting == 1 })
         let waiting = await Self.queue([("s", 2)], on: rounds)
@@ -172,8 +151,7 @@ struct SessionRoundsTests {
     func aStuckRoundHoldsNoLane() async throws {
         let (sent, gate) = (Sent(), Gate())
         let rounds = Self.rounds(sent: sent, gate: gate)
-        let stuck = Task { try await rounds.run(0, key: "stuck", started: .now) }
-        #expect(await eventually(within: 30) { sent.all.count == 1 })
+        let stuck = await Self.lead(rounds, sent: sent, key: "stuck")
         let waiting = await Self.queue([("a", 1), ("b", 2)], on: rounds)
         stuck.cancel()
         for (index, task) in waiting.enumerated() { #expect(try await task.value == (index + 1) * 10) }
@@ -194,8 +172,7 @@ struct SessionRoundsTests {
                 if count == 2 { await stuckRound.wait() }
                 return items.map { $0 * 10 }
             })
-        let first = Task { try await rounds.run(0, key: "first", started: .now) }
-        #expect(await eventually(within: 30) { sent.all.count == 1 })
+        let first = await Self.lead(rounds, sent: sent)
         let waiting = await Self.queue([("a", 1), ("b", 2)], on: rounds)
         gate.open()
         _ = try await first.value
@@ -209,8 +186,7 @@ struct SessionRoundsTests {
     func aMismatchedAnswerFails() async throws {
         let (sent, gate) = (Sent(), Gate())
         let rounds = Self.rounds(sent: sent, gate: gate, answer: { items in Array(items.map { $0 * 10 }.dropLast()) })
-        let first = Task { try await rounds.run(0, key: "first", started: .now) }
-        #expect(await eventually(within: 30) { sent.all.count == 1 })
+        let first = await Self.lead(rounds, sent: sent)
         let waiting = await Self.queue([("a", 1), ("b", 2)], on: rounds)
         gate.open()
         await #expect(throws: MismatchedRound.self) { try await first.value }

@@ -9,30 +9,6 @@ import Testing
 /// 27 s): a deadline not kept shows as the work's result or a wait of an
 /// hour, not as a slow one.
 @Suite struct DeadlineTests {
-    /// A body that ends only when the test says, cancelled or not.
-    final class Gate: Sendable {
-        private let state = Locked((opened: false, waiting: [CheckedContinuation<Void, Never>]()))
-
-        func wait() async {
-            await withCheckedContinuation { continuation in
-                let opened = state.withLock { state in
-                    if !state.opened { state.waiting.append(continuation) }
-                    return state.opened
-                }
-                if opened { continuation.resume() }
-            }
-        }
-
-        func open() {
-            let waiting = state.withLock { state in
-                state.opened = true
-                defer { state.waiting = [] }
-                return state.waiting
-            }
-            for continuation in waiting { continuation.resume() }
-        }
-    }
-
     @Test("Work that ends in time gives its result or its error; its alarm is cancelled")
     func workInTime() async throws {
         #expect(try await Deadline.run(30) { 42 } == 42)
