@@ -106,7 +106,7 @@ extension PostgresStateStore {
                 case .written:
                     return result
                 case .removed, .skipped:
-                    // Removed since it was read: the lock's path makes it again.
+                    // Removed since it was read (the lone write never skips): the lock's path makes it again.
                     return nil
                 case .lost(let data, let seen):
                     status.withLock { $0.lostWrites += 1 }

@@ -153,13 +153,13 @@ final class SessionRounds<Item: Sendable, Outcome: Sendable>: Sendable {
     private func drain(_ first: [Waiting]) async {
         var round = first
         while !round.isEmpty {
-            await send(round)
+            await sendRound(round)
             round = take()
         }
     }
 
     /// One round, each item's caller resumed once: refused when it waited too long, else with its outcome or the round's error.
-    private func send(_ round: [Waiting]) async {
+    private func sendRound(_ round: [Waiting]) async {
         var ready: [Waiting] = []
         for waiting in round {
             do {

@@ -67,6 +67,7 @@ extension PostgresStateStore {
     /// Reachable while this replica's last poll reached the database recently.
     package func health() -> (reachable: Bool, details: JSONObject) {
         let (state, buffered) = (status.withLock { $0 }, buffer.withLock { ($0.rows.count, $0.dropped) })
+        let rounds = (reads: reads.counts, writes: writes.counts)
         let reachable = state.lastPoll.map { SessionStore.uptime() - $0 < Self.trustedFor * 2 } ?? false
         let details = JSONObject([
             ("kind", "postgres"), ("url", .string(Self.redacted(options.url))), ("namespace", .string(options.namespace)),
@@ -76,9 +77,9 @@ extension PostgresStateStore {
             ("writes_lost", .int(state.lostWrites)),
             ("transactions_batched", .int(state.batchedTransactions)),
             ("transactions_waiting", .int(queues.withLock { $0.values.reduce(0) { $0 + $1.count } })),
-            ("statements_shared", .int(reads.counts.shared + writes.counts.shared)),
-            ("sessions_in_shared_statements", .int(reads.counts.sharedItems + writes.counts.sharedItems)),
-            ("statements_waiting", .int(reads.counts.waiting + writes.counts.waiting)),
+            ("statements_shared", .int(rounds.reads.shared + rounds.writes.shared)),
+            ("sessions_in_shared_statements", .int(rounds.reads.sharedItems + rounds.writes.sharedItems)),
+            ("statements_waiting", .int(rounds.reads.waiting + rounds.writes.waiting)),
             (
                 "replica_messages",
                 .object(
