@@ -99,7 +99,7 @@ extension PostgresStateStore {
     }
 
     private func insert(_ rows: [Row]) async throws {
-        try await client.query(
+        try await client.committed(
             """
             INSERT INTO doppel_journal (namespace, time, session, method, path, query, status, endpoint, response, duration_us, proxied,
                                         reason, changes, completed, message, sent)
@@ -257,11 +257,14 @@ extension PostgresStateStore {
     /// answers from an override set older than it.
     package func barrier() async throws {
         let namespace = options.namespace
-        var epoch: Int64 = 0
-        for try await found in try await client.query(
-            "UPDATE doppel_namespaces SET epoch = epoch + 1 WHERE namespace = \(namespace) RETURNING epoch", logger: logger
-        ).decode(Int64.self) {
-            epoch = found
+        let epoch = try await client.committing(logger: logger) { connection in
+            var epoch: Int64 = 0
+            for try await found in try await connection.query(
+                "UPDATE doppel_namespaces SET epoch = epoch + 1 WHERE namespace = \(namespace) RETURNING epoch", logger: logger
+            ).decode(Int64.self) {
+                epoch = found
+            }
+            return epoch
         }
         let live = "\(Self.liveFor) seconds"
         while true {

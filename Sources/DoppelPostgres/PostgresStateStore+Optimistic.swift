@@ -78,20 +78,24 @@ extension PostgresStateStore {
                 // Nothing stored, nothing to keep.
                 return result
             case (nil, let data?):
-                let written = try await client.query(
-                    """
-                    INSERT INTO doppel_sessions (namespace, id, data, size, scenario, has_overrides, last_used, version)
-                    VALUES (\(namespace), \(id), \(Self.bytes(data)), \(data.stateSize), \(Self.storable(data.scenario?.name)),
-                        \(Self.hasOverrides(data)), now(), \(unescaped: Self.firstVersion))
-                    ON CONFLICT DO NOTHING RETURNING 1
-                    """, logger: logger)
-                for try await _ in written.decode(Int.self) { kept = true }
+                try await client.committing(logger: logger) { connection in
+                    let written = try await connection.query(
+                        """
+                        INSERT INTO doppel_sessions (namespace, id, data, size, scenario, has_overrides, last_used, version)
+                        VALUES (\(namespace), \(id), \(Self.bytes(data)), \(data.stateSize), \(Self.storable(data.scenario?.name)),
+                            \(Self.hasOverrides(data)), now(), \(unescaped: Self.firstVersion))
+                        ON CONFLICT DO NOTHING RETURNING 1
+                        """, logger: logger)
+                    for try await _ in written.decode(Int.self) { kept = true }
+                }
                 return kept ? result : nil
             case (let version?, nil):
-                let written = try await client.query(
-                    "DELETE FROM doppel_sessions WHERE namespace = \(namespace) AND id = \(id) AND version = \(version) RETURNING 1",
-                    logger: logger)
-                for try await _ in written.decode(Int.self) { kept = true }
+                try await client.committing(logger: logger) { connection in
+                    let written = try await connection.query(
+                        "DELETE FROM doppel_sessions WHERE namespace = \(namespace) AND id = \(id) AND version = \(version) RETURNING 1",
+                        logger: logger)
+                    for try await _ in written.decode(Int.self) { kept = true }
+                }
                 return kept ? result : nil
             case (let version?, let data?):
                 let write = RowWrite(
@@ -100,7 +104,7 @@ extension PostgresStateStore {
                 var outcome = try await writes.run(write, key: id, started: started)
                 if outcome == .skipped {
                     // Held by another transaction: written alone, waiting for the row.
-                    outcome = try await client.withConnection { try await Self.writeRow(write, namespace: namespace, on: $0, logger: self.logger) }
+                    outcome = try await client.leasing { try await Self.writeRow(write, namespace: namespace, on: $0, logger: self.logger) }
                 }
                 switch outcome {
                 case .written:

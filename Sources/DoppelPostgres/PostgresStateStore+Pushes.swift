@@ -132,11 +132,11 @@ extension PostgresStateStore {
 
     private func notify(_ payload: String, echo: Int?) async throws {
         if payload.utf8.count <= Self.maximumInlinePush {
-            try await client.query("SELECT pg_notify(\(Self.pushChannel), \(payload))", logger: logger)
+            try await client.committed("SELECT pg_notify(\(Self.pushChannel), \(payload))", logger: logger)
             return
         }
         // The row and its notification in one statement, so one transaction: the notification is sent when the row is there.
-        try await client.query(
+        try await client.committed(
             """
             WITH kept AS (INSERT INTO doppel_pushes (payload) VALUES (\(payload)) RETURNING id)
             SELECT pg_notify(\(Self.pushChannel), json_build_object(

@@ -225,7 +225,7 @@ extension PostgresStateStore {
     ) async throws -> [(
         data: ByteBuffer?, version: Int64
     )?] {
-        try await client.withConnection { connection in
+        try await client.leasing { connection in
             if ids.count == 1 {
                 var row: (data: ByteBuffer?, version: Int64)?
                 for try await (data, version) in try await connection.execute(ReadSession(namespace: namespace, id: ids[0]), logger: logger) {
@@ -244,8 +244,9 @@ extension PostgresStateStore {
     /// Rows written over their versions, in one statement that waits for no
     /// lock (a row held elsewhere is `.skipped`): `WriteSessions`, or
     /// `WriteHeldSession` for one.
+    /// Each outcome is said once the statement is committed (`confirmCommitted`).
     static func writeRows(_ writes: [RowWrite], client: PostgresClient, namespace: String, logger: Logger) async throws -> [WriteOutcome] {
-        try await client.withConnection { connection in
+        try await client.committing(logger: logger) { connection in
             if writes.count == 1 {
                 var outcome: WriteOutcome?
                 for try await (code, data, version) in try await connection.execute(
@@ -278,11 +279,13 @@ extension PostgresStateStore {
         }
     }
 
-    /// One row written alone (`WriteSession`), waiting for its lock when another transaction holds it.
+    /// One row written alone (`WriteSession`), waiting for its lock when
+    /// another transaction holds it; its outcome said once it is committed.
     static func writeRow(_ write: RowWrite, namespace: String, on connection: PostgresConnection, logger: Logger) async throws -> WriteOutcome {
         let statement = WriteSession(write: write, namespace: namespace)
         var seen: (written: Bool, data: ByteBuffer?, version: Int64)?
         for try await answer in try await connection.execute(statement, logger: logger) { seen = answer }
+        try await connection.confirmCommitted(logger: logger)
         guard let seen else { return .removed }
         return seen.written ? .written : .lost(seen.data, seen.version)
     }

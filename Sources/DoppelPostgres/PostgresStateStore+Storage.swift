@@ -6,11 +6,11 @@ import PostgresNIO
 /// removed, and the store's health.
 extension PostgresStateStore {
     package func clearJournal() async throws {
-        try await client.query("DELETE FROM doppel_journal WHERE namespace = \(options.namespace)", logger: logger)
+        try await client.committed("DELETE FROM doppel_journal WHERE namespace = \(options.namespace)", logger: logger)
     }
 
     package func removeAllSessions() async throws {
-        try await client.query("DELETE FROM doppel_sessions WHERE namespace = \(options.namespace)", logger: logger)
+        try await client.committed("DELETE FROM doppel_sessions WHERE namespace = \(options.namespace)", logger: logger)
     }
 
     /// The ids and scenarios of every replica's sessions, from the rows, and

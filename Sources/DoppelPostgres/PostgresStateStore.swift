@@ -397,16 +397,19 @@ package final class PostgresStateStore: StateStore, Sendable {
             noteContended(id)
         }
         status.withLock { $0.lockedWrites += 1 }
-        return try await client.withTransaction(logger: logger) { connection in
-            let (result, data) = try body(try await self.lockedSession(id, on: connection))
-            try self.checkTimeLeft(since: started)
-            if let data {
-                try await self.write(data, of: id, on: connection)
-            } else {
-                try await connection.query(
-                    "DELETE FROM doppel_sessions WHERE namespace = \(self.options.namespace) AND id = \(id)", logger: self.logger)
+        // A COMMIT is answered once committed: no confirmation needed (`PostgresClient+Committed.swift`).
+        return try await client.leasing { connection in
+            try await connection.withTransaction(logger: self.logger) { connection in
+                let (result, data) = try body(try await self.lockedSession(id, on: connection))
+                try self.checkTimeLeft(since: started)
+                if let data {
+                    try await self.write(data, of: id, on: connection)
+                } else {
+                    try await connection.query(
+                        "DELETE FROM doppel_sessions WHERE namespace = \(self.options.namespace) AND id = \(id)", logger: self.logger)
+                }
+                return result
             }
-            return result
         }
     }
 
