@@ -30,14 +30,15 @@ package enum Deadline {
                     waiting.resume(throwing: Exceeded(seconds: seconds))
                 }
             }
-            work.withLock {
-                $0 = Task {
-                    let result: Result<T, any Error>
-                    do { result = .success(try await body()) } catch { result = .failure(error) }
-                    DeadlineClock.shared.cancel(alarm)
-                    outcome.withLock { $0.take() }?.resume(with: result)
-                }
+            let task = Task {
+                let result: Result<T, any Error>
+                do { result = .success(try await body()) } catch { result = .failure(error) }
+                DeadlineClock.shared.cancel(alarm)
+                outcome.withLock { $0.take() }?.resume(with: result)
             }
+            work.withLock { $0 = task }
+            // The alarm acted before the task was stored (a deadline already past): it found none to cancel.
+            if outcome.withLock({ $0 == nil }) { task.cancel() }
         }
     }
 }

@@ -43,6 +43,27 @@ import Testing
         #expect(try await eventually(within: 120) { cancelled.withLock { $0 } })
     }
 
+    @Test("A deadline already past (0 s or less): the caller gets Exceeded, and the work is cancelled every time")
+    func aDeadlineAlreadyPast() async throws {
+        // Its alarm can act before the work's task is stored: that work was once left running, not cancelled.
+        let ended = Locked(0)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<400 {
+                group.addTask {
+                    await #expect(throws: Deadline.Exceeded.self) {
+                        try await Deadline.run(index.isMultiple(of: 2) ? 0 : -1) {
+                            // Ends only when cancelled (or after 10 minutes).
+                            try? await Task.sleep(for: .seconds(600))
+                            ended.withLock { $0 += 1 }
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try await eventually(within: 60) { ended.withLock { $0 } == 400 }, "\(ended.withLock { $0 }) of 400 cancelled")
+    }
+
     /// Blocks the calling thread (a thread of the pool, when called from a task).
     static func hold(seconds: Double) { Thread.sleep(forTimeInterval: seconds) }
 
