@@ -24,7 +24,11 @@ import PostgresNIO
 /// handled goes back to the pool's idle ones, so the next lease gets it and
 /// its statement never ends. The empty statement is checked and written in
 /// one step on the connection's event loop, and `leasing` releases a
-/// connection an error closed only once the pool has seen it close.
+/// connection an error closed only once the pool has seen it close
+/// (`LeasingTests`: with a plain lease, the request waiting for the one
+/// connection got it closed, and its statement never ended). The pool
+/// then opens a connection for the requests waiting only when another
+/// request asks for one, which a serving replica's traffic does.
 extension PostgresConnection {
     /// Returns once every statement sent before on this connection was committed; throws when one was not.
     func confirmCommitted(logger: Logger) async throws {
@@ -34,12 +38,19 @@ extension PostgresConnection {
         }.get()
     }
 
-    /// Once an error is thrown: when it closed (or is closing) the
-    /// connection, waits until the close is done and seen by the pool (its
-    /// close callbacks run before this one's).
-    func settleAfterError() async {
-        let closed = (try? await eventLoop.submit { self.isClosed }.get()) ?? true
-        if closed { _ = try? await closeFuture.get() }
+    /// Once an error is thrown: the connection asked whether it still
+    /// answers (an empty statement, `confirmCommitted`); when it does not,
+    /// because the error closed it or its backend is ending, waits until the
+    /// close is done and seen by the pool (its close callbacks run before
+    /// this one's). An error that leaves the connection open (a statement's
+    /// own, such as a timeout) costs a round trip.
+    func settleAfterError(logger: Logger) async {
+        do {
+            try await confirmCommitted(logger: logger)
+        } catch {
+            let closed = (try? await eventLoop.submit { self.isClosed }.get()) ?? true
+            if closed { _ = try? await closeFuture.get() }
+        }
     }
 }
 
@@ -50,12 +61,12 @@ struct ClosedBeforeConfirmed: Error, CustomStringConvertible {
 
 extension PostgresClient {
     /// `withConnection`, releasing a connection an error closed only once the pool has seen it close (`settleAfterError`).
-    func leasing<T: Sendable>(_ body: (PostgresConnection) async throws -> sending T) async throws -> T {
+    func leasing<T: Sendable>(logger: Logger, _ body: (PostgresConnection) async throws -> sending T) async throws -> T {
         try await withConnection { connection in
             do {
                 return try await body(connection)
             } catch {
-                await connection.settleAfterError()
+                await connection.settleAfterError(logger: logger)
                 throw error
             }
         }
@@ -65,7 +76,7 @@ extension PostgresClient {
     /// and returns its result once what it wrote is committed
     /// (`confirmCommitted`).
     func committing<T: Sendable>(logger: Logger, _ body: (PostgresConnection) async throws -> sending T) async throws -> T {
-        try await leasing { connection in
+        try await leasing(logger: logger) { connection in
             let result = try await body(connection)
             try await connection.confirmCommitted(logger: logger)
             return result

@@ -104,7 +104,9 @@ extension PostgresStateStore {
                 var outcome = try await writes.run(write, key: id, started: started)
                 if outcome == .skipped {
                     // Held by another transaction: written alone, waiting for the row.
-                    outcome = try await client.leasing { try await Self.writeRow(write, namespace: namespace, on: $0, logger: self.logger) }
+                    outcome = try await client.leasing(logger: logger) {
+                        try await Self.writeRow(write, namespace: namespace, on: $0, logger: self.logger)
+                    }
                 }
                 switch outcome {
                 case .written:

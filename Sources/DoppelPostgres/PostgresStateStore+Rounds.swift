@@ -225,7 +225,7 @@ extension PostgresStateStore {
     ) async throws -> [(
         data: ByteBuffer?, version: Int64
     )?] {
-        try await client.leasing { connection in
+        try await client.leasing(logger: logger) { connection in
             if ids.count == 1 {
                 var row: (data: ByteBuffer?, version: Int64)?
                 for try await (data, version) in try await connection.execute(ReadSession(namespace: namespace, id: ids[0]), logger: logger) {

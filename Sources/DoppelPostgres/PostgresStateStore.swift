@@ -398,7 +398,7 @@ package final class PostgresStateStore: StateStore, Sendable {
         }
         status.withLock { $0.lockedWrites += 1 }
         // A COMMIT is answered once committed: no confirmation needed (`PostgresClient+Committed.swift`).
-        return try await client.leasing { connection in
+        return try await client.leasing(logger: logger) { connection in
             try await connection.withTransaction(logger: self.logger) { connection in
                 let (result, data) = try body(try await self.lockedSession(id, on: connection))
                 try self.checkTimeLeft(since: started)
