@@ -28,7 +28,10 @@ import PostgresNIO
 /// (`LeasingTests`: with a plain lease, the request waiting for the one
 /// connection got it closed, and its statement never ended). The pool
 /// then opens a connection for the requests waiting only when another
-/// request asks for one, which a serving replica's traffic does.
+/// request asks for one, which a serving replica's traffic does. Every
+/// statement the store runs while it serves goes through `leasing` (`run`,
+/// `reading`, `committing`), none through the client's own `query`, which
+/// releases its lease as soon as the statement fails.
 extension PostgresConnection {
     /// Returns once every statement sent before on this connection was committed; throws when one was not.
     func confirmCommitted(logger: Logger) async throws {
@@ -61,7 +64,7 @@ struct ClosedBeforeConfirmed: Error, CustomStringConvertible {
 
 extension PostgresClient {
     /// `withConnection`, releasing a connection an error closed only once the pool has seen it close (`settleAfterError`).
-    func leasing<T: Sendable>(logger: Logger, _ body: (PostgresConnection) async throws -> sending T) async throws -> T {
+    func leasing<T>(logger: Logger, _ body: (PostgresConnection) async throws -> sending T) async throws -> T {
         try await withConnection { connection in
             do {
                 return try await body(connection)
@@ -69,6 +72,20 @@ extension PostgresClient {
                 await connection.settleAfterError(logger: logger)
                 throw error
             }
+        }
+    }
+
+    /// Runs `query` through `leasing`, its rows (if any) read to the end and dropped.
+    func run(_ query: PostgresQuery, logger: Logger) async throws {
+        try await leasing(logger: logger) { connection in
+            for try await _ in try await connection.query(query, logger: logger) {}
+        }
+    }
+
+    /// Runs `query` through `leasing`, and `body` on its rows, inside the lease.
+    func reading<T>(_ query: PostgresQuery, logger: Logger, _ body: (PostgresRowSequence) async throws -> sending T) async throws -> T {
+        try await leasing(logger: logger) { connection in
+            try await body(try await connection.query(query, logger: logger))
         }
     }
 

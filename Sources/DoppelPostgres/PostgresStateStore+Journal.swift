@@ -151,10 +151,8 @@ extension PostgresStateStore {
     private func pollOnce() async throws {
         let namespace = options.namespace
         var epoch: Int64 = 0
-        for try await found in try await client.query("SELECT epoch FROM doppel_namespaces WHERE namespace = \(namespace)", logger: logger).decode(
-            Int64.self)
-        {
-            epoch = found
+        try await client.reading("SELECT epoch FROM doppel_namespaces WHERE namespace = \(namespace)", logger: logger) { rows in
+            for try await found in rows.decode(Int64.self) { epoch = found }
         }
         // The journal is written after the epoch is read, so the epoch this
         // replica acknowledges was raised before the write: every entry
@@ -172,10 +170,8 @@ extension PostgresStateStore {
         }
         if epoch != status.withLock({ $0.epoch }) {
             var overridden = Set<String>()
-            for try await id in try await client.query(
-                "SELECT id FROM doppel_sessions WHERE namespace = \(namespace) AND has_overrides", logger: logger
-            ).decode(String.self) {
-                overridden.insert(id)
+            try await client.reading("SELECT id FROM doppel_sessions WHERE namespace = \(namespace) AND has_overrides", logger: logger) { rows in
+                for try await id in rows.decode(String.self) { overridden.insert(id) }
             }
             status.withLock {
                 $0.overridden = overridden
@@ -191,7 +187,7 @@ extension PostgresStateStore {
         let follows = link.withLock { $0?.followsEvents() } ?? false
         let live = "\(Self.liveFor) seconds"
         var others = 0
-        for try await count in try await client.query(
+        try await client.reading(
             """
             WITH beat AS (
                 INSERT INTO doppel_replicas (namespace, replica, heartbeat, acked, follows)
@@ -200,8 +196,8 @@ extension PostgresStateStore {
             SELECT count(*)::bigint FROM doppel_replicas WHERE namespace = \(options.namespace) AND replica <> \(replica) AND follows
                 AND heartbeat > now() - \(live)::interval
             """, logger: logger
-        ).decode(Int.self) {
-            others = count
+        ) { rows in
+            for try await count in rows.decode(Int.self) { others = count }
         }
         status.withLock { $0.othersFollow = others > 0 }
     }
@@ -215,7 +211,7 @@ extension PostgresStateStore {
         let namespace = options.namespace
         let sessions = engine.sessions
         if let idle = sessions.idleLimit {
-            try await client.query(
+            try await client.run(
                 """
                 WITH gone AS (
                     DELETE FROM doppel_sessions WHERE namespace = \(namespace) AND id <> 'default' AND data IS NOT NULL
@@ -224,7 +220,7 @@ extension PostgresStateStore {
                 WHERE namespace = \(namespace) AND EXISTS (SELECT 1 FROM gone)
                 """, logger: logger)
         }
-        try await client.query(
+        try await client.run(
             """
             WITH gone AS (
                 DELETE FROM doppel_sessions WHERE namespace = \(namespace) AND id IN (
@@ -233,7 +229,7 @@ extension PostgresStateStore {
             UPDATE doppel_namespaces SET evicted_room = evicted_room + (SELECT count(*) FROM gone)
             WHERE namespace = \(namespace) AND EXISTS (SELECT 1 FROM gone)
             """, logger: logger)
-        try await client.query(
+        try await client.run(
             """
             WITH gone AS (
                 DELETE FROM doppel_sessions WHERE namespace = \(namespace) AND id IN (
@@ -243,12 +239,12 @@ extension PostgresStateStore {
             UPDATE doppel_namespaces SET evicted_state = evicted_state + (SELECT count(*) FROM gone)
             WHERE namespace = \(namespace) AND EXISTS (SELECT 1 FROM gone)
             """, logger: logger)
-        try await client.query(
+        try await client.run(
             """
             DELETE FROM doppel_journal WHERE namespace = \(namespace) AND seq <= (
                 SELECT seq FROM doppel_journal WHERE namespace = \(namespace) ORDER BY seq DESC OFFSET \(engine.journal.capacity) LIMIT 1)
             """, logger: logger)
-        try await client.query("DELETE FROM doppel_replicas WHERE namespace = \(namespace) AND heartbeat < now() - interval '1 hour'", logger: logger)
+        try await client.run("DELETE FROM doppel_replicas WHERE namespace = \(namespace) AND heartbeat < now() - interval '1 hour'", logger: logger)
     }
 
     /// Raises the namespace's epoch and waits until every live replica has
@@ -269,13 +265,13 @@ extension PostgresStateStore {
         let live = "\(Self.liveFor) seconds"
         while true {
             var waiting = 0
-            for try await found in try await client.query(
+            try await client.reading(
                 """
                 SELECT count(*) FROM doppel_replicas WHERE namespace = \(namespace) AND acked < \(epoch)
                 AND heartbeat > now() - \(live)::interval
                 """, logger: logger
-            ).decode(Int.self) {
-                waiting = found
+            ) { rows in
+                for try await found in rows.decode(Int.self) { waiting = found }
             }
             if waiting == 0 { return }
             try await Task.sleep(for: .milliseconds(5))

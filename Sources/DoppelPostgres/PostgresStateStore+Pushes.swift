@@ -149,7 +149,7 @@ extension PostgresStateStore {
     func listenForPushes() async {
         while !Task.isCancelled {
             do {
-                try await client.withConnection { connection in
+                try await client.leasing(logger: logger) { connection in
                     try await connection.listen(on: Self.pushChannel) { notifications in
                         self.status.withLock { $0.listening = true }
                         self.own.withLock { $0.listening = true }
@@ -178,10 +178,8 @@ extension PostgresStateStore {
         if let row = batch["row"]?.intValue {
             var text: String?
             do {
-                for try await found in try await client.query("SELECT payload FROM doppel_pushes WHERE id = \(row)", logger: logger).decode(
-                    String.self)
-                {
-                    text = found
+                try await client.reading("SELECT payload FROM doppel_pushes WHERE id = \(row)", logger: logger) { rows in
+                    for try await found in rows.decode(String.self) { text = found }
                 }
             } catch {
                 status.withLock {
@@ -212,7 +210,7 @@ extension PostgresStateStore {
 
     /// Deletes large batches' rows past their time.
     func sweepPushes() async throws {
-        try await client.query("DELETE FROM doppel_pushes WHERE at < now() - make_interval(secs => \(Self.pushesKeptFor))", logger: logger)
+        try await client.run("DELETE FROM doppel_pushes WHERE at < now() - make_interval(secs => \(Self.pushesKeptFor))", logger: logger)
     }
 
     private static func json(_ push: RenderedPush) -> JSON {

@@ -18,15 +18,17 @@ extension PostgresStateStore {
     /// sweep between two reads cannot list a session and count it evicted.
     package func storedSessions() async throws -> StoredSessions {
         var stored = StoredSessions()
-        for try await (id, scenario, room, idle, state) in try await client.query(
+        try await client.reading(
             """
             SELECT s.id, s.scenario, n.evicted_room, n.evicted_idle, n.evicted_state FROM doppel_namespaces n
             LEFT JOIN doppel_sessions s ON s.namespace = n.namespace AND s.data IS NOT NULL
             WHERE n.namespace = \(options.namespace) ORDER BY s.id
             """, logger: logger
-        ).decode((String?, String?, Int, Int, Int).self) {
-            if let id { stored.sessions.append((id, scenario)) }
-            (stored.evictedForRoom, stored.evictedIdle, stored.evictedForState) = (room, idle, state)
+        ) { rows in
+            for try await (id, scenario, room, idle, state) in rows.decode((String?, String?, Int, Int, Int).self) {
+                if let id { stored.sessions.append((id, scenario)) }
+                (stored.evictedForRoom, stored.evictedIdle, stored.evictedForState) = (room, idle, state)
+            }
         }
         return stored
     }
@@ -36,21 +38,24 @@ extension PostgresStateStore {
     /// batches, so the rows' own order is the order they were written).
     package func journal(capacity: Int) async throws -> Journal {
         let journal = Journal(capacity: capacity)
-        let rows = try await client.query(
+        try await client.reading(
             """
             SELECT seq, time, session, method, path, query, status, endpoint, response, duration_us, proxied, reason, changes, message, sent FROM (
                 SELECT * FROM doppel_journal WHERE namespace = \(options.namespace) ORDER BY seq DESC LIMIT \(capacity)) AS newest
             ORDER BY completed, seq
-            """, logger: logger)
-        for try await (seq, time, session, method, path, query, status, endpoint, response, duration, proxied, reason, changes, message, sent)
-            in rows.decode((Int, Double, String, String, String, String?, Int, String?, String?, Int, Bool, String?, [String], String?, String).self)
-        {
-            let sentList = sent.isEmpty ? [] : ((try? JSONReader.parse(Array(sent.utf8)))?.arrayValue ?? []).compactMap(\.stringValue)
-            journal.record(
-                time: time, session: session, method: method, path: path, query: query, status: status, endpointID: endpoint,
-                responseName: response, durationMicros: duration, proxied: proxied, sequence: seq, reason: reason.map { Reason($0) },
-                changes: changes,
-                message: message, sent: sentList)
+            """, logger: logger
+        ) { rows in
+            for try await (seq, time, session, method, path, query, status, endpoint, response, duration, proxied, reason, changes, message, sent)
+                in rows.decode(
+                    (Int, Double, String, String, String, String?, Int, String?, String?, Int, Bool, String?, [String], String?, String).self)
+            {
+                let sentList = sent.isEmpty ? [] : ((try? JSONReader.parse(Array(sent.utf8)))?.arrayValue ?? []).compactMap(\.stringValue)
+                journal.record(
+                    time: time, session: session, method: method, path: path, query: query, status: status, endpointID: endpoint,
+                    responseName: response, durationMicros: duration, proxied: proxied, sequence: seq, reason: reason.map { Reason($0) },
+                    changes: changes,
+                    message: message, sent: sentList)
+            }
         }
         return journal
     }

@@ -237,7 +237,7 @@ package final class PostgresStateStore: StateStore, Sendable {
             // replica of another contract would be refused, seeing it live).
             for task in background { await task.value }
             try await self.flush()
-            try await self.client.query(
+            try await self.client.run(
                 "DELETE FROM doppel_replicas WHERE namespace = \(self.options.namespace) AND replica = \(self.replica)", logger: self.logger)
         }
         stop()
