@@ -25,7 +25,7 @@ import PostgresNIO
 /// its statement never ends. The empty statement is checked and written in
 /// one step on the connection's event loop, and `leasing` releases a
 /// connection an error closed only once the pool has seen it close
-/// (`LeasingTests`: with a plain lease, the request waiting for the one
+/// (`LeasingTests.swift`: with a plain lease, the request waiting for the one
 /// connection got it closed, and its statement never ended). The pool
 /// then opens a connection for the requests waiting only when another
 /// request asks for one, which a serving replica's traffic does. Every
@@ -100,11 +100,10 @@ extension PostgresClient {
         }
     }
 
-    /// Runs `query`, a write outside a transaction block, and waits until it is committed (`confirmCommitted`).
+    /// `run` for a write outside a transaction block: returns once it is committed (`confirmCommitted`).
     func committed(_ query: PostgresQuery, logger: Logger) async throws {
         try await committing(logger: logger) { connection in
-            try await connection.query(query, logger: logger)
-            return ()
+            for try await _ in try await connection.query(query, logger: logger) {}
         }
     }
 }
