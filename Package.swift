@@ -35,8 +35,6 @@ let package = Package(
         .package(url: "https://github.com/mattpolzin/OpenAPIKit.git", from: "6.4.0", traits: []),
         // The shared state store of replicas (`doppel serve --state-store postgres://…`).
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
-        // The Model Context Protocol (`doppel mcp`): the official Swift SDK.
-        .package(url: "https://github.com/modelcontextprotocol/swift-sdk.git", from: "0.12.1"),
         .package(url: "https://github.com/GraphQLSwift/GraphQL.git", from: "4.3.0"),
         // HTTP/2 for gRPC, on the server's own port (Transport/PrefaceSniffer.swift, GRPCDoor.swift).
         .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
@@ -112,10 +110,11 @@ let package = Package(
             ]
         ),
         .target(
-            // Doppel's tools for an agent over the Model Context Protocol (`doppel mcp`).
+            // Doppel's tools for an agent over the Model Context Protocol (`doppel mcp`, `/__doppel/mcp`),
+            // answered by AgentServer.swift (it says why not on the MCP Swift SDK).
             name: "DoppelMCP",
             // DoppelRunner: `run_scenario` runs a scenario's steps as `doppel run` does.
-            dependencies: ["DoppelServer", "DoppelCore", "DoppelOpenAPI", "DoppelRunner", .product(name: "MCP", package: "swift-sdk")]
+            dependencies: ["DoppelServer", "DoppelCore", "DoppelOpenAPI", "DoppelRunner"]
         ),
         .target(
             // A contract's `graphql:` section served: GraphQLSwift parses, validates and executes; the
@@ -180,7 +179,6 @@ let package = Package(
                 "DoppelPostgres",
                 "DoppelMCP",
                 "DoppelGraphQL",
-                .product(name: "MCP", package: "swift-sdk"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -265,7 +263,7 @@ let package = Package(
             // The MCP tools, called without a transport.
             name: "DoppelMCPTests",
             dependencies: [
-                "DoppelMCP", "DoppelServer", "DoppelCore", "DoppelRunner", "DoppelTestSupport", .product(name: "MCP", package: "swift-sdk"),
+                "DoppelMCP", "DoppelServer", "DoppelCore", "DoppelRunner", "DoppelTestSupport",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"), .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The release binary (scripts/release.sh) runs without the Swift toolchain:
-# it links no Swift library dynamically, and with the toolchain's folder
+# it links no Swift library dynamically nor libcurl, and with the toolchain's folder
 # hidden (an empty tmpfs mounted over it, in a mount namespace of its own)
 # it prints its version and serves a contract.
 set -euo pipefail
@@ -14,6 +14,13 @@ binary="$unpacked/doppel"
 
 if ldd "$binary" | grep -E 'libswift|libFoundation|libdispatch|libBlocksRuntime|lib_Foundation|libicu'; then
     echo "the release binary links the Swift libraries above dynamically" >&2
+    exit 1
+fi
+
+# Nor libcurl: Foundation's networking would load it and some thirty
+# libraries into every server (about 6 MB resident) for code it never runs.
+if ldd "$binary" | grep -E 'libcurl|FoundationNetworking'; then
+    echo "the release binary links Foundation's networking (libcurl)" >&2
     exit 1
 fi
 

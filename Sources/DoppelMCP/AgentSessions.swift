@@ -1,7 +1,6 @@
 import DoppelCore
 import DoppelServer
 import Foundation
-import MCP
 
 /// `/__doppel/mcp` on `doppel serve`: Doppel's tools over MCP's Streamable
 /// HTTP transport (specification 2025-11-25), each MCP session an agent
@@ -11,15 +10,14 @@ import MCP
 /// lets a server choose JSON over an event stream) and offers no stream of
 /// its own (GET is 405): Doppel's tools answer at once and send nothing
 /// unasked. An `initialize` without `Mcp-Session-Id` opens an MCP session
-/// (an SDK `Server` on a `StatelessHTTPServerTransport`, which answers in
-/// JSON); later calls name it; DELETE closes it; an unknown id is 404, so
+/// (an `AgentServer` of its own, kept once its initialize succeeded); later
+/// calls name it; a notification is 202 with no body; DELETE closes it; an unknown id is 404, so
 /// the client initializes again. The admin API's gate (its token, `Host`,
 /// `Origin`) has passed before a request gets here. At most
 /// `maximumSessions` are open: the one idle longest makes room for a new one.
 package actor AgentSessions: AgentDoor {
     private struct Open {
-        let server: Server
-        let transport: StatelessHTTPServerTransport
+        let server: AgentServer
         var lastUsed: ContinuousClock.Instant
     }
 
@@ -40,90 +38,77 @@ package actor AgentSessions: AgentDoor {
         switch request.method {
         case "POST": break
         case "DELETE":
-            guard let id, let closing = open.removeValue(forKey: id) else { return Self.error(404, "No open MCP session has this Mcp-Session-Id.") }
-            await closing.server.stop()
+            guard let id, open.removeValue(forKey: id) != nil else { return Self.error(404, "No open MCP session has this Mcp-Session-Id.") }
             return MockResponse(status: 200)
         default:
             var refusal = Self.error(405, "Doppel answers MCP over POST, one JSON response a request; it offers no event stream.")
             refusal.headers.append(("Allow", "POST, DELETE"))
             return refusal
         }
-        let transport: StatelessHTTPServerTransport
+        let server: AgentServer
         if let id {
             guard var session = open[id] else { return Self.error(404, "No open MCP session has this Mcp-Session-Id: initialize again.") }
             session.lastUsed = .now
             open[id] = session
-            transport = session.transport
+            server = session.server
         } else {
-            guard (try? JSONReader.parse(request.body))?["method"]?.stringValue == "initialize" else {
-                return Self.error(400, "Only an initialize request may come without an Mcp-Session-Id header.")
-            }
-            guard let opened = await openSession(host: host) else { return Self.error(500, "The MCP session could not be started.") }
-            transport = opened.transport
-            var response = await Self.convert(transport.handleRequest(Self.httpRequest(request)))
-            if (200..<300).contains(response.status) {
-                response.headers.append(("Mcp-Session-Id", opened.id))
-            } else {
-                await close(opened.id)
-            }
-            return response
+            server = AgentServer(DoppelTools(host: host), version: version)
         }
-        return await Self.convert(transport.handleRequest(Self.httpRequest(request)))
+        let message: JSON
+        do {
+            message = try JSONReader.parse(request.body)
+        } catch {
+            return Self.error(400, "The body is not JSON: \(error).", code: -32700)
+        }
+        let kinds = message.arrayValue.map { $0.map(AgentServer.kind(of:)) } ?? [AgentServer.kind(of: message)]
+        guard !kinds.isEmpty, kinds.allSatisfy({ $0 != nil }) else {
+            return Self.error(
+                400, "The body is no JSON-RPC 2.0 message: each needs a `method` and, to be answered, an `id` (a string or an integer).")
+        }
+        let initializing = kinds.contains(.request(method: "initialize"))
+        if let refusal = Self.refusal(of: request, initializing: initializing) { return refusal }
+        guard id != nil || initializing else { return Self.error(400, "Only an initialize request may come without an Mcp-Session-Id header.") }
+        guard let answer = await server.answer(request.body) else { return MockResponse(status: 202) }
+        var response = MockResponse(status: 200, headers: [("Content-Type", "application/json")], body: answer)
+        // A new MCP session is kept once its initialize succeeded.
+        if id == nil, let opened = try? JSONReader.parse(answer), (opened.arrayValue ?? [opened]).contains(where: { $0["result"] != nil }) {
+            response.headers.append(("Mcp-Session-Id", keep(server)))
+        }
+        return response
     }
 
-    /// A new MCP session with its own Doppel session. Room is made and the
-    /// session kept with no suspension between, so however many open at
-    /// once, no more than `maximumSessions` are ever kept.
-    private func openSession(host: any AgentHost) async -> (id: String, transport: StatelessHTTPServerTransport)? {
-        let tools = DoppelTools(host: host)
-        let server = await DoppelMCPServer.make(tools, version: version)
-        // Origin and Host are the admin API's gate's; these check what MCP itself asks of a request.
-        let transport = StatelessHTTPServerTransport(
-            validationPipeline: StandardValidationPipeline(validators: [
-                AcceptHeaderValidator(mode: .jsonOnly), ContentTypeValidator(), ProtocolVersionValidator(),
-            ]))
-        do {
-            try await server.start(transport: transport)
-        } catch {
-            return nil
+    /// What MCP's Streamable HTTP transport asks of a POST, as the official
+    /// SDKs check it: it accepts JSON (406), it is JSON (415), and it names
+    /// a protocol version answered here, if any (400; an initialize names
+    /// its version in its body).
+    static func refusal(of request: RecordedRequest, initializing: Bool) -> MockResponse? {
+        let accepted = (request.header("accept") ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        guard accepted.contains(where: { $0.hasPrefix("application/json") }) else {
+            return error(406, "Not Acceptable: a client must accept application/json.")
         }
-        var closing: [Open] = []
+        let type = (request.header("content-type") ?? "").split(separator: ";").first?.trimmingCharacters(in: .whitespaces) ?? ""
+        guard type == "application/json" else { return error(415, "Unsupported Media Type: Content-Type must be application/json.") }
+        if !initializing, let version = request.header("mcp-protocol-version"), !AgentServer.protocolVersions.contains(version) {
+            return error(400, "Unsupported protocol version: \(version). Supported: \(AgentServer.protocolVersions.joined(separator: ", ")).")
+        }
+        return nil
+    }
+
+    /// Keeps a new MCP session under a new id. Room is made and the session
+    /// kept with no suspension between, so however many open at once, no
+    /// more than `maximumSessions` are ever kept.
+    private func keep(_ server: AgentServer) -> String {
         while open.count >= Self.maximumSessions, let idlest = open.min(by: { $0.value.lastUsed < $1.value.lastUsed })?.key {
-            if let evicted = open.removeValue(forKey: idlest) { closing.append(evicted) }
+            open.removeValue(forKey: idlest)
         }
         let id = UUID().uuidString
-        open[id] = Open(server: server, transport: transport, lastUsed: .now)
-        for evicted in closing { await evicted.server.stop() }
-        return (id, transport)
-    }
-
-    private func close(_ id: String) async {
-        guard let closing = open.removeValue(forKey: id) else { return }
-        await closing.server.stop()
-    }
-
-    static func httpRequest(_ request: RecordedRequest) -> HTTPRequest {
-        var headers: [String: String] = [:]
-        for (name, value) in request.headers { headers[name] = headers[name].map { $0 + ", " + value } ?? value }
-        return HTTPRequest(method: request.method, headers: headers, body: Data(request.body), path: request.path)
-    }
-
-    static func convert(_ response: HTTPResponse) -> MockResponse {
-        if case .stream = response { return error(500, "The MCP server answered with a stream, which Doppel does not send.") }
-        var headers = response.headers.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) }
-        let body = response.bodyData.map { [UInt8]($0) } ?? []
-        if !body.isEmpty, !headers.contains(where: { $0.name.lowercased() == "content-type" }) {
-            headers.append(("Content-Type", "application/json"))
-        }
-        return MockResponse(status: response.statusCode, headers: headers, body: body)
+        open[id] = Open(server: server, lastUsed: .now)
+        return id
     }
 
     /// A JSON-RPC error answer, its id null (the request's own is not known here).
-    static func error(_ status: Int, _ message: String) -> MockResponse {
-        let body = JSON.object(
-            JSONObject([
-                ("jsonrpc", "2.0"), ("id", .null), ("error", .object(JSONObject([("code", .int(-32600)), ("message", .string(message))]))),
-            ]))
+    static func error(_ status: Int, _ message: String, code: Int = -32600) -> MockResponse {
+        let body = AgentServer.error(id: .null, AgentServer.Failure(code: code, message: message))
         return MockResponse(status: status, headers: [("Content-Type", "application/json")], body: JSONWriter.encode(body))
     }
 }

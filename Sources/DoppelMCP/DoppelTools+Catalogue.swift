@@ -1,33 +1,36 @@
 import DoppelCore
 import DoppelServer
-import MCP
 
 /// The tools, each with its JSON Schema, the argument names it takes, and
 /// what it does: the admin call it makes (docs/admin-api.md) or the request
 /// it sends through the contract.
 extension DoppelTools {
     struct Entry: Sendable {
-        let tool: Tool
+        /// The tool as `tools/list` describes it: name, description, input schema, annotations.
+        let definition: JSON
+        let name: String
         let argumentNames: [String]
-        let run: @Sendable (DoppelTools, ToolInput) async throws -> CallTool.Result
+        let run: @Sendable (DoppelTools, ToolInput) async throws -> ToolResult
 
         init(
-            _ name: String, _ description: String, readOnly: Bool, properties: [(String, Value)] = [], required: [String] = [],
-            run: @escaping @Sendable (DoppelTools, ToolInput) async throws -> CallTool.Result
+            _ name: String, _ description: String, readOnly: Bool, properties: [(String, JSON)] = [], required: [String] = [],
+            run: @escaping @Sendable (DoppelTools, ToolInput) async throws -> ToolResult
         ) {
-            let members = Dictionary(uniqueKeysWithValues: properties.map { ($0.0, $0.1) })
-            var schema: [String: Value] = ["type": "object", "properties": .object(members), "additionalProperties": false]
+            var schema = JSONObject([("type", "object"), ("properties", .object(JSONObject(properties))), ("additionalProperties", false)])
             if !required.isEmpty { schema["required"] = .array(required.map { .string($0) }) }
-            tool = Tool(
-                name: name, description: description, inputSchema: .object(schema),
-                annotations: .init(readOnlyHint: readOnly, openWorldHint: false))
+            definition = .object(
+                JSONObject([
+                    ("name", .string(name)), ("description", .string(description)), ("inputSchema", .object(schema)),
+                    ("annotations", ["readOnlyHint": .bool(readOnly), "openWorldHint": false]),
+                ]))
+            self.name = name
             argumentNames = properties.map(\.0)
             self.run = run
         }
     }
 
     /// `session`, as every session-scoped tool takes it.
-    static let sessionProperty: (String, Value) = (
+    static let sessionProperty: (String, JSON) = (
         "session",
         [
             "type": "string",
@@ -36,14 +39,14 @@ extension DoppelTools {
         ]
     )
 
-    static func property(_ name: String, _ type: String, _ description: String, extra: [String: Value] = [:]) -> (String, Value) {
-        var schema: [String: Value] = ["type": .string(type), "description": .string(description)]
-        schema.merge(extra) { _, new in new }
+    static func property(_ name: String, _ type: String, _ description: String, extra: JSON = [:]) -> (String, JSON) {
+        var schema = JSONObject([("type", .string(type)), ("description", .string(description))])
+        if let extra = extra.objectValue { for (key, value) in extra.pairs { schema[key] = value } }
         return (name, .object(schema))
     }
 
     /// `text` and `file_name`, as the tools that read one document take them.
-    static func document(named name: String) -> [(String, Value)] {
+    static func document(named name: String) -> [(String, JSON)] {
         [
             property("text", "string", "The document's text (YAML or JSON), at most 1 MiB."),
             property("file_name", "string", "The name it is read under (default \(name); .json for JSON): problems are reported at it."),

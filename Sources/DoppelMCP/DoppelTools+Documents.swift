@@ -1,7 +1,6 @@
 import DoppelCore
 import DoppelOpenAPI
 import Foundation
-import MCP
 
 /// The tools that read documents an agent gives as text (`lint`, `diff`, `import_openapi`):
 /// each text is written to a folder of its own, made for the call and
@@ -13,7 +12,7 @@ extension DoppelTools {
     static let maximumDocument = 1 << 20
 
     /// `text`'s problems as `doppel lint` reports them, each at its line and column.
-    func lint(_ input: ToolInput) throws(ToolInput.Refusal) -> CallTool.Result {
+    func lint(_ input: ToolInput) throws(ToolInput.Refusal) -> ToolResult {
         let name = try Self.fileName(input)
         let text = try Self.document("text", input)
         let diagnostics = try Self.withFiles([(name, text)]) { paths in ContractDocument.lint(file: paths[0]) }
@@ -27,7 +26,7 @@ extension DoppelTools {
     }
 
     /// The changes from `old` to `new`, each breaking or compatible for a client of the old, as `doppel diff` lists them.
-    func diff(_ input: ToolInput) throws(ToolInput.Refusal) -> CallTool.Result {
+    func diff(_ input: ToolInput) throws(ToolInput.Refusal) -> ToolResult {
         let name = try Self.fileName(input)
         let old = try Self.document("old", input)
         let new = try Self.document("new", input)
@@ -56,7 +55,7 @@ extension DoppelTools {
     }
 
     /// `import_openapi`: an OpenAPI document given as text, as the contract `doppel import` writes.
-    func importOpenAPI(_ input: ToolInput) throws(ToolInput.Refusal) -> CallTool.Result {
+    func importOpenAPI(_ input: ToolInput) throws(ToolInput.Refusal) -> ToolResult {
         let name = try Self.fileName(input, default: "openapi.yaml")
         let text = try Self.document("text", input)
         let outcome: (imported: ContractImport.Imported?, problems: [Diagnostic]) = try Self.withFiles([(name, text)]) { paths in

@@ -1,7 +1,6 @@
 import DoppelCore
 import DoppelServer
 import Foundation
-import MCP
 
 extension DoppelTools {
     /// The most of an answer's body `send_request` shows (an agent reads
@@ -10,7 +9,7 @@ extension DoppelTools {
 
     /// `send_request`: the request through the contract in the session, as a
     /// client's would be (journaled), and the answer in full with why it was chosen.
-    func send(_ input: ToolInput) async throws(ToolInput.Refusal) -> CallTool.Result {
+    func send(_ input: ToolInput) async throws(ToolInput.Refusal) -> ToolResult {
         let method = try input.requiredString("method").uppercased()
         guard HTTPToken.isValid(method) else {
             throw ToolInput.Refusal(message: "send_request: `method` must be an HTTP method such as GET or POST.")

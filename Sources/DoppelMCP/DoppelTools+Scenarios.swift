@@ -2,14 +2,13 @@ import DoppelCore
 import DoppelRunner
 import DoppelServer
 import Foundation
-import MCP
 
 extension DoppelTools {
     /// `run_scenario`: a scenario's steps in the session, as `doppel run`
     /// runs them, through the host in this process (its requests journaled
     /// as any client's). The session starts over from the scenario's
     /// `given` and `overrides` first.
-    func runScenario(_ input: ToolInput) async throws(ToolInput.Refusal) -> CallTool.Result {
+    func runScenario(_ input: ToolInput) async throws(ToolInput.Refusal) -> ToolResult {
         let session = try self.session(of: input)
         let scenario: Scenario
         switch (try input.string("name"), try input.string("text")) {

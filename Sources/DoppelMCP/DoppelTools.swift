@@ -1,6 +1,5 @@
 import DoppelCore
 import DoppelServer
-import MCP
 
 /// Doppel's tools for an agent (`doppel mcp`): each one a call of the admin
 /// API or a request through the contract, so an agent sees exactly what a
@@ -27,14 +26,22 @@ package struct DoppelTools: Sendable {
         "mcp-" + String(UInt32.random(in: .min ... .max), radix: 16).leftPadded(to: 8)
     }
 
-    /// The tools, as `tools/list` answers.
-    package var tools: [Tool] { Self.catalogue.map(\.tool) }
+    /// What the server tells an agent when it connects.
+    static func instructions(_ session: String, contract: Contract) -> String {
+        """
+        Doppel serves \(contract.info.title) \(contract.info.version) from its contract: every endpoint answers as \
+        documented, state and all. Your calls work in the session \(session) unless they name another; a client \
+        you test joins it with the header `Doppel-Session: \(session)`. Use list_endpoints to see what is \
+        documented, force_next to make an endpoint's next answer an error path (a 402, a 429), send_request to see \
+        an answer, explain to read why each answer was what it was, and coverage for the statuses not reached yet.
+        """
+    }
 
     /// Answers `tools/call`: a tool's result, or an error result for an
     /// unknown tool, input that does not fit, or a call the admin API refuses.
-    package func call(_ name: String, arguments: [String: Value]?) async -> CallTool.Result {
-        guard let entry = Self.catalogue.first(where: { $0.tool.name == name }) else {
-            return Self.failure("There is no tool '\(name)'. Tools: \(Self.catalogue.map(\.tool.name).joined(separator: ", ")).")
+    package func call(_ name: String, arguments: [String: JSON]?) async -> ToolResult {
+        guard let entry = Self.catalogue.first(where: { $0.name == name }) else {
+            return Self.failure("There is no tool '\(name)'. Tools: \(Self.catalogue.map(\.name).joined(separator: ", ")).")
         }
         let input = ToolInput(arguments ?? [:], tool: name)
         do {
@@ -48,18 +55,17 @@ package struct DoppelTools: Sendable {
     // MARK: Answers
 
     /// An error result a model can act on.
-    static func failure(_ message: String) -> CallTool.Result {
-        CallTool.Result(content: [.text(text: message, annotations: nil, _meta: nil)], isError: true)
+    static func failure(_ message: String) -> ToolResult {
+        ToolResult(text: message, structuredContent: nil, isError: true)
     }
 
     /// A JSON answer as the result: its text, and the value itself as structured content.
-    static func result(_ value: JSON) -> CallTool.Result {
-        let structured: Value? = Value(doppel: value)
-        return CallTool.Result(content: [.text(text: JSONWriter.encodePretty(value), annotations: nil, _meta: nil)], structuredContent: structured)
+    static func result(_ value: JSON) -> ToolResult {
+        ToolResult(text: JSONWriter.encodePretty(value), structuredContent: value, isError: false)
     }
 
     /// An admin call: its JSON answer, or its problem as an error result.
-    func admin(_ method: String, _ path: String, query: [(String, String)] = [], body: JSON? = nil) async -> CallTool.Result {
+    func admin(_ method: String, _ path: String, query: [(String, String)] = [], body: JSON? = nil) async -> ToolResult {
         var headers: [(name: String, value: String)] = [("host", "127.0.0.1")]
         if body != nil { headers.append(("content-type", "application/json")) }
         let target =
@@ -89,34 +95,18 @@ extension String {
     }
 }
 
-extension Value {
-    /// A Doppel JSON value as MCP's.
-    init(doppel json: JSON) {
-        switch json {
-        case .null: self = .null
-        case .bool(let value): self = .bool(value)
-        case .int(let value): self = .int(value)
-        case .double(let value): self = .double(value)
-        case .string(let value): self = .string(value)
-        case .array(let items): self = .array(items.map { Value(doppel: $0) })
-        case .object(let object):
-            self = .object(Dictionary(object.pairs.map { ($0.key, Value(doppel: $0.value)) }, uniquingKeysWith: { _, last in last }))
-        }
-    }
-}
+/// A tool's answer, as `tools/call` returns it: its text, for a JSON answer
+/// the value itself, and whether it is an error result the model can act on.
+package struct ToolResult: Sendable {
+    package let text: String
+    package let structuredContent: JSON?
+    package let isError: Bool
 
-extension JSON {
-    /// MCP's value as Doppel's JSON (binary data as base64 text).
-    init(mcp value: MCP.Value) {
-        switch value {
-        case .null: self = .null
-        case .bool(let value): self = .bool(value)
-        case .int(let value): self = .int(value)
-        case .double(let value): self = .double(value)
-        case .string(let value): self = .string(value)
-        case .data(_, let data): self = .string(data.base64EncodedString())
-        case .array(let items): self = .array(items.map { JSON(mcp: $0) })
-        case .object(let members): self = .object(JSONObject(members.sorted { $0.key < $1.key }.map { ($0.key, JSON(mcp: $0.value)) }))
-        }
+    /// The `tools/call` result.
+    var json: JSON {
+        var result = JSONObject([("content", [["type": "text", "text": .string(text)]])])
+        if let structuredContent { result["structuredContent"] = structuredContent }
+        if isError { result["isError"] = true }
+        return .object(result)
     }
 }

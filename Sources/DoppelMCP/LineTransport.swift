@@ -1,7 +1,5 @@
 import Dispatch
 import Foundation
-import Logging
-import MCP
 
 #if canImport(Glibc)
 import Glibc
@@ -15,15 +13,15 @@ import Darwin
 /// from `input` only when the server asks for the next one, each at most
 /// `maximumMessage` bytes.
 ///
-/// Written here rather than the SDK's `StdioTransport`, which falls short
-/// in two ways: it keeps any line whole however long it grows (an agent
-/// that writes no newline grows the process without bound), and it turns
-/// the descriptors non-blocking and polls them every 10 ms while idle.
+/// Written here rather than taken from the MCP Swift SDK, whose
+/// `StdioTransport` falls short in two ways: it keeps any line whole however
+/// long it grows (an agent that writes no newline grows the process without
+/// bound), and it turns the descriptors non-blocking and polls them every
+/// 10 ms while idle.
 /// Here a blocking read runs on a thread of its own; a line over the bound
 /// is skipped to its end and answered with JSON-RPC's `-32600` error (its
 /// id cannot be read, so it is null, as JSON-RPC 2.0 section 5 says).
-package actor LineTransport: Transport {
-    package nonisolated let logger: Logger
+package actor LineTransport {
     private let reader: LineReader
     private let writer: LineWriter
 
@@ -39,12 +37,7 @@ package actor LineTransport: Transport {
                 #"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"The message is \#(length) bytes; the most one may be is \#(maximumMessage)."}}"#
             try? writer.write(Array(refusal.utf8))
         }
-        self.logger = Logger(label: "doppel.mcp.line", factory: { _ in SwiftLogNoOpLogHandler() })
     }
-
-    package func connect() async throws {}
-
-    package func disconnect() async {}
 
     package func send(_ data: Data) async throws {
         try writer.write(Array(data))
@@ -80,7 +73,7 @@ private final class LineWriter: @unchecked Sendable {
                 }
                 if written < 0 {
                     if errno == EINTR { continue }
-                    throw MCPError.transportError(POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO))
+                    throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
                 }
                 offset += written
             }
@@ -181,7 +174,7 @@ private final class LineReader: @unchecked Sendable {
             }
             if count < 0 {
                 if errno == EINTR { continue }
-                throw MCPError.transportError(POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO))
+                throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
             }
             if count == 0 {
                 ended = true

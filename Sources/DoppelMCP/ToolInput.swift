@@ -1,5 +1,4 @@
 import DoppelCore
-import MCP
 
 /// A tool call's arguments, read by name and type: each reader refuses a
 /// value of the wrong type with a message naming the argument and what it
@@ -11,10 +10,10 @@ struct ToolInput {
         let message: String
     }
 
-    let arguments: [String: Value]
+    let arguments: [String: JSON]
     let tool: String
 
-    init(_ arguments: [String: Value], tool: String) {
+    init(_ arguments: [String: JSON], tool: String) {
         self.arguments = arguments
         self.tool = tool
     }
@@ -70,7 +69,7 @@ struct ToolInput {
         switch arguments[name] {
         case nil, .null?: return []
         case .object(let members)?:
-            return try members.sorted { $0.key < $1.key }.map { (key, value) throws(Refusal) in
+            return try members.pairs.sorted { $0.key < $1.key }.map { (key, value) throws(Refusal) in
                 guard case .string(let text) = value else { throw refuse(name, "an object of strings") }
                 return (key, text)
             }
@@ -80,7 +79,7 @@ struct ToolInput {
 
     /// Any JSON value, as given.
     func json(_ name: String) -> JSON? {
-        arguments[name].flatMap { $0 == .null ? nil : JSON(mcp: $0) }
+        arguments[name].flatMap { $0.isNull ? nil : $0 }
     }
 }
 

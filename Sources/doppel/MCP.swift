@@ -4,7 +4,6 @@ import DoppelMCP
 import DoppelServer
 import Foundation
 import Logging
-import MCP
 import ServiceLifecycle
 
 /// `doppel mcp`: Doppel's tools for an agent, over standard input and
@@ -72,16 +71,14 @@ struct MCPCommand: AsyncParsableCommand {
                 throw ExitCode(1)
             }
         }
-        let tools = DoppelTools(host: host, session: session)
-        let server = await DoppelMCPServer.make(tools, version: Doppel.configuration.version)
+        let server = AgentServer(DoppelTools(host: host, session: session), version: Doppel.configuration.version)
         do {
-            try await server.start(transport: LineTransport())
+            // Until the agent closes standard input.
+            try await server.serve(LineTransport())
         } catch {
-            FileHandle.standardError.write(Data("doppel: cannot start the MCP server: \(error)\n".utf8))
-            throw ExitCode(1)
+            FileHandle.standardError.write(Data("doppel: standard input or output failed: \(error)\n".utf8))
         }
-        // Until the agent closes standard input; then the HTTP server stops as on SIGTERM.
-        await server.waitUntilCompleted()
+        // Then the HTTP server stops as on SIGTERM.
         if let serving {
             await serving.group.triggerGracefulShutdown()
             await serving.task.value

@@ -1,7 +1,6 @@
 import DoppelCore
 import DoppelServer
 import DoppelTestSupport
-import MCP
 import Testing
 
 @testable import DoppelMCP
@@ -18,19 +17,19 @@ struct DoppelToolsTests {
     }
 
     /// A generate request, as a client of the tales API sends it.
-    static let generate: [String: Value] = [
+    static let generate: [String: JSON] = [
         "method": "POST", "path": "/api/v1/stories/generate", "headers": ["Authorization": .string(token)],
         "body": ["language": "ru", "child_id": "123e4567-e89b-12d3-a456-426614174000", "story_type": "child"],
     ]
 
     /// The structured answer of a call that succeeded.
-    static func answer(_ result: CallTool.Result, sourceLocation: Testing.SourceLocation = #_sourceLocation) -> JSON {
-        #expect(result.isError != true, "\(result.content)", sourceLocation: sourceLocation)
-        return result.structuredContent.map { JSON(mcp: $0) } ?? .null
+    static func answer(_ result: ToolResult, sourceLocation: Testing.SourceLocation = #_sourceLocation) -> JSON {
+        #expect(!result.isError, "\(result.text)", sourceLocation: sourceLocation)
+        return result.structuredContent ?? .null
     }
 
-    static func text(_ result: CallTool.Result) -> String {
-        result.content.compactMap { if case .text(let text, _, _) = $0 { text } else { nil } }.joined()
+    static func text(_ result: ToolResult) -> String {
+        result.text
     }
 
     @Test("A forced 402 answers the next generate with the session's limit_info, and explain says why")
@@ -57,7 +56,7 @@ struct DoppelToolsTests {
     }
 
     /// Calls each refused with a message naming what to change.
-    static let refusals: [(name: String, tool: String, arguments: [String: Value], says: String)] = [
+    static let refusals: [(name: String, tool: String, arguments: [String: JSON], says: String)] = [
         ("unknown tool", "force", ["endpoint": "generate-story"], "There is no tool 'force'"),
         ("misspelt argument", "force_next", ["endpoint": "generate-story", "sesion": "x"], "unknown: `sesion`"),
         ("missing argument", "force_next", ["status": 402], "needs `endpoint`"),
@@ -136,16 +135,17 @@ struct DoppelToolsTests {
     @Test("Every tool declares an object schema whose properties are exactly the arguments it takes")
     func schemas() {
         for entry in DoppelTools.catalogue {
-            guard case .object(let schema) = entry.tool.inputSchema, case .object(let properties)? = schema["properties"] else {
-                Issue.record("\(entry.tool.name): no object schema")
+            guard case .object(let schema)? = entry.definition["inputSchema"], case .object(let properties)? = schema["properties"] else {
+                Issue.record("\(entry.name): no object schema")
                 continue
             }
+            #expect(entry.definition["name"]?.stringValue == entry.name)
             #expect(schema["type"] == "object")
             #expect(schema["additionalProperties"] == false)
-            #expect(Set(properties.keys) == Set(entry.argumentNames), "\(entry.tool.name)")
-            #expect(entry.tool.description?.isEmpty == false)
+            #expect(Set(properties.keys) == Set(entry.argumentNames), "\(entry.name)")
+            #expect(entry.definition["description"]?.stringValue?.isEmpty == false)
         }
-        #expect(Set(DoppelTools.catalogue.map(\.tool.name)).count == DoppelTools.catalogue.count)
+        #expect(Set(DoppelTools.catalogue.map(\.name)).count == DoppelTools.catalogue.count)
     }
 
     static let twoEndpoints = """
@@ -217,9 +217,7 @@ struct DoppelToolsTests {
         let tools = DoppelTools(host: LocalAgentHost(api: try Self.api()), session: "agent")
         #expect(Set(tools.resources.map(\.uri)) == ["doppel://contract", "doppel://contract/openapi", "doppel://session/state"])
         func read(_ uri: String) async throws -> JSON? {
-            let result = try await tools.read(uri)
-            guard let text = result.contents.first?.text else { return nil }
-            return try JSONReader.parse(Array(text.utf8))
+            try JSONReader.parse(Array(try await tools.read(uri).utf8))
         }
         #expect(try await read("doppel://contract/openapi")?["openapi"]?.stringValue?.hasPrefix("3.1") == true)
         #expect(try await read("doppel://contract")?["endpoints"]?.arrayValue?.isEmpty == false)
@@ -232,7 +230,8 @@ struct DoppelToolsTests {
                     "headers": ["Authorization": .string(Self.token)],
                 ]))
         #expect(try await read("doppel://session/state")?["state"]?["plan"]?.stringValue == "premium")
-        await #expect(throws: MCPError.self) { try await tools.read("doppel://nothing") }
+        let unknown = await #expect(throws: AgentServer.Failure.self) { try await tools.read("doppel://nothing") }
+        #expect(unknown?.code == -32002)
     }
 
     /// An echo of the request's text body, as large as the test sends.
@@ -259,7 +258,7 @@ struct DoppelToolsTests {
     func bodiesAreBounded() async throws {
         let api = AdminAPI(engine: MockEngine(contract: try ContractLoader.load(text: Self.echo, file: "echo.yaml")))
         let small = DoppelTools(host: SmallHost(inner: LocalAgentHost(api: api)), session: "agent")
-        let text = ["method": Value.string("POST"), "path": "/echo", "headers": ["Content-Type": "text/plain"]]
+        let text = ["method": JSON.string("POST"), "path": "/echo", "headers": ["Content-Type": "text/plain"]]
         let fits = Self.answer(
             await small.call("send_request", arguments: text.merging(["body": .string(String(repeating: "a", count: 1024))]) { $1 }))
         #expect(fits["status"] == 200 && fits["truncated"] == false && fits["body_bytes"] == 1024)
