@@ -55,15 +55,19 @@ package actor AgentServer {
         } catch {
             return JSONWriter.encode(Self.error(id: .null, Failure(code: -32700, message: "Parse error: \(error)")))
         }
-        if case .array(let items) = parsed {
-            guard !items.isEmpty else { return JSONWriter.encode(Self.error(id: .null, Failure.invalidRequest("An empty batch."))) }
-            var answers: [JSON] = []
-            for item in items {
-                if let answer = await answer(item) { answers.append(answer) }
-            }
-            return answers.isEmpty ? nil : JSONWriter.encode(.array(answers))
+        return await answer(parsed: parsed).map { JSONWriter.encode($0) }
+    }
+
+    /// The answer to a message already parsed (`/__doppel/mcp` reads it
+    /// first to check it): one answer, an array of a batch's, or nil.
+    package func answer(parsed message: JSON) async -> JSON? {
+        guard case .array(let items) = message else { return await answerOne(message) }
+        guard !items.isEmpty else { return Self.error(id: .null, Failure.invalidRequest("An empty batch.")) }
+        var answers: [JSON] = []
+        for item in items {
+            if let answer = await answerOne(item) { answers.append(answer) }
         }
-        return await answer(parsed).map { JSONWriter.encode($0) }
+        return answers.isEmpty ? nil : .array(answers)
     }
 
     /// What kind of message `message` is: a request (with its id), a
@@ -78,25 +82,25 @@ package actor AgentServer {
         guard let object = message.objectValue else { return nil }
         if let method = object["method"]?.stringValue {
             guard let id = object["id"] else { return .notification }
-            switch id {
-            case .string, .int: return .request(method: method)
-            default: return nil
-            }
+            return isID(id) ? .request(method: method) : nil
         }
         return object["id"] != nil && (object["result"] != nil || object["error"] != nil) ? .response : nil
     }
 
-    private func answer(_ message: JSON) async -> JSON? {
+    /// Whether `id` can identify a request: MCP's ids are strings or integers, never null.
+    static func isID(_ id: JSON) -> Bool {
+        switch id {
+        case .string, .int: true
+        default: false
+        }
+    }
+
+    private func answerOne(_ message: JSON) async -> JSON? {
         let id = message["id"] ?? .null
         switch Self.kind(of: message) {
         case nil:
-            let valid: Bool = {
-                if case .string = id { return true }
-                if case .int = id { return true }
-                return false
-            }()
             return Self.error(
-                id: valid ? id : .null,
+                id: Self.isID(id) ? id : .null,
                 Failure.invalidRequest("Not a JSON-RPC 2.0 request: it needs a `method` and an `id` (a string or an integer)."))
         case .notification?, .response?:
             return nil

@@ -68,10 +68,10 @@ package actor AgentSessions: AgentDoor {
         let initializing = kinds.contains(.request(method: "initialize"))
         if let refusal = Self.refusal(of: request, initializing: initializing) { return refusal }
         guard id != nil || initializing else { return Self.error(400, "Only an initialize request may come without an Mcp-Session-Id header.") }
-        guard let answer = await server.answer(request.body) else { return MockResponse(status: 202) }
-        var response = MockResponse(status: 200, headers: [("Content-Type", "application/json")], body: answer)
+        guard let answer = await server.answer(parsed: message) else { return MockResponse(status: 202) }
+        var response = MockResponse(status: 200, headers: [("Content-Type", "application/json")], body: JSONWriter.encode(answer))
         // A new MCP session is kept once its initialize succeeded.
-        if id == nil, let opened = try? JSONReader.parse(answer), (opened.arrayValue ?? [opened]).contains(where: { $0["result"] != nil }) {
+        if id == nil, (answer.arrayValue ?? [answer]).contains(where: { $0["result"] != nil }) {
             response.headers.append(("Mcp-Session-Id", keep(server)))
         }
         return response
