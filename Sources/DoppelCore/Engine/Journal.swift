@@ -76,12 +76,22 @@ public final class Journal: Sendable {
         }
     }
 
+    /// An entry as the ring keeps it: its number, and every other field
+    /// packed into one array of bytes (`Packing`). A ring of 10,000 `Entry`
+    /// values held about 500 bytes each (the struct, its path, its changes
+    /// and its reason's text on the heap apart); packed, an entry is one
+    /// allocation the size of its text plus a few bytes.
+    private struct Slot {
+        var sequence: Int
+        var bytes: [UInt8]
+    }
+
     private struct Ring {
-        var entries: [Entry?]
+        var entries: [Slot?]
         var next = 0
         var count = 0
         var sequence = 0
-        /// The bytes of the held entries' paths and queries.
+        /// The bytes the held entries take packed.
         var textBytes = 0
         /// Requests per session, then endpoint and status, since the last
         /// clear; kept apart from the ring so counts survive its bound, and
@@ -118,8 +128,9 @@ public final class Journal: Sendable {
 
     /// The most entries kept.
     public let capacity: Int
-    /// The most bytes of paths, queries, reasons and changes the held entries may have between
-    /// them: 10,000 entries of 32 KiB targets would otherwise hold 320 MB.
+    /// The most bytes the held entries may take packed between them (their paths, queries,
+    /// reasons, changes and messages, and a few dozen bytes each besides): 10,000 entries of
+    /// 32 KiB targets would otherwise hold 320 MB.
     /// Past it the oldest entries go first, as past `capacity`.
     package static let maximumTextBytes = 32 << 20
     private let ring: Locked<Ring>
@@ -140,33 +151,29 @@ public final class Journal: Sendable {
         endpointID: String?, responseName: String?, durationMicros: Int, proxied: Bool = false, sequence: Int? = nil,
         reason: Reason? = nil, changes: [String] = [], message: String? = nil, sent: [String] = []
     ) -> Int {
-        // Built before the lock, which every event loop takes: inside it, only the number and the counts.
-        var entry = Entry(
-            sequence: 0, time: time, session: session, method: method, path: path, query: query,
-            status: status, endpointID: endpointID, responseName: responseName, durationMicros: durationMicros, proxied: proxied,
-            why: reason, changes: changes)
-        if let message { entry.message = Self.clip(message) }
-        if !sent.isEmpty { entry.sent = sent.prefix(Self.maximumSent).map { Self.clip($0) } }
+        // Packed before the lock, which every event loop takes: inside it, only the number and the counts.
+        let bytes = Packing.pack(
+            time: time, session: session, method: method, path: path, query: query, status: status, endpointID: endpointID,
+            responseName: responseName, durationMicros: durationMicros, proxied: proxied, why: reason, changes: changes,
+            message: message.map { Self.clip($0) }, sent: sent.isEmpty ? [] : sent.prefix(Self.maximumSent).map { Self.clip($0) })
         let outcome = Tally.Outcome(endpointID: endpointID, status: status)
-        let size = Self.textBytes(of: entry)
-        var displaced: Entry?
-        var dropped: [Entry] = []
+        var displaced: Slot?
+        var dropped: [Slot] = []
         return ring.withLock { ring in
             // A shared store's entries keep the numbers the database gave them.
             ring.sequence = sequence ?? ring.sequence + 1
-            entry.sequence = ring.sequence
             // The entry it replaces is released after the lock.
             swap(&ring.entries[ring.next], &displaced)
-            if let displaced { ring.textBytes -= Self.textBytes(of: displaced) }
-            ring.entries[ring.next] = entry
+            if let displaced { ring.textBytes -= displaced.bytes.count }
+            ring.entries[ring.next] = Slot(sequence: ring.sequence, bytes: bytes)
             ring.next = (ring.next + 1) % capacity
             ring.count = min(ring.count + 1, capacity)
-            ring.textBytes += size
+            ring.textBytes += bytes.count
             // Within the byte budget: the oldest go (the newest always stays).
             while ring.textBytes > Self.maximumTextBytes, ring.count > 1 {
                 let oldest = (ring.next - ring.count + capacity) % capacity
                 if let old = ring.entries[oldest] {
-                    ring.textBytes -= Self.textBytes(of: old)
+                    ring.textBytes -= old.bytes.count
                     dropped.append(old)
                 }
                 ring.entries[oldest] = nil
@@ -175,11 +182,6 @@ public final class Journal: Sendable {
             ring.tally[session, default: [:]][outcome, default: 0] += 1
             return ring.sequence
         }
-    }
-
-    private static func textBytes(of entry: Entry) -> Int {
-        entry.path.utf8.count + (entry.query?.utf8.count ?? 0) + (entry.why?.heldBytes ?? 0) + entry.changes.reduce(0) { $0 + $1.utf8.count }
-            + (entry.message?.utf8.count ?? 0) + entry.sent.reduce(0) { $0 + $1.utf8.count }
     }
 
     /// The most bytes of a WebSocket message an entry keeps.
@@ -197,10 +199,12 @@ public final class Journal: Sendable {
 
     /// The entries held, oldest first.
     public var entries: [Entry] {
-        ring.withLock { ring in
+        // The slots are taken under the lock, and unpacked after it.
+        let slots = ring.withLock { ring in
             let start = (ring.next - ring.count + capacity) % capacity
             return (0..<ring.count).compactMap { ring.entries[(start + $0) % capacity] }
         }
+        return slots.map { Packing.unpack($0.bytes, sequence: $0.sequence) }
     }
 
     /// How many entries are held.
