@@ -121,3 +121,55 @@ struct JournalPackingTests {
         ("duration_us", .int(3)), ("proxied", .bool(false)), ("reason", .null), ("changes", .array([])),
     ]
 }
+
+/// Many writers and a reader at once: every entry read back is whole (its
+/// fields agree with each other), none is lost or doubled.
+@Suite("Journal packing under load")
+struct JournalPackingLoadTests {
+    @Test func parallelWritersAndAReaderSeeOnlyWholeEntries() async {
+        let journal = Journal(capacity: 20_000)
+        let writers = 16
+        let each = 1_000
+        let torn = await withTaskGroup(of: Int.self) { group in
+            for writer in 0..<writers {
+                group.addTask {
+                    for index in 0..<each {
+                        let name = "w\(writer)-\(index)"
+                        journal.record(
+                            time: Double(index), session: "session-\(writer)", method: index % 2 == 0 ? "GET" : "RECEIVE",
+                            path: "/\(name)/" + String(repeating: "p", count: index % 300), query: index % 3 == 0 ? nil : name,
+                            status: 200 + writer, endpointID: name, responseName: nil, durationMicros: index,
+                            reason: Reason(name), changes: [name], message: index % 2 == 0 ? nil : name)
+                    }
+                    return 0
+                }
+            }
+            group.addTask {
+                // Reads while the writers write; counts entries whose fields disagree.
+                var torn = 0
+                for _ in 0..<20 {
+                    for entry in journal.entries where !JournalPackingLoadTests.isWhole(entry) { torn += 1 }
+                    await Task.yield()
+                }
+                return torn
+            }
+            return await group.reduce(0, +)
+        }
+        #expect(torn == 0)
+        let entries = journal.entries
+        #expect(entries.count == writers * each)
+        #expect(entries.allSatisfy(Self.isWhole))
+        #expect(Set(entries.map(\.endpointID)).count == writers * each)
+        #expect(entries.map(\.sequence) == Array(1...(writers * each)))
+    }
+
+    static func isWhole(_ entry: Journal.Entry) -> Bool {
+        guard let name = entry.endpointID, let writer = Int(name.dropFirst().prefix { $0 != "-" }),
+            let index = Int(name.split(separator: "-")[1])
+        else { return false }
+        return entry.session == "session-\(writer)" && entry.status == 200 + writer && entry.durationMicros == index
+            && entry.time == Double(index) && entry.path == "/\(name)/" + String(repeating: "p", count: index % 300)
+            && entry.query == (index % 3 == 0 ? nil : name) && entry.why?.given == name && entry.changes == [name]
+            && entry.method == (index % 2 == 0 ? "GET" : "RECEIVE") && entry.message == (index % 2 == 0 ? nil : name)
+    }
+}
