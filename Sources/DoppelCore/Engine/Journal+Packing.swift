@@ -10,29 +10,16 @@ extension Journal {
     /// an optional string is its length plus one, or 0 for none; a list is
     /// its count and its items; the time is its IEEE bits, little-endian.
     enum Packing {
-        /// The fields packed, in one allocation of their exact size: `record`
-        /// packs what it is given without making an `Entry` first.
+        /// The fields packed, in one allocation of their exact size (counted
+        /// first, by the same layout): `record` packs what it is given
+        /// without making an `Entry` first.
         static func pack(
             time: Double, session: String, method: String, path: String, query: String?, status: Int, endpointID: String?,
             responseName: String?, durationMicros: Int, proxied: Bool, why: Reason?, changes: [String], message: String?,
             sent: [String]
         ) -> [UInt8] {
-            var size = 8 + Writer.size(session) + Writer.size(method) + Writer.size(path) + Writer.size(query)
-            size += Writer.size(status) + Writer.size(endpointID) + Writer.size(responseName) + Writer.size(durationMicros) + 1
-            size += Writer.size(changes) + Writer.size(message) + Writer.size(sent) + 1
-            if let why {
-                size += Writer.size(why.given) + 1 + Writer.size(why.after) + 1
-                switch why.choice {
-                case .afterWhens(let checked): size += Writer.size(checked)
-                case .when(let source): size += Writer.size(source)
-                case .first, nil: break
-                }
-                if let sequence = why.sequence {
-                    size += Writer.size(sequence.call) + Writer.size(sequence.answer) + Writer.size(sequence.of) + 1
-                }
-            }
-            return [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
-                var out = Writer(buffer: buffer)
+            // The layout, written once: counted first, then written into an array of that size.
+            func write<Output: Sink>(to out: inout Output) {
                 out.double(time)
                 out.string(session)
                 out.string(method)
@@ -43,36 +30,39 @@ extension Journal {
                 out.optional(responseName)
                 out.int(durationMicros)
                 out.int(proxied ? 1 : 0)
-                out.list(changes)
+                list(changes, to: &out)
                 out.optional(message)
-                out.list(sent)
-                if let why {
+                list(sent, to: &out)
+                guard let why else { return out.int(0) }
+                out.int(1)
+                out.optional(why.given)
+                switch why.choice {
+                case nil: out.int(0)
+                case .first: out.int(1)
+                case .afterWhens(let checked):
+                    out.int(2)
+                    out.int(checked)
+                case .when(let source):
+                    out.int(3)
+                    out.string(source)
+                }
+                if let sequence = why.sequence {
                     out.int(1)
-                    out.optional(why.given)
-                    switch why.choice {
-                    case nil: out.int(0)
-                    case .first: out.int(1)
-                    case .afterWhens(let checked):
-                        out.int(2)
-                        out.int(checked)
-                    case .when(let source):
-                        out.int(3)
-                        out.string(source)
-                    }
-                    if let sequence = why.sequence {
-                        out.int(1)
-                        out.int(sequence.call)
-                        out.int(sequence.answer)
-                        out.int(sequence.of)
-                        out.int(sequence.cycles ? 1 : 0)
-                    } else {
-                        out.int(0)
-                    }
-                    out.optional(why.after)
+                    out.int(sequence.call)
+                    out.int(sequence.answer)
+                    out.int(sequence.of)
+                    out.int(sequence.cycles ? 1 : 0)
                 } else {
                     out.int(0)
                 }
-                precondition(out.at == size, "an entry packed into \(out.at) bytes, not the \(size) reckoned")
+                out.optional(why.after)
+            }
+            var counter = Counter()
+            write(to: &counter)
+            return [UInt8](unsafeUninitializedCapacity: counter.count) { buffer, initialized in
+                var out = Writer(buffer: buffer)
+                write(to: &out)
+                assert(out.at == counter.count, "an entry packed into \(out.at) bytes, not the \(counter.count) counted")
                 initialized = out.at
             }
         }
@@ -118,47 +108,60 @@ extension Journal {
             return entry
         }
 
-        /// Writes into memory reserved at the size its `size` functions reckon.
-        private struct Writer {
+        /// Where `pack` puts an entry's fields: `Counter` counts their bytes, `Writer` writes them.
+        private protocol Sink {
+            mutating func int(_ value: Int)
+            mutating func double(_ value: Double)
+            mutating func string(_ value: String)
+            mutating func optional(_ value: String?)
+        }
+
+        /// A list: its count, then its items.
+        private static func list(_ values: [String], to out: inout some Sink) {
+            out.int(values.count)
+            for value in values { out.string(value) }
+        }
+
+        /// Counts the bytes `Writer` will write.
+        private struct Counter: Sink {
+            var count = 0
+
+            mutating func int(_ value: Int) {
+                let bits = Packing.zigzag(value)
+                count += bits == 0 ? 1 : (70 - bits.leadingZeroBitCount) / 7
+            }
+
+            mutating func double(_ value: Double) { count += 8 }
+
+            mutating func string(_ value: String) {
+                int(value.utf8.count)
+                count += value.utf8.count
+            }
+
+            mutating func optional(_ value: String?) {
+                guard let value else { return int(0) }
+                int(value.utf8.count + 1)
+                count += value.utf8.count
+            }
+        }
+
+        /// Writes into memory of the size `Counter` measured; a write past its end traps.
+        private struct Writer: Sink {
             let buffer: UnsafeMutableBufferPointer<UInt8>
             var at = 0
 
-            static func zigzag(_ value: Int) -> UInt64 { UInt64(bitPattern: Int64((value << 1) ^ (value >> (Int.bitWidth - 1)))) }
-            static func size(_ value: Int) -> Int {
-                let bits = zigzag(value)
-                return bits == 0 ? 1 : (70 - bits.leadingZeroBitCount) / 7
-            }
-            static func size(_ value: String) -> Int { size(value.utf8.count) + value.utf8.count }
-            static func size(_ value: String?) -> Int { value.map { size($0.utf8.count + 1) + $0.utf8.count } ?? 1 }
-            static func size(_ values: [String]) -> Int { values.reduce(size(values.count)) { $0 + size($1) } }
-
             mutating func int(_ value: Int) {
-                var rest = Self.zigzag(value)
+                var rest = Packing.zigzag(value)
                 while rest >= 0x80 {
-                    buffer[at] = UInt8(truncatingIfNeeded: rest) | 0x80
-                    at += 1
+                    put(UInt8(truncatingIfNeeded: rest) | 0x80)
                     rest >>= 7
                 }
-                buffer[at] = UInt8(rest)
-                at += 1
+                put(UInt8(rest))
             }
 
             mutating func double(_ value: Double) {
                 let bits = value.bitPattern
-                for shift in stride(from: 0, to: 64, by: 8) {
-                    buffer[at] = UInt8(truncatingIfNeeded: bits >> UInt64(shift))
-                    at += 1
-                }
-            }
-
-            mutating func bytes(of value: String) {
-                var value = value
-                // A native string is already contiguous UTF-8: one copy of its bytes.
-                value.withUTF8 { utf8 in
-                    guard let source = utf8.baseAddress, !utf8.isEmpty else { return }
-                    (buffer.baseAddress! + at).update(from: source, count: utf8.count)
-                    at += utf8.count
-                }
+                for shift in stride(from: 0, to: 64, by: 8) { put(UInt8(truncatingIfNeeded: bits >> UInt64(shift))) }
             }
 
             mutating func string(_ value: String) {
@@ -172,11 +175,25 @@ extension Journal {
                 bytes(of: value)
             }
 
-            mutating func list(_ values: [String]) {
-                int(values.count)
-                for value in values { string(value) }
+            private mutating func put(_ byte: UInt8) {
+                precondition(at < buffer.count, "an entry packed past the bytes counted for it")
+                buffer[at] = byte
+                at += 1
+            }
+
+            private mutating func bytes(of value: String) {
+                var value = value
+                // A native string is already contiguous UTF-8: one copy of its bytes.
+                value.withUTF8 { utf8 in
+                    guard let source = utf8.baseAddress, !utf8.isEmpty else { return }
+                    precondition(at + utf8.count <= buffer.count, "an entry packed past the bytes counted for it")
+                    (buffer.baseAddress! + at).update(from: source, count: utf8.count)
+                    at += utf8.count
+                }
             }
         }
+
+        private static func zigzag(_ value: Int) -> UInt64 { UInt64(bitPattern: Int64((value << 1) ^ (value >> (Int.bitWidth - 1)))) }
 
         /// Reads what `Writer` wrote; only ever given bytes `pack` made.
         private struct Reader {

@@ -78,8 +78,8 @@ public final class Journal: Sendable {
 
     /// An entry as the ring keeps it: its number, and every other field
     /// packed into one array of bytes (`Packing`). A ring of 10,000 `Entry`
-    /// values held about 500 bytes each (the struct, its path, its changes
-    /// and its reason's text on the heap apart); packed, an entry is one
+    /// values held 370–500 bytes each after a load (the struct, and its path,
+    /// changes and reason's text on the heap apart); packed, an entry is one
     /// allocation the size of its text plus a few bytes.
     private struct Slot {
         var sequence: Int
