@@ -103,20 +103,23 @@ row() {  # row LABEL PATH ARGS_A ARGS_B
     printf '  %-58s %10s %9s %10s %9s %7.2f\n' "$label" "$ra" "$pa" "$rb" "$pb" "$(echo "$rb / $ra" | bc -l)"
 }
 row "GET /api/v1/free-stories (no state)" "/api/v1/free-stories?language=en" "" ""
-# Sessions the replicas wrote after a plain read and under the row's lock, and the plain writes that lost to
-# another write of the session, together (a build without the counts: 0 0 0).
+# Sessions the replicas wrote after a plain read and under the row's lock, the plain writes that lost to
+# another write of the session, and the requests decided on a replica's copy of their row and of them those
+# whose copy was stale (their writes lost too), together (a build without the counts: 0).
 writes() {
     for port in "$REPLICA_A" "$REPLICA_B"; do curl -s "http://127.0.0.1:$port/__doppel/health"; echo; done | python3 -c '
 import json, sys
 stores = [json.loads(line).get("state_store", {}) for line in sys.stdin if line.strip()]
-print(*(sum(s.get(key, 0) for s in stores) for key in ("sessions_written_unlocked", "sessions_written_locked", "writes_lost")))'
+keys = ("sessions_written_unlocked", "sessions_written_locked", "writes_lost", "sessions_decided_on_copies", "copies_stale")
+print(*(sum(s.get(key, 0) for s in stores) for key in keys))'
 }
 stateful() {  # stateful LABEL MEMORY-SCRIPT SHARED-SCRIPT: the row, and how the replicas wrote its sessions
-    read -r unlocked locked lost < <(writes)
+    read -r unlocked locked lost copied stale < <(writes)
     row "$1" "/api/v1/stories/generate" "-s $WORK/$2.lua" "-s $WORK/$3.lua"
-    read -r unlocked2 locked2 lost2 < <(writes)
+    read -r unlocked2 locked2 lost2 copied2 stale2 < <(writes)
     printf '  %-58s sessions written without a lock %d (plain writes lost to another %d), under the lock %d\n' "" \
         $((unlocked2 - unlocked)) $((lost2 - lost)) $((locked2 - locked))
+    printf '  %-58s decided on a replica'"'"'s copy of the row %d (the copy stale %d)\n' "" $((copied2 - copied)) $((stale2 - stale))
 }
 stateful "POST /api/v1/stories/generate, 32 sessions" memory-32 shared-32
 stateful "POST /api/v1/stories/generate, one session" memory-1 shared-1

@@ -2,7 +2,8 @@ import DoppelCore
 import Foundation
 import PostgresNIO
 
-/// A request's session in two round trips: its row read (no lock, no
+/// A request's session in two round trips (one when this replica holds a
+/// current copy of the row, `+Copies.swift`): its row read (no lock, no
 /// transaction), the request decided on the copy, and the copy written back
 /// only if the row's version is still the one read (`UPDATE … WHERE version
 /// = v`, one statement, committed by itself). When another write of the
@@ -60,68 +61,134 @@ extension PostgresStateStore {
         var description: String { "no answer within \(seconds.formatted()) s (the request's write was not sent, so nothing of it was kept)" }
     }
 
-    /// The result of `body` when its write was kept; nil when another write
-    /// came between the read and it. The read and the common write (over a
-    /// row read) go in rounds with other sessions' (`+Rounds.swift`).
+    /// The result of `body` when its write was kept; nil when other writes
+    /// came between the read and it `maximumUnlockedWrites` times. `body` is
+    /// decided on this replica's copy of the row when it has one
+    /// (`+Copies.swift`), else on the row read. The read and the common write
+    /// (over a row read) go in rounds with other sessions' (`+Rounds.swift`).
     func optimistically<T: Sendable>(
         session id: String, started: ContinuousClock.Instant, _ body: @Sendable (SessionData?) throws -> (T, SessionData?)
     ) async throws -> T? {
-        let namespace = options.namespace
-        var row = try await reads.run(id, key: id, started: started)
-        for _ in 0..<Self.maximumUnlockedWrites {
+        // This replica's copy of the row when it has one (`+Copies.swift`), else the row as read.
+        let copy = copies.withLock { $0.copy(of: id) }
+        var fromCopy = copy != nil
+        var row: (data: [UInt8]?, version: Int64)?
+        if let copy {
+            row = (copy.data, copy.version)
+            status.withLock { $0.copiesUsed += 1 }
+        } else {
+            row = try await read(id, started: started)
+        }
+        // A write over a stale copy is not one of the tries: it cost what the read would have.
+        var tries = Self.maximumUnlockedWrites
+        while tries > 0 {
+            if !fromCopy { tries -= 1 }
             let stored = try row?.data.map { try decoded($0) }
             let (result, data) = try body(stored)
             try checkTimeLeft(since: started)
-            var kept = false
             switch (row?.version, data) {
             case (nil, nil):
                 // Nothing stored, nothing to keep.
                 return result
             case (nil, let data?):
-                try await client.committing(logger: logger) { connection in
-                    let written = try await connection.query(
-                        """
-                        INSERT INTO doppel_sessions (namespace, id, data, size, scenario, has_overrides, last_used, version)
-                        VALUES (\(namespace), \(id), \(Self.bytes(data)), \(data.stateSize), \(Self.storable(data.scenario?.name)),
-                            \(Self.hasOverrides(data)), now(), \(unescaped: Self.firstVersion))
-                        ON CONFLICT DO NOTHING RETURNING 1
-                        """, logger: logger)
-                    for try await _ in written.decode(Int.self) { kept = true }
-                }
-                return kept ? result : nil
+                let encoded = data.encoded()
+                guard let made = try await insert(encoded, of: data, id: id) else { return nil }
+                copies.withLock { $0.keep(id, data: encoded, version: made) }
+                return result
             case (let version?, nil):
-                try await client.committing(logger: logger) { connection in
-                    let written = try await connection.query(
-                        "DELETE FROM doppel_sessions WHERE namespace = \(namespace) AND id = \(id) AND version = \(version) RETURNING 1",
-                        logger: logger)
-                    for try await _ in written.decode(Int.self) { kept = true }
-                }
-                return kept ? result : nil
+                copies.withLock { $0.forget(id) }
+                return try await remove(id, at: version) ? result : nil
             case (let version?, let data?):
-                let write = RowWrite(
-                    id: id, version: version, data: Self.bytes(data), size: data.stateSize, scenario: Self.storable(data.scenario?.name),
-                    hasOverrides: Self.hasOverrides(data))
-                var outcome = try await writes.run(write, key: id, started: started)
-                if outcome == .skipped {
-                    // Held by another transaction: written alone, waiting for the row.
-                    outcome = try await client.leasing(logger: logger) {
-                        try await Self.writeRow(write, namespace: namespace, on: $0, logger: self.logger)
-                    }
-                }
+                let encoded = data.encoded()
+                let outcome = try await write(
+                    RowWrite(
+                        id: id, version: version, data: Self.bytes(encoded), size: data.stateSize, scenario: Self.storable(data.scenario?.name),
+                        hasOverrides: Self.hasOverrides(data)), started: started)
                 switch outcome {
                 case .written:
+                    // Every write raises the version by one.
+                    copies.withLock { $0.keep(id, data: encoded, version: version + 1) }
                     return result
                 case .removed, .skipped:
+                    copies.withLock { $0.forget(id) }
+                    // A copy of a row removed since: read as it is now (absent, or made again), and decided on that.
+                    if fromCopy {
+                        fromCopy = false
+                        status.withLock { $0.staleCopies += 1 }
+                        row = try await read(id, started: started)
+                        continue
+                    }
                     // Removed since it was read (the lone write never skips): the lock's path makes it again.
                     return nil
                 case .lost(let data, let seen):
-                    status.withLock { $0.lostWrites += 1 }
+                    status.withLock {
+                        $0.lostWrites += 1
+                        if fromCopy { $0.staleCopies += 1 }
+                    }
                     // Decided again on the row as the write saw it; read again when that is the row already read.
-                    row = seen > version ? (data, seen) : try await reads.run(id, key: id, started: started)
+                    if seen > version {
+                        row = (data.map { Array($0.readableBytesView) }, seen)
+                        if let bytes = row?.data { copies.withLock { $0.keep(id, data: bytes, version: seen) } }
+                    } else {
+                        row = try await read(id, started: started)
+                    }
                 }
             }
+            fromCopy = false
         }
         return nil
+    }
+
+    /// Session `id`'s first row, made unless another request made it first: its version, or nil when one did.
+    private func insert(_ encoded: [UInt8], of data: SessionData, id: String) async throws -> Int64? {
+        let namespace = options.namespace
+        return try await client.committing(logger: logger) { connection in
+            let written = try await connection.query(
+                """
+                INSERT INTO doppel_sessions (namespace, id, data, size, scenario, has_overrides, last_used, version)
+                VALUES (\(namespace), \(id), \(Self.bytes(encoded)), \(data.stateSize), \(Self.storable(data.scenario?.name)),
+                    \(Self.hasOverrides(data)), now(), \(unescaped: Self.firstVersion))
+                ON CONFLICT DO NOTHING RETURNING version
+                """, logger: logger)
+            var made: Int64?
+            for try await version in written.decode(Int64.self) { made = version }
+            return made
+        }
+    }
+
+    /// Session `id`'s row removed if it is still at `version`; whether it was.
+    private func remove(_ id: String, at version: Int64) async throws -> Bool {
+        try await client.committing(logger: logger) { connection in
+            let removed = try await connection.query(
+                "DELETE FROM doppel_sessions WHERE namespace = \(options.namespace) AND id = \(id) AND version = \(version) RETURNING 1",
+                logger: logger)
+            var found = false
+            for try await _ in removed.decode(Int.self) { found = true }
+            return found
+        }
+    }
+
+    /// A row written over the version it was decided on: in a round with other sessions' writes, or alone, waiting for
+    /// the row, when another transaction held it.
+    private func write(_ write: RowWrite, started: ContinuousClock.Instant) async throws -> WriteOutcome {
+        let outcome = try await writes.run(write, key: write.id, started: started)
+        guard outcome == .skipped else { return outcome }
+        return try await client.leasing(logger: logger) {
+            try await Self.writeRow(write, namespace: self.options.namespace, on: $0, logger: self.logger)
+        }
+    }
+
+    /// Session `id`'s row as stored, read in a round with other sessions' (`+Rounds.swift`), and kept as this replica's copy.
+    private func read(_ id: String, started: ContinuousClock.Instant) async throws -> (data: [UInt8]?, version: Int64)? {
+        guard let row = try await reads.run(id, key: id, started: started) else {
+            copies.withLock { $0.forget(id) }
+            return nil
+        }
+        let data = row.data.map { Array($0.readableBytesView) }
+        copies.withLock { copies in
+            if let data { copies.keep(id, data: data, version: row.version) } else { copies.forget(id) }
+        }
+        return (data, row.version)
     }
 
     /// A write is sent only while the statement timeout and a margin are
@@ -139,9 +206,11 @@ extension PostgresStateStore {
     }
 
     static func bytes(_ data: SessionData) -> ByteBuffer {
-        var bytes = ByteBuffer()
-        bytes.writeBytes(data.encoded())
-        return bytes
+        bytes(data.encoded())
+    }
+
+    static func bytes(_ encoded: [UInt8]) -> ByteBuffer {
+        ByteBuffer(bytes: encoded)
     }
 
     static func hasOverrides(_ data: SessionData) -> Bool {

@@ -10,6 +10,7 @@ extension PostgresStateStore {
     }
 
     package func removeAllSessions() async throws {
+        copies.withLock { $0.forgetAll() }
         try await client.committed("DELETE FROM doppel_sessions WHERE namespace = \(options.namespace)", logger: logger)
     }
 
@@ -80,6 +81,7 @@ extension PostgresStateStore {
             ("requests_refused", .int(state.failedRequests)), ("journal_buffered", .int(buffered.0)), ("journal_dropped", .int(buffered.1)),
             ("sessions_written_unlocked", .int(state.unlockedWrites)), ("sessions_written_locked", .int(state.lockedWrites)),
             ("writes_lost", .int(state.lostWrites)),
+            ("sessions_decided_on_copies", .int(state.copiesUsed)), ("copies_stale", .int(state.staleCopies)),
             ("transactions_batched", .int(state.batchedTransactions)),
             ("transactions_waiting", .int(queues.withLock { $0.values.reduce(0) { $0 + $1.count } })),
             ("statements_shared", .int(rounds.reads.shared + rounds.writes.shared)),

@@ -86,6 +86,8 @@ package final class PostgresStateStore: StateStore, Sendable {
     private let inline = Locked([String: ActiveScenario]())
     /// Sessions whose write lost to another lately (by id, when), which take the lock at once for a while.
     let contended = Locked([String: Double]())
+    /// Rows this replica last read or wrote, decided on without reading them again (`PostgresStateStore+Copies.swift`).
+    let copies = Locked(RowCopies())
     /// Sessions with a batch running on this replica, and the transactions waiting for the next (`PostgresStateStore+Batches.swift`).
     let queues = Locked([String: [Job]]())
     /// Rows read, and rows written over the version read, in rounds of many sessions (`PostgresStateStore+Rounds.swift`).
@@ -115,6 +117,10 @@ package final class PostgresStateStore: StateStore, Sendable {
         var lockedWrites = 0
         /// Unlocked writes that found another write of their session between their read and them.
         var lostWrites = 0
+        /// Requests decided on this replica's copy of their row, not on a row read; and of them, those whose write over
+        /// the copy lost (counted in `lostWrites` too) or found the row removed.
+        var copiesUsed = 0
+        var staleCopies = 0
         /// Transactions decided in one batch with others of their session (`PostgresStateStore+Batches.swift`).
         var batchedTransactions = 0
         /// Messages (push batches, events) sent to the other replicas, taken from them, and lost (the database out of reach, or too many waiting).
@@ -397,6 +403,7 @@ package final class PostgresStateStore: StateStore, Sendable {
             noteContended(id)
         }
         status.withLock { $0.lockedWrites += 1 }
+        copies.withLock { $0.forget(id) }
         // A COMMIT is answered once committed: no confirmation needed (`PostgresClient+Committed.swift`).
         return try await client.leasing(logger: logger) { connection in
             try await connection.withTransaction(logger: self.logger) { connection in
@@ -414,9 +421,9 @@ package final class PostgresStateStore: StateStore, Sendable {
     }
 
     /// Decodes a stored session.
-    func decoded(_ bytes: ByteBuffer) throws -> SessionData {
+    func decoded(_ bytes: [UInt8]) throws -> SessionData {
         try SessionData(
-            decoding: Array(bytes.readableBytesView),
+            decoding: bytes,
             forced: { endpoint, name, status in
                 self.engine.contract.forcibleResponse(endpointID: endpoint, name: name, status: status)
             }, scenario: { name, text in self.scenario(named: name, inline: text) })
@@ -435,7 +442,7 @@ package final class PostgresStateStore: StateStore, Sendable {
             }
             if let found {
                 guard let bytes = found else { return nil }
-                return try decoded(bytes)
+                return try decoded(Array(bytes.readableBytesView))
             }
             if attempt == 0 {
                 try await connection.query(
