@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 
 DURATION=${DURATION:-10s}
 PORT=${PORT:-18280}
-MEMORY_PORT=$PORT; REPLICA_A=$((PORT + 1)); REPLICA_B=$((PORT + 2)); LB_MEMORY=$((PORT + 3)); LB_SHARED=$((PORT + 4))
+MEMORY_PORT=$PORT; REPLICA_A=$((PORT + 1)); REPLICA_B=$((PORT + 2)); LB_MEMORY=$((PORT + 3)); LB_SHARED=$((PORT + 4)); LB_STICKY=$((PORT + 5))
 CONNECTIONS=${CONNECTIONS:-32}
 
 missing=()
@@ -46,11 +46,14 @@ http {
     upstream shared { server 127.0.0.1:$REPLICA_A; server 127.0.0.1:$REPLICA_B; keepalive 64; }
     server { listen 127.0.0.1:$LB_MEMORY; location / { proxy_pass http://memory; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_set_header Host \$http_host; } }
     server { listen 127.0.0.1:$LB_SHARED; location / { proxy_pass http://shared; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_set_header Host \$http_host; } }
+    # The same replicas, each session kept on one of them (docs/shared-state.md: their copies of its row stay current).
+    upstream sticky { hash \$http_doppel_session consistent; server 127.0.0.1:$REPLICA_A; server 127.0.0.1:$REPLICA_B; keepalive 64; }
+    server { listen 127.0.0.1:$LB_STICKY; location / { proxy_pass http://sticky; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_set_header Host \$http_host; } }
 }
 NGINX
 nginx -c "$WORK/nginx.conf"
-MEMORY="http://127.0.0.1:$LB_MEMORY"; SHARED="http://127.0.0.1:$LB_SHARED"
-wait_for "$MEMORY/__doppel/health"; wait_for "$SHARED/__doppel/health"
+MEMORY="http://127.0.0.1:$LB_MEMORY"; SHARED="http://127.0.0.1:$LB_SHARED"; STICKY="http://127.0.0.1:$LB_STICKY"
+wait_for "$MEMORY/__doppel/health"; wait_for "$SHARED/__doppel/health"; wait_for "$STICKY/__doppel/health"
 
 TOKEN='Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIzZjJiOGMxZS03ZDRhLTRlNTktOWIxYy0yYTZmMGU4ZDRjNzEiLCJyb2xlIjoiYXV0aGVudGljYXRlZCJ9.c2lnbmF0dXJl'
 # Premium sessions, so every generate succeeds (the 200 path, with effects), each made through its balancer.
@@ -98,7 +101,7 @@ row() {  # row LABEL PATH ARGS_A ARGS_B
     # shellcheck disable=SC2086
     read -r ra pa bad_a LAST_A_REQUESTS <<<"$(load "$MEMORY$path" $a_args)"
     # shellcheck disable=SC2086
-    read -r rb pb bad_b LAST_B_REQUESTS <<<"$(load "$SHARED$path" $b_args)"
+    read -r rb pb bad_b LAST_B_REQUESTS <<<"$(load "${B_BALANCER:-$SHARED}$path" $b_args)"
     if [ "$bad_a" != 0 ] || [ "$bad_b" != 0 ]; then echo "  ($label: $bad_a and $bad_b answers were not 2xx)" >&2; exit 1; fi
     printf '  %-58s %10s %9s %10s %9s %7.2f\n' "$label" "$ra" "$pa" "$rb" "$pb" "$(echo "$rb / $ra" | bc -l)"
 }
@@ -122,6 +125,8 @@ stateful() {  # stateful LABEL MEMORY-SCRIPT SHARED-SCRIPT: the row, and how the
     printf '  %-58s decided on a replica'"'"'s copy of the row %d (the copy stale %d)\n' "" $((copied2 - copied)) $((stale2 - stale))
 }
 stateful "POST /api/v1/stories/generate, 32 sessions" memory-32 shared-32
+# The same, the balancer keeping each session on one replica (B's balancer only: A is one server either way).
+B_BALANCER=$STICKY stateful "POST /api/v1/stories/generate, 32 sessions, sticky" memory-32 shared-32
 stateful "POST /api/v1/stories/generate, one session" memory-1 shared-1
 # The same 32 sessions with an events reader (what the dashboard opens) on the in-memory server and on
 # replica A: A's reader gets B's answers too, sent between the replicas (docs/shared-state.md, "Events").

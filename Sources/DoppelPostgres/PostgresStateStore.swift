@@ -58,7 +58,7 @@ package final class PostgresStateStore: StateStore, Sendable {
     }
 
     /// The schema version this build writes; a newer database is refused.
-    package static let schemaVersion = 5
+    package static let schemaVersion = 6
     /// Journal entries waiting to be written, at most, and the most text
     /// (paths and queries) they may hold, as the in-memory journal's; more
     /// are dropped and counted.
