@@ -19,6 +19,11 @@ extension SharedStateTests {
         let name: String
 
         static func install(namespace: String, id: String, url: String) async throws -> RefusedAtCommit {
+            // Triggers a run stopped mid-test left behind (this suite runs one test at a time): each is checked on every
+            // row written, in every later run on this database.
+            for left in try await TestDatabase.sql(["SELECT proname FROM pg_proc WHERE proname LIKE 'doppel\\_refuse\\_%'"], url: url) {
+                try await TestDatabase.sql(["DROP TRIGGER IF EXISTS \(left) ON doppel_sessions", "DROP FUNCTION IF EXISTS \(left)()"], url: url)
+            }
             let name = "doppel_refuse_\(UUID().uuidString.prefix(8).lowercased())"
             try await TestDatabase.sql(
                 [
