@@ -125,9 +125,15 @@ extension PostgresStateStore {
     }
 
     /// Sessions' rows as stored and their versions, read without a lock, for a round of reads (`PostgresStateStore+Rounds.swift`).
+    /// Each row is looked up by its whole key, one id at a time (a lateral subquery the planner keeps apart): with
+    /// `id = ANY($2)` the generic plan could read a namespace's rows by the namespace alone and filter the ids, when
+    /// the table's statistics said namespaces were small, so a round in a namespace of 10,000 sessions read all 10,000.
     struct ReadSessions: PostgresPreparedStatement {
         static let name = "doppel_read_sessions"
-        static let sql = "SELECT id, data, version FROM doppel_sessions WHERE namespace = $1 AND id = ANY($2::text[])"
+        static let sql = """
+            SELECT s.id, s.data, s.version FROM unnest($2::text[]) AS k(id),
+                LATERAL (SELECT id, data, version FROM doppel_sessions WHERE namespace = $1 AND id = k.id OFFSET 0) s
+            """
         typealias Row = (String, ByteBuffer?, Int64)
 
         let namespace: String
@@ -147,7 +153,8 @@ extension PostgresStateStore {
     /// `WriteOutcome`: 0 written; 1 lost, with the row as it is now; 2
     /// removed; 3 held by another transaction, so left alone.
     ///
-    /// The rows are locked first, without waiting (`FOR UPDATE SKIP
+    /// The rows are locked first, each looked up by its whole key (as in
+    /// `ReadSessions`), without waiting (`FOR UPDATE SKIP
     /// LOCKED`): the statement never waits for a lock, so it can be in no
     /// cycle of waits, and the update touches only the rows it locked. A
     /// row locked so is the row as last committed (READ COMMITTED takes
@@ -162,7 +169,8 @@ extension PostgresStateStore {
                     AS i(id, version, data, size, scenario, named, has_overrides)
             ),
             locked AS (
-                SELECT id, data, version FROM doppel_sessions WHERE namespace = $1 AND id = ANY($2::text[]) FOR UPDATE SKIP LOCKED
+                SELECT l.id, l.data, l.version FROM input k,
+                    LATERAL (SELECT id, data, version FROM doppel_sessions WHERE namespace = $1 AND id = k.id FOR UPDATE SKIP LOCKED) l
             ),
             written AS (
                 UPDATE doppel_sessions s SET data = i.data, size = i.size, scenario = CASE WHEN i.named THEN i.scenario END,
@@ -174,7 +182,7 @@ extension PostgresStateStore {
             SELECT i.id,
                 CASE WHEN w.id IS NOT NULL THEN 0
                     WHEN l.id IS NOT NULL THEN 1
-                    WHEN EXISTS (SELECT FROM doppel_sessions p WHERE p.namespace = $1 AND p.id = i.id) THEN 3
+                    WHEN (SELECT true FROM doppel_sessions p WHERE p.namespace = $1 AND p.id = i.id LIMIT 1) THEN 3
                     ELSE 2 END::int8,
                 CASE WHEN w.id IS NULL THEN l.data END, l.version
             FROM input i LEFT JOIN locked l ON l.id = i.id LEFT JOIN written w ON w.id = i.id

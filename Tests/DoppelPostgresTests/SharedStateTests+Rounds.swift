@@ -85,6 +85,57 @@ extension SharedStateTests {
         await replicas.stop()
     }
 
+    @Test("A round's read and write look each row up by its whole key whatever the table's statistics say: no namespace is read whole")
+    func roundsLookRowsUpByTheirKeys() async throws {
+        let url = try #require(TestDatabase.url)
+        let prefix = "plan-\(UUID().uuidString.prefix(8).lowercased())"
+        // Statistics that say a namespace is small (300 namespaces of 2 sessions, analysed), then one namespace of 3,000.
+        try await TestDatabase.sql(
+            [
+                "INSERT INTO doppel_sessions (namespace, id, data, version) SELECT '\(prefix)-' || n, 's' || g, 'x'::bytea, 1 FROM generate_series(1, 300) n, generate_series(1, 2) g",
+                "ANALYZE doppel_sessions",
+                "INSERT INTO doppel_sessions (namespace, id, data, version) SELECT '\(prefix)', 's' || g, 'x'::bytea, 1 FROM generate_series(1, 3000) g",
+            ], url: url)
+        // One connection, so that the statements prepared are the ones explained; planned once for all parameters, as the store's are.
+        var configuration = try TestDatabase.configuration(url)
+        configuration.options.maximumConnections = 1
+        let client = PostgresClient(configuration: configuration)
+        let running = Task { await client.run() }
+        /// The text of the last statement's rows (a plan), after the ones before it.
+        func plan(_ statements: [String]) async throws -> String {
+            var lines: [String] = []
+            for statement in statements {
+                lines = []
+                for try await line in try await client.query(PostgresQuery(unsafeSQL: statement)).decode(String.self) { lines.append(line) }
+            }
+            return lines.joined(separator: "\n")
+        }
+        let ids = "'{s1,s2,s3,s4,s5,s6,s7}'::text[]"
+        let sevenOf = { (value: String, type: String) in "'{\(Array(repeating: value, count: 7).joined(separator: ","))}'::\(type)[]" }
+        _ = try await plan(["SET plan_cache_mode = force_generic_plan"])
+        let read = try await plan([
+            "PREPARE doppel_plan_read(text, text[]) AS \(PostgresStateStore.ReadSessions.sql)",
+            "EXPLAIN ANALYZE EXECUTE doppel_plan_read('\(prefix)', \(ids))",
+        ])
+        _ = try await plan([
+            "PREPARE doppel_plan_write(text, text[], int8[], bytea[], int8[], text[], bool[], bool[]) AS \(PostgresStateStore.WriteSessions.sql)",
+            "BEGIN",
+        ])
+        let write = try await plan([
+            """
+            EXPLAIN ANALYZE EXECUTE doppel_plan_write('\(prefix)', \(ids), \(sevenOf("1", "int8")), \(sevenOf("\\\\x00", "bytea")), \(sevenOf("1", "int8")),
+                \(sevenOf("\"\"", "text")), \(sevenOf("f", "bool")), \(sevenOf("f", "bool")))
+            """
+        ])
+        _ = try await plan(["ROLLBACK"])
+        running.cancel()
+        try await TestDatabase.sql(["DELETE FROM doppel_sessions WHERE namespace LIKE '\(prefix)%'"], url: url)
+        #expect(read.contains("Index Cond") && write.contains("Update on doppel_sessions"), "both ran:\n\(read)\n\(write)")
+        // A scan by the namespace alone filters the other 2,993 rows out; a lookup by the whole key filters none.
+        #expect(!read.contains("Rows Removed by Filter"), "\(read)")
+        #expect(!write.contains("Rows Removed by Filter"), "\(write)")
+    }
+
     @Test("A session whose row another transaction holds holds up no other session's requests on the replica: 30 answered while it waits")
     func aHeldRowHoldsUpNoOtherSession() async throws {
         let replicas = try await SharedReplicas.start(1, contract: Self.tales, timeout: 120)
