@@ -126,12 +126,7 @@ extension PostgresStateStore {
                         if fromCopy { $0.staleCopies += 1 }
                     }
                     // Decided again on the row as the write saw it; read again when that is the row already read.
-                    if seen > version {
-                        row = (data.map { Array($0.readableBytesView) }, seen)
-                        if let bytes = row?.data { copies.withLock { $0.keep(id, data: bytes, version: seen) } }
-                    } else {
-                        row = try await read(id, started: started)
-                    }
+                    row = seen > version ? remember(id, (data, seen)) : try await read(id, started: started)
                 }
             }
             fromCopy = false
@@ -180,15 +175,16 @@ extension PostgresStateStore {
 
     /// Session `id`'s row as stored, read in a round with other sessions' (`+Rounds.swift`), and kept as this replica's copy.
     private func read(_ id: String, started: ContinuousClock.Instant) async throws -> (data: [UInt8]?, version: Int64)? {
-        guard let row = try await reads.run(id, key: id, started: started) else {
-            copies.withLock { $0.forget(id) }
-            return nil
-        }
-        let data = row.data.map { Array($0.readableBytesView) }
+        remember(id, try await reads.run(id, key: id, started: started))
+    }
+
+    /// Session `id`'s row as the database gave it, as bytes, kept as this replica's copy (none kept for no row or no data).
+    private func remember(_ id: String, _ row: (data: ByteBuffer?, version: Int64)?) -> (data: [UInt8]?, version: Int64)? {
+        let data = row?.data.map { Array($0.readableBytesView) }
         copies.withLock { copies in
-            if let data { copies.keep(id, data: data, version: row.version) } else { copies.forget(id) }
+            if let row, let data { copies.keep(id, data: data, version: row.version) } else { copies.forget(id) }
         }
-        return (data, row.version)
+        return row.map { (data, $0.version) }
     }
 
     /// A write is sent only while the statement timeout and a margin are
