@@ -60,14 +60,26 @@ extension SharedStateTests {
         func write(_ id: String) -> PostgresStateStore.RowWrite {
             PostgresStateStore.RowWrite(id: id, version: 10, data: ByteBuffer(string: "new"), size: 3, scenario: nil, hasOverrides: false)
         }
+        /// Whether the refused statement's backend has let go of its rows: PostgreSQL reports the commit's error before
+        /// it ends the transaction, so the next write, on another connection, may otherwise find the row still held.
+        func released() async throws -> Bool {
+            try await eventually(within: 10) {
+                try await TestDatabase.sql(
+                    [
+                        "SELECT count(*) FROM (SELECT FROM doppel_sessions WHERE namespace = '\(namespace)' AND id IN ('x', 'w') FOR UPDATE SKIP LOCKED) free"
+                    ], url: url) == ["2"]
+            }
+        }
         let refused = try await RefusedAtCommit.install(namespace: namespace, id: "x", url: url)
         do {
             await #expect(throws: (any Error).self, "a round of two sessions, one refused at commit") {
                 try await PostgresStateStore.writeRows([write("x"), write("w")], client: store.client, namespace: namespace, logger: store.logger)
             }
+            #expect(try await released())
             await #expect(throws: (any Error).self, "a round of one") {
                 try await PostgresStateStore.writeRows([write("x")], client: store.client, namespace: namespace, logger: store.logger)
             }
+            #expect(try await released())
             await #expect(throws: (any Error).self, "a write alone") {
                 try await store.client.withConnection { connection in
                     try await PostgresStateStore.writeRow(write("x"), namespace: namespace, on: connection, logger: store.logger)
